@@ -1,0 +1,64 @@
+# Two commands: `make run` and `make test` set up whatever is missing, then do their job.
+# `make setup` does the set-up alone (idempotent; quick when nothing changed).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMPS := .build
+SCENARIO ?= waypoints
+SEED ?= 1
+OUT ?= reports/$(SCENARIO)
+
+# Debian packages: node for the MicroPython tier, the AVR toolchain and simavr for
+# firmware-in-the-loop, Python headers/venv for the Cython build.
+# node/npm come from Debian only where no node is installed (a nodesource node bundles npm).
+NODE_APT := $(if $(shell command -v node && command -v npm),,nodejs npm)
+APT_PACKAGES := python3-venv python3-dev build-essential pkg-config $(NODE_APT) \
+	gcc-avr avr-libc binutils-avr arduino-core-avr simavr libelf-dev
+
+.PHONY: help setup run test test-fast bench clean
+help:
+	@echo "make run    - set up, then run the default scenario ($(SCENARIO)) into $(OUT)/"
+	@echo "make test   - set up, then run the whole test suite"
+	@echo "make setup  - set up only (Debian packages, .venv, node packages, Cython build)"
+	@echo "make bench  - run the benchmarks in bench/ (writes bench/results/*.json)"
+
+setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/node $(STAMPS)/cython
+
+$(STAMPS)/apt: Makefile scripts/ensure_apt.sh
+	@mkdir -p $(STAMPS)
+	scripts/ensure_apt.sh $(APT_PACKAGES)
+	@touch $@
+
+$(STAMPS)/venv: requirements.lock | $(STAMPS)/apt
+	@mkdir -p $(STAMPS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
+	@touch $@
+
+$(STAMPS)/node: package.json package-lock.json | $(STAMPS)/apt
+	@mkdir -p $(STAMPS)
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+CYTHON_SOURCES := $(wildcard cython_ext/*.pyx cython_ext/*.pxd) cython_ext/setup.py
+$(STAMPS)/cython: $(CYTHON_SOURCES) $(STAMPS)/venv
+	$(PY) cython_ext/setup.py -q build_ext --inplace
+	@touch $@
+
+run: setup
+	$(PY) -m harness run $(SCENARIO) --seed $(SEED) --out $(OUT)
+
+test: setup
+	$(PY) -m pytest -q
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow and not fil"
+
+bench: setup
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(STAMPS) build cython_ext/build cython_ext/*.so cython_ext/*.c reports

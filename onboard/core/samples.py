@@ -1,0 +1,181 @@
+"""Sample and command types shared by drivers, simulated sensors and the runtime.
+
+Every type carries ``time_us`` (integer microseconds of the clock the runtime
+runs on) and SI quantities whose unit and frame are in the field name
+(CONVENTIONS.md). Drivers and simulated sensors build the same objects and call
+the same runtime entry points. Plain classes (no dataclasses) so they run on
+MicroPython; ``FIELDS`` lists the fields in order for logging and equality.
+"""
+
+
+class SampleError(ValueError):
+    """A sample was built with a field of the wrong shape or a non-finite value."""
+
+
+def _vec(name, value, length):
+    try:
+        out = tuple(float(v) for v in value)
+    except TypeError:
+        raise SampleError("%s must be a sequence of %d numbers" % (name, length))
+    if len(out) != length:
+        raise SampleError("%s must have %d entries, got %d" % (name, length, len(out)))
+    return out
+
+
+class _Sample:
+    FIELDS = ()
+
+    def as_dict(self):
+        out = {}
+        for name in self.FIELDS:
+            v = getattr(self, name)
+            if isinstance(v, tuple):
+                v = list(v)
+            out[name] = v
+        return out
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return False
+        for name in self.FIELDS:
+            if getattr(self, name) != getattr(other, name):
+                return False
+        return True
+
+    def __repr__(self):
+        parts = []
+        for name in self.FIELDS:
+            parts.append("%s=%r" % (name, getattr(self, name)))
+        return "%s(%s)" % (type(self).__name__, ", ".join(parts))
+
+    def is_finite(self):
+        """True when no float field holds NaN or infinity."""
+        for name in self.FIELDS:
+            v = getattr(self, name)
+            vals = v if isinstance(v, tuple) else (v,)
+            for x in vals:
+                if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+                    return False
+        return True
+
+
+class ImuSample(_Sample):
+    """IMU increments over the interval (time_us - dt_us, time_us].
+
+    dvel_body_mps: velocity increment (integrated specific force), body FRD, m/s.
+    dang_body_rad: angle increment (integrated angular rate), body FRD, rad.
+    These are q_v and q_t of ag2u eqs. 2a-2b.
+    """
+    FIELDS = ("time_us", "dt_us", "dvel_body_mps", "dang_body_rad")
+
+    def __init__(self, time_us, dt_us, dvel_body_mps, dang_body_rad):
+        self.time_us = int(time_us)
+        self.dt_us = int(dt_us)
+        if self.dt_us <= 0:
+            raise SampleError("dt_us must be positive, got %d" % self.dt_us)
+        self.dvel_body_mps = _vec("dvel_body_mps", dvel_body_mps, 3)
+        self.dang_body_rad = _vec("dang_body_rad", dang_body_rad, 3)
+
+
+class PoseSample(_Sample):
+    """Aiding pose measurement: NED position (m) and Z-Y-X Euler attitude (rad).
+
+    euler_rad is (roll, pitch, yaw) of R_body_to_ned. cov_pos_m2 / cov_att_rad2 are
+    the per-axis measurement variances (diagonal), or None when unknown.
+    """
+    FIELDS = ("time_us", "pos_ned_m", "euler_rad", "cov_pos_m2", "cov_att_rad2")
+
+    def __init__(self, time_us, pos_ned_m, euler_rad, cov_pos_m2=None, cov_att_rad2=None):
+        self.time_us = int(time_us)
+        self.pos_ned_m = _vec("pos_ned_m", pos_ned_m, 3)
+        self.euler_rad = _vec("euler_rad", euler_rad, 3)
+        self.cov_pos_m2 = None if cov_pos_m2 is None else _vec("cov_pos_m2", cov_pos_m2, 3)
+        self.cov_att_rad2 = None if cov_att_rad2 is None else _vec("cov_att_rad2", cov_att_rad2, 3)
+
+
+class GnssSample(_Sample):
+    """GNSS fix: WGS-84 latitude/longitude (deg), altitude (m), NED velocity (m/s), accuracies (m, 1 sigma)."""
+    FIELDS = ("time_us", "lat_deg", "lon_deg", "alt_m", "vel_ned_mps", "h_acc_m", "v_acc_m")
+
+    def __init__(self, time_us, lat_deg, lon_deg, alt_m, vel_ned_mps=(0.0, 0.0, 0.0),
+                 h_acc_m=1.0, v_acc_m=1.0):
+        self.time_us = int(time_us)
+        self.lat_deg = float(lat_deg)
+        self.lon_deg = float(lon_deg)
+        self.alt_m = float(alt_m)
+        self.vel_ned_mps = _vec("vel_ned_mps", vel_ned_mps, 3)
+        self.h_acc_m = float(h_acc_m)
+        self.v_acc_m = float(v_acc_m)
+
+
+class RangeSample(_Sample):
+    """UWB range to a peer (m) with the peer's velocity as it reported it (its own frame, m/s)."""
+    FIELDS = ("time_us", "peer_id", "range_m", "peer_vel_mps", "range_std_m")
+
+    def __init__(self, time_us, peer_id, range_m, peer_vel_mps=(0.0, 0.0), range_std_m=0.0):
+        self.time_us = int(time_us)
+        self.peer_id = int(peer_id)
+        self.range_m = float(range_m)
+        self.peer_vel_mps = tuple(float(v) for v in peer_vel_mps)
+        self.range_std_m = float(range_std_m)
+
+
+class WheelSpeedSample(_Sample):
+    """Measured wheel angular speeds (rad/s), positive drives the robot forward."""
+    FIELDS = ("time_us", "left_radps", "right_radps")
+
+    def __init__(self, time_us, left_radps, right_radps):
+        self.time_us = int(time_us)
+        self.left_radps = float(left_radps)
+        self.right_radps = float(right_radps)
+
+
+class EncoderSample(_Sample):
+    """Cumulative wheel encoder counts (ticks) as read from a motor board."""
+    FIELDS = ("time_us", "left_ticks", "right_ticks")
+
+    def __init__(self, time_us, left_ticks, right_ticks):
+        self.time_us = int(time_us)
+        self.left_ticks = int(left_ticks)
+        self.right_ticks = int(right_ticks)
+
+
+class WheelCmd(_Sample):
+    """Wheel angular speed command (rad/s) for a differential-drive / skid-steer base."""
+    FIELDS = ("time_us", "left_radps", "right_radps")
+
+    def __init__(self, time_us, left_radps, right_radps):
+        self.time_us = int(time_us)
+        self.left_radps = float(left_radps)
+        self.right_radps = float(right_radps)
+
+
+class TwistCmd(_Sample):
+    """Planar body twist command: forward speed (m/s) and yaw rate (rad/s, positive turns right in FRD/NED)."""
+    FIELDS = ("time_us", "speed_body_mps", "yaw_rate_radps")
+
+    def __init__(self, time_us, speed_body_mps, yaw_rate_radps):
+        self.time_us = int(time_us)
+        self.speed_body_mps = float(speed_body_mps)
+        self.yaw_rate_radps = float(yaw_rate_radps)
+
+
+class VelocitySetpoint(_Sample):
+    """Velocity setpoint in the navigation frame (m/s) with a yaw-rate command (rad/s), e.g. for a drone."""
+    FIELDS = ("time_us", "vel_ned_mps", "yaw_rate_radps")
+
+    def __init__(self, time_us, vel_ned_mps, yaw_rate_radps=0.0):
+        self.time_us = int(time_us)
+        self.vel_ned_mps = _vec("vel_ned_mps", vel_ned_mps, 3)
+        self.yaw_rate_radps = float(yaw_rate_radps)
+
+
+class NavState(_Sample):
+    """Estimator output: NED position (m), NED velocity (m/s), Z-Y-X Euler attitude (rad)."""
+    FIELDS = ("time_us", "pos_ned_m", "vel_ned_mps", "euler_rad")
+
+    def __init__(self, time_us, pos_ned_m, vel_ned_mps, euler_rad):
+        self.time_us = int(time_us)
+        self.pos_ned_m = _vec("pos_ned_m", pos_ned_m, 3)
+        self.vel_ned_mps = _vec("vel_ned_mps", vel_ned_mps, 3)
+        self.euler_rad = _vec("euler_rad", euler_rad, 3)

@@ -1,0 +1,30 @@
+"""Unit conversions done once at driver boundaries (everything inside is SI)."""
+import math
+
+G_MPS2 = 9.80665          # standard gravity, m/s^2 (NED: gravity is +z, i.e. down)
+US_PER_S = 1000000
+
+
+def s_to_us(t_s):
+    """Seconds -> integer microseconds (rounded to nearest)."""
+    return int(round(t_s * US_PER_S))
+
+
+def us_to_s(t_us):
+    return t_us / 1e6
+
+
+def hz_to_period_us(rate_hz):
+    """Period in whole microseconds of a rate in Hz; the rate must divide 1 s exactly."""
+    period = US_PER_S // int(rate_hz)
+    if period * rate_hz != US_PER_S:
+        raise ValueError("rate %r Hz has no whole-microsecond period" % (rate_hz,))
+    return period
+
+
+def rpm_to_radps(rpm):
+    return rpm * (2.0 * math.pi / 60.0)
+
+
+def radps_to_rpm(radps):
+    return radps * (60.0 / (2.0 * math.pi))

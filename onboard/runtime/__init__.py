@@ -1,0 +1,1 @@
+"""Runtime: scheduler with rate groups, input watchdog, failsafe, clocks (MicroPython-compatible)."""
