@@ -1,0 +1,72 @@
+"""Deterministic simulated time: the world and the runtime advance in lockstep.
+
+``SimClock`` is a discrete-event clock with the same ``now_us()`` /
+``sleep_until_us()`` interface as the board clock, so the runtime's scheduler runs
+on it unchanged. Sleeping does not wait: it fires every simulated process due
+up to the deadline (sensor samples, physics steps, radio events), in time order,
+then returns. Events at the same time fire by ``priority`` (lower first), then
+in the order they were scheduled, so runs are reproducible.
+"""
+import heapq
+
+# Same-time ordering: physics first, then sensors sample it, then everything else.
+PRIORITY_PHYSICS = 0
+PRIORITY_SENSOR = 10
+PRIORITY_DEFAULT = 20
+
+
+class SimClockError(RuntimeError):
+    pass
+
+
+class SimClock:
+    def __init__(self, start_us=0):
+        self._now_us = int(start_us)
+        self._queue = []
+        self._seq = 0
+        self.events_fired = 0
+
+    def now_us(self):
+        return self._now_us
+
+    def call_at(self, time_us, fn, priority=PRIORITY_DEFAULT):
+        """Run ``fn(now_us)`` once at ``time_us`` (not before now)."""
+        time_us = int(time_us)
+        if time_us < self._now_us:
+            raise SimClockError("cannot schedule at %d us, already at %d us" % (time_us, self._now_us))
+        heapq.heappush(self._queue, (time_us, priority, self._seq, fn))
+        self._seq += 1
+
+    def call_every(self, period_us, fn, start_us=None, priority=PRIORITY_DEFAULT):
+        """Run ``fn(now_us)`` every ``period_us`` from ``start_us`` (default: now)."""
+        period_us = int(period_us)
+        if period_us <= 0:
+            raise SimClockError("period must be positive, got %d us" % period_us)
+        first = self._now_us if start_us is None else int(start_us)
+
+        def periodic(now_us):
+            fn(now_us)
+            self.call_at(now_us + period_us, periodic, priority)
+
+        self.call_at(first, periodic, priority)
+
+    def advance_to(self, time_us):
+        """Fire every event due at or before ``time_us``, then set the time to ``time_us``."""
+        time_us = int(time_us)
+        if time_us < self._now_us:
+            raise SimClockError("time cannot go back from %d to %d us" % (self._now_us, time_us))
+        q = self._queue
+        while q and q[0][0] <= time_us:
+            t, _prio, _seq, fn = heapq.heappop(q)
+            self._now_us = t
+            fn(t)
+            self.events_fired += 1
+        self._now_us = time_us
+
+    def advance(self, dt_us):
+        self.advance_to(self._now_us + int(dt_us))
+
+    def sleep_until_us(self, deadline_us):
+        """Board-clock interface: simulated time jumps to the deadline (never backwards)."""
+        if deadline_us > self._now_us:
+            self.advance_to(deadline_us)

@@ -1,0 +1,24 @@
+"""Progress display for long runs (tqdm on stderr), in simulated seconds."""
+import sys
+
+from tqdm import tqdm
+
+
+class Progress:
+    """``update_to(sim_s)`` as the run advances; silent when ``enabled`` is False."""
+
+    def __init__(self, total_s, desc, enabled=True):
+        self._bar = tqdm(total=round(total_s, 1), desc=desc, unit="sim s", file=sys.stderr,
+                         mininterval=0.5, disable=not enabled, leave=False,
+                         bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n:.1f}/{total:.1f} sim s "
+                                    "[{elapsed}<{remaining}]")
+        self._last = 0.0
+
+    def update_to(self, sim_s):
+        step = round(min(sim_s, self._bar.total) - self._last, 1)
+        if step > 0:
+            self._bar.update(step)
+            self._last += step
+
+    def close(self):
+        self._bar.close()

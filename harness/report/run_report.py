@@ -1,0 +1,56 @@
+"""The report folder of one run: metrics.json, plots (PNG), log.mcap, run.json.
+
+``metrics.json`` holds only outcome metrics (identical seeds give identical files);
+``run.json`` holds the run's identity (scenario, seed, config, versions, wall time).
+"""
+import json
+import os
+import platform
+import time
+
+from harness.report.mcap_log import McapLog
+
+
+class RunReport:
+    def __init__(self, out_dir, scenario, seed, config):
+        self.out_dir = out_dir
+        os.makedirs(out_dir, exist_ok=True)
+        self.scenario = scenario
+        self.seed = seed
+        self.config = config
+        self.mcap = McapLog(os.path.join(out_dir, "log.mcap"))
+        self.plots = []
+        self._t0 = time.perf_counter()
+
+    def log(self, topic, time_us, message):
+        self.mcap.log(topic, time_us, message)
+
+    def path(self, name):
+        return os.path.join(self.out_dir, name)
+
+    def save_figure(self, fig, name):
+        """Save a matplotlib figure as ``<name>.png`` in the report folder."""
+        import matplotlib.pyplot as plt
+        path = self.path(name + ".png")
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        self.plots.append(os.path.basename(path))
+        return path
+
+    def write_json(self, name, data):
+        path = self.path(name)
+        with open(path, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True, allow_nan=False)
+            fh.write("\n")
+        return path
+
+    def finish(self, metrics):
+        """Close the log and write metrics.json and run.json; returns the metrics path."""
+        self.mcap.close()
+        self.write_json("run.json", {
+            "scenario": self.scenario, "seed": self.seed, "config": self.config,
+            "plots": self.plots, "mcap": "log.mcap", "mcap_messages": self.mcap.messages,
+            "wall_time_s": round(time.perf_counter() - self._t0, 3),
+            "python": platform.python_version(),
+        })
+        return self.write_json("metrics.json", metrics)

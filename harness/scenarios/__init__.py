@@ -1,0 +1,24 @@
+"""Scenario registry: name -> module. Explicit on purpose (no import-time discovery).
+
+A scenario module defines ``DESCRIPTION`` (one line), ``DEFAULTS`` (nested dict of
+settings, units in the key names) and ``run(config, ctx) -> metrics dict``, where
+``ctx`` is a :class:`harness.scenarios.context.RunContext` (seed, random streams,
+report folder, progress). Modules are imported only when their scenario runs.
+"""
+import importlib
+
+SCENARIOS = {
+    "waypoints": "harness.scenarios.waypoints",
+}
+
+
+class UnknownScenario(KeyError):
+    def __str__(self):
+        return "unknown scenario %r (known: %s; see `python -m harness list`)" % (
+            self.args[0], ", ".join(sorted(SCENARIOS)))
+
+
+def load(name):
+    if name not in SCENARIOS:
+        raise UnknownScenario(name)
+    return importlib.import_module(SCENARIOS[name])
