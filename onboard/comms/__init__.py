@@ -1,0 +1,1 @@
+"""Transports move bytes; protocols turn bytes into messages. Kept apart (DESIGN.md)."""
