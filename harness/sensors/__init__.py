@@ -1,0 +1,1 @@
+"""Simulated sensors producing the same sample types as the real drivers."""

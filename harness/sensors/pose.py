@@ -1,0 +1,58 @@
+"""Simulated aiding pose sensor (ag2u eq. 13).
+
+p_m^e = p_m^t + dp_err                                   (ag2u eq. 13a)
+Psi_m^e = h(F(dPsi_err) * F(Psi_m^t))                    (after ag2u eq. 13b)
+
+dp_err ~ N(0, pos_sigma_m) and dPsi_err ~ N(0, att_sigma_deg) per axis, per sample.
+The attitude error is composed as a rotation (not added to the angles), with F/h
+the e2d/d2e operators of eqs. 3 and 7. The paper writes F(Psi)^T * F(dPsi); with
+our F returning D_ned_to_body the equivalent body-frame perturbation is
+F(dPsi) * F(Psi). Each sample carries its covariance. Dropout windows (no samples)
+can be configured to exercise the runtime's watchdog.
+"""
+import math
+
+from onboard.core.rotations import d2e, dcm_mul, e2d
+from onboard.core.samples import PoseSample
+
+DEFAULTS = {
+    "rate_hz": 10,
+    "pos_sigma_m": 0.05,
+    "att_sigma_deg": [1.0, 1.0, 5.0],
+    "dropout_start_s": -1.0,        # < 0: no dropout
+    "dropout_duration_s": 0.0,
+}
+
+
+class AidingPoseSensor:
+    def __init__(self, truth_fn, rng, config=None):
+        """truth_fn() -> (pos_ned_m (3), euler_rad (3)) of the vehicle now."""
+        cfg = dict(DEFAULTS)
+        cfg.update(config or {})
+        self.cfg = cfg
+        self.truth_fn = truth_fn
+        self.rng = rng
+        self.samples = 0
+
+    def in_dropout(self, now_us):
+        start = self.cfg["dropout_start_s"]
+        if start < 0:
+            return False
+        t = now_us * 1e-6
+        return start <= t < start + self.cfg["dropout_duration_s"]
+
+    def sample(self, now_us):
+        """A noisy PoseSample, or None inside a dropout window."""
+        if self.in_dropout(now_us):
+            return None
+        pos, euler = self.truth_fn()
+        cfg = self.cfg
+        sig_p = cfg["pos_sigma_m"]
+        sig_a = [math.radians(v) for v in cfg["att_sigma_deg"]]
+        dp = self.rng.normal(0.0, 1.0, 3) * sig_p
+        da = [float(self.rng.normal()) * sig_a[i] for i in range(3)]
+        pos_e = [pos[i] + float(dp[i]) for i in range(3)]
+        euler_e = d2e(dcm_mul(e2d(da), e2d(euler)))
+        self.samples += 1
+        return PoseSample(now_us, pos_e, euler_e, cov_pos_m2=[sig_p ** 2] * 3,
+                          cov_att_rad2=[s ** 2 for s in sig_a])

@@ -1,0 +1,1 @@
+"""Simulated vehicles (ground truth physics)."""

@@ -1,0 +1,1 @@
+"""Controllers: PID, differential-drive mapping, way-point following (pure Python)."""

@@ -1,0 +1,44 @@
+"""PID controller with time passed in, output limits and anti-windup (pure Python)."""
+
+
+class Pid:
+    """u = kp*e + ki*integral(e) + kd*de/dt, clamped to [-output_limit, output_limit].
+
+    The integral is frozen while the output saturates in the direction of the error
+    (conditional integration anti-windup). ``update(error, now_us)``; the first call
+    has no derivative term.
+    """
+
+    def __init__(self, kp, ki=0.0, kd=0.0, output_limit=None, integral_limit=None):
+        self.kp = kp
+        self.ki = ki
+        self.kd = kd
+        self.output_limit = output_limit
+        self.integral_limit = integral_limit
+        self.reset()
+
+    def reset(self):
+        self.integral = 0.0
+        self._last_error = None
+        self._last_us = None
+
+    def update(self, error, now_us):
+        dt = 0.0 if self._last_us is None else (now_us - self._last_us) * 1e-6
+        deriv = 0.0
+        if self._last_error is not None and dt > 0.0:
+            deriv = (error - self._last_error) / dt
+        candidate = self.integral + error * dt
+        if self.integral_limit is not None:
+            candidate = max(-self.integral_limit, min(self.integral_limit, candidate))
+        u = self.kp * error + self.ki * candidate + self.kd * deriv
+        lim = self.output_limit
+        if lim is not None and (u > lim or u < -lim):
+            u = lim if u > lim else -lim
+            # saturated: keep the integral unless the error would unwind it
+            if (u > 0) != (error > 0):
+                self.integral = candidate
+        else:
+            self.integral = candidate
+        self._last_error = error
+        self._last_us = now_us
+        return u

@@ -1,0 +1,64 @@
+"""Way-point follower for planar robots: heading PID + speed schedule (pure Python).
+
+Drives toward the active way-point; it is reached within ``accept_radius_m``.
+Speed falls with the heading error (cos law, zero beyond 90 deg: turn in place) and
+near the final way-point; yaw rate comes from a PID on the wrapped heading error.
+"""
+import math
+
+from onboard.control.pid import Pid
+from onboard.core.angles import wrap_pi
+from onboard.core.samples import TwistCmd
+
+DEFAULTS = {
+    "cruise_speed_mps": 0.4,
+    "accept_radius_m": 0.15,
+    "slow_radius_m": 0.5,
+    "max_yaw_rate_radps": 1.5,
+    "heading_kp": 2.5,
+    "heading_ki": 0.0,
+    "heading_kd": 0.05,
+}
+
+
+class WaypointFollower:
+    def __init__(self, waypoints_ne_m, config=None):
+        cfg = dict(DEFAULTS)
+        if config:
+            for key in config:
+                if key not in DEFAULTS:
+                    raise ValueError("unknown WaypointFollower setting %r" % (key,))
+                cfg[key] = config[key]
+        if not waypoints_ne_m:
+            raise ValueError("way-point list is empty")
+        self.cfg = cfg
+        self.waypoints_ne_m = [(float(w[0]), float(w[1])) for w in waypoints_ne_m]
+        self.index = 0
+        self.reached_us = []
+        self._pid = Pid(cfg["heading_kp"], cfg["heading_ki"], cfg["heading_kd"],
+                        output_limit=cfg["max_yaw_rate_radps"])
+
+    @property
+    def done(self):
+        return self.index >= len(self.waypoints_ne_m)
+
+    def update(self, north_m, east_m, yaw_rad, now_us):
+        """TwistCmd toward the active way-point from the (estimated) pose."""
+        if self.done:
+            return TwistCmd(now_us, 0.0, 0.0)
+        tn, te = self.waypoints_ne_m[self.index]
+        dn = tn - north_m
+        de = te - east_m
+        dist = math.sqrt(dn * dn + de * de)
+        if dist < self.cfg["accept_radius_m"]:
+            self.index += 1
+            self.reached_us.append(now_us)
+            self._pid.reset()
+            return self.update(north_m, east_m, yaw_rad, now_us)
+        heading_err = wrap_pi(math.atan2(de, dn) - yaw_rad)
+        yaw_rate = self._pid.update(heading_err, now_us)
+        align = math.cos(heading_err)
+        speed = self.cfg["cruise_speed_mps"] * (align if align > 0.0 else 0.0)
+        if self.index == len(self.waypoints_ne_m) - 1:
+            speed *= min(1.0, dist / self.cfg["slow_radius_m"])
+        return TwistCmd(now_us, speed, yaw_rate)
