@@ -67,6 +67,6 @@ class SimClock:
         self.advance_to(self._now_us + int(dt_us))
 
     def sleep_until_us(self, deadline_us):
-        """Board-clock interface: simulated time jumps to the deadline (never backwards)."""
-        if deadline_us > self._now_us:
-            self.advance_to(deadline_us)
+        """Board-clock interface: simulated time jumps to the deadline (never backwards),
+        firing every event due up to and including it."""
+        self.advance_to(max(deadline_us, self._now_us))
