@@ -8,7 +8,7 @@ import os
 import platform
 import time
 
-from harness.report.mcap_log import McapLog
+from onboard.runtime.mcap_log import McapLog
 
 
 class RunReport:

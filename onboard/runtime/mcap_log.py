@@ -1,4 +1,6 @@
-"""MCAP log of every sample and command, JSON-encoded with a JSON schema per topic.
+"""MCAP log of every sample and command, JSON-encoded with a JSON schema per topic (CPython only).
+
+Used by the harness reports and by boards that run CPython (Raspberry Pi) alike.
 
 Foxglove opens these files directly (message encoding ``json``, schema encoding
 ``jsonschema``). Log time is the simulated (or board) time in nanoseconds.
@@ -37,7 +39,7 @@ def _clean(value):
 
 
 class McapLog:
-    def __init__(self, path, library="onboard-runtime harness"):
+    def __init__(self, path, library="onboard-runtime"):
         self.path = path
         self._fh = open(path, "wb")
         self._writer = Writer(self._fh, compression=CompressionType.ZSTD)
