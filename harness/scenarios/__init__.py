@@ -9,6 +9,7 @@ import importlib
 
 SCENARIOS = {
     "waypoints": "harness.scenarios.waypoints",
+    "grading": "harness.scenarios.grading",
 }
 
 

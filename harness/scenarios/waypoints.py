@@ -10,7 +10,7 @@ import math
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
-from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
+from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
 from onboard.core.angles import wrap_pi
 from onboard.core.units import hz_to_period_us, s_to_us
@@ -30,21 +30,6 @@ DEFAULTS = {
                                                   "aiding_timeout_us", "latching_failsafe")},
     "follower": dict(FOLLOWER_DEFAULTS),
 }
-
-
-class SimMotors:
-    """The runtime's motor interface onto the simulated robot (stands in for VESC/AVR drivers)."""
-
-    def __init__(self, robot):
-        self.robot = robot
-        self.stops = 0
-
-    def command(self, wheel_cmd):
-        self.robot.command(wheel_cmd.left_radps, wheel_cmd.right_radps)
-
-    def stop(self, now_us):
-        self.stops += 1
-        self.robot.command(0.0, 0.0)
 
 
 def _segment_distance(p, a, b):

@@ -66,3 +66,18 @@ class DiffDriveRobot:
 
     def vel_ned_mps(self):
         return (self.speed_mps * math.cos(self.yaw_rad), self.speed_mps * math.sin(self.yaw_rad), 0.0)
+
+
+class SimMotors:
+    """The runtime's motor interface onto the simulated robot (stands in for VESC/AVR drivers)."""
+
+    def __init__(self, robot):
+        self.robot = robot
+        self.stops = 0
+
+    def command(self, wheel_cmd):
+        self.robot.command(wheel_cmd.left_radps, wheel_cmd.right_radps)
+
+    def stop(self, now_us):
+        self.stops += 1
+        self.robot.command(0.0, 0.0)

@@ -1,6 +1,9 @@
 """Way-point follower for planar robots: heading PID + speed schedule (pure Python).
 
 Drives toward the active way-point; it is reached within ``accept_radius_m``.
+A way-point is ``(north_m, east_m)`` or ``(north_m, east_m, direction)`` with
+direction +1 (drive forward, default) or -1 (reverse to it, e.g. a dozer backing
+up to the start of its next grading leg).
 Speed falls with the heading error (cos law, zero beyond 90 deg: turn in place) and
 near the final way-point; yaw rate comes from a PID on the wrapped heading error.
 """
@@ -33,6 +36,12 @@ class WaypointFollower:
             raise ValueError("way-point list is empty")
         self.cfg = cfg
         self.waypoints_ne_m = [(float(w[0]), float(w[1])) for w in waypoints_ne_m]
+        self.directions = []
+        for w in waypoints_ne_m:
+            d = int(w[2]) if len(w) > 2 else 1
+            if d not in (1, -1):
+                raise ValueError("way-point direction must be +1 or -1, got %r" % (w[2],))
+            self.directions.append(d)
         self.index = 0
         self.reached_us = []
         self._pid = Pid(cfg["heading_kp"], cfg["heading_ki"], cfg["heading_kd"],
@@ -55,10 +64,13 @@ class WaypointFollower:
             self.reached_us.append(now_us)
             self._pid.reset()
             return self.update(north_m, east_m, yaw_rad, now_us)
-        heading_err = wrap_pi(math.atan2(de, dn) - yaw_rad)
+        direction = self.directions[self.index]
+        # reversing: steer the robot's back towards the way-point
+        facing = yaw_rad if direction > 0 else yaw_rad + math.pi
+        heading_err = wrap_pi(math.atan2(de, dn) - facing)
         yaw_rate = self._pid.update(heading_err, now_us)
         align = math.cos(heading_err)
-        speed = self.cfg["cruise_speed_mps"] * (align if align > 0.0 else 0.0)
-        if self.index == len(self.waypoints_ne_m) - 1:
+        speed = direction * self.cfg["cruise_speed_mps"] * (align if align > 0.0 else 0.0)
+        if self.index == len(self.waypoints_ne_m) - 1 or self.directions[self.index + 1] != direction:
             speed *= min(1.0, dist / self.cfg["slow_radius_m"])
         return TwistCmd(now_us, speed, yaw_rate)

@@ -67,6 +67,11 @@ class GroundRobotRuntime:
         self.last_cmd = None
         self.mission_complete_us = None
 
+    def set_waypoints(self, waypoints_ne_m, follower_config=None):
+        """Start a new mission (e.g. the next grading leg) from the current state."""
+        self.follower = WaypointFollower(waypoints_ne_m, follower_config or self.follower.cfg)
+        self.mission_complete_us = None
+
     # ------------------------------------------------------------ driver entry points
     def on_imu(self, sample):
         self._enqueue(self._imu_queue, sample, "imu")

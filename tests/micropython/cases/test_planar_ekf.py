@@ -129,3 +129,14 @@ def golden_planar_ekf():
             out.append(list(ekf.x))
     out.append(ekf.P)
     return out
+
+
+def test_follower_reverses_to_backward_waypoint():
+    f = WaypointFollower([(0.0, 0.0, -1)])
+    cmd = f.update(1.0, 0.0, 0.0, 0)            # way-point straight behind a north-facing robot
+    assert cmd.speed_body_mps < -0.1 and abs(cmd.yaw_rate_radps) < 1e-9
+    try:
+        WaypointFollower([(0.0, 0.0, 2)])
+    except ValueError:
+        return
+    raise AssertionError("direction 2 accepted")
