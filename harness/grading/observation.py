@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-DEFAULTS = {"rows": 32, "cols": 32, "cell_m": 0.05, "behind_m": 0.2}
+DEFAULTS = {"rows": 32, "cols": 32, "cell_m": 0.08, "behind_m": 0.3}
 
 
 class ObservationRenderer:

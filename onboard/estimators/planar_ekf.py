@@ -200,6 +200,13 @@ class PlanarEkf:
         return (math.sqrt(P[NORTH * N_STATE + NORTH]), math.sqrt(P[EAST * N_STATE + EAST]),
                 math.sqrt(P[YAW * N_STATE + YAW]))
 
+    def pose_covariance(self):
+        """3x3 covariance (flat, row-major) of (north_m, east_m, yaw_rad): the filter's
+        Sigma for drawing poses N(x_est, Sigma) (ag2u eq. 1)."""
+        sel = (NORTH, EAST, YAW)
+        P = self.P
+        return [P[i * N_STATE + j] for i in sel for j in sel]
+
     def counters(self):
         return {"predicts": self.predicts, "updates": self.updates, "gated": self.gated,
                 "rejected": self.rejected}
