@@ -8,24 +8,35 @@ the estimated pose, the blade moves sand on the true pose.
 """
 import copy
 
+from harness.config import ConfigError
+from harness.grading.agents import ModelError, PolicyDecider, load_agent
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, ExpertDecider, GradingEpisode
 
-DESCRIPTION = "dozer grades sand piles (ag2u) with the heuristic expert, under a pose-noise scenario"
+DESCRIPTION = "dozer grades sand piles (ag2u) under a pose-noise scenario; expert or trained agent decides"
 
 DEFAULTS = copy.deepcopy(EPISODE_DEFAULTS)
+DEFAULTS["agent"] = "expert"          # expert | agent1 | agent2 (committed models in models/grading/)
 
 
 def run(config, ctx):
+    agent = config["agent"]
+    if agent not in ("expert", "agent1", "agent2"):
+        raise ConfigError("setting config.agent must be expert, agent1 or agent2, got %r" % agent)
+    try:
+        policy = None if agent == "expert" else PolicyDecider(*load_agent(agent))
+    except ModelError as exc:
+        raise ConfigError(str(exc))
     episode = GradingEpisode(config, ctx.random, log=ctx.log)
     progress = ctx.progress(config["max_legs"], "grading legs")
 
     def decider(ep):
         progress.update_to(len(ep.legs))
-        return ExpertDecider(ep.expert)(ep)
+        return ExpertDecider(ep.expert)(ep) if policy is None else policy(ep)
 
     metrics = episode.run(decider)
     progress.close()
     metrics["noise"] = config["noise"]
+    metrics["agent"] = agent
     metrics["success"] = metrics["finished"]
     for i, leg in enumerate(episode.legs):
         ctx.log("/grading/leg", int(leg["end_time_s"] * 1e6), dict(leg, index=i))

@@ -1,0 +1,145 @@
+"""`python -m harness grading-sweep`: the ag2u results as our own measurements.
+
+- Table I: fraction of successful decisions (blade > 50 % full in the leg) per noise
+  scenario and agent, over ``--rollouts`` episodes each -> table1.json
+- Table II: mean episode length (s), or "diverged" when most episodes did not finish
+  within the leg budget -> table2.json
+- Fig. 5: episode time and uncleared volume vs heading noise (0 -> 50 deg) -> fig5.json, fig5.png
+plus results.md with the tables. Seeds: rollout r uses world seed ``seed * 1000 + r``, the
+same worlds for both agents.
+"""
+import copy
+import json
+import os
+import sys
+
+from harness.grading.agents import ModelError, PolicyDecider, load_agent
+from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode
+from harness.progress import Progress
+from harness.rng import RunRandom
+
+AGENTS = ("agent1", "agent2")
+
+
+def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max_legs=None):
+    """Aggregate metrics of ``rollouts`` episodes of one agent under one noise setting."""
+    succ = legs = finished = 0
+    times = []
+    uncleared = []
+    for r in range(rollouts):
+        cfg = copy.deepcopy(EPISODE_DEFAULTS)
+        cfg["noise"] = noise
+        cfg["heading_sigma_deg"] = heading_sigma_deg
+        if max_legs:
+            cfg["max_legs"] = max_legs
+        ep = GradingEpisode(cfg, RunRandom(seed * 1000 + r))
+        decider = deciders[agent] if agent != "expert" else ExpertDecider(ep.expert)
+        m = ep.run(decider)
+        succ += m["successful_decisions"]
+        legs += m["legs"]
+        finished += 1 if m["finished"] else 0
+        times.append(m["episode_time_s"])
+        uncleared.append(m["uncleared_m3"])
+    return {"success_fraction": succ / legs if legs else 0.0, "decisions": legs,
+            "finished_fraction": finished / rollouts, "mean_episode_time_s": sum(times) / rollouts,
+            "mean_uncleared_m3": sum(uncleared) / rollouts}
+
+
+def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 50), fig5_rollouts=None,
+          model_dir=None, show_progress=True):
+    deciders = {}
+    for agent in AGENTS:
+        weights, card = load_agent(agent, model_dir) if model_dir else load_agent(agent)
+        deciders[agent] = PolicyDecider(weights, card)
+    fig5_rollouts = fig5_rollouts or max(1, rollouts // 2)
+    total = len(NOISE_SCENARIOS) * len(AGENTS) * rollouts + len(heading_levels_deg) * len(AGENTS) * fig5_rollouts
+    bar = Progress(total, "grading sweep (episodes)", enabled=show_progress)
+    done = 0
+    table = {}
+    for noise in NOISE_SCENARIOS:
+        table[noise] = {}
+        for agent in AGENTS:
+            table[noise][agent] = run_cell(deciders, agent, noise, rollouts, seed)
+            done += rollouts
+            bar.update_to(done)
+    fig5 = {agent: [] for agent in AGENTS}
+    for level in heading_levels_deg:
+        for agent in AGENTS:
+            cell = run_cell(deciders, agent, "sensor_fusion", fig5_rollouts, seed + 7, heading_sigma_deg=level)
+            fig5[agent].append(dict(cell, heading_sigma_deg=level))
+            done += fig5_rollouts
+            bar.update_to(done)
+    bar.close()
+    table1 = {noise: {a: table[noise][a]["success_fraction"] for a in AGENTS} for noise in table}
+    table2 = {noise: {a: (table[noise][a]["mean_episode_time_s"] if table[noise][a]["finished_fraction"] >= 0.5
+                          else "diverged") for a in AGENTS} for noise in table}
+    os.makedirs(out_dir, exist_ok=True)
+    _write(out_dir, "table1.json", table1)
+    _write(out_dir, "table2.json", table2)
+    _write(out_dir, "cells.json", {"rollouts": rollouts, "seed": seed, "cells": table})
+    _write(out_dir, "fig5.json", fig5)
+    _markdown(out_dir, table1, table2, rollouts)
+    _plot_fig5(out_dir, fig5)
+    return table1, table2, fig5
+
+
+def _write(out_dir, name, data):
+    with open(os.path.join(out_dir, name), "w") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+
+
+def _markdown(out_dir, table1, table2, rollouts):
+    lines = ["# Grading under uncertainty: our measurements (%d rollouts per cell)" % rollouts, "",
+             "Table I - successful decisions (blade > 50 % full)", "",
+             "| scenario | agent1 | agent2 |", "|---|---|---|"]
+    for noise, row in table1.items():
+        lines.append("| %s | %.0f %% | %.0f %% |" % (noise, 100 * row["agent1"], 100 * row["agent2"]))
+    lines += ["", "Table II - episode length [s]", "", "| scenario | agent1 | agent2 |", "|---|---|---|"]
+    for noise, row in table2.items():
+        cells = [("%.0f" % v) if isinstance(v, float) else v for v in (row["agent1"], row["agent2"])]
+        lines.append("| %s | %s | %s |" % (noise, cells[0], cells[1]))
+    with open(os.path.join(out_dir, "results.md"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
+def _plot_fig5(out_dir, fig5):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for agent, style in zip(AGENTS, ("C3o-", "C0s-")):
+        xs = [c["heading_sigma_deg"] for c in fig5[agent]]
+        axes[0].plot(xs, [c["mean_episode_time_s"] for c in fig5[agent]], style, label=agent)
+        axes[1].plot(xs, [1e3 * c["mean_uncleared_m3"] for c in fig5[agent]], style, label=agent)
+    axes[0].set_ylabel("episode time [s]")
+    axes[1].set_ylabel("uncleared volume [litre]")
+    for a in axes:
+        a.set_xlabel("heading noise sigma [deg]")
+        a.grid(True, alpha=0.3)
+        a.legend()
+    fig.suptitle("fig. 5 (ag2u): performance vs attitude noise")
+    fig.savefig(os.path.join(out_dir, "fig5.png"), dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def add_parser(sub):
+    p = sub.add_parser("grading-sweep", help="reproduce ag2u Table I/II and fig. 5 with the committed agents",
+                       description=__doc__)
+    p.add_argument("--rollouts", type=int, default=50, help="episodes per scenario and agent (paper: 50)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", default="reports/grading-sweep")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args):
+    try:
+        table1, table2, _ = sweep(args.out, args.rollouts, args.seed, show_progress=not args.quiet)
+    except ModelError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return 2
+    print(json.dumps({"table1": table1, "table2": table2}, indent=2))
+    print("report: %s (table1.json, table2.json, fig5.json, fig5.png, results.md)" % args.out)
+    return 0
