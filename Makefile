@@ -18,7 +18,7 @@ NODE_APT := $(if $(shell command -v node && command -v npm),,nodejs npm)
 APT_PACKAGES := python3-venv python3-dev build-essential pkg-config $(NODE_APT) \
 	gcc-avr avr-libc binutils-avr arduino-core-avr simavr libelf-dev
 
-.PHONY: help setup run test test-fast bench clean
+.PHONY: help setup run test test-fast bench clean train-grading
 help:
 	@echo "make run    - set up, then run the default scenario ($(SCENARIO)) into $(OUT)/"
 	@echo "make test   - set up, then run the whole test suite"
@@ -59,6 +59,14 @@ test-fast: setup
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# Training (long, needs the optional torch extra; committed models make it unnecessary for run/test).
+$(STAMPS)/train-venv: requirements-train.txt $(STAMPS)/venv
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-train.txt
+	@touch $@
+
+train-grading: setup $(STAMPS)/train-venv
+	$(PY) -m harness.grading.train_policy --episodes 100 --epochs 60 --seed 1
 
 clean:
 	rm -rf $(STAMPS) build cython_ext/build cython_ext/*.so cython_ext/*.c reports
