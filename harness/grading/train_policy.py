@@ -50,7 +50,7 @@ def train(agent, data, seed, epochs, fcn_config, k_samples, log=print):
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss) * len(idx)
+            total += loss.item() * len(idx)
         if epoch % max(1, epochs // 10) == 0 or epoch == epochs - 1:
             log("%s epoch %d/%d loss %.3f (%d crops)" % (agent, epoch + 1, epochs, total / n, n))
     weights = {k: v.detach().numpy().astype(np.float32) for k, v in model.state_dict().items()}
