@@ -12,6 +12,7 @@ import math
 from onboard.control.pid import Pid
 from onboard.core.angles import wrap_pi
 from onboard.core.samples import TwistCmd
+from onboard.core.settings import with_defaults
 
 DEFAULTS = {
     "cruise_speed_mps": 0.4,
@@ -26,12 +27,7 @@ DEFAULTS = {
 
 class WaypointFollower:
     def __init__(self, waypoints_ne_m, config=None):
-        cfg = dict(DEFAULTS)
-        if config:
-            for key in config:
-                if key not in DEFAULTS:
-                    raise ValueError("unknown WaypointFollower setting %r" % (key,))
-                cfg[key] = config[key]
+        cfg = with_defaults(DEFAULTS, config, "WaypointFollower")
         if not waypoints_ne_m:
             raise ValueError("way-point list is empty")
         self.cfg = cfg

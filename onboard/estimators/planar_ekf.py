@@ -17,6 +17,7 @@ import math
 from onboard.core import linalg as la
 from onboard.core.angles import wrap_pi
 from onboard.core.samples import NavState
+from onboard.core.settings import with_defaults
 
 # State slots (no magic indexes elsewhere).
 NORTH = 0
@@ -54,12 +55,7 @@ class EstimatorInputError(ValueError):
 
 class PlanarEkf:
     def __init__(self, config=None):
-        cfg = dict(DEFAULTS)
-        if config:
-            for key in config:
-                if key not in DEFAULTS:
-                    raise ValueError("unknown PlanarEkf setting %r" % (key,))
-                cfg[key] = config[key]
+        cfg = with_defaults(DEFAULTS, config, "PlanarEkf")
         self.cfg = cfg
         self.x = [0.0] * N_STATE
         self.P = la.zeros(N_STATE * N_STATE)

@@ -18,6 +18,7 @@ driver, the AVR link, a simulated base). ``log(topic, time_us, msg)`` is optiona
 from onboard.control.diffdrive import wheel_speeds
 from onboard.control.waypoint import WaypointFollower
 from onboard.core.samples import WheelCmd
+from onboard.core.settings import with_defaults
 from onboard.estimators.planar_ekf import EstimatorInputError, PlanarEkf
 from onboard.runtime.scheduler import Scheduler
 from onboard.runtime.watchdog import Failsafe, Watchdog
@@ -39,12 +40,7 @@ DEFAULTS = {
 class GroundRobotRuntime:
     def __init__(self, waypoints_ne_m, motors, config=None, follower_config=None,
                  estimator=None, log=None, start_us=0):
-        cfg = dict(DEFAULTS)
-        if config:
-            for key in config:
-                if key not in DEFAULTS:
-                    raise ValueError("unknown GroundRobotRuntime setting %r" % (key,))
-                cfg[key] = config[key]
+        cfg = with_defaults(DEFAULTS, config, "GroundRobotRuntime")
         self.cfg = cfg
         self.motors = motors
         self.log = log
