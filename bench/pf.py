@@ -1,0 +1,247 @@
+"""Particle-filter benchmark: microseconds per filter step at N = 100, 1000, 10000 particles.
+
+Side by side in one run, on the same workload (a neighbour drone flying a seeded path, UWB
+ranges with the pocket III-A noise, a learned estimate for the 10 % refresh, pre-drawn
+normals/uniforms so no path pays for random numbers):
+
+- pure   : ParticleFilter with the pure kernels (the MicroPython-compatible path) on CPython;
+- numpy  : ParticleFilter with the NumPy kernels;
+- cython : ParticleFilter with the Cython kernels (the path the runtime uses: per-step
+           Python call into the wrapper, then the compiled kernels);
+- cython_kernels : the same Cython kernels called directly in a Python loop (no wrapper);
+- c      : bench/pf_ref.c compiled here with ``gcc -O2``, its step loop timed in C.
+
+``cython_over_c`` = cython / c per N (target <= 1.2), ``cython_kernels_over_c`` likewise.
+The C program writes back its final particles and per-step estimates, and the benchmark
+checks they equal the Cython path's (max abs difference printed; 1e-12 required), so the C
+reference really is the same computation. Writes bench/results/pf.json.
+"""
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from onboard.estimators import particle_filter as pf  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results", "pf.json")
+C_SOURCE = os.path.join(HERE, "pf_ref.c")
+SIZES = (100, 1000, 10000)
+DT_US = 100000              # 10 Hz filter steps (one token-ring round)
+POOL = 8                    # distinct pre-drawn noise sets, cycled over the steps
+
+
+def make_workload(n, steps, seed=7, pool=POOL):
+    """Inputs for `steps` filter steps at n particles: truth path, ranges, learned estimates, draws."""
+    rng = np.random.default_rng([seed, n])
+    f = pf.ParticleFilter({"n_particles": n})
+    cfg = f.cfg
+    n_ref = f.n_refresh
+    px, py, yaw = 1.2, -0.4, 0.6                      # peer in the own frame; relative yaw
+    per = np.zeros((steps, 8))
+    for s in range(steps):
+        ph = 0.07 * s
+        vo = (0.4 * math.cos(ph), 0.3 * math.sin(0.6 * ph))
+        vp = (0.35 * math.sin(0.8 * ph), -0.3 * math.cos(ph))
+        dt_s = DT_US * 1e-6
+        px += dt_s * (math.cos(yaw) * vp[0] - math.sin(yaw) * vp[1] - vo[0])
+        py += dt_s * (math.sin(yaw) * vp[0] + math.cos(yaw) * vp[1] - vo[1])
+        rng_m = abs(math.hypot(px, py) + rng.normal(pf.UWB_RANGE_BIAS_M, math.sqrt(pf.UWB_RANGE_VAR_M2)))
+        per[s] = (dt_s, vo[0], vo[1], vp[0], vp[1], rng_m,
+                  math.atan2(py, px) + rng.normal(0.0, 0.17), yaw + rng.normal(0.0, 0.35))
+    first_range = abs(math.hypot(1.2, -0.4) + 0.05)
+    init_draws = rng.standard_normal(3 * n)
+    work = {
+        "n": n, "n_refresh": n_ref, "steps": steps, "pool": pool, "per": per,
+        "u0": rng.random(steps),
+        "noise": rng.standard_normal((pool, 3 * n)),
+        "fresh": rng.standard_normal((pool, 3 * n_ref)),
+        "first_range": first_range, "first_learned": (math.atan2(-0.4, 1.2) + 0.1, 0.6 - 0.2),
+        "init_draws": init_draws,
+        "sigma_pos_m": cfg["pos_noise_floor_m"] + cfg["vel_noise_mps"] * (DT_US * 1e-6),
+        "sigma_yaw_rad": cfg["yaw_noise_radps"] * (DT_US * 1e-6),
+        "cfg": cfg,
+    }
+    return work
+
+
+class ReplayDraws:
+    """Hands the workload's pre-drawn buffers to ParticleFilter.step (already in the path's buffer type)."""
+
+    def __init__(self, work, kernels):
+        self.k = kernels
+        self.n3 = 3 * work["n"]
+        self.noise = [kernels.as_buffer(row) for row in work["noise"]]
+        self.fresh = [kernels.as_buffer(row) for row in work["fresh"]]
+        self.init = kernels.as_buffer(work["init_draws"])
+        self.u0 = [float(u) for u in work["u0"]]
+        self.pool = work["pool"]
+        self.step = 0
+        self.started = False
+
+    def normals(self, k):
+        if not self.started:
+            self.started = True
+            return self.init
+        if k == self.n3:
+            return self.noise[self.step % self.pool]
+        return self.fresh[self.step % self.pool]
+
+    def uniforms(self, k):
+        u = [self.u0[self.step]]
+        return u
+
+    def after_step(self):
+        self.step += 1
+
+
+def run_filter(impl, work):
+    """Run the workload through ParticleFilter with impl's kernels; returns (us_per_step, filter, estimates)."""
+    kernels = pf.kernels_for(impl)
+    f = pf.ParticleFilter({"n_particles": work["n"]}, kernels=kernels)
+    draws = ReplayDraws(work, kernels)
+    f.initialize(0, work["first_range"], draws, learned=work["first_learned"])
+    rows = [tuple(float(v) for v in row) for row in work["per"]]
+    ests = []
+    t = 0
+    t0 = time.perf_counter()
+    for s, (dt_s, vxo, vyo, vxp, vyp, rng_m, bearing, ryaw) in enumerate(rows):
+        t += DT_US
+        ests.append(f.step(t, (vxo, vyo), (vxp, vyp), rng_m, draws, learned=(bearing, ryaw)))
+        draws.after_step()
+    us = (time.perf_counter() - t0) * 1e6 / len(rows)
+    return us, f, np.array(ests, dtype=np.float64)
+
+
+def run_cython_kernels(work):
+    """The Cython kernels in a bare Python loop (what the wrapper costs on top shows as cython - this)."""
+    from cython_ext import pf_kernels as k
+    n, n_ref, cfg = work["n"], work["n_refresh"], work["cfg"]
+    xs, ys, yaws, ws = (np.zeros(n) for _ in range(4))
+    x2, y2, yaw2 = (np.zeros(n) for _ in range(3))
+    est = np.zeros(pf.EST_LEN)
+    b0, yw0 = work["first_learned"]
+    k.refresh(xs, ys, yaws, 0, n, work["first_range"] - cfg["range_bias_m"], b0, yw0,
+              cfg["refresh_range_sigma_m"], cfg["refresh_bearing_sigma_rad"],
+              cfg["refresh_yaw_sigma_rad"], work["init_draws"])
+    inv2 = 1.0 / (2.0 * cfg["range_var_m2"])
+    bias = cfg["range_bias_m"]
+    sp, sy = work["sigma_pos_m"], work["sigma_yaw_rad"]
+    sr, sb, syr = cfg["refresh_range_sigma_m"], cfg["refresh_bearing_sigma_rad"], cfg["refresh_yaw_sigma_rad"]
+    noise, fresh, pool, u0 = work["noise"], work["fresh"], work["pool"], work["u0"]
+    rows = [tuple(float(v) for v in row) for row in work["per"]]
+    t0 = time.perf_counter()
+    for s, (dt_s, vxo, vyo, vxp, vyp, rng_m, bearing, ryaw) in enumerate(rows):
+        k.predict_weight(xs, ys, yaws, ws, n, dt_s, vxo, vyo, vxp, vyp, rng_m, bias, inv2,
+                         noise[s % pool], sp, sy, est)
+        k.resample(xs, ys, yaws, ws, n, n - n_ref, u0[s], x2, y2, yaw2)
+        xs, x2, ys, y2, yaws, yaw2 = x2, xs, y2, ys, yaw2, yaws
+        k.refresh(xs, ys, yaws, n - n_ref, n_ref, rng_m - bias, bearing, ryaw, sr, sb, syr, fresh[s % pool])
+    return (time.perf_counter() - t0) * 1e6 / len(rows)
+
+
+def build_c(tmpdir):
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        raise RuntimeError("gcc not found: the C reference needs it (Debian build-essential)")
+    exe = os.path.join(tmpdir, "pf_ref")
+    subprocess.run([gcc, "-O2", "-o", exe, C_SOURCE, "-lm"], check=True)
+    return exe
+
+
+def run_c(exe, work, tmpdir, repeats):
+    """Run the C reference on the workload; returns (us_per_step, xs, ys, yaws, estimates[steps, 5])."""
+    n, n_ref, steps, pool = work["n"], work["n_refresh"], work["steps"], work["pool"]
+    cfg = work["cfg"]
+    # initial particles exactly as ParticleFilter.initialize(learned=...) makes them (pure kernel)
+    xs, ys, yaws = [0.0] * n, [0.0] * n, [0.0] * n
+    b0, yw0 = work["first_learned"]
+    pf.refresh(xs, ys, yaws, 0, n, work["first_range"] - cfg["range_bias_m"], b0, yw0,
+               cfg["refresh_range_sigma_m"], cfg["refresh_bearing_sigma_rad"],
+               cfg["refresh_yaw_sigma_rad"], [float(v) for v in work["init_draws"]])
+    params = np.array([cfg["range_bias_m"], 1.0 / (2.0 * cfg["range_var_m2"]), work["sigma_pos_m"],
+                       work["sigma_yaw_rad"], cfg["refresh_range_sigma_m"],
+                       cfg["refresh_bearing_sigma_rad"], cfg["refresh_yaw_sigma_rad"], 0.0])
+    wl = os.path.join(tmpdir, "workload_%d.bin" % n)
+    out = os.path.join(tmpdir, "result_%d.bin" % n)
+    with open(wl, "wb") as fh:
+        fh.write(np.array([n, n_ref, steps, pool], dtype=np.int64).tobytes())
+        for arr in (params, np.array(xs + ys + yaws), work["per"], work["u0"], work["noise"], work["fresh"]):
+            fh.write(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+    subprocess.run([exe, wl, out, str(repeats)], check=True)
+    res = np.fromfile(out, dtype=np.float64)
+    us = float(res[0])
+    parts = res[1:1 + 3 * n].reshape(3, n)
+    est = res[1 + 3 * n:].reshape(steps, pf.EST_LEN)[:, :3]
+    return us, parts[0], parts[1], parts[2], est
+
+
+def steps_for(impl, n):
+    """Enough steps for a stable figure, few enough that the whole benchmark takes about a minute."""
+    per_particle_us = {"pure": 3.0, "numpy": 0.05, "cython": 0.05, "c": 0.05}[impl]
+    return int(max(10, min(400, 2.0e5 / (per_particle_us * n))))
+
+
+def main():
+    results = {"unit": "microseconds per filter step (predict + weight + resample + 10 % refresh)",
+               "machine": platform.machine(), "python": platform.python_version(),
+               "dt_us": DT_US, "us_per_step": {}, "cython_over_c": {}, "cython_kernels_over_c": {},
+               "c_vs_cython_max_abs_diff": {}, "numpy_vs_cython_max_abs_diff": {}}
+    impls = pf.kernels_for  # noqa: F841 (import check below)
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = build_c(tmp)
+        for n in SIZES:
+            steps = steps_for("cython", n)
+            work = make_workload(n, steps)
+            row = {}
+            us_c, cx, cy, cyaw, c_est = run_c(exe, work, tmp, repeats=5)
+            row["c"] = us_c
+            best = {}
+            for impl in ("cython", "numpy"):
+                runs = [run_filter(impl, work) for _ in range(3)]
+                best[impl] = min(runs, key=lambda r: r[0])
+                row[impl] = best[impl][0]
+            row["cython_kernels"] = min(run_cython_kernels(work) for _ in range(3))
+            f_cy, est_cy = best["cython"][1], best["cython"][2]
+            diff = max(np.abs(np.asarray(f_cy.xs) - cx).max(), np.abs(np.asarray(f_cy.ys) - cy).max(),
+                       np.abs(np.asarray(f_cy.yaws) - cyaw).max(), np.abs(est_cy - c_est).max())
+            if not diff <= 1e-12:
+                raise SystemExit("C reference and Cython path disagree at N=%d: max diff %g" % (n, diff))
+            results["c_vs_cython_max_abs_diff"][str(n)] = float(diff)
+            f_np, est_np = best["numpy"][1], best["numpy"][2]
+            results["numpy_vs_cython_max_abs_diff"][str(n)] = float(np.abs(est_np - est_cy).max())
+            # the pure path on fewer steps of the same workload (it is ~100x slower)
+            pure_steps = steps_for("pure", n)
+            pure_work = make_workload(n, pure_steps) if pure_steps != steps else work
+            row["pure"] = run_filter("pure", pure_work)[0]
+            results["us_per_step"][str(n)] = row
+            results["cython_over_c"][str(n)] = row["cython"] / row["c"]
+            results["cython_kernels_over_c"][str(n)] = row["cython_kernels"] / row["c"]
+    results["target_cython_over_c"] = 1.2
+    cols = ("pure", "numpy", "cython", "cython_kernels", "c")
+    print("%-8s" % "N" + "".join("%16s" % c for c in cols) + "%14s%14s%12s" % ("cython/c", "kernels/c", "|c-cy|"))
+    for n in SIZES:
+        row = results["us_per_step"][str(n)]
+        print("%-8d" % n + "".join("%16.1f" % row[c] for c in cols)
+              + "%14.2f%14.2f%12.1e" % (results["cython_over_c"][str(n)], results["cython_kernels_over_c"][str(n)],
+                                        results["c_vs_cython_max_abs_diff"][str(n)]))
+    print("(us per step; pure on CPython; cython = through ParticleFilter.step; c = gcc -O2 reference)")
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w") as fh:
+        json.dump(results, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    print("wrote", RESULTS)
+
+
+if __name__ == "__main__":
+    main()

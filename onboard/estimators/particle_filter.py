@@ -1,0 +1,439 @@
+"""Particle filter over a neighbour's (or goal's) relative pose in the drone's own frame (pure Python).
+
+uwb-pocket-drones section IV-B. Each particle is one hypothesis ``(x_m, y_m, yaw_rad)`` of
+an object (neighbour drone or goal) in the own body frame (planar FRD: x forward, y right,
+yaw from x towards y): ``x_m, y_m`` its position, ``yaw_rad`` the rotation from the object's
+frame to the own frame (``R(yaw)`` maps the object's body velocity into the own frame).
+
+One step (drones hold their yaw, so frames translate but do not rotate):
+
+* propagate with the control u_t = own and peer body velocity (pocket eq. II-D):
+  ``p' = p + dt * (R(yaw) v_peer - v_own) + sigma_pos * n``, ``yaw' = yaw + sigma_yaw * n``;
+* weight by the UWB ranging noise model (pocket III-A): the measured range is
+  ``d = |p| + e``, ``e ~ N(mu=0.0085569 m, sigma^2=0.061295 m^2)``, so
+  ``w = exp(-(d - mu - |p|)^2 / (2 sigma^2))`` (shifted by the best particle so a weight of
+  1 always exists and nothing underflows to an all-zero set);
+* estimate = weighted mean of x, y and circular mean of yaw, before resampling;
+* resample (systematic / low-variance, one uniform draw) ``N - n_refresh`` particles and
+  put ``n_refresh = round(0.1 N)`` new particles around the learned (RNN) estimate
+  (pocket IV-B: "90 % drawn from the previous set and 10 % new particles"); without a
+  learned estimate (the pure particle-filter configuration of pocket figs. 5-6) all N
+  are resampled.
+
+Randomness is never drawn inside a kernel: the caller's ``draws`` object hands over
+standard normals and uniforms, and every kernel takes them as a buffer. The pure
+kernels below, the NumPy kernels (``particle_filter_numpy``) and the Cython kernels
+(``cython_ext.pf_kernels``) compute the same numbers from the same draws; pick one
+with :func:`kernels_for` (``onboard.impl`` switch, CPython only) or pass ``kernels=``.
+
+This module runs unchanged on MicroPython (lists of floats, ``math`` only).
+"""
+import math
+
+# UWB ranging error model, pocket III-A (DecaWave DWM1000 vs motion capture).
+UWB_RANGE_BIAS_M = 0.0085569
+UWB_RANGE_VAR_M2 = 0.061295
+
+PI = math.pi
+TWO_PI = 2.0 * math.pi
+
+# Slots of a particle and of the estimate buffer (no magic indexes elsewhere).
+X = 0
+Y = 1
+YAW = 2
+PARTICLE_DIM = 3            # draws per particle: (x, y, yaw) normals
+EST_X = 0                   # weighted mean x_m
+EST_Y = 1                   # weighted mean y_m
+EST_YAW = 2                 # circular weighted mean yaw_rad
+EST_NEFF = 3                # effective sample size (sum w)^2 / sum w^2
+EST_E2_MIN = 4              # smallest squared range residual, m^2 (outlier check)
+EST_LEN = 5
+
+DEFAULTS = {
+    "n_particles": 100,
+    "refresh_fraction": 0.1,               # pocket IV-B: 10 % new particles per step
+    "range_bias_m": UWB_RANGE_BIAS_M,
+    "range_var_m2": UWB_RANGE_VAR_M2,
+    "vel_noise_mps": 0.15,                 # velocity error integrated into the position walk
+    "pos_noise_floor_m": 0.005,            # position jitter per step, m
+    "yaw_noise_radps": 0.5,                # yaw random walk rate (keeps orientation hypotheses alive)
+    "refresh_range_sigma_m": 0.25,         # new particles: range spread (about the UWB sigma)
+    "refresh_bearing_sigma_rad": 0.1745,   # ... bearing spread: half a 20-deg bin ~ 10 deg
+    "refresh_yaw_sigma_rad": 0.35,         # ... orientation spread ~ 20 deg
+    "outlier_sigmas": 5.0,                 # a range this far from every particle is counted
+}
+
+
+class PfInputError(ValueError):
+    """Malformed or non-finite input to the particle filter; its state was not changed."""
+
+
+def _finite(v):
+    return v == v and v not in (float("inf"), float("-inf"))
+
+
+def wrap_pi(angle_rad):
+    """Wrap to [-pi, pi) radians (same arithmetic as onboard.core.angles.wrap_pi, in every path)."""
+    a = math.fmod(angle_rad + PI, TWO_PI)
+    if a < 0.0:
+        a += TWO_PI
+    return a - PI
+
+
+# ------------------------------------------------------------------ pure kernels
+# Buffers are flat lists; particle i's draws are noise[3i + X], [3i + Y], [3i + YAW].
+
+def alloc(n):
+    """A zeroed buffer of n floats for this implementation."""
+    return [0.0] * n
+
+
+def as_buffer(seq):
+    """Draws or particles as this implementation's buffer type (a list)."""
+    if isinstance(seq, list):
+        return seq
+    return [float(v) for v in seq]
+
+
+def predict_weight(xs, ys, yaws, ws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mps, vy_peer_mps,
+                   range_m, bias_m, inv_two_var_m2, noise, sigma_pos_m, sigma_yaw_rad, est):
+    """Propagate n particles in place, weight them, write the weighted estimate into est.
+
+    Motion (pocket IV-B, control u_t = own + peer velocity):
+    ``x += dt (cos(yaw) vx_peer - sin(yaw) vy_peer - vx_own) + sigma_pos n_x`` (same for y
+    with ``sin(yaw) vx_peer + cos(yaw) vy_peer - vy_own``), ``yaw = wrap(yaw + sigma_yaw n_yaw)``.
+    Weight (pocket III-A noise model): ``w = exp(-(e^2 - e_min^2) inv_two_var)`` with
+    ``e = range - bias - |p|``. ``inv_two_var_m2 = 0`` gives uniform weights (no range).
+    ws receives the unnormalised weights (input to :func:`resample`).
+    """
+    e2_min = float("inf")
+    for i in range(n):
+        k = PARTICLE_DIM * i
+        yaw = yaws[i]
+        c = math.cos(yaw)
+        s = math.sin(yaw)
+        x = xs[i] + dt_s * (c * vx_peer_mps - s * vy_peer_mps - vx_own_mps) + sigma_pos_m * noise[k + X]
+        y = ys[i] + dt_s * (s * vx_peer_mps + c * vy_peer_mps - vy_own_mps) + sigma_pos_m * noise[k + Y]
+        xs[i] = x
+        ys[i] = y
+        yaws[i] = wrap_pi(yaw + sigma_yaw_rad * noise[k + YAW])
+        e = range_m - bias_m - math.sqrt(x * x + y * y)
+        e2 = e * e
+        ws[i] = e2
+        if e2 < e2_min:
+            e2_min = e2
+    sw = 0.0
+    sww = 0.0
+    swx = 0.0
+    swy = 0.0
+    sws = 0.0
+    swc = 0.0
+    for i in range(n):
+        w = math.exp(-(ws[i] - e2_min) * inv_two_var_m2)
+        ws[i] = w
+        sw += w
+        sww += w * w
+        swx += w * xs[i]
+        swy += w * ys[i]
+        sws += w * math.sin(yaws[i])
+        swc += w * math.cos(yaws[i])
+    est[EST_X] = swx / sw
+    est[EST_Y] = swy / sw
+    est[EST_YAW] = math.atan2(sws, swc)
+    est[EST_NEFF] = sw * sw / sww
+    est[EST_E2_MIN] = e2_min
+
+
+def resample(xs, ys, yaws, ws, n, n_keep, u0, xs_out, ys_out, yaws_out):
+    """Systematic (low-variance) resampling of n_keep particles from n weighted ones.
+
+    Thrun et al. Probabilistic Robotics table 4.4: one uniform draw u0 in [0, 1); the m-th
+    pick is the first particle whose cumulative weight exceeds ``(u0 + m) * total / n_keep``
+    (strictly, so a particle of weight 0 is never picked).
+    Writes slots 0..n_keep-1 of the out buffers.
+    """
+    total = 0.0
+    for i in range(n):
+        total += ws[i]
+    step = total / n_keep
+    i = 0
+    cum = ws[0]
+    last = n - 1
+    for m in range(n_keep):
+        target = (u0 + m) * step
+        while cum <= target and i < last:
+            i += 1
+            cum += ws[i]
+        xs_out[m] = xs[i]
+        ys_out[m] = ys[i]
+        yaws_out[m] = yaws[i]
+
+
+def refresh(xs, ys, yaws, start, count, range_m, bearing_rad, yaw_rad,
+            sigma_range_m, sigma_bearing_rad, sigma_yaw_rad, noise):
+    """New particles in slots start..start+count-1 around a learned estimate (pocket IV-B).
+
+    Polar spread around (range, bearing): ``r = |range + sigma_r n_0|``,
+    ``b = bearing + sigma_b n_1``, ``x = r cos b``, ``y = r sin b``,
+    ``yaw = wrap(yaw + sigma_yaw n_2)``.
+    """
+    for j in range(count):
+        k = PARTICLE_DIM * j
+        r = range_m + sigma_range_m * noise[k]
+        if r < 0.0:
+            r = -r
+        b = bearing_rad + sigma_bearing_rad * noise[k + 1]
+        xs[start + j] = r * math.cos(b)
+        ys[start + j] = r * math.sin(b)
+        yaws[start + j] = wrap_pi(yaw_rad + sigma_yaw_rad * noise[k + 2])
+
+
+def init_ring(xs, ys, yaws, n, range_m, sigma_range_m, normals, uniforms):
+    """Uninformed start (pure particle filter): bearing and yaw uniform, range around the first range.
+
+    ``r = |range + sigma_r normals[i]|``, ``b = -pi + 2 pi uniforms[2i]``,
+    ``yaw = -pi + 2 pi uniforms[2i + 1]``.
+    """
+    for i in range(n):
+        r = range_m + sigma_range_m * normals[i]
+        if r < 0.0:
+            r = -r
+        b = -PI + TWO_PI * uniforms[2 * i]
+        xs[i] = r * math.cos(b)
+        ys[i] = r * math.sin(b)
+        yaws[i] = -PI + TWO_PI * uniforms[2 * i + 1]
+
+
+class _Kernels:
+    """A namespace of kernel functions (the pure implementation's stand-in for a module)."""
+
+
+PURE = _Kernels()
+PURE.name = "pure"
+PURE.alloc = alloc
+PURE.as_buffer = as_buffer
+PURE.predict_weight = predict_weight
+PURE.resample = resample
+PURE.refresh = refresh
+PURE.init_ring = init_ring
+
+KERNEL_MODULES = {
+    "pure": "onboard.estimators.particle_filter",
+    "numpy": "onboard.estimators.particle_filter_numpy",
+    "cython": "cython_ext.pf_kernels",
+}
+
+
+def kernels_for(impl=None):
+    """Kernels of the implementation chosen by onboard.impl (argument or $ONBOARD_IMPL). CPython only."""
+    from onboard import impl as impl_switch
+    name = impl_switch.selected(impl)
+    if name == "pure":
+        return PURE
+    return impl_switch.load(KERNEL_MODULES, name)
+
+
+# ------------------------------------------------------------------ draws
+class PureDraws:
+    """Seeded standard normals and uniforms in pure Python (same numbers on MicroPython).
+
+    xorshift32 for uniforms in [0, 1), Box-Muller for normals. For CPython runs the
+    NumPy-backed :class:`onboard.estimators.particle_filter_numpy.NumpyDraws` is faster;
+    any object with ``normals(k)`` and ``uniforms(k)`` will do.
+    """
+
+    def __init__(self, seed):
+        self.state = (int(seed) * 2654435761 + 1) & 0xFFFFFFFF or 1
+        self._spare = None
+
+    def _next_u32(self):
+        s = self.state
+        s ^= (s << 13) & 0xFFFFFFFF
+        s ^= s >> 17
+        s ^= (s << 5) & 0xFFFFFFFF
+        self.state = s
+        return s
+
+    def uniforms(self, k):
+        return [self._next_u32() / 4294967296.0 for _ in range(k)]
+
+    def normals(self, k):
+        out = []
+        while len(out) < k:
+            if self._spare is not None:
+                out.append(self._spare)
+                self._spare = None
+                continue
+            u1 = (self._next_u32() + 1.0) / 4294967297.0      # (0, 1]: log is finite
+            u2 = self._next_u32() / 4294967296.0
+            r = math.sqrt(-2.0 * math.log(u1))
+            out.append(r * math.cos(TWO_PI * u2))
+            self._spare = r * math.sin(TWO_PI * u2)
+        return out
+
+
+# ------------------------------------------------------------------ filter
+class ParticleFilter:
+    """Relative pose of one object (neighbour or goal) in the own frame, from UWB ranges.
+
+    ``step(now_us, v_own_body_mps, v_peer_body_mps, range_m, draws, learned)`` runs one
+    filter cycle and returns ``(x_m, y_m, yaw_rad)``. ``learned`` is the learned estimator's
+    ``(bearing_rad, rel_yaw_rad)`` (or None for the pure particle-filter configuration).
+    Bad input raises :class:`PfInputError` and leaves the particles untouched; ranges that
+    no particle explains are counted in ``outliers`` (still used, with shifted weights).
+    """
+
+    def __init__(self, config=None, kernels=None):
+        cfg = dict(DEFAULTS)
+        if config:
+            for key in config:
+                if key not in DEFAULTS:
+                    raise ValueError("unknown ParticleFilter setting %r" % (key,))
+                cfg[key] = config[key]
+        n = int(cfg["n_particles"])
+        if n < 2:
+            raise ValueError("n_particles must be >= 2, got %r" % (n,))
+        frac = cfg["refresh_fraction"]
+        if not (0.0 <= frac < 1.0):
+            raise ValueError("refresh_fraction must be in [0, 1), got %r" % (frac,))
+        if not (cfg["range_var_m2"] > 0.0):
+            raise ValueError("range_var_m2 must be > 0")
+        self.cfg = cfg
+        self.n = n
+        self.n_refresh = int(round(frac * n))
+        self.k = kernels if kernels is not None else PURE
+        self.inv_two_var_m2 = 1.0 / (2.0 * cfg["range_var_m2"])
+        self._outlier_e2_m2 = cfg["outlier_sigmas"] ** 2 * cfg["range_var_m2"]
+        alloc_ = self.k.alloc
+        self.xs = alloc_(n)
+        self.ys = alloc_(n)
+        self.yaws = alloc_(n)
+        self.ws = alloc_(n)
+        self._xs2 = alloc_(n)
+        self._ys2 = alloc_(n)
+        self._yaws2 = alloc_(n)
+        self.est = alloc_(EST_LEN)
+        self.initialized = False
+        self.time_us = None
+        self.steps = 0
+        self.rejected = 0
+        self.outliers = 0
+        self.predict_only = 0
+
+    # ---------------------------------------------------------- set-up
+    def initialize(self, now_us, range_m, draws, learned=None):
+        """Spawn particles: around the learned (bearing, yaw) if given (pocket IV-B), else on a ring."""
+        self._check_range(range_m, allow_none=False)
+        k = self.k
+        c = self.cfg
+        if learned is not None:
+            bearing_rad, yaw_rad = self._check_learned(learned)
+            noise = k.as_buffer(draws.normals(PARTICLE_DIM * self.n))
+            k.refresh(self.xs, self.ys, self.yaws, 0, self.n, range_m - c["range_bias_m"],
+                      bearing_rad, yaw_rad, c["refresh_range_sigma_m"],
+                      c["refresh_bearing_sigma_rad"], c["refresh_yaw_sigma_rad"], noise)
+        else:
+            normals = k.as_buffer(draws.normals(self.n))
+            uniforms = k.as_buffer(draws.uniforms(2 * self.n))
+            k.init_ring(self.xs, self.ys, self.yaws, self.n, range_m - c["range_bias_m"],
+                        c["refresh_range_sigma_m"], normals, uniforms)
+        self.time_us = int(now_us)
+        self.initialized = True
+        self.steps = 0
+
+    # ---------------------------------------------------------- cycle
+    def step(self, now_us, v_own_body_mps, v_peer_body_mps, range_m, draws, learned=None):
+        """One cycle at now_us (integer us). Returns the estimate (x_m, y_m, yaw_rad) in the own frame.
+
+        v_own_body_mps, v_peer_body_mps: (vx, vy) in each drone's own body frame (a goal has
+        (0, 0)); range_m: UWB range or None (dropout: predict only); learned:
+        (bearing_rad, rel_yaw_rad) of the learned estimator or None.
+        """
+        if not self.initialized:
+            raise PfInputError("particle filter stepped before initialize()")
+        now_us = int(now_us)
+        if now_us < self.time_us:
+            self.rejected += 1
+            raise PfInputError("time went backwards: %d < %d us" % (now_us, self.time_us))
+        vxo, vyo = self._check_vel(v_own_body_mps, "own")
+        vxp, vyp = self._check_vel(v_peer_body_mps, "peer")
+        self._check_range(range_m, allow_none=True)
+        if learned is not None:
+            bearing_rad, yaw_rad = self._check_learned(learned)
+        c = self.cfg
+        k = self.k
+        n = self.n
+        dt_s = (now_us - self.time_us) * 1e-6
+        sigma_pos_m = c["pos_noise_floor_m"] + c["vel_noise_mps"] * dt_s
+        sigma_yaw_rad = c["yaw_noise_radps"] * dt_s
+        noise = k.as_buffer(draws.normals(PARTICLE_DIM * n))
+        if range_m is None:
+            k.predict_weight(self.xs, self.ys, self.yaws, self.ws, n, dt_s, vxo, vyo, vxp, vyp,
+                             0.0, 0.0, 0.0, noise, sigma_pos_m, sigma_yaw_rad, self.est)
+            self.predict_only += 1
+        else:
+            k.predict_weight(self.xs, self.ys, self.yaws, self.ws, n, dt_s, vxo, vyo, vxp, vyp,
+                             range_m, c["range_bias_m"], self.inv_two_var_m2, noise,
+                             sigma_pos_m, sigma_yaw_rad, self.est)
+            if self.est[EST_E2_MIN] > self._outlier_e2_m2:
+                self.outliers += 1
+            n_new = self.n_refresh if learned is not None else 0
+            u0 = draws.uniforms(1)[0]
+            k.resample(self.xs, self.ys, self.yaws, self.ws, n, n - n_new, u0,
+                       self._xs2, self._ys2, self._yaws2)
+            self.xs, self._xs2 = self._xs2, self.xs
+            self.ys, self._ys2 = self._ys2, self.ys
+            self.yaws, self._yaws2 = self._yaws2, self.yaws
+            if n_new:
+                fresh = k.as_buffer(draws.normals(PARTICLE_DIM * n_new))
+                k.refresh(self.xs, self.ys, self.yaws, n - n_new, n_new,
+                          range_m - c["range_bias_m"], bearing_rad, yaw_rad,
+                          c["refresh_range_sigma_m"], c["refresh_bearing_sigma_rad"],
+                          c["refresh_yaw_sigma_rad"], fresh)
+        self.time_us = now_us
+        self.steps += 1
+        return self.estimate()
+
+    def estimate(self):
+        """(x_m, y_m, yaw_rad): weighted mean of the last cycle (before resampling)."""
+        e = self.est
+        return (e[EST_X], e[EST_Y], e[EST_YAW])
+
+    def neff(self):
+        """Effective sample size of the last cycle's weights."""
+        return self.est[EST_NEFF]
+
+    # ---------------------------------------------------------- input checks
+    def _check_vel(self, v, who):
+        try:
+            vx = float(v[0])
+            vy = float(v[1])
+        except (TypeError, IndexError, ValueError):
+            self.rejected += 1
+            raise PfInputError("%s velocity must be (vx_mps, vy_mps), got %r" % (who, v))
+        if not (_finite(vx) and _finite(vy)):
+            self.rejected += 1
+            raise PfInputError("%s velocity not finite: %r" % (who, v))
+        return vx, vy
+
+    def _check_range(self, range_m, allow_none):
+        if range_m is None:
+            if allow_none:
+                return
+            self.rejected += 1
+            raise PfInputError("a range is needed to initialise the particle filter")
+        if not isinstance(range_m, (int, float)) or not _finite(range_m) or range_m < 0.0:
+            self.rejected += 1
+            raise PfInputError("range must be a finite number >= 0 m, got %r" % (range_m,))
+
+    def _check_learned(self, learned):
+        try:
+            b = float(learned[0])
+            y = float(learned[1])
+        except (TypeError, IndexError, ValueError):
+            self.rejected += 1
+            raise PfInputError("learned estimate must be (bearing_rad, rel_yaw_rad), got %r" % (learned,))
+        if not (_finite(b) and _finite(y)):
+            self.rejected += 1
+            raise PfInputError("learned estimate not finite: %r" % (learned,))
+        return b, y

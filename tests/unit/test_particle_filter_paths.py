@@ -1,0 +1,155 @@
+"""Particle filter: the pure, NumPy and Cython paths (and the C reference) agree on the same draws."""
+import importlib.util
+import math
+import os
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from onboard import impl as impl_switch
+from onboard.estimators import particle_filter as pf
+from onboard.estimators.particle_filter_numpy import NumpyDraws
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOL = 1e-12
+IMPLS = ("pure", "numpy", "cython")
+
+
+def _require_all_paths():
+    have = impl_switch.available(pf.KERNEL_MODULES)
+    missing = [i for i in IMPLS if i not in have]
+    if missing:
+        pytest.fail("particle-filter paths missing: %s (run `make setup` to build cython_ext)" % missing)
+
+
+class RecordedDraws:
+    """Numpy draws recorded once, replayed identically to every path."""
+
+    def __init__(self, seed):
+        self.gen = np.random.default_rng(seed)
+        self.log = []
+
+    def normals(self, k):
+        v = self.gen.standard_normal(k)
+        self.log.append(v)
+        return v
+
+    def uniforms(self, k):
+        v = self.gen.random(k)
+        self.log.append(v)
+        return v
+
+
+class Replay:
+    def __init__(self, log):
+        self.log = list(log)
+
+    def normals(self, k):
+        v = self.log.pop(0)
+        assert len(v) == k
+        return v
+
+    uniforms = normals
+
+
+def _scripted_run(kernels, draws, n, use_learned, steps=40, dropout_every=7):
+    f = pf.ParticleFilter({"n_particles": n}, kernels=kernels)
+    gen = np.random.default_rng(99)       # the scenario (truth, measurements): same for every path
+    x, y, yaw = 1.1, -0.7, 0.4
+    f.initialize(0, math.hypot(x, y) + 0.05, draws, learned=(math.atan2(y, x) + 0.1, 0.2) if use_learned else None)
+    ests = []
+    t = 0
+    for k in range(steps):
+        vo = (0.4 * math.cos(0.2 * k), 0.3 * math.sin(0.13 * k))
+        vp = (-0.3 * math.sin(0.17 * k), 0.2 * math.cos(0.1 * k))
+        x += 0.1 * (math.cos(yaw) * vp[0] - math.sin(yaw) * vp[1] - vo[0])
+        y += 0.1 * (math.sin(yaw) * vp[0] + math.cos(yaw) * vp[1] - vo[1])
+        r = abs(math.hypot(x, y) + gen.normal(pf.UWB_RANGE_BIAS_M, math.sqrt(pf.UWB_RANGE_VAR_M2)))
+        learned = (math.atan2(y, x) + gen.normal(0, 0.2), yaw + gen.normal(0, 0.3)) if use_learned else None
+        if dropout_every and k % dropout_every == dropout_every - 1:
+            r = None
+        t += 100000
+        ests.append(f.step(t, vo, vp, r, draws, learned=learned))
+    return f, np.array(ests, dtype=float)
+
+
+@pytest.mark.parametrize("use_learned", [True, False], ids=["learned-refresh", "pure-pf"])
+@pytest.mark.parametrize("n", [50, 400])
+def test_paths_identical_on_same_draws(n, use_learned):
+    _require_all_paths()
+    rec = RecordedDraws(5)
+    f_ref, est_ref = _scripted_run(pf.kernels_for("pure"), rec, n, use_learned)
+    for name in ("numpy", "cython"):
+        f, est = _scripted_run(pf.kernels_for(name), Replay(rec.log), n, use_learned)
+        assert np.abs(est - est_ref).max() <= TOL, name
+        for a, b in ((f.xs, f_ref.xs), (f.ys, f_ref.ys), (f.yaws, f_ref.yaws)):
+            assert np.abs(np.asarray(a) - np.asarray(b)).max() <= TOL, name
+        assert f.predict_only == f_ref.predict_only > 0
+
+
+def test_impl_switch_picks_kernels(monkeypatch):
+    _require_all_paths()
+    monkeypatch.setenv("ONBOARD_IMPL", "cython")
+    assert pf.kernels_for().name == "cython"
+    monkeypatch.setenv("ONBOARD_IMPL", "numpy")
+    assert pf.kernels_for().name == "numpy"
+    assert pf.kernels_for("pure") is pf.PURE
+    with pytest.raises(ValueError):
+        pf.kernels_for("fortran")
+
+
+def test_c_reference_computes_the_same_step():
+    """bench/pf_ref.c (the benchmark's C baseline) equals the Cython path bit for bit-ish."""
+    _require_all_paths()
+    if shutil.which("gcc") is None:
+        pytest.fail("gcc missing (Debian build-essential, installed by `make setup`)")
+    spec = importlib.util.spec_from_file_location("bench_pf", os.path.join(REPO, "bench", "pf.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = bench.build_c(tmp)
+        work = bench.make_workload(200, 30)
+        _, cx, cy, cyaw, c_est = bench.run_c(exe, work, tmp, repeats=1)
+    _, f, est = bench.run_filter("cython", work)
+    assert np.abs(np.asarray(f.xs) - cx).max() <= TOL
+    assert np.abs(np.asarray(f.yaws) - cyaw).max() <= TOL
+    assert np.abs(est - c_est).max() <= TOL
+    _, f_pure, est_pure = bench.run_filter("pure", work)
+    assert np.abs(est_pure - c_est).max() <= TOL
+
+
+@given(weights=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=30).filter(lambda w: sum(w) > 1e-6),
+       n_keep=st.integers(1, 60), u0=st.floats(0.0, 0.999999))
+def test_resample_low_variance_property(weights, n_keep, u0):
+    """Each particle is copied floor or ceil of n_keep * w_i / sum(w) times (+-1 at exact ties); zero weights never."""
+    n = len(weights)
+    xs = np.arange(n, dtype=float)
+    outs = {}
+    for name in IMPLS:
+        k = pf.kernels_for(name) if name != "pure" else pf.PURE
+        out = [k.alloc(n_keep) for _ in range(3)]
+        buf = k.as_buffer(xs)
+        k.resample(buf, buf, buf, k.as_buffer(weights), n, n_keep, u0, out[0], out[1], out[2])
+        outs[name] = np.asarray(out[0])
+    assert np.array_equal(outs["pure"], outs["numpy"]) and np.array_equal(outs["pure"], outs["cython"])
+    total = sum(weights)
+    for i, w in enumerate(weights):
+        cnt = int(np.sum(outs["pure"] == i))
+        expect = n_keep * w / total
+        if w == 0.0:
+            assert cnt == 0
+        else:
+            assert math.floor(expect) - 1 <= cnt <= math.ceil(expect) + 1
+
+
+def test_numpy_draws_drive_the_filter():
+    f = pf.ParticleFilter({"n_particles": 100}, kernels=pf.kernels_for("numpy"))
+    d = NumpyDraws(np.random.default_rng(3))
+    f.initialize(0, 1.0, d, learned=(0.3, 0.0))
+    x, y, _ = f.step(100000, (0.0, 0.0), (0.0, 0.0), 1.0, d, learned=(0.3, 0.0))
+    assert abs(math.hypot(x, y) - (1.0 - pf.UWB_RANGE_BIAS_M)) < 0.15
+    assert abs(math.atan2(y, x) - 0.3) < 0.15
