@@ -1,0 +1,303 @@
+"""Robot link protocol of the AVR firmware: COBS framing + CRC-16/CCITT-FALSE (pure Python).
+
+Mirrors firmware/arduino/robot_link/link_protocol.{h,c} byte for byte (tests compile the C
+file for the host and compare). Runs unchanged on MicroPython (no typing/dataclasses).
+
+Wire format::
+
+    frame = COBS(type | seq | body | crc_hi | crc_lo) 0x00
+    crc   = CRC-16/CCITT-FALSE over type | seq | body (big-endian on the wire)
+    body  = fixed-length little-endian fields, one layout per message type
+
+COBS removes every 0x00 from the frame, so 0x00 only ever ends a frame and a receiver
+that starts mid-stream resyncs at the next one. :class:`FrameDecoder` drops and counts
+everything that is not a whole valid frame: oversize (more than ``MAX_ENCODED`` bytes
+before a 0x00), COBS structure errors, CRC errors; :func:`decode_message` then rejects
+unknown types and wrong body lengths with :class:`ProtocolError`.
+"""
+import struct
+
+from onboard.comms.crc import crc16_ccitt_false
+
+PROTOCOL_VERSION = 1
+
+MAX_BODY = 40
+HEADER_LEN = 2
+CRC_LEN = 2
+MAX_DECODED = HEADER_LEN + MAX_BODY + CRC_LEN
+MAX_ENCODED = MAX_DECODED + 1 + MAX_DECODED // 254
+
+# host -> firmware
+MSG_WHEEL_SPEED = 0x01   # int16 left_mradps, int16 right_mradps
+MSG_DUTY = 0x02          # int16 left, int16 right (1/400 of full PWM)
+MSG_STOP = 0x03
+MSG_PING = 0x04          # uint32 token
+MSG_GET_STATUS = 0x05
+MSG_RESET = 0x06         # b"WDT!"
+# firmware -> host
+MSG_HELLO = 0x80
+MSG_TELEMETRY = 0x81
+MSG_STATUS = 0x82
+MSG_PONG = 0x83
+
+RESET_MAGIC = b"WDT!"
+
+# fault flags
+FAULT_FAILSAFE = 0x0001
+FAULT_CLAMPED = 0x0002
+FAULT_IMU = 0x0004
+FAULT_ENC_LEFT = 0x0008
+FAULT_ENC_RIGHT = 0x0010
+FAULT_RX_ERROR = 0x0020
+FAULT_WDT_RESET = 0x0040
+FAULT_NO_COMMAND = 0x0080
+FAULT_NAMES = (
+    (FAULT_FAILSAFE, "failsafe"), (FAULT_CLAMPED, "clamped"), (FAULT_IMU, "imu"),
+    (FAULT_ENC_LEFT, "enc_left"), (FAULT_ENC_RIGHT, "enc_right"), (FAULT_RX_ERROR, "rx_error"),
+    (FAULT_WDT_RESET, "wdt_reset"), (FAULT_NO_COMMAND, "no_command"),
+)
+
+# Body layouts (struct formats, little-endian) and their field names.
+HELLO_FMT = "<BBBB"
+HELLO_FIELDS = ("version", "board_id", "reset_flags", "imu_whoami")
+TELEMETRY_FMT = "<Iii3h3hhhHB"
+TELEMETRY_FIELDS = ("t_us", "enc_left_ticks", "enc_right_ticks", "accel_raw", "gyro_raw",
+                    "duty_left", "duty_right", "faults", "last_cmd_seq")
+STATUS_COUNTERS = ("frames_ok", "crc_errors", "cobs_errors", "oversize", "bad_body",
+                   "unknown_type", "seq_gaps", "failsafe_trips", "clamped", "enc_errors_left",
+                   "enc_errors_right", "imu_errors")
+STATUS_FMT = "<I12HHBB"
+PONG_FMT = "<II"
+
+BODY_LEN = {
+    MSG_WHEEL_SPEED: 4, MSG_DUTY: 4, MSG_STOP: 0, MSG_PING: 4, MSG_GET_STATUS: 0, MSG_RESET: 4,
+    MSG_HELLO: 4, MSG_TELEMETRY: 31, MSG_STATUS: 32, MSG_PONG: 8,
+}
+
+
+class ProtocolError(ValueError):
+    """A frame is well formed but its content is not a valid message (type, length, range)."""
+
+
+def _faults_text(flags):
+    return [name for bit, name in FAULT_NAMES if flags & bit]
+
+
+# ---------------------------------------------------------------- COBS
+def cobs_encode(data):
+    """COBS-encode ``data`` (bytes); the result holds no 0x00 (the frame end is not added)."""
+    out = bytearray()
+    block = bytearray()
+    for b in data:
+        if b == 0:
+            out.append(len(block) + 1)
+            out.extend(block)
+            block = bytearray()
+        else:
+            block.append(b)
+            if len(block) == 254:
+                out.append(255)
+                out.extend(block)
+                block = bytearray()
+    out.append(len(block) + 1)
+    out.extend(block)
+    return bytes(out)
+
+
+def cobs_decode(data):
+    """Decode COBS ``data`` (no trailing 0x00). Returns bytes, or None when it is not valid COBS."""
+    out = bytearray()
+    i = 0
+    n = len(data)
+    while i < n:
+        code = data[i]
+        if code == 0:
+            return None
+        end = i + code
+        if end > n:
+            return None
+        block = data[i + 1:end]
+        if 0 in block:
+            return None
+        out.extend(block)
+        i = end
+        if code != 0xFF and i < n:
+            out.append(0)
+    return bytes(out)
+
+
+# ---------------------------------------------------------------- frames
+def encode_frame(msg_type, seq, body=b""):
+    """Whole frame for the wire: COBS(type|seq|body|crc) + 0x00."""
+    body = bytes(body)
+    if len(body) > MAX_BODY:
+        raise ProtocolError("body of %d bytes exceeds MAX_BODY=%d" % (len(body), MAX_BODY))
+    if not (0 <= msg_type <= 0xFF and 0 <= seq <= 0xFF):
+        raise ProtocolError("type and seq must be bytes, got %r, %r" % (msg_type, seq))
+    raw = bytes((msg_type, seq)) + body
+    crc = crc16_ccitt_false(raw)
+    return cobs_encode(raw + bytes((crc >> 8, crc & 0xFF))) + b"\x00"
+
+
+class Frame:
+    """A CRC-valid frame: ``msg_type``, ``seq``, ``body`` (bytes)."""
+
+    def __init__(self, msg_type, seq, body):
+        self.msg_type = msg_type
+        self.seq = seq
+        self.body = body
+
+    def __repr__(self):
+        return "Frame(type=0x%02x, seq=%d, body=%r)" % (self.msg_type, self.seq, self.body)
+
+
+class FrameDecoder:
+    """Stream decoder: ``feed(data)`` returns the CRC-valid frames completed by ``data``.
+
+    Counters (never reset by decoding): frames_ok, crc_errors, cobs_errors, oversize,
+    empty (0x00 0x00), bytes_in. Same rules as link_decoder_feed() in the firmware.
+    """
+
+    def __init__(self, max_encoded=MAX_ENCODED):
+        self.max_encoded = max_encoded
+        self._buf = bytearray()
+        self._overflow = False
+        self.frames_ok = 0
+        self.crc_errors = 0
+        self.cobs_errors = 0
+        self.oversize = 0
+        self.empty = 0
+        self.bytes_in = 0
+
+    def counters(self):
+        return {"frames_ok": self.frames_ok, "crc_errors": self.crc_errors,
+                "cobs_errors": self.cobs_errors, "oversize": self.oversize, "empty": self.empty,
+                "bytes_in": self.bytes_in}
+
+    def errors(self):
+        return self.crc_errors + self.cobs_errors + self.oversize
+
+    def feed(self, data):
+        frames = []
+        self.bytes_in += len(data)
+        parts = bytes(data).split(b"\x00")
+        # every part but the last ends at a 0x00
+        for k in range(len(parts)):
+            part = parts[k]
+            if not self._overflow:
+                room = self.max_encoded - len(self._buf)
+                if len(part) > room:
+                    self._overflow = True
+                    self.oversize += 1
+                    self._buf = bytearray()
+                else:
+                    self._buf.extend(part)
+            if k == len(parts) - 1:
+                break                       # no 0x00 yet: keep buffering
+            encoded = bytes(self._buf)
+            self._buf = bytearray()
+            if self._overflow:
+                self._overflow = False
+                continue
+            frame = self._decode(encoded)
+            if frame is not None:
+                frames.append(frame)
+        return frames
+
+    def _decode(self, encoded):
+        if not encoded:
+            self.empty += 1
+            return None
+        raw = cobs_decode(encoded)
+        if raw is None or len(raw) < HEADER_LEN + CRC_LEN:
+            self.cobs_errors += 1
+            return None
+        payload = raw[:-CRC_LEN]
+        if crc16_ccitt_false(payload) != (raw[-2] << 8 | raw[-1]):
+            self.crc_errors += 1
+            return None
+        self.frames_ok += 1
+        return Frame(payload[0], payload[1], bytes(payload[HEADER_LEN:]))
+
+
+# ---------------------------------------------------------------- messages
+class Message:
+    """A decoded message: ``msg_type``, ``seq``, ``name`` and its fields as attributes."""
+
+    def __init__(self, msg_type, seq, name, fields):
+        self.msg_type = msg_type
+        self.seq = seq
+        self.name = name
+        self.fields = fields
+        for k in fields:
+            setattr(self, k, fields[k])
+
+    def __repr__(self):
+        return "%s(seq=%d, %s)" % (self.name, self.seq, ", ".join(
+            "%s=%r" % (k, self.fields[k]) for k in self.fields))
+
+
+def decode_message(frame):
+    """Turn a CRC-valid :class:`Frame` into a :class:`Message`; ProtocolError when the type is
+    unknown or the body has the wrong length."""
+    t = frame.msg_type
+    body = frame.body
+    if t not in BODY_LEN:
+        raise ProtocolError("unknown message type 0x%02x" % t)
+    if len(body) != BODY_LEN[t]:
+        raise ProtocolError("message type 0x%02x needs a %d-byte body, got %d"
+                            % (t, BODY_LEN[t], len(body)))
+    if t == MSG_TELEMETRY:
+        v = struct.unpack(TELEMETRY_FMT, body)
+        fields = {"t_us": v[0], "enc_left_ticks": v[1], "enc_right_ticks": v[2],
+                  "accel_raw": tuple(v[3:6]), "gyro_raw": tuple(v[6:9]), "duty_left": v[9],
+                  "duty_right": v[10], "faults": v[11], "last_cmd_seq": v[12]}
+        return Message(t, frame.seq, "Telemetry", fields)
+    if t == MSG_STATUS:
+        v = struct.unpack(STATUS_FMT, body)
+        fields = {"t_us": v[0]}
+        for i in range(len(STATUS_COUNTERS)):
+            fields[STATUS_COUNTERS[i]] = v[1 + i]
+        fields["faults"] = v[13]
+        fields["reset_flags"] = v[14]
+        fields["board_id"] = v[15]
+        return Message(t, frame.seq, "Status", fields)
+    if t == MSG_HELLO:
+        v = struct.unpack(HELLO_FMT, body)
+        return Message(t, frame.seq, "Hello", dict(zip(HELLO_FIELDS, v)))
+    if t == MSG_PONG:
+        v = struct.unpack(PONG_FMT, body)
+        return Message(t, frame.seq, "Pong", {"token": v[0], "fw_t_us": v[1]})
+    if t == MSG_WHEEL_SPEED or t == MSG_DUTY:
+        left, right = struct.unpack("<hh", body)
+        name = "WheelSpeed" if t == MSG_WHEEL_SPEED else "Duty"
+        return Message(t, frame.seq, name, {"left": left, "right": right})
+    if t == MSG_PING:
+        return Message(t, frame.seq, "Ping", {"token": struct.unpack("<I", body)[0]})
+    if t == MSG_RESET:
+        return Message(t, frame.seq, "Reset", {"magic": body})
+    return Message(t, frame.seq, {MSG_STOP: "Stop", MSG_GET_STATUS: "GetStatus"}[t], {})
+
+
+def _i16(name, value):
+    v = int(value)
+    if not -32768 <= v <= 32767:
+        raise ProtocolError("%s=%r does not fit int16" % (name, value))
+    return v
+
+
+def wheel_speed_body(left_mradps, right_mradps):
+    return struct.pack("<hh", _i16("left_mradps", left_mradps), _i16("right_mradps", right_mradps))
+
+
+def duty_body(left, right):
+    return struct.pack("<hh", _i16("left", left), _i16("right", right))
+
+
+def ping_body(token):
+    return struct.pack("<I", int(token) & 0xFFFFFFFF)
+
+
+def faults_text(flags):
+    """Names of the fault bits set in ``flags``."""
+    return _faults_text(flags)
