@@ -11,6 +11,7 @@ from harness.config import ConfigError, load_file, merge, parse_set
 # Modules adding their own subcommands: each defines add_parser(subparsers), whose
 # parser sets ``func`` (args -> exit code). One line per tool, listed explicitly.
 COMMAND_MODULES = [
+    "harness.crazyflie.cli",
     "harness.grading.sweep",
 ]
 
