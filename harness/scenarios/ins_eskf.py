@@ -1,0 +1,281 @@
+"""Scenario `ins-eskf`: strapdown INS + 15-state ESKF on a dozer trajectory (ag2u III-C, IV-A/B).
+
+A dozer-like grading trajectory (straight legs, slerp attitude) is sampled at the
+IMU rate; clean increments are derived from it (Algorithm 2), corrupted by the IMU
+error model (eq. 10); the filter starts from erroneous initial conditions (eqs.
+11-12) and fuses noisy aiding poses (eq. 13) at the aiding rate. It runs once per
+noise setting of the paper (noise-less, sensor-fusion, extreme), on the simulated
+clock, through the same ``predict(ImuSample)`` / ``update_pose(PoseSample)`` calls
+a board's drivers make. Metrics: position/velocity/attitude/bias errors against
+the truth, NEES and NIS, gated outliers; plots of the errors with the filter's
+3-sigma bounds, of the bias estimates, and of the trajectories.
+
+``run_case`` is also what the Monte Carlo tests call.
+"""
+import math
+
+import numpy as np
+
+from harness.clock import PRIORITY_SENSOR, SimClock
+from harness.sensors.ins_errors import (NOISE_SETTINGS, ImuErrors, aiding_pose, initial_conditions,
+                                        noise_setting)
+from harness.trajectory import dozer_legs, generate, rotvec_of_dcm_array
+from onboard.core.samples import ImuSample, PoseSample
+from onboard.core.units import US_PER_S, hz_to_period_us, s_to_us
+from onboard.estimators.eskf import N_STATE, make_eskf
+
+DESCRIPTION = "strapdown INS + 15-state ESKF on a dozer trajectory under the ag2u noise settings"
+
+DEFAULTS = {
+    "settings": ["noise_less", "sensor_fusion", "extreme"],
+    "duration_s": 120.0,
+    "imu_rate_hz": 100,
+    "aiding_rate_hz": 1,
+    "record_hz": 10,
+    "profile": "smooth",              # leg speed profile: smooth (minimum jerk) or linear (Algorithm 1 steps)
+    "gyro_increments": "euler",       # euler (consistent with eq. 4a) or rotvec (physical gyro)
+    "ic_mode": "random",              # IC errors drawn with the paper's values as 1 sigma, or "fixed" offsets
+    "impl": "",                       # pure | cython | numpy; "" = $ONBOARD_IMPL (default pure)
+    "legs": [],                       # [] = harness.trajectory.dozer_legs(duration_s)
+}
+
+# Floors keep the filter's covariances positive in the noise-less setting.
+_MIN_POS_SIGMA_M = 1e-3
+_MIN_VEL_SIGMA_MPS = 1e-3
+_MIN_ANGLE_SIGMA_RAD = 1e-4
+_MIN_ACCEL_BIAS_SIGMA_MPS2 = 1e-3
+
+
+def filter_config(setting):
+    """ESKF settings matching a noise setting (what the filter is told about the sensors)."""
+    imu = setting["imu"]
+    rad = math.radians
+    return {
+        "accel_noise_mps_per_sqrt_s": imu["accel_rw_mps_per_sqrt_s"],
+        "gyro_noise_rad_per_sqrt_s": rad(imu["gyro_rw_dps_per_sqrt_s"]),
+        "init_pos_sigma_m": [max(v, _MIN_POS_SIGMA_M) for v in setting["ic_pos_m"]],
+        "init_vel_sigma_mps": [max(v, _MIN_VEL_SIGMA_MPS) for v in setting["ic_vel_mps"]],
+        "init_att_sigma_rad": [max(rad(v), _MIN_ANGLE_SIGMA_RAD) for v in setting["ic_att_deg"]],
+        "init_accel_bias_sigma_mps2": [max(imu["accel_bias_sigma_mps2"], _MIN_ACCEL_BIAS_SIGMA_MPS2)] * 3,
+        "init_gyro_bias_sigma_radps": [max(rad(imu["gyro_bias_sigma_dps"]), _MIN_ANGLE_SIGMA_RAD)] * 3,
+        "pose_pos_sigma_m": [max(v, _MIN_POS_SIGMA_M) for v in setting["aiding_pos_m"]],
+        "pose_att_sigma_rad": [max(rad(v), _MIN_ANGLE_SIGMA_RAD) for v in setting["aiding_att_deg"]],
+    }
+
+
+def make_trajectory(config):
+    legs = config["legs"] or dozer_legs(config["duration_s"])
+    return generate(legs, config["imu_rate_hz"], config["profile"])
+
+
+def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, ic_mode="random",
+             gyro_increments="euler", imu_errors=None, filter_overrides=None, outliers=None):
+    """Run the INS/ESKF once over ``traj`` under one noise ``setting``; returns the record dict.
+
+    random: harness.rng.RunRandom (streams "imu", "ic", "aiding"). imu_errors: an
+    ImuErrors to use instead of drawing one. outliers: {aiding time_us: (dpos (3) m,
+    datt (3) rad)} offsets added to chosen aiding samples. Records (at record_hz,
+    after any update at the same time): error state e (truth minus estimate, NED
+    attitude error as a rotation vector), 1-sigma of every state, NEES; NIS of every
+    fused or gated aiding sample.
+    """
+    cfg = filter_config(setting)
+    cfg.update(filter_overrides or {})
+    eskf = make_eskf(cfg, impl or None)
+    dt_us = traj.dt_us
+    dt_s = dt_us / US_PER_S
+    dvel, dang = traj.clean_increments(gyro_increments=gyro_increments)
+    if imu_errors is None:
+        imu_errors = ImuErrors.draw(setting["imu"], random.stream("imu"))
+    dvel_e, dang_e = imu_errors.apply(dvel, dang, dt_s, random.stream("imu-noise"))
+    pos0, vel0, euler0, ic = initial_conditions(traj.pos_ned_m[0], traj.vel_ned_mps[0], traj.euler_rad[0],
+                                                setting, random.stream("ic"), ic_mode)
+    t0 = int(traj.t_us[0])
+    eskf.initialize(t0, pos0, vel0, euler0)
+    dvel_l = dvel_e.tolist()
+    dang_l = dang_e.tolist()
+    aid_rng = random.stream("aiding")
+    outliers = outliers or {}
+    rec = {"t_s": [], "err": [], "sigma": [], "nees": [], "nis": [], "nis_t_s": [], "gated_t_s": []}
+    ba_true = imu_errors.accel_bias_mps2
+    bg_true = imu_errors.gyro_bias_radps
+
+    def imu_tick(t):
+        k = (t - t0) // dt_us
+        eskf.predict(ImuSample(t, dt_us, dvel_l[k - 1], dang_l[k - 1]))
+
+    def aiding_tick(t):
+        k = (t - t0) // dt_us
+        pos, euler = aiding_pose(traj.pos_ned_m[k], traj.euler_rad[k], setting, aid_rng)
+        if t in outliers:
+            dpos, datt = outliers[t]
+            pos = [pos[i] + dpos[i] for i in range(3)]
+            euler = [euler[i] + datt[i] for i in range(3)]
+        fused = eskf.update_pose(PoseSample(t, pos, euler))
+        rec["nis"].append(eskf.last_nis)
+        rec["nis_t_s"].append(t / US_PER_S)
+        if not fused:
+            rec["gated_t_s"].append(t / US_PER_S)
+
+    def record(t):
+        k = (t - t0) // dt_us
+        st = eskf.get_state()
+        P = np.array(st["P"]).reshape(N_STATE, N_STATE)
+        R_est = np.array(st["D_ned_to_body"]).reshape(3, 3).T
+        e = np.empty(N_STATE)
+        e[0:3] = traj.pos_ned_m[k] - st["pos_ned_m"]
+        e[3:6] = rotvec_of_dcm_array((traj.R_body_to_ned[k] @ R_est.T)[None])[0]
+        e[6:9] = traj.vel_ned_mps[k] - st["vel_ned_mps"]
+        e[9:12] = ba_true - st["accel_bias_mps2"]
+        e[12:15] = bg_true - st["gyro_bias_radps"]
+        rec["t_s"].append(t / US_PER_S)
+        rec["err"].append(e)
+        rec["sigma"].append(np.sqrt(np.maximum(np.diag(P), 0.0)))
+        rec["nees"].append(float(e @ np.linalg.solve(P, e)))
+
+    clock = SimClock(t0)
+    clock.call_every(dt_us, imu_tick, start_us=t0 + dt_us, priority=PRIORITY_SENSOR)
+    clock.call_every(hz_to_period_us(aiding_rate_hz), aiding_tick, start_us=t0 + hz_to_period_us(aiding_rate_hz),
+                     priority=PRIORITY_SENSOR + 1)
+    clock.call_every(hz_to_period_us(record_hz), record, start_us=t0, priority=PRIORITY_SENSOR + 2)
+    clock.advance_to(int(traj.t_us[-1]))
+    for key in ("t_s", "nees", "nis", "nis_t_s"):
+        rec[key] = np.asarray(rec[key], dtype=float)
+    rec["err"] = np.asarray(rec["err"])
+    rec["sigma"] = np.asarray(rec["sigma"])
+    rec["counters"] = eskf.counters()
+    rec["ic"] = ic
+    rec["accel_bias_true_mps2"] = ba_true.tolist()
+    rec["gyro_bias_true_radps"] = bg_true.tolist()
+    rec["accel_bias_est_mps2"] = list(eskf.accel_bias_mps2)
+    rec["gyro_bias_est_radps"] = list(eskf.gyro_bias_radps)
+    rec["final_nav"] = eskf.nav_state()
+    rec["impl"] = eskf.impl
+    return rec
+
+
+def _rms(a):
+    a = np.asarray(a, dtype=float)
+    return float(np.sqrt(np.mean(a * a))) if a.size else 0.0
+
+
+def case_metrics(rec, settle_s=10.0):
+    """Summary numbers of one run_case record (units in the names)."""
+    err = rec["err"]
+    t = rec["t_s"]
+    pos = np.linalg.norm(err[:, 0:3], axis=1)
+    att = np.degrees(np.linalg.norm(err[:, 3:6], axis=1))
+    vel = np.linalg.norm(err[:, 6:9], axis=1)
+    late = t >= settle_s
+    inside = np.abs(err) <= 3.0 * rec["sigma"] + 1e-12
+    return {
+        "position_error_rms_m": _rms(pos[late]),
+        "position_error_final_m": float(pos[-1]),
+        "attitude_error_rms_deg": _rms(att[late]),
+        "attitude_error_final_deg": float(att[-1]),
+        "velocity_error_rms_mps": _rms(vel[late]),
+        "accel_bias_true_mps2": rec["accel_bias_true_mps2"],
+        "accel_bias_est_mps2": rec["accel_bias_est_mps2"],
+        "accel_bias_error_final_mps2": [float(v) for v in err[-1, 9:12]],
+        "gyro_bias_true_dps": [math.degrees(v) for v in rec["gyro_bias_true_radps"]],
+        "gyro_bias_est_dps": [math.degrees(v) for v in rec["gyro_bias_est_radps"]],
+        "gyro_bias_error_final_dps": [math.degrees(float(v)) for v in err[-1, 12:15]],
+        "nees_mean": float(np.mean(rec["nees"][late])) if late.any() else None,
+        "nis_mean": float(np.mean(rec["nis"])) if rec["nis"].size else None,
+        "within_3sigma_fraction": float(np.mean(inside[late])) if late.any() else None,
+        "counters": rec["counters"],
+        "impl": rec["impl"],
+    }
+
+
+def run(config, ctx):
+    for name in config["settings"]:
+        noise_setting(name)          # unknown names fail before anything runs
+    traj = make_trajectory(config)
+    results = {}
+    recs = {}
+    progress = ctx.progress(len(config["settings"]), "ins-eskf")
+    for i, name in enumerate(config["settings"]):
+        setting = noise_setting(name)
+        rec = run_case(traj, setting, ctx.random, impl=config["impl"] or None,
+                       aiding_rate_hz=config["aiding_rate_hz"], record_hz=config["record_hz"],
+                       ic_mode=config["ic_mode"], gyro_increments=config["gyro_increments"])
+        recs[name] = rec
+        results[name] = case_metrics(rec)
+        nav = rec["final_nav"]
+        ctx.log("/ins_eskf/%s/final" % name, int(traj.t_us[-1]), {
+            "time_us": nav.time_us, "pos_ned_m": list(nav.pos_ned_m), "euler_rad": list(nav.euler_rad),
+            "pos_true_ned_m": traj.pos_ned_m[-1].tolist(), "euler_true_rad": traj.euler_rad[-1].tolist()})
+        progress.update_to(i + 1)
+    progress.close()
+    metrics = {"settings": results, "duration_s": traj.duration_s, "imu_rate_hz": config["imu_rate_hz"],
+               "aiding_rate_hz": config["aiding_rate_hz"]}
+    if "noise_less" in results:
+        nl = results["noise_less"]
+        metrics["noise_less_reconstructed"] = (nl["position_error_final_m"] < 1e-3
+                                               and nl["attitude_error_final_deg"] < 0.01)
+        metrics["success"] = metrics["noise_less_reconstructed"]
+    if ctx.report is not None:
+        _plots(ctx.report, traj, recs)
+    return metrics
+
+
+def _plots(report, traj, recs):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    ax.plot(traj.pos_ned_m[:, 1], traj.pos_ned_m[:, 0], "k", lw=2, label="truth")
+    for i, (name, rec) in enumerate(recs.items()):
+        idx = ((rec["t_s"] * US_PER_S).astype(np.int64) - int(traj.t_us[0])) // traj.dt_us
+        est = traj.pos_ned_m[idx] - rec["err"][:, 0:3]
+        ax.plot(est[:, 1], est[:, 0], color="C%d" % i, lw=1, label="estimate, %s" % name)
+    ax.set_xlabel("east [m]")
+    ax.set_ylabel("north [m]")
+    ax.set_aspect("equal")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("ins-eskf: dozer trajectory, truth vs ESKF")
+    report.save_figure(fig, "trajectory")
+
+    rows = (("position error [m]", slice(0, 3), 1.0), ("attitude error [deg]", slice(3, 6), 180.0 / math.pi),
+            ("velocity error [m/s]", slice(6, 9), 1.0), ("accel bias error [m/s^2]", slice(9, 12), 1.0),
+            ("gyro bias error [deg/s]", slice(12, 15), 180.0 / math.pi))
+    for name, rec in recs.items():
+        fig, axes = plt.subplots(len(rows), 1, figsize=(9, 11), sharex=True)
+        t = rec["t_s"]
+        for ax, (label, sl, scale) in zip(axes, rows):
+            for j, axis in enumerate("NED" if sl.start < 9 else "xyz"):
+                ax.plot(t, rec["err"][:, sl][:, j] * scale, color="C%d" % j, lw=1, label=axis)
+                ax.plot(t, 3.0 * rec["sigma"][:, sl][:, j] * scale, color="C%d" % j, lw=0.6, ls="--")
+                ax.plot(t, -3.0 * rec["sigma"][:, sl][:, j] * scale, color="C%d" % j, lw=0.6, ls="--")
+            ax.set_ylabel(label, fontsize=8)
+            ax.grid(True, alpha=0.3)
+        axes[0].legend(fontsize=7, loc="upper right", ncol=3)
+        for gt in rec["gated_t_s"]:
+            for ax in axes:
+                ax.axvline(gt, color="red", lw=0.5, alpha=0.5)
+        axes[-1].set_xlabel("time [s]")
+        fig.suptitle("%s: truth - estimate with the filter's +-3 sigma (dashed)" % name)
+        report.save_figure(fig, "errors_%s" % name)
+
+    fig, axes = plt.subplots(2, len(recs), figsize=(4.2 * len(recs), 6), squeeze=False)
+    for c, (name, rec) in enumerate(recs.items()):
+        t = rec["t_s"]
+        for r, (key, sl, scale, unit) in enumerate((("accel_bias_true_mps2", slice(9, 12), 1.0, "m/s^2"),
+                                                    ("gyro_bias_true_radps", slice(12, 15), 180 / math.pi,
+                                                     "deg/s"))):
+            ax = axes[r][c]
+            true = np.asarray(rec[key])
+            for j in range(3):
+                est = true[j] - rec["err"][:, sl][:, j]
+                ax.plot(t, est * scale, color="C%d" % j, lw=1, label="xyz"[j])
+                ax.axhline(true[j] * scale, color="C%d" % j, lw=0.8, ls=":")
+            ax.set_title("%s: %s bias [%s]" % (name, "accel" if r == 0 else "gyro", unit), fontsize=9)
+            ax.grid(True, alpha=0.3)
+            if r == 1:
+                ax.set_xlabel("time [s]")
+        axes[0][0].legend(fontsize=7)
+    fig.suptitle("bias estimates (solid) vs truth (dotted)")
+    report.save_figure(fig, "biases")

@@ -1,0 +1,567 @@
+"""15-state error-state EKF on a strapdown INS (ag2u section III-C), pure Python.
+
+This is the reference implementation; it runs unchanged on MicroPython. The Cython
+build (``cython_ext/eskf.pyx``) and the NumPy path (``eskf_numpy``) implement the
+same algorithm with the same public API; :func:`make_eskf` picks one through
+``onboard.impl`` (``ONBOARD_IMPL=pure|cython|numpy``).
+
+Error state (ag2u eq. 5a), named slices below::
+
+    dx = [dp_ned_m (3), dpsi_ned_rad (3), dv_ned_mps (3), db_acc_mps2 (3), db_gyro_radps (3)]
+
+Measurement residual (ag2u eq. 5b) from an aiding pose::
+
+    dz = [dp_m = p_m - p_INS (3), dpsi_m (3)]
+    dpsi_m = h(F(Psi_INS)^T * F(Psi_m))                                   (ag2u eq. 6)
+
+with F = e2d (eq. 3, returns D_n^b) and h = d2e (eq. 7). The operands are ordered so
+that, with this codebase's F (= D_ned_to_body), dpsi_m is "measured minus INS" like
+dp_m: it is the small navigation-frame rotation taking the INS attitude to the
+measured one (R_m = F(dpsi_m)^T R_INS). Being computed from a DCM product it is
+always the short rotation, so it is correct across yaw = +-pi with no angle wrapping.
+H = [I 0 0 0 0; 0 I 0 0 0] (ag2u eq. 9).
+
+System matrix. Instead of the paper's per-aiding-interval matrix (after eq. 8,
+whose 1/dt_m velocity-from-position term only holds at a fixed aiding period) we use
+the standard continuous-time ES-EKF linearisation of eqs. 4a-4c, discretised at
+every IMU sample, F = I + A dt, so the filter is valid at any IMU rate, any aiding
+rate (1-10 Hz) and through aiding dropouts. The states and measurements are the
+paper's. With R = D_b^n and dv_ned = R (q_v - b_a dt) the nonzero blocks of A dt are::
+
+    dp   <- dv      : I dt                        (the I*dt_m block of eq. 8)
+    dpsi <- db_gyro : -R dt                       (-Sigma D of eq. 8)
+    dv   <- dpsi    : -[dv_ned]x                  (A_s of eq. 8)
+    dv   <- db_acc  : -R dt                       (Sigma D of eq. 8, sign by convention)
+
+Process noise per IMU step comes from the increment noise of ag2u eq. 10 (velocity
+and angle random walk, with the velocity noise also entering the position through
+eq. 4c) plus optional bias random walks (0 = the paper's constant biases).
+
+Update: Cholesky of S = H P H^T + R, Mahalanobis gating on the NIS (configurable,
+gated measurements counted and not fused), Kalman gain, Joseph-form covariance
+P = (I - K H) P (I - K H)^T + K R K^T evaluated block-sparsely and mirrored, so P is
+symmetric by construction. The error state is then injected into the INS (position,
+velocity, biases added; attitude D <- D F(dpsi), re-orthonormalised) and reset to
+zero. (The reset Jacobian G = I - [dpsi/2]x is taken as I, the usual first-order choice.)
+
+Bad input (NaN/inf, wrong sizes, non-positive or too large dt, out-of-order IMU
+time, non-positive variances) raises :class:`EskfInputError`, counts ``rejected``
+and leaves the filter exactly as it was.
+"""
+import math
+
+from onboard.core.rotations import d2e, e2d
+from onboard.core.samples import NavState
+from onboard.core.units import G_MPS2
+from onboard.estimators.ins import Strapdown
+
+# ---------------------------------------------------------------- state layout
+N_STATE = 15
+N_MEAS = 6
+POS = 0          # dp_ned_m
+ATT = 3          # dpsi_ned_rad
+VEL = 6          # dv_ned_mps
+BACC = 9         # db_acc_mps2 (body)
+BGYR = 12        # db_gyro_radps (body)
+# (MicroPython cannot build slice objects: the NumPy path defines POS_SLICE etc.)
+MEAS_POS = 0     # dp_m
+MEAS_ATT = 3     # dpsi_m
+STATE_NAMES = ("dp_n_m", "dp_e_m", "dp_d_m", "dpsi_n_rad", "dpsi_e_rad", "dpsi_d_rad",
+               "dv_n_mps", "dv_e_mps", "dv_d_mps", "db_acc_x_mps2", "db_acc_y_mps2", "db_acc_z_mps2",
+               "db_gyro_x_radps", "db_gyro_y_radps", "db_gyro_z_radps")
+
+DEG = math.pi / 180.0
+# chi-square 99.9 % quantile for 6 degrees of freedom: default gate on the pose NIS.
+CHI2_6DOF_999 = 22.457744484825326
+
+# Defaults: the ag2u sensor-fusion setting (section IV-B) and a consumer-grade IMU.
+DEFAULTS = {
+    "gravity_mps2": G_MPS2,
+    "accel_noise_mps_per_sqrt_s": 0.01,          # a_rw of ag2u eq. 10a (velocity random walk)
+    "gyro_noise_rad_per_sqrt_s": 0.02 * DEG,     # g_rw of ag2u eq. 10b (angle random walk)
+    "accel_bias_walk_mps2_per_sqrt_s": 0.0,      # 0: constant bias, as the paper models it
+    "gyro_bias_walk_radps_per_sqrt_s": 0.0,
+    "init_pos_sigma_m": [0.05, 0.05, 0.05],      # dp_IC (ag2u eq. 11a)
+    "init_att_sigma_rad": [4.0 * DEG, 4.0 * DEG, 5.0 * DEG],   # dPsi_IC (ag2u eq. 12)
+    "init_vel_sigma_mps": [0.01, 0.01, 0.01],    # dv_IC (ag2u eq. 11b)
+    "init_accel_bias_sigma_mps2": [0.05, 0.05, 0.05],
+    "init_gyro_bias_sigma_radps": [0.3 * DEG, 0.3 * DEG, 0.3 * DEG],
+    "pose_pos_sigma_m": [0.05, 0.05, 0.05],      # dp_err (ag2u eq. 13a), used when a pose has no cov
+    "pose_att_sigma_rad": [1.0 * DEG, 1.0 * DEG, 5.0 * DEG],  # dPsi_err (ag2u eq. 13b)
+    "gate_nis": CHI2_6DOF_999,                   # <= 0 disables gating
+    "max_imu_dt_us": 1000000,                    # longer IMU gaps are rejected as bad input
+}
+_VECTOR_KEYS = ("init_pos_sigma_m", "init_att_sigma_rad", "init_vel_sigma_mps",
+                "init_accel_bias_sigma_mps2", "init_gyro_bias_sigma_radps",
+                "pose_pos_sigma_m", "pose_att_sigma_rad")
+
+
+class EskfInputError(ValueError):
+    """An IMU or pose sample is malformed or non-finite; the filter state was not changed."""
+
+
+class EskfNumericError(ArithmeticError):
+    """The innovation covariance is not positive definite; the filter state was not changed."""
+
+
+def _finite(x):
+    return x == x and x != float("inf") and x != float("-inf")
+
+
+def make_config(config=None):
+    """DEFAULTS merged with ``config``; unknown keys or malformed values raise ValueError."""
+    cfg = {}
+    for key in DEFAULTS:
+        v = DEFAULTS[key]
+        cfg[key] = list(v) if isinstance(v, list) else v
+    if config:
+        for key in config:
+            if key not in DEFAULTS:
+                raise ValueError("unknown Eskf setting %r" % (key,))
+            value = config[key]
+            if key in _VECTOR_KEYS:
+                try:
+                    value = [float(v) for v in value]
+                except TypeError:
+                    raise ValueError("Eskf setting %s must be 3 numbers" % key)
+                if len(value) != 3:
+                    raise ValueError("Eskf setting %s must be 3 numbers, got %d" % (key, len(value)))
+            elif key == "max_imu_dt_us":
+                value = int(value)
+            else:
+                value = float(value)
+            cfg[key] = value
+    for key in cfg:
+        vals = cfg[key] if isinstance(cfg[key], list) else [cfg[key]]
+        for v in vals:
+            if not _finite(float(v)) or (v < 0.0 and key != "gate_nis"):
+                raise ValueError("Eskf setting %s must be finite and >= 0, got %r" % (key, cfg[key]))
+    for key in ("pose_pos_sigma_m", "pose_att_sigma_rad"):
+        for v in cfg[key]:
+            if not v > 0.0:
+                raise ValueError("Eskf setting %s must be > 0" % key)
+    if cfg["max_imu_dt_us"] <= 0:
+        raise ValueError("Eskf setting max_imu_dt_us must be > 0")
+    return cfg
+
+
+def _vec3(obj, name, what):
+    try:
+        v = getattr(obj, name)
+    except AttributeError:
+        raise EskfInputError("%s has no field %s" % (what, name))
+    try:
+        n = len(v)
+    except TypeError:
+        raise EskfInputError("%s.%s must be a sequence of 3 numbers" % (what, name))
+    if n != 3:
+        raise EskfInputError("%s.%s must have 3 entries, got %d" % (what, name, n))
+    try:
+        out = (float(v[0]), float(v[1]), float(v[2]))
+    except (TypeError, ValueError):
+        raise EskfInputError("%s.%s must hold numbers" % (what, name))
+    if not (_finite(out[0]) and _finite(out[1]) and _finite(out[2])):
+        raise EskfInputError("%s.%s has non-finite values %r" % (what, name, out))
+    return out
+
+
+def parse_imu(imu, last_imu_us, max_dt_us):
+    """(time_us, dt_us, dvel_body_mps, dang_body_rad) of a valid ImuSample, else EskfInputError."""
+    try:
+        time_us = int(imu.time_us)
+        dt_us = int(imu.dt_us)
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        raise EskfInputError("IMU sample needs integer time_us and dt_us")
+    if dt_us <= 0 or dt_us > max_dt_us:
+        raise EskfInputError("IMU dt_us=%d outside (0, %d]" % (dt_us, max_dt_us))
+    if last_imu_us is not None and time_us <= last_imu_us:
+        raise EskfInputError("IMU sample at %d us is not after the previous one (%d us)"
+                             % (time_us, last_imu_us))
+    dvel = _vec3(imu, "dvel_body_mps", "IMU sample")
+    dang = _vec3(imu, "dang_body_rad", "IMU sample")
+    return time_us, dt_us, dvel, dang
+
+
+def parse_pose(pose, cfg):
+    """(time_us, pos_ned_m, euler_rad, r_diag (6 variances)) of a valid PoseSample, else EskfInputError."""
+    try:
+        time_us = int(pose.time_us)
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        raise EskfInputError("pose sample needs an integer time_us")
+    pos = _vec3(pose, "pos_ned_m", "pose sample")
+    euler = _vec3(pose, "euler_rad", "pose sample")
+    r = [0.0] * N_MEAS
+    for name, base, default in (("cov_pos_m2", MEAS_POS, cfg["pose_pos_sigma_m"]),
+                                ("cov_att_rad2", MEAS_ATT, cfg["pose_att_sigma_rad"])):
+        cov = getattr(pose, name, None)
+        if cov is None:
+            for i in range(3):
+                r[base + i] = default[i] * default[i]
+        else:
+            cov = _vec3(pose, name, "pose sample")
+            for i in range(3):
+                if not cov[i] > 0.0:
+                    raise EskfInputError("pose sample %s must be > 0, got %r" % (name, cov))
+                r[base + i] = cov[i]
+    return time_us, pos, euler, r
+
+
+def attitude_residual(D_ins, euler_meas_rad):
+    """dpsi_m = h(F(Psi_INS)^T F(Psi_m)) (ag2u eq. 6): measured minus INS, NED frame, rad."""
+    dm = e2d(euler_meas_rad)
+    x = [0.0] * 9
+    for i in range(3):
+        for j in range(3):
+            x[i * 3 + j] = D_ins[i] * dm[j] + D_ins[3 + i] * dm[3 + j] + D_ins[6 + i] * dm[6 + j]
+    return d2e(x)
+
+
+def cholesky6(S):
+    """Lower Cholesky factor of a 6x6 SPD matrix (flat); None when not positive definite."""
+    n = N_MEAS
+    L = [0.0] * (n * n)
+    for i in range(n):
+        for j in range(i + 1):
+            s = S[i * n + j]
+            for k in range(j):
+                s -= L[i * n + k] * L[j * n + k]
+            if i == j:
+                if not s > 0.0:
+                    return None
+                L[i * n + i] = math.sqrt(s)
+            else:
+                L[i * n + j] = s / L[j * n + j]
+    return L
+
+
+class Eskf:
+    """Error-state EKF (pure Python). See the module docstring for the model.
+
+    Public API (the same for the Cython and NumPy builds):
+    ``initialize(time_us, pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps)``,
+    ``predict(imu)``, ``update_pose(pose)``, ``nav_state(now_us)``, ``covariance()``,
+    ``pose_covariance()``, ``get_state()`` / ``set_state()``, ``counters()``, the bias
+    estimates, and the counters ``predicts``, ``updates``, ``gated``, ``rejected``.
+    """
+
+    impl = "pure"
+
+    def __init__(self, config=None):
+        self.cfg = make_config(config)
+        self.ins = Strapdown(gravity_mps2=self.cfg["gravity_mps2"])
+        self.P = [0.0] * (N_STATE * N_STATE)
+        self.initialized = False
+        self.time_us = 0
+        self.last_imu_us = None
+        self.predicts = 0
+        self.updates = 0
+        self.gated = 0
+        self.rejected = 0
+        self.skipped = 0             # IMU samples before initialisation
+        self.last_nis = -1.0
+        self.last_innovation = [0.0] * N_MEAS
+        c = self.cfg
+        # per-second noise variances (ag2u eq. 10 densities squared), multiplied by dt per step
+        self._var_acc = c["accel_noise_mps_per_sqrt_s"] * c["accel_noise_mps_per_sqrt_s"]
+        self._var_gyr = c["gyro_noise_rad_per_sqrt_s"] * c["gyro_noise_rad_per_sqrt_s"]
+        self._var_bacc = c["accel_bias_walk_mps2_per_sqrt_s"] * c["accel_bias_walk_mps2_per_sqrt_s"]
+        self._var_bgyr = c["gyro_bias_walk_radps_per_sqrt_s"] * c["gyro_bias_walk_radps_per_sqrt_s"]
+
+    # ------------------------------------------------------------ set-up
+    def initialize(self, time_us, pos_ned_m, vel_ned_mps, euler_rad,
+                   accel_bias_mps2=(0.0, 0.0, 0.0), gyro_bias_radps=(0.0, 0.0, 0.0)):
+        """Start the INS at the given initial conditions; P from the init_*_sigma settings."""
+        vals = [pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps]
+        for v in vals:
+            if len(v) != 3 or not (_finite(float(v[0])) and _finite(float(v[1])) and _finite(float(v[2]))):
+                raise EskfInputError("initial conditions must be 3 finite numbers each, got %r" % (v,))
+        self.ins.reset(pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps)
+        c = self.cfg
+        P = [0.0] * (N_STATE * N_STATE)
+        for base, key in ((POS, "init_pos_sigma_m"), (ATT, "init_att_sigma_rad"), (VEL, "init_vel_sigma_mps"),
+                          (BACC, "init_accel_bias_sigma_mps2"), (BGYR, "init_gyro_bias_sigma_radps")):
+            for i in range(3):
+                P[(base + i) * N_STATE + base + i] = c[key][i] * c[key][i]
+        self.P = P
+        self.time_us = int(time_us)
+        self.last_imu_us = None
+        self.initialized = True
+
+    # ------------------------------------------------------------ predict
+    def predict(self, imu):
+        """Strapdown step (ag2u eqs. 4a-4c) and covariance propagation for one ImuSample.
+
+        Returns True, or False (counted in ``skipped``) before initialisation.
+        Raises EskfInputError (state unchanged) on bad input.
+        """
+        try:
+            time_us, dt_us, dvel, dang = parse_imu(imu, self.last_imu_us, self.cfg["max_imu_dt_us"])
+        except EskfInputError:
+            self.rejected += 1
+            raise
+        if not self.initialized:
+            self.skipped += 1
+            return False
+        dt = dt_us * 1e-6
+        dv_ned = self.ins.step(dt, dvel, dang)
+        self._propagate(dt, dv_ned)
+        self.time_us = time_us
+        self.last_imu_us = time_us
+        self.predicts += 1
+        return True
+
+    def _propagate(self, dt, dv_ned):
+        """P <- F P F^T + Q with F = I + A dt block-sparse (see module docstring)."""
+        n = N_STATE
+        P = self.P
+        d = self.ins.D_ned_to_body
+        # A = -R dt with R = D^T: A[i][j] = -D[j][i] dt ; S = -[dv_ned]x
+        A = [-d[0] * dt, -d[3] * dt, -d[6] * dt,
+             -d[1] * dt, -d[4] * dt, -d[7] * dt,
+             -d[2] * dt, -d[5] * dt, -d[8] * dt]
+        S = [0.0, dv_ned[2], -dv_ned[1],
+             -dv_ned[2], 0.0, dv_ned[0],
+             dv_ned[1], -dv_ned[0], 0.0]
+        # M = F P (rows of dp, dpsi, dv change; bias rows are P's)
+        M = list(P)
+        for c in range(n):
+            pa0 = P[ATT * n + c]
+            pa1 = P[(ATT + 1) * n + c]
+            pa2 = P[(ATT + 2) * n + c]
+            pba0 = P[BACC * n + c]
+            pba1 = P[(BACC + 1) * n + c]
+            pba2 = P[(BACC + 2) * n + c]
+            pbg0 = P[BGYR * n + c]
+            pbg1 = P[(BGYR + 1) * n + c]
+            pbg2 = P[(BGYR + 2) * n + c]
+            for i in range(3):
+                M[(POS + i) * n + c] = P[(POS + i) * n + c] + dt * P[(VEL + i) * n + c]
+                M[(ATT + i) * n + c] = P[(ATT + i) * n + c] + (A[i * 3] * pbg0 + A[i * 3 + 1] * pbg1
+                                                               + A[i * 3 + 2] * pbg2)
+                M[(VEL + i) * n + c] = (P[(VEL + i) * n + c]
+                                        + (S[i * 3] * pa0 + S[i * 3 + 1] * pa1 + S[i * 3 + 2] * pa2)
+                                        + (A[i * 3] * pba0 + A[i * 3 + 1] * pba1 + A[i * 3 + 2] * pba2))
+        # P' = M F^T, upper triangle, mirrored
+        Pn = P  # bias-bias block stays; every other entry is overwritten below
+        for r in range(BACC):
+            ro = r * n
+            ma0 = M[ro + ATT]
+            ma1 = M[ro + ATT + 1]
+            ma2 = M[ro + ATT + 2]
+            mba0 = M[ro + BACC]
+            mba1 = M[ro + BACC + 1]
+            mba2 = M[ro + BACC + 2]
+            mbg0 = M[ro + BGYR]
+            mbg1 = M[ro + BGYR + 1]
+            mbg2 = M[ro + BGYR + 2]
+            for c in range(r, n):
+                if c < ATT:
+                    j = c - POS
+                    v = M[ro + c] + dt * M[ro + VEL + j]
+                elif c < VEL:
+                    j = c - ATT
+                    v = M[ro + c] + (A[j * 3] * mbg0 + A[j * 3 + 1] * mbg1 + A[j * 3 + 2] * mbg2)
+                elif c < BACC:
+                    j = c - VEL
+                    v = (M[ro + c] + (S[j * 3] * ma0 + S[j * 3 + 1] * ma1 + S[j * 3 + 2] * ma2)
+                         + (A[j * 3] * mba0 + A[j * 3 + 1] * mba1 + A[j * 3 + 2] * mba2))
+                else:
+                    v = M[ro + c]
+                Pn[ro + c] = v
+                Pn[c * n + r] = v
+        # Q: increment noise of ag2u eq. 10 (+ optional bias random walks)
+        qa = self._var_acc * dt
+        qg = self._var_gyr * dt
+        qba = self._var_bacc * dt
+        qbg = self._var_bgyr * dt
+        for i in range(3):
+            p = POS + i
+            v = VEL + i
+            Pn[p * n + p] += qa * dt * dt
+            Pn[p * n + v] += qa * dt
+            Pn[v * n + p] += qa * dt
+            Pn[v * n + v] += qa
+            a = ATT + i
+            Pn[a * n + a] += qg
+            b = BACC + i
+            Pn[b * n + b] += qba
+            b = BGYR + i
+            Pn[b * n + b] += qbg
+
+    # ------------------------------------------------------------ update
+    def update_pose(self, pose):
+        """Fuse an aiding PoseSample (ag2u eqs. 5b, 6, 9). Returns True when fused, False when gated.
+
+        Before initialisation the first pose initialises the filter (at rest) and True is returned.
+        Raises EskfInputError / EskfNumericError with the state unchanged.
+        """
+        try:
+            time_us, pos, euler, r = parse_pose(pose, self.cfg)
+        except EskfInputError:
+            self.rejected += 1
+            raise
+        if not self.initialized:
+            self.initialize(time_us, pos, (0.0, 0.0, 0.0), euler,
+                            self.ins.accel_bias_mps2, self.ins.gyro_bias_radps)
+            return True
+        n = N_STATE
+        m = N_MEAS
+        ins = self.ins
+        P = self.P
+        p_ins = ins.pos_ned_m
+        dpsi = attitude_residual(ins.D_ned_to_body, euler)
+        y = [pos[0] - p_ins[0], pos[1] - p_ins[1], pos[2] - p_ins[2], dpsi[0], dpsi[1], dpsi[2]]
+        # S = H P H^T + R (H selects dp, dpsi: the first 6 states)
+        S = [0.0] * (m * m)
+        for a in range(m):
+            for b in range(m):
+                S[a * m + b] = P[a * n + b]
+            S[a * m + a] += r[a]
+        L = cholesky6(S)
+        if L is None:
+            self.rejected += 1
+            raise EskfNumericError("innovation covariance is not positive definite")
+        # NIS = y^T S^-1 y = |L^-1 y|^2
+        w = [0.0] * m
+        nis = 0.0
+        for a in range(m):
+            s = y[a]
+            for b in range(a):
+                s -= L[a * m + b] * w[b]
+            w[a] = s / L[a * m + a]
+            nis += w[a] * w[a]
+        self.last_nis = nis
+        self.last_innovation = y
+        gate = self.cfg["gate_nis"]
+        if gate > 0.0 and nis > gate:
+            self.gated += 1
+            return False
+        # K^T = S^-1 C with C = H P = P[0:6, :]  (forward then back substitution)
+        Kt = [0.0] * (m * n)
+        for j in range(n):
+            for a in range(m):
+                s = P[a * n + j]
+                for b in range(a):
+                    s -= L[a * m + b] * Kt[b * n + j]
+                Kt[a * n + j] = s / L[a * m + a]
+            for a in range(m - 1, -1, -1):
+                s = Kt[a * n + j]
+                for b in range(a + 1, m):
+                    s -= L[b * m + a] * Kt[b * n + j]
+                Kt[a * n + j] = s / L[a * m + a]
+        # dx = K y
+        dx = [0.0] * n
+        for i in range(n):
+            s = 0.0
+            for a in range(m):
+                s += Kt[a * n + i] * y[a]
+            dx[i] = s
+        # Joseph form: B = (I - K H) P = P - K C ;  P' = B (I - K H)^T + K R K^T
+        B = [0.0] * (n * n)
+        for i in range(n):
+            for j in range(n):
+                s = P[i * n + j]
+                for a in range(m):
+                    s -= Kt[a * n + i] * P[a * n + j]
+                B[i * n + j] = s
+        Pn = [0.0] * (n * n)
+        for i in range(n):
+            for j in range(i, n):
+                s = B[i * n + j]
+                for a in range(m):
+                    s -= B[i * n + a] * Kt[a * n + j]
+                for a in range(m):
+                    s += Kt[a * n + i] * r[a] * Kt[a * n + j]
+                Pn[i * n + j] = s
+                Pn[j * n + i] = s
+        # inject the error state into the INS, then reset it (implicitly zero)
+        pp = ins.pos_ned_m
+        vv = ins.vel_ned_mps
+        ba = ins.accel_bias_mps2
+        bg = ins.gyro_bias_radps
+        for i in range(3):
+            pp[i] = pp[i] + dx[POS + i]
+            vv[i] = vv[i] + dx[VEL + i]
+            ba[i] = ba[i] + dx[BACC + i]
+            bg[i] = bg[i] + dx[BGYR + i]
+        ins.correct_attitude([dx[ATT], dx[ATT + 1], dx[ATT + 2]])
+        self.P = Pn
+        self.updates += 1
+        return True
+
+    # ------------------------------------------------------------ outputs
+    def nav_state(self, now_us=None):
+        """NavState at ``now_us`` (default: the last processed sample).
+
+        Later times are dead-reckoned at constant velocity (position only); the
+        estimator itself only advances on IMU samples.
+        """
+        ins = self.ins
+        p = ins.pos_ned_m
+        v = ins.vel_ned_mps
+        t = self.time_us
+        if now_us is not None and int(now_us) > t:
+            h = (int(now_us) - t) * 1e-6
+            p = [p[0] + v[0] * h, p[1] + v[1] * h, p[2] + v[2] * h]
+            t = int(now_us)
+        return NavState(t, p, v, ins.euler_rad())
+
+    def covariance(self):
+        """15x15 error-state covariance, flat row-major list (order of STATE_NAMES)."""
+        return list(self.P)
+
+    def pose_covariance(self):
+        """6x6 covariance (flat) of (dp_ned_m, dpsi_ned_rad): Sigma for ag2u eq. 1."""
+        P = self.P
+        return [P[i * N_STATE + j] for i in range(N_MEAS) for j in range(N_MEAS)]
+
+    @property
+    def accel_bias_mps2(self):
+        return tuple(self.ins.accel_bias_mps2)
+
+    @property
+    def gyro_bias_radps(self):
+        return tuple(self.ins.gyro_bias_radps)
+
+    def counters(self):
+        return {"predicts": self.predicts, "updates": self.updates, "gated": self.gated,
+                "rejected": self.rejected, "skipped": self.skipped}
+
+    def get_state(self):
+        """Everything that defines the filter, as plain lists (for copying between implementations)."""
+        ins = self.ins
+        return {"initialized": self.initialized, "time_us": self.time_us, "last_imu_us": self.last_imu_us,
+                "pos_ned_m": list(ins.pos_ned_m), "vel_ned_mps": list(ins.vel_ned_mps),
+                "D_ned_to_body": list(ins.D_ned_to_body),
+                "accel_bias_mps2": list(ins.accel_bias_mps2), "gyro_bias_radps": list(ins.gyro_bias_radps),
+                "P": list(self.P), "predicts": self.predicts, "updates": self.updates,
+                "gated": self.gated, "rejected": self.rejected, "skipped": self.skipped,
+                "last_nis": self.last_nis}
+
+    def set_state(self, state):
+        """Restore a dict from get_state() (any implementation's)."""
+        if len(state["P"]) != N_STATE * N_STATE or len(state["D_ned_to_body"]) != 9:
+            raise EskfInputError("state has the wrong size")
+        ins = self.ins
+        ins.pos_ned_m = [float(v) for v in state["pos_ned_m"]]
+        ins.vel_ned_mps = [float(v) for v in state["vel_ned_mps"]]
+        ins.D_ned_to_body = [float(v) for v in state["D_ned_to_body"]]
+        ins.accel_bias_mps2 = [float(v) for v in state["accel_bias_mps2"]]
+        ins.gyro_bias_radps = [float(v) for v in state["gyro_bias_radps"]]
+        self.P = [float(v) for v in state["P"]]
+        self.initialized = bool(state["initialized"])
+        self.time_us = int(state["time_us"])
+        self.last_imu_us = None if state["last_imu_us"] is None else int(state["last_imu_us"])
+        for key in ("predicts", "updates", "gated", "rejected", "skipped"):
+            setattr(self, key, int(state[key]))
+        self.last_nis = float(state["last_nis"])
+
+
+IMPL_MODULES = {"pure": "onboard.estimators.eskf", "cython": "cython_ext.eskf",
+                "numpy": "onboard.estimators.eskf_numpy"}
+
+
+def make_eskf(config=None, impl=None):
+    """An Eskf of the implementation chosen by ``impl`` or $ONBOARD_IMPL (default pure)."""
+    from onboard import impl as impl_switch     # CPython only (importlib, os)
+    return impl_switch.load(IMPL_MODULES, impl).Eskf(config)
