@@ -10,6 +10,7 @@ import importlib
 SCENARIOS = {
     "waypoints": "harness.scenarios.waypoints",
     "grading": "harness.scenarios.grading",
+    "ins-eskf": "harness.scenarios.ins_eskf",
 }
 
 
