@@ -872,8 +872,10 @@ class SimCrazyflie:
                 ax, ay = v.acc_north_mps2, -v.acc_east_mps2
                 a_fwd = math.cos(psi) * ax + math.sin(psi) * ay
                 a_left = -math.sin(psi) * ax + math.cos(psi) * ay
+                # accelerating forward needs nose down; stateEstimate.pitch is the firmware's
+                # legacy pitch (positive nose up), accelerating left needs the left side down
                 return (-math.degrees(math.atan2(a_left, GRAVITY_MPS2)),
-                        math.degrees(math.atan2(a_fwd, GRAVITY_MPS2)))[k]
+                        -math.degrees(math.atan2(a_fwd, GRAVITY_MPS2)))[k]
             return f
 
         def flying():
