@@ -487,9 +487,12 @@ static int run_until(avr_cycle_count_t end)
     return rc;
 }
 
+static double wall_rx_wait_s;
+
 static int wait_for_input(int64_t expected)
 {
     int waited = 0;
+    double t0 = wall_now();
     read_input();
     while (expected >= 0 && (int64_t)rx_total < expected) {
         if (waited >= RX_WAIT_TIMEOUT_MS)
@@ -499,6 +502,7 @@ static int wait_for_input(int64_t expected)
         waited += 5;
         read_input();
     }
+    wall_rx_wait_s += wall_now() - t0;
     return 0;
 }
 
@@ -573,14 +577,14 @@ static void cmd_stats(void)
     printf("stats now_us=%llu cycles=%llu rx_bytes=%llu tx_bytes=%llu tx_dropped=%llu uart_fed=%llu "
            "backpressure_waits=%llu resets=%llu imu_burst_reads=%llu imu_bytes_read=%llu imu_writes=%llu "
            "imu_pwr_mgmt_1=%u imu_gyro_config=%u imu_accel_config=%u enc_left=%lld enc_right=%lld "
-           "wall_run_s=%.6f\n",
+           "wall_run_s=%.6f wall_rx_wait_s=%.6f\n",
            (unsigned long long)avr_cycles_to_usec(avr, avr->cycle), (unsigned long long)avr->cycle,
            (unsigned long long)rx_total, (unsigned long long)tx_total, (unsigned long long)tx_dropped,
            (unsigned long long)uart_fed, (unsigned long long)backpressure_waits,
            (unsigned long long)resets, (unsigned long long)mpu_burst_reads,
            (unsigned long long)mpu_bytes_read, (unsigned long long)mpu_writes,
            mpu_regs[MPU_REG_PWR_MGMT_1], mpu_regs[0x1B], mpu_regs[0x1C],
-           (long long)wheels[0].count, (long long)wheels[1].count, wall_run_s);
+           (long long)wheels[0].count, (long long)wheels[1].count, wall_run_s, wall_rx_wait_s);
 }
 
 /* Free-running mode (no harness): simulate in 1 ms steps paced to SPEED x wall clock. */

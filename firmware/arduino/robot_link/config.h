@@ -8,7 +8,7 @@
 #define LINK_BAUD 115200UL
 
 /* Failsafe: motors off when no valid motor command arrived for this long. */
-#define LINK_TIMEOUT_MS 250UL
+#define LINK_TIMEOUT_US 250000UL
 
 /* Fixed-rate tasks: IMU read + telemetry, and the wheel speed loop, both at 100 Hz. */
 #define TICK_PERIOD_US 10000UL

@@ -60,7 +60,7 @@ extern "C" {
 #define MSG_PONG_LEN 8
 
 /* Fault flags (telemetry and status). */
-#define FAULT_FAILSAFE   0x0001  /* no valid command for LINK_TIMEOUT_MS: motors off */
+#define FAULT_FAILSAFE   0x0001  /* no valid command for LINK_TIMEOUT_US: motors off */
 #define FAULT_CLAMPED    0x0002  /* the last command was out of range and was clamped */
 #define FAULT_IMU        0x0004  /* the last IMU read failed (NACK, timeout, wrong id) */
 #define FAULT_ENC_LEFT   0x0008  /* left encoder: both channels changed at once since last report */

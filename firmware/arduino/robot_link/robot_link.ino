@@ -9,7 +9,7 @@
  *   robot -> host  HELLO at boot, TELEMETRY at 100 Hz (IMU raw + time, encoder counts,
  *                  applied duty, fault flags, last command seq), STATUS, PONG
  * Safety:
- *   - no valid motor command for LINK_TIMEOUT_MS -> motors off (FAULT_FAILSAFE) until the
+ *   - no valid motor command for LINK_TIMEOUT_US -> motors off (FAULT_FAILSAFE) until the
  *     next valid command;
  *   - out-of-range commands are clamped and flagged (FAULT_CLAMPED, counter);
  *   - bad frames are dropped and counted; the decoder resyncs on the next 0x00;
@@ -48,7 +48,8 @@ static uint16_t faults_since_report;  /* transient faults, cleared after each te
 enum { MODE_OFF = 0, MODE_SPEED, MODE_DUTY };
 static uint8_t mode = MODE_OFF;
 static uint8_t reset_requested;
-static uint32_t last_cmd_ms;
+static uint32_t last_cmd_us;
+static uint8_t link_lost;             /* failsafe engaged: no valid command for LINK_TIMEOUT_US */
 
 static int32_t set_left_mradps, set_right_mradps;
 static int32_t set_left_cps, set_right_cps;         /* counts/s */
@@ -156,7 +157,8 @@ static int16_t speed_step(int32_t set_cps, int32_t *target_mc, int32_t count)
 static void accept_motor_command(uint8_t seq, uint8_t clamped)
 {
     last_cmd_seq = seq;
-    last_cmd_ms = millis();
+    last_cmd_us = micros();
+    link_lost = 0;
     faults &= (uint16_t)~(FAULT_FAILSAFE | FAULT_NO_COMMAND);
     if (clamped) {
         faults |= FAULT_CLAMPED;
@@ -260,6 +262,19 @@ static void poll_link(void)
 }
 
 /* ------------------------------------------------------------------ periodic work */
+/* Link failsafe, checked on every pass of the loop (at least every 1.024 ms: timer0 wakes
+ * the MCU): motors off once no valid command arrived for LINK_TIMEOUT_US. */
+static void check_link(uint32_t now_us)
+{
+    if (!link_lost && !(faults & FAULT_NO_COMMAND) &&
+        (uint32_t)(now_us - last_cmd_us) >= LINK_TIMEOUT_US) {
+        link_lost = 1;
+        motors_off();
+        faults |= FAULT_FAILSAFE;
+        inc(&n_failsafe_trips);
+    }
+}
+
 static void tick(uint32_t t_us)
 {
     /* IMU at a fixed rate */
@@ -276,12 +291,6 @@ static void tick(uint32_t t_us)
     if (el) { faults_since_report |= FAULT_ENC_LEFT; n_enc_err_left += el; }
     if (er) { faults_since_report |= FAULT_ENC_RIGHT; n_enc_err_right += er; }
 
-    /* link failsafe */
-    if (mode != MODE_OFF && (uint32_t)(millis() - last_cmd_ms) > LINK_TIMEOUT_MS) {
-        motors_off();
-        faults |= FAULT_FAILSAFE;
-        inc(&n_failsafe_trips);
-    }
     if (mode == MODE_SPEED) {
         duty_left = speed_step(set_left_cps, &target_left_mc, enc_l);
         duty_right = speed_step(set_right_cps, &target_right_mc, enc_r);
@@ -315,6 +324,7 @@ void loop(void)
         wdt_reset();
     poll_link();
     uint32_t now = micros();
+    check_link(now);
     if ((int32_t)(now - next_tick_us) >= 0) {
         next_tick_us += TICK_PERIOD_US;
         if ((int32_t)(now - next_tick_us) >= 0)      /* fell behind: skip, do not burst */
