@@ -69,7 +69,8 @@ def make_trajectory(config):
 
 
 def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, ic_mode="random",
-             gyro_increments="euler", imu_errors=None, filter_overrides=None, outliers=None):
+             gyro_increments="euler", imu_errors=None, filter_overrides=None, outliers=None,
+             aiding_at_start=True):
     """Run the INS/ESKF once over ``traj`` under one noise ``setting``; returns the record dict.
 
     random: harness.rng.RunRandom (streams "imu", "ic", "aiding"). imu_errors: an
@@ -135,7 +136,8 @@ def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, i
 
     clock = SimClock(t0)
     clock.call_every(dt_us, imu_tick, start_us=t0 + dt_us, priority=PRIORITY_SENSOR)
-    clock.call_every(hz_to_period_us(aiding_rate_hz), aiding_tick, start_us=t0 + hz_to_period_us(aiding_rate_hz),
+    aid_start_us = t0 if aiding_at_start else t0 + hz_to_period_us(aiding_rate_hz)
+    clock.call_every(hz_to_period_us(aiding_rate_hz), aiding_tick, start_us=aid_start_us,
                      priority=PRIORITY_SENSOR + 1)
     clock.call_every(hz_to_period_us(record_hz), record, start_us=t0, priority=PRIORITY_SENSOR + 2)
     clock.advance_to(int(traj.t_us[-1]))
