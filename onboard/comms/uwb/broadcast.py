@@ -1,0 +1,194 @@
+"""Scalable broadcast ranging: one message per node per round (pure, MicroPython-compatible).
+
+Every node sends one BCAST per round carrying (frames.py) its previous BCAST's TX timestamp
+``tx_prev`` and, for each neighbour j, the seq and RX timestamp of j's last BCAST it heard.
+A round costs N messages instead of the token ring's ~4 N (N - 1) (DS-TWR with REPORT).
+
+Range computation. Node j receives BCAST M (seq s) from node i at its RX timestamp. It uses
+the three messages Q0 -> P -> Q (in time order):
+    P  = i's BCAST s-1   (j kept its RX time Rp; M carries P's TX time Tp = tx_prev)
+    Q  = j's BCAST q whose RX time Rq at i is reported in M          (j kept Tq)
+    Q0 = j's BCAST q0 whose RX time Rq0 at i was reported in P        (j kept Tq0)
+and the asymmetric DS-TWR formula (timestamps.ds_twr_tof_ticks) with j as the initiator:
+    round1 = Rp - Tq0,  reply1 = Tp - Rq0,  round2 = Rq - Tp,  reply2 = Tq - Rp.
+All needed values are on hand when M arrives, so every received BCAST yields one range: each
+node gets a range to every neighbour once per round. The formula is robust to clock drift
+for any reply asymmetry (error ~ tof * (e_i + e_j) / 2); the ordering Tq0 < Rp < Tq and
+Rq0 < Tp < Rq is checked (wrap-aware) and violated triples are counted, not used. The range
+refers to the interval Q0..Q (about one round), so it lags by about half a round.
+
+Medium access: self-timed TDMA. The active set is {self} plus every neighbour heard in the last
+``neighbour_timeout_us``, in id order, followed by one join slot. After hearing node k (at the
+end of its frame), a node sends ``d * slot_us`` later, where d is its distance after k in that
+cyclic order. A node powering on listens ``listen_us + id * join_stagger_us``; if it heard
+nobody it starts a round alone, otherwise it sends in the join slot (right after the highest-id
+node) and, until another node reports having heard it, retries there after a deterministic
+pseudo-random back-off of 1..4 rounds. A crashed node's slot stays empty until it times out.
+"""
+from onboard.comms.uwb import frames as F
+from onboard.comms.uwb import timestamps as T
+from onboard.comms.uwb.node import NodeBase
+
+_HIST = 8   # own TX timestamps kept (by seq)
+
+
+class BroadcastNode(NodeBase):
+    def __init__(self, node_id, config=None):
+        NodeBase.__init__(self, node_id, config)
+        self.seq = 0
+        self.joined = False
+        self.started_us = None
+        self.tx_deadline_us = None
+        self.listen_deadline_us = None
+        self._hist = {}
+        self._nbr = {}        # id -> [seq, rx_ts, reported (q, Rq) or None, heard_us]
+        self._active = []     # schedule (ids ascending), refreshed at each own TX and on new ids
+        self._join_wait = 0
+        self._join_attempted = False
+        self._lcg = (node_id * 2654435761 + 12345) & 0x7FFFFFFF
+        for k in ("rounds", "join_attempts", "neighbours_expired", "duplicates"):
+            self.stats[k] = 0
+
+    def start(self, now_us):
+        c = self.cfg
+        self.started_us = now_us
+        self.listen_deadline_us = now_us + c["listen_us"] + self.id * c["join_stagger_us"]
+        return [], self._next_deadline()
+
+    def active_ids(self, now_us):
+        """Ids in this node's schedule (self included once joined), ascending; recomputed from
+        the neighbour table (who was heard within ``neighbour_timeout_us``)."""
+        timeout = self.cfg["neighbour_timeout_us"]
+        ids = []
+        for i in self._nbr:
+            if now_us - self._nbr[i][3] <= timeout:
+                ids.append(i)
+        if self.joined:
+            ids.append(self.id)
+        ids.sort()
+        return ids
+
+    def on_event(self, event, now_us):
+        acts = []
+        kind = event[0]
+        if kind == "rx":
+            self._on_rx(event[1], event[2], now_us, acts)
+        elif kind == "tx_done":
+            self.stats["tx"] += 1
+            self._hist[self.seq] = T.apply_tx_antenna_delay(event[1], self.ant)
+            self._hist.pop((self.seq - _HIST) & 0xFF, None)
+        elif kind == "tx_error":
+            self.stats["tx_errors"] += 1
+        elif kind == "timer":
+            self._on_timer(now_us, acts)
+        else:
+            self.stats["ignored"] += 1
+        return acts, self._next_deadline()
+
+    def _next_deadline(self):
+        d = self.tx_deadline_us
+        if self.listen_deadline_us is not None and (d is None or self.listen_deadline_us < d):
+            d = self.listen_deadline_us
+        return d
+
+    def _rand(self):
+        self._lcg = (self._lcg * 1103515245 + 12345) & 0x7FFFFFFF
+        return self._lcg >> 16
+
+    def _on_timer(self, now_us, acts):
+        if self.listen_deadline_us is not None and now_us >= self.listen_deadline_us:
+            self.listen_deadline_us = None
+            if not self.active_ids(now_us):
+                self.joined = True          # nobody around: start a round alone
+                self._transmit(now_us, acts)
+                return
+        if self.tx_deadline_us is not None and now_us >= self.tx_deadline_us:
+            self._transmit(now_us, acts)
+
+    def _transmit(self, now_us, acts):
+        self.tx_deadline_us = None
+        timeout = self.cfg["neighbour_timeout_us"]
+        entries = []
+        for i in sorted(self._nbr):
+            rec = self._nbr[i]
+            if now_us - rec[3] <= timeout:
+                if len(entries) < self.cfg["max_broadcast_entries"]:
+                    entries.append((i, rec[0], rec[1]))
+            else:
+                del self._nbr[i]
+                self.stats["neighbours_expired"] += 1
+        prev = self._hist.get(self.seq, F.NO_TIMESTAMP)   # TX time of the BCAST with seq = new seq - 1
+        self.seq = (self.seq + 1) & 0xFF
+        f = F.make(F.BCAST, self.id, F.BROADCAST_ID, self.seq, 0, self.vel_mps, tx_prev=prev, entries=entries)
+        acts.append(("tx", f.encode(), None))
+        self.stats["rounds"] += 1
+        self._active = self.active_ids(now_us)
+        if self.joined:
+            # fallback if nobody else is heard: our next turn one round later
+            self.tx_deadline_us = now_us + (len(self._active) + 1) * self.cfg["slot_us"]
+
+    def _on_rx(self, data, raw_rx, now_us, acts):
+        f = self._decode(data)
+        if f is None:
+            return
+        if f.type != F.BCAST or f.src == self.id:
+            self.stats["ignored"] += 1
+            return
+        i = f.src
+        prev = self._nbr.get(i)
+        if prev is not None and prev[0] == f.seq:
+            self.stats["duplicates"] += 1
+            return
+        rx = T.apply_rx_antenna_delay(raw_rx, self.ant)
+        mine = f.entry_for(self.id)
+        if mine is not None and not self.joined:
+            self.joined = True               # someone heard us: we are in the schedule
+            self.listen_deadline_us = None
+            self._active = []
+        if prev is not None and mine is not None and prev[2] is not None and prev[0] == ((f.seq - 1) & 0xFF) \
+                and f.tx_prev != F.NO_TIMESTAMP:
+            self._range(i, f, prev, mine, now_us, acts)
+        self._nbr[i] = [f.seq, rx, mine, now_us]
+        if prev is None or i not in self._active:
+            self._active = self.active_ids(now_us)
+        self._schedule_after(i, now_us)
+
+    def _range(self, i, f, prev, mine, now_us, acts):
+        q0, rq0 = prev[2]
+        q, rq = mine
+        if q0 == q:
+            return                      # no new message of ours in between
+        tq0 = self._hist.get(q0)
+        tq = self._hist.get(q)
+        if tq0 is None or tq is None:
+            return
+        rp = prev[1]
+        tp = f.tx_prev
+        try:
+            round1 = T.interval_ticks(rp, tq0)
+            reply1 = T.interval_ticks(tp, rq0)
+            round2 = T.interval_ticks(rq, tp)
+            reply2 = T.interval_ticks(tq, rp)
+        except T.TimestampError:
+            self.stats["bad_timestamps"] += 1
+            return
+        tof = T.ds_twr_tof_ticks(round1, reply1, round2, reply2)
+        acts.append(self._sample(now_us, i, tof * T.METERS_PER_TICK, f))
+
+    def _schedule_after(self, k, now_us):
+        slot = self.cfg["slot_us"]
+        ids = self._active
+        if self.joined:
+            n = len(ids)
+            d = (ids.index(self.id) - ids.index(k)) % (n + 1)
+            self.tx_deadline_us = now_us + d * slot
+            return
+        if self.listen_deadline_us is not None or k != ids[-1]:
+            return
+        # joining: the join slot follows the highest-id node
+        if self._join_wait > 0:
+            self._join_wait -= 1
+            return
+        self.stats["join_attempts"] += 1
+        self._join_wait = 1 + self._rand() % 4
+        self.tx_deadline_us = now_us + slot
