@@ -11,6 +11,7 @@ SCENARIOS = {
     "waypoints": "harness.scenarios.waypoints",
     "grading": "harness.scenarios.grading",
     "ins-eskf": "harness.scenarios.ins_eskf",
+    "vesc-waypoints": "harness.scenarios.vesc_waypoints",
 }
 
 
