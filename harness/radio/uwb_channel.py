@@ -346,7 +346,7 @@ class UwbNetwork:
         if dx_ticks is None:
             start_s = now_s + self._tx_delay_s
             rmarker_s = start_s + self._shr_s
-            raw_tx = int(math.floor(n.clock.ticks_f(rmarker_s))) & T.MASK_TICKS
+            raw_tx = int(math.floor(n.clock.ticks_f(rmarker_s) + 0.5)) & T.MASK_TICKS
         else:
             dx = dx_ticks & T.DELAYED_TX_MASK
             cur = n.clock.ticks_f(now_s)
@@ -413,7 +413,7 @@ class UwbNetwork:
             ticks = rn.clock.ticks_f(t_rx_s) + self._bias_ticks
             if self._noise_std_ticks:
                 ticks += self._noise_std_ticks * self._normal()
-            raw_rx = int(math.floor(ticks)) & T.MASK_TICKS
+            raw_rx = int(math.floor(ticks + 0.5)) & T.MASK_TICKS
             self.stats["deliveries"] += 1
             self._deliver(rn, ("rx", tx.frame, raw_rx), now_us)
 

@@ -78,7 +78,7 @@ class FrameError(ValueError):
     version, type, length, field."""
 
     def __init__(self, kind, message):
-        ValueError.__init__(self, "%s: %s" % (kind, message))
+        super().__init__("%s: %s" % (kind, message))
         self.kind = kind
 
 
