@@ -308,7 +308,8 @@ def _after_fault_metrics(metrics, rec, events):
             metrics[key.replace("_us", "") + "_speed_after_1s_mps"] = max(after) if after else None
     if "replugged_us" in events:
         t_r = events["replugged_us"] * 1e-6
-        moving = [t for t, v in zip(t_s, rec["speed"]) if t > t_r and abs(v) > 0.05]
+        moving = [t for t, fs, e in zip(t_s, rec["failsafe"], rec["erpm"])
+                  if t > t_r and not fs and max(abs(e[0]), abs(e[1])) > 100.0]
         metrics["resumed_after_replug_s"] = (moving[0] - t_r) if moving else None
 
 

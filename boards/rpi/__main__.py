@@ -1,0 +1,5 @@
+import sys
+
+from boards.rpi.service import main
+
+sys.exit(main())

@@ -1,0 +1,229 @@
+"""The Pi runtime as a service: config, real-time loop, MCAP log, clean SIGTERM shutdown.
+
+``python -m boards.rpi run --config /etc/onboard/rpi.toml`` builds the board app from
+the config (VESC ports and ids, IMU bus, pose source, way-points), runs it on the
+Pi's monotonic clock, logs every sample and command to MCAP, and on SIGTERM/SIGINT
+(systemd stop, Ctrl-C) leaves the loop, releases the motors (SetCurrent 0 to every
+VESC), logs ``/shutdown`` and closes the MCAP file so it is complete and readable.
+
+``python -m boards.rpi service-unit`` prints the systemd unit that runs it.
+"""
+import argparse
+import copy
+import json
+import os
+import signal
+import sys
+import time
+import tomllib
+
+from boards.rpi import constants as C
+
+DEFAULT_CONFIG = {
+    "vesc": {
+        "baud": C.VESC_UART_BAUD,
+        "motors": [
+            {"name": "left", "port": C.VESC_UART_PORT, "controller_id": C.VESC_LEFT_CONTROLLER_ID,
+             "direction": C.LEFT_DIRECTION},
+            {"name": "right", "port": C.VESC_UART_PORT, "can_id": C.VESC_RIGHT_CAN_ID,
+             "controller_id": C.VESC_RIGHT_CAN_ID, "direction": C.RIGHT_DIRECTION},
+        ],
+        "gear_ratio": C.GEAR_RATIO,
+        "pole_pairs": C.MOTOR_POLE_PAIRS,
+        "stop_brake_current_a": C.STOP_BRAKE_CURRENT_A,
+        "telemetry_rate_hz": C.TELEMETRY_RATE_HZ,
+    },
+    "imu": {"bus": C.I2C_BUS_DEVICE, "address": C.MPU6050_I2C_ADDR, "rate_hz": C.IMU_RATE_HZ},
+    "pose": {"udp_port": C.POSE_UDP_PORT, "poll_hz": 50},
+    "mission": {"waypoints_ne_m": [[2.0, 0.0]]},
+    "runtime": {"control_rate_hz": C.CONTROL_RATE_HZ, "wheelbase_m": C.WHEELBASE_M,
+                "wheel_radius_m": C.WHEEL_RADIUS_M, "max_wheel_radps": C.MAX_WHEEL_RADPS},
+    "log": {"dir": "/var/log/onboard-rpi"},
+}
+
+
+class ServiceConfigError(ValueError):
+    pass
+
+
+def merge_config(base, override, where="config"):
+    """``base`` updated from ``override``; unknown keys are errors naming the key."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if key not in out:
+            raise ServiceConfigError("%s: unknown key %r (known: %s)" % (where, key, ", ".join(sorted(out))))
+        if isinstance(out[key], dict) and isinstance(value, dict):
+            out[key] = merge_config(out[key], value, where + "." + key)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(path):
+    if path is None:
+        return copy.deepcopy(DEFAULT_CONFIG)
+    try:
+        if path.endswith(".toml"):
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        else:
+            with open(path) as fh:
+                data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ServiceConfigError("cannot read config %s: %s" % (path, exc))
+    return merge_config(DEFAULT_CONFIG, data)
+
+
+def build_app(cfg, log=None):
+    """(app, closers) from a config dict; ports that are missing now are retried later."""
+    from boards.rpi.app import RpiGroundRobot, UdpPoseSource
+    from boards.rpi.vesc_motors import VescDiffDrive
+    from onboard.comms.transport import SerialTransport
+
+    vcfg = cfg["vesc"]
+    links = {}
+    motors = []
+    for m in vcfg["motors"]:
+        m = dict(m)
+        port = m.pop("port")
+        links.setdefault(port, (lambda port=port: SerialTransport(port, vcfg["baud"]).open()))
+        m["link"] = port
+        motors.append(m)
+    driver = VescDiffDrive(links, motors, {
+        "erpm_per_radps": C.erpm_per_radps(vcfg["gear_ratio"], vcfg["pole_pairs"]),
+        "max_wheel_radps": cfg["runtime"]["max_wheel_radps"],
+        "stop_brake_current_a": vcfg["stop_brake_current_a"]}, log=log)
+    closers = []
+    imu = None
+    icfg = cfg["imu"]
+    if icfg["bus"] != "none":
+        from boards.rpi.imu_mpu6050 import Mpu6050
+        if icfg["bus"] == "bench-sim":
+            # Desk runs without the IMU wired: the harness's register-level MPU-6050, at rest.
+            from harness.sim_i2c import SimI2cBus, SimMpu6050
+            bus = SimI2cBus()
+            bus.attach(icfg["address"], SimMpu6050())
+        else:
+            from boards.rpi.i2c_linux import LinuxI2cBus
+            bus = LinuxI2cBus(icfg["bus"])
+            closers.append(bus.close)
+        imu = Mpu6050(bus, icfg["address"], rate_hz=icfg["rate_hz"])
+    pose = None
+    if cfg["pose"]["udp_port"] is not None and cfg["pose"]["udp_port"] >= 0:
+        pose = UdpPoseSource(cfg["pose"]["udp_port"])
+        closers.append(pose.close)
+    runtime_cfg = dict(cfg["runtime"])
+    runtime_cfg["imu_rate_hz"] = icfg["rate_hz"]
+    app = RpiGroundRobot(cfg["mission"]["waypoints_ne_m"], driver, imu=imu, pose_source=pose,
+                         runtime_config=runtime_cfg, log=log,
+                         telemetry_rate_hz=vcfg["telemetry_rate_hz"], pose_poll_hz=cfg["pose"]["poll_hz"])
+    return app, closers
+
+
+def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout):
+    """Run until SIGTERM/SIGINT (or ``duration_s``); returns the exit code."""
+    from onboard.runtime.clock import MonotonicClock
+    from onboard.runtime.mcap_log import McapLog
+
+    if log_file is None:
+        os.makedirs(cfg["log"]["dir"], exist_ok=True)
+        log_file = os.path.join(cfg["log"]["dir"], time.strftime("rpi-%Y%m%d-%H%M%S.mcap"))
+    mcap = McapLog(log_file, library="onboard-rpi")
+    stop = {"signal": None}
+
+    def on_signal(signum, _frame):
+        stop["signal"] = signum
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    app, closers = build_app(cfg, log=mcap.log)
+    clock = MonotonicClock()
+    app.start(clock.now_us())
+    pose_port = app.pose_source.port if app.pose_source is not None else None
+    print("onboard-rpi: running; log %s; pose udp port %s" % (log_file, pose_port), file=out, flush=True)
+    end_us = None if not duration_s else int(duration_s * 1e6)
+    chunk_us = 50000
+    reason = "duration"
+    try:
+        while stop["signal"] is None:
+            now = clock.now_us()
+            if end_us is not None and now >= end_us:
+                break
+            app.run(clock, now + chunk_us)
+        if stop["signal"] is not None:
+            reason = signal.Signals(stop["signal"]).name
+    finally:
+        app.shutdown(clock.now_us(), reason=reason)
+        mcap.close()
+        for close in closers:
+            close()
+    print("onboard-rpi: stopped (%s); motors released; log closed: %s (%d messages)"
+          % (reason, log_file, mcap.messages), file=out, flush=True)
+    return 0
+
+
+UNIT_TEMPLATE = """[Unit]
+Description=Onboard runtime: Raspberry Pi ground robot (VESC motors, MPU-6050, MCAP log)
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=simple
+User={user}
+SupplementaryGroups=dialout i2c
+WorkingDirectory={workdir}
+Environment=PYTHONUNBUFFERED=1
+ExecStart={python} -m boards.rpi run --config {config}
+# SIGTERM: the runtime releases the motors (SetCurrent 0) and closes its MCAP log
+KillSignal=SIGTERM
+KillMode=mixed
+TimeoutStopSec=5
+Restart=on-failure
+RestartSec=2
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def service_unit(python, workdir, config, user="pi"):
+    """Text of the systemd unit (``/etc/systemd/system/onboard-rpi.service``)."""
+    for name, value in (("python", python), ("workdir", workdir), ("config", config)):
+        if not os.path.isabs(value):
+            raise ServiceConfigError("%s must be an absolute path, got %r" % (name, value))
+    return UNIT_TEMPLATE.format(python=python, workdir=workdir, config=config, user=user)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m boards.rpi",
+                                     description="Raspberry Pi ground-robot runtime (VESC motors over UART).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run the runtime until SIGTERM/SIGINT")
+    p.add_argument("--config", help=".toml or .json settings (see `default-config`)")
+    p.add_argument("--log-file", help="MCAP file (default: <log.dir>/rpi-<time>.mcap)")
+    p.add_argument("--duration-s", type=float, default=None, help="stop after this many seconds")
+    p = sub.add_parser("service-unit", help="print the systemd unit file")
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--workdir", default=os.getcwd())
+    p.add_argument("--config", default="/etc/onboard/rpi.toml")
+    p.add_argument("--user", default="pi")
+    p.add_argument("--output", help="write the unit here instead of stdout")
+    sub.add_parser("default-config", help="print the default settings (JSON)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "run":
+            return run_service(load_config(args.config), args.log_file, args.duration_s)
+        if args.command == "service-unit":
+            text = service_unit(os.path.abspath(args.python) if os.path.isabs(args.python) else args.python,
+                                args.workdir, args.config, args.user)
+            if args.output:
+                with open(args.output, "w") as fh:
+                    fh.write(text)
+            else:
+                sys.stdout.write(text)
+            return 0
+        print(json.dumps(DEFAULT_CONFIG, indent=2))
+        return 0
+    except ServiceConfigError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return 2

@@ -1,0 +1,149 @@
+"""The Pi runtime as a real subprocess: drives simulated VESCs on ptys, SIGTERM -> motors
+released, MCAP complete and readable; the generated systemd unit passes systemd-analyze.
+
+This test runs in real time (the service runs on the host's monotonic clock in its own
+process), so the simulated VESCs are stepped with wall-clock dt here; every wait is
+bounded by a deadline.
+"""
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from mcap.reader import make_reader
+
+from harness.sim_vesc import SimVesc, SimVescPort
+from onboard.comms.vesc import codec
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _service_config(left_path, right_path):
+    return {
+        "vesc": {"motors": [
+            {"name": "left", "port": left_path, "controller_id": 1, "direction": 1},
+            {"name": "right", "port": right_path, "controller_id": 2, "direction": -1}]},
+        "imu": {"bus": "bench-sim"},
+        "pose": {"udp_port": 0},
+        "mission": {"waypoints_ne_m": [[5.0, 0.0]]},
+    }
+
+
+def _step_world(ports, sims, last_t):
+    now = time.monotonic()
+    now_us = int(now * 1e6)
+    for p in ports:
+        p.service(now_us)
+    dt = now - last_t
+    for s in sims:
+        s.step(min(dt, 0.05), now_us)
+    return now
+
+
+@pytest.mark.timeout(60)
+def test_sigterm_releases_motors_and_closes_mcap(tmp_path):
+    left, right = SimVesc({"controller_id": 1}), SimVesc({"controller_id": 2})
+    ports = [SimVescPort(left, link_path=str(tmp_path / "vesc-left")),
+             SimVescPort(right, link_path=str(tmp_path / "vesc-right"))]
+    cfg_path = tmp_path / "rpi.json"
+    cfg_path.write_text(json.dumps(_service_config(ports[0].path, ports[1].path)))
+    log_path = tmp_path / "run.mcap"
+    proc = subprocess.Popen([sys.executable, "-m", "boards.rpi", "run", "--config", str(cfg_path),
+                             "--log-file", str(log_path)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        # the service announces its pose port once it runs
+        deadline = time.monotonic() + 20.0
+        line = ""
+        while "pose udp port" not in line:
+            assert time.monotonic() < deadline, "service did not start"
+            assert proc.poll() is None, proc.stderr.read()
+            r, _, _ = select.select([proc.stdout], [], [], 0.5)
+            if r:
+                line = proc.stdout.readline()
+        pose_port = int(line.rsplit(" ", 1)[1])
+        pose = json.dumps({"pos_ned_m": [0.0, 0.0, 0.0], "euler_rad": [0.0, 0.0, 0.0],
+                           "cov_pos_m2": [0.0025] * 3, "cov_att_rad2": [0.0003] * 3}).encode()
+        last_t = time.monotonic()
+        next_pose = last_t
+        driving_since = None
+        deadline = time.monotonic() + 20.0
+        while True:
+            assert time.monotonic() < deadline, "motors were never driven"
+            assert proc.poll() is None, proc.stderr.read()
+            last_t = _step_world(ports, sims=(left, right), last_t=last_t)
+            if last_t >= next_pose:
+                sock.sendto(pose, ("127.0.0.1", pose_port))
+                next_pose = last_t + 0.1
+            if left.mode == "rpm" and abs(left.setpoint) > 100 and right.mode == "rpm":
+                driving_since = driving_since or last_t
+                if last_t - driving_since > 0.5:
+                    break
+            time.sleep(0.002)        # pacing of this real-time test loop, not a synchronisation
+        assert left.setpoint > 100 and right.setpoint < -100    # forward: right motor mirrored
+        proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10.0
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, "service did not stop on SIGTERM"
+            last_t = _step_world(ports, (left, right), last_t)
+            time.sleep(0.002)
+        _step_world(ports, (left, right), last_t)          # the last bytes it wrote
+        out, err = proc.communicate(timeout=5)
+        assert proc.returncode == 0, err
+        assert "motors released" in out
+    finally:
+        sock.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+        for p in ports:
+            p.close()
+
+    for sim in (left, right):
+        t_last, cmd, value = sim.history[-1]
+        assert (cmd, value) == (codec.COMM_SET_CURRENT, 0.0), sim.history[-3:]
+        assert sim.mode == "released"
+        assert sim.commands[codec.COMM_SET_RPM] > 10 and sim.commands[codec.COMM_GET_VALUES] > 10
+
+    with open(log_path, "rb") as fh:
+        reader = make_reader(fh)
+        summary = reader.get_summary()
+        assert summary is not None and summary.statistics.message_count > 0
+        topics = {}
+        last_shutdown = None
+        for _schema, channel, message in reader.iter_messages():
+            topics[channel.topic] = topics.get(channel.topic, 0) + 1
+            if channel.topic == "/shutdown":
+                last_shutdown = json.loads(message.data)
+    for topic in ("/imu", "/aiding/pose", "/cmd/wheels", "/vesc/left/telemetry", "/vesc/right/telemetry",
+                  "/shutdown"):
+        assert topics.get(topic, 0) > 0, (topic, topics)
+    assert last_shutdown["reason"] == "SIGTERM" and last_shutdown["motors_released"] == 2
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
+def test_generated_unit_verifies(tmp_path):
+    unit = tmp_path / "onboard-rpi.service"
+    subprocess.run([sys.executable, "-m", "boards.rpi", "service-unit", "--workdir", REPO_ROOT,
+                    "--config", str(tmp_path / "rpi.toml"), "--output", str(unit)],
+                   cwd=REPO_ROOT, check=True, timeout=60)
+    text = unit.read_text()
+    assert "ExecStart=%s -m boards.rpi run --config" % sys.executable in text
+    assert "KillSignal=SIGTERM" in text
+    res = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_service_config_rejects_unknown_keys(tmp_path):
+    from boards.rpi.service import ServiceConfigError, load_config
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"vesc": {"baudrate": 9600}}))
+    with pytest.raises(ServiceConfigError, match="baudrate"):
+        load_config(str(bad))
