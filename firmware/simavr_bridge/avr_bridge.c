@@ -11,7 +11,7 @@
  *       Wait until RX_BYTES bytes in total have arrived from the host on the pty (-1: take
  *       what is there), feed them to the UART, then simulate until simulated time T_US.
  *       The wheel encoders move to counts ENC_L / ENC_R (cumulative) with their quadrature
- *       edges spread evenly over the window. All UART output is written to the pty before
+ *       edges spread evenly over the window (edge k of n at (k + 1/2) / n of it). All UART output is written to the pty before
  *       the answer:
  *       "ok T_US TX_BYTES OCR_L OCR_R TOP DIR_L DIR_R RESETS"
  *       (TX_BYTES: total bytes written to the pty so far; OCR_x: Timer1 compare value driving
@@ -332,7 +332,8 @@ static avr_cycle_count_t wheel_next_edge(const wheel_t *w)
 {
     if (w->done >= w->n_edges)
         return 0;
-    return win_start + (win_end - win_start) * (w->done + 1) / w->n_edges;
+    /* edge k of n at (k + 1/2) / n of the window: all strictly inside it */
+    return win_start + (win_end - win_start) * (2 * w->done + 1) / (2 * w->n_edges);
 }
 
 static void wheel_init(wheel_t *w, char xport, int xbit, char bport, int bbit)
