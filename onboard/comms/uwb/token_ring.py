@@ -28,7 +28,7 @@ Node ids are 0..31 (32-bit membership bitmap).
 """
 from onboard.comms.uwb import frames as F
 from onboard.comms.uwb import timestamps as T
-from onboard.comms.uwb.node import RING_MAX_IDS, NodeBase
+from onboard.comms.uwb.node import RING_MAX_IDS, NodeBase, merged_config
 
 IDLE = "idle"
 DISCOVERING = "discovering"
@@ -40,6 +40,24 @@ WAIT_REPORT = "wait_report"
 PASS_SENT = "pass_sent"
 LONE = "lone"
 EXCHANGE_STATES = (POLL_SENT, WAIT_RESP, FINAL_SENT, WAIT_REPORT)
+
+
+def recovery_bound_us(config, n_nodes, max_id=RING_MAX_IDS - 1):
+    """Upper bound (us) on how long after a single crash every surviving pair is ranged again.
+
+    Token regeneration (if the holder crashed): silence_timeout + max_id * regen_stagger; then
+    two rounds of worst-case holds, each: DISCOVER window + (n - 1) failed exchanges (all
+    attempts time out) + a failed token pass (all retries) + the pass to the next member.
+    Stated for a channel without random loss; with loss it holds with high probability.
+    """
+    c = merged_config(config)
+    reply, margin, turn = c["reply_delay_us"], c["frame_margin_us"], c["turnaround_us"]
+    attempt = turn + (reply + margin) + (2 * reply + margin)
+    ex_fail = (1 + c["exchange_retries"]) * attempt
+    window = (c["join_window_slots"] + 1) * c["join_slot_us"] + margin
+    pass_fail = (2 + c["token_retries"]) * c["token_ack_timeout_us"]
+    hold = window + (n_nodes - 1) * ex_fail + pass_fail
+    return c["silence_timeout_us"] + max_id * c["regen_stagger_us"] + 2 * n_nodes * hold
 
 
 def epoch_newer(a, b):
