@@ -16,16 +16,17 @@ OUT ?= reports/$(SCENARIO)
 # node/npm come from Debian only where no node is installed (a nodesource node bundles npm).
 NODE_APT := $(if $(shell command -v node && command -v npm),,nodejs npm)
 APT_PACKAGES := python3-venv python3-dev build-essential pkg-config $(NODE_APT) \
-	gcc-avr avr-libc binutils-avr arduino-core-avr simavr libelf-dev
+	gcc-avr avr-libc binutils-avr arduino-core-avr simavr libsimavr2 libelf-dev
 
-.PHONY: help setup run test test-fast bench clean train-grading
+.PHONY: help setup run test test-fast bench clean firmware train-grading train-swarm
 help:
 	@echo "make run    - set up, then run the default scenario ($(SCENARIO)) into $(OUT)/"
 	@echo "make test   - set up, then run the whole test suite"
 	@echo "make setup  - set up only (Debian packages, .venv, node packages, Cython build)"
 	@echo "make bench  - run the benchmarks in bench/ (writes bench/results/*.json)"
+	@echo "make firmware - build the AVR firmware (Uno + 32U4) and the simavr bridge, print flash/RAM"
 
-setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/node $(STAMPS)/cython
+setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/node $(STAMPS)/cython $(STAMPS)/firmware
 
 $(STAMPS)/apt: Makefile scripts/ensure_apt.sh
 	@mkdir -p $(STAMPS)
@@ -48,6 +49,21 @@ $(STAMPS)/cython: $(CYTHON_SOURCES) $(STAMPS)/venv
 	$(PY) cython_ext/setup.py -q build_ext --inplace
 	@touch $@
 
+# AVR firmware (firmware/arduino, Debian avr-gcc + arduino-core-avr) and the simavr bridge
+# (firmware/simavr_bridge, libsimavr) for the firmware-in-the-loop tier.
+FIRMWARE_SOURCES := $(wildcard firmware/arduino/Makefile firmware/arduino/robot_link/*) \
+	$(wildcard firmware/simavr_bridge/Makefile firmware/simavr_bridge/*.c)
+$(STAMPS)/firmware: $(FIRMWARE_SOURCES) | $(STAMPS)/apt
+	@mkdir -p $(STAMPS)
+	$(MAKE) -s -C firmware/arduino
+	$(MAKE) -s -C firmware/simavr_bridge
+	@touch $@
+
+firmware: | $(STAMPS)/apt
+	$(MAKE) -s -C firmware/arduino all
+	$(MAKE) -s -C firmware/simavr_bridge
+	@mkdir -p $(STAMPS) && touch $(STAMPS)/firmware
+
 run: setup
 	$(PY) -m harness run $(SCENARIO) --seed $(SEED) --out $(OUT)
 
@@ -68,5 +84,12 @@ $(STAMPS)/train-venv: requirements-train.txt $(STAMPS)/venv
 train-grading: setup $(STAMPS)/train-venv
 	$(PY) -m harness.grading.train_policy --episodes 100 --epochs 60 --seed 1
 
+# swarm (issue 11): learned bearing estimator, then the shared DQN; a few minutes each on one core
+train-swarm: setup $(STAMPS)/train-venv
+	$(PY) -m harness.swarm.train_bearing --iters 5000 --seed 1
+	$(PY) -m harness.swarm.train_dqn --env-steps 10000 --batch 64 --lr 3e-4 --seed 1
+	$(PY) -m harness.swarm.calibrate --seed 1
+
 clean:
 	rm -rf $(STAMPS) build cython_ext/build cython_ext/*.so cython_ext/*.c reports
+	rm -rf firmware/arduino/build firmware/simavr_bridge/build
