@@ -70,12 +70,14 @@ def make_trajectory(config):
 
 def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, ic_mode="random",
              gyro_increments="euler", imu_errors=None, filter_overrides=None, outliers=None,
-             aiding_at_start=True):
+             dropouts=(), aiding_at_start=True):
     """Run the INS/ESKF once over ``traj`` under one noise ``setting``; returns the record dict.
 
-    random: harness.rng.RunRandom (streams "imu", "ic", "aiding"). imu_errors: an
-    ImuErrors to use instead of drawing one. outliers: {aiding time_us: (dpos (3) m,
-    datt (3) rad)} offsets added to chosen aiding samples. Records (at record_hz,
+    random: harness.rng.RunRandom (streams "imu", "imu-noise", "ic", "aiding"). imu_errors: an
+    ImuErrors to use instead of drawing one. outliers: {aiding time_us: (n_pos (3), n_att (3))}
+    adds n times the innovation's 1-sigma, sqrt(P + R) per axis, to that aiding sample.
+    dropouts: [(start_s, end_s)] windows without aiding. aiding_at_start: the aiding
+    sensor also samples at t0 (see the module docstring). Records (at record_hz,
     after any update at the same time): error state e (truth minus estimate, NED
     attitude error as a rotation vector), 1-sigma of every state, NEES; NIS of every
     fused or gated aiding sample.
@@ -108,10 +110,17 @@ def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, i
     def aiding_tick(t):
         k = (t - t0) // dt_us
         pos, euler = aiding_pose(traj.pos_ned_m[k], traj.euler_rad[k], setting, aid_rng)
+        t_s = t / US_PER_S
+        for start_s, end_s in dropouts:
+            if start_s <= t_s < end_s:
+                return
         if t in outliers:
-            dpos, datt = outliers[t]
-            pos = [pos[i] + dpos[i] for i in range(3)]
-            euler = [euler[i] + datt[i] for i in range(3)]
+            n_pos, n_att = outliers[t]
+            pc = eskf.pose_covariance()
+            r = [v * v for v in cfg["pose_pos_sigma_m"] + cfg["pose_att_sigma_rad"]]
+            sig = [math.sqrt(pc[i * 6 + i] + r[i]) for i in range(6)]
+            pos = [pos[i] + n_pos[i] * sig[i] for i in range(3)]
+            euler = [euler[i] + n_att[i] * sig[3 + i] for i in range(3)]
         fused = eskf.update_pose(PoseSample(t, pos, euler))
         rec["nis"].append(eskf.last_nis)
         rec["nis_t_s"].append(t / US_PER_S)
