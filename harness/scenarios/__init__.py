@@ -12,6 +12,9 @@ SCENARIOS = {
     "grading": "harness.scenarios.grading",
     "ins-eskf": "harness.scenarios.ins_eskf",
     "vesc-waypoints": "harness.scenarios.vesc_waypoints",
+    "swarm-fixed": "harness.scenarios.swarm_fixed",
+    "swarm-random": "harness.scenarios.swarm_random",
+    "fil-avr": "harness.scenarios.fil_avr",
 }
 
 

@@ -1,0 +1,140 @@
+"""Shared body of the scenarios ``swarm-fixed`` and ``swarm-random`` (uwb-pocket-drones VI).
+
+Runs ``episodes`` seeded flights for each drone count in ``drone_counts``, each drone with its
+own onboard SwarmAgent (learned estimator + particle filters + DQN), then replays the first
+flight of each count offline through the three estimator configurations (pocket VI-A, figs.
+5-6). Metrics: goals_reached, goals_total, min_separation_m, mean_position_error_m,
+mean_orientation_error_deg, success rate, per-count details, estimator convergence times.
+Plots: trajectories, estimation error over time per configuration.
+"""
+import math
+import time
+
+import numpy as np
+
+from harness.swarm import episode as ep
+
+DEFAULTS = {
+    "drone_counts": [2, 3, 4],
+    "episodes": 1,                   # per drone count (CI); 10 per count reproduces the paper's 30 flights
+    "min_separation_ok_m": 0.15,
+    "episode": {k: v for k, v in ep.DEFAULTS.items() if k not in ("goals", "drones")},
+}
+
+
+def run(goals, config, ctx):
+    t0 = time.perf_counter()
+    models = ep.load_models(config["episode"]["policy"])
+    per_count = {}
+    totals = {"goals_reached": 0, "goals_total": 0, "min_separation_m": math.inf, "episodes": 0, "successes": 0}
+    pos_errs, yaw_errs = [], []
+    comparisons = {}
+    first_recs = {}
+    sim_s = 0.0
+    for m in config["drone_counts"]:
+        rows = []
+        for e in range(config["episodes"]):
+            cfg = dict(config["episode"], goals=goals, drones=m)
+            met, rec = ep.run_episode(cfg, ctx.random.stream("swarm.truth.%d.%d" % (m, e)),
+                                      ctx.random.stream("swarm.agents.%d.%d" % (m, e)), models)
+            rows.append(met)
+            sim_s += met["sim_time_s"]
+            if e == 0:
+                first_recs[m] = rec
+                if cfg["compare_estimators"]:
+                    comparisons[m] = ep.replay_estimators(rec, models, ("hybrid", "pf", "learned"),
+                                                          cfg["n_particles"], seed=ctx.seed, impl=cfg["impl"])
+            ok = met["goals_reached"] == met["goals_total"] and met["min_separation_m"] >= config["min_separation_ok_m"]
+            totals["successes"] += int(ok)
+            totals["episodes"] += 1
+            totals["goals_reached"] += met["goals_reached"]
+            totals["goals_total"] += met["goals_total"]
+            totals["min_separation_m"] = min(totals["min_separation_m"], met["min_separation_m"])
+            if met["mean_position_error_m"] is not None:
+                pos_errs.append(met["mean_position_error_m"])
+            if met["mean_orientation_error_deg"] is not None:
+                yaw_errs.append(met["mean_orientation_error_deg"])
+        per_count[str(m)] = {
+            "episodes": len(rows),
+            "goals_reached": sum(r["goals_reached"] for r in rows),
+            "goals_total": sum(r["goals_total"] for r in rows),
+            "min_separation_m": min(r["min_separation_m"] for r in rows),
+            "mean_position_error_m": _mean([r["mean_position_error_m"] for r in rows]),
+            "mean_orientation_error_deg": _mean([r["mean_orientation_error_deg"] for r in rows]),
+            "mean_time_to_complete_s": _mean([r["time_to_complete_s"] for r in rows]),
+        }
+    estimator = {}
+    conv_after = config["episode"]["converged_after_s"]
+    for m, comp in comparisons.items():
+        estimator[str(m)] = {}
+        for mode, series in comp.items():
+            late = [e for t, e in zip(series["t_s"], series["err_m"]) if t >= conv_after and e == e]
+            late_y = [e for t, e in zip(series["t_s"], series["err_yaw_deg"]) if t >= conv_after and e == e]
+            estimator[str(m)][mode] = {
+                "convergence_time_s": ep.convergence_time_s(series["t_s"], series["err_m"]),
+                "mean_position_error_m": _mean(late),
+                "mean_orientation_error_deg": _mean(late_y),
+            }
+    wall = time.perf_counter() - t0
+    metrics = {
+        "goals_reached": totals["goals_reached"],
+        "goals_total": totals["goals_total"],
+        "min_separation_m": totals["min_separation_m"],
+        "mean_position_error_m": _mean(pos_errs),
+        "mean_orientation_error_deg": _mean(yaw_errs),
+        "episodes": totals["episodes"],
+        "success_rate": totals["successes"] / totals["episodes"] if totals["episodes"] else None,
+        "per_drone_count": per_count,
+        "estimator_comparison": estimator,
+        "sim_time_s": sim_s,
+        "wall_time_s": wall,
+        "sim_seconds_per_wall_second": sim_s / wall if wall > 0 else None,
+        "link": config["episode"]["link"],
+        "n_particles": config["episode"]["n_particles"],
+    }
+    if ctx.report is not None:
+        _plots(ctx.report, goals, first_recs, comparisons)
+    return metrics
+
+
+def _mean(values):
+    v = [x for x in values if x is not None and x == x]
+    return float(np.mean(v)) if v else None
+
+
+def _plots(report, goals, recs, comparisons):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(recs)
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 4.5), squeeze=False)
+    for ax, (m, rec) in zip(axes[0], sorted(recs.items())):
+        pos = np.array(rec["pos"])
+        gl = np.array(rec["goal"])
+        for i in range(m):
+            ax.plot(pos[:, i, 1], pos[:, i, 0], "C%d" % i, lw=1.5, label="drone %d" % i)
+            ax.plot(pos[0, i, 1], pos[0, i, 0], "o", color="C%d" % i)
+            ug = np.unique(gl[:, i], axis=0)
+            ax.plot(ug[:, 1], ug[:, 0], "*", color="C%d" % i, ms=12)
+        ax.set_title("%s, %d drones" % (goals, m))
+        ax.set_xlabel("east [m]")
+        ax.set_ylabel("north [m]")
+        ax.set_aspect("equal")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    report.save_figure(fig, "trajectories")
+    if comparisons:
+        fig, axes = plt.subplots(2, len(comparisons), figsize=(5 * len(comparisons), 6), squeeze=False, sharex="col")
+        for col, (m, comp) in enumerate(sorted(comparisons.items())):
+            for k, (mode, s) in enumerate(comp.items()):
+                axes[0][col].plot(s["t_s"], s["err_m"], "C%d" % k, label=mode)
+                axes[1][col].plot(s["t_s"], s["err_yaw_deg"], "C%d" % k, label=mode)
+            axes[0][col].set_title("%d drones: estimation error" % m)
+            axes[0][col].set_ylabel("position error [m]")
+            axes[1][col].set_ylabel("orientation error [deg]")
+            axes[1][col].set_xlabel("time [s]")
+            for a in axes[:, col]:
+                a.grid(True, alpha=0.3)
+                a.legend(fontsize=7)
+        report.save_figure(fig, "estimation_error")

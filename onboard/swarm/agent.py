@@ -1,0 +1,141 @@
+"""One pocket drone's onboard swarm agent: learned estimator + particle filters + DQN (uwb-pocket-drones fig. 1).
+
+Every policy period (``step(now_us, ...)``, frame skipping pocket V-B) the agent:
+
+1. feeds each tracked object (every neighbour, and the goal) its input state
+   ``(dt, range, v_own, v_obj)`` to the learned bearing/orientation estimator (pocket IV-A);
+2. steps that object's particle filter with own and peer velocity and the UWB range,
+   refreshing 10 % of the particles around the learned estimate (pocket IV-B); the filter
+   is started around the learned estimate once the estimator has ``warmup_steps`` of history;
+3. builds the DQN input (v, goal, nearest neighbour by range, dt) (pocket IV-C), picks the
+   greedy action and integrates it into the body-frame velocity setpoint it returns.
+
+``mode`` picks the estimation configuration compared in pocket figs. 5-6: ``hybrid`` (PF +
+learned), ``pf`` (pure particle filter, uninformed start, no refresh) or ``learned``
+(the estimator's output alone, range times bearing).
+
+Neighbour velocities arrive in the ranging messages (pocket IV-A); the goal is an object
+with zero velocity whose range the drone is told (a UWB anchor at the goal or the
+mocap-derived distance). Bad input (NaN, negative range) is counted per object and that
+object's update is skipped; the agent keeps flying on its last estimates.
+"""
+import math
+
+from onboard.estimators.particle_filter import ParticleFilter, PfInputError
+from onboard.swarm import actions as act_mod
+from onboard.swarm.bearing_net import BearingInputError, decode
+
+GOAL_ID = "goal"
+MODES = ("hybrid", "pf", "learned")
+
+DEFAULTS = {
+    "mode": "hybrid",
+    "n_particles": 100,
+    "warmup_steps": 10,            # estimator history before its estimate is trusted (pocket V-C.2 k)
+    "pf_config": None,             # extra ParticleFilter settings
+    "far_obstacle_m": 3.0,         # DQN obstacle input when no neighbour is known yet (straight ahead)
+}
+
+
+class Track:
+    """What the agent knows about one object: recurrent state, filter, last estimate."""
+
+    def __init__(self, net, pf):
+        self.h = net.new_state()
+        self.pf = pf
+        self.steps = 0
+        self.range_m = None
+        self.learned = None            # (bearing_rad, rel_yaw_rad)
+        self.est = None                # (x_m, y_m, yaw_rad) in the own body frame
+        self.last_us = None
+        self.rejected = 0
+
+
+class SwarmAgent:
+    def __init__(self, policy, net, draws, config=None, kernels=None):
+        cfg = dict(DEFAULTS)
+        for k, v in (config or {}).items():
+            if k not in DEFAULTS:
+                raise ValueError("unknown SwarmAgent setting %r" % (k,))
+            cfg[k] = v
+        if cfg["mode"] not in MODES:
+            raise ValueError("mode must be one of %s" % (MODES,))
+        self.cfg = cfg
+        self.policy = policy
+        self.net = net
+        self.draws = draws
+        self.kernels = kernels
+        self.tracks = {}
+        self.setpoint_body_mps = (0.0, 0.0)
+        self.last_action = act_mod.SLOW_DOWN
+        self.last_us = None
+        self.steps = 0
+
+    def _track(self, obj_id):
+        t = self.tracks.get(obj_id)
+        if t is None:
+            pf_cfg = dict(self.cfg["pf_config"] or {})
+            pf_cfg["n_particles"] = self.cfg["n_particles"]
+            t = Track(self.net, ParticleFilter(pf_cfg, kernels=self.kernels))
+            self.tracks[obj_id] = t
+        return t
+
+    def observe(self, now_us, obj_id, range_m, v_own_body_mps, v_obj_body_mps):
+        """Update one object's estimate from a range (None on dropout) and velocities."""
+        t = self._track(obj_id)
+        if range_m is not None and not (isinstance(range_m, (int, float)) and range_m >= 0.0
+                                        and range_m != float("inf")):
+            t.rejected += 1                                  # NaN fails >= 0 too
+            return t.est
+        dt_s = 0.0 if t.last_us is None else (now_us - t.last_us) * 1e-6
+        mode = self.cfg["mode"]
+        try:
+            if range_m is not None:
+                x = (dt_s, range_m, v_own_body_mps[0], v_own_body_mps[1], v_obj_body_mps[0], v_obj_body_mps[1])
+                h, pb, po = self.net.step(t.h, x)
+                t.h = h
+                t.learned = (float(decode(pb)[0]), float(decode(po)[0]))
+                t.range_m = float(range_m)
+            t.steps += 1
+            trusted = t.steps > self.cfg["warmup_steps"]
+            if mode == "learned" or (mode == "hybrid" and not t.pf.initialized):
+                if t.learned is not None and t.range_m is not None:
+                    b = t.learned[0]
+                    t.est = (t.range_m * math.cos(b), t.range_m * math.sin(b), t.learned[1])
+                if mode == "hybrid" and trusted and range_m is not None:
+                    t.pf.initialize(now_us, range_m, self.draws, learned=t.learned)
+            elif mode == "pf" and not t.pf.initialized:
+                if range_m is not None:
+                    t.pf.initialize(now_us, range_m, self.draws)     # no estimate until its first step
+            else:
+                learned = t.learned if mode == "hybrid" else None
+                t.est = t.pf.step(now_us, v_own_body_mps, v_obj_body_mps, range_m, self.draws, learned=learned)
+        except (PfInputError, BearingInputError, TypeError, ValueError):
+            t.rejected += 1
+            return t.est
+        t.last_us = now_us
+        return t.est
+
+    def decide(self, now_us, v_own_body_mps):
+        """DQN action from the current estimates; returns the new body-frame velocity setpoint (m/s)."""
+        dt_s = 0.1 if self.last_us is None else (now_us - self.last_us) * 1e-6
+        goal = self.tracks.get(GOAL_ID)
+        g = goal.est if goal is not None and goal.est is not None else None
+        near = None
+        for obj_id, t in self.tracks.items():
+            if obj_id == GOAL_ID or t.est is None or t.range_m is None:
+                continue
+            if near is None or t.range_m < near.range_m:
+                near = t
+        if g is None:
+            action = act_mod.SLOW_DOWN                    # nothing to fly to yet: hold still
+        else:
+            o = near.est if near is not None else (self.cfg["far_obstacle_m"], 0.0, 0.0)
+            obs = (v_own_body_mps[0], v_own_body_mps[1], g[0], g[1], o[0], o[1], dt_s)
+            action = self.policy.act(obs)
+        self.last_action = action
+        self.setpoint_body_mps = act_mod.update_setpoint(self.setpoint_body_mps[0], self.setpoint_body_mps[1],
+                                                         action, dt_s)
+        self.last_us = now_us
+        self.steps += 1
+        return self.setpoint_body_mps

@@ -1,0 +1,112 @@
+"""Learned bearing / relative-orientation estimator (uwb-pocket-drones IV-A), NumPy runner.
+
+A recurrent network reads, once per policy period, the input state
+``(dt_s, range_m, vx_own, vy_own, vx_obj, vy_obj)`` (body-frame velocities; a goal's is 0)
+and outputs two 18-class distributions over 20-degree bins (pocket IV-A): the bearing of
+the object in the own body frame and the object's relative orientation (yaw_obj - yaw_own).
+The paper uses one layer of 512 LSTM cells; this runtime uses a GRU layer (size in the
+model file, 64 by default) so it is cheap enough to run per neighbour on a Pi at 10 Hz.
+
+Class k covers [-180 + 20 k, -160 + 20 k) degrees; :func:`decode` turns a distribution
+into an angle by the circular mean of the bin centres weighted by the probabilities.
+
+Weights are a ``.npz`` written by ``harness/swarm/train_bearing.py`` (PyTorch GRU layout:
+``w_ih [3H, 6]``, ``w_hh [3H, H]``, ``b_ih``, ``b_hh`` with gate order r, z, n; head
+``w_out [36, H]``, ``b_out``; input scaling ``in_scale [6]``). The float runner below
+reproduces torch.nn.GRU's equations.
+"""
+import math
+
+import numpy as np
+
+N_BINS = 18
+BIN_RAD = 2.0 * math.pi / N_BINS
+BIN_CENTRES_RAD = -math.pi + BIN_RAD * (np.arange(N_BINS) + 0.5)
+N_IN = 6
+
+# Slices of the output logits (no magic indexes).
+BEARING = slice(0, N_BINS)
+ORIENTATION = slice(N_BINS, 2 * N_BINS)
+
+
+class BearingInputError(ValueError):
+    """Non-finite or malformed input state; the recurrent state was not changed."""
+
+
+def angle_to_class(angle_rad):
+    """20-degree bin index (0..17) of angles in radians (any range)."""
+    a = np.mod(np.asarray(angle_rad) + math.pi, 2.0 * math.pi)
+    return np.minimum((a / BIN_RAD).astype(np.int64), N_BINS - 1)
+
+
+def softmax(logits):
+    z = logits - logits.max(-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+def decode(probs):
+    """Circular mean angle (rad) of the bin centres weighted by probs [..., 18]; also its resultant length."""
+    s = (probs * np.sin(BIN_CENTRES_RAD)).sum(-1)
+    c = (probs * np.cos(BIN_CENTRES_RAD)).sum(-1)
+    return np.arctan2(s, c), np.hypot(s, c)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+class BearingNet:
+    """The GRU estimator; one hidden state per tracked object (``new_state()``)."""
+
+    def __init__(self, weights):
+        w = {k: np.asarray(weights[k], dtype=np.float64) for k in
+             ("w_ih", "w_hh", "b_ih", "b_hh", "w_out", "b_out", "in_scale")}
+        self.hidden = w["w_hh"].shape[1]
+        if w["w_ih"].shape != (3 * self.hidden, N_IN) or w["w_out"].shape != (2 * N_BINS, self.hidden):
+            raise ValueError("bearing net weights have the wrong shapes")
+        self.w = w
+        # x @ W^T layouts, split per gate
+        self._wi = w["w_ih"].T.copy()
+        self._wh = w["w_hh"].T.copy()
+        self._wo = w["w_out"].T.copy()
+
+    @classmethod
+    def load(cls, path):
+        with np.load(path) as data:
+            return cls({k: data[k] for k in data.files})
+
+    def new_state(self):
+        return np.zeros(self.hidden)
+
+    def step(self, h, x):
+        """One input state x (6,) -> (new h, bearing probs (18,), orientation probs (18,))."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != (N_IN,) or not np.all(np.isfinite(x)):
+            raise BearingInputError("bearing net input must be 6 finite numbers, got %r" % (x,))
+        H = self.hidden
+        gi = (x * self.w["in_scale"]) @ self._wi + self.w["b_ih"]
+        gh = h @ self._wh + self.w["b_hh"]
+        r = _sigmoid(gi[:H] + gh[:H])
+        z = _sigmoid(gi[H:2 * H] + gh[H:2 * H])
+        n = np.tanh(gi[2 * H:] + r * gh[2 * H:])
+        h_new = (1.0 - z) * n + z * h
+        logits = h_new @ self._wo + self.w["b_out"]
+        return h_new, softmax(logits[BEARING]), softmax(logits[ORIENTATION])
+
+    def run(self, xs):
+        """Whole sequences xs [B, T, 6] -> logits [B, T, 36] (batch evaluation in the harness)."""
+        xs = np.asarray(xs, dtype=np.float64) * self.w["in_scale"]
+        B, T, _ = xs.shape
+        H = self.hidden
+        h = np.zeros((B, H))
+        out = np.zeros((B, T, 2 * N_BINS))
+        for t in range(T):
+            gi = xs[:, t] @ self._wi + self.w["b_ih"]
+            gh = h @ self._wh + self.w["b_hh"]
+            r = _sigmoid(gi[:, :H] + gh[:, :H])
+            z = _sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+            n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+            h = (1.0 - z) * n + z * h
+            out[:, t] = h @ self._wo + self.w["b_out"]
+        return out

@@ -1,0 +1,122 @@
+"""Swarm pieces: vectorised sim vs onboard actions, bearing-net runner, DQN float vs int8, agent bad input."""
+import math
+import os
+
+import numpy as np
+import pytest
+
+from harness.swarm import bearing_data as bd
+from harness.swarm.sim import SwarmBatch, setpoints_after, to_body, to_world
+from onboard.estimators.particle_filter_numpy import NumpyDraws
+from onboard.swarm import actions as A
+from onboard.swarm.agent import GOAL_ID, SwarmAgent
+from onboard.swarm.bearing_net import BEARING, BearingNet, angle_to_class, decode, softmax
+from onboard.swarm.dqn import DqnFloat, DqnInt8, PolicyInputError
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS = os.path.join(REPO, "models", "swarm")
+
+
+def test_vectorised_setpoints_match_onboard_actions():
+    rng = np.random.default_rng(0)
+    cmd = rng.uniform(-0.8, 0.8, (50, 2))
+    acts = rng.integers(0, 9, 50)
+    vec = setpoints_after(cmd, acts, 0.1, A.ACCEL_MPS2, A.MAX_SPEED_MPS)
+    for k in range(50):
+        ref = A.update_setpoint(float(cmd[k, 0]), float(cmd[k, 1]), int(acts[k]), 0.1)
+        assert np.allclose(vec[k], ref, atol=1e-12)
+
+
+def test_frames_round_trip_and_speed_cap():
+    rng = np.random.default_rng(1)
+    yaw = rng.uniform(-3, 3, 10)
+    v = rng.normal(size=(10, 2))
+    assert np.allclose(to_world(yaw, to_body(yaw, v)), v)
+    sim = SwarmBatch(4, 3, rng)
+    for _ in range(60):
+        sim.step(np.full((4, 3), 0))
+    assert np.all(np.hypot(sim.vel[..., 0], sim.vel[..., 1]) <= 1.0 + 1e-9)
+    with pytest.raises(ValueError):
+        sim.step(np.full((4, 3), 9))
+
+
+def test_reward_is_eq4():
+    sim = SwarmBatch(1, 2, np.random.default_rng(2))
+    sim.pos[0] = [[0.0, 0.0], [0.2, 0.0]]
+    sim.goal[0] = [[1.0, 0.0], [0.2, 0.0]]
+    r = sim.reward()[0]
+    c = sim.cfg["critical_distance_m"]
+    assert math.isclose(r[0], -1.0 / sim.cfg["arena_m"] + (0.2 - c) / c)
+    assert math.isclose(r[1], 0.0 + (0.2 - c) / c)
+
+
+def test_bearing_data_targets_and_fresh_noise():
+    rng = np.random.default_rng(3)
+    x, b, y, has = bd.collect(rng, 2, 2, 20, 2.0)
+    assert x.shape == (2 * 4, 20, 6) and has.sum() == 4
+    assert np.all(x[~has][..., bd.VX_OBJ:] == 0.0)          # goal sequences: object at rest
+    n1 = bd.add_noise(x, has, rng, 0.0085569, 0.2476, 0.05)
+    n2 = bd.add_noise(x, has, rng, 0.0085569, 0.2476, 0.05)
+    assert not np.allclose(n1, n2) and np.all(n1[~has][..., bd.VX_OBJ:] == 0.0)
+
+
+def test_angle_classes_and_decode():
+    assert angle_to_class(-math.pi) == 0 and angle_to_class(math.pi - 1e-9) == 17
+    assert angle_to_class(math.radians(5)) == 9
+    p = np.zeros(18)
+    p[angle_to_class(math.radians(45))] = 1.0
+    assert abs(math.degrees(decode(p)[0]) - 50.0) < 1e-9     # bin centre of [40, 60)
+
+
+def _committed(name):
+    path = os.path.join(MODELS, name, "weights.npz")
+    if not os.path.exists(path):
+        pytest.fail("committed model %s missing (run `make train-swarm`)" % path)
+    return path
+
+
+def test_bearing_runner_step_equals_sequence_run():
+    net = BearingNet.load(_committed("bearing"))
+    rng = np.random.default_rng(4)
+    xs = rng.normal(size=(1, 15, 6))
+    seq = net.run(xs)[0]
+    h = net.new_state()
+    for t in range(15):
+        h, pb, po = net.step(h, xs[0, t])
+        assert np.allclose(pb, softmax(seq[t, BEARING]), atol=1e-12)
+    with pytest.raises(ValueError):
+        net.step(h, [0.1, float("nan"), 0, 0, 0, 0])
+
+
+def test_int8_dqn_agrees_with_float():
+    with np.load(_committed("dqn")) as d:
+        w = {k: d[k] for k in d.files}
+    cal = np.load(os.path.join(MODELS, "dqn", "calibration.npy"))
+    f, q = DqnFloat(w), DqnInt8(w, cal)
+    rng = np.random.default_rng(5)
+    sim = SwarmBatch(8, 3, rng, {"arena_m": 4.0})
+    obs = sim.dqn_obs(0.1).reshape(-1, 7)
+    agree = np.mean([f.act(o) == q.act(o) for o in obs])
+    assert agree >= 0.85, agree
+    with pytest.raises(PolicyInputError):
+        f.act([0, 0, 1, 1, 2, 2, float("inf")])
+
+
+def test_agent_survives_bad_input_and_flies_on():
+    with np.load(_committed("dqn")) as d:
+        dqn = DqnFloat({k: d[k] for k in d.files})
+    net = BearingNet.load(_committed("bearing"))
+    ag = SwarmAgent(dqn, net, NumpyDraws(np.random.default_rng(6)), {"warmup_steps": 2})
+    t = 0
+    for k in range(6):
+        t += 100000
+        ag.observe(t, 1, 1.5, (0.1, 0.0), (0.0, 0.1))
+        ag.observe(t, GOAL_ID, 2.0, (0.1, 0.0), (0.0, 0.0))
+        sp = ag.decide(t, (0.1, 0.0))
+    est_before = ag.tracks[1].est
+    t += 100000
+    ag.observe(t, 1, float("nan"), (0.1, 0.0), (0.0, 0.1))
+    ag.observe(t, 1, -1.0, (0.1, 0.0), (0.0, 0.1))
+    assert ag.tracks[1].rejected == 2 and ag.tracks[1].est == est_before
+    sp = ag.decide(t, (0.1, 0.0))
+    assert all(math.isfinite(v) for v in sp) and math.hypot(*sp) <= 1.0 + 1e-12
