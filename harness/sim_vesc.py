@@ -18,7 +18,8 @@ not depend on wall time.
 
 Motor model (per controller, in electrical RPM e, motor current i):
     de/dt = k_a * i - e / tau_coast                         (k_a: erpm/s per A)
-    speed mode: i = clamp((e_ref - e) / (tau_speed * k_a) + e / (tau_coast * k_a), +-i_max)
+    speed mode: i = clamp(a (e_ref - e) / (k_a dt) + e / (tau_coast k_a), +-i_max),
+                a = 1 - exp(-dt / tau_speed)
     current mode: i = clamp(i_ref); brake: i = -sign(e) * min(i_brake, |e| / (k_a dt))
 so an unsaturated SetRPM step settles as 1 - exp(-t / tau_speed).
 """
@@ -176,7 +177,9 @@ class SimVesc:
         if self.mode in (MODE_RPM, MODE_DUTY):
             ref = self.setpoint if self.mode == MODE_RPM else \
                 self.setpoint * cfg["v_in_v"] * cfg["kv_erpm_per_v"]
-            i = (ref - e) / (cfg["speed_time_constant_s"] * k_a) + e / (tau_c * k_a)
+            # current that makes the step exactly the first-order (zero-order-hold) response
+            a = 1.0 - math.exp(-dt_s / cfg["speed_time_constant_s"]) if dt_s > 0 else 0.0
+            i = (a * (ref - e) / dt_s if dt_s > 0 else 0.0) / k_a + e / (tau_c * k_a)
             i = max(-i_max, min(i_max, i))
         elif self.mode == MODE_CURRENT:
             i = max(-i_max, min(i_max, self.setpoint))

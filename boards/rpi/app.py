@@ -28,7 +28,7 @@ class UdpPoseSource:
 
     Datagram: ``{"pos_ned_m": [n, e, d], "euler_rad": [roll, pitch, yaw],
     "cov_pos_m2": [..3], "cov_att_rad2": [..3]}`` (covariances optional). Malformed
-    datagrams are counted in ``rejected`` and dropped.
+    datagrams (bad JSON, wrong shapes, NaN/inf) are counted in ``rejected`` and dropped.
     """
 
     def __init__(self, port, host="0.0.0.0"):
@@ -51,6 +51,9 @@ class UdpPoseSource:
                 s = PoseSample(now_us, msg["pos_ned_m"], msg["euler_rad"], msg.get("cov_pos_m2"),
                                msg.get("cov_att_rad2"))
             except (ValueError, KeyError, TypeError, AttributeError, SampleError):
+                self.rejected += 1
+                continue
+            if not s.is_finite():
                 self.rejected += 1
                 continue
             self.received += 1

@@ -143,7 +143,8 @@ def _run(config, ctx, tmpdir, ports):
     # ---- lockstep world: UART service, then physics, then sensors (same-time order)
     physics_dt_s = 1.0 / config["physics_hz"]
     ref = {"left": 0.0, "right": 0.0}
-    ref_hist = {"left": collections.deque(maxlen=64), "right": collections.deque(maxlen=64)}
+    # (time_us, reference erpm after the physics step at that time, under SetRPM?)
+    ref_hist = {name: collections.deque([(0, 0.0, False)], maxlen=64) for name in ("left", "right")}
     a_ref = 1.0 - math.exp(-physics_dt_s / vesc_cfg["speed_time_constant_s"])
 
     def uart_tick(t):
@@ -233,9 +234,11 @@ def _run(config, ctx, tmpdir, ports):
     def check_tracking():
         for name in ("left", "right"):
             for t_s, erpm in telemetry[name][len(track_err[name]):]:
-                cands = [abs(erpm - r) for (t_r, r, in_rpm) in ref_hist[name]
-                         if t_s - window_us <= t_r <= t_s and in_rpm]
-                track_err[name].append(min(cands) if cands else None)
+                window = [(r, in_rpm) for (t_r, r, in_rpm) in ref_hist[name] if t_s - window_us <= t_r <= t_s]
+                if any(in_rpm for _r, in_rpm in window):
+                    track_err[name].append(min(abs(erpm - r) for r, _in_rpm in window))
+                else:
+                    track_err[name].append(None)          # not under SetRPM: not a tracking sample
 
     end_us = s_to_us(config["max_duration_s"])
     progress = ctx.progress(config["max_duration_s"], "vesc-waypoints")

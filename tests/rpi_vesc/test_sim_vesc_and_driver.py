@@ -240,3 +240,55 @@ def test_nan_wheel_command_stops(tmp_path, close_ports):
 
 def test_erpm_constant():
     assert C.ERPM_PER_RADPS == pytest.approx(C.GEAR_RATIO * C.MOTOR_POLE_PAIRS * 60 / (2 * math.pi))
+
+
+def test_driver_skips_garbage_and_cut_replies_from_the_vesc(tmp_path, close_ports):
+    left, right, ports, drv = _rig(tmp_path)
+    close_ports.extend(ports.values())
+    drv.start(0)
+    w = _World(ports, (left, right), drv)
+    w.run(200000, cmd=(4.0, 4.0))
+    n_before = drv.motors["left"].telemetry_count
+    cut = codec.encode_frame(codec.encode_values(left.values()))[:30]
+    ports["l"].pty.write(b"\x00\xfe\x02\x07noise" + cut)     # line noise, then a reply cut short
+    w.run(400000, cmd=(4.0, 4.0))
+    rep = drv.links["l"].report()
+    assert rep["skipped_bytes"] >= 9 + 30 and rep["truncated"] >= 1
+    assert drv.motors["left"].telemetry_count >= n_before + 9    # telemetry kept flowing
+    assert drv.faults() == set()
+
+
+def test_partial_frame_dropped_after_rx_timeout(tmp_path, close_ports):
+    left, right, ports, drv = _rig(tmp_path)
+    close_ports.extend(ports.values())
+    drv.start(0)
+    link = drv.links["l"]
+    ports["l"].pty.write(codec.encode_frame(codec.get_values())[:3])
+    assert link.receive(1000) == [] and link.decoder.pending == 3
+    assert link.receive(50000) == [] and link.decoder.pending == 3
+    link.receive(200000)
+    assert link.decoder.pending == 0 and link.decoder.truncated == 1
+
+
+def test_udp_pose_source_counts_malformed():
+    import json
+    import socket
+
+    from boards.rpi.app import UdpPoseSource
+    src = UdpPoseSource(0, host="127.0.0.1")
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for data in (b"not json", json.dumps({"pos_ned_m": [1, 2]}).encode(),
+                     json.dumps({"pos_ned_m": [1, 2, 0], "euler_rad": [0, 0, float("nan")]}).encode(),
+                     json.dumps({"pos_ned_m": [1, 2, 0], "euler_rad": [0, 0, 0.5]}).encode()):
+            tx.sendto(data, ("127.0.0.1", src.port))
+        got = []
+        for _ in range(200):                      # bounded: datagrams on loopback arrive at once
+            got.extend(src.poll(123))
+            if len(got) + src.rejected >= 4:
+                break
+        assert src.rejected == 3                  # bad JSON, wrong shape, NaN
+        assert [(s.time_us, s.pos_ned_m, s.euler_rad[2]) for s in got] == [(123, (1.0, 2.0, 0.0), 0.5)]
+    finally:
+        tx.close()
+        src.close()
