@@ -1,0 +1,351 @@
+"""ESKF benchmark: per-call microseconds of predict, update and a 10 predict : 1 update cycle.
+
+Implementations, measured side by side in one run on the same workload:
+- ``pure``     onboard.estimators.eskf (the MicroPython-compatible path), on CPython;
+- ``cython``   cython_ext.eskf (extension type, block-sparse F and H);
+- ``numpy``    onboard.estimators.eskf_numpy (dense 15x15 NumPy products);
+- ``filterpy`` filterpy.kalman.KalmanFilter (the common Python choice) run on the *same*
+  F, H, Q, R and innovations as the ESKF produced (its predict + Joseph-form update;
+  F is assigned per step, the error state reset after each update);
+- ``c``        bench/eskf_ref.c, the same algorithm in plain C, block-sparse, compiled
+  here with ``gcc -O2`` into a temporary folder: the practical limit;
+- ``micropython`` the pure path inside MicroPython 1.27 (WebAssembly under node),
+  timed there with time.ticks_us.
+
+Python implementations are called through their public API (``predict(ImuSample)``,
+``update_pose(PoseSample)``), samples built beforehand. Workload: the ins-eskf dozer
+trajectory with the ag2u sensor-fusion noise, IMU 100 Hz, aiding 10 Hz; gating off so
+every update does the full work. Each figure is the best of several repeats (the
+machine is shared; compare ratios from one run). The C reference's final state is
+checked against the Cython build. Writes bench/results/eskf.json.
+"""
+import json
+import os
+import platform
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+import numpy as np  # noqa: E402
+
+from harness.micropython import available as mp_available, onboard_files, run_micropython  # noqa: E402
+from harness.rng import RunRandom  # noqa: E402
+from harness.scenarios.ins_eskf import filter_config  # noqa: E402
+from harness.sensors.ins_errors import ImuErrors, aiding_pose, initial_conditions, noise_setting  # noqa: E402
+from harness.trajectory import dozer_legs, generate  # noqa: E402
+from onboard.core.samples import ImuSample, PoseSample  # noqa: E402
+from onboard.estimators.eskf import N_STATE, make_config, make_eskf  # noqa: E402
+
+RESULTS = os.path.join(REPO, "bench", "results", "eskf.json")
+C_SOURCE = os.path.join(REPO, "bench", "eskf_ref.c")
+RATIO = 10                      # IMU samples per aiding update (100 Hz : 10 Hz)
+N_CYCLES = 2000                 # compiled implementations
+N_CYCLES_SLOW = 200             # pure, numpy, filterpy
+N_CYCLES_MP = 20                # inside MicroPython
+TARGETS = {"filterpy_over_cython_min": 15.0, "cython_over_c_max": 1.3}
+
+
+def make_workload(n_cycles, seed=1):
+    """IMU samples, aiding poses (10:1), the initial filter state and the ESKF settings."""
+    setting = noise_setting("sensor_fusion")
+    duration_s = n_cycles * RATIO / 100.0
+    traj = generate(dozer_legs(max(duration_s, 20.0)), 100)
+    rnd = RunRandom(seed)
+    dvel, dang = traj.clean_increments()
+    dvel, dang = ImuErrors.draw(setting["imu"], rnd.stream("imu")).apply(dvel, dang, 0.01, rnd.stream("imu-noise"))
+    cfg = filter_config(setting)
+    cfg["gate_nis"] = 0.0
+    cfg = make_config(cfg)              # every setting, as the filters see them
+    imus = [ImuSample(int(traj.t_us[k + 1]), traj.dt_us, dvel[k].tolist(), dang[k].tolist())
+            for k in range(n_cycles * RATIO)]
+    aid = rnd.stream("aiding")
+    poses = []
+    for c in range(n_cycles):
+        k = (c + 1) * RATIO
+        pos, euler = aiding_pose(traj.pos_ned_m[k], traj.euler_rad[k], setting, aid)
+        poses.append(PoseSample(int(traj.t_us[k]), pos, euler))
+    pos0, vel0, euler0, _ = initial_conditions(traj.pos_ned_m[0], traj.vel_ned_mps[0], traj.euler_rad[0],
+                                               setting, rnd.stream("ic"))
+    f = make_eskf(cfg, impl="pure")
+    f.initialize(0, pos0, vel0, euler0)
+    return imus, poses, f.get_state(), cfg
+
+
+def time_python(impl, cfg, imus, poses, state, repeats):
+    """Best-of-repeats microseconds per predict, per update and per 10:1 cycle."""
+    chunks = [imus[k * RATIO:(k + 1) * RATIO] for k in range(len(poses))]
+    best = {"predict_us": float("inf"), "update_us": float("inf"), "cycle_us": float("inf")}
+    final = None
+    for _ in range(repeats):
+        f = make_eskf(cfg, impl=impl)
+        f.set_state(state)
+        predict = f.predict
+        t0 = time.perf_counter()
+        for s in imus:
+            predict(s)
+        best["predict_us"] = min(best["predict_us"], (time.perf_counter() - t0) * 1e6 / len(imus))
+        f = make_eskf(cfg, impl=impl)
+        f.set_state(state)
+        update = f.update_pose
+        t0 = time.perf_counter()
+        for p in poses:
+            update(p)
+        best["update_us"] = min(best["update_us"], (time.perf_counter() - t0) * 1e6 / len(poses))
+        f = make_eskf(cfg, impl=impl)
+        f.set_state(state)
+        predict = f.predict
+        update = f.update_pose
+        t0 = time.perf_counter()
+        for chunk, p in zip(chunks, poses):
+            for s in chunk:
+                predict(s)
+            update(p)
+        best["cycle_us"] = min(best["cycle_us"], (time.perf_counter() - t0) * 1e6 / len(poses))
+        final = f.get_state()
+    return best, final
+
+
+def filterpy_inputs(cfg, imus, poses, state):
+    """The F of every IMU step, Q, H, R and the innovations, from a pure-path run of the 10:1 cycle."""
+    f = make_eskf(cfg, impl="pure")
+    f.set_state(state)
+    Fs, zs = [], []
+    k = 0
+    dt = imus[0].dt_us * 1e-6
+    for p in poses:
+        for _ in range(RATIO):
+            s = imus[k]
+            k += 1
+            ba = np.array(f.accel_bias_mps2)
+            f.predict(s)
+            R = np.array(f.get_state()["D_ned_to_body"]).reshape(3, 3).T
+            dv = R @ (np.array(s.dvel_body_mps) - ba * dt)
+            F = np.eye(N_STATE)
+            F[0:3, 6:9] = np.eye(3) * dt
+            F[3:6, 12:15] = -R * dt
+            F[6:9, 3:6] = [[0.0, dv[2], -dv[1]], [-dv[2], 0.0, dv[0]], [dv[1], -dv[0], 0.0]]
+            F[6:9, 9:12] = -R * dt
+            Fs.append(F)
+        f.update_pose(p)
+        zs.append(np.array(f.last_innovation).reshape(6, 1))
+    qa = cfg["accel_noise_mps_per_sqrt_s"] ** 2 * dt
+    Q = np.zeros((N_STATE, N_STATE))
+    for i in range(3):
+        Q[i, i] = qa * dt * dt
+        Q[i, 6 + i] = Q[6 + i, i] = qa * dt
+        Q[6 + i, 6 + i] = qa
+        Q[3 + i, 3 + i] = cfg["gyro_noise_rad_per_sqrt_s"] ** 2 * dt
+        Q[9 + i, 9 + i] = cfg["accel_bias_walk_mps2_per_sqrt_s"] ** 2 * dt
+        Q[12 + i, 12 + i] = cfg["gyro_bias_walk_radps_per_sqrt_s"] ** 2 * dt
+    H = np.zeros((6, N_STATE))
+    H[:, 0:6] = np.eye(6)
+    Rm = np.diag([v * v for v in cfg["pose_pos_sigma_m"] + cfg["pose_att_sigma_rad"]])
+    return Fs, Q, H, Rm, zs
+
+
+def time_filterpy(cfg, imus, poses, state, repeats):
+    from filterpy.kalman import KalmanFilter
+
+    Fs, Q, H, Rm, zs = filterpy_inputs(cfg, imus, poses, state)
+    P0 = np.array(state["P"]).reshape(N_STATE, N_STATE)
+
+    def fresh():
+        kf = KalmanFilter(dim_x=N_STATE, dim_z=6)
+        kf.x = np.zeros((N_STATE, 1))
+        kf.P = P0.copy()
+        kf.Q = Q
+        kf.H = H
+        kf.R = Rm
+        return kf
+
+    best = {"predict_us": float("inf"), "update_us": float("inf"), "cycle_us": float("inf")}
+    for _ in range(repeats):
+        kf = fresh()
+        t0 = time.perf_counter()
+        for F in Fs:
+            kf.F = F
+            kf.predict()
+        best["predict_us"] = min(best["predict_us"], (time.perf_counter() - t0) * 1e6 / len(Fs))
+        kf = fresh()
+        t0 = time.perf_counter()
+        for z in zs:
+            kf.update(z)
+            kf.x[:] = 0.0
+        best["update_us"] = min(best["update_us"], (time.perf_counter() - t0) * 1e6 / len(zs))
+        kf = fresh()
+        t0 = time.perf_counter()
+        k = 0
+        for z in zs:
+            for _ in range(RATIO):
+                kf.F = Fs[k]
+                k += 1
+                kf.predict()
+            kf.update(z)
+            kf.x[:] = 0.0                  # error-state reset after injection
+        best["cycle_us"] = min(best["cycle_us"], (time.perf_counter() - t0) * 1e6 / len(zs))
+    # same algebra as the ESKF: the covariance after the last cycle must agree
+    return best, kf.P
+
+
+def run_c(cfg, imus, poses, state, repeats):
+    """Compile bench/eskf_ref.c with gcc -O2 in a temp folder, run it on the workload."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return None, "gcc not found"
+    with tempfile.TemporaryDirectory(prefix="eskf_bench_") as tmp:
+        exe = os.path.join(tmp, "eskf_ref")
+        proc = subprocess.run([gcc, "-O2", "-std=c99", "-D_POSIX_C_SOURCE=199309L", "-o", exe, C_SOURCE, "-lm"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            return None, "gcc failed: " + proc.stderr[-2000:]
+        path = os.path.join(tmp, "workload.bin")
+        r = [v * v for v in cfg["pose_pos_sigma_m"] + cfg["pose_att_sigma_rad"]]
+        # the same per-second variances the Python builds use (products, not pow)
+        header = [cfg["gravity_mps2"]] + [cfg[k] * cfg[k] for k in (
+            "accel_noise_mps_per_sqrt_s", "gyro_noise_rad_per_sqrt_s", "accel_bias_walk_mps2_per_sqrt_s",
+            "gyro_bias_walk_radps_per_sqrt_s")] + [cfg["gate_nis"]] + r
+        st = (state["pos_ned_m"] + state["vel_ned_mps"] + state["D_ned_to_body"] + state["accel_bias_mps2"]
+              + state["gyro_bias_radps"] + state["P"])
+        with open(path, "wb") as fh:
+            fh.write(struct.pack("<3i", len(imus), len(poses), RATIO))
+            fh.write(struct.pack("<12d", *header))
+            fh.write(struct.pack("<%dd" % len(st), *st))
+            for s in imus:
+                fh.write(struct.pack("<7d", s.dt_us * 1e-6, *s.dvel_body_mps, *s.dang_body_rad))
+            for p in poses:
+                fh.write(struct.pack("<6d", *p.pos_ned_m, *p.euler_rad))
+        proc = subprocess.run([exe, path, str(repeats)], capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            return None, "eskf_ref failed: " + proc.stderr[-2000:]
+        return json.loads(proc.stdout), None
+
+
+MP_CODE = r"""
+import time, json
+from onboard.core.samples import ImuSample, PoseSample
+from onboard.estimators.eskf import Eskf
+f = Eskf(CFG)
+f.set_state(STATE)
+imus = [ImuSample(t, d, v, a) for (t, d, v, a) in IMUS]
+poses = [PoseSample(t, p, e) for (t, p, e) in POSES]
+t0 = time.ticks_us()
+for s in imus:
+    f.predict(s)
+predict = time.ticks_diff(time.ticks_us(), t0) / len(imus)
+t0 = time.ticks_us()
+for p in poses:
+    f.update_pose(p)
+update = time.ticks_diff(time.ticks_us(), t0) / len(poses)
+f.set_state(STATE)
+t0 = time.ticks_us()
+k = 0
+for p in poses:
+    for j in range(RATIO):
+        f.predict(imus[k])
+        k += 1
+    f.update_pose(p)
+cycle = time.ticks_diff(time.ticks_us(), t0) / len(poses)
+print("RESULT " + json.dumps({"predict_us": predict, "update_us": update, "cycle_us": cycle,
+                              "pos_ned_m": f.get_state()["pos_ned_m"], "P0": f.get_state()["P"][0]}))
+"""
+
+
+def run_mp(cfg, imus, poses, state):
+    if not mp_available():
+        return None, "MicroPython (node + npm package) not installed"
+    imus = imus[:N_CYCLES_MP * RATIO]
+    poses = poses[:N_CYCLES_MP]
+    code = ("CFG = %r\nSTATE = %r\nRATIO = %d\nIMUS = %r\nPOSES = %r\n" % (
+        cfg, state, RATIO, [(s.time_us, s.dt_us, s.dvel_body_mps, s.dang_body_rad) for s in imus],
+        [(p.time_us, p.pos_ned_m, p.euler_rad) for p in poses])) + MP_CODE
+    out = run_micropython(code, onboard_files(), timeout_s=600)
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):]), None
+    return None, "no result from MicroPython: " + out[-500:]
+
+
+def _max_rel_diff(a, b):
+    worst = 0.0
+    for key in ("pos_ned_m", "vel_ned_mps", "D_ned_to_body", "accel_bias_mps2", "gyro_bias_radps", "P"):
+        for x, y in zip(a[key], b[key]):
+            worst = max(worst, abs(x - y) / max(1.0, abs(x)))
+    return worst
+
+
+def main():
+    imus, poses, state, cfg = make_workload(N_CYCLES)
+    slow_imus, slow_poses = imus[:N_CYCLES_SLOW * RATIO], poses[:N_CYCLES_SLOW]
+    per = {}
+    notes = {}
+    per["cython"], cy_final = time_python("cython", cfg, imus, poses, state, repeats=7)
+    c_res, err = run_c(cfg, imus, poses, state, repeats=7)
+    if c_res is not None:
+        per["c"] = {k: c_res[k] for k in ("predict_us", "update_us", "cycle_us")}
+        notes["c_final_state_max_rel_diff_vs_cython"] = _max_rel_diff(cy_final, c_res)
+    else:
+        notes["c"] = err
+    per["numpy"], np_final = time_python("numpy", cfg, slow_imus, slow_poses, state, repeats=3)
+    per["pure"], pure_final = time_python("pure", cfg, slow_imus, slow_poses, state, repeats=3)
+    fp, fp_P = time_filterpy(cfg, slow_imus, slow_poses, state, repeats=3)
+    per["filterpy"] = fp
+    notes["filterpy_final_P_max_abs_diff_vs_pure"] = float(
+        np.abs(fp_P - np.array(pure_final["P"]).reshape(N_STATE, N_STATE)).max())
+    notes["numpy_final_state_max_rel_diff_vs_pure"] = _max_rel_diff(pure_final, np_final)
+    mp, err = run_mp(cfg, imus, poses, state)
+    if mp is not None:
+        per["micropython"] = {k: mp[k] for k in ("predict_us", "update_us", "cycle_us")}
+    else:
+        notes["micropython"] = err
+
+    us_per_cycle = {k: v["cycle_us"] for k, v in per.items()}
+    results = {
+        "us_per_cycle": us_per_cycle,
+        "us_per_predict": {k: v["predict_us"] for k, v in per.items()},
+        "us_per_update": {k: v["update_us"] for k, v in per.items()},
+        "filterpy_over_cython": us_per_cycle["filterpy"] / us_per_cycle["cython"],
+        "cython_over_c": us_per_cycle["cython"] / us_per_cycle["c"] if "c" in us_per_cycle else None,
+        "pure_over_cython": us_per_cycle["pure"] / us_per_cycle["cython"],
+        "targets": TARGETS,
+        "notes": notes,
+        "workload": {"cycles": {"cython": N_CYCLES, "c": N_CYCLES, "pure": N_CYCLES_SLOW, "numpy": N_CYCLES_SLOW,
+                                "filterpy": N_CYCLES_SLOW, "micropython": N_CYCLES_MP},
+                     "imu_per_update": RATIO, "imu_rate_hz": 100, "aiding_rate_hz": 10, "gating": "off",
+                     "trajectory": "ins-eskf dozer legs, ag2u sensor-fusion noise"},
+        "machine": {"python": platform.python_version(), "processor": platform.machine(),
+                    "cpus": os.cpu_count()},
+    }
+    if "micropython" in us_per_cycle:
+        results["micropython_over_pure"] = us_per_cycle["micropython"] / us_per_cycle["pure"]
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w") as fh:
+        json.dump(results, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+
+    print("ESKF, 15 states, 6-D pose aiding; IMU 100 Hz : aiding 10 Hz (best of repeats, microseconds)")
+    print("%-12s %11s %11s %14s %9s %12s" % ("impl", "predict", "update", "10:1 cycle", "x C", "FilterPy/x"))
+    for name in ("c", "cython", "numpy", "filterpy", "pure", "micropython"):
+        if name not in per:
+            print("%-12s  (not run: %s)" % (name, notes.get(name, "")))
+            continue
+        v = per[name]
+        xc = v["cycle_us"] / us_per_cycle["c"] if "c" in us_per_cycle else float("nan")
+        print("%-12s %11.2f %11.2f %14.2f %9.2f %12.2f" % (name, v["predict_us"], v["update_us"], v["cycle_us"], xc,
+                                                        us_per_cycle["filterpy"] / v["cycle_us"]))
+    print("filterpy_over_cython = %.1f (target >= %.0f)" % (results["filterpy_over_cython"],
+                                                            TARGETS["filterpy_over_cython_min"]))
+    if results["cython_over_c"] is not None:
+        print("cython_over_c        = %.2f (target <= %.1f)" % (results["cython_over_c"], TARGETS["cython_over_c_max"]))
+    for k, v in notes.items():
+        print("%s: %s" % (k, v))
+    print("wrote %s" % os.path.relpath(RESULTS, REPO))
+
+
+if __name__ == "__main__":
+    main()
