@@ -18,9 +18,10 @@ Pieces:
   output registers are set from the vehicle (ag2u eq. 10 errors from
   :class:`harness.sensors.imu.PlanarImu`, or exact truth).
 
-Co-simulation order per physics step [t - dt, t]: the robot moves with the duty read at
-t - dt (one-step actuation delay, dt = 1 ms by default), its encoder counts at t are
-handed to the bridge, the firmware runs to t, the duty at t is read back.
+Co-simulation order per lockstep window [t - w, t] (w = 1 ms by default, a multiple of the
+physics step): the robot moves with the duty read at t - w (one-window actuation delay),
+its encoder counts at t are handed to the bridge, the firmware runs to t (edges spread
+over the window), the duty at t is read back. Host bytes cross at window boundaries.
 """
 import math
 import os
@@ -243,6 +244,7 @@ class LockstepSerial(Transport):
 
 PLANT_DEFAULTS = {
     "physics_hz": 1000,
+    "bridge_window_us": 1000,        # lockstep window of the firmware (a multiple of the physics step)
     "motor_no_load_radps": 26.0,     # real motors: a little faster than the firmware's model
     "imu_update_hz": 1000,           # MPU-6050 output registers refresh rate (SMPLRT 1 kHz)
     "imu_model": "noisy",            # "noisy": PlanarImu (ag2u eq. 10); "truth": exact values
@@ -267,6 +269,11 @@ class AvrPlant:
         self.robot = robot
         self.imu = imu
         self.dt_us = 1000000 // int(cfg["physics_hz"])
+        self.window_us = int(cfg["bridge_window_us"])
+        if self.window_us < self.dt_us or self.window_us % self.dt_us:
+            raise ValueError("bridge_window_us=%d must be a multiple of the physics step %d us"
+                             % (self.window_us, self.dt_us))
+        self._imu_pending = None
         self.imu_period_us = 1000000 // int(cfg["imu_update_hz"])
         self.wheel_left_rad = 0.0
         self.wheel_right_rad = 0.0
@@ -308,7 +315,8 @@ class AvrPlant:
         return accel, gyro
 
     def step(self, t_us, host_tx_bytes):
-        """Advance robot and firmware from t_us - dt to t_us (see module doc)."""
+        """Advance the robot from t_us - dt to t_us; at the end of each lockstep window also the
+        firmware (returns its BridgeStep, else None). See the module doc."""
         dt_s = self.dt_us * 1e-6
         r = self.robot
         no_load = self.cfg["motor_no_load_radps"]
@@ -317,14 +325,16 @@ class AvrPlant:
         r.step(dt_s)
         self.wheel_left_rad += 0.5 * (wl0 + r.left_radps) * dt_s
         self.wheel_right_rad += 0.5 * (wr0 + r.right_radps) * dt_s
-        imu_raw = None
         if t_us >= self._next_imu_us:
             self._next_imu_us = t_us + self.imu_period_us
             imu_raw = self._imu_raw(t_us)
             if imu_raw is not None:
-                self.imu_raw = imu_raw
+                self.imu_raw = self._imu_pending = imu_raw
+        if t_us % self.window_us:
+            return None
         enc_l, enc_r = self.enc_ticks()
-        step = self.bridge.run(t_us, host_tx_bytes, enc_l, enc_r, imu_raw)
+        step = self.bridge.run(t_us, host_tx_bytes, enc_l, enc_r, self._imu_pending)
+        self._imu_pending = None
         self.duty_left = step.duty_fraction("left")
         self.duty_right = step.duty_fraction("right")
         return step
@@ -363,7 +373,8 @@ class FilRig:
     def step(self):
         t = self.t_us + self.plant.dt_us
         st = self.plant.step(t, self.serial.tx_bytes)
-        self.serial.sync_rx(st.tx_bytes)
+        if st is not None:
+            self.serial.sync_rx(st.tx_bytes)
         self.t_us = t
         msgs = self.link.poll(t)
         if self.keep_messages:

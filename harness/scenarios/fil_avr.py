@@ -101,8 +101,9 @@ def run(config, ctx):
 
         def cosim(t):
             st = plant.step(t, serial.tx_bytes)
-            serial.sync_rx(st.tx_bytes)
-            link.poll(t)
+            if st is not None:
+                serial.sync_rx(st.tx_bytes)
+                link.poll(t)
 
         def aiding_tick(t):
             s = aiding.sample(t)
