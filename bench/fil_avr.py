@@ -51,10 +51,10 @@ def lockstep_speed(board, sim_s=3.0, window_us=1000):
         rig.run_for(int(sim_s * 1e6), lambda r: r.t_us % 20000 == 0 and r.link.command(WheelCmd(r.t_us, 8.0, 6.0)))
         wall = time.perf_counter() - t0
         steps = rig.bridge.steps
-        lat = rig.link.cmd_latencies_us
+        lat = rig.link.cmd_latency_stats
     return {"sim_s": sim_s, "wall_s": wall, "sim_to_wall": sim_s / wall,
-            "wall_us_per_1ms_step": wall / steps * 1e6,
-            "cmd_to_telemetry_us_mean": sum(lat) / len(lat), "cmd_to_telemetry_us_max": max(lat)}
+            "wall_us_per_window": wall / steps * 1e6, "window_us": window_us,
+            "cmd_to_telemetry_us_mean": lat["sum_us"] / lat["n"], "cmd_to_telemetry_us_max": lat["max_us"]}
 
 
 def mission_speed(board):

@@ -87,16 +87,20 @@ class BridgeStep:
 class AvrBridge:
     """The avr_bridge process for ``board`` ('uno' or 'leonardo')."""
 
-    def __init__(self, board, elf=None, reply_timeout_s=20.0):
+    def __init__(self, board, elf=None, reply_timeout_s=20.0, env=None):
         self.board = board
         self.mcu = C.BOARDS[board]["mcu"]
         self.elf = elf or elf_path(board)
         self.reply_timeout_s = reply_timeout_s
         if not os.path.exists(self.elf) or not os.path.exists(BRIDGE_BIN):
             raise FilError("firmware or bridge not built (run `make firmware`): %s" % self.elf)
+        proc_env = None
+        if env:
+            proc_env = dict(os.environ)
+            proc_env.update(env)
         self.proc = subprocess.Popen([BRIDGE_BIN, "-m", self.mcu, self.elf],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0)
+                                     stderr=subprocess.PIPE, bufsize=0, env=proc_env)
         self._rxbuf = b""
         self.now_us = 0
         self.last = None

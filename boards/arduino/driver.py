@@ -19,6 +19,7 @@ frames and bad messages are dropped and counted, a non-finite wheel command is r
 link down, counted; the caller reconnects (``reconnect(transport)``). Nothing here reads
 a clock: time is passed in.
 """
+import collections
 import math
 
 from boards.arduino import constants as C
@@ -29,6 +30,7 @@ from onboard.core.samples import EncoderSample, ImuSample, WheelSpeedSample
 _U32 = 1 << 32
 _MAX_IMU_DT_US = 100000           # a longer gap between IMU reads is not integrated
 _CMD_HISTORY = 256
+_LATENCY_HISTORY = 1000             # recent command latencies kept (all are in the stats)
 
 
 class AvrRobotLink:
@@ -71,7 +73,8 @@ class AvrRobotLink:
         self._sent_us = {}              # seq -> host time the command was sent
         self.ping_rtt_us = None
         self.cmd_latency_us = None      # command sent -> telemetry echoes its seq
-        self.cmd_latencies_us = []
+        self.cmd_latencies_us = collections.deque(maxlen=_LATENCY_HISTORY)
+        self.cmd_latency_stats = {"n": 0, "sum_us": 0, "max_us": 0}
 
     # ------------------------------------------------------------ sending
     def _send(self, msg_type, body, now_us, motor=False):
@@ -210,8 +213,13 @@ class AvrRobotLink:
         t_us = fw_t + self._offset_us
         seq = msg.last_cmd_seq
         if seq in self._sent_us:
-            self.cmd_latency_us = now_us - self._sent_us.pop(seq)
-            self.cmd_latencies_us.append(self.cmd_latency_us)
+            lat = now_us - self._sent_us.pop(seq)
+            self.cmd_latency_us = lat
+            self.cmd_latencies_us.append(lat)
+            st = self.cmd_latency_stats
+            st["n"] += 1
+            st["sum_us"] += lat
+            st["max_us"] = max(st["max_us"], lat)
         if self.on_encoders is not None:
             self.on_encoders(EncoderSample(t_us, msg.enc_left_ticks, msg.enc_right_ticks))
         last = self._last_tel

@@ -66,6 +66,8 @@
 #include "pinmap.h"
 
 #define OUT_CAP (64 * 1024)
+/* output buffered before the simulation waits for the reader (BRIDGE_OUT_CAP, <= OUT_CAP / 2) */
+static size_t out_limit = OUT_CAP / 2;
 #define IN_CAP (16 * 1024)
 #define RX_WAIT_TIMEOUT_MS 5000
 #define TX_BLOCK_TIMEOUT_MS 5000
@@ -478,9 +480,9 @@ static int run_until(avr_cycle_count_t end)
         }
         if (in_len > 0 && !uart_xoff)
             feed_uart();
-        if (out_len >= OUT_CAP / 2)
+        if (out_len >= out_limit)
             flush_output(1);            /* back-pressure: the simulation waits for the reader */
-        else if (out_len >= 256)
+        else if (out_len >= 256 || out_len >= out_limit / 2)
             flush_output(0);
     }
     flush_output(1);
@@ -635,6 +637,11 @@ int main(int argc, char **argv)
     }
     const char *elf = argv[optind];
     signal(SIGPIPE, SIG_IGN);
+    if (getenv("BRIDGE_OUT_CAP")) {
+        long cap = atol(getenv("BRIDGE_OUT_CAP"));
+        if (cap >= 64 && cap <= OUT_CAP / 2)
+            out_limit = (size_t)cap;
+    }
     if (getenv("BRIDGE_VERBOSE"))
         log_level_max = LOG_DEBUG;
     avr_global_logger_set(stderr_logger);

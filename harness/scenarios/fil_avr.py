@@ -164,7 +164,7 @@ def run(config, ctx):
     rep = runtime.report()
     n_wp = len(config["waypoints_ne_m"])
     final = config["waypoints_ne_m"][-1]
-    lat = link.cmd_latencies_us
+    lat = link.cmd_latency_stats
     sim_s = clock.now_us() * 1e-6
     size = size_report(board)
     metrics = {
@@ -186,8 +186,8 @@ def run(config, ctx):
         "distance_travelled_m": robot.distance_m,
         "runtime_failsafe_engagements": rep["failsafe_engagements"],
         "rejected_samples": rep["rejected_samples"],
-        "cmd_to_telemetry_latency_us": {"mean": sum(lat) / len(lat) if lat else None,
-                                        "max": max(lat) if lat else None, "n": len(lat)},
+        "cmd_to_telemetry_latency_us": {"mean": lat["sum_us"] / lat["n"] if lat["n"] else None,
+                                        "max": lat["max_us"] if lat["n"] else None, "n": lat["n"]},
         "ping_rtt_us": link.ping_rtt_us,
         "link": link.counters(),
         "commands_dropped_by_dropout": motors.dropped,

@@ -66,6 +66,11 @@ static void inc(uint16_t *c)
         (*c)++;
 }
 
+static void add_sat(uint16_t *c, uint8_t n)
+{
+    *c = (uint16_t)(*c > 0xFFFF - n ? 0xFFFF : *c + n);
+}
+
 /* ------------------------------------------------------------------ sending */
 static void send_frame(uint8_t type, const uint8_t *body, uint8_t len)
 {
@@ -288,8 +293,8 @@ static void tick(uint32_t t_us)
     }
     uint8_t el, er;
     encoders_take_errors(&el, &er);
-    if (el) { faults_since_report |= FAULT_ENC_LEFT; n_enc_err_left += el; }
-    if (er) { faults_since_report |= FAULT_ENC_RIGHT; n_enc_err_right += er; }
+    if (el) { faults_since_report |= FAULT_ENC_LEFT; add_sat(&n_enc_err_left, el); }
+    if (er) { faults_since_report |= FAULT_ENC_RIGHT; add_sat(&n_enc_err_right, er); }
 
     if (mode == MODE_SPEED) {
         duty_left = speed_step(set_left_cps, &target_left_mc, enc_l);
