@@ -425,3 +425,19 @@ def test_uart_output_back_pressure_loses_nothing(board, fil_built):
         st = bridge.stats()
         assert st["tx_dropped"] == 0 and st["backpressure_waits"] > 0
         ser.close()
+
+
+def test_host_burst_larger_than_uart_fifo_is_delivered(rig):
+    """30 wheel commands written at once (300 bytes; the simulated UART's receive FIFO holds
+    64): the bridge feeds them as the UART's XON/XOFF allows and the firmware takes them all."""
+    rig.run_for(30000)
+    first = rig.link.tx_seq
+    burst = b"".join(P.encode_frame(P.MSG_WHEEL_SPEED, (first + k) & 0xFF, P.wheel_speed_body(100 * k, 0))
+                     for k in range(30))
+    rig.link.tx_seq = (first + 30) & 0xFF
+    assert rig.link.send_raw(burst)
+    rig.run_for(60000)
+    st = status(rig)
+    assert st.frames_ok == 31 and st.seq_gaps == 0 and st.crc_errors == 0 and st.cobs_errors == 0
+    assert rig.link.telemetry.last_cmd_seq == (first + 29) & 0xFF
+    assert rig.bridge.stats()["uart_fed"] == rig.serial.tx_bytes
