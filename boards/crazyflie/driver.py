@@ -464,10 +464,13 @@ class CrazyflieSwarm:
             try:
                 d.wait_connected()
             except (CrazyflieLinkError, CrazyflieConfigError) as exc:
-                errors.append(str(exc))
+                errors.append(exc)
         if errors:
             self.close()
-            raise CrazyflieLinkError("; ".join(errors))
+            # a configuration mistake is reported as such (it is the same on every drone)
+            kind = CrazyflieConfigError if any(isinstance(e, CrazyflieConfigError) for e in errors) \
+                else CrazyflieLinkError
+            raise kind("; ".join(str(e) for e in errors))
         return self
 
     def poll(self, now_us):

@@ -698,13 +698,30 @@ class SimCrazyflie:
         """Integrate the vehicle up to now_us and return due log packets as [(client, datagram)]."""
         with self.lock:
             now_us = int(now_us)
+            self._skip_log_backlog(now_us)
+            out = []
             while self.time_us < now_us:
                 dt_us = min(self._physics_dt_us, now_us - self.time_us)
+                due = self.next_log_due_us()
+                if due is not None and self.time_us < due < self.time_us + dt_us:
+                    dt_us = due - self.time_us       # land on the log time: packets carry the state then
                 self._control(self.time_us)
                 self.vehicle.step(dt_us * 1e-6)
                 self.time_us += dt_us
+                out += self._due_logs(self.time_us)
             self._control(now_us)
-            return self._due_logs(now_us)
+            out += self._due_logs(now_us)
+            return out
+
+    def _skip_log_backlog(self, now_us):
+        """A server that fell behind (host stall) skips old periods instead of bursting them."""
+        for blocks in self.sessions.values():
+            for b in blocks.values():
+                if b.running and b.next_due_us <= now_us:
+                    behind = (now_us - b.next_due_us) // b.period_us
+                    if behind >= MAX_LOG_BACKLOG:
+                        self.stats["log_skipped_periods"] += behind
+                        b.next_due_us += behind * b.period_us
 
     def _control(self, now_us):
         v = self.vehicle
@@ -811,10 +828,6 @@ class SimCrazyflie:
             for block in blocks.values():
                 if not block.running or block.next_due_us > now_us:
                     continue
-                behind = (now_us - block.next_due_us) // block.period_us
-                if behind >= MAX_LOG_BACKLOG:
-                    self.stats["log_skipped_periods"] += behind
-                    block.next_due_us += behind * block.period_us
                 due = block.next_due_us
                 block.next_due_us += block.period_us
                 ts = (due // 1000) & 0xFFFFFF
