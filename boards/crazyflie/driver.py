@@ -488,6 +488,11 @@ class CrazyflieSwarm:
     def land(self, now_us):
         return [d.land(now_us) for d in self.drivers]
 
-    def close(self):
-        for d in self.drivers:
-            d.close()
+    def close(self, timeout_s=5.0):
+        """Close every link in parallel (cflib's close waits up to 1 s per link for its threads)."""
+        threads = [threading.Thread(target=d.close, name="cf-close-%s" % d.name, daemon=True)
+                   for d in self.drivers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout_s)
