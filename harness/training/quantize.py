@@ -1,0 +1,154 @@
+"""Post-training int8 quantization of float MLPs and export to ``.tflite`` + model card.
+
+Scheme (TFLite's full-integer quantization):
+
+- activations: asymmetric int8, range from a representative (calibration) dataset, nudged
+  to contain 0 (``scale = (max - min) / 255``, ``zp = round(-128 - min / scale)``);
+- weights: symmetric int8 per output channel (``scale_c = max|w_c| / 127``, zp 0, values in
+  [-127, 127]), or per tensor;
+- biases: int32 with ``scale = s_in * s_w[c]``, zp 0;
+- model input and output: int8 (``float_io=True`` adds QUANTIZE/DEQUANTIZE ops instead).
+
+``export_mlp`` writes ``<dir>/model.tflite`` and ``<dir>/card.json`` (see
+``onboard.policy.card``) and returns the card.
+"""
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from harness.training.tflite_builder import TfliteBuilder
+from onboard.policy.card import CARD_SCHEMA
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+def f32(x):
+    return float(np.float32(x))
+
+
+def activation_qparams(lo, hi):
+    """(scale, zero point) of an asymmetric int8 tensor covering [lo, hi] and 0."""
+    lo = min(float(lo), 0.0)
+    hi = max(float(hi), 0.0)
+    if hi - lo < 1e-8:
+        hi = lo + 1e-8
+    scale = f32((hi - lo) / 255.0)
+    zp = int(np.clip(np.round(INT8_MIN - lo / scale), INT8_MIN, INT8_MAX))
+    return scale, zp
+
+
+def quantize_weights(w, per_channel=True):
+    """Symmetric int8 weights [out, in] -> (int8 array, float32 scales [out] or [1])."""
+    w = np.asarray(w, dtype=np.float64)
+    if per_channel:
+        amax = np.abs(w).max(axis=1)
+    else:
+        amax = np.array([np.abs(w).max()])
+    scales = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    s = scales[:, None] if per_channel else scales[0]
+    q = np.clip(np.round(w / s), -127, 127).astype(np.int8)
+    return q, scales
+
+
+def _act(x, name):
+    if name == "RELU":
+        return np.maximum(x, 0.0)
+    if name == "RELU6":
+        return np.clip(x, 0.0, 6.0)
+    if name == "TANH":
+        return np.tanh(x)
+    if name == "NONE":
+        return x
+    raise ValueError("activation %r" % name)
+
+
+def mlp_forward(layers, x):
+    """Float forward pass; ``layers`` = [(W [out, in], b [out], activation name)]."""
+    h = np.asarray(x, dtype=np.float64)
+    for w, b, act in layers:
+        h = _act(h @ np.asarray(w).T + b, act)
+    return h
+
+
+def build_mlp_int8(layers, calib_x, per_channel=True, float_io=False, description="int8 MLP",
+                   input_range=None):
+    """Quantize a float MLP (``layers`` as in :func:`mlp_forward`) and serialise it.
+
+    ``calib_x`` [n, in]: representative inputs (already normalized as the model sees them).
+    ``input_range`` (lo, hi): overrides the calibrated input range. Activations RELU, RELU6
+    and NONE are fused into FULLY_CONNECTED; TANH becomes a separate TANH operator with
+    TFLite's fixed output quantization (1/128, 0).
+    Returns (tflite bytes, quantization info dict).
+    """
+    calib_x = np.asarray(calib_x, dtype=np.float64)
+    b = TfliteBuilder(description)
+    lo, hi = input_range if input_range is not None else (calib_x.min(), calib_x.max())
+    in_scale, in_zp = activation_qparams(lo, hi)
+    info = {"input": {"scale": in_scale, "zero_point": in_zp}, "layers": []}
+    n_in = calib_x.shape[1]
+    if float_io:
+        x_float = b.add_tensor("input_float", [1, n_in], "float32")
+        cur = b.add_tensor("input_q", [1, n_in], "int8", scale=in_scale, zero_point=in_zp)
+        b.add_op("QUANTIZE", [x_float], [cur])
+        graph_in = x_float
+    else:
+        cur = b.add_tensor("input", [1, n_in], "int8", scale=in_scale, zero_point=in_zp)
+        graph_in = cur
+    cur_scale = in_scale
+    h = calib_x
+    for li, (w, bias, act) in enumerate(layers):
+        w = np.asarray(w, dtype=np.float64)
+        n_out = w.shape[0]
+        pre = h @ w.T + bias
+        wq, wscales = quantize_weights(w, per_channel)
+        bias_scales = (np.float32(cur_scale) * wscales).astype(np.float32)
+        bq = np.round(np.asarray(bias, dtype=np.float64) / bias_scales.astype(np.float64))
+        bq = np.clip(bq, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
+        wt = b.add_tensor("fc%d/weights" % li, [n_out, w.shape[1]], "int8", data=wq,
+                          scale=wscales, zero_point=0)
+        bt = b.add_tensor("fc%d/bias" % li, [n_out], "int32", data=bq, scale=bias_scales,
+                          zero_point=0)
+        fused = act if act in ("RELU", "RELU6", "NONE") else "NONE"
+        post_fc = _act(pre, fused)
+        o_scale, o_zp = activation_qparams(post_fc.min(), post_fc.max())
+        last = li == len(layers) - 1
+        name = "output" if (last and act in ("RELU", "RELU6", "NONE") and not float_io) else "fc%d" % li
+        out = b.add_tensor(name, [1, n_out], "int8", scale=o_scale, zero_point=o_zp)
+        b.add_op("FULLY_CONNECTED", [cur, wt, bt], [out], activation=fused)
+        cur, cur_scale = out, o_scale
+        layer_info = {"n_in": int(w.shape[1]), "n_out": int(n_out), "activation": act,
+                      "weight_scales": [float(s) for s in wscales],
+                      "output": {"scale": o_scale, "zero_point": o_zp}}
+        if act == "TANH":
+            t_name = "output" if (last and not float_io) else "tanh%d" % li
+            t_out = b.add_tensor(t_name, [1, n_out], "int8", scale=1.0 / 128.0, zero_point=0)
+            b.add_op("TANH", [cur], [t_out])
+            cur, cur_scale = t_out, f32(1.0 / 128.0)
+            layer_info["tanh_output"] = {"scale": f32(1.0 / 128.0), "zero_point": 0}
+        info["layers"].append(layer_info)
+        h = _act(pre, act)
+    graph_out = cur
+    if float_io:
+        graph_out = b.add_tensor("output_float", [1, layers[-1][0].shape[0]], "float32")
+        b.add_op("DEQUANTIZE", [cur], [graph_out])
+    last_q = b.tensors[cur]["quant"]
+    info["output"] = {"scale": float(last_q["scale"][0]), "zero_point": int(last_q["zero_point"][0])}
+    return b.finish([graph_in], [graph_out]), info
+
+
+def write_model_dir(model_dir, tflite_bytes, card):
+    """Write ``model.tflite`` and ``card.json`` (filling file, size and sha256 into the card)."""
+    os.makedirs(model_dir, exist_ok=True)
+    card = dict(card)
+    card["schema"] = CARD_SCHEMA
+    card["file"] = "model.tflite"
+    card["size_bytes"] = len(tflite_bytes)
+    card["sha256"] = hashlib.sha256(tflite_bytes).hexdigest()
+    with open(os.path.join(model_dir, "model.tflite"), "wb") as fh:
+        fh.write(tflite_bytes)
+    with open(os.path.join(model_dir, "card.json"), "w") as fh:
+        json.dump(card, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    return card

@@ -1,0 +1,99 @@
+"""LiteRT backend (CPython + numpy): ``ai_edge_litert``, or ``tflite_runtime`` where that works.
+
+Bit-exactness: LiteRT's default (optimized) int8 kernels do not requantize like TFLite's
+reference kernels (x86 ruy rounds ties towards +inf after a double rounding; the XNNPACK
+delegate uses float requantization). ``reference=True`` (backend ``"litert"``) selects the
+reference op resolver (``OpResolverType.BUILTIN_REF``), which is bit-exact with the pure
+kernel on every input the tests try; ``reference=False`` (``"litert-xnnpack"``) is the
+fast default path, reported separately in ``bench/policy.py``.
+
+Fallback: ``tflite_runtime`` 2.14 imports under numpy 2 but its Interpreter then fails, so
+an interpreter counts as available only after it has loaded this model, allocated and run
+one inference here (:func:`open_interpreter`), never on a successful import alone.
+"""
+import numpy as np
+
+from onboard.policy.policy import BackendUnavailable, Policy
+
+_NP_DTYPES = {"int8": np.int8, "float32": np.float32, "uint8": np.uint8, "int16": np.int16,
+              "int32": np.int32}
+
+
+def _candidates():
+    """(module name, Interpreter class, OpResolverType or None) of installed interpreters."""
+    found = []
+    errors = []
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+        found.append(("ai_edge_litert", Interpreter, OpResolverType))
+    except ImportError as exc:
+        errors.append("ai_edge_litert: %s" % exc)
+    try:
+        from tflite_runtime.interpreter import Interpreter as TfrInterpreter
+        try:
+            from tflite_runtime.interpreter import OpResolverType as TfrResolver
+        except ImportError:
+            TfrResolver = None
+        found.append(("tflite_runtime", TfrInterpreter, TfrResolver))
+    except ImportError as exc:
+        errors.append("tflite_runtime: %s" % exc)
+    return found, errors
+
+
+def open_interpreter(model_bytes, reference=True, candidates=None):
+    """(interpreter, module name): the first interpreter that really runs this model.
+
+    Each candidate must construct, allocate tensors and invoke once on zeros; a failure
+    moves on to the next one. Raises BackendUnavailable listing why each failed.
+    """
+    found, errors = _candidates() if candidates is None else (candidates, [])
+    for name, interpreter_cls, resolver in found:
+        try:
+            kwargs = {"model_content": bytes(model_bytes)}
+            if resolver is not None:
+                kwargs["experimental_op_resolver_type"] = (
+                    resolver.BUILTIN_REF if reference else resolver.AUTO)
+            elif reference:
+                raise BackendUnavailable("no reference op resolver in this version")
+            it = interpreter_cls(**kwargs)
+            it.allocate_tensors()
+            for d in it.get_input_details():
+                it.set_tensor(d["index"], np.zeros(d["shape"], dtype=d["dtype"]))
+            it.invoke()
+            for d in it.get_output_details():
+                it.get_tensor(d["index"])
+            return it, name
+        except Exception as exc:     # noqa: BLE001 -- any failure means "does not run here"
+            errors.append("%s: %s: %s" % (name, type(exc).__name__, exc))
+    raise BackendUnavailable("no working TFLite interpreter: " + "; ".join(errors))
+
+
+class LiteRTPolicy(Policy):
+    """Policy on LiteRT (reference kernels by default; see the module docstring)."""
+
+    def __init__(self, model_bytes, card=None, reference=True, candidates=None):
+        Policy.__init__(self, model_bytes, card)   # validates file and card before LiteRT sees it
+        from onboard.policy.int8_pure import Int8Graph
+        Int8Graph(model_bytes)   # same op/type checks as the pure kernel: same models accepted
+        self.backend = "litert" if reference else "litert-xnnpack"
+        self.interpreter, self.runtime = open_interpreter(model_bytes, reference, candidates)
+        self._in = [(d["index"], d["shape"], d["dtype"]) for d in self.interpreter.get_input_details()]
+        self._out = [d["index"] for d in self.interpreter.get_output_details()]
+
+    def _run(self, inputs):
+        it = self.interpreter
+        for (index, shape, dtype), x in zip(self._in, inputs):
+            it.set_tensor(index, np.asarray(x, dtype=dtype).reshape(shape))
+        it.invoke()
+        return [it.get_tensor(i).reshape(-1).tolist() for i in self._out]
+
+    def run_batch_q(self, x_q):
+        """Fast path for benchmarks/tests: int8 numpy array [n, features] -> int8 array [n, outs]."""
+        it = self.interpreter
+        (index, shape, dtype), out_index = self._in[0], self._out[0]
+        out = []
+        for row in np.asarray(x_q, dtype=dtype):
+            it.set_tensor(index, row.reshape(shape))
+            it.invoke()
+            out.append(it.get_tensor(out_index).reshape(-1))
+        return np.array(out)
