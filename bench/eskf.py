@@ -15,9 +15,11 @@ Implementations, measured side by side in one run on the same workload:
 Python implementations are called through their public API (``predict(ImuSample)``,
 ``update_pose(PoseSample)``), samples built beforehand. Workload: the ins-eskf dozer
 trajectory with the ag2u sensor-fusion noise, IMU 100 Hz, aiding 10 Hz; gating off so
-every update does the full work. Each figure is the best of several repeats (the
-machine is shared; compare ratios from one run). The C reference's final state is
-checked against the Cython build. Writes bench/results/eskf.json.
+every update does the full work. The implementations are timed in interleaved short
+batches and each figure is the best batch's mean per call (this machine is shared and
+noisy; the minimum is the least disturbed estimate; compare ratios from one run). The
+C reference's final state is checked against the Cython build, FilterPy's covariance
+against the pure path's. Writes bench/results/eskf.json.
 """
 import json
 import os
@@ -45,9 +47,10 @@ from onboard.estimators.eskf import N_STATE, make_config, make_eskf  # noqa: E40
 RESULTS = os.path.join(REPO, "bench", "results", "eskf.json")
 C_SOURCE = os.path.join(REPO, "bench", "eskf_ref.c")
 RATIO = 10                      # IMU samples per aiding update (100 Hz : 10 Hz)
-N_CYCLES = 2000                 # compiled implementations
-N_CYCLES_SLOW = 200             # pure, numpy, filterpy
-N_CYCLES_MP = 20                # inside MicroPython
+N_CYCLES = 300                  # per timed batch, compiled implementations (cython, c)
+N_CYCLES_SLOW = 30              # per timed batch, pure, numpy, filterpy
+N_CYCLES_MP = 20                # inside MicroPython (one batch)
+ROUNDS = 25                     # batches per implementation, interleaved; the best batch counts
 TARGETS = {"filterpy_over_cython_min": 15.0, "cython_over_c_max": 1.3}
 
 
@@ -77,38 +80,51 @@ def make_workload(n_cycles, seed=1):
     return imus, poses, f.get_state(), cfg
 
 
-def time_python(impl, cfg, imus, poses, state, repeats):
-    """Best-of-repeats microseconds per predict, per update and per 10:1 cycle."""
-    chunks = [imus[k * RATIO:(k + 1) * RATIO] for k in range(len(poses))]
-    best = {"predict_us": float("inf"), "update_us": float("inf"), "cycle_us": float("inf")}
-    final = None
-    for _ in range(repeats):
-        f = make_eskf(cfg, impl=impl)
-        f.set_state(state)
-        predict = f.predict
-        t0 = time.perf_counter()
-        for s in imus:
+def _best(best, key, value):
+    best[key] = min(best.get(key, float("inf")), value)
+
+
+def fresh_samples(samples):
+    """New sample objects equal to ``samples``: every timed call sees an object it has not seen,
+    as in a running system (CPython 3.11 builds an instance's attribute dict lazily)."""
+    return [type(s)(**s.as_dict()) for s in samples]
+
+
+def time_python(impl, cfg, imus, poses, state, best):
+    """One timed batch of predict-only, update-only and 10:1 cycles; keeps the best per call in ``best``.
+
+    Returns the filter state after the cycles (to check implementations against each other).
+    """
+    f = make_eskf(cfg, impl=impl)
+    f.set_state(state)
+    predict = f.predict
+    batch = fresh_samples(imus)
+    t0 = time.perf_counter()
+    for s in batch:
+        predict(s)
+    _best(best, "predict_us", (time.perf_counter() - t0) * 1e6 / len(imus))
+    f = make_eskf(cfg, impl=impl)
+    f.set_state(state)
+    update = f.update_pose
+    batch = fresh_samples(poses)
+    t0 = time.perf_counter()
+    for p in batch:
+        update(p)
+    _best(best, "update_us", (time.perf_counter() - t0) * 1e6 / len(poses))
+    f = make_eskf(cfg, impl=impl)
+    f.set_state(state)
+    predict = f.predict
+    update = f.update_pose
+    batch = fresh_samples(imus)
+    chunks = [batch[k * RATIO:(k + 1) * RATIO] for k in range(len(poses))]
+    batch_poses = fresh_samples(poses)
+    t0 = time.perf_counter()
+    for chunk, p in zip(chunks, batch_poses):
+        for s in chunk:
             predict(s)
-        best["predict_us"] = min(best["predict_us"], (time.perf_counter() - t0) * 1e6 / len(imus))
-        f = make_eskf(cfg, impl=impl)
-        f.set_state(state)
-        update = f.update_pose
-        t0 = time.perf_counter()
-        for p in poses:
-            update(p)
-        best["update_us"] = min(best["update_us"], (time.perf_counter() - t0) * 1e6 / len(poses))
-        f = make_eskf(cfg, impl=impl)
-        f.set_state(state)
-        predict = f.predict
-        update = f.update_pose
-        t0 = time.perf_counter()
-        for chunk, p in zip(chunks, poses):
-            for s in chunk:
-                predict(s)
-            update(p)
-        best["cycle_us"] = min(best["cycle_us"], (time.perf_counter() - t0) * 1e6 / len(poses))
-        final = f.get_state()
-    return best, final
+        update(p)
+    _best(best, "cycle_us", (time.perf_counter() - t0) * 1e6 / len(poses))
+    return f.get_state()
 
 
 def filterpy_inputs(cfg, imus, poses, state):
@@ -149,36 +165,40 @@ def filterpy_inputs(cfg, imus, poses, state):
     return Fs, Q, H, Rm, zs
 
 
-def time_filterpy(cfg, imus, poses, state, repeats):
-    from filterpy.kalman import KalmanFilter
+class FilterPyRun:
+    """filterpy.kalman.KalmanFilter on the ESKF's own F, Q, H, R and innovations."""
 
-    Fs, Q, H, Rm, zs = filterpy_inputs(cfg, imus, poses, state)
-    P0 = np.array(state["P"]).reshape(N_STATE, N_STATE)
+    def __init__(self, cfg, imus, poses, state):
+        self.Fs, self.Q, self.H, self.Rm, self.zs = filterpy_inputs(cfg, imus, poses, state)
+        self.P0 = np.array(state["P"]).reshape(N_STATE, N_STATE)
+        self.P_final = None
 
-    def fresh():
+    def fresh(self):
+        from filterpy.kalman import KalmanFilter
+
         kf = KalmanFilter(dim_x=N_STATE, dim_z=6)
         kf.x = np.zeros((N_STATE, 1))
-        kf.P = P0.copy()
-        kf.Q = Q
-        kf.H = H
-        kf.R = Rm
+        kf.P = self.P0.copy()
+        kf.Q = self.Q
+        kf.H = self.H
+        kf.R = self.Rm
         return kf
 
-    best = {"predict_us": float("inf"), "update_us": float("inf"), "cycle_us": float("inf")}
-    for _ in range(repeats):
-        kf = fresh()
+    def time_batch(self, best):
+        Fs, zs = self.Fs, self.zs
+        kf = self.fresh()
         t0 = time.perf_counter()
         for F in Fs:
             kf.F = F
             kf.predict()
-        best["predict_us"] = min(best["predict_us"], (time.perf_counter() - t0) * 1e6 / len(Fs))
-        kf = fresh()
+        _best(best, "predict_us", (time.perf_counter() - t0) * 1e6 / len(Fs))
+        kf = self.fresh()
         t0 = time.perf_counter()
         for z in zs:
             kf.update(z)
             kf.x[:] = 0.0
-        best["update_us"] = min(best["update_us"], (time.perf_counter() - t0) * 1e6 / len(zs))
-        kf = fresh()
+        _best(best, "update_us", (time.perf_counter() - t0) * 1e6 / len(zs))
+        kf = self.fresh()
         t0 = time.perf_counter()
         k = 0
         for z in zs:
@@ -188,42 +208,56 @@ def time_filterpy(cfg, imus, poses, state, repeats):
                 kf.predict()
             kf.update(z)
             kf.x[:] = 0.0                  # error-state reset after injection
-        best["cycle_us"] = min(best["cycle_us"], (time.perf_counter() - t0) * 1e6 / len(zs))
-    # same algebra as the ESKF: the covariance after the last cycle must agree
-    return best, kf.P
+        _best(best, "cycle_us", (time.perf_counter() - t0) * 1e6 / len(zs))
+        self.P_final = kf.P
 
 
-def run_c(cfg, imus, poses, state, repeats):
-    """Compile bench/eskf_ref.c with gcc -O2 in a temp folder, run it on the workload."""
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        return None, "gcc not found"
-    with tempfile.TemporaryDirectory(prefix="eskf_bench_") as tmp:
-        exe = os.path.join(tmp, "eskf_ref")
-        proc = subprocess.run([gcc, "-O2", "-std=c99", "-D_POSIX_C_SOURCE=199309L", "-o", exe, C_SOURCE, "-lm"],
-                              capture_output=True, text=True)
+class CReference:
+    """bench/eskf_ref.c compiled with gcc -O2 in a temporary folder, fed the workload as a file."""
+
+    def __init__(self, tmp, cfg, imus, poses, state):
+        self.error = None
+        self.exe = os.path.join(tmp, "eskf_ref")
+        self.path = os.path.join(tmp, "workload.bin")
+        self.final = None
+        gcc = shutil.which("gcc")
+        if gcc is None:
+            self.error = "gcc not found"
+            return
+        proc = subprocess.run([gcc, "-O2", "-std=c99", "-D_POSIX_C_SOURCE=199309L", "-o", self.exe, C_SOURCE,
+                               "-lm"], capture_output=True, text=True)
         if proc.returncode != 0:
-            return None, "gcc failed: " + proc.stderr[-2000:]
-        path = os.path.join(tmp, "workload.bin")
-        r = [v * v for v in cfg["pose_pos_sigma_m"] + cfg["pose_att_sigma_rad"]]
-        # the same per-second variances the Python builds use (products, not pow)
-        header = [cfg["gravity_mps2"]] + [cfg[k] * cfg[k] for k in (
-            "accel_noise_mps_per_sqrt_s", "gyro_noise_rad_per_sqrt_s", "accel_bias_walk_mps2_per_sqrt_s",
-            "gyro_bias_walk_radps_per_sqrt_s")] + [cfg["gate_nis"]] + r
-        st = (state["pos_ned_m"] + state["vel_ned_mps"] + state["D_ned_to_body"] + state["accel_bias_mps2"]
-              + state["gyro_bias_radps"] + state["P"])
-        with open(path, "wb") as fh:
-            fh.write(struct.pack("<3i", len(imus), len(poses), RATIO))
-            fh.write(struct.pack("<12d", *header))
-            fh.write(struct.pack("<%dd" % len(st), *st))
-            for s in imus:
-                fh.write(struct.pack("<7d", s.dt_us * 1e-6, *s.dvel_body_mps, *s.dang_body_rad))
-            for p in poses:
-                fh.write(struct.pack("<6d", *p.pos_ned_m, *p.euler_rad))
-        proc = subprocess.run([exe, path, str(repeats)], capture_output=True, text=True, timeout=300)
+            self.error = "gcc failed: " + proc.stderr[-2000:]
+            return
+        write_workload(self.path, cfg, imus, poses, state)
+
+    def time_batch(self, best, repeats=3):
+        proc = subprocess.run([self.exe, self.path, str(repeats)], capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
-            return None, "eskf_ref failed: " + proc.stderr[-2000:]
-        return json.loads(proc.stdout), None
+            raise RuntimeError("eskf_ref failed: " + proc.stderr[-2000:])
+        res = json.loads(proc.stdout)
+        for key in ("predict_us", "update_us", "cycle_us"):
+            _best(best, key, res[key])
+        self.final = res
+
+
+def write_workload(path, cfg, imus, poses, state):
+    """The binary workload eskf_ref.c reads (layout in its header comment)."""
+    r = [v * v for v in cfg["pose_pos_sigma_m"] + cfg["pose_att_sigma_rad"]]
+    # the same per-second variances the Python builds use (products, not pow)
+    header = [cfg["gravity_mps2"]] + [cfg[k] * cfg[k] for k in (
+        "accel_noise_mps_per_sqrt_s", "gyro_noise_rad_per_sqrt_s", "accel_bias_walk_mps2_per_sqrt_s",
+        "gyro_bias_walk_radps_per_sqrt_s")] + [cfg["gate_nis"]] + r
+    st = (state["pos_ned_m"] + state["vel_ned_mps"] + state["D_ned_to_body"] + state["accel_bias_mps2"]
+          + state["gyro_bias_radps"] + state["P"])
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<3i", len(imus), len(poses), RATIO))
+        fh.write(struct.pack("<12d", *header))
+        fh.write(struct.pack("<%dd" % len(st), *st))
+        for s in imus:
+            fh.write(struct.pack("<7d", s.dt_us * 1e-6, *s.dvel_body_mps, *s.dang_body_rad))
+        for p in poses:
+            fh.write(struct.pack("<6d", *p.pos_ned_m, *p.euler_rad))
 
 
 MP_CODE = r"""
@@ -282,22 +316,27 @@ def _max_rel_diff(a, b):
 def main():
     imus, poses, state, cfg = make_workload(N_CYCLES)
     slow_imus, slow_poses = imus[:N_CYCLES_SLOW * RATIO], poses[:N_CYCLES_SLOW]
-    per = {}
+    per = {name: {} for name in ("c", "cython", "numpy", "filterpy", "pure")}
     notes = {}
-    per["cython"], cy_final = time_python("cython", cfg, imus, poses, state, repeats=7)
-    c_res, err = run_c(cfg, imus, poses, state, repeats=7)
-    if c_res is not None:
-        per["c"] = {k: c_res[k] for k in ("predict_us", "update_us", "cycle_us")}
-        notes["c_final_state_max_rel_diff_vs_cython"] = _max_rel_diff(cy_final, c_res)
-    else:
-        notes["c"] = err
-    per["numpy"], np_final = time_python("numpy", cfg, slow_imus, slow_poses, state, repeats=3)
-    per["pure"], pure_final = time_python("pure", cfg, slow_imus, slow_poses, state, repeats=3)
-    fp, fp_P = time_filterpy(cfg, slow_imus, slow_poses, state, repeats=3)
-    per["filterpy"] = fp
+    fp = FilterPyRun(cfg, slow_imus, slow_poses, state)
+    finals = {}
+    with tempfile.TemporaryDirectory(prefix="eskf_bench_") as tmp:
+        cref = CReference(tmp, cfg, imus, poses, state)
+        if cref.error:
+            notes["c"] = cref.error
+            del per["c"]
+        for _ in range(ROUNDS):                   # interleaved, so load changes hit every implementation
+            if cref.error is None:
+                cref.time_batch(per["c"])
+            finals["cython"] = time_python("cython", cfg, imus, poses, state, per["cython"])
+            finals["numpy"] = time_python("numpy", cfg, slow_imus, slow_poses, state, per["numpy"])
+            finals["pure"] = time_python("pure", cfg, slow_imus, slow_poses, state, per["pure"])
+            fp.time_batch(per["filterpy"])
+    if cref.final is not None:
+        notes["c_final_state_max_rel_diff_vs_cython"] = _max_rel_diff(finals["cython"], cref.final)
+    notes["numpy_final_state_max_rel_diff_vs_pure"] = _max_rel_diff(finals["pure"], finals["numpy"])
     notes["filterpy_final_P_max_abs_diff_vs_pure"] = float(
-        np.abs(fp_P - np.array(pure_final["P"]).reshape(N_STATE, N_STATE)).max())
-    notes["numpy_final_state_max_rel_diff_vs_pure"] = _max_rel_diff(pure_final, np_final)
+        np.abs(fp.P_final - np.array(finals["pure"]["P"]).reshape(N_STATE, N_STATE)).max())
     mp, err = run_mp(cfg, imus, poses, state)
     if mp is not None:
         per["micropython"] = {k: mp[k] for k in ("predict_us", "update_us", "cycle_us")}
@@ -314,8 +353,10 @@ def main():
         "pure_over_cython": us_per_cycle["pure"] / us_per_cycle["cython"],
         "targets": TARGETS,
         "notes": notes,
-        "workload": {"cycles": {"cython": N_CYCLES, "c": N_CYCLES, "pure": N_CYCLES_SLOW, "numpy": N_CYCLES_SLOW,
-                                "filterpy": N_CYCLES_SLOW, "micropython": N_CYCLES_MP},
+        "workload": {"cycles_per_batch": {"cython": N_CYCLES, "c": N_CYCLES, "pure": N_CYCLES_SLOW,
+                                          "numpy": N_CYCLES_SLOW, "filterpy": N_CYCLES_SLOW,
+                                          "micropython": N_CYCLES_MP},
+                     "batches": ROUNDS, "statistic": "best batch (min of per-call means), interleaved",
                      "imu_per_update": RATIO, "imu_rate_hz": 100, "aiding_rate_hz": 10, "gating": "off",
                      "trajectory": "ins-eskf dozer legs, ag2u sensor-fusion noise"},
         "machine": {"python": platform.python_version(), "processor": platform.machine(),
@@ -328,7 +369,7 @@ def main():
         json.dump(results, fh, indent=2, sort_keys=True)
         fh.write("\n")
 
-    print("ESKF, 15 states, 6-D pose aiding; IMU 100 Hz : aiding 10 Hz (best of repeats, microseconds)")
+    print("ESKF, 15 states, 6-D pose aiding; IMU 100 Hz : aiding 10 Hz (best of %d interleaved batches, microseconds)" % ROUNDS)
     print("%-12s %11s %11s %14s %9s %12s" % ("impl", "predict", "update", "10:1 cycle", "x C", "FilterPy/x"))
     for name in ("c", "cython", "numpy", "filterpy", "pure", "micropython"):
         if name not in per:

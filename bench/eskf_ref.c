@@ -86,37 +86,44 @@ static void predict(eskf_t *s, double dt, const double *dvel, const double *dang
     S[0] = 0.0; S[1] = dv_d; S[2] = -dv_e;
     S[3] = -dv_d; S[4] = 0.0; S[5] = dv_n;
     S[6] = dv_e; S[7] = -dv_n; S[8] = 0.0;
+    /* M = F P: rows dp, dpsi, dv; P' reads the dpsi and dv rows only from column ATT on */
     for (int c = 0; c < NS; c++) {
+        for (int i = 0; i < 3; i++) M[(POS + i) * NS + c] = P[(POS + i) * NS + c] + dt * P[(VEL + i) * NS + c];
+        if (c < ATT) continue;
         double pa0 = P[ATT * NS + c], pa1 = P[(ATT + 1) * NS + c], pa2 = P[(ATT + 2) * NS + c];
         double pba0 = P[BACC * NS + c], pba1 = P[(BACC + 1) * NS + c], pba2 = P[(BACC + 2) * NS + c];
         double pbg0 = P[BGYR * NS + c], pbg1 = P[(BGYR + 1) * NS + c], pbg2 = P[(BGYR + 2) * NS + c];
         for (int i = 0; i < 3; i++) {
-            M[(POS + i) * NS + c] = P[(POS + i) * NS + c] + dt * P[(VEL + i) * NS + c];
             M[(ATT + i) * NS + c] = P[(ATT + i) * NS + c] + (A[i * 3] * pbg0 + A[i * 3 + 1] * pbg1 + A[i * 3 + 2] * pbg2);
             M[(VEL + i) * NS + c] = (P[(VEL + i) * NS + c] + (S[i * 3] * pa0 + S[i * 3 + 1] * pa1 + S[i * 3 + 2] * pa2))
                                     + (A[i * 3] * pba0 + A[i * 3 + 1] * pba1 + A[i * 3 + 2] * pba2);
         }
     }
-    memcpy(M + BACC * NS, P + BACC * NS, sizeof(double) * (NSS - BACC * NS));
     for (int r = 0; r < BACC; r++) {
         int ro = r * NS;
         double ma0 = M[ro + ATT], ma1 = M[ro + ATT + 1], ma2 = M[ro + ATT + 2];
         double mba0 = M[ro + BACC], mba1 = M[ro + BACC + 1], mba2 = M[ro + BACC + 2];
         double mbg0 = M[ro + BGYR], mbg1 = M[ro + BGYR + 1], mbg2 = M[ro + BGYR + 2];
-        for (int c = r; c < NS; c++) {
-            double v;
-            if (c < ATT) {
-                v = M[ro + c] + dt * M[ro + VEL + c - POS];
-            } else if (c < VEL) {
-                int j = c - ATT;
-                v = M[ro + c] + (A[j * 3] * mbg0 + A[j * 3 + 1] * mbg1 + A[j * 3 + 2] * mbg2);
-            } else if (c < BACC) {
-                int j = c - VEL;
-                v = (M[ro + c] + (S[j * 3] * ma0 + S[j * 3 + 1] * ma1 + S[j * 3 + 2] * ma2))
-                    + (A[j * 3] * mba0 + A[j * 3 + 1] * mba1 + A[j * 3 + 2] * mba2);
-            } else {
-                v = M[ro + c];
-            }
+        for (int c = r; c < ATT; c++) {
+            double v = M[ro + c] + dt * M[ro + VEL + c - POS];
+            P[ro + c] = v;
+            P[c * NS + r] = v;
+        }
+        for (int c = r < ATT ? ATT : r; c < VEL; c++) {
+            int j = c - ATT;
+            double v = M[ro + c] + (A[j * 3] * mbg0 + A[j * 3 + 1] * mbg1 + A[j * 3 + 2] * mbg2);
+            P[ro + c] = v;
+            P[c * NS + r] = v;
+        }
+        for (int c = r < VEL ? VEL : r; c < BACC; c++) {
+            int j = c - VEL;
+            double v = (M[ro + c] + (S[j * 3] * ma0 + S[j * 3 + 1] * ma1 + S[j * 3 + 2] * ma2))
+                       + (A[j * 3] * mba0 + A[j * 3 + 1] * mba1 + A[j * 3 + 2] * mba2);
+            P[ro + c] = v;
+            P[c * NS + r] = v;
+        }
+        for (int c = BACC; c < NS; c++) {
+            double v = M[ro + c];
             P[ro + c] = v;
             P[c * NS + r] = v;
         }
@@ -159,11 +166,13 @@ static int update(eskf_t *s, const double *pm, const double *em, const double *r
                 L[i * NM + j] = t / L[j * NM + j];
             }
         }
+    double inv_d[NM], G[NS * NM];
+    for (int a = 0; a < NM; a++) inv_d[a] = 1.0 / L[a * NM + a];
     double nis = 0.0;
     for (int a = 0; a < NM; a++) {
         double t = y[a];
         for (int b = 0; b < a; b++) t -= L[a * NM + b] * w[b];
-        w[a] = t / L[a * NM + a];
+        w[a] = t * inv_d[a];
         nis += w[a] * w[a];
     }
     s->last_nis = nis;
@@ -172,12 +181,12 @@ static int update(eskf_t *s, const double *pm, const double *em, const double *r
         for (int a = 0; a < NM; a++) {
             double t = P[a * NS + j];
             for (int b = 0; b < a; b++) t -= L[a * NM + b] * Kt[b * NS + j];
-            Kt[a * NS + j] = t / L[a * NM + a];
+            Kt[a * NS + j] = t * inv_d[a];
         }
         for (int a = NM - 1; a >= 0; a--) {
             double t = Kt[a * NS + j];
             for (int b = a + 1; b < NM; b++) t -= L[b * NM + a] * Kt[b * NS + j];
-            Kt[a * NS + j] = t / L[a * NM + a];
+            Kt[a * NS + j] = t * inv_d[a];
         }
     }
     for (int i = 0; i < NS; i++) {
@@ -185,17 +194,26 @@ static int update(eskf_t *s, const double *pm, const double *em, const double *r
         for (int a = 0; a < NM; a++) t += Kt[a * NS + i] * y[a];
         dx[i] = t;
     }
-    for (int i = 0; i < NS; i++)
-        for (int j = 0; j < NS; j++) {
+    /* Joseph form, block-sparse in H: B = P - K C (entries used only), P'_ij = B_ij + sum_a K_ja G_ia */
+    for (int i = 0; i < NS; i++) {
+        int lim = i < NM ? i : NM;
+        for (int j = 0; j < lim; j++) {
             double t = P[i * NS + j];
             for (int a = 0; a < NM; a++) t -= Kt[a * NS + i] * P[a * NS + j];
             B[i * NS + j] = t;
         }
+        for (int j = i; j < NS; j++) {
+            double t = P[i * NS + j];
+            for (int a = 0; a < NM; a++) t -= Kt[a * NS + i] * P[a * NS + j];
+            B[i * NS + j] = t;
+        }
+    }
+    for (int i = 0; i < NS; i++)
+        for (int a = 0; a < NM; a++) G[i * NM + a] = Kt[a * NS + i] * r[a] - B[i * NS + a];
     for (int i = 0; i < NS; i++)
         for (int j = i; j < NS; j++) {
             double t = B[i * NS + j];
-            for (int a = 0; a < NM; a++) t -= B[i * NS + a] * Kt[a * NS + j];
-            for (int a = 0; a < NM; a++) t += Kt[a * NS + i] * r[a] * Kt[a * NS + j];
+            for (int a = 0; a < NM; a++) t += Kt[a * NS + j] * G[i * NM + a];
             P[i * NS + j] = t;
             P[j * NS + i] = t;
         }

@@ -8,6 +8,7 @@ sparsity of F and H exactly as the pure path does, in the same floating-point
 order, so the two agree to rounding (tests check 1e-12). See the pure module's
 docstring for the model (ag2u eqs. 4a-4c, 5a-9).
 """
+cimport cython
 from libc.math cimport sin, cos, sqrt, atan2, asin, isfinite
 
 from onboard.core.samples import NavState
@@ -98,6 +99,22 @@ cdef inline bint _read3(object v, double* out):
     return isfinite(out[0]) and isfinite(out[1]) and isfinite(out[2])
 
 
+cdef inline bint _cov3(object c, const double* default, double* out):
+    """Per-axis variances: the defaults for None, else three finite values > 0; False otherwise."""
+    cdef double cv[3]
+    if c is None:
+        out[0] = default[0]
+        out[1] = default[1]
+        out[2] = default[2]
+        return True
+    if _read3(c, cv) and cv[0] > 0.0 and cv[1] > 0.0 and cv[2] > 0.0:
+        out[0] = cv[0]
+        out[1] = cv[1]
+        out[2] = cv[2]
+        return True
+    return False
+
+
 cdef class Eskf:
     """Error-state EKF, Cython build. API as onboard.estimators.eskf.Eskf."""
 
@@ -185,11 +202,13 @@ cdef class Eskf:
         self.initialized = True
 
     # ------------------------------------------------------------ predict
+    @cython.always_allow_keywords(False)      # METH_O: the cheapest Python call for the hot path
     def predict(self, imu):
         """Strapdown step (ag2u eqs. 4a-4c) + covariance propagation; see the pure module."""
         cdef long long t, dt_us
         cdef double dv[3]
         cdef double da[3]
+        cdef bint ok
         try:
             t = imu.time_us
             dt_us = imu.dt_us
@@ -273,7 +292,8 @@ cdef class Eskf:
         S[6] = dv_e
         S[7] = -dv_n
         S[8] = 0.0
-        # M = F P: only rows dp, dpsi, dv differ from P
+        # M = F P: only rows dp, dpsi, dv differ from P, and P' below reads the dpsi and dv rows
+        # only in the columns from ATT on (the bias rows of M are never read)
         for c in range(NS):
             pa0 = P[ATT * NS + c]
             pa1 = P[(ATT + 1) * NS + c]
@@ -286,13 +306,14 @@ cdef class Eskf:
             pbg2 = P[(BGYR + 2) * NS + c]
             for i in range(3):
                 M[(POS + i) * NS + c] = P[(POS + i) * NS + c] + dt * P[(VEL + i) * NS + c]
+            if c < ATT:
+                continue
+            for i in range(3):
                 M[(ATT + i) * NS + c] = P[(ATT + i) * NS + c] + (A[i * 3] * pbg0 + A[i * 3 + 1] * pbg1
                                                                  + A[i * 3 + 2] * pbg2)
                 M[(VEL + i) * NS + c] = (P[(VEL + i) * NS + c]
                                          + (S[i * 3] * pa0 + S[i * 3 + 1] * pa1 + S[i * 3 + 2] * pa2)
                                          + (A[i * 3] * pba0 + A[i * 3 + 1] * pba1 + A[i * 3 + 2] * pba2))
-        for i in range(BACC * NS, NSS):
-            M[i] = P[i]
         # P' = M F^T (upper triangle of the first 9 rows; bias-bias block unchanged), mirrored
         for r in range(BACC):
             ro = r * NS
@@ -305,19 +326,23 @@ cdef class Eskf:
             mbg0 = M[ro + BGYR]
             mbg1 = M[ro + BGYR + 1]
             mbg2 = M[ro + BGYR + 2]
-            for c in range(r, NS):
-                if c < ATT:
-                    j = c - POS
-                    v = M[ro + c] + dt * M[ro + VEL + j]
-                elif c < VEL:
-                    j = c - ATT
-                    v = M[ro + c] + (A[j * 3] * mbg0 + A[j * 3 + 1] * mbg1 + A[j * 3 + 2] * mbg2)
-                elif c < BACC:
-                    j = c - VEL
-                    v = (M[ro + c] + (S[j * 3] * ma0 + S[j * 3 + 1] * ma1 + S[j * 3 + 2] * ma2)
-                         + (A[j * 3] * mba0 + A[j * 3 + 1] * mba1 + A[j * 3 + 2] * mba2))
-                else:
-                    v = M[ro + c]
+            for c in range(r, ATT):
+                v = M[ro + c] + dt * M[ro + VEL + c - POS]
+                P[ro + c] = v
+                P[c * NS + r] = v
+            for c in range(ATT if r < ATT else r, VEL):
+                j = c - ATT
+                v = M[ro + c] + (A[j * 3] * mbg0 + A[j * 3 + 1] * mbg1 + A[j * 3 + 2] * mbg2)
+                P[ro + c] = v
+                P[c * NS + r] = v
+            for c in range(VEL if r < VEL else r, BACC):
+                j = c - VEL
+                v = (M[ro + c] + (S[j * 3] * ma0 + S[j * 3 + 1] * ma1 + S[j * 3 + 2] * ma2)
+                     + (A[j * 3] * mba0 + A[j * 3 + 1] * mba1 + A[j * 3 + 2] * mba2))
+                P[ro + c] = v
+                P[c * NS + r] = v
+            for c in range(BACC, NS):
+                v = M[ro + c]
                 P[ro + c] = v
                 P[c * NS + r] = v
         # Q (ag2u eq. 10 increment noise + optional bias random walks)
@@ -340,37 +365,20 @@ cdef class Eskf:
             P[b_ * NS + b_] += qbg
 
     # ------------------------------------------------------------ update
+    @cython.always_allow_keywords(False)
     def update_pose(self, pose):
         """Fuse an aiding PoseSample (ag2u eqs. 5b, 6, 9); True when fused, False when gated."""
         cdef double pm[3]
         cdef double em[3]
         cdef double r[NM]
-        cdef double cv[3]
         cdef int i, res
         cdef long long t
-        ok = False
+        cdef bint ok
         try:
             t = pose.time_us
-            ok = _read3(pose.pos_ned_m, pm) and _read3(pose.euler_rad, em)
-            if ok:
-                cp = pose.cov_pos_m2
-                ca = pose.cov_att_rad2
-                if cp is None:
-                    for i in range(3):
-                        r[i] = self.r_default[i]
-                elif _read3(cp, cv) and cv[0] > 0.0 and cv[1] > 0.0 and cv[2] > 0.0:
-                    for i in range(3):
-                        r[i] = cv[i]
-                else:
-                    ok = False
-                if ca is None:
-                    for i in range(3):
-                        r[3 + i] = self.r_default[3 + i]
-                elif _read3(ca, cv) and cv[0] > 0.0 and cv[1] > 0.0 and cv[2] > 0.0:
-                    for i in range(3):
-                        r[3 + i] = cv[i]
-                else:
-                    ok = False
+            ok = (_read3(pose.pos_ned_m, pm) and _read3(pose.euler_rad, em)
+                  and _cov3(pose.cov_pos_m2, self.r_default, r)
+                  and _cov3(pose.cov_att_rad2, self.r_default + 3, r + 3))
         except (AttributeError, TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
@@ -410,6 +418,9 @@ cdef class Eskf:
         cdef double Kt[NM * NS]
         cdef double dx[NS]
         cdef double B[NSS]
+        cdef double G[NS * NM]
+        cdef double inv_d[NM]
+        cdef int lim
         cdef double* P = self.P
         cdef double* d = self.D
         cdef double s, nis
@@ -444,12 +455,14 @@ cdef class Eskf:
                     L[i * NM + i] = sqrt(s)
                 else:
                     L[i * NM + j] = s / L[j * NM + j]
+        for a in range(NM):
+            inv_d[a] = 1.0 / L[a * NM + a]
         nis = 0.0
         for a in range(NM):
             s = y[a]
             for b in range(a):
                 s -= L[a * NM + b] * w[b]
-            w[a] = s / L[a * NM + a]
+            w[a] = s * inv_d[a]
             nis += w[a] * w[a]
         self.last_nis = nis
         for a in range(NM):
@@ -462,31 +475,38 @@ cdef class Eskf:
                 s = P[a * NS + j]
                 for b in range(a):
                     s -= L[a * NM + b] * Kt[b * NS + j]
-                Kt[a * NS + j] = s / L[a * NM + a]
+                Kt[a * NS + j] = s * inv_d[a]
             for a in range(NM - 1, -1, -1):
                 s = Kt[a * NS + j]
                 for b in range(a + 1, NM):
                     s -= L[b * NM + a] * Kt[b * NS + j]
-                Kt[a * NS + j] = s / L[a * NM + a]
+                Kt[a * NS + j] = s * inv_d[a]
         for i in range(NS):
             s = 0.0
             for a in range(NM):
                 s += Kt[a * NS + i] * y[a]
             dx[i] = s
-        # Joseph form, block-sparse in H
+        # Joseph form, block-sparse in H: B = P - K C (entries used only), P'_ij = B_ij + sum_a K_ja G_ia
         for i in range(NS):
-            for j in range(NS):
+            lim = i if i < NM else NM
+            for j in range(lim):
+                s = P[i * NS + j]
+                for a in range(NM):
+                    s -= Kt[a * NS + i] * P[a * NS + j]
+                B[i * NS + j] = s
+            for j in range(i, NS):
                 s = P[i * NS + j]
                 for a in range(NM):
                     s -= Kt[a * NS + i] * P[a * NS + j]
                 B[i * NS + j] = s
         for i in range(NS):
+            for a in range(NM):
+                G[i * NM + a] = Kt[a * NS + i] * r[a] - B[i * NS + a]
+        for i in range(NS):
             for j in range(i, NS):
                 s = B[i * NS + j]
                 for a in range(NM):
-                    s -= B[i * NS + a] * Kt[a * NS + j]
-                for a in range(NM):
-                    s += Kt[a * NS + i] * r[a] * Kt[a * NS + j]
+                    s += Kt[a * NS + j] * G[i * NM + a]
                 P[i * NS + j] = s
                 P[j * NS + i] = s
         # inject and reset

@@ -322,9 +322,14 @@ class Eskf:
         S = [0.0, dv_ned[2], -dv_ned[1],
              -dv_ned[2], 0.0, dv_ned[0],
              dv_ned[1], -dv_ned[0], 0.0]
-        # M = F P (rows of dp, dpsi, dv change; bias rows are P's)
-        M = list(P)
+        # M = F P: rows dp, dpsi, dv (the bias rows equal P's and are never read); P' below reads
+        # the dpsi and dv rows only from column ATT on
+        M = [0.0] * (BACC * n)
         for c in range(n):
+            for i in range(3):
+                M[(POS + i) * n + c] = P[(POS + i) * n + c] + dt * P[(VEL + i) * n + c]
+            if c < ATT:
+                continue
             pa0 = P[ATT * n + c]
             pa1 = P[(ATT + 1) * n + c]
             pa2 = P[(ATT + 2) * n + c]
@@ -335,7 +340,6 @@ class Eskf:
             pbg1 = P[(BGYR + 1) * n + c]
             pbg2 = P[(BGYR + 2) * n + c]
             for i in range(3):
-                M[(POS + i) * n + c] = P[(POS + i) * n + c] + dt * P[(VEL + i) * n + c]
                 M[(ATT + i) * n + c] = P[(ATT + i) * n + c] + (A[i * 3] * pbg0 + A[i * 3 + 1] * pbg1
                                                                + A[i * 3 + 2] * pbg2)
                 M[(VEL + i) * n + c] = (P[(VEL + i) * n + c]
@@ -354,19 +358,23 @@ class Eskf:
             mbg0 = M[ro + BGYR]
             mbg1 = M[ro + BGYR + 1]
             mbg2 = M[ro + BGYR + 2]
-            for c in range(r, n):
-                if c < ATT:
-                    j = c - POS
-                    v = M[ro + c] + dt * M[ro + VEL + j]
-                elif c < VEL:
-                    j = c - ATT
-                    v = M[ro + c] + (A[j * 3] * mbg0 + A[j * 3 + 1] * mbg1 + A[j * 3 + 2] * mbg2)
-                elif c < BACC:
-                    j = c - VEL
-                    v = (M[ro + c] + (S[j * 3] * ma0 + S[j * 3 + 1] * ma1 + S[j * 3 + 2] * ma2)
-                         + (A[j * 3] * mba0 + A[j * 3 + 1] * mba1 + A[j * 3 + 2] * mba2))
-                else:
-                    v = M[ro + c]
+            for c in range(r, ATT):
+                v = M[ro + c] + dt * M[ro + VEL + c - POS]
+                Pn[ro + c] = v
+                Pn[c * n + r] = v
+            for c in range(ATT if r < ATT else r, VEL):
+                j = c - ATT
+                v = M[ro + c] + (A[j * 3] * mbg0 + A[j * 3 + 1] * mbg1 + A[j * 3 + 2] * mbg2)
+                Pn[ro + c] = v
+                Pn[c * n + r] = v
+            for c in range(VEL if r < VEL else r, BACC):
+                j = c - VEL
+                v = (M[ro + c] + (S[j * 3] * ma0 + S[j * 3 + 1] * ma1 + S[j * 3 + 2] * ma2)
+                     + (A[j * 3] * mba0 + A[j * 3 + 1] * mba1 + A[j * 3 + 2] * mba2))
+                Pn[ro + c] = v
+                Pn[c * n + r] = v
+            for c in range(BACC, n):
+                v = M[ro + c]
                 Pn[ro + c] = v
                 Pn[c * n + r] = v
         # Q: increment noise of ag2u eq. 10 (+ optional bias random walks)
@@ -421,6 +429,7 @@ class Eskf:
         if L is None:
             self.rejected += 1
             raise EskfNumericError("innovation covariance is not positive definite")
+        inv_d = [1.0 / L[a * m + a] for a in range(m)]
         # NIS = y^T S^-1 y = |L^-1 y|^2
         w = [0.0] * m
         nis = 0.0
@@ -428,7 +437,7 @@ class Eskf:
             s = y[a]
             for b in range(a):
                 s -= L[a * m + b] * w[b]
-            w[a] = s / L[a * m + a]
+            w[a] = s * inv_d[a]
             nis += w[a] * w[a]
         self.last_nis = nis
         self.last_innovation = y
@@ -443,12 +452,12 @@ class Eskf:
                 s = P[a * n + j]
                 for b in range(a):
                     s -= L[a * m + b] * Kt[b * n + j]
-                Kt[a * n + j] = s / L[a * m + a]
+                Kt[a * n + j] = s * inv_d[a]
             for a in range(m - 1, -1, -1):
                 s = Kt[a * n + j]
                 for b in range(a + 1, m):
                     s -= L[b * m + a] * Kt[b * n + j]
-                Kt[a * n + j] = s / L[a * m + a]
+                Kt[a * n + j] = s * inv_d[a]
         # dx = K y
         dx = [0.0] * n
         for i in range(n):
@@ -456,22 +465,32 @@ class Eskf:
             for a in range(m):
                 s += Kt[a * n + i] * y[a]
             dx[i] = s
-        # Joseph form: B = (I - K H) P = P - K C ;  P' = B (I - K H)^T + K R K^T
+        # Joseph form P' = (I - K H) P (I - K H)^T + K R K^T, block-sparse in H:
+        #   B = (I - K H) P = P - K C          (only the upper triangle and the first m columns are used)
+        #   P'_ij = B_ij + sum_a K_ja (r_a K_ia - B_ia)
         B = [0.0] * (n * n)
         for i in range(n):
-            for j in range(n):
+            lim = i if i < m else m
+            for j in range(lim):
                 s = P[i * n + j]
                 for a in range(m):
                     s -= Kt[a * n + i] * P[a * n + j]
                 B[i * n + j] = s
+            for j in range(i, n):
+                s = P[i * n + j]
+                for a in range(m):
+                    s -= Kt[a * n + i] * P[a * n + j]
+                B[i * n + j] = s
+        G = [0.0] * (n * m)
+        for i in range(n):
+            for a in range(m):
+                G[i * m + a] = Kt[a * n + i] * r[a] - B[i * n + a]
         Pn = [0.0] * (n * n)
         for i in range(n):
             for j in range(i, n):
                 s = B[i * n + j]
                 for a in range(m):
-                    s -= B[i * n + a] * Kt[a * n + j]
-                for a in range(m):
-                    s += Kt[a * n + i] * r[a] * Kt[a * n + j]
+                    s += Kt[a * n + j] * G[i * m + a]
                 Pn[i * n + j] = s
                 Pn[j * n + i] = s
         # inject the error state into the INS, then reset it (implicitly zero)

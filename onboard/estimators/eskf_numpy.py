@@ -38,25 +38,37 @@ class Eskf(_pure.Eskf):
                               gyro_bias_radps)
         self.P = np.array(self.P, dtype=float).reshape(N_STATE, N_STATE)
 
-    def _propagate(self, dt, dv_ned):
-        R = np.array(self.ins.D_ned_to_body).reshape(3, 3).T           # D_b^n
-        F = _I15.copy()
-        F[POS_SLICE, VEL_SLICE] = _I3 * dt
-        F[ATT_SLICE, BGYR_SLICE] = -R * dt
-        F[VEL_SLICE, ATT_SLICE] = [[0.0, dv_ned[2], -dv_ned[1]],
-                                   [-dv_ned[2], 0.0, dv_ned[0]],
-                                   [dv_ned[1], -dv_ned[0], 0.0]]       # -[dv_ned]x
-        F[VEL_SLICE, BACC_SLICE] = -R * dt
-        P = F @ self.P @ F.T
+    def _q(self, dt):
+        """Process noise for one IMU step (cached per dt: the IMU period rarely changes)."""
+        cached = getattr(self, "_q_cache", None)
+        if cached is not None and cached[0] == dt:
+            return cached[1]
+        Q = np.zeros((N_STATE, N_STATE))
         qa = self._var_acc * dt
-        idx = np.arange(3)
-        P[POS + idx, POS + idx] += qa * dt * dt
-        P[POS + idx, VEL + idx] += qa * dt
-        P[VEL + idx, POS + idx] += qa * dt
-        P[VEL + idx, VEL + idx] += qa
-        P[ATT + idx, ATT + idx] += self._var_gyr * dt
-        P[BACC + idx, BACC + idx] += self._var_bacc * dt
-        P[BGYR + idx, BGYR + idx] += self._var_bgyr * dt
+        for i in range(3):
+            Q[POS + i, POS + i] = qa * dt * dt
+            Q[POS + i, VEL + i] = qa * dt
+            Q[VEL + i, POS + i] = qa * dt
+            Q[VEL + i, VEL + i] = qa
+            Q[ATT + i, ATT + i] = self._var_gyr * dt
+            Q[BACC + i, BACC + i] = self._var_bacc * dt
+            Q[BGYR + i, BGYR + i] = self._var_bgyr * dt
+        self._q_cache = (dt, Q)
+        return Q
+
+    def _propagate(self, dt, dv_ned):
+        F = getattr(self, "_F", None)
+        if F is None:
+            F = self._F = _I15.copy()
+        RT = np.array(self.ins.D_ned_to_body).reshape(3, 3)                # D_n^b = R^T
+        F[POS_SLICE, VEL_SLICE] = _I3 * dt
+        F[ATT_SLICE, BGYR_SLICE] = RT.T * -dt
+        F[VEL_SLICE, ATT_SLICE] = ((0.0, dv_ned[2], -dv_ned[1]),
+                                   (-dv_ned[2], 0.0, dv_ned[0]),
+                                   (dv_ned[1], -dv_ned[0], 0.0))       # -[dv_ned]x
+        F[VEL_SLICE, BACC_SLICE] = F[ATT_SLICE, BGYR_SLICE]
+        P = F @ self.P @ F.T
+        P += self._q(dt)
         self.P = 0.5 * (P + P.T)
 
     def update_pose(self, pose):
