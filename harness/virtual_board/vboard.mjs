@@ -220,11 +220,12 @@ async function boot(snap, runMain) {
   restore(FS, snap);
   patchFs(FS);
   dirty = false;
-  mp.runPython("import os\nos.chdir('/')");
+  mp.runPython("import os, sys\nos.chdir('/')\nsys.path.append('/.frozen')");
   const exists = (p) => { try { FS.stat(p); return true; } catch (e) { return false; } };
   const runFile = (name) => runQuiet(
     "import sys\ntry:\n exec(compile(open('" + name + "').read(),'" + name + "','exec'),{'__name__':'__main__'})\n" +
     "except BaseException as e:\n sys.print_exception(e)\n");
+  runQuiet("import micropython\nmicropython.kbd_intr(3)");
   if (exists("/boot.py")) runFile("boot.py");
   if (runMain && exists("/main.py")) runFile("main.py");
   const before = outBuf.length;
@@ -248,7 +249,8 @@ async function main() {
   flush();
   let paste = 0;   // progress through the raw-paste request \x05 A \x01
   for (;;) {
-    const data = readBlocking();
+    // bytes a program read ahead but left (e.g. after its Ctrl-C) go to the REPL first
+    const data = pendingInput.length ? Buffer.from(pendingInput.splice(0)) : readBlocking();
     for (let i = 0; i < data.length; i++) {
       const c = data[i];
       if (rawMode) {

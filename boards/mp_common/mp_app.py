@@ -1,0 +1,121 @@
+"""Board application shared by the MicroPython boards (imported by each board's main.py).
+
+``run_board(board)`` builds the drivers from the board's constants (pins, rates,
+memory budget), the ground-robot runtime, and then either
+
+- *lockstep* (hardware-in-the-loop): the host says ``H,lockstep`` on the serial
+  link within ``board.HIL_WAIT_MS`` after ``READY``; every line is handled by
+  :class:`onboard.runtime.link_runtime.LinkRuntime` (host-driven time), or
+- *run*: the runtime's scheduler runs against the board clock
+  (:class:`onboard.runtime.clock.MonotonicClock`, ``time.ticks_us``), the IMU
+  driver feeds ``on_imu`` each tick and aiding poses arrive as ``P`` lines.
+
+``EXIT`` on the link (or Ctrl-C) returns to the REPL.
+"""
+import gc
+import sys
+
+from onboard.comms import line_link as ll
+from onboard.core.samples import ImuSample
+from onboard.runtime.clock import MonotonicClock
+from onboard.runtime.ground_robot import GroundRobotRuntime
+from onboard.runtime.link_runtime import LinkRuntime, runtime_config
+from onboard.runtime.scheduler import Scheduler
+
+try:
+    import select
+except ImportError:      # pragma: no cover
+    select = None
+
+
+def _write(line):
+    sys.stdout.write(line.decode())
+
+
+def build_runtime(board, machine):
+    from mp_drivers import DiffDrivePwm
+    pwm_l = machine.PWM(machine.Pin(board.PIN_PWM_LEFT), freq=board.PWM_FREQ_HZ)
+    pwm_r = machine.PWM(machine.Pin(board.PIN_PWM_RIGHT), freq=board.PWM_FREQ_HZ)
+    dir_l = machine.Pin(board.PIN_DIR_LEFT, machine.Pin.OUT)
+    dir_r = machine.Pin(board.PIN_DIR_RIGHT, machine.Pin.OUT)
+    motors = DiffDrivePwm(pwm_l, pwm_r, dir_l, dir_r, board.MAX_WHEEL_RADPS)
+    return GroundRobotRuntime(board.WAYPOINTS_NE_M, motors, config=runtime_config(board))
+
+
+def lockstep(link, stdin):
+    while True:
+        line = stdin.readline()
+        if not line:
+            return
+        if line.strip() == b"EXIT":
+            return
+        for reply in link.handle_line(line):
+            _write(reply)
+
+
+def run_realtime(board, machine, runtime, link, stdin):
+    """Real-time mode: Scheduler against MonotonicClock (time.ticks_us on MicroPython)."""
+    from mp_drivers import Lsm6dsox
+    i2c = machine.I2C(board.I2C_ID, scl=machine.Pin(board.PIN_I2C_SCL),
+                      sda=machine.Pin(board.PIN_I2C_SDA), freq=board.I2C_FREQ_HZ)
+    imu = Lsm6dsox(i2c, board.IMU_I2C_ADDR, board.IMU_AXES_FRD)
+    dt_us = 1000000 // board.IMU_RATE_HZ
+    poller = select.poll()
+    poller.register(stdin, select.POLLIN)
+
+    def io(now_us):
+        imu.read()
+        a = imu.accel_frd_mps2
+        g = imu.gyro_frd_radps
+        dt = dt_us * 1e-6
+        runtime.on_imu(ImuSample(now_us, dt_us, (a[0] * dt, a[1] * dt, a[2] * dt),
+                                 (g[0] * dt, g[1] * dt, g[2] * dt)))
+        while poller.poll(0):
+            line = stdin.readline()
+            if not line or line.strip() == b"EXIT":
+                raise KeyboardInterrupt
+            for reply in link.handle_line(line):
+                _write(reply)
+
+    sched = Scheduler([("io", board.IMU_RATE_HZ, io), ("runtime", board.IMU_RATE_HZ, runtime.step)])
+    clock = MonotonicClock()
+    try:
+        while True:
+            sched.run(clock, clock.now_us() + 1000000)
+    finally:
+        runtime.motors.stop(clock.now_us())
+
+
+def run_board(board, machine=None):
+    if machine is None:
+        import machine
+    gc.collect()
+    runtime = build_runtime(board, machine)
+    link = LinkRuntime(runtime)
+    gc.collect()
+    mem_free = gc.mem_free()
+    _write(ll.encode("READY", [board.NAME, board.VERSION, str(mem_free)]))
+    if mem_free < board.RAM_RESERVE_BYTES:
+        _write(ll.encode("X", ["heap below reserve: %d < %d" % (mem_free, board.RAM_RESERVE_BYTES)]))
+    stdin = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin
+    first = None
+    if select is not None and board.HIL_WAIT_MS > 0:
+        p = select.poll()
+        p.register(stdin, select.POLLIN)
+        if p.poll(board.HIL_WAIT_MS):
+            first = stdin.readline()
+    if first is not None:
+        if first.strip() == b"EXIT":
+            return
+        for reply in link.handle_line(first):
+            _write(reply)
+        if link.mode == "lockstep":
+            lockstep(link, stdin)
+            return
+    from mp_drivers import ImuNotFound
+    try:
+        run_realtime(board, machine, runtime, link, stdin)
+    except ImuNotFound as exc:
+        # no IMU wired (or a simulated board): stay reachable for a hardware-in-the-loop host
+        _write(ll.encode("X", [str(exc)]))
+        lockstep(link, stdin)

