@@ -89,6 +89,18 @@ def _f32_parts(bits):
     return frac | 0x800000, exp - 150
 
 
+def _bit_length(n):
+    """``int.bit_length`` (MicroPython's int lacks it) for n >= 0."""
+    k = 0
+    while n >= 0x10000:
+        n >>= 16
+        k += 16
+    while n:
+        n >>= 1
+        k += 1
+    return k
+
+
 def quantize_multiplier(in_bits, w_bits, out_bits):
     """TFLite QuantizeMultiplier(double(s_in) * double(s_w) / double(s_out)) -> (M, shift).
 
@@ -109,7 +121,7 @@ def quantize_multiplier(in_bits, w_bits, out_bits):
     den = m3
     exp2 = e1 + e2 - e3
     # Scale num/den into [2**52, 2**53) and round to nearest, ties to even (double division).
-    k = 52 - (num.bit_length() - den.bit_length())
+    k = 52 - (_bit_length(num) - _bit_length(den))
     while True:
         n = num << k if k >= 0 else num
         d = den if k >= 0 else den << (-k)
