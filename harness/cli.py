@@ -13,6 +13,7 @@ from harness.config import ConfigError, load_file, merge, parse_set
 COMMAND_MODULES = [
     "harness.crazyflie.cli",
     "harness.grading.sweep",
+    "harness.training.policy_cli",
 ]
 
 
