@@ -308,8 +308,10 @@ class UwbNetwork:
             n.timer_gen += 1
             if deadline_local is not None:
                 t = n.clock.true_us_for(deadline_local)
-                if t < now_us:
-                    t = now_us
+                if t <= now_us:
+                    # a deadline already due fires 1 us later: a node that keeps returning a
+                    # past deadline cannot stall simulated time
+                    t = now_us + 1
                 gen = n.timer_gen
                 self.clock.call_at(t, lambda now, n=n, gen=gen: self._timer(n, gen, now))
 
