@@ -495,7 +495,18 @@ class Int8Graph(object):
                 raise UnsupportedModelError(
                     "operator %s is not supported by the int8 kernel (supported: %s)"
                     % (op["op"], ", ".join(SUPPORTED_OPS)))
-        self.layers = [_LAYERS[op["op"]](self, op) for op in m["operators"]]
+            need = 2 if op["op"] in ("FULLY_CONNECTED", "CONV_2D") else 1
+            if len(op["inputs"]) < need or len(op["outputs"]) < 1 or \
+                    min(op["inputs"][:need] + op["outputs"][:1]) < 0:
+                raise fb.ModelFormatError("corrupt model: %s has inputs %r outputs %r"
+                                          % (op["op"], op["inputs"], op["outputs"]))
+        self.layers = []
+        for op in m["operators"]:
+            try:
+                self.layers.append(_LAYERS[op["op"]](self, op))
+            except (IndexError, KeyError, TypeError, ZeroDivisionError) as exc:
+                raise fb.ModelFormatError("corrupt model: cannot prepare %s (%s: %s)"
+                                          % (op["op"], type(exc).__name__, exc))
         self.inputs = m["inputs"]
         self.outputs = m["outputs"]
         for idx in self.inputs + self.outputs:
