@@ -12,10 +12,11 @@ SCENARIOS = {
     "grading": "harness.scenarios.grading",
     "ins-eskf": "harness.scenarios.ins_eskf",
     "vesc-waypoints": "harness.scenarios.vesc_waypoints",
-    "fil-avr": "harness.scenarios.fil_avr",
     "swarm-fixed": "harness.scenarios.swarm_fixed",
     "swarm-random": "harness.scenarios.swarm_random",
     "fil-avr": "harness.scenarios.fil_avr",
+    "mp-board": "harness.scenarios.mp_board",
+    "uwb-ranging": "harness.scenarios.uwb_ranging",
 }
 
 
