@@ -79,13 +79,16 @@ class LiteRTPolicy(Policy):
         self.interpreter, self.runtime = open_interpreter(model_bytes, reference, candidates)
         self._in = [(d["index"], d["shape"], d["dtype"]) for d in self.interpreter.get_input_details()]
         self._out = [d["index"] for d in self.interpreter.get_output_details()]
+        # preallocated input buffers: one copy per call, no array construction
+        self._in_bufs = [np.zeros(shape, dtype=dtype) for _, shape, dtype in self._in]
 
     def _run(self, inputs):
         it = self.interpreter
-        for (index, shape, dtype), x in zip(self._in, inputs):
-            it.set_tensor(index, np.asarray(x, dtype=dtype).reshape(shape))
+        for (index, _, _), buf, x in zip(self._in, self._in_bufs, inputs):
+            buf.flat[:] = x
+            it.set_tensor(index, buf)
         it.invoke()
-        return [it.get_tensor(i).reshape(-1).tolist() for i in self._out]
+        return [it.get_tensor(i).ravel().tolist() for i in self._out]
 
     def run_batch_q(self, x_q):
         """Fast path for benchmarks/tests: int8 numpy array [n, features] -> int8 array [n, outs]."""
