@@ -43,13 +43,31 @@ def build_runtime(board, machine):
 
 
 def lockstep(link, stdin):
+    """Host-driven time. Also answers ``STATS`` with the board's own timing of T lines
+    (count, total us, max us on time.ticks_us): the runtime step cost on this board."""
+    import time
+    n = 0
+    total_us = 0
+    max_us = 0
     while True:
         line = stdin.readline()
         if not line:
             return
-        if line.strip() == b"EXIT":
+        cmd = line.strip()
+        if cmd == b"EXIT":
             return
-        for reply in link.handle_line(line):
+        if cmd == b"STATS":
+            _write(ll.encode("STATS", [str(n), str(total_us), str(max_us)]))
+            continue
+        t0 = time.ticks_us()
+        replies = link.handle_line(line)
+        if line[:1] == b"T":
+            dt = time.ticks_diff(time.ticks_us(), t0)
+            n += 1
+            total_us += dt
+            if dt > max_us:
+                max_us = dt
+        for reply in replies:
             _write(reply)
 
 

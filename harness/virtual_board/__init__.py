@@ -68,11 +68,10 @@ class VirtualBoard:
         attrs[3] &= ~termios.ECHO
         termios.tcsetattr(self.slave_fd, termios.TCSANOW, attrs)
         self.port = os.ttyname(self.slave_fd)
-        cfg = dict(self.config, fd=3)
+        cfg = dict(self.config, fd=self.master_fd)
         self.proc = subprocess.Popen(
             ["node", VBOARD_JS, json.dumps(cfg)], cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL, pass_fds=(self.master_fd,),
-            preexec_fn=lambda: os.dup2(self.master_fd, 3))
+            stdin=subprocess.DEVNULL, pass_fds=(self.master_fd,))
         return self
 
     def alive(self):

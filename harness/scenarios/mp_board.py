@@ -1,0 +1,230 @@
+"""Scenario `mp-board`: the runtime deployed to a (virtual) MicroPython board, checked against CPython.
+
+1. A virtual MicroPython 1.27 board starts on a pty (``harness.virtual_board``).
+2. ``onboard.deploy`` copies the board package's file set with the real mpremote,
+   verifies it by sha256, switches it active and soft-resets the board: its
+   ``main.py`` prints ``READY``.
+3. The harness sends ``H,lockstep`` and then, per 100 Hz tick, simulated IMU
+   samples (``I``), aiding poses at 10 Hz (``P``) and the tick (``T,now_us``) over
+   the serial link (``onboard.comms.line_link``); the board answers each tick with
+   its estimate, pose variances and wheel command (``S``).
+4. The same lines go through the same runtime on CPython; every number must agree
+   within ``tolerance`` (1e-9).
+
+Samples: a robot driving a speed/yaw-rate profile, IMU increments with white noise
+and a constant gyro bias (ag2u eq. 10 reduced to the plane), aiding pose with
+white noise (ag2u eq. 13). ``port`` set: use a real board instead of the virtual one.
+"""
+import math
+import os
+import time
+
+from onboard.comms import line_link as ll
+from onboard.core.samples import ImuSample, PoseSample
+from onboard.runtime.ground_robot import GroundRobotRuntime
+from onboard.runtime.link_runtime import LinkRuntime, STATE_KEYS, parse_state, runtime_config
+
+DESCRIPTION = "deploy to a virtual MicroPython board with mpremote, feed samples over serial, compare with CPython"
+
+DEFAULTS = {
+    "board": "pico_rp2040",
+    "port": "",                    # empty: start a virtual board
+    "mpy": False,
+    "duration_s": 6.0,
+    "tolerance": 1e-9,
+    "batch_ticks": 25,
+    "deploy_timeout_s": 20.0,
+    "imu": {"gyro_noise_radps": 0.002, "accel_noise_mps2": 0.05, "gyro_bias_radps": 0.01},
+    "aiding": {"pos_sigma_m": 0.05, "yaw_sigma_rad": 0.02},
+}
+
+
+class _Board:
+    """Constants of a board package read on CPython (``const`` is the identity there)."""
+
+    def __init__(self, name):
+        from onboard.deploy.build import BOARDS_DIR
+        path = os.path.join(BOARDS_DIR, name, "board.py")
+        with open(path) as fh:
+            src = fh.read().replace("from micropython import const", "const = lambda x: x")
+        ns = {}
+        exec(compile(src, path, "exec"), ns)
+        for k, v in ns.items():
+            if k.isupper():
+                setattr(self, k, v)
+
+
+class _RecordingMotors:
+    def __init__(self):
+        self.last = None
+
+    def command(self, cmd):
+        self.last = cmd
+
+    def stop(self, now_us):
+        self.last = None
+
+
+def make_lines(config, rng_imu, rng_pose, board):
+    """-> list of per-tick lists of lines (bytes) for the host to send."""
+    imu_hz = board.IMU_RATE_HZ
+    aid_every = imu_hz // board.AIDING_RATE_HZ
+    dt_us = 1000000 // imu_hz
+    dt = dt_us * 1e-6
+    c = config["imu"]
+    a = config["aiding"]
+    n_ticks = int(config["duration_s"] * imu_hz)
+    north = east = yaw = speed = 0.0
+    ticks = []
+    for k in range(n_ticks):
+        t_s = k * dt
+        accel = 0.3 if t_s < 2.0 else (-0.1 if t_s > 4.5 else 0.0)
+        yaw_rate = 0.4 * math.sin(0.8 * t_s)
+        now_us = (k + 1) * dt_us
+        speed_mid = speed + 0.5 * accel * dt
+        yaw_mid = yaw + 0.5 * yaw_rate * dt
+        north += speed_mid * math.cos(yaw_mid) * dt
+        east += speed_mid * math.sin(yaw_mid) * dt
+        yaw += yaw_rate * dt
+        speed += accel * dt
+        dvel = (accel * dt + rng_imu.normal(0.0, c["accel_noise_mps2"]) * math.sqrt(dt), 0.0, 0.0)
+        dang = (0.0, 0.0, (yaw_rate + c["gyro_bias_radps"]) * dt
+                + rng_imu.normal(0.0, c["gyro_noise_radps"]) * math.sqrt(dt))
+        lines = [ll.encode("I", ll.imu_fields(ImuSample(now_us, dt_us, dvel, dang)))]
+        if k % aid_every == 0:
+            pose = PoseSample(now_us, (north + rng_pose.normal(0.0, a["pos_sigma_m"]),
+                                       east + rng_pose.normal(0.0, a["pos_sigma_m"]), 0.0),
+                              (0.0, 0.0, yaw + rng_pose.normal(0.0, a["yaw_sigma_rad"])))
+            lines.append(ll.encode("P", ll.pose_fields(pose)))
+        lines.append(ll.encode("T", [str(now_us)]))
+        ticks.append(lines)
+    return ticks
+
+
+def run_cpython(board, ticks):
+    runtime = GroundRobotRuntime(board.WAYPOINTS_NE_M, _RecordingMotors(), config=runtime_config(board))
+    link = LinkRuntime(runtime)
+    link.handle_line(ll.encode("H", ["lockstep"]))
+    out = []
+    t0 = time.perf_counter()
+    for lines in ticks:
+        for line in lines:
+            for reply in link.handle_line(line):
+                out.append(parse_state(ll.decode(reply)[1]))
+    return out, (time.perf_counter() - t0) / max(1, len(ticks))
+
+
+class _Serial:
+    def __init__(self, port, timeout_s):
+        import serial
+        self.ser = serial.Serial(port, 115200, timeout=0.05)
+        self.timeout_s = timeout_s
+        self.buf = b""
+
+    def write(self, data):
+        self.ser.write(data)
+
+    def readline(self, timeout_s=None):
+        deadline = time.monotonic() + (timeout_s or self.timeout_s)
+        while b"\n" not in self.buf:
+            if time.monotonic() > deadline:
+                raise TimeoutError("no line from the board within %.1f s (got %r)"
+                                   % (timeout_s or self.timeout_s, self.buf[-200:]))
+            self.buf += self.ser.read(4096)
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line + b"\n"
+
+    def read_frame(self, tag):
+        while True:
+            line = self.readline()
+            try:
+                t, fields = ll.decode(line)
+            except ll.LinkError:
+                continue            # REPL noise before the runtime started
+            if t == tag:
+                return fields
+            if t == "X":
+                raise RuntimeError("board rejected a line: %s" % ",".join(fields))
+
+    def close(self):
+        self.ser.close()
+
+
+def run_board(port, ticks, batch):
+    from onboard.deploy.device import soft_reset_and_start
+    ready = soft_reset_and_start(port, timeout_s=15.0)
+    if ready is None:
+        raise RuntimeError("board did not print READY after the soft reset")
+    link = _Serial(port, 20.0)
+    try:
+        link.write(ll.encode("H", ["lockstep"]))
+        link.read_frame("H")
+        out = []
+        t0 = time.perf_counter()
+        for i in range(0, len(ticks), batch):
+            chunk = ticks[i:i + batch]
+            link.write(b"".join(b"".join(lines) for lines in chunk))
+            for _ in chunk:
+                out.append(parse_state(link.read_frame("S")))
+        wall_per_tick = (time.perf_counter() - t0) / max(1, len(ticks))
+        link.write(b"STATS\n")
+        stats = link.read_frame("STATS")
+        link.write(ll.encode("Q", []))
+        rep = link.read_frame("R")
+        link.write(b"EXIT\n")
+    finally:
+        link.close()
+    n, total_us, max_us = (int(v) for v in stats)
+    report = dict(zip(rep[0::2], (int(v) for v in rep[1::2])))
+    return out, {"ready": ready.decode(errors="replace"), "wall_s_per_tick": wall_per_tick,
+                 "board_step_mean_us": total_us / max(1, n), "board_step_max_us": max_us,
+                 "board_report": report}
+
+
+def compare(board_out, ref_out):
+    if len(board_out) != len(ref_out):
+        return float("inf"), "tick count differs: board %d, CPython %d" % (len(board_out), len(ref_out))
+    worst = 0.0
+    where = None
+    for (tb, vb), (tr, vr) in zip(board_out, ref_out):
+        if tb != tr:
+            return float("inf"), "tick time differs at %d vs %d" % (tb, tr)
+        for key in STATE_KEYS:
+            d = abs(vb[key] - vr[key])
+            if d > worst:
+                worst = d
+                where = "%s at %d us" % (key, tb)
+    return worst, where
+
+
+def run(config, ctx):
+    from onboard.deploy.deployer import deploy
+    board = _Board(config["board"])
+    ticks = make_lines(config, ctx.random.stream("imu"), ctx.random.stream("aiding"), board)
+    ref_out, cpython_s_per_tick = run_cpython(board, ticks)
+    vb = None
+    port = config["port"]
+    if not port:
+        from harness.virtual_board import VirtualBoard
+        vb = VirtualBoard().start()
+        port = vb.port
+    try:
+        t0 = time.monotonic()
+        result = deploy(config["board"], port, mpy=config["mpy"], timeout_s=config["deploy_timeout_s"],
+                        log=lambda m: None)
+        deploy_s = time.monotonic() - t0
+        board_out, info = run_board(port, ticks, config["batch_ticks"])
+    finally:
+        if vb is not None:
+            vb.stop()
+    worst, where = compare(board_out, ref_out)
+    for (t_us, v) in board_out[:: max(1, len(board_out) // 200)]:
+        ctx.log("/mp_board/state", t_us, {k: v[k] for k in STATE_KEYS})
+    success = worst <= config["tolerance"]
+    return {"success": success, "max_abs_diff": worst, "worst_at": where, "ticks": len(ticks),
+            "files_deployed": result["files"], "bytes_deployed": result["bytes"],
+            "uploaded": result["uploaded"], "deploy_s": deploy_s,
+            "board_step_mean_us": info["board_step_mean_us"], "board_step_max_us": info["board_step_max_us"],
+            "cpython_step_mean_us": cpython_s_per_tick * 1e6, "link_wall_s_per_tick": info["wall_s_per_tick"],
+            "board_report": info["board_report"], "ready": info["ready"],
+            "final_north_m": board_out[-1][1]["north_m"] if board_out else None}
