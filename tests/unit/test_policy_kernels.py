@@ -109,6 +109,7 @@ def test_float_io_quantize_dequantize_bit_exact():
         assert pure.run([row.tolist()]) == lit.run([row.tolist()])
 
 
+@pytest.mark.filterwarnings("ignore:Warning. Enabling .experimental_preserve_all_tensors")
 def test_conv2d_within_one_step_of_litert():
     """CONV_2D is NOT bit-exact with LiteRT 2.3: the pure kernel follows TFLite's published
     reference ConvPerChannel arithmetic, and LiteRT's conv kernels (builtin reference and
