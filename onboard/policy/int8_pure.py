@@ -13,7 +13,8 @@ Supported operators (anything else is refused with :class:`UnsupportedModelError
 - ``QUANTIZE`` (float32 -> int8) and ``DEQUANTIZE`` (int8 -> float32).
 - ``RESHAPE`` (data unchanged).
 
-Arithmetic (TFLite fixed point, single rounding as LiteRT 2.3 builds it):
+Arithmetic (TFLite fixed point; ``rounding="single"`` as LiteRT 2.3 builds it, the
+default, or ``"double"``, gemmlowp's, as tflite-runtime 2.14 builds it):
 ``acc = sum(w * (x - zp_in)) + bias``;
 ``out = clamp(zp_out + MultiplyByQuantizedMultiplier(acc, M, shift))`` with
 ``M * 2**(shift - 31) ~= s_in * s_w / s_out`` computed by ``QuantizeMultiplier``.
@@ -78,6 +79,29 @@ def multiply_by_quantized_multiplier(x, multiplier, shift):
     return (x * multiplier + (1 << (total_shift - 1))) >> total_shift
 
 
+def multiply_by_quantized_multiplier_double(x, multiplier, shift):
+    """gemmlowp/TFLite MultiplyByQuantizedMultiplier with double rounding (builds without
+    TFLITE_SINGLE_ROUNDING, e.g. tflite-runtime 2.14): SaturatingRoundingDoublingHighMul
+    then RoundingDivideByPOT (ties away from zero)."""
+    left = shift if shift > 0 else 0
+    right = 0 if shift > 0 else -shift
+    a = (x << left) & 0xFFFFFFFF
+    a = a - (1 << 32) if a & 0x80000000 else a
+    if a == multiplier == INT32_MIN:
+        high = INT32_MAX
+    else:
+        ab = a * multiplier
+        num = ab + ((1 << 30) if ab >= 0 else (1 - (1 << 30)))
+        high = num >> 31 if num >= 0 else -((-num) >> 31)      # C division truncates
+    mask = (1 << right) - 1
+    threshold = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> right) + (1 if (high & mask) > threshold else 0)
+
+
+ROUNDINGS = {"single": multiply_by_quantized_multiplier,
+             "double": multiply_by_quantized_multiplier_double}
+
+
 def _f32_parts(bits):
     """(integer mantissa, exponent) with value = mantissa * 2**exponent for finite float32 bits."""
     exp = (bits >> 23) & 0xFF
@@ -101,7 +125,7 @@ def _bit_length(n):
     return k
 
 
-def quantize_multiplier(in_bits, w_bits, out_bits):
+def quantize_multiplier(in_bits, w_bits, out_bits, single_rounding=True):
     """TFLite QuantizeMultiplier(double(s_in) * double(s_w) / double(s_out)) -> (M, shift).
 
     The scales are float32 bit patterns. TFLite evaluates the product exactly (48-bit
@@ -146,7 +170,7 @@ def quantize_multiplier(in_bits, w_bits, out_bits):
     if shift < -31:
         shift = 0
         q_fixed = 0
-    if shift > 30:                           # single-rounding builds saturate large multipliers
+    if shift > 30 and single_rounding:       # single-rounding builds saturate large multipliers
         shift = 30
         q_fixed = (1 << 31) - 1
     return q_fixed, shift
@@ -257,7 +281,9 @@ class _FullyConnected(_Layer):
         for o in range(n_out):
             bits = t_w["scale_bits"][o if self.per_channel else 0]
             self.multipliers.append(quantize_multiplier(t_in["scale_bits"][0], bits,
-                                                        t_out["scale_bits"][0]))
+                                                        t_out["scale_bits"][0],
+                                                        graph.rounding == "single"))
+        self.requant = ROUNDINGS[graph.rounding]
         # sum(w * (x - zp_in)) == sum(w * x) - zp_in * sum(w): fold the offset into the bias
         # (exact integer identity; the AVR kernel uses the same folded bias).
         self.bias = bias
@@ -275,6 +301,7 @@ class _FullyConnected(_Layer):
         out = [0] * self.n_out
         lo, hi, zp = self.act_min, self.act_max, self.out_zp
         mults, bias, rows = self.multipliers, self.folded_bias, self.rows
+        requant = self.requant
         for o in range(self.n_out):
             row = rows[o]
             if _mul is not None:
@@ -284,7 +311,7 @@ class _FullyConnected(_Layer):
                 for i in range(len(row)):
                     acc += row[i] * x[i]
             m, s = mults[o]
-            v = multiply_by_quantized_multiplier(acc + bias[o], m, s) + zp
+            v = requant(acc + bias[o], m, s) + zp
             out[o] = lo if v < lo else (hi if v > hi else v)
         values[self.dst] = out
 
@@ -337,7 +364,9 @@ class _Conv2D(_Layer):
             raise UnsupportedModelError("filter has %d scales for %d channels" % (n_scales, out_c))
         self.multipliers = [quantize_multiplier(t_in["scale_bits"][0],
                                                 t_w["scale_bits"][c if n_scales > 1 else 0],
-                                                t_out["scale_bits"][0]) for c in range(out_c)]
+                                                t_out["scale_bits"][0],
+                                                graph.rounding == "single") for c in range(out_c)]
+        self.requant = ROUNDINGS[graph.rounding]
         self.in_zp = t_in["zero_points"][0]
         self.out_zp = t_out["zero_points"][0]
         self.activation = opts["activation"]
@@ -367,6 +396,7 @@ class _Conv2D(_Layer):
         x = values[self.src]
         in_h, in_w, in_c, out_h, out_w, out_c, f_h, f_w = self.dims
         w, bias, mults = self.w, self.bias, self.multipliers
+        requant = self.requant
         off = -self.in_zp
         lo, hi, zp = self.act_min, self.act_max, self.out_zp
         out = [0] * (out_h * out_w * out_c)
@@ -390,7 +420,7 @@ class _Conv2D(_Layer):
                             for ic in range(in_c):
                                 acc += w[wb + ic] * (x[xb + ic] + off)
                     m, s = mults[oc]
-                    v = multiply_by_quantized_multiplier(acc + bias[oc], m, s) + zp
+                    v = requant(acc + bias[oc], m, s) + zp
                     out[k] = lo if v < lo else (hi if v > hi else v)
                     k += 1
         values[self.dst] = out
@@ -486,7 +516,10 @@ class Int8Graph(object):
     order: ints in [-128, 127] for int8 tensors, floats for float32 tensors.
     """
 
-    def __init__(self, data):
+    def __init__(self, data, rounding="single"):
+        if rounding not in ROUNDINGS:
+            raise ValueError("rounding must be 'single' (LiteRT 2.x) or 'double' (tflite-runtime 2.14)")
+        self.rounding = rounding
         self.data = data
         self.model = fb.read_model(data)
         m = self.model

@@ -77,6 +77,10 @@ class LiteRTPolicy(Policy):
         Int8Graph(model_bytes)   # same op/type checks as the pure kernel: same models accepted
         self.backend = "litert" if reference else "litert-xnnpack"
         self.interpreter, self.runtime = open_interpreter(model_bytes, reference, candidates)
+        # Requantization rounding of the runtime's reference kernels: LiteRT 2.x is built with
+        # TFLITE_SINGLE_ROUNDING; tflite-runtime 2.14 (numpy < 2 only) is not -- measured:
+        # its BUILTIN_REF output equals the pure kernel with rounding="double".
+        self.rounding = "double" if self.runtime == "tflite_runtime" else "single"
         self._in = [(d["index"], d["shape"], d["dtype"]) for d in self.interpreter.get_input_details()]
         self._out = [d["index"] for d in self.interpreter.get_output_details()]
         # preallocated input buffers: one copy per call, no array construction

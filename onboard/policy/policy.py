@@ -171,12 +171,16 @@ def argmax(values):
 
 
 class PurePolicy(Policy):
-    """The pure-Python int8 kernel (CPython and MicroPython)."""
+    """The pure-Python int8 kernel (CPython and MicroPython).
+
+    ``rounding``: "single" (default) matches LiteRT 2.x; "double" matches runtimes built
+    without TFLITE_SINGLE_ROUNDING (tflite-runtime 2.14; see ``LiteRTPolicy.rounding``).
+    """
     backend = "pure"
 
-    def __init__(self, model_bytes, card=None):
+    def __init__(self, model_bytes, card=None, rounding="single"):
         Policy.__init__(self, model_bytes, card)
-        self.graph = Int8Graph(model_bytes)
+        self.graph = Int8Graph(model_bytes, rounding)
 
     def _run(self, inputs):
         return self.graph.invoke(inputs)
@@ -223,10 +227,10 @@ def load_model_dir(model_dir):
     return data, card
 
 
-def make_policy(model_bytes, card=None, backend="pure"):
+def make_policy(model_bytes, card=None, backend="pure", rounding="single"):
     """A Policy of ``backend`` for in-memory model bytes (and optional card)."""
     if backend == "pure":
-        return PurePolicy(model_bytes, card)
+        return PurePolicy(model_bytes, card, rounding)
     if backend in ("litert", "litert-xnnpack"):
         from onboard.policy.litert import LiteRTPolicy
         return LiteRTPolicy(model_bytes, card, reference=(backend == "litert"))
@@ -234,7 +238,7 @@ def make_policy(model_bytes, card=None, backend="pure"):
                      "harness.training.c_kernel.HostCPolicy)" % (backend, ", ".join(BACKENDS)))
 
 
-def load_policy(model_dir, backend="pure"):
+def load_policy(model_dir, backend="pure", rounding="single"):
     """Load ``models/<name>/`` (model.tflite + card.json), validate, return a Policy."""
     data, card = load_model_dir(model_dir)
-    return make_policy(data, card, backend)
+    return make_policy(data, card, backend, rounding)

@@ -227,3 +227,26 @@ def _c_lib():
         lib.pi8_requantize.restype = ctypes.c_int32
         _LIB.append(lib)
     return _LIB[0]
+
+
+def _gemmlowp_reference(x, m, shift):
+    """gemmlowp double rounding written with C int64 semantics (numpy), independent code."""
+    left, right = max(shift, 0), max(-shift, 0)
+    a = np.int64(np.int32(np.int64(x) << left)) if left else np.int64(x)
+    if a == m == -(1 << 31):
+        high = (1 << 31) - 1
+    else:
+        ab = int(a) * int(m)
+        nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
+        high = int(np.trunc((ab + nudge) / 2.0 ** 31)) if abs(ab) < (1 << 52) else \
+            (ab + nudge) // (1 << 31) if ab + nudge >= 0 else -((-(ab + nudge)) // (1 << 31))
+    mask = (1 << right) - 1
+    rem = high & mask
+    thr = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> right) + (1 if rem > thr else 0)
+
+
+@settings(max_examples=500, derandomize=True, deadline=None)
+@given(st.integers(-(1 << 24), 1 << 24), st.integers(1 << 30, (1 << 31) - 1), st.integers(-31, 0))
+def test_double_rounding_matches_gemmlowp(x, m, s):
+    assert int8_pure.multiply_by_quantized_multiplier_double(x, m, s) == _gemmlowp_reference(x, m, s)

@@ -241,13 +241,20 @@ def test_tflite_runtime_fallback_is_probed_for_real():
         import tflite_runtime  # noqa: F401
     except ImportError:
         return
-    # where tflite_runtime is installed, the real probe decides (no assumption either way)
-    from onboard.policy.litert import _candidates
+    # where tflite_runtime is installed (numpy < 2), the real probe decides; when it runs,
+    # it must agree with the pure kernel's double rounding (measured for 2.14)
+    from onboard.policy.litert import LiteRTPolicy, _candidates
     found, _ = _candidates()
+    tfr = [c for c in found if c[0] == "tflite_runtime"]
     try:
-        open_interpreter(data, False, [c for c in found if c[0] == "tflite_runtime"])
+        pol = LiteRTPolicy(data, None, True, tfr)
     except BackendUnavailable as exc:
         assert "tflite_runtime" in str(exc)
+        return
+    assert pol.rounding == "double"
+    pure = make_policy(data, None, "pure", "double")
+    for x in np.random.default_rng(5).integers(-128, 128, (300, 7)):
+        assert pol.run([x.tolist()]) == pure.run([x.tolist()])
 
 
 def test_cli_inspect_and_check(capsys):

@@ -105,6 +105,16 @@ def golden_requantize():
     for x in (-2147483, -65536, -1001, -1, 0, 1, 999, 65535, 2147483):
         out.append(int8_pure.multiply_by_quantized_multiplier(x, 1518500250, -8))
         out.append(int8_pure.multiply_by_quantized_multiplier(x, 1073741824, -1))   # exact ties
+        out.append(int8_pure.multiply_by_quantized_multiplier_double(x, 1518500250, -8))
+        out.append(int8_pure.multiply_by_quantized_multiplier_double(x, 1073741824, -1))
+    return out
+
+
+def golden_op_coverage_double_rounding():
+    graph = int8_pure.Int8Graph(_model(), "double")
+    out = []
+    for k in range(4):
+        out.extend(graph.invoke([_inputs(k)])[0])
     return out
 
 
