@@ -32,6 +32,7 @@ def build_parser():
                    help="timeout of each mpremote call in seconds (plus 0.5 s per KiB copied; default 10)")
     p.add_argument("--build-only", action="store_true", help="build the file set and list it; no board")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--boards-dir", metavar="DIR", help="folder of board packages (default: boards/)")
     return p
 
 
@@ -39,7 +40,7 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         if args.build_only:
-            manifest, built = build(args.board, mpy=args.mpy)
+            manifest, built = build(args.board, mpy=args.mpy, boards_dir=args.boards_dir)
             for path, (_, digest, size) in sorted(built.items()):
                 print("%7d  %s  %s" % (size, digest[:12], path))
             total = sum(v[2] for v in built.values())
@@ -53,7 +54,7 @@ def main(argv=None):
         from onboard.deploy.device import soft_reset_and_start
         log = (lambda msg: None) if args.json else print
         result = deploy(args.board, args.port, mpy=args.mpy, dry_run=args.dry_run,
-                        start=False, timeout_s=args.timeout, log=log)
+                        start=False, timeout_s=args.timeout, log=log, boards_dir=args.boards_dir)
         if not args.dry_run and not args.no_start:
             ready = soft_reset_and_start(args.port, timeout_s=args.timeout)
             result["started"] = ready is not None

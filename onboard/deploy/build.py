@@ -32,18 +32,21 @@ class BoardNotFound(DeployError):
     exit_code = 2
 
 
-def list_boards():
+def list_boards(boards_dir=None):
+    boards_dir = boards_dir or BOARDS_DIR
     out = []
-    for name in sorted(os.listdir(BOARDS_DIR)):
-        if os.path.isfile(os.path.join(BOARDS_DIR, name, "manifest.json")):
+    for name in sorted(os.listdir(boards_dir)):
+        if os.path.isfile(os.path.join(boards_dir, name, "manifest.json")):
             out.append(name)
     return out
 
 
-def load_manifest(board):
-    path = os.path.join(BOARDS_DIR, board, "manifest.json")
+def load_manifest(board, boards_dir=None):
+    boards_dir = boards_dir or BOARDS_DIR
+    path = os.path.join(boards_dir, board, "manifest.json")
     if not os.path.isfile(path):
-        raise BoardNotFound("unknown board %r (MicroPython boards: %s)" % (board, ", ".join(list_boards())))
+        raise BoardNotFound("unknown board %r (MicroPython boards: %s)"
+                            % (board, ", ".join(list_boards(boards_dir))))
     with open(path) as fh:
         manifest = json.load(fh)
     for key in ("entry", "flash_bytes", "micropython_version", "mpy_version", "mpy_march"):
@@ -129,11 +132,15 @@ def compile_mpy(src, dest, march, source_name):
         raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()), 2)
 
 
-def build(board, mpy=False, out_dir=None):
-    """Build the board's file set into ``out_dir``; returns (manifest, {device path: (local path, sha256, size)})."""
-    manifest = load_manifest(board)
+def build(board, mpy=False, out_dir=None, boards_dir=None):
+    """Build the board's file set into ``out_dir``; returns (manifest, {device path: (local path, sha256, size)}).
+
+    boards_dir: folder holding board packages (default: the repository's boards/).
+    """
+    manifest = load_manifest(board, boards_dir)
     sources = collect_sources(manifest)
-    out_dir = out_dir or os.path.join(REPO_ROOT, "build", "deploy", board + ("-mpy" if mpy else ""))
+    out_dir = out_dir or os.path.join(manifest["dir"] if boards_dir else REPO_ROOT, "build", "deploy",
+                                      board + ("-mpy" if mpy else ""))
     keep = set(manifest.get("keep_source", []))
     built = {}
     for dest, src in sorted(sources.items()):

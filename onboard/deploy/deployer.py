@@ -129,10 +129,10 @@ def check_board(manifest, probe, mpy):
         raise VersionMismatch("board firmware has no hashlib.sha256: cannot verify copies")
 
 
-def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, log=print):
+def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, log=print, boards_dir=None):
     """Deploy ``board``'s file set to the board on ``port``. Returns a result dict (also for dry runs)."""
     t0 = time.monotonic()
-    manifest, built = build(board, mpy=mpy)
+    manifest, built = build(board, mpy=mpy, boards_dir=boards_dir)
     stub_bytes = dev.STUB.encode()
     stub_hash = hashlib.sha256(stub_bytes).hexdigest()
     device = dev.Device(port, timeout_s=timeout_s)
@@ -176,7 +176,11 @@ def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, lo
         switch = dev.switch_script(plan.staging, json.dumps({"board": board, "files": entries}))
         if plan.stub:
             switch = "import os\nos.rename('/main.new', '/main.py')\n" + switch
-        device.exec_json(switch, error_cls=dev.CopyFailed)
+        try:
+            device.exec_json(switch, error_cls=dev.CopyFailed)
+        except dev.CopyFailed as exc:
+            raise dev.CopyFailed("switching to /%s failed, the previous version stays active: %s"
+                                 % (plan.staging, exc))
         result["switched"] = True
         log("verified %d files by sha256; /active -> %s" % (len(built), plan.staging))
     if start:

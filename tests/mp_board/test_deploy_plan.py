@@ -1,0 +1,48 @@
+"""Deploy planning and board checks (pure logic, no board)."""
+import pytest
+
+from onboard.deploy.build import build
+from onboard.deploy.deployer import VersionMismatch, check_board, make_plan
+
+
+def _probe(active=None, slots=None, version=(1, 27, 0), mpy=774):
+    return {"version": list(version), "mpy": mpy, "hashlib": True, "block_bytes": 4096,
+            "free_bytes": 10 ** 6, "active": active, "stub": "s",
+            "slots": slots or {"app_a": None, "app_b": None}}
+
+
+def test_build_is_the_import_closure_only():
+    manifest, built = build("pico_rp2040")
+    assert "onboard/estimators/planar_ekf.py" in built and "onboard/core/linalg.py" in built
+    assert "onboard/deploy/build.py" not in built               # CPython-only tool stays home
+    assert not any("numpy" in p or "harness" in p for p in built)
+    assert "onboard/__init__.py" in built and "main.py" in built and "mp_app.py" in built
+
+
+def test_plan_reuses_staging_and_active_files():
+    _, built = build("pico_rp2040")
+    new = {p: h for p, (_, h, _) in built.items()}
+    files_a = dict(new, **{".manifest": "m"})
+    files_a["board.py"] = "old"
+    plan = make_plan(built, _probe("app_a", {"app_a": {"files": files_a, "dirs": []},
+                                             "app_b": {"files": {"stale.py": "x"}, "dirs": []}}), "s")
+    assert plan.staging == "app_b" and plan.uploads == ["board.py"]
+    assert len(plan.local_copies) == len(new) - 1 and plan.removes == ["/app_b/stale.py"]
+    same = make_plan(built, _probe("app_a", {"app_a": {"files": dict(new, **{".manifest": "m"}), "dirs": []},
+                                             "app_b": None}), "s")
+    assert same.up_to_date
+    # a folder without .manifest (an interrupted deploy) is never treated as complete
+    half = make_plan(built, _probe("app_a", {"app_a": {"files": dict(new), "dirs": []}, "app_b": None}), "s")
+    assert not half.up_to_date
+
+
+def test_version_checks():
+    manifest, _ = build("pico_rp2040")
+    check_board(manifest, _probe(), mpy=True)
+    with pytest.raises(VersionMismatch, match="MicroPython 1.26.0"):
+        check_board(manifest, _probe(version=(1, 26, 0)), mpy=True)
+    with pytest.raises(VersionMismatch, match="mpy v5"):
+        check_board(manifest, _probe(mpy=5), mpy=True)
+    check_board(manifest, _probe(version=(1, 26, 0)), mpy=False)   # source deploys run anywhere
+    with pytest.raises(VersionMismatch, match="not a MicroPython board"):
+        check_board(manifest, _probe(mpy=None), mpy=False)
