@@ -14,7 +14,7 @@
  *               double per_step[steps][8] (dt_s, vx_own, vy_own, vx_peer, vy_peer, range_m,
  *                                          bearing_rad, rel_yaw_rad);
  *               double u0[steps]; double noise[pool][3n]; double fresh[pool][3 n_refresh]
- * result.bin:   double us_per_step (best of repeats); double x[n], y[n], yaw[n]; double est[steps][5]
+ * result.bin:   double us_per_step (best of repeats); double x[n], y[n], yaw[n]; double est[steps][6]
  */
 #include <math.h>
 #include <stdint.h>
@@ -67,6 +67,7 @@ static void predict_weight(double *xs, double *ys, double *yaws, double *ws, lon
     est[2] = atan2(sws, swc);
     est[3] = sw * sw / sww;
     est[4] = e2_min;
+    est[5] = sw;
 }
 
 static void resample(const double *xs, const double *ys, const double *yaws, const double *ws,
@@ -138,7 +139,7 @@ int main(int argc, char **argv) {
     double *a[3], *b[3];
     for (int j = 0; j < 3; j++) { a[j] = malloc(n * sizeof(double)); b[j] = malloc(n * sizeof(double)); }
     double *ws = malloc(n * sizeof(double));
-    double *est = malloc(steps * 5 * sizeof(double));
+    double *est = malloc(steps * 6 * sizeof(double));
     double best = INFINITY;
     double *xs = a[0], *ys = a[1], *yaws = a[2], *x2 = b[0], *y2 = b[1], *yaw2 = b[2];
     for (int rep = 0; rep < repeats; rep++) {
@@ -150,7 +151,7 @@ int main(int argc, char **argv) {
         for (long s = 0; s < steps; s++) {
             const double *p = per + 8 * s;
             predict_weight(xs, ys, yaws, ws, n, p[0], p[1], p[2], p[3], p[4], p[5], prm[0], prm[1],
-                           noise + (s % pool) * 3 * n, prm[2], prm[3], est + 5 * s);
+                           noise + (s % pool) * 3 * n, prm[2], prm[3], est + 6 * s);
             resample(xs, ys, yaws, ws, n, n - n_ref, u0[s], x2, y2, yaw2);
             double *t;
             t = xs; xs = x2; x2 = t;
@@ -168,7 +169,7 @@ int main(int argc, char **argv) {
     fwrite(xs, sizeof(double), n, o);
     fwrite(ys, sizeof(double), n, o);
     fwrite(yaws, sizeof(double), n, o);
-    fwrite(est, sizeof(double), steps * 5, o);
+    fwrite(est, sizeof(double), steps * 6, o);
     fclose(o);
     return 0;
 }

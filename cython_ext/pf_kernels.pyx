@@ -73,6 +73,7 @@ def predict_weight(double[::1] xs, double[::1] ys, double[::1] yaws, double[::1]
     est[2] = atan2(sws, swc)
     est[3] = sw * sw / sww
     est[4] = e2_min
+    est[5] = sw
 
 
 def resample(const double[::1] xs, const double[::1] ys, const double[::1] yaws,

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from harness.swarm.sim import SwarmBatch
+from harness.swarm.sim import SwarmBatch, relative_pose_body
 from onboard.swarm.actions import N_DIRECTIONS, SLOW_DOWN
 
 # Input columns (pocket IV-A: (dt, d_o, v_x, v_y, v_ox, v_oy)).
@@ -62,22 +62,22 @@ def collect(rng, n_envs, n_drones, steps, arena_m, random_prob=0.3):
         vb = sim.vel_body()
         row = 0
         for i, j in pairs:
-            rel = sim.rel_body(np.repeat(sim.pos[:, j:j + 1], M, 1))[:, i]
+            rel, ryaw = relative_pose_body(sim.pos[:, i], sim.yaw[:, i], sim.pos[:, j], sim.yaw[:, j])
             sl = slice(row, row + n_envs)
             x[sl, t, DT] = sim.dt_s
             x[sl, t, RANGE] = np.hypot(rel[:, 0], rel[:, 1])
             x[sl, t, VX_OWN:VY_OWN + 1] = vb[:, i]
             x[sl, t, VX_OBJ:VY_OBJ + 1] = vb[:, j]
             bearing[sl, t] = np.arctan2(rel[:, 1], rel[:, 0])
-            rel_yaw[sl, t] = np.angle(np.exp(1j * (sim.yaw[:, j] - sim.yaw[:, i])))
+            rel_yaw[sl, t] = ryaw
             row += n_envs
-        relg = sim.rel_body(fixed)
         for i in range(M):
+            relg_i, _ = relative_pose_body(sim.pos[:, i], sim.yaw[:, i], fixed[:, i])
             sl = slice(row, row + n_envs)
             x[sl, t, DT] = sim.dt_s
-            x[sl, t, RANGE] = np.hypot(relg[:, i, 0], relg[:, i, 1])
+            x[sl, t, RANGE] = np.hypot(relg_i[:, 0], relg_i[:, 1])
             x[sl, t, VX_OWN:VY_OWN + 1] = vb[:, i]
-            bearing[sl, t] = np.arctan2(relg[:, i, 1], relg[:, i, 0])
+            bearing[sl, t] = np.arctan2(relg_i[:, 1], relg_i[:, 0])
             row += n_envs
     return x, bearing, rel_yaw, has_yaw
 

@@ -20,7 +20,8 @@ import os
 
 import numpy as np
 
-from harness.swarm.sim import SwarmBatch, to_body
+from harness.swarm.sim import relative_pose_body, sample_separated
+from harness.swarm.worlds import WORLDS, CflibWorld, DirectWorld
 from onboard.estimators import particle_filter as pf_mod
 from onboard.estimators.particle_filter_numpy import NumpyDraws
 from onboard.swarm.agent import GOAL_ID, SwarmAgent
@@ -43,7 +44,11 @@ DEFAULTS = {
     "impl": None,                    # particle-filter kernels (onboard.impl); None: $ONBOARD_IMPL
     "policy": "float",               # float | int8
     "compare_estimators": True,      # replay the sensor records through pf / learned configurations
-    "link": "direct",
+    "link": "direct",                # direct | cflib (simulated Crazyflies over cflib/UDP, ranges over onboard.comms.uwb)
+    "uwb_mode": "token_ring",        # cflib link: token_ring (pocket III-A) | broadcast (scalable, 8-10 drones)
+    "vel_noise_mps": 0.05,           # own-velocity (flow / mocap) noise
+    "agent_mode": "hybrid",          # hybrid | pf | learned (pocket figs. 5-6 configurations)
+    "learned_refresh": "sample",     # onboard.swarm.agent: refresh around a drawn bin ("sample") or the mean
 }
 
 
@@ -70,43 +75,58 @@ def fixed_layout(m, arena_m):
     return starts, goals
 
 
-def run_episode(config, rng_truth, rng_agents, models=None):
-    """Fly one episode; returns (metrics dict, records dict)."""
+def run_episode(config, rng_truth, rng_agents, models=None, seed=1):
+    """Fly one episode in the world ``config["link"]`` picks; returns (metrics dict, records dict)."""
     c = dict(DEFAULTS)
     c.update(config)
     m = int(c["drones"])
+    if c["link"] not in WORLDS:
+        raise ValueError("link must be one of %s, got %r" % (sorted(WORLDS), c["link"]))
     net, dqn = models or load_models(c["policy"])
-    sim = SwarmBatch(1, m, rng_truth, {"arena_m": c["arena_m"], "goal_radius_m": c["goal_radius_m"]})
     half = c["arena_m"] / 2.0 * 0.8
     if c["goals"] == "fixed":
         starts, goals = fixed_layout(m, c["arena_m"])
-        sim.pos[0] = starts
         goal_queue = [[g] for g in goals]
     else:
+        starts = sample_separated(rng_truth, 1, m, half, 0.5)[0]
         goal_queue = [[rng_truth.uniform(-half, half, 2) for _ in range(c["goals_per_drone"])] for _ in range(m)]
-    sim.goal[0] = np.array([q[0] for q in goal_queue])
-    goal_index = [0] * m
+    yaws = rng_truth.uniform(-math.pi, math.pi, m)        # every drone its own heading (own frame)
+    goal = np.array([q[0] for q in goal_queue])
+    world_cfg = {k: c[k] for k in ("uwb_mode", "vel_noise_mps") if k in c}
+    if c["link"] == "cflib":
+        world = CflibWorld(m, starts, goal, yaws, rng_truth, c["arena_m"], world_cfg, seed=seed)
+    else:
+        world = DirectWorld(m, starts, goal, yaws, rng_truth, c["arena_m"], world_cfg)
+    try:
+        return _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents)
+    finally:
+        world.close()
+
+
+def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
     kernels = pf_mod.kernels_for(c["impl"])
     agents = [SwarmAgent(dqn, net, NumpyDraws(rng_agents),
-                         {"n_particles": c["n_particles"], "warmup_steps": c["warmup_steps"]}, kernels=kernels)
+                         {"n_particles": c["n_particles"], "warmup_steps": c["warmup_steps"],
+                          "mode": c["agent_mode"], "learned_refresh": c["learned_refresh"]}, kernels=kernels)
               for _ in range(m)]
-    scfg = sim.cfg
-    period_us = int(round(sim.dt_s * 1e6))
-    steps = int(c["max_duration_s"] / sim.dt_s)
+    period_us = world.period_us
+    steps = int(round(c["max_duration_s"] * 1e6 / period_us))
     goals_total = m * len(goal_queue[0])
+    goal_index = [0] * m
     reached_count = 0
     rec = {"t_s": [], "pos": [], "goal": [], "err_pos": [], "err_yaw": [], "err_goal": [],
-           "inputs": [[] for _ in range(m)], "truth_rel": [[] for _ in range(m)]}
+           "inputs": [[] for _ in range(m)], "truth_rel": [[] for _ in range(m)],
+           "goal_resets": [set() for _ in range(m)]}
+    bias_m = pf_mod.UWB_RANGE_BIAS_M
+    sigma_m = math.sqrt(pf_mod.UWB_RANGE_VAR_M2)
     t_us = 0
     done_at = None
-    vel_noise = scfg["vel_noise_mps"]
+    range_dropouts = 0
     for k in range(steps):
-        t_us += period_us
-        v_body_true = sim.vel_body()[0]
-        v_meas = v_body_true + rng_truth.normal(0.0, vel_noise, v_body_true.shape)
-        ranges = sim.ranges()[0]
-        gdist = sim.goal_dist()[0]
-        g_range = np.abs(gdist + rng_truth.normal(scfg["range_bias_m"], scfg["range_sigma_m"], m))
+        pos, yaw = world.truth()
+        v_meas, ranges = world.sense()
+        gdist = np.hypot(*(goal - pos).T)
+        g_range = np.abs(gdist + rng_truth.normal(bias_m, sigma_m, m))        # goal beacon (harness)
         setpoints = np.zeros((m, 2))
         errs_p, errs_y, errs_g = [], [], []
         for i, ag in enumerate(agents):
@@ -115,21 +135,24 @@ def run_episode(config, rng_truth, rng_agents, models=None):
             for j in range(m):
                 if j == i:
                     continue
-                vp = (float(v_meas[j, 0]), float(v_meas[j, 1]))
-                r = float(ranges[i, j])
+                got = ranges[i].get(j)
+                if got is None:
+                    r, vp = None, (0.0, 0.0)
+                    range_dropouts += 1
+                else:
+                    r, vp = got[0], (float(got[1][0]), float(got[1][1]))
                 ag.observe(t_us, j, r, vo, vp)
                 step_inputs.append((j, r, vo, vp))
             ag.observe(t_us, GOAL_ID, float(g_range[i]), vo, (0.0, 0.0))
             step_inputs.append((GOAL_ID, float(g_range[i]), vo, (0.0, 0.0)))
             setpoints[i] = ag.decide(t_us, vo)
-            # truth in i's body frame, for the error metrics
             truth = {}
             for j in range(m):
                 if j != i:
-                    rel = to_body(sim.yaw[0, i], sim.pos[0, j] - sim.pos[0, i])
-                    truth[j] = (rel[0], rel[1], math.remainder(sim.yaw[0, j] - sim.yaw[0, i], 2 * math.pi))
-            relg = to_body(sim.yaw[0, i], sim.goal[0, i] - sim.pos[0, i])
-            truth[GOAL_ID] = (relg[0], relg[1], 0.0)
+                    rel, ryaw = relative_pose_body(pos[i], yaw[i], pos[j], yaw[j])
+                    truth[j] = (float(rel[0]), float(rel[1]), float(ryaw))
+            relg, _ = relative_pose_body(pos[i], yaw[i], goal[i])
+            truth[GOAL_ID] = (float(relg[0]), float(relg[1]), 0.0)
             rec["inputs"][i].append((t_us, step_inputs))
             rec["truth_rel"][i].append(truth)
             for obj, tr in ag.tracks.items():
@@ -141,21 +164,23 @@ def run_episode(config, rng_truth, rng_agents, models=None):
                 else:
                     errs_p.append(e)
                     errs_y.append(abs(math.degrees(math.remainder(tr.est[2] - truth[obj][2], 2 * math.pi))))
-        sim.step_setpoints(setpoints[None])
-        # goal bookkeeping (truth): advance the queue on arrival
-        for i in range(m):
-            if sim.reached[0, i]:
-                reached_count += 1
-                goal_index[i] += 1
-                if goal_index[i] < len(goal_queue[i]):
-                    sim.goal[0, i] = goal_queue[i][goal_index[i]]
-                    sim.reached[0, i] = False
         rec["t_s"].append(t_us * 1e-6)
-        rec["pos"].append(sim.pos[0].copy())
-        rec["goal"].append(sim.goal[0].copy())
+        rec["pos"].append(pos)
+        rec["goal"].append(goal.copy())
         rec["err_pos"].append(float(np.mean(errs_p)) if errs_p else float("nan"))
         rec["err_yaw"].append(float(np.mean(errs_y)) if errs_y else float("nan"))
         rec["err_goal"].append(float(np.mean(errs_g)) if errs_g else float("nan"))
+        t_us = world.act(setpoints)
+        # goal bookkeeping on the truth: arrival advances that drone's goal queue
+        pos, _ = world.truth()
+        for i in range(m):
+            if goal_index[i] < len(goal_queue[i]) and math.hypot(*(goal[i] - pos[i])) < c["goal_radius_m"]:
+                reached_count += 1
+                goal_index[i] += 1
+                if goal_index[i] < len(goal_queue[i]):
+                    goal[i] = goal_queue[i][goal_index[i]]
+                    agents[i].forget(GOAL_ID)            # a new goal: its track starts afresh
+                    rec["goal_resets"][i].add(k + 1)
         if reached_count >= goals_total:
             done_at = t_us * 1e-6
             break
@@ -169,15 +194,17 @@ def run_episode(config, rng_truth, rng_agents, models=None):
     metrics = {
         "goals_reached": int(reached_count),
         "goals_total": int(goals_total),
-        "min_separation_m": float(sim.min_sep[0]),
+        "min_separation_m": float(world.min_separation_m()),
         "mean_position_error_m": float(np.mean(pos_all)) if pos_all else None,
         "mean_neighbour_position_error_m": mean_of("err_pos"),
         "mean_goal_position_error_m": mean_of("err_goal"),
         "mean_orientation_error_deg": mean_of("err_yaw"),
         "time_to_complete_s": done_at,
-        "sim_time_s": rec["t_s"][-1] if rec["t_s"] else 0.0,
+        "sim_time_s": t_us * 1e-6,
+        "range_dropouts": int(range_dropouts),
         "rejected_inputs": int(sum(t.rejected for a in agents for t in a.tracks.values())),
         "pf_outliers": int(sum(t.pf.outliers for a in agents for t in a.tracks.values())),
+        "world": world.report(),
     }
     return metrics, rec
 
@@ -185,24 +212,28 @@ def run_episode(config, rng_truth, rng_agents, models=None):
 def replay_estimators(rec, models, modes, n_particles, seed, warmup_steps=10, impl=None):
     """Offline replay of one flight's sensor records through estimator configurations (pocket VI-A).
 
-    Returns {mode: {"t_s": [...], "err_m": [...], "err_yaw_deg": [...]}} with per-step mean
+    ``modes``: agent modes ("hybrid", "pf", "learned") or {label: SwarmAgent settings}.
+    Returns {label: {"t_s": [...], "err_m": [...], "err_yaw_deg": [...]}} with per-step mean
     errors over all (drone, neighbour) pairs and goals (orientation: neighbours only).
     """
     net, dqn = models
     out = {}
     kernels = pf_mod.kernels_for(impl)
-    for mode in modes:
+    if not isinstance(modes, dict):
+        modes = {m: {"mode": m} for m in modes}
+    for mode, settings in modes.items():
         rng = np.random.default_rng(seed)
         errs, yerrs, ts = [], [], []
-        agents = [SwarmAgent(dqn, net, NumpyDraws(rng), {"mode": mode, "n_particles": n_particles,
-                                                         "warmup_steps": warmup_steps}, kernels=kernels)
-                  for _ in rec["inputs"]]
+        acfg = dict({"n_particles": n_particles, "warmup_steps": warmup_steps}, **settings)
+        agents = [SwarmAgent(dqn, net, NumpyDraws(rng), acfg, kernels=kernels) for _ in rec["inputs"]]
         n_steps = len(rec["inputs"][0])
         for k in range(n_steps):
             e_step, y_step = [], []
             for i, ag in enumerate(agents):
                 t_us, inputs = rec["inputs"][i][k]
                 truth = rec["truth_rel"][i][k]
+                if k in rec["goal_resets"][i]:
+                    ag.forget(GOAL_ID)
                 for obj, r, vo, vp in inputs:
                     est = ag.observe(t_us, obj, r, vo, vp)
                     if est is None:

@@ -18,7 +18,9 @@ DEFAULTS = {
     "drone_counts": [2, 3, 4],
     "episodes": 1,                   # per drone count (CI); 10 per count reproduces the paper's 30 flights
     "min_separation_ok_m": 0.15,
-    "episode": {k: v for k, v in ep.DEFAULTS.items() if k not in ("goals", "drones")},
+    "episode": dict({k: v for k, v in ep.DEFAULTS.items() if k not in ("goals", "drones")}, link="cflib"),
+    # the larger swarm on the scalable (broadcast) ranging mode; drones = 0 skips it
+    "large_swarm": {"drones": 8, "episodes": 1, "uwb_mode": "broadcast", "arena_m": 6.0, "max_duration_s": 60.0},
 }
 
 
@@ -30,15 +32,20 @@ def run(goals, config, ctx):
     pos_errs, yaw_errs = [], []
     comparisons = {}
     first_recs = {}
+    world_reports = []
     sim_s = 0.0
+    if not config["drone_counts"] and not config["large_swarm"]["drones"]:
+        raise ValueError("nothing to fly: drone_counts is empty and large_swarm.drones is 0")
     for m in config["drone_counts"]:
         rows = []
         for e in range(config["episodes"]):
             cfg = dict(config["episode"], goals=goals, drones=m)
             met, rec = ep.run_episode(cfg, ctx.random.stream("swarm.truth.%d.%d" % (m, e)),
-                                      ctx.random.stream("swarm.agents.%d.%d" % (m, e)), models)
+                                      ctx.random.stream("swarm.agents.%d.%d" % (m, e)), models,
+                                      seed=ctx.seed * 1000 + m * 100 + e)
             rows.append(met)
             sim_s += met["sim_time_s"]
+            world_reports.append(dict(met["world"], drones=m, episode=e))
             if e == 0:
                 first_recs[m] = rec
                 if cfg["compare_estimators"]:
@@ -63,6 +70,31 @@ def run(goals, config, ctx):
             "mean_orientation_error_deg": _mean([r["mean_orientation_error_deg"] for r in rows]),
             "mean_time_to_complete_s": _mean([r["time_to_complete_s"] for r in rows]),
         }
+    large = None
+    ls = config["large_swarm"]
+    if ls["drones"]:
+        rows = []
+        for e in range(ls["episodes"]):
+            cfg = dict(config["episode"], goals=goals, drones=ls["drones"], uwb_mode=ls["uwb_mode"],
+                       arena_m=ls["arena_m"], max_duration_s=ls["max_duration_s"])
+            met, rec = ep.run_episode(cfg, ctx.random.stream("swarm.truth.large.%d" % e),
+                                      ctx.random.stream("swarm.agents.large.%d" % e), models,
+                                      seed=ctx.seed * 1000 + 900 + e)
+            rows.append(met)
+            sim_s += met["sim_time_s"]
+            if e == 0:
+                first_recs["large"] = rec
+        ok = [r["goals_reached"] == r["goals_total"] and r["min_separation_m"] >= config["min_separation_ok_m"]
+              for r in rows]
+        large = {
+            "drones": ls["drones"], "uwb_mode": ls["uwb_mode"] if config["episode"]["link"] == "cflib" else None,
+            "arena_m": ls["arena_m"], "episodes": len(rows), "success_rate": sum(ok) / len(rows),
+            "goals_reached": sum(r["goals_reached"] for r in rows), "goals_total": sum(r["goals_total"] for r in rows),
+            "min_separation_m": min(r["min_separation_m"] for r in rows),
+            "mean_position_error_m": _mean([r["mean_position_error_m"] for r in rows]),
+            "mean_orientation_error_deg": _mean([r["mean_orientation_error_deg"] for r in rows]),
+            "mean_time_to_complete_s": _mean([r["time_to_complete_s"] for r in rows]),
+        }
     estimator = {}
     conv_after = config["episode"]["converged_after_s"]
     for m, comp in comparisons.items():
@@ -79,17 +111,21 @@ def run(goals, config, ctx):
     metrics = {
         "goals_reached": totals["goals_reached"],
         "goals_total": totals["goals_total"],
-        "min_separation_m": totals["min_separation_m"],
+        "min_separation_m": totals["min_separation_m"] if totals["episodes"] else None,
         "mean_position_error_m": _mean(pos_errs),
         "mean_orientation_error_deg": _mean(yaw_errs),
         "episodes": totals["episodes"],
         "success_rate": totals["successes"] / totals["episodes"] if totals["episodes"] else None,
+        "min_separation_ok_m": config["min_separation_ok_m"],
         "per_drone_count": per_count,
         "estimator_comparison": estimator,
         "sim_time_s": sim_s,
         "wall_time_s": wall,
         "sim_seconds_per_wall_second": sim_s / wall if wall > 0 else None,
+        "large_swarm": large,
         "link": config["episode"]["link"],
+        "uwb_mode": config["episode"]["uwb_mode"] if config["episode"]["link"] == "cflib" else None,
+        "world_reports": world_reports,
         "n_particles": config["episode"]["n_particles"],
     }
     if ctx.report is not None:
@@ -109,15 +145,16 @@ def _plots(report, goals, recs, comparisons):
 
     n = len(recs)
     fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 4.5), squeeze=False)
-    for ax, (m, rec) in zip(axes[0], sorted(recs.items())):
+    for ax, (key, rec) in zip(axes[0], sorted(recs.items(), key=lambda kv: str(kv[0]))):
         pos = np.array(rec["pos"])
         gl = np.array(rec["goal"])
+        m = pos.shape[1]
         for i in range(m):
             ax.plot(pos[:, i, 1], pos[:, i, 0], "C%d" % i, lw=1.5, label="drone %d" % i)
             ax.plot(pos[0, i, 1], pos[0, i, 0], "o", color="C%d" % i)
             ug = np.unique(gl[:, i], axis=0)
             ax.plot(ug[:, 1], ug[:, 0], "*", color="C%d" % i, ms=12)
-        ax.set_title("%s, %d drones" % (goals, m))
+        ax.set_title("%s, %d drones%s" % (goals, m, " (scalable ranging)" if key == "large" else ""))
         ax.set_xlabel("east [m]")
         ax.set_ylabel("north [m]")
         ax.set_aspect("equal")

@@ -58,6 +58,23 @@ def to_world(yaw, v_body):
     return np.stack([c * v_body[..., 0] - s * v_body[..., 1], s * v_body[..., 0] + c * v_body[..., 1]], -1)
 
 
+def relative_pose_body(pos_own, yaw_own, pos_obj, yaw_obj=None):
+    """Truth the estimators are scored against: the object's pose in the own body frame.
+
+    Position ``R(yaw_own)^T (p_obj - p_own)`` (m) and relative orientation
+    ``wrap(yaw_obj - yaw_own)`` (rad; ``R(rel_yaw)`` maps the object's body velocity into the
+    own frame, the particle filter's convention, pocket IV-B). Arrays broadcast ([..., 2] and
+    [...]); a goal (``yaw_obj`` None) gets orientation 0. The one definition used by the
+    training labels (bearing_data), the flights' error metrics (episode) and the tests.
+    """
+    rel = to_body(np.asarray(yaw_own, dtype=float), np.asarray(pos_obj, dtype=float) - np.asarray(pos_own, dtype=float))
+    if yaw_obj is None:
+        rel_yaw = np.zeros(np.shape(rel)[:-1])
+    else:
+        rel_yaw = np.angle(np.exp(1j * (np.asarray(yaw_obj, dtype=float) - np.asarray(yaw_own, dtype=float))))
+    return rel, rel_yaw
+
+
 def sample_separated(rng, n_envs, n_points, half_m, min_sep_m, tries=200):
     """Points uniform in [-half, half]^2 with pairwise separation >= min_sep (rejection per env)."""
     out = np.zeros((n_envs, n_points, 2))

@@ -30,9 +30,10 @@ NOISE = {"range_bias_m": SIM_DEFAULTS["range_bias_m"], "range_sigma_m": SIM_DEFA
          "vel_sigma_mps": SIM_DEFAULTS["vel_noise_mps"]}
 
 
-def make_dataset(seed, steps=400):
+def make_dataset(seed, steps=400, scale=1):
+    """Noise-free recordings: 2 m arenas with 2 drones (pocket V-C.1) and 4 m arenas with 3 drones (flights)."""
     rng = np.random.default_rng(seed)
-    parts = [bd.collect(rng, 64, 2, steps, 2.0), bd.collect(rng, 32, 3, steps, 4.0)]
+    parts = [bd.collect(rng, 64 * scale, 2, steps, 2.0), bd.collect(rng, 32 * scale, 3, steps, 4.0)]
     x = np.concatenate([p[0] for p in parts])
     b = np.concatenate([p[1] for p in parts])
     y = np.concatenate([p[2] for p in parts])
@@ -64,14 +65,15 @@ def evaluate(weights, x, b, y, has, rng, k):
             "bearing_mae_deg": float(np.degrees(eb.mean())), "orientation_mae_deg": float(np.degrees(eo.mean()))}
 
 
-def train(seed=1, iters=2500, hidden=64, seq_len=80, k=10, batch=30, lr=2e-3, optimizer="adam", log=print):
+def train(seed=1, iters=2500, hidden=64, seq_len=80, k=10, batch=30, lr=2e-3, optimizer="adam", data_scale=1,
+          max_minutes=None, log=print):
     import torch
 
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     rng = np.random.default_rng(seed)
     t0 = time.time()
-    x, b, y, has = make_dataset(seed)
+    x, b, y, has = make_dataset(seed, scale=data_scale)
     n_seq, T = x.shape[:2]
     perm = rng.permutation(n_seq)
     n_val = max(8, n_seq // 10)
@@ -86,7 +88,10 @@ def train(seed=1, iters=2500, hidden=64, seq_len=80, k=10, batch=30, lr=2e-3, op
     cls_o = angle_to_class(y)
     best = None
     history = []
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, iters, eta_min=lr * 0.05)
+    every = max(1, iters // 10)
     for it in range(iters):
+        out_of_time = max_minutes is not None and time.time() - t0 > 60.0 * max_minutes
         si, st = _windows(rng, len(tr), T, batch, seq_len)
         s = tr[si]
         idx_t = st[:, None] + np.arange(seq_len)
@@ -104,7 +109,8 @@ def train(seed=1, iters=2500, hidden=64, seq_len=80, k=10, batch=30, lr=2e-3, op
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 5.0)
         opt.step()
-        if (it + 1) % max(1, iters // 10) == 0 or it == iters - 1:
+        sched.step()
+        if (it + 1) % every == 0 or it == iters - 1 or out_of_time:
             w = weights_of(gru, head)
             ev = evaluate(w, x[val][:24, :200], b[val][:24, :200], y[val][:24, :200], has[val][:24], np.random.default_rng(seed + 7), k)
             history.append({"iter": it + 1, "loss": float(loss.detach()), **ev})
@@ -114,6 +120,9 @@ def train(seed=1, iters=2500, hidden=64, seq_len=80, k=10, batch=30, lr=2e-3, op
             score = ev["bearing_acc_pm1"] - ev["bearing_mae_deg"] / 180 - ev["orientation_mae_deg"] / 180
             if best is None or score > best[0]:
                 best = (score, w, ev)
+        if out_of_time:
+            log("stopping at iteration %d: time budget of %.1f min used" % (it + 1, max_minutes))
+            break
     return best[1], {"best_validation": best[2], "history": history, "train_wall_s": time.time() - t0,
                      "sequences": int(n_seq), "steps_per_sequence": int(T)}
 
@@ -132,12 +141,17 @@ def main(argv=None):
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--seq-len", type=int, default=80)
     p.add_argument("--k", type=int, default=10, help="backpropagate only steps with >= k predecessors")
+    p.add_argument("--batch", type=int, default=30, help="sequences per minibatch (paper: 30)")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--data-scale", type=int, default=1, help="multiply the number of recorded arenas")
+    p.add_argument("--max-minutes", type=float, default=None, help="stop (keeping the best weights) after this long")
     p.add_argument("--optimizer", choices=("adam", "rmsprop"), default="adam",
                    help="paper: RMSProp; Adam converges in fewer iterations here")
     p.add_argument("--out", default=MODEL_DIR)
     a = p.parse_args(argv)
     weights, info = train(seed=a.seed, iters=a.iters, hidden=a.hidden, seq_len=a.seq_len, k=a.k,
-                          optimizer=a.optimizer)
+                          optimizer=a.optimizer, batch=a.batch, lr=a.lr, data_scale=a.data_scale,
+                          max_minutes=a.max_minutes)
     os.makedirs(a.out, exist_ok=True)
     np.savez(os.path.join(a.out, "weights.npz"), **weights)
     card = {
@@ -146,9 +160,11 @@ def main(argv=None):
         "input_scale": IN_SCALE.tolist(),
         "outputs": "logits: 18 bearing bins then 18 relative-orientation bins (20 deg, from -180 deg)",
         "architecture": "GRU(%d) + linear(36); paper: LSTM(512)" % a.hidden,
-        "training": {"seed": a.seed, "iters": a.iters, "batch": 30, "seq_len": a.seq_len, "k": a.k,
-                     "optimizer": "%s 2e-3, grad clip 5" % a.optimizer, "noise": NOISE,
-                     "data": "64 arenas 2 m x 2 drones + 32 arenas 4 m x 3 drones, 400 steps of 0.1 s, "
+        "training": {"seed": a.seed, "iters": a.iters, "batch": a.batch, "seq_len": a.seq_len, "k": a.k,
+                     "optimizer": "%s %g, cosine decay, grad clip 5" % (a.optimizer, a.lr), "noise": NOISE,
+                     "max_minutes": a.max_minutes,
+                     "data": "%d arenas 2 m x 2 drones + %d arenas 4 m x 3 drones, 400 steps of 0.1 s, "
+                             % (64 * a.data_scale, 32 * a.data_scale) +
                              "goal walker with 30 % random moves; goal sequences use a random fixed point"},
         "command": "make train-swarm",
         **info,

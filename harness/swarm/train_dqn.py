@@ -72,8 +72,9 @@ def evaluate(weights, seed, episodes=24, steps=200, est_noise_m=0.1, sim_config=
     return res
 
 
-def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=4, gamma=0.9, lr=5e-4, tau=0.005,
-          eps_start=0.8, eps_end=0.1, est_noise_m=0.1, hysteretic=None, log=print):
+def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=4, gamma=0.95, lr=5e-4, tau=0.005,
+          eps_start=0.8, eps_end=0.1, est_noise_m=0.1, hysteretic=None, max_minutes=None, n_step=3, log=print):
+    """n-step double DQN; returns (best weights by greedy evaluation, info)."""
     import torch
 
     torch.manual_seed(seed)
@@ -94,6 +95,8 @@ def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=
     best = None
     history = []
     obs = [g.dqn_obs(est_noise_m) for g in groups]
+    pending = [[] for _ in groups]          # last n (obs, action, reward) per group: n-step returns
+    disc = gamma ** np.arange(n_step)
     t0 = time.time()
     n_updates = 0
     for step in range(env_steps):
@@ -106,16 +109,22 @@ def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=
             act = np.where(rnd, rng.integers(0, N_ACTIONS, act.shape), act)
             r = g.step(act)
             nxt = g.dqn_obs(est_noise_m)
-            k = act.size
-            idx = (head + np.arange(k)) % cap
-            buf_s[idx] = obs[gi].reshape(k, -1)
-            buf_a[idx] = act.reshape(k)
-            buf_r[idx] = r.reshape(k)
-            buf_s2[idx] = nxt.reshape(k, -1)
-            head = (head + k) % cap
-            n_buf = min(cap, n_buf + k)
+            pending[gi].append((obs[gi], act, r))
+            if len(pending[gi]) == n_step:
+                s0, a0, _ = pending[gi][0]
+                ret = sum(disc[q] * pending[gi][q][2] for q in range(n_step))    # sum_k gamma^k r_{t+k}
+                k = a0.size
+                idx = (head + np.arange(k)) % cap
+                buf_s[idx] = s0.reshape(k, -1)
+                buf_a[idx] = a0.reshape(k)
+                buf_r[idx] = ret.reshape(k)
+                buf_s2[idx] = nxt.reshape(k, -1)
+                head = (head + k) % cap
+                n_buf = min(cap, n_buf + k)
+                pending[gi].pop(0)
             if (step + 1) % episode_steps == 0:
                 g.reset()
+                pending[gi] = []
                 nxt = g.dqn_obs(est_noise_m)
             obs[gi] = nxt
         if n_buf < 2000:
@@ -128,7 +137,7 @@ def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=
             r = torch.from_numpy(buf_r[j])
             with torch.no_grad():
                 a2 = net(s2).argmax(1, keepdim=True)
-                y = r + gamma * target(s2).gather(1, a2).squeeze(1)      # pocket eq. 3 (double DQN)
+                y = r + gamma ** n_step * target(s2).gather(1, a2).squeeze(1)   # pocket eq. 3 (double, n-step)
             qsa = net(s).gather(1, a[:, None]).squeeze(1)
             per = torch.nn.functional.smooth_l1_loss(qsa, y, reduction="none")     # pocket eq. 2 (Huber)
             if hysteretic is not None:
@@ -142,7 +151,8 @@ def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=
             with torch.no_grad():                                        # soft target update
                 for pt, pn in zip(target.parameters(), net.parameters()):
                     pt.mul_(1.0 - tau).add_(tau * pn)
-        if (step + 1) % max(1, env_steps // 12) == 0 or step == env_steps - 1:
+        out_of_time = max_minutes is not None and time.time() - t0 > 60.0 * max_minutes
+        if (step + 1) % max(1, env_steps // 12) == 0 or step == env_steps - 1 or out_of_time:
             w = weights_of(net)
             ev = evaluate(w, seed + 1000)
             history.append({"env_step": step + 1, "epsilon": eps, **{k: ev[k] for k in ("score", "goals", "goals_total", "close_calls", "min_sep_m", "reward")}})
@@ -151,6 +161,9 @@ def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=
                    ev["reward"], ev["score"], time.time() - t0))
             if best is None or ev["score"] > best[0]:
                 best = (ev["score"], w, ev)
+        if out_of_time:
+            log("stopping at env step %d: time budget of %.1f min used" % (step + 1, max_minutes))
+            break
     return best[1], {"best_eval": best[2], "history": history, "updates": n_updates,
                      "train_wall_s": time.time() - t0}
 
@@ -161,10 +174,15 @@ def main(argv=None):
     p.add_argument("--env-steps", type=int, default=6000)
     p.add_argument("--batch", type=int, default=30, help="minibatch (paper: 30)")
     p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--gamma", type=float, default=0.95)
+    p.add_argument("--n-step", type=int, default=3, help="n-step returns (1: plain one-step targets, pocket eq. 3)")
+    p.add_argument("--est-noise", type=float, default=0.1, help="white noise on the true goal/obstacle inputs (m)")
+    p.add_argument("--max-minutes", type=float, default=None, help="stop (keeping the best weights) after this long")
     p.add_argument("--hysteretic", type=float, default=None, help="beta of hysteretic Q-learning (e.g. 0.5)")
     p.add_argument("--out", default=MODEL_DIR)
     a = p.parse_args(argv)
-    weights, info = train(seed=a.seed, env_steps=a.env_steps, hysteretic=a.hysteretic, batch=a.batch, lr=a.lr)
+    weights, info = train(seed=a.seed, env_steps=a.env_steps, hysteretic=a.hysteretic, batch=a.batch, lr=a.lr,
+                          est_noise_m=a.est_noise, max_minutes=a.max_minutes, gamma=a.gamma, n_step=a.n_step)
     os.makedirs(a.out, exist_ok=True)
     np.savez(os.path.join(a.out, "weights.npz"), **weights)
     card = {
@@ -173,10 +191,10 @@ def main(argv=None):
                    "obstacle_x_body_m", "obstacle_y_body_m", "dt_s"],
         "outputs": "Q-values of the 9 actions (onboard.swarm.actions: 0..7 accelerate at 45k deg, 8 slow down)",
         "layers": [N_INPUTS, HIDDEN, HIDDEN, N_ACTIONS], "activation": "relu",
-        "training": {"seed": a.seed, "env_steps": a.env_steps, "batch": a.batch, "lr": a.lr, "gamma": 0.9,
+        "training": {"seed": a.seed, "env_steps": a.env_steps, "batch": a.batch, "lr": a.lr, "gamma": a.gamma, "n_step": a.n_step,
                      "epsilon": [0.8, 0.1], "reward": "pocket eq. 4, c = 0.5 m, d1 / arena side",
                      "hysteretic_beta": a.hysteretic, "arenas": "16 x (2 m, 2 drones), 6 x (2 m, 4 drones), 8 x (4 m, 3 drones)",
-                     "estimate_noise_m": 0.1, "algorithm": "double DQN, Huber loss, Adam 5e-4, soft target tau 0.005"},
+                     "estimate_noise_m": a.est_noise, "max_minutes": a.max_minutes, "algorithm": "double DQN with n-step returns, Huber loss, Adam, soft target tau 0.005"},
         "command": "make train-swarm",
         **info,
     }

@@ -47,7 +47,8 @@ EST_Y = 1                   # weighted mean y_m
 EST_YAW = 2                 # circular weighted mean yaw_rad
 EST_NEFF = 3                # effective sample size (sum w)^2 / sum w^2
 EST_E2_MIN = 4              # smallest squared range residual, m^2 (outlier check)
-EST_LEN = 5
+EST_SW = 5                  # sum of the weights shifted by the best particle (mean likelihood, adaptive refresh)
+EST_LEN = 6
 
 DEFAULTS = {
     "n_particles": 100,
@@ -61,7 +62,17 @@ DEFAULTS = {
     "refresh_bearing_sigma_rad": 0.1745,   # ... bearing spread: half a 20-deg bin ~ 10 deg
     "refresh_yaw_sigma_rad": 0.35,         # ... orientation spread ~ 20 deg
     "outlier_sigmas": 5.0,                 # a range this far from every particle is counted
+    # "fixed": refresh_fraction new particles every step with a learned estimate (pocket IV-B);
+    # "adaptive": augmented MCL (Thrun et al., Probabilistic Robotics table 8.3): the fraction is
+    # 1 - w_fast / w_slow of the short/long-term mean range likelihood, clamped to
+    # [refresh_fraction_min, refresh_fraction], so learned particles come in when the ranges stop
+    # agreeing with the filter (lost, or not converged) and not while it tracks
+    "refresh_mode": "fixed",
+    "refresh_fraction_min": 0.0,
+    "alpha_slow": 0.05,
+    "alpha_fast": 0.5,
 }
+REFRESH_MODES = ("fixed", "adaptive")
 
 
 class PfInputError(ValueError):
@@ -142,6 +153,7 @@ def predict_weight(xs, ys, yaws, ws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mp
     est[EST_YAW] = math.atan2(sws, swc)
     est[EST_NEFF] = sw * sw / sww
     est[EST_E2_MIN] = e2_min
+    est[EST_SW] = sw
 
 
 def resample(xs, ys, yaws, ws, n, n_keep, u0, xs_out, ys_out, yaws_out):
@@ -298,6 +310,12 @@ class ParticleFilter:
             raise ValueError("refresh_fraction must be in [0, 1), got %r" % (frac,))
         if not (cfg["range_var_m2"] > 0.0):
             raise ValueError("range_var_m2 must be > 0")
+        if cfg["refresh_mode"] not in REFRESH_MODES:
+            raise ValueError("refresh_mode must be one of %s, got %r" % (REFRESH_MODES, cfg["refresh_mode"]))
+        if not (0.0 <= cfg["refresh_fraction_min"] <= frac):
+            raise ValueError("refresh_fraction_min must be in [0, refresh_fraction]")
+        if not (0.0 < cfg["alpha_slow"] < cfg["alpha_fast"] <= 1.0):
+            raise ValueError("need 0 < alpha_slow < alpha_fast <= 1")
         self.cfg = cfg
         self.n = n
         self.n_refresh = int(round(frac * n))
@@ -319,6 +337,9 @@ class ParticleFilter:
         self.rejected = 0
         self.outliers = 0
         self.predict_only = 0
+        self.w_slow = None               # adaptive refresh: long- and short-term mean range likelihood
+        self.w_fast = None
+        self.last_refresh = 0            # particles refreshed at the last step
 
     # ---------------------------------------------------------- set-up
     def initialize(self, now_us, range_m, draws, learned=None):
@@ -340,6 +361,8 @@ class ParticleFilter:
         self.time_us = int(now_us)
         self.initialized = True
         self.steps = 0
+        self.w_slow = None
+        self.w_fast = None
 
     # ---------------------------------------------------------- cycle
     def step(self, now_us, v_own_body_mps, v_peer_body_mps, range_m, draws, learned=None):
@@ -377,7 +400,8 @@ class ParticleFilter:
                              sigma_pos_m, sigma_yaw_rad, self.est)
             if self.est[EST_E2_MIN] > self._outlier_e2_m2:
                 self.outliers += 1
-            n_new = self.n_refresh if learned is not None else 0
+            n_new = self._refresh_count() if learned is not None else 0
+            self.last_refresh = n_new
             u0 = draws.uniforms(1)[0]
             k.resample(self.xs, self.ys, self.yaws, self.ws, n, n - n_new, u0,
                        self._xs2, self._ys2, self._yaws2)
@@ -393,6 +417,24 @@ class ParticleFilter:
         self.time_us = now_us
         self.steps += 1
         return self.estimate()
+
+    def _refresh_count(self):
+        """Particles to put around the learned estimate this step (fixed, or augmented-MCL adaptive)."""
+        c = self.cfg
+        if c["refresh_mode"] == "fixed":
+            return self.n_refresh
+        e = self.est
+        # mean range likelihood over the particles (the Gaussian's constant cancels in the ratio)
+        w_avg = math.exp(-e[EST_E2_MIN] * self.inv_two_var_m2) * e[EST_SW] / self.n
+        if self.w_slow is None:
+            self.w_slow = w_avg
+            self.w_fast = w_avg
+        else:
+            self.w_slow += c["alpha_slow"] * (w_avg - self.w_slow)
+            self.w_fast += c["alpha_fast"] * (w_avg - self.w_fast)
+        frac = 1.0 - self.w_fast / self.w_slow if self.w_slow > 0.0 else c["refresh_fraction"]
+        frac = min(c["refresh_fraction"], max(c["refresh_fraction_min"], frac))
+        return int(round(frac * self.n))
 
     def estimate(self):
         """(x_m, y_m, yaw_rad): weighted mean of the last cycle (before resampling)."""

@@ -8,7 +8,7 @@ libm by an ulp (tests hold all paths to 1e-12).
 """
 import numpy as np
 
-from onboard.estimators.particle_filter import (EST_E2_MIN, EST_NEFF, EST_X, EST_Y, EST_YAW,
+from onboard.estimators.particle_filter import (EST_E2_MIN, EST_NEFF, EST_SW, EST_X, EST_Y, EST_YAW,
                                                 PARTICLE_DIM, PI, TWO_PI, X, Y, YAW)
 
 name = "numpy"
@@ -51,6 +51,7 @@ def predict_weight(xs, ys, yaws, ws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mp
     est[EST_YAW] = np.arctan2((w * np.sin(yaw)).sum(), (w * np.cos(yaw)).sum())
     est[EST_NEFF] = sw * sw / (w * w).sum()
     est[EST_E2_MIN] = e2_min
+    est[EST_SW] = sw
 
 
 def resample(xs, ys, yaws, ws, n, n_keep, u0, xs_out, ys_out, yaws_out):

@@ -23,7 +23,7 @@ import math
 
 from onboard.estimators.particle_filter import ParticleFilter, PfInputError
 from onboard.swarm import actions as act_mod
-from onboard.swarm.bearing_net import BearingInputError, decode
+from onboard.swarm.bearing_net import BearingInputError, decode, sample_bin
 
 GOAL_ID = "goal"
 MODES = ("hybrid", "pf", "learned")
@@ -34,7 +34,15 @@ DEFAULTS = {
     "warmup_steps": 10,            # estimator history before its estimate is trusted (pocket V-C.2 k)
     "pf_config": None,             # extra ParticleFilter settings
     "far_obstacle_m": 3.0,         # DQN obstacle input when no neighbour is known yet (straight ahead)
+    # what the 10 % refreshed particles are spread around (pocket IV-B): "mean" = the circular mean of
+    # the estimator's 18-bin outputs; "sample" = a bin drawn from each output distribution every step,
+    # so a two-mode output (mirror ambiguity) proposes both modes and the ranges pick one
+    "learned_refresh": "sample",
+    # hybrid: start the filter around the learned estimate (pocket IV-B, "learned") or uninformed on a
+    # ring at the measured range ("ring"), leaving the learned estimate to the refreshed particles
+    "pf_init": "learned",
 }
+REFRESH_MODES = ("mean", "sample")
 
 
 class Track:
@@ -46,8 +54,10 @@ class Track:
         self.steps = 0
         self.range_m = None
         self.learned = None            # (bearing_rad, rel_yaw_rad)
+        self.probs = None              # (bearing bins, orientation bins) of the last estimator step
         self.est = None                # (x_m, y_m, yaw_rad) in the own body frame
         self.last_us = None
+        self.last_range_us = None      # the estimator's dt is the time since its previous input
         self.rejected = 0
 
 
@@ -60,6 +70,8 @@ class SwarmAgent:
             cfg[k] = v
         if cfg["mode"] not in MODES:
             raise ValueError("mode must be one of %s" % (MODES,))
+        if cfg["learned_refresh"] not in REFRESH_MODES:
+            raise ValueError("learned_refresh must be one of %s" % (REFRESH_MODES,))
         self.cfg = cfg
         self.policy = policy
         self.net = net
@@ -80,6 +92,11 @@ class SwarmAgent:
             self.tracks[obj_id] = t
         return t
 
+    def forget(self, obj_id):
+        """Drop what is known about an object (a new goal, a neighbour that left): its recurrent
+        state, particles and estimate start afresh at its next range."""
+        self.tracks.pop(obj_id, None)
+
     def observe(self, now_us, obj_id, range_m, v_own_body_mps, v_obj_body_mps):
         """Update one object's estimate from a range (None on dropout) and velocities."""
         t = self._track(obj_id)
@@ -87,7 +104,7 @@ class SwarmAgent:
                                         and range_m != float("inf")):
             t.rejected += 1                                  # NaN fails >= 0 too
             return t.est
-        dt_s = 0.0 if t.last_us is None else (now_us - t.last_us) * 1e-6
+        dt_s = 0.0 if t.last_range_us is None else (now_us - t.last_range_us) * 1e-6
         mode = self.cfg["mode"]
         try:
             if range_m is not None:
@@ -95,7 +112,9 @@ class SwarmAgent:
                 h, pb, po = self.net.step(t.h, x)
                 t.h = h
                 t.learned = (float(decode(pb)[0]), float(decode(po)[0]))
+                t.probs = (pb, po)
                 t.range_m = float(range_m)
+                t.last_range_us = now_us
             t.steps += 1
             trusted = t.steps > self.cfg["warmup_steps"]
             if mode == "learned" or (mode == "hybrid" and not t.pf.initialized):
@@ -103,18 +122,28 @@ class SwarmAgent:
                     b = t.learned[0]
                     t.est = (t.range_m * math.cos(b), t.range_m * math.sin(b), t.learned[1])
                 if mode == "hybrid" and trusted and range_m is not None:
-                    t.pf.initialize(now_us, range_m, self.draws, learned=t.learned)
+                    t.pf.initialize(now_us, range_m, self.draws,
+                                    learned=t.learned if self.cfg["pf_init"] == "learned" else None)
             elif mode == "pf" and not t.pf.initialized:
                 if range_m is not None:
                     t.pf.initialize(now_us, range_m, self.draws)     # no estimate until its first step
             else:
-                learned = t.learned if mode == "hybrid" else None
+                learned = None
+                if mode == "hybrid" and range_m is not None:
+                    learned = self._proposal(t)
                 t.est = t.pf.step(now_us, v_own_body_mps, v_obj_body_mps, range_m, self.draws, learned=learned)
         except (PfInputError, BearingInputError, TypeError, ValueError):
             t.rejected += 1
             return t.est
         t.last_us = now_us
         return t.est
+
+    def _proposal(self, t):
+        """(bearing_rad, rel_yaw_rad) the refreshed particles are spread around this step."""
+        if self.cfg["learned_refresh"] == "mean" or t.probs is None:
+            return t.learned
+        u = self.draws.uniforms(2)
+        return (sample_bin(t.probs[0], float(u[0])), sample_bin(t.probs[1], float(u[1])))
 
     def decide(self, now_us, v_own_body_mps):
         """DQN action from the current estimates; returns the new body-frame velocity setpoint (m/s)."""

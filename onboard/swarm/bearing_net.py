@@ -52,6 +52,13 @@ def decode(probs):
     return np.arctan2(s, c), np.hypot(s, c)
 
 
+def sample_bin(probs, u):
+    """Centre (rad) of the bin whose cumulative probability first exceeds u * total (u in [0, 1), drawn outside)."""
+    cdf = np.cumsum(probs)
+    k = int(np.searchsorted(cdf, u * cdf[-1], side="right"))
+    return float(BIN_CENTRES_RAD[min(k, N_BINS - 1)])
+
+
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 

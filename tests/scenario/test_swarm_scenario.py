@@ -1,4 +1,9 @@
-"""Scenario tier: swarm-fixed / swarm-random in reduced form (committed models, no training)."""
+"""Scenario tier: swarm-fixed / swarm-random in reduced form (committed models, no training).
+
+The reduced runs fly through the deployment path: simulated Crazyflies driven by
+boards.crazyflie over the official cflib (UDP), ranges from onboard.comms.uwb on the DW1000
+channel simulator (token ring; the large swarm on the scalable broadcast mode).
+"""
 import math
 
 import pytest
@@ -11,28 +16,47 @@ pytestmark = pytest.mark.scenario
 KEYS = ("goals_reached", "goals_total", "min_separation_m", "mean_position_error_m", "mean_orientation_error_deg")
 
 
-def _run(name, seed, **episode):
+def _run(name, seed, drone_counts=(2,), large=0, large_s=3.0, **episode):
     mod = load(name)
-    cfg = merge(mod.DEFAULTS, {"drone_counts": [2], "episodes": 1,
-                               "episode": dict({"max_duration_s": 15.0, "compare_estimators": False}, **episode)},
+    cfg = merge(mod.DEFAULTS, {"drone_counts": list(drone_counts), "episodes": 1,
+                               "large_swarm": {"drones": large, "max_duration_s": large_s},
+                               "episode": dict({"max_duration_s": 6.0, "compare_estimators": False}, **episode)},
                 name)
     return mod.run(cfg, RunContext(seed))
 
 
+def _check_deployment_path(rep, mode):
+    assert rep["world"] == "cflib" and rep["uwb_mode"] == mode
+    assert rep["driver_faults"] == [] and rep["sim_internal_errors"] == 0
+    assert rep["setpoints_sent"] > 0 and rep["log_packets_received"] > 0
+    assert rep["uwb"]["frames"] > 0 and rep["uwb"]["ranges"] > 0
+
+
 @pytest.mark.parametrize("name,goals_per_drone", [("swarm-fixed", 1), ("swarm-random", 3)])
-def test_reduced_swarm_run_reports_the_metrics(name, goals_per_drone):
+def test_reduced_swarm_run_over_cflib_and_uwb(name, goals_per_drone):
     m = _run(name, 3)
     for k in KEYS:
         assert k in m
+    assert m["link"] == "cflib"
     assert m["goals_total"] == 2 * goals_per_drone
     assert 0 <= m["goals_reached"] <= m["goals_total"]
     assert 0.0 < m["min_separation_m"] < 10.0
     assert math.isfinite(m["mean_position_error_m"]) and math.isfinite(m["mean_orientation_error_deg"])
     assert m["sim_time_s"] > 0
+    _check_deployment_path(m["world_reports"][0], "token_ring")
+    # 2 drones, 6 s at 10 Hz: each drone needs one range per period; the token ring delivers them
+    assert m["world_reports"][0]["uwb"]["ranges"] >= 2 * 6 * 10
 
 
-def test_same_seed_same_flight():
-    a = _run("swarm-fixed", 5, impl="cython")
-    b = _run("swarm-fixed", 5, impl="pure")
+def test_large_swarm_uses_the_scalable_ranging_mode():
+    m = _run("swarm-fixed", 4, drone_counts=(), large=8, large_s=3.0)
+    ls = m["large_swarm"]
+    assert ls["drones"] == 8 and ls["uwb_mode"] == "broadcast" and ls["goals_total"] == 8
+    assert 0.0 <= ls["success_rate"] <= 1.0 and ls["min_separation_m"] > 0.0
+
+
+def test_same_seed_same_flight_on_every_pf_path():
+    a = _run("swarm-fixed", 5, impl="cython", link="direct")
+    b = _run("swarm-fixed", 5, impl="pure", link="direct")
     for k in KEYS:
         assert a[k] == pytest.approx(b[k], abs=1e-9)

@@ -1,0 +1,232 @@
+"""Where a swarm flight's drones live: the fast 2-D simulator, or simulated Crazyflies over cflib + UWB.
+
+Both worlds give each drone, once per policy period (pocket V-B frame skipping), what its
+onboard agent gets on hardware, and take back its body-frame velocity setpoint:
+
+* own body velocity (m/s), measured (flow deck / mocap stand-in: truth + white noise
+  ``vel_noise_mps``);
+* per neighbour j: the latest UWB range (m) and j's velocity as j reported it in its ranging
+  frame (its own body frame, pocket IV-A), or None when no new range arrived this period;
+* the range to its goal (a goal beacon: truth + the pocket III-A noise, harness side).
+
+``DirectWorld``: harness/swarm/sim.py is the truth, ranges from its pocket III-A noise model.
+
+``CflibWorld`` (the deployment path, issue 11 item 4): one SimClock drives
+``harness.crazyflie.SimCrazyflieFleet`` (simulated Crazyflies behind real UDP sockets) and
+``harness.radio.uwb_channel.UwbNetwork`` (DW1000 channel simulator). Each drone's runtime
+talks to its Crazyflie through ``boards.crazyflie.driver`` on the official cflib (take-off,
+log blocks -> NavState, velocity setpoints), and gets its ranges from the onboard UWB protocol
+code (``onboard.comms.uwb``: token ring, or the scalable broadcast mode) running on the
+simulated radios; its own body velocity goes into its ranging frames (``set_velocity``).
+``harness.crazyflie.lockstep.Lockstep`` keeps cflib's threads and simulated time in step, so
+runs are deterministic.
+"""
+import math
+
+import numpy as np
+
+from harness.swarm.sim import SwarmBatch, to_body, to_world
+
+WORLD_DEFAULTS = {
+    "vel_noise_mps": 0.05,          # own-velocity measurement noise (flow / mocap), per axis
+    "period_s": 0.1,                # policy / filter period (pocket V-B)
+    "uwb_mode": "token_ring",       # cflib world: "token_ring" (paper III-A) or "broadcast" (scalable)
+    "uwb_loss_prob": 0.0,
+    "flight_height_m": 0.5,
+    # Protocol timing (onboard.comms.uwb settings). The free-running defaults range every pair at
+    # ~70 Hz with 3-4 drones; the policy uses one range per pair per 0.1 s, so the exchanges are
+    # spaced out to ~10-20 Hz per pair (DS-TWR is drift-robust for any reply delay; the broadcast
+    # round is (drones + 1) slots).
+    "uwb_protocol": {"token_ring": {"reply_delay_us": 4000, "silence_timeout_us": 40000},
+                     "broadcast": {"slot_us": 8000, "neighbour_timeout_us": 400000}},
+}
+
+
+class DirectWorld:
+    """The vectorised 2-D simulator with one arena (harness/swarm/sim.py)."""
+
+    name = "direct"
+
+    def __init__(self, m, starts, goals, yaws, rng, arena_m, config=None):
+        self.cfg = dict(WORLD_DEFAULTS, **(config or {}))
+        self.m = m
+        self.rng = rng
+        frame_skip = int(round(self.cfg["period_s"] / 0.02))
+        self.sim = SwarmBatch(1, m, rng, {"arena_m": arena_m, "frame_skip": frame_skip})
+        self.sim.pos[0] = starts
+        self.sim.goal[0] = goals
+        self.sim.yaw[0] = yaws
+        self.sim.min_sep[:] = np.inf
+        self.period_us = int(round(self.sim.dt_s * 1e6))
+        self.now_us = 0
+
+    def truth(self):
+        """(pos [m, 2] north/east m, yaw [m] rad) of every drone."""
+        return self.sim.pos[0].copy(), self.sim.yaw[0].copy()
+
+    def min_separation_m(self):
+        return float(self.sim.min_sep[0])
+
+    def sense(self):
+        """(v_meas_body [m, 2], ranges {i: {j: (range_m, peer_vel_body)}})."""
+        c = self.sim.cfg
+        vb = self.sim.vel_body()[0]
+        v_meas = vb + self.rng.normal(0.0, self.cfg["vel_noise_mps"], vb.shape)
+        r = self.sim.ranges()[0]
+        ranges = {i: {j: (float(r[i, j]), (float(v_meas[j, 0]), float(v_meas[j, 1])))
+                      for j in range(self.m) if j != i} for i in range(self.m)}
+        del c
+        return v_meas, ranges
+
+    def act(self, setpoints_body):
+        self.sim.step_setpoints(np.asarray(setpoints_body)[None])
+        self.now_us += self.period_us
+        return self.now_us
+
+    def report(self):
+        return {"world": self.name}
+
+    def close(self):
+        pass
+
+
+class CflibWorld:
+    """Simulated Crazyflies flown through boards.crazyflie + cflib over UDP, ranges over onboard.comms.uwb."""
+
+    name = "cflib"
+
+    def __init__(self, m, starts, goals, yaws, rng, arena_m, config=None, seed=1):
+        from boards.crazyflie.driver import FLYING, CrazyflieSwarm
+        from harness.clock import SimClock
+        from harness.crazyflie.fleet import SimCrazyflieFleet
+        from harness.crazyflie.lockstep import Lockstep
+        from harness.radio.uwb_channel import UwbNetwork
+        from harness.rng import RunRandom
+
+        self.cfg = dict(WORLD_DEFAULTS, **(config or {}))
+        self.m = m
+        self.rng = rng
+        self.period_us = int(round(self.cfg["period_s"] * 1e6))
+        self.clock = SimClock()
+        self.fleet = None
+        self.swarm = None
+        self._min_sep = math.inf
+        self._latest = {i: {} for i in range(m)}
+        self.reported_vel = {i: (0.0, 0.0) for i in range(m)}
+        try:
+            self.fleet = SimCrazyflieFleet(m, seed=seed, clock=self.clock, start_ne_m=[list(map(float, s)) for s in starts],
+                                           config={"range_noise": False})
+            for veh, yaw in zip(self.fleet.vehicles, yaws):
+                veh.yaw_rad = float(yaw)               # each drone flies with its own, unknown-to-others heading
+            self.fleet.start()
+            period_ms = int(round(self.cfg["period_s"] * 1000))
+            drv_cfg = {
+                "setpoint_rate_hz": 1.0 / self.cfg["period_s"],
+                "flight_height_m": self.cfg["flight_height_m"],
+                "log_blocks": {
+                    "state": {"period_ms": period_ms,
+                              "variables": ["stateEstimate.x", "stateEstimate.y", "stateEstimate.z",
+                                            "stateEstimate.vx", "stateEstimate.vy", "stateEstimate.vz"]},
+                    "attitude": {"period_ms": period_ms,
+                                 "variables": ["stateEstimate.yaw", "pm.vbat", "pm.state"]},
+                },
+            }
+            self.swarm = CrazyflieSwarm(self.fleet.uris, drv_cfg).connect()
+            self.lockstep = Lockstep(self.clock, self.fleet, self.swarm.drivers)
+            self.net = UwbNetwork(self.clock, list(range(m)), RunRandom(seed),
+                                  protocol=dict(self.cfg["uwb_protocol"].get(self.cfg["uwb_mode"], {}),
+                                                mode=self.cfg["uwb_mode"]),
+                                  radio={"loss_prob": self.cfg["uwb_loss_prob"]}, state_fn=self._uwb_state)
+            self.net.keep_samples = False
+            self.net.on_range.append(self._on_range)
+            self.clock.call_every(10000, self._track_separation)
+            # take off together, then the mission starts
+            self.swarm.take_off(self.clock.now_us())
+            for _ in range(int(5.0 / self.cfg["period_s"])):
+                now = self._advance()
+                if all(d.state == FLYING for d in self.swarm.drivers):
+                    break
+            else:
+                raise RuntimeError("swarm did not reach flight height: %s" % [d.state for d in self.swarm.drivers])
+            self.net.start()
+            self._latest = {i: {} for i in range(m)}
+            self.t0_us = now
+            self.now_us = 0
+        except BaseException:
+            self.close()
+            raise
+
+    # -- simulated world ----------------------------------------------------------
+    def _uwb_state(self, _now_us):
+        return {i: ((v.north_m, v.east_m), self.reported_vel[i]) for i, v in enumerate(self.fleet.vehicles)}
+
+    def _on_range(self, node_id, sample, _true_us):
+        self._latest[node_id][sample.peer_id] = (sample.range_m, sample.peer_vel_mps)
+
+    def _track_separation(self, _now_us):
+        vs = self.fleet.vehicles
+        for a in range(self.m):
+            for b in range(a + 1, self.m):
+                d = math.hypot(vs[a].north_m - vs[b].north_m, vs[a].east_m - vs[b].east_m)
+                if d < self._min_sep:
+                    self._min_sep = d
+
+    def _advance(self):
+        now = self.lockstep.advance(self.period_us)
+        self.swarm.poll(now)
+        self.swarm.step(now)
+        return now
+
+    def truth(self):
+        vs = self.fleet.vehicles
+        return np.array([[v.north_m, v.east_m] for v in vs]), np.array([v.yaw_rad for v in vs])
+
+    def min_separation_m(self):
+        return self._min_sep
+
+    # -- what each drone's runtime sees -----------------------------------------------
+    def sense(self):
+        """Own body velocity from the Crazyflie's stateEstimate (cflib log) + flow noise; UWB ranges."""
+        v_meas = np.zeros((self.m, 2))
+        for i, d in enumerate(self.swarm.drivers):
+            nav = d.nav
+            yaw = nav.euler_rad[2]
+            vb = to_body(np.array(yaw), np.array(nav.vel_ned_mps[:2]))
+            v_meas[i] = vb + self.rng.normal(0.0, self.cfg["vel_noise_mps"], 2)
+            self.reported_vel[i] = (float(v_meas[i, 0]), float(v_meas[i, 1]))   # into its next ranging frames
+        ranges = self._latest
+        self._latest = {i: {} for i in range(self.m)}
+        return v_meas, ranges
+
+    def act(self, setpoints_body):
+        from onboard.core.samples import VelocitySetpoint
+        now_sim = self.clock.now_us()
+        for i, d in enumerate(self.swarm.drivers):
+            yaw = d.nav.euler_rad[2]
+            v_ned = to_world(np.array(yaw), np.asarray(setpoints_body[i], dtype=float))
+            d.command(VelocitySetpoint(now_sim, (float(v_ned[0]), float(v_ned[1]), 0.0)))
+        self.swarm.step(now_sim)
+        now = self.lockstep.advance(self.period_us)
+        self.swarm.poll(now)
+        self.now_us = now - self.t0_us
+        return self.now_us
+
+    def report(self):
+        faults = [f.as_dict() for d in self.swarm.drivers for f in d.faults]
+        uwb = {"frames": self.net.stats["frames"],
+               "ranges": sum(self.net.protocol_node(i).stats["ranges"] for i in range(self.m))}
+        return {"world": self.name, "uwb_mode": self.cfg["uwb_mode"], "uwb": uwb, "driver_faults": faults,
+                "setpoints_sent": sum(d.stats["setpoints_sent"] for d in self.swarm.drivers),
+                "log_packets_received": sum(d.log_packets_received for d in self.swarm.drivers),
+                "sim_internal_errors": sum(dr.stats.get("internal_errors", 0) for dr in self.fleet.drones)}
+
+    def close(self):
+        if self.swarm is not None:
+            self.swarm.close()
+            self.swarm = None
+        if self.fleet is not None:
+            self.fleet.close()
+            self.fleet = None
+
+
+WORLDS = {"direct": DirectWorld, "cflib": CflibWorld}
