@@ -19,12 +19,11 @@ import time
 from boards.arduino import constants as AVR
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness.fil_avr import PLANT_DEFAULTS, AvrBridge, AvrPlant, ensure_built, open_link, size_report
-from harness.scenarios.waypoints import _rms, path_error_m
+from harness.metrics import rms as _rms, tracking_errors
 from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
-from onboard.core.angles import wrap_pi
 from onboard.core.units import hz_to_period_us, s_to_us
 from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS, GroundRobotRuntime
 
@@ -157,10 +156,7 @@ def run(config, ctx):
             serial.close()
         bridge.close()
 
-    polyline = [tuple(config["vehicle"]["start_ne_m"])] + [tuple(w) for w in config["waypoints_ne_m"]]
-    path_err = [path_error_m(p, polyline) for p in rec["truth"]]
-    est_err = [math.hypot(a[0] - b[0], a[1] - b[1]) for a, b in zip(rec["truth"], rec["est"])]
-    yaw_err = [math.degrees(wrap_pi(a - b)) for a, b in zip(rec["yaw_true"], rec["yaw_est"])]
+    path_err, est_err, yaw_err = tracking_errors(rec, config["vehicle"]["start_ne_m"], config["waypoints_ne_m"])
     rep = runtime.report()
     n_wp = len(config["waypoints_ne_m"])
     final = config["waypoints_ne_m"][-1]

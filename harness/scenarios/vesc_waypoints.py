@@ -22,7 +22,7 @@ from boards.rpi.app import RpiGroundRobot
 from boards.rpi.imu_mpu6050 import Mpu6050
 from boards.rpi.vesc_motors import VescDiffDrive
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
-from harness.scenarios.waypoints import path_error_m
+from harness.metrics import path_error_m
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.sim_i2c import PlanarMotionSource, SimI2cBus, SimMpu6050
 from harness.sim_vesc import DEFAULTS as SIM_VESC_DEFAULTS, SimVesc, SimVescPort

@@ -7,12 +7,12 @@ same entry points a real driver calls. Outcome metrics come from ground truth.
 """
 import math
 
+from harness.metrics import rms, tracking_errors
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
-from onboard.core.angles import wrap_pi
 from onboard.core.units import hz_to_period_us, s_to_us
 from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS, GroundRobotRuntime
 
@@ -30,25 +30,6 @@ DEFAULTS = {
                                                   "aiding_timeout_us", "latching_failsafe")},
     "follower": dict(FOLLOWER_DEFAULTS),
 }
-
-
-def _segment_distance(p, a, b):
-    ax, ay = a
-    bx, by = b
-    dx, dy = bx - ax, by - ay
-    L2 = dx * dx + dy * dy
-    t = 0.0 if L2 == 0.0 else max(0.0, min(1.0, ((p[0] - ax) * dx + (p[1] - ay) * dy) / L2))
-    cx, cy = ax + t * dx, ay + t * dy
-    return math.hypot(p[0] - cx, p[1] - cy)
-
-
-def path_error_m(p, polyline):
-    """Distance (m) from point p to the planned polyline."""
-    return min(_segment_distance(p, polyline[i], polyline[i + 1]) for i in range(len(polyline) - 1))
-
-
-def _rms(values):
-    return math.sqrt(sum(v * v for v in values) / len(values)) if values else 0.0
 
 
 def run(config, ctx):
@@ -111,10 +92,7 @@ def run(config, ctx):
         progress.update_to(t * 1e-6)
     progress.close()
 
-    polyline = [tuple(config["vehicle"]["start_ne_m"])] + [tuple(w) for w in config["waypoints_ne_m"]]
-    path_err = [path_error_m(p, polyline) for p in rec["truth"]]
-    est_err = [math.hypot(a[0] - b[0], a[1] - b[1]) for a, b in zip(rec["truth"], rec["est"])]
-    yaw_err = [math.degrees(wrap_pi(a - b)) for a, b in zip(rec["yaw_true"], rec["yaw_est"])]
+    path_err, est_err, yaw_err = tracking_errors(rec, config["vehicle"]["start_ne_m"], config["waypoints_ne_m"])
     rep = runtime.report()
     n_wp = len(config["waypoints_ne_m"])
     final = config["waypoints_ne_m"][-1]
@@ -125,11 +103,11 @@ def run(config, ctx):
         "time_to_complete_s": (runtime.mission_complete_us * 1e-6
                                if runtime.mission_complete_us is not None else None),
         "sim_time_s": clock.now_us() * 1e-6,
-        "path_error_rms_m": _rms(path_err),
+        "path_error_rms_m": rms(path_err),
         "path_error_max_m": max(path_err) if path_err else 0.0,
         "final_position_error_m": math.hypot(robot.north_m - final[0], robot.east_m - final[1]),
-        "estimate_position_error_rms_m": _rms(est_err),
-        "estimate_yaw_error_rms_deg": _rms(yaw_err),
+        "estimate_position_error_rms_m": rms(est_err),
+        "estimate_yaw_error_rms_deg": rms(yaw_err),
         "distance_travelled_m": robot.distance_m,
         "failsafe_engagements": rep["failsafe_engagements"],
         "rejected_samples": rep["rejected_samples"],
