@@ -41,8 +41,18 @@ def walker_actions(sim, rng, random_prob=0.3):
     return np.where(rnd, rng.integers(0, SLOW_DOWN + 1, k.shape), k)
 
 
-def collect(rng, n_envs, n_drones, steps, arena_m, random_prob=0.3):
-    """Noise-free sequences: returns x [S, T, 6], bearing_rad [S, T], rel_yaw_rad [S, T], has_yaw [S]."""
+def policy_actions(sim, rng, q_fn, random_prob=0.3, est_noise_m=0.1):
+    """A trained DQN on (nearly) perfect positions with random moves (pocket V-C.1)."""
+    k = q_fn(sim.dqn_obs(est_noise_m)).argmax(-1)
+    rnd = rng.random(k.shape) < random_prob
+    return np.where(rnd, rng.integers(0, SLOW_DOWN + 1, k.shape), k)
+
+
+def collect(rng, n_envs, n_drones, steps, arena_m, random_prob=0.3, q_fn=None):
+    """Noise-free sequences: returns x [S, T, 6], bearing_rad [S, T], rel_yaw_rad [S, T], has_yaw [S].
+
+    Drones fly under ``q_fn`` (a DQN's Q-values of the observations, pocket V-C.1) or, without
+    one, the goal walker; both with ``random_prob`` random moves."""
     sim = SwarmBatch(n_envs, n_drones, rng, {"arena_m": arena_m})
     half = arena_m / 2.0
     fixed = rng.uniform(-half, half, (n_envs, n_drones, 2))        # the random fixed point per observer
@@ -56,7 +66,10 @@ def collect(rng, n_envs, n_drones, steps, arena_m, random_prob=0.3):
     has_yaw[:n_envs * n_pairs] = True
     pairs = [(i, j) for i in range(M) for j in range(M) if i != j]
     for t in range(steps):
-        sim.step(walker_actions(sim, rng, random_prob))
+        if q_fn is None:
+            sim.step(walker_actions(sim, rng, random_prob))
+        else:
+            sim.step(policy_actions(sim, rng, q_fn, random_prob))
         reached = sim.goal_dist() < 0.2
         sim.new_goals(reached)
         vb = sim.vel_body()

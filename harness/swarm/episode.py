@@ -17,6 +17,7 @@ configurations (hybrid, pure PF, learned only), as the paper does in VI-A.
 """
 import math
 import os
+import time
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from harness.swarm.worlds import WORLDS, CflibWorld, DirectWorld
 from onboard.estimators import particle_filter as pf_mod
 from onboard.estimators.particle_filter_numpy import NumpyDraws
 from onboard.swarm.agent import GOAL_ID, SwarmAgent
-from onboard.swarm.bearing_net import BearingNet
+from onboard.swarm.bearing_net import BearingNet, BearingPolicy
 from onboard.swarm.dqn import DqnFloat
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,31 +39,56 @@ DEFAULTS = {
     "max_duration_s": 40.0,
     "goal_radius_m": 0.25,           # a goal counts as reached within this distance (truth)
     "goals_per_drone": 3,            # random mode: goals flown in sequence
-    "n_particles": 100,
+    "goal_separation_m": 0.6,        # random mode: between any two goals
+    "n_particles": 1000,             # per tracked object (paper: ~100; 1000 costs ~40 us per step in Cython)
     "warmup_steps": 10,
     "converged_after_s": 3.0,        # estimation errors are averaged from here on
     "impl": None,                    # particle-filter kernels (onboard.impl); None: $ONBOARD_IMPL
-    "policy": "float",               # float | int8
+    "policy": "int8",                # DQN: float | int8 (LiteRT) | int8-pure (pure int8 kernel), see load_models
+    "estimator": "float",            # learned estimator: float (GRU) | int8 | int8-pure (Elman), see load_models
     "compare_estimators": True,      # replay the sensor records through pf / learned configurations
     "link": "direct",                # direct | cflib (simulated Crazyflies over cflib/UDP, ranges over onboard.comms.uwb)
     "uwb_mode": "token_ring",        # cflib link: token_ring (pocket III-A) | broadcast (scalable, 8-10 drones)
     "vel_noise_mps": 0.05,           # own-velocity (flow / mocap) noise
-    "agent_mode": "hybrid",          # hybrid | pf | learned (pocket figs. 5-6 configurations)
+    # hybrid | pf | learned (pocket figs. 5-6). Flights default to the pure filter at 1000 particles: with
+    # the committed estimator it is the most accurate configuration measured (the scenario's
+    # estimator_comparison replays every flight through all of them)
+    "agent_mode": "pf",
     "learned_refresh": "sample",     # onboard.swarm.agent: refresh around a drawn bin ("sample") or the mean
+    "pf_init": "learned",            # onboard.swarm.agent: hybrid filter start (learned | ring)
+    "pf_config": {},                 # extra ParticleFilter settings (e.g. refresh_mode = adaptive)
+    "guard_distance_m": 0.4,         # onboard.swarm.agent collision guard (not in the paper; 0: DQN only)
+    "guard_on_range": True,          # ... fires on the measured range too, not only on the estimate
 }
 
 
-def load_models(policy="float", bearing_dir=None, dqn_dir=None):
-    """(BearingNet, DQN runner) from models/swarm (or the given folders)."""
-    bearing_dir = bearing_dir or os.path.join(MODEL_DIR, "bearing")
+POLICIES = ("float", "int8", "int8-pure")
+ESTIMATORS = ("float", "int8", "int8-pure")
+
+
+def load_models(policy="float", estimator="float", bearing_dir=None, dqn_dir=None):
+    """(bearing estimator, DQN runner) from models/swarm (or the given folders).
+
+    policy: "float" (NumPy float DQN), "int8" (the exported full-int8 model.tflite run by LiteRT,
+    reference kernels) or "int8-pure" (the same file on the pure int8 kernel, as on a microcontroller).
+    estimator: "float" (the GRU, NumPy, models/swarm/bearing) or "int8" / "int8-pure" (the Elman
+    cell exported to int8, models/swarm/bearing_int8, through the same backends).
+    """
+    if policy not in POLICIES:
+        raise ValueError("policy must be one of %s, got %r" % (POLICIES, policy))
+    if estimator not in ESTIMATORS:
+        raise ValueError("estimator must be one of %s, got %r" % (ESTIMATORS, estimator))
     dqn_dir = dqn_dir or os.path.join(MODEL_DIR, "dqn")
-    net = BearingNet.load(os.path.join(bearing_dir, "weights.npz"))
-    dqn = DqnFloat.load(os.path.join(dqn_dir, "weights.npz"))
-    if policy == "int8":
-        from onboard.swarm.dqn import DqnInt8
-        cal = np.load(os.path.join(dqn_dir, "calibration.npy"))
-        with np.load(os.path.join(dqn_dir, "weights.npz")) as data:
-            dqn = DqnInt8({k: data[k] for k in data.files}, cal)
+    if estimator == "float":
+        net = BearingNet.load(os.path.join(bearing_dir or os.path.join(MODEL_DIR, "bearing"), "weights.npz"))
+    else:
+        net = BearingPolicy.load(bearing_dir or os.path.join(MODEL_DIR, "bearing_int8"),
+                                 backend="litert" if estimator == "int8" else "pure")
+    if policy == "float":
+        dqn = DqnFloat.load(os.path.join(dqn_dir, "weights.npz"))
+    else:
+        from onboard.policy import load_policy
+        dqn = load_policy(dqn_dir, backend="litert" if policy == "int8" else "pure")
     return net, dqn
 
 
@@ -82,14 +108,18 @@ def run_episode(config, rng_truth, rng_agents, models=None, seed=1):
     m = int(c["drones"])
     if c["link"] not in WORLDS:
         raise ValueError("link must be one of %s, got %r" % (sorted(WORLDS), c["link"]))
-    net, dqn = models or load_models(c["policy"])
+    net, dqn = models or load_models(c["policy"], c["estimator"])
     half = c["arena_m"] / 2.0 * 0.8
     if c["goals"] == "fixed":
         starts, goals = fixed_layout(m, c["arena_m"])
         goal_queue = [[g] for g in goals]
     else:
         starts = sample_separated(rng_truth, 1, m, half, 0.5)[0]
-        goal_queue = [[rng_truth.uniform(-half, half, 2) for _ in range(c["goals_per_drone"])] for _ in range(m)]
+        # random goals (pocket VI-B), no two drones' goals closer than goal_separation_m: two drones told
+        # to hover on the same spot could not both reach it without a collision
+        g = c["goals_per_drone"]
+        pts = sample_separated(rng_truth, 1, m * g, half, c["goal_separation_m"])[0]
+        goal_queue = [[pts[i * g + k] for k in range(g)] for i in range(m)]
     yaws = rng_truth.uniform(-math.pi, math.pi, m)        # every drone its own heading (own frame)
     goal = np.array([q[0] for q in goal_queue])
     world_cfg = {k: c[k] for k in ("uwb_mode", "vel_noise_mps") if k in c}
@@ -98,16 +128,23 @@ def run_episode(config, rng_truth, rng_agents, models=None, seed=1):
     else:
         world = DirectWorld(m, starts, goal, yaws, rng_truth, c["arena_m"], world_cfg)
     try:
-        return _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents)
+        met, rec = _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents)
     finally:
+        t_close = time.perf_counter()
         world.close()
+        close_wall_s = time.perf_counter() - t_close
+    met["world"]["close_wall_s"] = close_wall_s
+    return met, rec
 
 
 def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
     kernels = pf_mod.kernels_for(c["impl"])
     agents = [SwarmAgent(dqn, net, NumpyDraws(rng_agents),
                          {"n_particles": c["n_particles"], "warmup_steps": c["warmup_steps"],
-                          "mode": c["agent_mode"], "learned_refresh": c["learned_refresh"]}, kernels=kernels)
+                          "mode": c["agent_mode"], "learned_refresh": c["learned_refresh"], "pf_init": c["pf_init"],
+                          "pf_config": dict(c["pf_config"]), "guard_distance_m": c["guard_distance_m"],
+                          "guard_on_range": c["guard_on_range"]},
+                         kernels=kernels)
               for _ in range(m)]
     period_us = world.period_us
     steps = int(round(c["max_duration_s"] * 1e6 / period_us))
@@ -137,14 +174,15 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
                     continue
                 got = ranges[i].get(j)
                 if got is None:
-                    r, vp = None, (0.0, 0.0)
+                    r, vp, t_r = None, (0.0, 0.0), t_us
                     range_dropouts += 1
                 else:
                     r, vp = got[0], (float(got[1][0]), float(got[1][1]))
-                ag.observe(t_us, j, r, vo, vp)
-                step_inputs.append((j, r, vo, vp))
+                    t_r = min(int(got[2]), t_us)       # the filter steps to when the range was measured
+                ag.observe(t_r, j, r, vo, vp)
+                step_inputs.append((j, r, vo, vp, t_r))
             ag.observe(t_us, GOAL_ID, float(g_range[i]), vo, (0.0, 0.0))
-            step_inputs.append((GOAL_ID, float(g_range[i]), vo, (0.0, 0.0)))
+            step_inputs.append((GOAL_ID, float(g_range[i]), vo, (0.0, 0.0), t_us))
             setpoints[i] = ag.decide(t_us, vo)
             truth = {}
             for j in range(m):
@@ -204,6 +242,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
         "range_dropouts": int(range_dropouts),
         "rejected_inputs": int(sum(t.rejected for a in agents for t in a.tracks.values())),
         "pf_outliers": int(sum(t.pf.outliers for a in agents for t in a.tracks.values())),
+        "guard_overrides": int(sum(a.guard_overrides for a in agents)),
         "world": world.report(),
     }
     return metrics, rec
@@ -234,8 +273,8 @@ def replay_estimators(rec, models, modes, n_particles, seed, warmup_steps=10, im
                 truth = rec["truth_rel"][i][k]
                 if k in rec["goal_resets"][i]:
                     ag.forget(GOAL_ID)
-                for obj, r, vo, vp in inputs:
-                    est = ag.observe(t_us, obj, r, vo, vp)
+                for obj, r, vo, vp, t_r in inputs:
+                    est = ag.observe(t_r, obj, r, vo, vp)
                     if est is None:
                         continue
                     e_step.append(math.hypot(est[0] - truth[obj][0], est[1] - truth[obj][1]))

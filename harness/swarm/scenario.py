@@ -21,12 +21,22 @@ DEFAULTS = {
     "episode": dict({k: v for k, v in ep.DEFAULTS.items() if k not in ("goals", "drones")}, link="cflib"),
     # the larger swarm on the scalable (broadcast) ranging mode; drones = 0 skips it
     "large_swarm": {"drones": 8, "episodes": 1, "uwb_mode": "broadcast", "arena_m": 6.0, "max_duration_s": 60.0},
+    # offline replay of every flight's sensor records through these estimator configurations
+    # (pocket VI-A, figs. 5-6): the paper's hybrid and pure PF at its particle count, and at 1000
+    "estimators": {
+        "hybrid-100": {"mode": "hybrid", "n_particles": 100, "learned_refresh": "mean"},
+        "pf-100": {"mode": "pf", "n_particles": 100},
+        "hybrid-1000": {"mode": "hybrid", "n_particles": 1000, "pf_init": "ring", "min_confidence": 0.9},
+        "pf-1000": {"mode": "pf", "n_particles": 1000},
+        "learned": {"mode": "learned"},
+    },
+    "convergence_threshold_m": 0.5,  # converged: error below this for 1 s
 }
 
 
 def run(goals, config, ctx):
     t0 = time.perf_counter()
-    models = ep.load_models(config["episode"]["policy"])
+    models = ep.load_models(config["episode"]["policy"], config["episode"]["estimator"])
     per_count = {}
     totals = {"goals_reached": 0, "goals_total": 0, "min_separation_m": math.inf, "episodes": 0, "successes": 0}
     pos_errs, yaw_errs = [], []
@@ -48,9 +58,10 @@ def run(goals, config, ctx):
             world_reports.append(dict(met["world"], drones=m, episode=e))
             if e == 0:
                 first_recs[m] = rec
-                if cfg["compare_estimators"]:
-                    comparisons[m] = ep.replay_estimators(rec, models, ("hybrid", "pf", "learned"),
-                                                          cfg["n_particles"], seed=ctx.seed, impl=cfg["impl"])
+            if cfg["compare_estimators"]:
+                comparisons.setdefault(m, []).append(
+                    ep.replay_estimators(rec, models, config["estimators"], cfg["n_particles"], seed=ctx.seed,
+                                         impl=cfg["impl"]))
             ok = met["goals_reached"] == met["goals_total"] and met["min_separation_m"] >= config["min_separation_ok_m"]
             totals["successes"] += int(ok)
             totals["episodes"] += 1
@@ -95,18 +106,7 @@ def run(goals, config, ctx):
             "mean_orientation_error_deg": _mean([r["mean_orientation_error_deg"] for r in rows]),
             "mean_time_to_complete_s": _mean([r["time_to_complete_s"] for r in rows]),
         }
-    estimator = {}
-    conv_after = config["episode"]["converged_after_s"]
-    for m, comp in comparisons.items():
-        estimator[str(m)] = {}
-        for mode, series in comp.items():
-            late = [e for t, e in zip(series["t_s"], series["err_m"]) if t >= conv_after and e == e]
-            late_y = [e for t, e in zip(series["t_s"], series["err_yaw_deg"]) if t >= conv_after and e == e]
-            estimator[str(m)][mode] = {
-                "convergence_time_s": ep.convergence_time_s(series["t_s"], series["err_m"]),
-                "mean_position_error_m": _mean(late),
-                "mean_orientation_error_deg": _mean(late_y),
-            }
+    estimator = _compare(comparisons, config)
     wall = time.perf_counter() - t0
     metrics = {
         "goals_reached": totals["goals_reached"],
@@ -129,8 +129,50 @@ def run(goals, config, ctx):
         "n_particles": config["episode"]["n_particles"],
     }
     if ctx.report is not None:
-        _plots(ctx.report, goals, first_recs, comparisons)
+        _plots(ctx.report, goals, first_recs, {m: flights[0] for m, flights in comparisons.items()})
     return metrics
+
+
+def _compare(comparisons, config):
+    """Per configuration over all replayed flights: mean errors after converged_after_s, median time
+    to converge (error < convergence_threshold_m for 1 s), and hybrid-vs-pf at equal particle count."""
+    conv_after = config["episode"]["converged_after_s"]
+    thr = config["convergence_threshold_m"]
+    rows = {}
+    for m, flights in sorted(comparisons.items()):
+        for comp in flights:
+            for label, series in comp.items():
+                r = rows.setdefault(label, {"err": [], "yaw": [], "conv": [], "flights": 0, "by_drones": {}})
+                late = [e for t, e in zip(series["t_s"], series["err_m"]) if t >= conv_after and e == e]
+                late_y = [e for t, e in zip(series["t_s"], series["err_yaw_deg"]) if t >= conv_after and e == e]
+                conv = ep.convergence_time_s(series["t_s"], series["err_m"], threshold_m=thr)
+                r["err"].append(_mean(late))
+                r["yaw"].append(_mean(late_y))
+                r["conv"].append(conv)
+                r["flights"] += 1
+                r["by_drones"].setdefault(str(m), []).append(_mean(late))
+    out = {}
+    for label, r in rows.items():
+        conv = [c for c in r["conv"] if c is not None]
+        out[label] = {
+            "flights": r["flights"],
+            "mean_position_error_m": _mean(r["err"]),
+            "mean_orientation_error_deg": _mean(r["yaw"]),
+            "converged_flights": len(conv),
+            "median_convergence_time_s": float(np.median(conv)) if conv else None,
+            "mean_position_error_m_by_drones": {k: _mean(v) for k, v in r["by_drones"].items()},
+        }
+    for n in (100, 1000):
+        h, p = out.get("hybrid-%d" % n), out.get("pf-%d" % n)
+        if h and p:
+            out["hybrid_vs_pf_%d" % n] = {
+                "hybrid_converges_in_more_flights": h["converged_flights"] > p["converged_flights"],
+                "hybrid_lower_error": (h["mean_position_error_m"] or 1e9) < (p["mean_position_error_m"] or 1e9),
+                "hybrid_median_convergence_faster": (h["median_convergence_time_s"] is not None and
+                                                     (p["median_convergence_time_s"] is None or
+                                                      h["median_convergence_time_s"] < p["median_convergence_time_s"])),
+            }
+    return out
 
 
 def _mean(values):

@@ -34,6 +34,8 @@ DEFAULTS = {
     "range_sigma_m": math.sqrt(UWB_RANGE_VAR_M2),
     "goal_radius_m": 0.15,          # goal counts as reached inside this radius
     "critical_distance_m": 0.5,     # c of pocket eq. 4
+    "obstacle_clip_m": 2.0,
+    "goal_scale_m": 0.0,            # eq. 4 normalisation of d1 (m); 0: the arena side         # DQN obstacle input: farther neighbours are shown at this distance
     "start_separation_m": 0.5,
     "goal_separation_m": 0.5,
 }
@@ -56,6 +58,12 @@ def to_body(yaw, v_world):
 def to_world(yaw, v_body):
     c, s = np.cos(yaw), np.sin(yaw)
     return np.stack([c * v_body[..., 0] - s * v_body[..., 1], s * v_body[..., 0] + c * v_body[..., 1]], -1)
+
+
+def clip_length(v, max_m):
+    """Vectors [..., 2] shortened to at most max_m (the DQN's obstacle input; same as the onboard agent)."""
+    n = np.hypot(v[..., 0], v[..., 1])
+    return v * np.where(n > max_m, max_m / np.maximum(n, 1e-12), 1.0)[..., None]
 
 
 def relative_pose_body(pos_own, yaw_own, pos_obj, yaw_obj=None):
@@ -187,13 +195,15 @@ class SwarmBatch:
         if est_noise_m > 0.0:
             g = g + self.rng.normal(0.0, est_noise_m, g.shape)
             o = o + self.rng.normal(0.0, est_noise_m, o.shape)
+        o = clip_length(o, c["obstacle_clip_m"])
         dt = np.full(v.shape[:-1] + (1,), self.dt_s)
         return np.concatenate([v, g, o, dt], -1)
 
     def reward(self):
-        """pocket eq. 4: -d1 (goal distance / arena side) plus (d2 - c) / c when the nearest drone is closer than c."""
+        """pocket eq. 4: -d1 (goal distance / goal_scale_m, default the arena side) plus (d2 - c) / c when the
+        nearest drone is closer than c."""
         c = self.cfg["critical_distance_m"]
-        d1 = self.goal_dist() / self.cfg["arena_m"]
+        d1 = self.goal_dist() / (self.cfg["goal_scale_m"] or self.cfg["arena_m"])
         _, d2 = self.nearest()
         return -d1 + np.where(d2 < c, (d2 - c) / c, 0.0)
 

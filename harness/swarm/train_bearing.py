@@ -9,7 +9,7 @@ of the paper's 512 LSTM cells (see onboard/swarm/bearing_net.py).
 
     .venv/bin/python -m harness.swarm.train_bearing --help
 
-Writes models/swarm/bearing/weights.npz and card.json. Needs PyTorch (requirements-train.txt).
+Writes models/swarm/bearing/weights.npz and train_card.json. Needs PyTorch (requirements-train.txt).
 """
 import argparse
 import json
@@ -30,10 +30,10 @@ NOISE = {"range_bias_m": SIM_DEFAULTS["range_bias_m"], "range_sigma_m": SIM_DEFA
          "vel_sigma_mps": SIM_DEFAULTS["vel_noise_mps"]}
 
 
-def make_dataset(seed, steps=400, scale=1):
+def make_dataset(seed, steps=400, scale=1, q_fn=None):
     """Noise-free recordings: 2 m arenas with 2 drones (pocket V-C.1) and 4 m arenas with 3 drones (flights)."""
     rng = np.random.default_rng(seed)
-    parts = [bd.collect(rng, 64 * scale, 2, steps, 2.0), bd.collect(rng, 32 * scale, 3, steps, 4.0)]
+    parts = [bd.collect(rng, 64 * scale, 2, steps, 2.0, q_fn=q_fn), bd.collect(rng, 32 * scale, 3, steps, 4.0, q_fn=q_fn)]
     x = np.concatenate([p[0] for p in parts])
     b = np.concatenate([p[1] for p in parts])
     y = np.concatenate([p[2] for p in parts])
@@ -66,20 +66,32 @@ def evaluate(weights, x, b, y, has, rng, k):
 
 
 def train(seed=1, iters=2500, hidden=64, seq_len=80, k=10, batch=30, lr=2e-3, optimizer="adam", data_scale=1,
-          max_minutes=None, log=print):
+          max_minutes=None, data_policy=None, cell="gru", log=print):
     import torch
 
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     rng = np.random.default_rng(seed)
     t0 = time.time()
-    x, b, y, has = make_dataset(seed, scale=data_scale)
+    q_fn = None
+    if data_policy:
+        from onboard.swarm.dqn import DqnFloat
+        dqn = DqnFloat.load(os.path.join(data_policy, "weights.npz"))
+        w0, b0, w1, b1, w2, b2 = dqn.w
+
+        def q_fn(obs):
+            h = np.maximum(obs @ w0 + b0, 0.0)
+            return np.maximum(h @ w1 + b1, 0.0) @ w2 + b2
+    x, b, y, has = make_dataset(seed, scale=data_scale, q_fn=q_fn)
     n_seq, T = x.shape[:2]
     perm = rng.permutation(n_seq)
     n_val = max(8, n_seq // 10)
     val, tr = perm[:n_val], perm[n_val:]
     log("data: %d sequences x %d steps (%.0fs)" % (n_seq, T, time.time() - t0))
-    gru = torch.nn.GRU(bd.N_IN, hidden, batch_first=True)
+    if cell == "gru":
+        gru = torch.nn.GRU(bd.N_IN, hidden, batch_first=True)
+    else:
+        gru = torch.nn.RNN(bd.N_IN, hidden, nonlinearity="tanh", batch_first=True)
     head = torch.nn.Linear(hidden, 2 * N_BINS)
     params = list(gru.parameters()) + list(head.parameters())
     opt = (torch.optim.RMSprop(params, lr=lr) if optimizer == "rmsprop" else torch.optim.Adam(params, lr=lr))
@@ -139,8 +151,12 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--iters", type=int, default=2500)
     p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--cell", choices=("gru", "rnn"), default="gru",
+                   help="gru, or rnn (Elman, tanh: exports to int8 .tflite, harness/swarm/export_bearing.py)")
     p.add_argument("--seq-len", type=int, default=80)
     p.add_argument("--k", type=int, default=10, help="backpropagate only steps with >= k predecessors")
+    p.add_argument("--data-policy", default=None,
+                   help="DQN model folder flying the data drones (pocket V-C.1); default: a goal walker")
     p.add_argument("--batch", type=int, default=30, help="sequences per minibatch (paper: 30)")
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--data-scale", type=int, default=1, help="multiply the number of recorded arenas")
@@ -151,7 +167,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     weights, info = train(seed=a.seed, iters=a.iters, hidden=a.hidden, seq_len=a.seq_len, k=a.k,
                           optimizer=a.optimizer, batch=a.batch, lr=a.lr, data_scale=a.data_scale,
-                          max_minutes=a.max_minutes)
+                          max_minutes=a.max_minutes, data_policy=a.data_policy, cell=a.cell)
     os.makedirs(a.out, exist_ok=True)
     np.savez(os.path.join(a.out, "weights.npz"), **weights)
     card = {
@@ -159,17 +175,19 @@ def main(argv=None):
         "inputs": ["dt_s", "range_m", "vx_own_body_mps", "vy_own_body_mps", "vx_obj_body_mps", "vy_obj_body_mps"],
         "input_scale": IN_SCALE.tolist(),
         "outputs": "logits: 18 bearing bins then 18 relative-orientation bins (20 deg, from -180 deg)",
-        "architecture": "GRU(%d) + linear(36); paper: LSTM(512)" % a.hidden,
+        "architecture": "%s(%d) + linear(36); paper: LSTM(512)" % ({"gru": "GRU", "rnn": "Elman RNN (tanh)"}[a.cell], a.hidden),
         "training": {"seed": a.seed, "iters": a.iters, "batch": a.batch, "seq_len": a.seq_len, "k": a.k,
                      "optimizer": "%s %g, cosine decay, grad clip 5" % (a.optimizer, a.lr), "noise": NOISE,
-                     "max_minutes": a.max_minutes,
+                     "max_minutes": a.max_minutes, "data_policy": a.data_policy,
                      "data": "%d arenas 2 m x 2 drones + %d arenas 4 m x 3 drones, 400 steps of 0.1 s, "
-                             % (64 * a.data_scale, 32 * a.data_scale) +
-                             "goal walker with 30 % random moves; goal sequences use a random fixed point"},
+                             % (64 * a.data_scale, 32 * a.data_scale)
+                             + ("DQN %s" % a.data_policy if a.data_policy else "goal walker")
+                             + " with 30 % random moves; goal sequences use a random fixed point"},
         "command": "make train-swarm",
         **info,
     }
-    with open(os.path.join(a.out, "card.json"), "w") as fh:
+    # card.json of this folder belongs to the int8 export (harness/swarm/export_bearing.py)
+    with open(os.path.join(a.out, "train_card.json"), "w") as fh:
         json.dump(card, fh, indent=2, default=float)
         fh.write("\n")
     print("wrote", a.out)

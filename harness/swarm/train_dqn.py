@@ -9,7 +9,7 @@ The weights with the best greedy evaluation score are kept (pocket V-F).
 
     .venv/bin/python -m harness.swarm.train_dqn --help
 
-Writes models/swarm/dqn/weights.npz and card.json. Needs PyTorch (requirements-train.txt).
+Writes models/swarm/dqn/weights.npz and train_card.json (export_dqn.py then writes model.tflite + card.json). Needs PyTorch (requirements-train.txt).
 """
 import argparse
 import json
@@ -73,14 +73,18 @@ def evaluate(weights, seed, episodes=24, steps=200, est_noise_m=0.1, sim_config=
 
 
 def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=4, gamma=0.95, lr=5e-4, tau=0.005,
-          eps_start=0.8, eps_end=0.1, est_noise_m=0.1, hysteretic=None, max_minutes=None, n_step=3, log=print):
+          eps_start=0.8, eps_end=0.1, est_noise_m=0.1, hysteretic=None, max_minutes=None, n_step=3,
+          critical_m=0.5, eval_episodes=48, goal_scale_m=0.0, shaping=0.0, stop_at=None, log=print):
     """n-step double DQN; returns (best weights by greedy evaluation, info)."""
     import torch
 
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     rng = np.random.default_rng(seed)
-    groups = [SwarmBatch(16, 2, rng), SwarmBatch(6, 4, rng), SwarmBatch(8, 3, rng, {"arena_m": 4.0})]
+    sc = {"critical_distance_m": critical_m, "goal_scale_m": goal_scale_m}
+    # the paper's 2 m x 2 m training arena with 2 and 4 drones, and the 4 m flight arena with 3 and 4
+    groups = [SwarmBatch(12, 2, rng, sc), SwarmBatch(4, 4, rng, sc), SwarmBatch(8, 3, rng, dict(sc, arena_m=4.0)),
+              SwarmBatch(6, 4, rng, dict(sc, arena_m=4.0))]
     net = make_net(torch)
     target = make_net(torch)
     target.load_state_dict(net.state_dict())
@@ -107,7 +111,13 @@ def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=
             act = q.argmax(-1)
             rnd = rng.random(act.shape) < eps
             act = np.where(rnd, rng.integers(0, N_ACTIONS, act.shape), act)
+            d1_before = g.goal_dist()
             r = g.step(act)
+            if shaping:
+                # potential-based shaping (Ng et al. 1999), Phi = -shaping * d1 / scale: it rewards progress
+                # towards the goal at once and leaves the optimal policy of eq. 4 unchanged
+                scale = g.cfg["goal_scale_m"] or g.cfg["arena_m"]
+                r = r + shaping * (d1_before - gamma * g.goal_dist()) / scale
             nxt = g.dqn_obs(est_noise_m)
             pending[gi].append((obs[gi], act, r))
             if len(pending[gi]) == n_step:
@@ -151,10 +161,11 @@ def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=
             with torch.no_grad():                                        # soft target update
                 for pt, pn in zip(target.parameters(), net.parameters()):
                     pt.mul_(1.0 - tau).add_(tau * pn)
-        out_of_time = max_minutes is not None and time.time() - t0 > 60.0 * max_minutes
+        out_of_time = ((max_minutes is not None and time.time() - t0 > 60.0 * max_minutes)
+                       or (stop_at is not None and step + 1 >= stop_at))
         if (step + 1) % max(1, env_steps // 12) == 0 or step == env_steps - 1 or out_of_time:
             w = weights_of(net)
-            ev = evaluate(w, seed + 1000)
+            ev = evaluate(w, seed + 1000, episodes=eval_episodes, sim_config=sc)
             history.append({"env_step": step + 1, "epsilon": eps, **{k: ev[k] for k in ("score", "goals", "goals_total", "close_calls", "min_sep_m", "reward")}})
             log("step %5d eps %.2f goals %d/%d close<0.15m %d minsep %.2f reward %.3f score %.3f (%.0fs)"
                 % (step + 1, eps, ev["goals"], ev["goals_total"], ev["close_calls"], ev["min_sep_m"],
@@ -162,7 +173,7 @@ def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=
             if best is None or ev["score"] > best[0]:
                 best = (ev["score"], w, ev)
         if out_of_time:
-            log("stopping at env step %d: time budget of %.1f min used" % (step + 1, max_minutes))
+            log("stopping at env step %d (time budget %s min, stop-at %s)" % (step + 1, max_minutes, stop_at))
             break
     return best[1], {"best_eval": best[2], "history": history, "updates": n_updates,
                      "train_wall_s": time.time() - t0}
@@ -174,15 +185,23 @@ def main(argv=None):
     p.add_argument("--env-steps", type=int, default=6000)
     p.add_argument("--batch", type=int, default=30, help="minibatch (paper: 30)")
     p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--goal-scale", type=float, default=0.0,
+                   help="eq. 4 normalisation of the goal distance d1 (m); 0: the arena side")
+    p.add_argument("--shaping", type=float, default=0.0,
+                   help="weight of potential-based shaping on the goal distance (0: eq. 4 alone)")
+    p.add_argument("--critical", type=float, default=0.5, help="critical distance c of pocket eq. 4 (m)")
     p.add_argument("--gamma", type=float, default=0.95)
     p.add_argument("--n-step", type=int, default=3, help="n-step returns (1: plain one-step targets, pocket eq. 3)")
     p.add_argument("--est-noise", type=float, default=0.1, help="white noise on the true goal/obstacle inputs (m)")
     p.add_argument("--max-minutes", type=float, default=None, help="stop (keeping the best weights) after this long")
+    p.add_argument("--stop-at", type=int, default=None,
+                   help="stop after this env step (the epsilon schedule still spans --env-steps): a reproducible cut")
     p.add_argument("--hysteretic", type=float, default=None, help="beta of hysteretic Q-learning (e.g. 0.5)")
     p.add_argument("--out", default=MODEL_DIR)
     a = p.parse_args(argv)
     weights, info = train(seed=a.seed, env_steps=a.env_steps, hysteretic=a.hysteretic, batch=a.batch, lr=a.lr,
-                          est_noise_m=a.est_noise, max_minutes=a.max_minutes, gamma=a.gamma, n_step=a.n_step)
+                          est_noise_m=a.est_noise, max_minutes=a.max_minutes, gamma=a.gamma, n_step=a.n_step,
+                          critical_m=a.critical, goal_scale_m=a.goal_scale, shaping=a.shaping, stop_at=a.stop_at)
     os.makedirs(a.out, exist_ok=True)
     np.savez(os.path.join(a.out, "weights.npz"), **weights)
     card = {
@@ -192,13 +211,14 @@ def main(argv=None):
         "outputs": "Q-values of the 9 actions (onboard.swarm.actions: 0..7 accelerate at 45k deg, 8 slow down)",
         "layers": [N_INPUTS, HIDDEN, HIDDEN, N_ACTIONS], "activation": "relu",
         "training": {"seed": a.seed, "env_steps": a.env_steps, "batch": a.batch, "lr": a.lr, "gamma": a.gamma, "n_step": a.n_step,
-                     "epsilon": [0.8, 0.1], "reward": "pocket eq. 4, c = 0.5 m, d1 / arena side",
-                     "hysteretic_beta": a.hysteretic, "arenas": "16 x (2 m, 2 drones), 6 x (2 m, 4 drones), 8 x (4 m, 3 drones)",
-                     "estimate_noise_m": a.est_noise, "max_minutes": a.max_minutes, "algorithm": "double DQN with n-step returns, Huber loss, Adam, soft target tau 0.005"},
+                     "epsilon": [0.8, 0.1], "reward": "pocket eq. 4, c = %g m, d1 / %s" % (a.critical, "%g m" % a.goal_scale if a.goal_scale else "arena side"),
+                     "hysteretic_beta": a.hysteretic, "potential_shaping": a.shaping, "stop_at": a.stop_at, "arenas": "12 x (2 m, 2 drones), 4 x (2 m, 4 drones), 8 x (4 m, 3 drones), 6 x (4 m, 4 drones)",
+                     "estimate_noise_m": a.est_noise, "obstacle_clip_m": 2.0, "max_minutes": a.max_minutes, "algorithm": "double DQN with n-step returns, Huber loss, Adam, soft target tau 0.005"},
         "command": "make train-swarm",
         **info,
     }
-    with open(os.path.join(a.out, "card.json"), "w") as fh:
+    # card.json of this folder is the int8 model's (harness/swarm/export_dqn.py); training facts go here
+    with open(os.path.join(a.out, "train_card.json"), "w") as fh:
         json.dump(card, fh, indent=2, default=float)
         fh.write("\n")
     print("wrote", a.out)

@@ -5,8 +5,9 @@ onboard agent gets on hardware, and take back its body-frame velocity setpoint:
 
 * own body velocity (m/s), measured (flow deck / mocap stand-in: truth + white noise
   ``vel_noise_mps``);
-* per neighbour j: the latest UWB range (m) and j's velocity as j reported it in its ranging
-  frame (its own body frame, pocket IV-A), or None when no new range arrived this period;
+* per neighbour j: the latest UWB range (m), j's velocity as j reported it in its ranging
+  frame (its own body frame, pocket IV-A) and when the range was measured (us, mission time),
+  or None when no new range arrived this period;
 * the range to its goal (a goal beacon: truth + the pocket III-A noise, harness side).
 
 ``DirectWorld``: harness/swarm/sim.py is the truth, ranges from its pocket III-A noise model.
@@ -22,6 +23,7 @@ simulated radios; its own body velocity goes into its ranging frames (``set_velo
 runs are deterministic.
 """
 import math
+import time
 
 import numpy as np
 
@@ -68,12 +70,12 @@ class DirectWorld:
         return float(self.sim.min_sep[0])
 
     def sense(self):
-        """(v_meas_body [m, 2], ranges {i: {j: (range_m, peer_vel_body)}})."""
+        """(v_meas_body [m, 2], ranges {i: {j: (range_m, peer_vel_body, time_us)}})."""
         c = self.sim.cfg
         vb = self.sim.vel_body()[0]
         v_meas = vb + self.rng.normal(0.0, self.cfg["vel_noise_mps"], vb.shape)
         r = self.sim.ranges()[0]
-        ranges = {i: {j: (float(r[i, j]), (float(v_meas[j, 0]), float(v_meas[j, 1])))
+        ranges = {i: {j: (float(r[i, j]), (float(v_meas[j, 0]), float(v_meas[j, 1])), self.now_us)
                       for j in range(self.m) if j != i} for i in range(self.m)}
         del c
         return v_meas, ranges
@@ -84,7 +86,7 @@ class DirectWorld:
         return self.now_us
 
     def report(self):
-        return {"world": self.name}
+        return {"world": self.name, "setup_wall_s": 0.0, "takeoff_sim_s": 0.0}
 
     def close(self):
         pass
@@ -103,6 +105,7 @@ class CflibWorld:
         from harness.radio.uwb_channel import UwbNetwork
         from harness.rng import RunRandom
 
+        t_setup = time.perf_counter()
         self.cfg = dict(WORLD_DEFAULTS, **(config or {}))
         self.m = m
         self.rng = rng
@@ -139,7 +142,9 @@ class CflibWorld:
                                   radio={"loss_prob": self.cfg["uwb_loss_prob"]}, state_fn=self._uwb_state)
             self.net.keep_samples = False
             self.net.on_range.append(self._on_range)
-            self.clock.call_every(10000, self._track_separation)
+            self.rng_flow = np.random.default_rng(seed + 7919)
+            self.t0_us = 0
+            self.clock.call_every(10000, self._physics_tick)
             # take off together, then the mission starts
             self.swarm.take_off(self.clock.now_us())
             for _ in range(int(5.0 / self.cfg["period_s"])):
@@ -152,6 +157,7 @@ class CflibWorld:
             self._latest = {i: {} for i in range(m)}
             self.t0_us = now
             self.now_us = 0
+            self.setup_wall_s = time.perf_counter() - t_setup
         except BaseException:
             self.close()
             raise
@@ -160,11 +166,19 @@ class CflibWorld:
     def _uwb_state(self, _now_us):
         return {i: ((v.north_m, v.east_m), self.reported_vel[i]) for i, v in enumerate(self.fleet.vehicles)}
 
-    def _on_range(self, node_id, sample, _true_us):
-        self._latest[node_id][sample.peer_id] = (sample.range_m, sample.peer_vel_mps)
+    def _on_range(self, node_id, sample, true_us):
+        # the drone's runtime stamps a range when its UWB driver delivers it (its clock = mission time)
+        self._latest[node_id][sample.peer_id] = (sample.range_m, sample.peer_vel_mps, true_us - self.t0_us)
 
-    def _track_separation(self, _now_us):
+    def _physics_tick(self, _now_us):
+        """Every 10 ms: the velocity each drone's UWB deck puts into its ranging frames (its onboard
+        estimate: body-frame velocity + flow noise) and the minimum separation (truth)."""
         vs = self.fleet.vehicles
+        for i, v in enumerate(vs):
+            vn, ve = v.vel_north_mps, v.vel_east_mps
+            c, s_ = math.cos(v.yaw_rad), math.sin(v.yaw_rad)
+            nz = self.rng_flow.normal(0.0, self.cfg["vel_noise_mps"], 2)
+            self.reported_vel[i] = (c * vn + s_ * ve + float(nz[0]), -s_ * vn + c * ve + float(nz[1]))
         for a in range(self.m):
             for b in range(a + 1, self.m):
                 d = math.hypot(vs[a].north_m - vs[b].north_m, vs[a].east_m - vs[b].east_m)
@@ -193,7 +207,6 @@ class CflibWorld:
             yaw = nav.euler_rad[2]
             vb = to_body(np.array(yaw), np.array(nav.vel_ned_mps[:2]))
             v_meas[i] = vb + self.rng.normal(0.0, self.cfg["vel_noise_mps"], 2)
-            self.reported_vel[i] = (float(v_meas[i, 0]), float(v_meas[i, 1]))   # into its next ranging frames
         ranges = self._latest
         self._latest = {i: {} for i in range(self.m)}
         return v_meas, ranges
@@ -216,6 +229,7 @@ class CflibWorld:
         uwb = {"frames": self.net.stats["frames"],
                "ranges": sum(self.net.protocol_node(i).stats["ranges"] for i in range(self.m))}
         return {"world": self.name, "uwb_mode": self.cfg["uwb_mode"], "uwb": uwb, "driver_faults": faults,
+                "setup_wall_s": self.setup_wall_s, "takeoff_sim_s": self.t0_us * 1e-6,
                 "setpoints_sent": sum(d.stats["setpoints_sent"] for d in self.swarm.drivers),
                 "log_packets_received": sum(d.log_packets_received for d in self.swarm.drivers),
                 "sim_internal_errors": sum(dr.stats.get("internal_errors", 0) for dr in self.fleet.drones)}

@@ -26,6 +26,7 @@ from onboard.swarm import actions as act_mod
 from onboard.swarm.bearing_net import BearingInputError, decode, sample_bin
 
 GOAL_ID = "goal"
+GUARD = -1                         # last_action when the collision guard overrode the DQN
 MODES = ("hybrid", "pf", "learned")
 
 DEFAULTS = {
@@ -33,7 +34,9 @@ DEFAULTS = {
     "n_particles": 100,
     "warmup_steps": 10,            # estimator history before its estimate is trusted (pocket V-C.2 k)
     "pf_config": None,             # extra ParticleFilter settings
+    "goal_pf_config": {},          # ParticleFilter settings for the goal track only (over pf_config)
     "far_obstacle_m": 3.0,         # DQN obstacle input when no neighbour is known yet (straight ahead)
+    "obstacle_clip_m": 2.0,        # farther neighbours are shown to the DQN at this distance (as in training)
     # what the 10 % refreshed particles are spread around (pocket IV-B): "mean" = the circular mean of
     # the estimator's 18-bin outputs; "sample" = a bin drawn from each output distribution every step,
     # so a two-mode output (mirror ambiguity) proposes both modes and the ranges pick one
@@ -41,6 +44,14 @@ DEFAULTS = {
     # hybrid: start the filter around the learned estimate (pocket IV-B, "learned") or uninformed on a
     # ring at the measured range ("ring"), leaving the learned estimate to the refreshed particles
     "pf_init": "learned",
+    # refresh only when the estimator is confident: the resultant length of both output
+    # distributions (1 = one bin, ~0 = spread out) must reach this (0: always, as the paper)
+    "min_confidence": 0.0,
+    # collision guard on top of the DQN (not in the paper; 0 turns it off): when the nearest
+    # neighbour is closer than guard_distance_m (estimate, or measured range), back off from it
+    "guard_distance_m": 0.0,
+    "guard_on_range": True,        # the guard also fires on the measured range (not only the estimate)
+    "guard_speed_mps": 0.3,        # back-off speed the guard commands
 }
 REFRESH_MODES = ("mean", "sample")
 
@@ -82,11 +93,14 @@ class SwarmAgent:
         self.last_action = act_mod.SLOW_DOWN
         self.last_us = None
         self.steps = 0
+        self.guard_overrides = 0
 
     def _track(self, obj_id):
         t = self.tracks.get(obj_id)
         if t is None:
             pf_cfg = dict(self.cfg["pf_config"] or {})
+            if obj_id == GOAL_ID:
+                pf_cfg.update(self.cfg["goal_pf_config"] or {})
             pf_cfg["n_particles"] = self.cfg["n_particles"]
             t = Track(self.net, ParticleFilter(pf_cfg, kernels=self.kernels))
             self.tracks[obj_id] = t
@@ -139,7 +153,11 @@ class SwarmAgent:
         return t.est
 
     def _proposal(self, t):
-        """(bearing_rad, rel_yaw_rad) the refreshed particles are spread around this step."""
+        """(bearing_rad, rel_yaw_rad) the refreshed particles are spread around this step (None: no refresh)."""
+        if self.cfg["min_confidence"] > 0.0 and t.probs is not None:
+            conf = min(float(decode(t.probs[0])[1]), float(decode(t.probs[1])[1]))
+            if conf < self.cfg["min_confidence"]:
+                return None
         if self.cfg["learned_refresh"] == "mean" or t.probs is None:
             return t.learned
         u = self.draws.uniforms(2)
@@ -160,8 +178,26 @@ class SwarmAgent:
             action = act_mod.SLOW_DOWN                    # nothing to fly to yet: hold still
         else:
             o = near.est if near is not None else (self.cfg["far_obstacle_m"], 0.0, 0.0)
-            obs = (v_own_body_mps[0], v_own_body_mps[1], g[0], g[1], o[0], o[1], dt_s)
+            ox, oy = o[0], o[1]
+            d_o = math.sqrt(ox * ox + oy * oy)
+            clip = self.cfg["obstacle_clip_m"]
+            if d_o > clip:
+                ox, oy = ox * clip / d_o, oy * clip / d_o
+            obs = (v_own_body_mps[0], v_own_body_mps[1], g[0], g[1], ox, oy, dt_s)
             action = self.policy.act(obs)
+            d_g = d_o
+            if near is not None and self.cfg["guard_on_range"] and near.range_m is not None:
+                d_g = min(d_o, near.range_m)
+            if near is not None and 0.0 < d_g < self.cfg["guard_distance_m"] and d_o > 0.0:
+                # safety layer: back off at guard_speed straight away from the neighbour's estimated
+                # position (a setpoint, not a 1 m/s^2 action: it must brake within a few periods)
+                self.guard_overrides += 1
+                self.last_action = GUARD
+                k = -self.cfg["guard_speed_mps"] / d_o
+                self.setpoint_body_mps = (k * o[0], k * o[1])
+                self.last_us = now_us
+                self.steps += 1
+                return self.setpoint_body_mps
         self.last_action = action
         self.setpoint_body_mps = act_mod.update_setpoint(self.setpoint_body_mps[0], self.setpoint_body_mps[1],
                                                          action, dt_s)

@@ -64,13 +64,26 @@ def _sigmoid(x):
 
 
 class BearingNet:
-    """The GRU estimator; one hidden state per tracked object (``new_state()``)."""
+    """The recurrent estimator (float, NumPy); one hidden state per tracked object (``new_state()``).
+
+    Two cells: ``gru`` (torch.nn.GRU layout, gates r, z, n) and ``rnn`` (Elman, torch.nn.RNN with
+    tanh: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)``), told apart by ``w_ih``'s rows (3H or H).
+    The ``rnn`` cell needs only FULLY_CONNECTED + TANH, so it exports to an int8 ``.tflite`` that
+    the policy backends run (harness/swarm/export_bearing.py, :class:`BearingPolicy`).
+    """
 
     def __init__(self, weights):
         w = {k: np.asarray(weights[k], dtype=np.float64) for k in
              ("w_ih", "w_hh", "b_ih", "b_hh", "w_out", "b_out", "in_scale")}
         self.hidden = w["w_hh"].shape[1]
-        if w["w_ih"].shape != (3 * self.hidden, N_IN) or w["w_out"].shape != (2 * N_BINS, self.hidden):
+        rows = w["w_ih"].shape[0]
+        if rows == 3 * self.hidden:
+            self.cell = "gru"
+        elif rows == self.hidden:
+            self.cell = "rnn"
+        else:
+            raise ValueError("bearing net weights have the wrong shapes")
+        if w["w_ih"].shape[1] != N_IN or w["w_out"].shape != (2 * N_BINS, self.hidden):
             raise ValueError("bearing net weights have the wrong shapes")
         self.w = w
         # x @ W^T layouts, split per gate
@@ -91,29 +104,63 @@ class BearingNet:
         x = np.asarray(x, dtype=np.float64)
         if x.shape != (N_IN,) or not np.all(np.isfinite(x)):
             raise BearingInputError("bearing net input must be 6 finite numbers, got %r" % (x,))
-        H = self.hidden
-        gi = (x * self.w["in_scale"]) @ self._wi + self.w["b_ih"]
-        gh = h @ self._wh + self.w["b_hh"]
-        r = _sigmoid(gi[:H] + gh[:H])
-        z = _sigmoid(gi[H:2 * H] + gh[H:2 * H])
-        n = np.tanh(gi[2 * H:] + r * gh[2 * H:])
-        h_new = (1.0 - z) * n + z * h
+        h_new = self._cell((x * self.w["in_scale"])[None], h[None])[0]
         logits = h_new @ self._wo + self.w["b_out"]
         return h_new, softmax(logits[BEARING]), softmax(logits[ORIENTATION])
+
+    def _cell(self, x, h):
+        """One step for a batch: scaled inputs x [B, 6], states h [B, H] -> new states [B, H]."""
+        gi = x @ self._wi + self.w["b_ih"]
+        gh = h @ self._wh + self.w["b_hh"]
+        if self.cell == "rnn":
+            return np.tanh(gi + gh)
+        H = self.hidden
+        r = _sigmoid(gi[:, :H] + gh[:, :H])
+        z = _sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+        n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+        return (1.0 - z) * n + z * h
 
     def run(self, xs):
         """Whole sequences xs [B, T, 6] -> logits [B, T, 36] (batch evaluation in the harness)."""
         xs = np.asarray(xs, dtype=np.float64) * self.w["in_scale"]
         B, T, _ = xs.shape
-        H = self.hidden
-        h = np.zeros((B, H))
+        h = np.zeros((B, self.hidden))
         out = np.zeros((B, T, 2 * N_BINS))
         for t in range(T):
-            gi = xs[:, t] @ self._wi + self.w["b_ih"]
-            gh = h @ self._wh + self.w["b_hh"]
-            r = _sigmoid(gi[:, :H] + gh[:, :H])
-            z = _sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
-            n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
-            h = (1.0 - z) * n + z * h
+            h = self._cell(xs[:, t], h)
             out[:, t] = h @ self._wo + self.w["b_out"]
         return out
+
+
+class BearingPolicy:
+    """The int8 Elman estimator (``model.tflite`` + card from harness/swarm/export_bearing.py) run by an
+    ``onboard.policy`` backend (LiteRT reference kernels or the pure int8 kernel): same
+    ``new_state`` / ``step`` interface as :class:`BearingNet`. The state is carried as floats (the
+    dequantised TANH output, multiples of 1/128) and re-quantised as part of the next input."""
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.hidden = policy.inputs[0]["size"] - N_IN
+        if self.hidden <= 0 or policy.outputs[0]["size"] != 2 * N_BINS:
+            raise ValueError("not a bearing-estimator model: inputs %r, outputs %r"
+                             % (policy.inputs[0]["shape"], policy.outputs[0]["shape"]))
+
+    @classmethod
+    def load(cls, model_dir, backend="litert"):
+        from onboard.policy import load_policy
+        return cls(load_policy(model_dir, backend=backend))
+
+    def new_state(self):
+        return np.zeros(self.hidden)
+
+    def step_logits(self, h, x):
+        """(new state (H,), logits (36,)) for one input state x (6,)."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != (N_IN,) or not np.all(np.isfinite(x)):
+            raise BearingInputError("bearing net input must be 6 finite numbers, got %r" % (x,))
+        logits, state = self.policy.predict([float(v) for v in x] + [float(v) for v in h])
+        return np.asarray(state, dtype=np.float64), np.asarray(logits, dtype=np.float64)
+
+    def step(self, h, x):
+        h_new, logits = self.step_logits(h, x)
+        return h_new, softmax(logits[BEARING]), softmax(logits[ORIENTATION])

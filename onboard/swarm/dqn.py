@@ -5,9 +5,10 @@ relative position in the body frame (m, from the particle filter), period (s). O
 greedy action (argmax Q) of the nine in onboard.swarm.actions.
 
 Float runner over the ``.npz`` written by harness/swarm/train_dqn.py (``w0 [7, 100]``, ``b0``,
-``w1``, ``b1``, ``w2 [100, 9]``, ``b2``; ``x @ w + b``, ReLU between layers). An int8 runner
-(symmetric per-tensor weight scales, activations quantised per layer with scales calibrated
-on recorded inputs) is :class:`DqnInt8`; both are measured against each other in the tests.
+``w1``, ``b1``, ``w2 [100, 9]``, ``b2``; ``x @ w + b``, ReLU between layers): used in training,
+evaluation and as the float reference. Onboard the DQN runs full-int8 through the policy
+pipeline: ``onboard.policy.load_policy("models/swarm/dqn", backend="litert" | "pure")``
+(exported by harness/swarm/export_dqn.py); both have ``act(obs)``.
 """
 import numpy as np
 
@@ -48,42 +49,11 @@ class DqnFloat:
         h = np.maximum(h @ w1 + b1, 0.0)
         return h @ w2 + b2
 
-    def act(self, obs):
-        return int(np.argmax(self.q_values(obs)))
-
-
-class DqnInt8:
-    """Full-int8 version: int8 weights (per-tensor symmetric), int8 activations, int32 accumulators.
-
-    ``calibration`` [N, 7] sets the input and hidden activation scales (max abs / 127).
-    """
-
-    def __init__(self, weights, calibration):
-        f = DqnFloat(weights)
-        cal = np.asarray(calibration, dtype=np.float64)
-        w0, b0, w1, b1, w2, b2 = f.w
-        h1 = np.maximum(cal @ w0 + b0, 0.0)
-        h2 = np.maximum(h1 @ w1 + b1, 0.0)
-        self.s_in = max(np.abs(cal).max(), 1e-9) / 127.0
-        self.s_h1 = max(h1.max(), 1e-9) / 127.0
-        self.s_h2 = max(h2.max(), 1e-9) / 127.0
-        self.layers = []
-        s_prev = self.s_in
-        for w, b, s_out in ((w0, b0, self.s_h1), (w1, b1, self.s_h2), (w2, b2, None)):
-            sw = max(np.abs(w).max(), 1e-12) / 127.0
-            qw = np.clip(np.round(w / sw), -127, 127).astype(np.int32)
-            qb = np.round(b / (sw * s_prev)).astype(np.int64)
-            self.layers.append((qw, qb, sw * s_prev, s_out))
-            s_prev = s_out
-
-    def q_values(self, obs):
-        x = _check(obs)
-        q = np.clip(np.round(x / self.s_in), -127, 127).astype(np.int64)
-        for qw, qb, s_acc, s_out in self.layers:
-            acc = q @ qw + qb
-            if s_out is None:
-                return acc * s_acc                       # dequantised Q-values
-            q = np.clip(np.round(np.maximum(acc, 0) * (s_acc / s_out)), 0, 127).astype(np.int64)
+    def q_values_batch(self, obs):
+        """Q-values of observations [..., 7] (no checks; harness use)."""
+        w0, b0, w1, b1, w2, b2 = self.w
+        h = np.maximum(np.asarray(obs) @ w0 + b0, 0.0)
+        return np.maximum(h @ w1 + b1, 0.0) @ w2 + b2
 
     def act(self, obs):
         return int(np.argmax(self.q_values(obs)))

@@ -32,9 +32,14 @@ def _check_deployment_path(rep, mode):
     assert rep["uwb"]["frames"] > 0 and rep["uwb"]["ranges"] > 0
 
 
-@pytest.mark.parametrize("name,goals_per_drone", [("swarm-fixed", 1), ("swarm-random", 3)])
-def test_reduced_swarm_run_over_cflib_and_uwb(name, goals_per_drone):
-    m = _run(name, 3)
+@pytest.mark.parametrize("name,goals_per_drone,episode", [
+    ("swarm-fixed", 1, {"policy": "int8", "agent_mode": "hybrid", "estimator": "int8"}),
+    ("swarm-random", 3, {"policy": "int8-pure", "agent_mode": "pf"}),
+])
+def test_reduced_swarm_run_over_cflib_and_uwb(name, goals_per_drone, episode):
+    """The deployment path end to end: cflib/UDP Crazyflies, UWB ranges, the int8 DQN (LiteRT or the pure
+    kernel) and, in the hybrid configuration, the int8 learned estimator through LiteRT."""
+    m = _run(name, 3, **episode)
     for k in KEYS:
         assert k in m
     assert m["link"] == "cflib"

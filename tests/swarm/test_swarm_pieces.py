@@ -11,7 +11,7 @@ from onboard.estimators.particle_filter_numpy import NumpyDraws
 from onboard.swarm import actions as A
 from onboard.swarm.agent import GOAL_ID, SwarmAgent
 from onboard.swarm.bearing_net import BEARING, BearingNet, angle_to_class, decode, softmax
-from onboard.swarm.dqn import DqnFloat, DqnInt8, PolicyInputError
+from onboard.swarm.dqn import DqnFloat, PolicyInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODELS = os.path.join(REPO, "models", "swarm")
@@ -88,16 +88,33 @@ def test_bearing_runner_step_equals_sequence_run():
         net.step(h, [0.1, float("nan"), 0, 0, 0, 0])
 
 
-def test_int8_dqn_agrees_with_float():
-    with np.load(_committed("dqn")) as d:
-        w = {k: d[k] for k in d.files}
-    cal = np.load(os.path.join(MODELS, "dqn", "calibration.npy"))
-    f, q = DqnFloat(w), DqnInt8(w, cal)
+def test_int8_dqn_through_the_policy_pipeline():
+    """The committed full-int8 DQN (export_dqn -> model.tflite + card): LiteRT (reference kernels) and
+    the pure int8 kernel agree bit for bit, and both pick the float DQN's action on most states."""
+    from onboard.policy import load_policy
+
+    dqn_dir = os.path.join(MODELS, "dqn")
+    if not os.path.exists(os.path.join(dqn_dir, "model.tflite")):
+        pytest.fail("committed int8 DQN missing (run `python -m harness.swarm.export_dqn`)")
+    with np.load(os.path.join(dqn_dir, "weights.npz")) as d:
+        f = DqnFloat({k: d[k] for k in d.files})
+    lite = load_policy(dqn_dir, backend="litert")
+    pure = load_policy(dqn_dir, backend="pure")
     rng = np.random.default_rng(5)
     sim = SwarmBatch(8, 3, rng, {"arena_m": 4.0})
     obs = sim.dqn_obs(0.1).reshape(-1, 7)
-    agree = np.mean([f.act(o) == q.act(o) for o in obs])
+    for _ in range(3):                                     # states along greedy flights
+        sim.step(f.q_values_batch(sim.dqn_obs(0.1)).argmax(-1))
+        obs = np.concatenate([obs, sim.dqn_obs(0.1).reshape(-1, 7)])
+    acts_lite = [lite.act(list(map(float, o))) for o in obs]
+    acts_pure = [pure.act(list(map(float, o))) for o in obs]
+    assert acts_lite == acts_pure
+    for o in obs[:10]:
+        assert lite.run([lite.quantize_input(o)]) == pure.run([pure.quantize_input(o)])
+    agree = np.mean([a == f.act(o) for a, o in zip(acts_lite, obs)])
     assert agree >= 0.85, agree
+    with pytest.raises(ValueError):
+        pure.act([0, 0, 1, 1, 2, 2, float("nan")])
     with pytest.raises(PolicyInputError):
         f.act([0, 0, 1, 1, 2, 2, float("inf")])
 
@@ -120,3 +137,30 @@ def test_agent_survives_bad_input_and_flies_on():
     assert ag.tracks[1].rejected == 2 and ag.tracks[1].est == est_before
     sp = ag.decide(t, (0.1, 0.0))
     assert all(math.isfinite(v) for v in sp) and math.hypot(*sp) <= 1.0 + 1e-12
+
+
+def test_int8_elman_estimator_through_the_policy_pipeline():
+    """The committed int8 Elman estimator: LiteRT and the pure int8 kernel step identically (state fed
+    back as floats), and the int8 outputs follow the float Elman net on a noisy sequence."""
+    from onboard.swarm.bearing_net import BearingPolicy
+
+    model_dir = os.path.join(MODELS, "bearing_int8")
+    if not os.path.exists(os.path.join(model_dir, "model.tflite")):
+        pytest.fail("committed int8 estimator missing (run `python -m harness.swarm.export_bearing`)")
+    net = BearingNet.load(os.path.join(model_dir, "weights.npz"))
+    assert net.cell == "rnn"
+    lite = BearingPolicy.load(model_dir, backend="litert")
+    pure = BearingPolicy.load(model_dir, backend="pure")
+    rng = np.random.default_rng(7)
+    x, b, y, has = bd.collect(rng, 1, 2, 30, 2.0)
+    xs = bd.add_noise(x, has, rng, 0.0085569, 0.2476, 0.05)[0]
+    hl, hp, hf = lite.new_state(), pure.new_state(), net.new_state()
+    for t in range(len(xs)):
+        hl, pbl, pol = lite.step(hl, xs[t])
+        hp, pbp, pop = pure.step(hp, xs[t])
+        hf, pbf, pof = net.step(hf, xs[t])
+        assert np.array_equal(hl, hp) and np.array_equal(pbl, pbp)
+    assert np.abs(hl - hf).max() < 0.1                       # state within a few 1/128 steps after 30 steps
+    assert abs(math.remainder(decode(pbl)[0] - decode(pbf)[0], 2 * math.pi)) < math.radians(15)
+    with pytest.raises(ValueError):
+        lite.step(hl, [0.1, float("nan"), 0, 0, 0, 0])
