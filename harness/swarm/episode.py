@@ -36,7 +36,7 @@ DEFAULTS = {
     "goals": "fixed",                # fixed | random (pocket VI-B)
     "drones": 2,
     "arena_m": 4.0,                  # the lab's flight area (pocket VI)
-    "max_duration_s": 40.0,
+    "max_duration_s": 60.0,
     "goal_radius_m": 0.25,           # a goal counts as reached within this distance (truth)
     "goals_per_drone": 3,            # random mode: goals flown in sequence
     "goal_separation_m": 0.6,        # random mode: between any two goals
@@ -59,6 +59,7 @@ DEFAULTS = {
     "pf_config": {},                 # extra ParticleFilter settings (e.g. refresh_mode = adaptive)
     "guard_distance_m": 0.4,         # onboard.swarm.agent collision guard (not in the paper; 0: DQN only)
     "guard_on_range": True,          # ... fires on the measured range too, not only on the estimate
+    "guard_horizon_s": 0.0,          # ... and on the predicted closest approach within this horizon
 }
 
 
@@ -143,7 +144,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
                          {"n_particles": c["n_particles"], "warmup_steps": c["warmup_steps"],
                           "mode": c["agent_mode"], "learned_refresh": c["learned_refresh"], "pf_init": c["pf_init"],
                           "pf_config": dict(c["pf_config"]), "guard_distance_m": c["guard_distance_m"],
-                          "guard_on_range": c["guard_on_range"]},
+                          "guard_on_range": c["guard_on_range"], "guard_horizon_s": c["guard_horizon_s"]},
                          kernels=kernels)
               for _ in range(m)]
     period_us = world.period_us

@@ -13,7 +13,6 @@ Writes models/swarm/bearing/weights.npz and train_card.json. Needs PyTorch (requ
 """
 import argparse
 import json
-import math
 import os
 import time
 

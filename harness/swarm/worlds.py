@@ -71,13 +71,11 @@ class DirectWorld:
 
     def sense(self):
         """(v_meas_body [m, 2], ranges {i: {j: (range_m, peer_vel_body, time_us)}})."""
-        c = self.sim.cfg
         vb = self.sim.vel_body()[0]
         v_meas = vb + self.rng.normal(0.0, self.cfg["vel_noise_mps"], vb.shape)
         r = self.sim.ranges()[0]
         ranges = {i: {j: (float(r[i, j]), (float(v_meas[j, 0]), float(v_meas[j, 1])), self.now_us)
                       for j in range(self.m) if j != i} for i in range(self.m)}
-        del c
         return v_meas, ranges
 
     def act(self, setpoints_body):

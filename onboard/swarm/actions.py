@@ -47,4 +47,3 @@ def update_setpoint(vx_mps, vy_mps, action, dt_s, accel_mps2=ACCEL_MPS2, max_spe
         vx *= max_speed_mps / speed
         vy *= max_speed_mps / speed
     return vx, vy
-

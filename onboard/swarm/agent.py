@@ -52,6 +52,9 @@ DEFAULTS = {
     "guard_distance_m": 0.0,
     "guard_on_range": True,        # the guard also fires on the measured range (not only the estimate)
     "guard_speed_mps": 0.3,        # back-off speed the guard commands
+    # ... and when the estimated relative motion brings the neighbour inside guard_distance_m within
+    # this horizon (closest approach of the filter's relative position and velocity); 0: now only
+    "guard_horizon_s": 0.0,
 }
 REFRESH_MODES = ("mean", "sample")
 
@@ -66,6 +69,7 @@ class Track:
         self.range_m = None
         self.learned = None            # (bearing_rad, rel_yaw_rad)
         self.probs = None              # (bearing bins, orientation bins) of the last estimator step
+        self.v_obj = (0.0, 0.0)        # the object's last reported velocity (its own frame, m/s)
         self.est = None                # (x_m, y_m, yaw_rad) in the own body frame
         self.last_us = None
         self.last_range_us = None      # the estimator's dt is the time since its previous input
@@ -129,6 +133,7 @@ class SwarmAgent:
                 t.probs = (pb, po)
                 t.range_m = float(range_m)
                 t.last_range_us = now_us
+                t.v_obj = (float(v_obj_body_mps[0]), float(v_obj_body_mps[1]))
             t.steps += 1
             trusted = t.steps > self.cfg["warmup_steps"]
             if mode == "learned" or (mode == "hybrid" and not t.pf.initialized):
@@ -186,15 +191,32 @@ class SwarmAgent:
             obs = (v_own_body_mps[0], v_own_body_mps[1], g[0], g[1], ox, oy, dt_s)
             action = self.policy.act(obs)
             d_g = d_o
+            px, py = o[0], o[1]                  # where to back off from
             if near is not None and self.cfg["guard_on_range"] and near.range_m is not None:
                 d_g = min(d_o, near.range_m)
-            if near is not None and 0.0 < d_g < self.cfg["guard_distance_m"] and d_o > 0.0:
+            if near is not None and self.cfg["guard_horizon_s"] > 0.0:
+                # closest approach within the horizon: p + v_rel t, v_rel = R(yaw) v_peer - v_own (pocket IV-B)
+                c, sn = math.cos(o[2]), math.sin(o[2])
+                vx = c * near.v_obj[0] - sn * near.v_obj[1] - v_own_body_mps[0]
+                vy = sn * near.v_obj[0] + c * near.v_obj[1] - v_own_body_mps[1]
+                vv = vx * vx + vy * vy
+                if vv > 0.0:
+                    tc = min(self.cfg["guard_horizon_s"], max(0.0, -(o[0] * vx + o[1] * vy) / vv))
+                    cx, cy = o[0] + vx * tc, o[1] + vy * tc
+                    d_c = math.sqrt(cx * cx + cy * cy)
+                    if d_c < d_g:
+                        d_g = d_c
+                        if d_c > 0.0:
+                            px, py = cx, cy
+            d_p = math.sqrt(px * px + py * py)
+            if near is not None and 0.0 < d_g < self.cfg["guard_distance_m"] and d_p > 0.0:
                 # safety layer: back off at guard_speed straight away from the neighbour's estimated
-                # position (a setpoint, not a 1 m/s^2 action: it must brake within a few periods)
+                # (or predicted closest) position (a setpoint, not a 1 m/s^2 action: it must brake within
+                # a few periods)
                 self.guard_overrides += 1
                 self.last_action = GUARD
-                k = -self.cfg["guard_speed_mps"] / d_o
-                self.setpoint_body_mps = (k * o[0], k * o[1])
+                k = -self.cfg["guard_speed_mps"] / d_p
+                self.setpoint_body_mps = (k * px, k * py)
                 self.last_us = now_us
                 self.steps += 1
                 return self.setpoint_body_mps

@@ -164,3 +164,58 @@ def test_int8_elman_estimator_through_the_policy_pipeline():
     assert abs(math.remainder(decode(pbl)[0] - decode(pbf)[0], 2 * math.pi)) < math.radians(15)
     with pytest.raises(ValueError):
         lite.step(hl, [0.1, float("nan"), 0, 0, 0, 0])
+
+
+class _Always:
+    """A stand-in policy that always picks one action (the guard test needs a DQN that would collide)."""
+
+    def __init__(self, action):
+        self.action = action
+
+    def act(self, obs):
+        return self.action
+
+
+def _agent_with(neighbour_est, neighbour_range, guard_m, action=0):
+    net = BearingNet.load(_committed("bearing"))
+    ag = SwarmAgent(_Always(action), net, NumpyDraws(np.random.default_rng(8)),
+                    {"guard_distance_m": guard_m, "mode": "pf"})
+    g = ag._track(GOAL_ID)
+    g.est, g.range_m = (2.0, 0.0, 0.0), 2.0
+    nb = ag._track(1)
+    nb.est, nb.range_m = neighbour_est, neighbour_range
+    return ag
+
+
+def test_collision_guard_backs_off_from_a_close_neighbour():
+    # DQN keeps accelerating forward (action 0) towards a neighbour 0.3 m ahead
+    ag = _agent_with((0.3, 0.0, 0.0), 0.3, guard_m=0.4)
+    sp = ag.decide(100000, (0.5, 0.0))
+    assert sp == pytest.approx((-0.3, 0.0)) and ag.guard_overrides == 1
+    # the measured range alone fires it too (estimate far off), direction still from the estimate
+    ag = _agent_with((0.0, 1.5, 0.0), 0.25, guard_m=0.4)
+    sp = ag.decide(100000, (0.0, 0.0))
+    assert sp == pytest.approx((0.0, -0.3)) and ag.guard_overrides == 1
+    # off (the paper's configuration): the DQN's action stands
+    ag = _agent_with((0.3, 0.0, 0.0), 0.3, guard_m=0.0)
+    sp = ag.decide(100000, (0.5, 0.0))
+    assert sp[0] > 0.0 and ag.guard_overrides == 0
+
+
+def test_forget_starts_a_track_afresh():
+    ag = _agent_with((1.0, 0.0, 0.0), 1.0, guard_m=0.0)
+    ag.forget(GOAL_ID)
+    assert GOAL_ID not in ag.tracks
+    sp = ag.decide(100000, (0.0, 0.0))            # no goal known: slow down, hold still
+    assert sp == (0.0, 0.0)
+
+
+def test_collision_guard_horizon_sees_a_closing_neighbour():
+    """With a horizon the guard fires on the filter's predicted closest approach: a neighbour 1 m ahead
+    (same heading) flying at us at 1 m/s while we fly at it at 0.5 m/s."""
+    for horizon, fires in ((0.0, False), (1.0, True)):
+        ag = _agent_with((1.0, 0.0, 0.0), 1.0, guard_m=0.4)
+        ag.cfg["guard_horizon_s"] = horizon
+        ag.tracks[1].v_obj = (-1.0, 0.0)
+        ag.decide(100000, (0.5, 0.0))
+        assert (ag.guard_overrides == 1) == fires
