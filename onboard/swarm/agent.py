@@ -209,7 +209,7 @@ class SwarmAgent:
                         if d_c > 0.0:
                             px, py = cx, cy
             d_p = math.sqrt(px * px + py * py)
-            if near is not None and 0.0 < d_g < self.cfg["guard_distance_m"] and d_p > 0.0:
+            if near is not None and d_g < self.cfg["guard_distance_m"] and d_p > 0.0:
                 # safety layer: back off at guard_speed straight away from the neighbour's estimated
                 # (or predicted closest) position (a setpoint, not a 1 m/s^2 action: it must brake within
                 # a few periods)
