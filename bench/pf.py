@@ -127,7 +127,7 @@ def run_cython_kernels(work):
     """The Cython kernels in a bare Python loop (what the wrapper costs on top shows as cython - this)."""
     from cython_ext import pf_kernels as k
     n, n_ref, cfg = work["n"], work["n_refresh"], work["cfg"]
-    xs, ys, yaws, ws = (np.zeros(n) for _ in range(4))
+    xs, ys, yaws, ws, lws = (np.zeros(n) for _ in range(5))
     x2, y2, yaw2 = (np.zeros(n) for _ in range(3))
     est = np.zeros(pf.EST_LEN)
     b0, yw0 = work["first_learned"]
@@ -142,9 +142,10 @@ def run_cython_kernels(work):
     rows = [tuple(float(v) for v in row) for row in work["per"]]
     t0 = time.perf_counter()
     for s, (dt_s, vxo, vyo, vxp, vyp, rng_m, bearing, ryaw) in enumerate(rows):
-        k.predict_weight(xs, ys, yaws, ws, n, dt_s, vxo, vyo, vxp, vyp, rng_m, bias, inv2,
+        k.predict_weight(xs, ys, yaws, ws, lws, n, dt_s, vxo, vyo, vxp, vyp, rng_m, bias, inv2,
                          noise[s % pool], sp, sy, est)
         k.resample(xs, ys, yaws, ws, n, n - n_ref, u0[s], x2, y2, yaw2)
+        lws = np.zeros(n)                               # weights back to uniform (as ParticleFilter.step)
         xs, x2, ys, y2, yaws, yaw2 = x2, xs, y2, ys, yaw2, yaws
         k.refresh(xs, ys, yaws, n - n_ref, n_ref, rng_m - bias, bearing, ryaw, sr, sb, syr, fresh[s % pool])
     return (time.perf_counter() - t0) * 1e6 / len(rows)

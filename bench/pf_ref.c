@@ -14,7 +14,7 @@
  *               double per_step[steps][8] (dt_s, vx_own, vy_own, vx_peer, vy_peer, range_m,
  *                                          bearing_rad, rel_yaw_rad);
  *               double u0[steps]; double noise[pool][3n]; double fresh[pool][3 n_refresh]
- * result.bin:   double us_per_step (best of repeats); double x[n], y[n], yaw[n]; double est[steps][6]
+ * result.bin:   double us_per_step (best of repeats); double x[n], y[n], yaw[n]; double est[steps][7]
  */
 #include <math.h>
 #include <stdint.h>
@@ -32,11 +32,11 @@ static inline double wrap_pi(double a) {
     return a - PI;
 }
 
-static void predict_weight(double *xs, double *ys, double *yaws, double *ws, long n, double dt_s,
+static void predict_weight(double *xs, double *ys, double *yaws, double *ws, double *lws, long n, double dt_s,
                            double vxo, double vyo, double vxp, double vyp, double range_m,
                            double bias_m, double inv_two_var, const double *noise,
                            double sigma_pos, double sigma_yaw, double *est) {
-    double e2_min = INFINITY;
+    double e2_min = INFINITY, l_max = -INFINITY;
     for (long i = 0; i < n; i++) {
         long k = 3 * i;
         double yaw = yaws[i];
@@ -48,12 +48,16 @@ static void predict_weight(double *xs, double *ys, double *yaws, double *ws, lon
         yaws[i] = wrap_pi(yaw + sigma_yaw * noise[k + 2]);
         double e = range_m - bias_m - sqrt(x * x + y * y);
         double e2 = e * e;
-        ws[i] = e2;
+        double lw = lws[i] - e2 * inv_two_var;
+        lws[i] = lw;
         if (e2 < e2_min) e2_min = e2;
+        if (lw > l_max) l_max = lw;
     }
     double sw = 0.0, sww = 0.0, swx = 0.0, swy = 0.0, sws = 0.0, swc = 0.0;
     for (long i = 0; i < n; i++) {
-        double w = exp(-(ws[i] - e2_min) * inv_two_var);
+        double lw = lws[i] - l_max;
+        lws[i] = lw;
+        double w = exp(lw);
         ws[i] = w;
         sw += w;
         sww += w * w;
@@ -68,6 +72,7 @@ static void predict_weight(double *xs, double *ys, double *yaws, double *ws, lon
     est[3] = sw * sw / sww;
     est[4] = e2_min;
     est[5] = sw;
+    est[6] = l_max;
 }
 
 static void resample(const double *xs, const double *ys, const double *yaws, const double *ws,
@@ -139,7 +144,8 @@ int main(int argc, char **argv) {
     double *a[3], *b[3];
     for (int j = 0; j < 3; j++) { a[j] = malloc(n * sizeof(double)); b[j] = malloc(n * sizeof(double)); }
     double *ws = malloc(n * sizeof(double));
-    double *est = malloc(steps * 6 * sizeof(double));
+    double *lws = calloc(n, sizeof(double));
+    double *est = malloc(steps * 7 * sizeof(double));
     double best = INFINITY;
     double *xs = a[0], *ys = a[1], *yaws = a[2], *x2 = b[0], *y2 = b[1], *yaw2 = b[2];
     for (int rep = 0; rep < repeats; rep++) {
@@ -147,12 +153,14 @@ int main(int argc, char **argv) {
         memcpy(xs, init, n * sizeof(double));
         memcpy(ys, init + n, n * sizeof(double));
         memcpy(yaws, init + 2 * n, n * sizeof(double));
+        memset(lws, 0, n * sizeof(double));
         double t0 = now_s();
         for (long s = 0; s < steps; s++) {
             const double *p = per + 8 * s;
-            predict_weight(xs, ys, yaws, ws, n, p[0], p[1], p[2], p[3], p[4], p[5], prm[0], prm[1],
-                           noise + (s % pool) * 3 * n, prm[2], prm[3], est + 6 * s);
+            predict_weight(xs, ys, yaws, ws, lws, n, p[0], p[1], p[2], p[3], p[4], p[5], prm[0], prm[1],
+                           noise + (s % pool) * 3 * n, prm[2], prm[3], est + 7 * s);
             resample(xs, ys, yaws, ws, n, n - n_ref, u0[s], x2, y2, yaw2);
+            memset(lws, 0, n * sizeof(double));      /* weights back to uniform after resampling */
             double *t;
             t = xs; xs = x2; x2 = t;
             t = ys; ys = y2; y2 = t;
@@ -169,7 +177,7 @@ int main(int argc, char **argv) {
     fwrite(xs, sizeof(double), n, o);
     fwrite(ys, sizeof(double), n, o);
     fwrite(yaws, sizeof(double), n, o);
-    fwrite(est, sizeof(double), steps * 6, o);
+    fwrite(est, sizeof(double), steps * 7, o);
     fclose(o);
     return 0;
 }

@@ -30,18 +30,20 @@ cdef inline double _wrap_pi(double a) noexcept nogil:
     return a - PI
 
 
-def predict_weight(double[::1] xs, double[::1] ys, double[::1] yaws, double[::1] ws, Py_ssize_t n,
+def predict_weight(double[::1] xs, double[::1] ys, double[::1] yaws, double[::1] ws, double[::1] lws,
+                   Py_ssize_t n,
                    double dt_s, double vx_own_mps, double vy_own_mps, double vx_peer_mps,
                    double vy_peer_mps, double range_m, double bias_m, double inv_two_var_m2,
                    const double[::1] noise, double sigma_pos_m, double sigma_yaw_rad,
                    double[::1] est):
     """See particle_filter.predict_weight (pocket IV-B motion, III-A weight)."""
     cdef Py_ssize_t i, k
-    cdef double yaw, c, s, x, y, e, e2, w
+    cdef double yaw, c, s, x, y, e, e2, w, lw
     cdef double e2_min = INFINITY
+    cdef double l_max = -INFINITY
     cdef double sw = 0.0, sww = 0.0, swx = 0.0, swy = 0.0, sws = 0.0, swc = 0.0
     if noise.shape[0] < 3 * n or xs.shape[0] < n or ys.shape[0] < n or yaws.shape[0] < n \
-            or ws.shape[0] < n or est.shape[0] < 5:
+            or ws.shape[0] < n or lws.shape[0] < n or est.shape[0] < 7:
         raise ValueError("particle filter buffers shorter than n")
     with nogil:
         for i in range(n):
@@ -56,11 +58,16 @@ def predict_weight(double[::1] xs, double[::1] ys, double[::1] yaws, double[::1]
             yaws[i] = _wrap_pi(yaw + sigma_yaw_rad * noise[k + 2])
             e = range_m - bias_m - sqrt(x * x + y * y)
             e2 = e * e
-            ws[i] = e2
+            lw = lws[i] - e2 * inv_two_var_m2
+            lws[i] = lw
             if e2 < e2_min:
                 e2_min = e2
+            if lw > l_max:
+                l_max = lw
         for i in range(n):
-            w = exp(-(ws[i] - e2_min) * inv_two_var_m2)
+            lw = lws[i] - l_max
+            lws[i] = lw
+            w = exp(lw)
             ws[i] = w
             sw += w
             sww += w * w
@@ -74,6 +81,7 @@ def predict_weight(double[::1] xs, double[::1] ys, double[::1] yaws, double[::1]
     est[3] = sw * sw / sww
     est[4] = e2_min
     est[5] = sw
+    est[6] = l_max
 
 
 def resample(const double[::1] xs, const double[::1] ys, const double[::1] yaws,

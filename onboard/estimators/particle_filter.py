@@ -11,10 +11,12 @@ One step (drones hold their yaw, so frames translate but do not rotate):
   ``p' = p + dt * (R(yaw) v_peer - v_own) + sigma_pos * n``, ``yaw' = yaw + sigma_yaw * n``;
 * weight by the UWB ranging noise model (pocket III-A): the measured range is
   ``d = |p| + e``, ``e ~ N(mu=0.0085569 m, sigma^2=0.061295 m^2)``, so
-  ``w = exp(-(d - mu - |p|)^2 / (2 sigma^2))`` (shifted by the best particle so a weight of
-  1 always exists and nothing underflows to an all-zero set);
+  ``w = w_prior exp(-(d - mu - |p|)^2 / (2 sigma^2))``, kept as log-weights shifted by the
+  best particle so a weight of 1 always exists and nothing underflows to an all-zero set;
 * estimate = weighted mean of x, y and circular mean of yaw, before resampling;
-* resample (systematic / low-variance, one uniform draw) ``N - n_refresh`` particles and
+* when the effective sample size is below ``resample_neff_fraction * N`` (1.0, the
+  default, = every step with a range, as the paper): resample (systematic / low-variance,
+  one uniform draw) ``N - n_refresh`` particles (weights back to uniform) and
   put ``n_refresh = round(0.1 N)`` new particles around the learned (RNN) estimate
   (pocket IV-B: "90 % drawn from the previous set and 10 % new particles"); without a
   learned estimate (the pure particle-filter configuration of pocket figs. 5-6) all N
@@ -48,7 +50,8 @@ EST_YAW = 2                 # circular weighted mean yaw_rad
 EST_NEFF = 3                # effective sample size (sum w)^2 / sum w^2
 EST_E2_MIN = 4              # smallest squared range residual, m^2 (outlier check)
 EST_SW = 5                  # sum of the weights shifted by the best particle (mean likelihood, adaptive refresh)
-EST_LEN = 6
+EST_LMAX = 6                # the shift: largest log-weight before normalising (adaptive refresh)
+EST_LEN = 7
 
 DEFAULTS = {
     "n_particles": 100,
@@ -69,6 +72,11 @@ DEFAULTS = {
     # agreeing with the filter (lost, or not converged) and not while it tracks
     "refresh_mode": "fixed",
     "refresh_fraction_min": 0.0,
+    # resample (and refresh) only when the effective sample size drops below this fraction of N
+    # (Doucet et al. 2000, adaptive resampling); weights carry over between steps otherwise, so
+    # two hypotheses (the range-only mirror ambiguity) survive until motion tells them apart
+    # instead of one dying by resampling noise. 1.0 = every step with a range (pocket IV-B).
+    "resample_neff_fraction": 1.0,
     "alpha_slow": 0.05,
     "alpha_fast": 0.5,
 }
@@ -106,18 +114,21 @@ def as_buffer(seq):
     return [float(v) for v in seq]
 
 
-def predict_weight(xs, ys, yaws, ws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mps, vy_peer_mps,
+def predict_weight(xs, ys, yaws, ws, lws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mps, vy_peer_mps,
                    range_m, bias_m, inv_two_var_m2, noise, sigma_pos_m, sigma_yaw_rad, est):
     """Propagate n particles in place, weight them, write the weighted estimate into est.
 
     Motion (pocket IV-B, control u_t = own + peer velocity):
     ``x += dt (cos(yaw) vx_peer - sin(yaw) vy_peer - vx_own) + sigma_pos n_x`` (same for y
     with ``sin(yaw) vx_peer + cos(yaw) vy_peer - vy_own``), ``yaw = wrap(yaw + sigma_yaw n_yaw)``.
-    Weight (pocket III-A noise model): ``w = exp(-(e^2 - e_min^2) inv_two_var)`` with
-    ``e = range - bias - |p|``. ``inv_two_var_m2 = 0`` gives uniform weights (no range).
-    ws receives the unnormalised weights (input to :func:`resample`).
+    Weight (pocket III-A noise model) on top of the prior log-weight ``lws`` (0 after a
+    resampling): ``l = lws - e^2 inv_two_var`` with ``e = range - bias - |p|``, shifted by its
+    maximum so the best particle has weight 1 and nothing underflows to an all-zero set:
+    ``lws = l - l_max``, ``w = exp(lws)``. ``inv_two_var_m2 = 0`` (no range) keeps the prior
+    weights. ws receives the weights (input to :func:`resample`), lws the shifted log-weights.
     """
     e2_min = float("inf")
+    l_max = float("-inf")
     for i in range(n):
         k = PARTICLE_DIM * i
         yaw = yaws[i]
@@ -130,9 +141,12 @@ def predict_weight(xs, ys, yaws, ws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mp
         yaws[i] = wrap_pi(yaw + sigma_yaw_rad * noise[k + YAW])
         e = range_m - bias_m - math.sqrt(x * x + y * y)
         e2 = e * e
-        ws[i] = e2
+        lw = lws[i] - e2 * inv_two_var_m2
+        lws[i] = lw
         if e2 < e2_min:
             e2_min = e2
+        if lw > l_max:
+            l_max = lw
     sw = 0.0
     sww = 0.0
     swx = 0.0
@@ -140,7 +154,9 @@ def predict_weight(xs, ys, yaws, ws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mp
     sws = 0.0
     swc = 0.0
     for i in range(n):
-        w = math.exp(-(ws[i] - e2_min) * inv_two_var_m2)
+        lw = lws[i] - l_max
+        lws[i] = lw
+        w = math.exp(lw)
         ws[i] = w
         sw += w
         sww += w * w
@@ -154,6 +170,7 @@ def predict_weight(xs, ys, yaws, ws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mp
     est[EST_NEFF] = sw * sw / sww
     est[EST_E2_MIN] = e2_min
     est[EST_SW] = sw
+    est[EST_LMAX] = l_max
 
 
 def resample(xs, ys, yaws, ws, n, n_keep, u0, xs_out, ys_out, yaws_out):
@@ -314,6 +331,8 @@ class ParticleFilter:
             raise ValueError("refresh_mode must be one of %s, got %r" % (REFRESH_MODES, cfg["refresh_mode"]))
         if not (0.0 <= cfg["refresh_fraction_min"] <= frac):
             raise ValueError("refresh_fraction_min must be in [0, refresh_fraction]")
+        if not (0.0 < cfg["resample_neff_fraction"] <= 1.0):
+            raise ValueError("resample_neff_fraction must be in (0, 1]")
         if not (0.0 < cfg["alpha_slow"] < cfg["alpha_fast"] <= 1.0):
             raise ValueError("need 0 < alpha_slow < alpha_fast <= 1")
         self.cfg = cfg
@@ -327,6 +346,7 @@ class ParticleFilter:
         self.ys = alloc_(n)
         self.yaws = alloc_(n)
         self.ws = alloc_(n)
+        self.lws = alloc_(n)             # log-weights carried between resamplings (0 = uniform)
         self._xs2 = alloc_(n)
         self._ys2 = alloc_(n)
         self._yaws2 = alloc_(n)
@@ -340,6 +360,7 @@ class ParticleFilter:
         self.w_slow = None               # adaptive refresh: long- and short-term mean range likelihood
         self.w_fast = None
         self.last_refresh = 0            # particles refreshed at the last step
+        self.resamples = 0
 
     # ---------------------------------------------------------- set-up
     def initialize(self, now_us, range_m, draws, learned=None):
@@ -358,6 +379,7 @@ class ParticleFilter:
             uniforms = k.as_buffer(draws.uniforms(2 * self.n))
             k.init_ring(self.xs, self.ys, self.yaws, self.n, range_m - c["range_bias_m"],
                         c["refresh_range_sigma_m"], normals, uniforms)
+        self.lws = k.alloc(self.n)
         self.time_us = int(now_us)
         self.initialized = True
         self.steps = 0
@@ -391,23 +413,31 @@ class ParticleFilter:
         sigma_yaw_rad = c["yaw_noise_radps"] * dt_s
         noise = k.as_buffer(draws.normals(PARTICLE_DIM * n))
         if range_m is None:
-            k.predict_weight(self.xs, self.ys, self.yaws, self.ws, n, dt_s, vxo, vyo, vxp, vyp,
+            k.predict_weight(self.xs, self.ys, self.yaws, self.ws, self.lws, n, dt_s, vxo, vyo, vxp, vyp,
                              0.0, 0.0, 0.0, noise, sigma_pos_m, sigma_yaw_rad, self.est)
             self.predict_only += 1
         else:
-            k.predict_weight(self.xs, self.ys, self.yaws, self.ws, n, dt_s, vxo, vyo, vxp, vyp,
+            k.predict_weight(self.xs, self.ys, self.yaws, self.ws, self.lws, n, dt_s, vxo, vyo, vxp, vyp,
                              range_m, c["range_bias_m"], self.inv_two_var_m2, noise,
                              sigma_pos_m, sigma_yaw_rad, self.est)
             if self.est[EST_E2_MIN] > self._outlier_e2_m2:
                 self.outliers += 1
             n_new = self._refresh_count() if learned is not None else 0
+            self.last_refresh = 0
+            frac = c["resample_neff_fraction"]
+            if frac < 1.0 and self.est[EST_NEFF] >= frac * n:
+                self.time_us = now_us                  # keep the weights: no resampling, no refresh
+                self.steps += 1
+                return self.estimate()
             self.last_refresh = n_new
+            self.resamples += 1
             u0 = draws.uniforms(1)[0]
             k.resample(self.xs, self.ys, self.yaws, self.ws, n, n - n_new, u0,
                        self._xs2, self._ys2, self._yaws2)
             self.xs, self._xs2 = self._xs2, self.xs
             self.ys, self._ys2 = self._ys2, self.ys
             self.yaws, self._yaws2 = self._yaws2, self.yaws
+            self.lws = k.alloc(n)
             if n_new:
                 fresh = k.as_buffer(draws.normals(PARTICLE_DIM * n_new))
                 k.refresh(self.xs, self.ys, self.yaws, n - n_new, n_new,
@@ -424,8 +454,9 @@ class ParticleFilter:
         if c["refresh_mode"] == "fixed":
             return self.n_refresh
         e = self.est
-        # mean range likelihood over the particles (the Gaussian's constant cancels in the ratio)
-        w_avg = math.exp(-e[EST_E2_MIN] * self.inv_two_var_m2) * e[EST_SW] / self.n
+        # mean range likelihood over the particles (the Gaussian's constant cancels in the ratio);
+        # with weights carried over (resample_neff_fraction < 1) it is weighted by the prior weights
+        w_avg = math.exp(e[EST_LMAX]) * e[EST_SW] / self.n
         if self.w_slow is None:
             self.w_slow = w_avg
             self.w_fast = w_avg

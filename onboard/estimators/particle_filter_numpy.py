@@ -8,7 +8,7 @@ libm by an ulp (tests hold all paths to 1e-12).
 """
 import numpy as np
 
-from onboard.estimators.particle_filter import (EST_E2_MIN, EST_NEFF, EST_SW, EST_X, EST_Y, EST_YAW,
+from onboard.estimators.particle_filter import (EST_E2_MIN, EST_LMAX, EST_NEFF, EST_SW, EST_X, EST_Y, EST_YAW,
                                                 PARTICLE_DIM, PI, TWO_PI, X, Y, YAW)
 
 name = "numpy"
@@ -28,7 +28,7 @@ def _wrap_pi(a):
     return a - PI
 
 
-def predict_weight(xs, ys, yaws, ws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mps, vy_peer_mps,
+def predict_weight(xs, ys, yaws, ws, lws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mps, vy_peer_mps,
                    range_m, bias_m, inv_two_var_m2, noise, sigma_pos_m, sigma_yaw_rad, est):
     """See particle_filter.predict_weight (pocket IV-B motion, III-A weight)."""
     x = xs[:n]
@@ -43,7 +43,11 @@ def predict_weight(xs, ys, yaws, ws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mp
     e = range_m - bias_m - np.sqrt(x * x + y * y)
     e2 = e * e
     e2_min = e2.min()
-    w = np.exp(-(e2 - e2_min) * inv_two_var_m2)
+    lw = lws[:n] - e2 * inv_two_var_m2
+    l_max = lw.max()
+    lw -= l_max
+    lws[:n] = lw
+    w = np.exp(lw)
     ws[:n] = w
     sw = w.sum()
     est[EST_X] = (w * x).sum() / sw
@@ -52,6 +56,7 @@ def predict_weight(xs, ys, yaws, ws, n, dt_s, vx_own_mps, vy_own_mps, vx_peer_mp
     est[EST_NEFF] = sw * sw / (w * w).sum()
     est[EST_E2_MIN] = e2_min
     est[EST_SW] = sw
+    est[EST_LMAX] = l_max
 
 
 def resample(xs, ys, yaws, ws, n, n_keep, u0, xs_out, ys_out, yaws_out):

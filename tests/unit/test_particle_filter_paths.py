@@ -55,8 +55,8 @@ class Replay:
     uniforms = normals
 
 
-def _scripted_run(kernels, draws, n, use_learned, steps=40, dropout_every=7):
-    f = pf.ParticleFilter({"n_particles": n}, kernels=kernels)
+def _scripted_run(kernels, draws, n, use_learned, steps=40, dropout_every=7, neff_fraction=1.0):
+    f = pf.ParticleFilter({"n_particles": n, "resample_neff_fraction": neff_fraction}, kernels=kernels)
     gen = np.random.default_rng(99)       # the scenario (truth, measurements): same for every path
     x, y, yaw = 1.1, -0.7, 0.4
     f.initialize(0, math.hypot(x, y) + 0.05, draws, learned=(math.atan2(y, x) + 0.1, 0.2) if use_learned else None)
@@ -76,18 +76,22 @@ def _scripted_run(kernels, draws, n, use_learned, steps=40, dropout_every=7):
     return f, np.array(ests, dtype=float)
 
 
+@pytest.mark.parametrize("neff_fraction", [1.0, 0.5], ids=["resample-every-step", "adaptive-resampling"])
 @pytest.mark.parametrize("use_learned", [True, False], ids=["learned-refresh", "pure-pf"])
 @pytest.mark.parametrize("n", [50, 400])
-def test_paths_identical_on_same_draws(n, use_learned):
+def test_paths_identical_on_same_draws(n, use_learned, neff_fraction):
     _require_all_paths()
     rec = RecordedDraws(5)
-    f_ref, est_ref = _scripted_run(pf.kernels_for("pure"), rec, n, use_learned)
+    f_ref, est_ref = _scripted_run(pf.kernels_for("pure"), rec, n, use_learned, neff_fraction=neff_fraction)
+    if neff_fraction < 1.0:
+        assert 0 < f_ref.resamples < f_ref.steps - f_ref.predict_only      # weights were carried over
     for name in ("numpy", "cython"):
-        f, est = _scripted_run(pf.kernels_for(name), Replay(rec.log), n, use_learned)
+        f, est = _scripted_run(pf.kernels_for(name), Replay(rec.log), n, use_learned, neff_fraction=neff_fraction)
         assert np.abs(est - est_ref).max() <= TOL, name
-        for a, b in ((f.xs, f_ref.xs), (f.ys, f_ref.ys), (f.yaws, f_ref.yaws)):
+        for a, b in ((f.xs, f_ref.xs), (f.ys, f_ref.ys), (f.yaws, f_ref.yaws), (f.lws, f_ref.lws)):
             assert np.abs(np.asarray(a) - np.asarray(b)).max() <= TOL, name
         assert f.predict_only == f_ref.predict_only > 0
+        assert f.resamples == f_ref.resamples
 
 
 def test_impl_switch_picks_kernels(monkeypatch):

@@ -147,8 +147,52 @@ def test_unexplained_range_counted_as_outlier():
     assert e[0] == e[0] and e[1] == e[1]   # finite estimate, no NaN from all-zero weights
 
 
+def _mirror_run(neff_fraction, seed, turn_at):
+    """Own drone flies straight along +x past a still object at (1.2, 0.8): the ranges fit (x, +y) and
+    its mirror (x, -y) equally (range-only ambiguity) until the drone turns to +y at step turn_at."""
+    draws = pf.PureDraws(seed)
+    meas = pf.PureDraws(seed + 500)
+    f = pf.ParticleFilter({"n_particles": 200, "resample_neff_fraction": neff_fraction, "yaw_noise_radps": 0.0})
+    x, y = 1.2, 0.8
+    sigma = math.sqrt(pf.UWB_RANGE_VAR_M2)
+    f.initialize(0, math.sqrt(x * x + y * y), draws)
+    mass_pos = None
+    for k in range(turn_at + 40):
+        vo = (0.4, 0.0) if k < turn_at else (0.0, 0.4)
+        x -= 0.1 * vo[0]
+        y -= 0.1 * vo[1]
+        r = abs(math.sqrt(x * x + y * y) + pf.UWB_RANGE_BIAS_M + sigma * meas.normals(1)[0])
+        est = f.step((k + 1) * DT_US, vo, (0.0, 0.0), r, draws)
+        if k == turn_at - 1:
+            w_pos = sum(w for w, yy in zip(f.ws, f.ys) if yy > 0.0)
+            mass_pos = w_pos / sum(f.ws)
+    return mass_pos, math.sqrt((est[0] - x) ** 2 + (est[1] - y) ** 2), f
+
+
+def test_adaptive_resampling_carries_weights():
+    """Doucet et al. 2000 adaptive resampling: between resamplings the weights carry over (not
+    uniform, log-weights kept), resampling happens on fewer steps than ranges arrive, and after the
+    straight leg's mirror ambiguity the turn settles on the right hypothesis."""
+    for seed in (1, 2, 3):
+        mass_pos, err_m, f = _mirror_run(0.5, seed, 30)
+        assert err_m < 0.3, (seed, err_m)
+        assert 0 < f.resamples < f.steps, (f.resamples, f.steps)
+    f = pf.ParticleFilter({"n_particles": 50, "resample_neff_fraction": 0.5})
+    d = pf.PureDraws(8)
+    f.initialize(0, 1.5, d)
+    f.step(DT_US, (0.2, 0.0), (0.0, 0.0), 1.45, d)
+    assert f.resamples == 0 and f.neff() >= 25.0             # Neff 39 of 50: weights kept
+    assert max(f.ws) == 1.0 > min(f.ws)                      # carried, normalised to the best particle
+    assert min(f.lws) < 0.0 and max(f.lws) == 0.0
+    f2 = pf.ParticleFilter({"n_particles": 50})              # paper default: every step
+    f2.initialize(0, 1.5, pf.PureDraws(8))
+    f2.step(DT_US, (0.2, 0.0), (0.0, 0.0), 1.45, pf.PureDraws(9))
+    assert f2.resamples == 1 and max(f2.lws) == min(f2.lws) == 0.0
+
+
 def test_config_checked():
-    for bad in ({"n_particles": 1}, {"refresh_fraction": 1.0}, {"no_such_key": 1}):
+    for bad in ({"n_particles": 1}, {"refresh_fraction": 1.0}, {"no_such_key": 1},
+                {"resample_neff_fraction": 0.0}, {"resample_neff_fraction": 1.5}):
         try:
             pf.ParticleFilter(bad)
         except ValueError:
@@ -170,3 +214,8 @@ def golden_learned_filter_run():
 def golden_pure_filter_run():
     f, errs, truth = _fly(24, 8, 9, 0.0, use_learned=False)
     return [f.estimate(), f.ys[:5], errs]
+
+
+def golden_adaptive_resampling_run():
+    mass_pos, err_m, f = _mirror_run(0.5, 4, 12)
+    return [mass_pos, err_m, f.estimate(), f.resamples, f.lws[:4]]
