@@ -23,6 +23,8 @@ simulated radios; its own body velocity goes into its ranging frames (``set_velo
 runs are deterministic.
 """
 import math
+import shutil
+import tempfile
 import time
 
 import numpy as np
@@ -114,6 +116,9 @@ class CflibWorld:
         self._min_sep = math.inf
         self._latest = {i: {} for i in range(m)}
         self.reported_vel = {i: (0.0, 0.0) for i in range(m)}
+        # cflib's TOC cache: one folder per world (the simulated Crazyflies share one TOC, so drones after
+        # the first connect from the cache; without a folder cflib prints a warning per connection)
+        self._toc_cache_dir = tempfile.mkdtemp(prefix="swarm-cf-toc-")
         try:
             self.fleet = SimCrazyflieFleet(m, seed=seed, clock=self.clock, start_ne_m=[list(map(float, s)) for s in starts],
                                            config={"range_noise": False})
@@ -122,6 +127,7 @@ class CflibWorld:
             self.fleet.start()
             period_ms = int(round(self.cfg["period_s"] * 1000))
             drv_cfg = {
+                "toc_cache_dir": self._toc_cache_dir,
                 "setpoint_rate_hz": 1.0 / self.cfg["period_s"],
                 "flight_height_m": self.cfg["flight_height_m"],
                 "log_blocks": {
@@ -239,6 +245,9 @@ class CflibWorld:
         if self.fleet is not None:
             self.fleet.close()
             self.fleet = None
+        if getattr(self, "_toc_cache_dir", None):
+            shutil.rmtree(self._toc_cache_dir, ignore_errors=True)
+            self._toc_cache_dir = None
 
 
 WORLDS = {"direct": DirectWorld, "cflib": CflibWorld}

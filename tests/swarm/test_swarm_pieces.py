@@ -219,3 +219,18 @@ def test_collision_guard_horizon_sees_a_closing_neighbour():
         ag.tracks[1].v_obj = (-1.0, 0.0)
         ag.decide(100000, (0.5, 0.0))
         assert (ag.guard_overrides == 1) == fires
+
+
+def test_track_summary_averages_each_track_after_it_converged():
+    from harness.swarm.episode import track_summary
+    t = [0.1 * k for k in range(60)]
+    # converges at 2.0 s (error 0.2 from there), never-converging track, goal track without orientation
+    a = [(tk, 2.0 if tk < 2.0 - 1e-9 else 0.2, 90.0 if tk < 2.0 - 1e-9 else 10.0) for tk in t]
+    b = [(tk, 1.5, 45.0) for tk in t]
+    g = [(tk, 0.4 if k % 2 else 0.1, float("nan")) for k, tk in enumerate(t)]
+    s = track_summary({"0->1": a, "1->0": b, "0->goal0": g}, threshold_m=0.5, hold_s=1.0)
+    assert s["tracks"] == 3 and s["converged"] == 2 and s["never_converged"] == ["1->0"]
+    assert abs(s["mean_position_error_m"] - (0.2 + 0.25) / 2) < 1e-9
+    assert abs(s["mean_orientation_error_deg"] - 10.0) < 1e-9         # goal tracks carry no orientation
+    assert abs(s["median_convergence_s"] - 1.0) < 1e-9                # 2.0 s and 0.0 s
+    assert track_summary({})["mean_position_error_m"] is None
