@@ -6,17 +6,45 @@ pose* (closed loop, ag2u section III-A), the blade moves sand on the *true* pose
 The IMU (ag2u eq. 10) and aiding pose (eq. 13) noise come from the named noise
 scenario. A decision is successful when the blade was more than half full during
 the push (ag2u Table I criterion).
+
+Settings of the loop's real parts:
+
+- ``estimator``: ``"eskf"`` = strapdown INS + 15-state ES-EKF of ag2u section III-C
+  (``onboard.estimators.eskf.make_eskf``, implementation ``estimator_impl`` or
+  $ONBOARD_IMPL) behind :class:`EskfPoseEstimator`, or ``"planar"`` = the 6-state
+  planar EKF. Both expose ``nav_state()`` and the 3x3 covariance of (north_m,
+  east_m, yaw_rad) through ``pose_covariance()`` (Sigma of ag2u eq. 1).
+- ``motors``: ``"direct"`` = the runtime commands the simulated base's wheels
+  (SimMotors), or ``"vesc"`` = the Pi board application (boards.rpi.app.RpiGroundRobot)
+  drives two simulated VESCs (harness.sim_vesc) over pseudo-terminals with its VESC
+  UART driver (boards.rpi.vesc_motors: SetRPM, GetValues telemetry, keep-alive,
+  faults -> failsafe); the VESCs' motor eRPM turn the dozer's tracks (as in the
+  ``vesc-waypoints`` scenario). Call :meth:`GradingEpisode.close` (``run`` does) to
+  release the ptys.
 """
 import math
+import os
+import shutil
+import tempfile
 
+from boards.rpi import constants as RPI
+from boards.rpi.app import RpiGroundRobot
+from boards.rpi.vesc_motors import VescDiffDrive
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness.grading.expert import DEFAULTS as EXPERT_DEFAULTS, GradingExpert
 from harness.grading.observation import DEFAULTS as OBS_DEFAULTS, ObservationRenderer
 from harness.grading.sand_world import DEFAULTS as WORLD_DEFAULTS, Blade, SandWorld, blade_step
 from harness.sensors.imu import PlanarImu
 from harness.sensors.pose import AidingPoseSensor
+from harness.sim_vesc import DEFAULTS as SIM_VESC_DEFAULTS, SimVesc, SimVescPort
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
+from onboard.comms.transport import SerialTransport
+from onboard.core.angles import wrap_pi
+from onboard.core.samples import PoseSample
 from onboard.core.units import hz_to_period_us, s_to_us
+from onboard.estimators.eskf import EskfInputError, EskfNumericError, make_eskf
+from onboard.estimators.eskf_sampling import sample_poses
+from onboard.estimators.planar_ekf import EstimatorInputError
 from onboard.runtime.ground_robot import GroundRobotRuntime
 
 # ag2u section IV-B: aiding noise of the three scenarios (1 sigma) and the IMU errors used with them.
@@ -26,8 +54,25 @@ NOISE_SCENARIOS = {
     "extreme": {"pos_sigma_m": 0.08, "att_sigma_deg": [1.0, 1.0, 10.0], "imu": True},
 }
 
+ESTIMATORS = ("planar", "eskf")
+MOTORS = ("direct", "vesc")
+
+# Simulated VESCs of the dozer's tracks: the vesc-waypoints scenario's motor model.
+_SIM_VESC = dict(SIM_VESC_DEFAULTS)
+_SIM_VESC.update(accel_erpm_per_s_per_a=15000.0, current_limit_a=20.0, speed_time_constant_s=0.08)
+_SIM_VESC.pop("controller_id")
+
 DEFAULTS = {
     "noise": "sensor_fusion",
+    "estimator": "eskf",                # eskf (INS + 15-state ES-EKF, ag2u III-C) | planar (6-state EKF)
+    "estimator_impl": "",               # eskf implementation: pure | cython | numpy; "" = $ONBOARD_IMPL
+    "motors": "direct",                 # direct (simulated base) | vesc (Pi app + simulated VESCs over ptys)
+    "vesc": {"topology": "two_uarts",   # or can_forward (right VESC behind the left one on CAN)
+             "uart_service_hz": 200,    # how often the simulated VESCs read their UART
+             "telemetry_rate_hz": RPI.TELEMETRY_RATE_HZ,
+             "stop_brake_current_a": RPI.STOP_BRAKE_CURRENT_A,
+             "gear_ratio": RPI.GEAR_RATIO, "pole_pairs": RPI.MOTOR_POLE_PAIRS,
+             "sim": dict(_SIM_VESC)},
     "heading_sigma_deg": -1.0,          # >= 0 overrides the scenario's yaw noise (fig. 5 sweep)
     "max_legs": 16,
     "leg_timeout_s": 25.0,
@@ -61,6 +106,145 @@ def noise_config(config):
     return imu, {"rate_hz": config["aiding_rate_hz"], "pos_sigma_m": scen["pos_sigma_m"], "att_sigma_deg": att}
 
 
+# Floors of what the ES-EKF is told (noise-less scenario: zero noise would make P singular).
+MIN_POS_SIGMA_M = 1e-3
+MIN_VEL_SIGMA_MPS = 1e-2
+MIN_ANGLE_SIGMA_RAD = 1e-3
+MIN_ACCEL_NOISE_MPS_PER_SQRT_S = 1e-3
+MIN_GYRO_NOISE_RAD_PER_SQRT_S = 1e-4
+MIN_ACCEL_BIAS_SIGMA_MPS2 = 1e-3
+MIN_GYRO_BIAS_SIGMA_RADPS = 1e-4
+
+# (north, east, yaw) slots of the 3x3 pose covariance; dp_ned / dpsi_ned slots of the ESKF's 6x6.
+PLANAR_POSE_DIM = 3
+ESKF_POSE_DIM = 6
+ESKF_DP_N, ESKF_DP_E = 0, 1
+ESKF_DPSI_N, ESKF_DPSI_E, ESKF_DPSI_D = 3, 4, 5
+
+
+def eskf_config(imu_cfg, aiding_cfg):
+    """ES-EKF settings matching the episode's simulated IMU (ag2u eq. 10) and aiding pose (eq. 13).
+
+    The filter starts from the first aiding pose, so its initial position/attitude sigma
+    are the aiding sensor's; velocity starts at rest (the dozer waits at its start).
+    """
+    rad = math.radians
+    pos_sigma = max(aiding_cfg["pos_sigma_m"], MIN_POS_SIGMA_M)
+    att_sigma = [max(rad(a), MIN_ANGLE_SIGMA_RAD) for a in aiding_cfg["att_sigma_deg"]]
+    return {
+        "accel_noise_mps_per_sqrt_s": max(imu_cfg["accel_rw_mps_per_sqrt_s"], MIN_ACCEL_NOISE_MPS_PER_SQRT_S),
+        "gyro_noise_rad_per_sqrt_s": max(rad(imu_cfg["gyro_rw_dps_per_sqrt_s"]), MIN_GYRO_NOISE_RAD_PER_SQRT_S),
+        "init_pos_sigma_m": [pos_sigma] * 3,
+        "init_att_sigma_rad": att_sigma,
+        "init_vel_sigma_mps": [MIN_VEL_SIGMA_MPS] * 3,
+        "init_accel_bias_sigma_mps2": [max(imu_cfg["accel_bias_sigma_mps2"], MIN_ACCEL_BIAS_SIGMA_MPS2)] * 3,
+        "init_gyro_bias_sigma_radps": [max(rad(imu_cfg["gyro_bias_sigma_dps"]), MIN_GYRO_BIAS_SIGMA_RADPS)] * 3,
+        "pose_pos_sigma_m": [pos_sigma] * 3,
+        "pose_att_sigma_rad": att_sigma,
+    }
+
+
+class EskfPoseEstimator:
+    """The INS + 15-state ES-EKF (ag2u III-C) behind the runtime's planar-estimator interface.
+
+    GroundRobotRuntime calls ``predict(ImuSample)``, ``update_pose(PoseSample)``,
+    ``nav_state()``, ``initialized`` and ``counters()``; bad input raises
+    EstimatorInputError (the runtime counts it and keeps going), whether the ESKF
+    refused the sample (EskfInputError) or its innovation covariance was not
+    positive definite (EskfNumericError); the filter is unchanged either way.
+    Zero aiding variances are floored (the noise-less scenario's poses carry zero
+    covariance, which the ESKF refuses); negative or NaN ones are refused. Only uses ``onboard`` code (it could move
+    there for a board).
+    """
+
+    def __init__(self, config=None, impl=None):
+        self.eskf = make_eskf(config, impl or None)
+        self.impl = self.eskf.impl
+        self.numeric_errors = 0
+        self._min_pos_var_m2 = MIN_POS_SIGMA_M ** 2
+        self._min_att_var_rad2 = MIN_ANGLE_SIGMA_RAD ** 2
+
+    @property
+    def initialized(self):
+        return self.eskf.initialized
+
+    def predict(self, imu):
+        try:
+            return self.eskf.predict(imu)
+        except EskfInputError as exc:
+            raise EstimatorInputError("ESKF refused IMU sample: %s" % exc)
+
+    def update_pose(self, pose):
+        if pose.cov_pos_m2 is not None or pose.cov_att_rad2 is not None:
+            for var in (pose.cov_pos_m2 or ()) + (pose.cov_att_rad2 or ()):
+                if not var >= 0.0:
+                    self.eskf.rejected += 1
+                    raise EstimatorInputError("pose sample at %d us has a negative or NaN variance" % pose.time_us)
+            pos_var = [max(v, self._min_pos_var_m2) for v in (pose.cov_pos_m2 or [self._min_pos_var_m2] * 3)]
+            att_var = [max(v, self._min_att_var_rad2) for v in (pose.cov_att_rad2 or [self._min_att_var_rad2] * 3)]
+            pose = PoseSample(pose.time_us, pose.pos_ned_m, pose.euler_rad, cov_pos_m2=pos_var,
+                              cov_att_rad2=att_var)
+        try:
+            return self.eskf.update_pose(pose)
+        except EskfInputError as exc:
+            raise EstimatorInputError("ESKF refused pose sample: %s" % exc)
+        except EskfNumericError as exc:
+            self.numeric_errors += 1
+            raise EstimatorInputError("ESKF update skipped: %s" % exc)
+
+    def nav_state(self):
+        return self.eskf.nav_state()
+
+    def pose_covariance(self):
+        """3x3 covariance (flat, row-major) of (north_m, east_m, yaw_rad): Sigma of ag2u eq. 1.
+
+        J S J^T of the ESKF's 6x6 (dp_ned, dpsi_ned) block, with the Z-Y-X yaw error of a
+        navigation-frame rotation dpsi: dyaw = dpsi_d + tan(pitch) (cos(yaw) dpsi_n + sin(yaw) dpsi_e).
+        """
+        s6 = self.eskf.pose_covariance()
+        _roll, pitch, yaw = self.eskf.nav_state().euler_rad
+        t = math.tan(pitch)
+        jac = [{ESKF_DP_N: 1.0}, {ESKF_DP_E: 1.0},
+               {ESKF_DPSI_N: t * math.cos(yaw), ESKF_DPSI_E: t * math.sin(yaw), ESKF_DPSI_D: 1.0}]
+        out = [0.0] * (PLANAR_POSE_DIM * PLANAR_POSE_DIM)
+        for i in range(PLANAR_POSE_DIM):
+            for j in range(PLANAR_POSE_DIM):
+                out[i * PLANAR_POSE_DIM + j] = sum(a * b * s6[k * ESKF_POSE_DIM + m]
+                                                   for k, a in jac[i].items() for m, b in jac[j].items())
+        return out
+
+    def pose_sigma(self):
+        """1-sigma of (north_m, east_m, yaw_rad)."""
+        c = self.pose_covariance()
+        return tuple(math.sqrt(max(c[i * PLANAR_POSE_DIM + i], 0.0)) for i in range(PLANAR_POSE_DIM))
+
+    def sample_poses(self, k, rng):
+        """K planar poses (north_m, east_m, yaw_rad) drawn from N(x_est, Sigma) with the full 6-D
+        ESKF pose covariance, attitude composed as a rotation (ag2u eq. 1, eskf_sampling)."""
+        draws = sample_poses(self.eskf.nav_state(), self.eskf.pose_covariance(), k, rng)
+        return [(d[0], d[1], d[5]) for d in draws]
+
+    def counters(self):
+        out = dict(self.eskf.counters())
+        out["numeric_errors"] = self.numeric_errors
+        out["impl"] = self.impl
+        return out
+
+
+def _rms_of_squares(squares):
+    return math.sqrt(sum(squares) / len(squares)) if squares else 0.0
+
+
+def make_estimator(config, imu_cfg, aiding_cfg):
+    """The runtime's estimator for the episode's ``estimator`` setting (None = the runtime's planar EKF)."""
+    kind = config["estimator"]
+    if kind == "planar":
+        return None
+    if kind == "eskf":
+        return EskfPoseEstimator(eskf_config(imu_cfg, aiding_cfg), config["estimator_impl"])
+    raise ValueError("unknown estimator %r (known: %s)" % (kind, ", ".join(ESTIMATORS)))
+
+
 class ExpertDecider:
     """The expert as a decider: on the true world state (a baseline, and the teacher)."""
 
@@ -72,8 +256,80 @@ class ExpertDecider:
                                   episode.cfg["blade_edge_ahead_m"])
 
 
+class VescTracks:
+    """The dozer's two track motors as simulated VESCs on pseudo-terminals, and the Pi's VESC driver.
+
+    ``driver`` is boards.rpi.vesc_motors.VescDiffDrive (the runtime's ``motors``) on
+    real pyserial ports; ``service(now_us)`` lets the simulated VESCs answer their UART,
+    ``step(dt_s, now_us)`` advances their motors and returns the wheel speeds (rad/s,
+    + forward) they turn. Topology ``two_uarts`` (one pty per VESC) or ``can_forward``
+    (the right VESC behind the left one, COMM_FORWARD_CAN on one UART).
+    """
+
+    def __init__(self, config, vehicle):
+        self.tmpdir = tempfile.mkdtemp(prefix="grading-vesc-")
+        self.ports = []
+        try:
+            self._build(config, vehicle)
+        except Exception:
+            self.close()
+            raise
+
+    def _build(self, config, vehicle):
+        self.erpm_per_radps = RPI.erpm_per_radps(config["gear_ratio"], config["pole_pairs"])
+        sim_cfg = dict(config["sim"])
+        sim_cfg["max_erpm"] = min(sim_cfg["max_erpm"], vehicle["max_wheel_radps"] * self.erpm_per_radps)
+        self.left = SimVesc(dict(sim_cfg, controller_id=RPI.VESC_LEFT_CONTROLLER_ID))
+        self.right = SimVesc(dict(sim_cfg, controller_id=RPI.VESC_RIGHT_CAN_ID))
+        self.directions = {"left": RPI.LEFT_DIRECTION, "right": RPI.RIGHT_DIRECTION}
+        left_motor = {"name": "left", "link": "left", "controller_id": self.left.controller_id,
+                      "direction": self.directions["left"]}
+        if config["topology"] == "two_uarts":
+            self.ports = [SimVescPort(self.left, link_path=os.path.join(self.tmpdir, "vesc-left")),
+                          SimVescPort(self.right, link_path=os.path.join(self.tmpdir, "vesc-right"))]
+            motors = [left_motor, {"name": "right", "link": "right", "controller_id": self.right.controller_id,
+                                   "direction": self.directions["right"]}]
+            paths = {"left": self.ports[0].path, "right": self.ports[1].path}
+        elif config["topology"] == "can_forward":
+            self.ports = [SimVescPort(self.left, can_bus=[self.right], link_path=os.path.join(self.tmpdir, "vesc"))]
+            motors = [left_motor, {"name": "right", "link": "left", "can_id": self.right.controller_id,
+                                   "controller_id": self.right.controller_id, "direction": self.directions["right"]}]
+            paths = {"left": self.ports[0].path}
+        else:
+            raise ValueError("vesc.topology must be two_uarts or can_forward, got %r" % (config["topology"],))
+        links = {name: (lambda path=path: SerialTransport(path, RPI.VESC_UART_BAUD).open())
+                 for name, path in paths.items()}
+        self.driver = VescDiffDrive(links, motors, {"erpm_per_radps": self.erpm_per_radps,
+                                                    "max_wheel_radps": vehicle["max_wheel_radps"],
+                                                    "stop_brake_current_a": config["stop_brake_current_a"]})
+
+    def service(self, now_us):
+        for port in self.ports:
+            port.service(now_us)
+
+    def step(self, dt_s, now_us):
+        """Advance both motors; (left, right) wheel speeds in rad/s."""
+        self.left.step(dt_s, now_us)
+        self.right.step(dt_s, now_us)
+        return (self.directions["left"] * self.left.erpm / self.erpm_per_radps,
+                self.directions["right"] * self.right.erpm / self.erpm_per_radps)
+
+    def report(self):
+        return {"driver": self.driver.report(), "sim_ports": [p.report() for p in self.ports],
+                "sim_vesc_timeouts": {"left": self.left.timeouts, "right": self.right.timeouts}}
+
+    def close(self):
+        for port in self.ports:
+            port.close()
+        self.ports = []
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
 class GradingEpisode:
     def __init__(self, config, random, log=None):
+        for key, known in (("estimator", ESTIMATORS), ("motors", MOTORS)):
+            if config[key] not in known:
+                raise ValueError("unknown %s %r (known: %s)" % (key, config[key], ", ".join(known)))
         self.cfg = config
         self.log = log
         self.world = SandWorld(config["world"], random.stream("world"))
@@ -93,8 +349,23 @@ class GradingEpisode:
         runtime_cfg = {"imu_rate_hz": imu_cfg["rate_hz"], "aiding_rate_hz": aiding_cfg["rate_hz"],
                        "wheelbase_m": vehicle["wheelbase_m"], "wheel_radius_m": vehicle["wheel_radius_m"],
                        "max_wheel_radps": vehicle["max_wheel_radps"]}
-        self.runtime = GroundRobotRuntime([start], SimMotors(self.robot), runtime_cfg,
-                                          follower_config=config["follower"])
+        estimator = make_estimator(config, imu_cfg, aiding_cfg)
+        self.vesc = None
+        self.app = None
+        if config["motors"] == "vesc":
+            self.vesc = VescTracks(config["vesc"], vehicle)
+            self.app = RpiGroundRobot([start], self.vesc.driver, runtime_config=runtime_cfg,
+                                      follower_config=config["follower"],
+                                      telemetry_rate_hz=config["vesc"]["telemetry_rate_hz"])
+            if estimator is not None:
+                # the app builds its runtime with the default (planar) estimator; swap in the
+                # ESKF before any sample has reached it
+                self.app.runtime.estimator = estimator
+            self.runtime = self.app.runtime
+            self.app.start(0)
+        else:
+            self.runtime = GroundRobotRuntime([start], SimMotors(self.robot), runtime_cfg,
+                                              follower_config=config["follower"], estimator=estimator)
         imu = PlanarImu(self.robot, random.stream("imu"), imu_cfg)
         aiding = AidingPoseSensor(lambda: ((self.robot.north_m, self.robot.east_m, 0.0),
                                            (0.0, 0.0, self.robot.yaw_rad)), random.stream("aiding"), aiding_cfg)
@@ -103,6 +374,10 @@ class GradingEpisode:
 
         def physics(t):
             r = self.robot
+            if self.vesc is not None:
+                # the VESCs' motors turn the tracks (no second motor lag in the base model)
+                r.left_radps, r.right_radps = self.vesc.step(dt_s, t)
+                r.left_cmd_radps, r.right_cmd_radps = r.left_radps, r.right_radps
             r.step(dt_s)
             edge = (r.north_m + math.cos(r.yaw_rad) * config["blade_edge_ahead_m"],
                     r.east_m + math.sin(r.yaw_rad) * config["blade_edge_ahead_m"])
@@ -122,12 +397,28 @@ class GradingEpisode:
                 self.runtime.on_pose(s)
 
         period = hz_to_period_us(config["physics_hz"])
+        if self.vesc is not None:
+            uart_period = hz_to_period_us(config["vesc"]["uart_service_hz"])
+            self.clock.call_every(uart_period, self.vesc.service, start_us=uart_period,
+                                  priority=PRIORITY_PHYSICS - 1)
         self.clock.call_every(period, physics, start_us=period, priority=PRIORITY_PHYSICS)
         self.clock.call_every(hz_to_period_us(imu_cfg["rate_hz"]), imu_tick, priority=PRIORITY_SENSOR)
         self.clock.call_every(hz_to_period_us(aiding_cfg["rate_hz"]), aiding_tick, priority=PRIORITY_SENSOR)
         self.legs = []
         self.path_true = []
         self.path_est = []
+        self._pos_err2_m2 = []           # squared estimation errors every 50 ms of driving
+        self._yaw_err2_rad2 = []
+        self.closed = False
+
+    def close(self):
+        """Release the motors and the VESC ptys (motors = vesc); idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.vesc is not None:
+            self.app.shutdown(self.clock.now_us(), reason="episode end")
+            self.vesc.close()
 
     def estimated_pose(self):
         nav = self.runtime.estimator.nav_state()
@@ -147,14 +438,27 @@ class GradingEpisode:
         peak_forward_m3 = self.blade.load_m3
         while self.runtime.mission_complete_us is None and t < deadline:
             t += 50000
-            self.runtime.run(self.clock, t)
+            (self.app or self.runtime).run(self.clock, t)
             if self.robot.speed_mps >= 0.0 and self.runtime.follower.index == 0:
                 peak_forward_m3 = max(peak_forward_m3, self.blade.load_m3)
-            self.path_true.append(self.true_pose()[:2])
-            self.path_est.append(self.estimated_pose()[:2])
+            true, est = self.true_pose(), self.estimated_pose()
+            self.path_true.append(true[:2])
+            self.path_est.append(est[:2])
+            self._pos_err2_m2.append((true[0] - est[0]) ** 2 + (true[1] - est[1]) ** 2)
+            self._yaw_err2_rad2.append(wrap_pi(true[2] - est[2]) ** 2)
         return self.runtime.mission_complete_us is not None, peak_forward_m3
 
     def run(self, decider):
+        """Drive the episode with ``decider(episode) -> (green, red) | None``; metrics dict.
+
+        The episode is closed afterwards (VESC ptys released), also on error.
+        """
+        try:
+            return self._run(decider)
+        finally:
+            self.close()
+
+    def _run(self, decider):
         # get to the first leg's start (no decision, no blade accounting)
         self._drive([self.expert.first_start(self.world, self.target_level_m)], self.cfg["leg_timeout_s"])
         finished = False
@@ -175,7 +479,7 @@ class GradingEpisode:
                               "end_time_s": self.clock.now_us() * 1e-6})
         final = self.world.uncleared_volume_m3(self.target_level_m)
         n = len(self.legs)
-        return {
+        out = {
             "finished": finished,
             "legs": n,
             "successful_decisions": sum(1 for l in self.legs if l["successful"]),
@@ -187,4 +491,13 @@ class GradingEpisode:
             "cleared_fraction": 1.0 - final / self.initial_uncleared_m3 if self.initial_uncleared_m3 else 1.0,
             "volume_error_m3": self.world.volume_m3() + self.blade.load_m3 - self.initial_volume_m3,
             "sand_cell_updates": self.world.cell_updates,
+            "estimator": self.cfg["estimator"],
+            "position_error_rms_m": _rms_of_squares(self._pos_err2_m2),
+            "yaw_error_rms_deg": math.degrees(_rms_of_squares(self._yaw_err2_rad2)),
+            "motors": self.cfg["motors"],
+            "runtime": self.runtime.report(),
         }
+        if self.vesc is not None:
+            out["vesc"] = self.vesc.report()
+            out["vesc"]["fault_events"] = [list(e) for e in self.app.fault_events]
+        return out

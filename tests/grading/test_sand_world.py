@@ -73,6 +73,7 @@ def test_observation_shows_pile_where_the_pose_says():
 def test_expert_grades_the_area(noise):
     cfg = copy.deepcopy(DEFAULTS)
     cfg["noise"] = noise
+    cfg["estimator"] = "planar"     # this seed's check predates the ESKF default (see test_grading_loop.py)
     ep = GradingEpisode(cfg, RunRandom(5))
     m = ep.run(ExpertDecider(ep.expert))
     assert m["finished"]
