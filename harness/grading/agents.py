@@ -4,6 +4,13 @@ A policy decider renders the observation at the dozer's *estimated* pose, takes 
 argmax of each way-point map and maps the pixels back to the world through that same
 estimated pose (ag2u fig. 1). The episode ends when the environment says the work
 area is graded (the expert's criterion on the true state), not by the agent.
+
+Backends (``agent_backend``): ``numpy`` runs the float weights (``fcn.forward_numpy``);
+``litert`` runs the int8 export ``models/grading/<agent>/int8`` (see
+``harness.grading.export_int8``) through ``onboard.policy.load_policy(..., "litert")``
+(LiteRT, reference kernels), ``litert-xnnpack`` through LiteRT's default XNNPACK path,
+``pure-int8`` through the pure int8 kernel (``backend="pure"``, the MicroPython path).
+The int8 maps' argmax is taken on the int8 logits (dequantization is monotonic).
 """
 import json
 import os
@@ -12,6 +19,10 @@ import numpy as np
 
 from harness.grading.fcn import DEFAULTS as FCN_DEFAULTS, forward_numpy
 from harness.grading.observation import ObservationRenderer
+
+AGENT_BACKENDS = ("numpy", "litert", "litert-xnnpack", "pure-int8")
+_POLICY_BACKEND = {"litert": "litert", "litert-xnnpack": "litert-xnnpack", "pure-int8": "pure"}
+INT8_SUBDIR = "int8"
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL_DIR = os.path.join(REPO, "models", "grading")
@@ -34,18 +45,53 @@ def load_agent(name, model_dir=MODEL_DIR):
     return weights, card
 
 
+def load_int8_policy(name, backend, model_dir=MODEL_DIR):
+    """The int8 export of agent ``name`` as an onboard.policy Policy; clear error when missing."""
+    from onboard.policy import load_policy
+
+    folder = os.path.join(model_dir, name, INT8_SUBDIR)
+    try:
+        return load_policy(folder, backend=_POLICY_BACKEND[backend])
+    except (OSError, ValueError) as exc:
+        raise ModelError("cannot load the int8 grading model of %r from %s (export it with "
+                         "`python -m harness.grading.export_int8 --agent %s`): %s" % (name, folder, name, exc))
+
+
+def load_decider(name, backend="numpy", model_dir=MODEL_DIR):
+    """A PolicyDecider for agent ``name`` on ``backend`` (one of AGENT_BACKENDS)."""
+    if backend not in AGENT_BACKENDS:
+        raise ModelError("agent_backend must be one of %s, got %r" % (", ".join(AGENT_BACKENDS), backend))
+    weights, card = load_agent(name, model_dir)
+    policy = None if backend == "numpy" else load_int8_policy(name, backend, model_dir)
+    return PolicyDecider(weights, card, policy=policy)
+
+
 class PolicyDecider:
-    def __init__(self, weights, card):
+    def __init__(self, weights, card, policy=None):
         self.weights = weights
         self.fcn = dict(FCN_DEFAULTS, **card["network"])
         self.renderer = ObservationRenderer(card["input"]["observation"])
+        self.policy = policy
+        self.backend = "numpy" if policy is None else policy.backend
+        if policy is not None:
+            rows, cols = self.renderer.cfg["rows"], self.renderer.cfg["cols"]
+            if policy.inputs[0]["size"] != rows * cols or policy.outputs[0]["size"] != 2 * rows * cols:
+                raise ModelError("int8 model I/O %r -> %r does not fit %dx%d crops and 2 maps"
+                                 % (policy.inputs[0]["shape"], policy.outputs[0]["shape"], rows, cols))
+
+    def way_point_pixels(self, crop):
+        """[(row, col) of the green map's argmax, (row, col) of the red map's] for one crop."""
+        rows, cols = crop.shape
+        if self.policy is None:
+            logits = forward_numpy(self.weights, crop, self.fcn)
+            return [divmod(int(np.argmax(logits[m])), cols) for m in range(2)]
+        q = self.policy.quantize_input(np.asarray(crop, dtype=np.float64).reshape(-1).tolist())
+        out = np.asarray(self.policy.run([q])[0]).reshape(rows, cols, 2)          # NHWC
+        return [divmod(int(np.argmax(out[:, :, m])), cols) for m in range(2)]
 
     def decide_from_crop(self, crop, pose_ne_yaw):
-        logits = forward_numpy(self.weights, crop, self.fcn)
-        rows, cols = crop.shape
         points = []
-        for m in range(2):
-            row, col = divmod(int(np.argmax(logits[m])), cols)
+        for row, col in self.way_point_pixels(crop):
             f, r = self.renderer.pixel_to_body(row, col)
             points.append(self.renderer.body_to_world(pose_ne_yaw, f, r))
         return points[0], points[1]

@@ -9,21 +9,25 @@ the estimated pose, the blade moves sand on the true pose.
 import copy
 
 from harness.config import ConfigError
-from harness.grading.agents import ModelError, PolicyDecider, load_agent
+from harness.grading.agents import AGENT_BACKENDS, ModelError, load_decider
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, ExpertDecider, GradingEpisode
 
 DESCRIPTION = "dozer grades sand piles (ag2u) under a pose-noise scenario; expert or trained agent decides"
 
 DEFAULTS = copy.deepcopy(EPISODE_DEFAULTS)
 DEFAULTS["agent"] = "expert"          # expert | agent1 | agent2 (committed models in models/grading/)
+DEFAULTS["agent_backend"] = "numpy"   # numpy (float) | litert | litert-xnnpack | pure-int8 (int8 export)
 
 
 def run(config, ctx):
     agent = config["agent"]
     if agent not in ("expert", "agent1", "agent2"):
         raise ConfigError("setting config.agent must be expert, agent1 or agent2, got %r" % agent)
+    if config["agent_backend"] not in AGENT_BACKENDS:
+        raise ConfigError("setting config.agent_backend must be one of %s, got %r"
+                          % (", ".join(AGENT_BACKENDS), config["agent_backend"]))
     try:
-        policy = None if agent == "expert" else PolicyDecider(*load_agent(agent))
+        policy = None if agent == "expert" else load_decider(agent, config["agent_backend"])
     except ModelError as exc:
         raise ConfigError(str(exc))
     episode = GradingEpisode(config, ctx.random, log=ctx.log)
@@ -37,6 +41,7 @@ def run(config, ctx):
     progress.close()
     metrics["noise"] = config["noise"]
     metrics["agent"] = agent
+    metrics["agent_backend"] = "expert" if policy is None else policy.backend
     metrics["success"] = metrics["finished"]
     for i, leg in enumerate(episode.legs):
         ctx.log("/grading/leg", int(leg["end_time_s"] * 1e6), dict(leg, index=i))

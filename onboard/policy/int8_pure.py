@@ -12,6 +12,9 @@ Supported operators (anything else is refused with :class:`UnsupportedModelError
   (``LUTPopulate``, float32 maths emulated bit-exactly with ``struct`` 'f' round trips).
 - ``QUANTIZE`` (float32 -> int8) and ``DEQUANTIZE`` (int8 -> float32).
 - ``RESHAPE`` (data unchanged).
+- ``ADD``: element-wise int8 + int8 of the same shape (residual connections), fused
+  NONE/RELU/RELU6/RELU_N1_TO_1 (``reference_integer_ops::Add``: both inputs shifted left by
+  20 bits and rescaled to twice the larger input scale, summed, rescaled to the output).
 
 Arithmetic (TFLite fixed point; ``rounding="single"`` as LiteRT 2.3 builds it, the
 default, or ``"double"``, gemmlowp's, as tflite-runtime 2.14 builds it):
@@ -38,7 +41,9 @@ INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 
 SUPPORTED_OPS = ("FULLY_CONNECTED", "CONV_2D", "TANH", "LOGISTIC", "QUANTIZE", "DEQUANTIZE",
-                 "RESHAPE")
+                 "RESHAPE", "ADD")
+ADD_LEFT_SHIFT = 20           # TFLite add.cc Prepare: left_shift for 8-bit inputs
+F32_ONE_BITS = 0x3F800000     # float32 1.0
 FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
 
@@ -393,6 +398,9 @@ class _Conv2D(_Layer):
         return total // 2 if total > 0 else 0
 
     def run(self, values):
+        if _mul is not None:
+            self._run_patches(values)
+            return
         x = values[self.src]
         in_h, in_w, in_c, out_h, out_w, out_c, f_h, f_w = self.dims
         w, bias, mults = self.w, self.bias, self.multipliers
@@ -423,6 +431,107 @@ class _Conv2D(_Layer):
                     v = requant(acc + bias[oc], m, s) + zp
                     out[k] = lo if v < lo else (hi if v > hi else v)
                     k += 1
+        values[self.dst] = out
+
+
+    def _run_patches(self, values):
+        """The same integers as ``run``'s loop, at C speed on CPython: the input is padded with
+        its zero point (so padded taps add w * 0), each output pixel's receptive field is
+        gathered once into a patch, and ``sum(w * (x - zp)) = sum(w * x) - zp * sum(w)`` is one
+        ``sum(map(mul, ...))`` per output channel (exact integer identity)."""
+        x = values[self.src]
+        in_h, in_w, in_c, out_h, out_w, out_c, f_h, f_w = self.dims
+        sh, sw, dh, dw = self.stride_h, self.stride_w, self.dil_h, self.dil_w
+        top, left = self.pad_h, self.pad_w
+        pad_h = max(in_h + top, (out_h - 1) * sh + dh * (f_h - 1) + 1)
+        pad_w = max(in_w + left, (out_w - 1) * sw + dw * (f_w - 1) + 1)
+        zp = self.in_zp
+        xp = [zp] * (pad_h * pad_w * in_c)
+        row = in_w * in_c
+        for iy in range(in_h):
+            start = ((iy + top) * pad_w + left) * in_c
+            xp[start:start + row] = x[iy * row:(iy + 1) * row]
+        k_len = f_h * f_w * in_c
+        rows = getattr(self, "_rows", None)
+        if rows is None:
+            rows = self._rows = [self.w[oc * k_len:(oc + 1) * k_len] for oc in range(out_c)]
+            self._offsets = [self.bias[oc] - zp * sum(rows[oc]) for oc in range(out_c)]
+        offsets = self._offsets
+        taps = [(fy * dh * pad_w + fx * dw) * in_c for fy in range(f_h) for fx in range(f_w)]
+        mults, requant = self.multipliers, self.requant
+        lo, hi, out_zp = self.act_min, self.act_max, self.out_zp
+        out = [0] * (out_h * out_w * out_c)
+        k = 0
+        for oy in range(out_h):
+            for ox in range(out_w):
+                base = (oy * sh * pad_w + ox * sw) * in_c
+                patch = []
+                for t in taps:
+                    patch += xp[base + t:base + t + in_c]
+                for oc in range(out_c):
+                    m, s = mults[oc]
+                    v = requant(sum(map(_mul, rows[oc], patch)) + offsets[oc], m, s) + out_zp
+                    out[k] = lo if v < lo else (hi if v > hi else v)
+                    k += 1
+        values[self.dst] = out
+
+
+class _Add(_Layer):
+    """int8 element-wise ADD of two same-shape tensors (TFLite ``reference_integer_ops::Add``).
+
+    Prepare (add.cc): ``twice_max = 2 * max(s1, s2)`` (float32), input multipliers
+    ``s_i / twice_max`` and output multiplier ``twice_max / (2**20 * s_out)``, each through
+    QuantizeMultiplier in double precision (reproduced exactly by :func:`quantize_multiplier`
+    with a unit second factor). Eval per element:
+    ``out = clamp(zp_out + MBQM(MBQM((x1 - zp1) << 20, M1) + MBQM((x2 - zp2) << 20, M2), M_out))``.
+    """
+    op = "ADD"
+
+    def __init__(self, graph, op):
+        if len(op["inputs"]) < 2 or min(op["inputs"][:2]) < 0:
+            raise fb.ModelFormatError("corrupt model: ADD needs two inputs")
+        t1, t2 = graph.t(op["inputs"][0]), graph.t(op["inputs"][1])
+        t_out = graph.t(op["outputs"][0])
+        for t in (t1, t2, t_out):
+            if t["dtype"] != "int8" or not t["scales"]:
+                raise UnsupportedModelError("ADD tensors must be quantized int8 (%r is %s)"
+                                            % (t["name"], t["dtype"]))
+        if list(t1["shape"]) != list(t2["shape"]) or fb.tensor_size(t1) != fb.tensor_size(t_out):
+            raise UnsupportedModelError("ADD runs same-shape inputs only (no broadcasting): %r + %r -> %r"
+                                        % (t1["shape"], t2["shape"], t_out["shape"]))
+        bits1, bits2 = t1["scale_bits"][0], t2["scale_bits"][0]
+        s_max = t1["scales"][0] if t1["scales"][0] >= t2["scales"][0] else t2["scales"][0]
+        twice_bits = struct.unpack("<I", struct.pack("<f", f32(2.0 * s_max)))[0]
+        out_bits = struct.unpack("<I", struct.pack("<f", f32(float(1 << ADD_LEFT_SHIFT) * t_out["scales"][0])))[0]
+        single = graph.rounding == "single"
+        self.m1 = quantize_multiplier(bits1, F32_ONE_BITS, twice_bits, single)
+        self.m2 = quantize_multiplier(bits2, F32_ONE_BITS, twice_bits, single)
+        self.m_out = quantize_multiplier(twice_bits, F32_ONE_BITS, out_bits, single)
+        for m in (self.m1, self.m2, self.m_out):
+            if m[1] > 0:
+                raise UnsupportedModelError("ADD rescaling multiplier >= 1 (output scale too small)")
+        self.requant = ROUNDINGS[graph.rounding]
+        self.zp1 = t1["zero_points"][0]
+        self.zp2 = t2["zero_points"][0]
+        self.out_zp = t_out["zero_points"][0]
+        act = op["options"].get("activation", "NONE")
+        self.activation = act
+        self.act_min, self.act_max = activation_range(act, t_out["scales"][0], self.out_zp)
+        self.src1, self.src2 = op["inputs"][0], op["inputs"][1]
+        self.dst = op["outputs"][0]
+        self.macs = 0
+
+    def run(self, values):
+        a, b = values[self.src1], values[self.src2]
+        rq = self.requant
+        (m1, s1), (m2, s2), (mo, so) = self.m1, self.m2, self.m_out
+        zp1, zp2, zo = self.zp1, self.zp2, self.out_zp
+        lo, hi = self.act_min, self.act_max
+        sh = ADD_LEFT_SHIFT
+        out = [0] * len(a)
+        for i in range(len(a)):
+            raw = rq(rq((a[i] - zp1) << sh, m1, s1) + rq((b[i] - zp2) << sh, m2, s2), mo, so) + zo
+            out[i] = lo if raw < lo else (hi if raw > hi else raw)
         values[self.dst] = out
 
 
@@ -506,7 +615,7 @@ class _Reshape(_Layer):
 
 _LAYERS = {"FULLY_CONNECTED": _FullyConnected, "CONV_2D": _Conv2D, "TANH": _Lut,
            "LOGISTIC": _Lut, "QUANTIZE": _Quantize, "DEQUANTIZE": _Dequantize,
-           "RESHAPE": _Reshape}
+           "RESHAPE": _Reshape, "ADD": _Add}
 
 
 class Int8Graph(object):
@@ -528,7 +637,7 @@ class Int8Graph(object):
                 raise UnsupportedModelError(
                     "operator %s is not supported by the int8 kernel (supported: %s)"
                     % (op["op"], ", ".join(SUPPORTED_OPS)))
-            need = 2 if op["op"] in ("FULLY_CONNECTED", "CONV_2D") else 1
+            need = 2 if op["op"] in ("FULLY_CONNECTED", "CONV_2D", "ADD") else 1
             if len(op["inputs"]) < need or len(op["outputs"]) < 1 or \
                     min(op["inputs"][:need] + op["outputs"][:1]) < 0:
                 raise fb.ModelFormatError("corrupt model: %s has inputs %r outputs %r"

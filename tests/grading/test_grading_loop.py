@@ -179,3 +179,218 @@ def test_scenario_grading_runs_with_vesc_motors():
     cfg = merge(grading.DEFAULTS, {"motors": "vesc", "max_legs": 1})
     m = grading.run(cfg, RunContext(1))
     assert m["motors"] == "vesc" and m["legs"] == 1 and m["estimator"] == "eskf"
+
+
+# ------------------------------------------------------------------ int8 FCN through the policy pipeline
+def _tiny_fcn(seed=0, channels=4, layers=2, dilation=2):
+    """Random weights in the grading FCN's layout (torch names), small enough for fast tests."""
+    rng = np.random.default_rng(seed)
+    w = {"stem.weight": rng.normal(0, 0.5, (channels, 1, 3, 3)), "stem.bias": rng.normal(0, 0.1, channels),
+         "head.weight": rng.normal(0, 0.5, (2, channels, 1, 1)), "head.bias": rng.normal(0, 0.1, 2)}
+    for i in range(layers):
+        w["body.%d.weight" % i] = rng.normal(0, 0.3, (channels, channels, 3, 3))
+        w["body.%d.bias" % i] = rng.normal(0, 0.1, channels)
+    net = {"layers": layers, "channels": channels, "dilation": dilation, "input_scale": 10.0}
+    return {k: v.astype(np.float32) for k, v in w.items()}, net
+
+
+def _pile_crops(n, rows=12, cols=12, seed=1):
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:rows, 0:cols]
+    out = []
+    for _ in range(n):
+        r0, c0, h, s = rng.uniform(0, rows), rng.uniform(0, cols), rng.uniform(0.01, 0.06), rng.uniform(1.5, 4)
+        out.append(h * np.exp(-((yy - r0) ** 2 + (xx - c0) ** 2) / (2 * s * s)) + rng.normal(0, 0.002, (rows, cols)))
+    return np.asarray(out, dtype=np.float32)
+
+
+@pytest.mark.filterwarnings("ignore:Warning. Enabling .experimental_preserve_all_tensors")
+def test_dilated_residual_fcn_pure_kernel_against_litert_layer_by_layer():
+    """Dilated CONV_2D and ADD of the exported FCN, each run on LiteRT's own input tensors:
+    ADD is bit-exact with LiteRT's reference kernels (XNNPACK requantizes in float: +-1);
+    CONV_2D is within one step of both (the known LiteRT conv near-tie gap,
+    onboard/policy/README.md) and exact on > 99 % of the outputs."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    from harness.grading.export_int8 import build_int8
+    from onboard.policy import int8_pure
+
+    weights, net = _tiny_fcn()
+    data, _ = build_int8(weights, net, _pile_crops(20))
+    graph = int8_pure.Int8Graph(data)
+    convs = [layer for layer in graph.layers if layer.op == "CONV_2D"]
+    assert [layer.dil_h for layer in convs] == [1, 2, 2, 1]          # stem, dilated body, 1x1 head
+    assert [layer.op for layer in graph.layers].count("ADD") == 1
+    rng = np.random.default_rng(2)
+    for rt in (OpResolverType.BUILTIN_REF, OpResolverType.AUTO):
+        it = Interpreter(model_content=data, experimental_op_resolver_type=rt, experimental_preserve_all_tensors=True)
+        it.allocate_tensors()
+        conv_exact = conv_total = 0
+        for _ in range(20):
+            it.set_tensor(it.get_input_details()[0]["index"],
+                          rng.integers(-128, 128, (1, 12, 12, 1)).astype(np.int8))
+            it.invoke()
+            for layer in graph.layers:
+                srcs = [layer.src] if layer.op == "CONV_2D" else [layer.src1, layer.src2]
+                v = {s: it.get_tensor(s).reshape(-1).tolist() for s in srcs}
+                layer.run(v)
+                diff = np.abs(np.asarray(v[layer.dst]) - it.get_tensor(layer.dst).reshape(-1))
+                if layer.op == "ADD" and rt == OpResolverType.BUILTIN_REF:
+                    assert diff.max() == 0
+                else:
+                    assert diff.max() <= 1, (rt, layer.op)
+                if layer.op == "CONV_2D":
+                    conv_exact += int((diff == 0).sum())
+                    conv_total += diff.size
+        print(rt, "conv exact fraction", conv_exact / conv_total)
+        assert conv_exact / conv_total > 0.99, rt
+
+
+def test_dilation_is_not_ignored_by_either_backend():
+    from harness.grading.export_int8 import build_int8
+    from onboard.policy.policy import make_policy
+
+    crops = _pile_crops(10)
+    outs = {}
+    for dil in (1, 2):
+        weights, net = _tiny_fcn(dilation=dil)
+        data, _ = build_int8(weights, net, crops)
+        x = make_policy(data, None, "pure").quantize_input(crops[3].reshape(-1).tolist())
+        outs[dil] = {b: make_policy(data, None, b).run([x])[0] for b in ("pure", "litert")}
+    assert outs[1]["pure"] != outs[2]["pure"] and outs[1]["litert"] != outs[2]["litert"]
+    for dil in (1, 2):
+        assert np.abs(np.subtract(outs[dil]["pure"], outs[dil]["litert"])).max() <= 3
+
+
+def test_int8_add_is_bit_exact_with_litert():
+    from harness.training.tflite_builder import TfliteBuilder
+    from onboard.policy.policy import make_policy
+
+    rng = np.random.default_rng(0)
+    for trial in range(24):
+        s1, s2, so = (float(np.float32(v)) for v in rng.uniform(0.001, 0.2, 3))
+        z1, z2, zo = (int(v) for v in rng.integers(-128, 128, 3))
+        b = TfliteBuilder("add")
+        a = b.add_tensor("a", [1, 4, 4, 3], "int8", scale=s1, zero_point=z1)
+        c = b.add_tensor("b", [1, 4, 4, 3], "int8", scale=s2, zero_point=z2)
+        o = b.add_tensor("out", [1, 4, 4, 3], "int8", scale=so, zero_point=zo)
+        b.add_op("ADD", [a, c], [o], activation=("NONE", "RELU", "RELU6", "RELU_N1_TO_1")[trial % 4])
+        data = b.finish([a, c], [o])
+        pure, lit = make_policy(data, None, "pure"), make_policy(data, None, "litert")
+        for _ in range(4):
+            x = [rng.integers(-128, 128, 48).tolist(), rng.integers(-128, 128, 48).tolist()]
+            assert pure.run(x) == lit.run(x)
+    with pytest.raises(ValueError):
+        pure.run([[0] * 48])                                   # one input missing
+
+
+def test_conv_patch_path_gives_the_micropython_loop_integers():
+    """The CPython fast CONV_2D path (padded patches, sum(map(mul))) vs the plain loop that
+    MicroPython runs: identical outputs, incl. stride 2 / VALID / dilation (op coverage model)."""
+    from harness.grading.export_int8 import build_int8
+    from harness.training.fixtures import op_coverage_model
+    from onboard.policy import int8_pure
+
+    weights, net = _tiny_fcn(layers=2, dilation=2)
+    models = [build_int8(weights, net, _pile_crops(8))[0], op_coverage_model()]
+    rng = np.random.default_rng(4)
+    for data in models:
+        g = int8_pure.Int8Graph(data)
+        int8 = g.t(g.inputs[0])["dtype"] == "int8"
+        for _ in range(3):
+            x = (rng.integers(-128, 128, g.input_sizes[0]).tolist() if int8
+                 else rng.normal(0, 5, g.input_sizes[0]).tolist())
+            fast = g.invoke([x])
+            saved, int8_pure._mul = int8_pure._mul, None
+            try:
+                slow = g.invoke([x])
+            finally:
+                int8_pure._mul = saved
+            assert fast == slow
+
+
+def test_export_float_reference_is_the_grading_network():
+    from harness.grading.agents import load_agent
+    from harness.grading.export_int8 import float_forward
+    from harness.grading.fcn import DEFAULTS as FCN_DEFAULTS, forward_numpy
+
+    for agent in ("agent1", "agent2"):
+        weights, card = load_agent(agent)
+        net = dict(FCN_DEFAULTS, **card["network"])
+        rows, cols = card["input"]["observation"]["rows"], card["input"]["observation"]["cols"]
+        crop = _pile_crops(1, rows, cols, seed=7)[0]
+        ref = forward_numpy(weights, crop, net)
+        assert np.allclose(float_forward(weights, net, crop), ref, atol=1e-4 * np.abs(ref).max())
+
+
+@pytest.mark.slow
+def test_int8_export_agrees_with_float_on_expert_crops(tmp_path):
+    """Export pipeline end to end on the current float weights (few calibration episodes):
+    the int8 argmax way-points stay close to the float ones on held-out crops."""
+    from harness.grading.export_int8 import export
+
+    card = export("agent1", out_dir=str(tmp_path / "int8"), calib_episodes=2, eval_episodes=1, seed=5,
+                  pure_crops=1, max_legs=4, log=lambda *a: None)
+    m = card["metrics"]
+    assert m["heldout_crops"] >= 2
+    for label in ("green", "red"):
+        assert m["int8_litert_xnnpack_vs_float_%s_argmax_within_1px_fraction" % label] >= 0.5
+    # end to end, LiteRT's reference-conv near-tie steps accumulate through 10 convs (weight
+    # dependent, so not bounded here; each layer is checked above); XNNPACK differs by ADD's +-1
+    assert m["pure_vs_litert_xnnpack_exact_output_fraction"] > 0.95
+    assert m["pure_vs_litert_xnnpack_max_step_diff"] <= 4
+    assert (tmp_path / "int8" / "model.tflite").stat().st_size == card["size_bytes"]
+    assert card["op_set"] == ["CONV_2D", "ADD"]
+
+
+@pytest.mark.parametrize("agent", ["agent1", "agent2"])
+def test_committed_int8_models_match_their_float_weights(agent):
+    import hashlib
+    from harness.grading.agents import MODEL_DIR, load_decider
+
+    folder = os.path.join(MODEL_DIR, agent)
+    with open(os.path.join(folder, "weights.npz"), "rb") as fh:
+        sha = hashlib.sha256(fh.read()).hexdigest()
+    with open(os.path.join(folder, "int8", "card.json")) as fh:
+        card = __import__("json").load(fh)
+    assert sha in card["training"]["float_model"], (
+        "models/grading/%s/int8 was exported from other float weights: re-run "
+        "`python -m harness.grading.export_int8 --agent %s`" % (agent, agent))
+    lit = load_decider(agent, "litert")
+    xnn = load_decider(agent, "litert-xnnpack")
+    flt = load_decider(agent, "numpy")
+    rows, cols = lit.renderer.cfg["rows"], lit.renderer.cfg["cols"]
+    crop = _pile_crops(1, rows, cols, seed=3)[0]
+    for px_int8, px_float in zip(lit.way_point_pixels(crop), flt.way_point_pixels(crop)):
+        assert all(0 <= v < n for v, n in zip(px_int8, (rows, cols)))
+    assert xnn.backend == "litert-xnnpack" and lit.backend == "litert"
+
+
+def test_scenario_grading_runs_the_int8_agent_through_litert():
+    from harness.config import ConfigError, merge
+    from harness.scenarios import grading
+    from harness.scenarios.context import RunContext
+
+    m = grading.run(merge(grading.DEFAULTS, {"agent": "agent2", "agent_backend": "litert", "max_legs": 2}),
+                    RunContext(1))
+    assert m["agent_backend"] == "litert" and m["legs"] >= 1
+    with pytest.raises(ConfigError, match="agent_backend"):
+        grading.run(merge(grading.DEFAULTS, {"agent": "agent2", "agent_backend": "tpu"}), RunContext(1))
+
+
+def test_pure_int8_decider_picks_the_litert_way_points_and_missing_exports_are_clear(tmp_path):
+    from harness.grading.agents import ModelError, load_decider
+
+    pure = load_decider("agent2", "pure-int8")
+    xnn = load_decider("agent2", "litert-xnnpack")
+    rows, cols = pure.renderer.cfg["rows"], pure.renderer.cfg["cols"]
+    crop = _pile_crops(1, rows, cols, seed=9)[0]
+    assert pure.backend == "pure"
+    for a, b in zip(pure.way_point_pixels(crop), xnn.way_point_pixels(crop)):
+        assert math.dist(a, b) <= 1.5
+    import shutil
+    from harness.grading.agents import MODEL_DIR
+    shutil.copytree(os.path.join(MODEL_DIR, "agent1"), tmp_path / "agent1", ignore=shutil.ignore_patterns("int8"))
+    with pytest.raises(ModelError, match="export_int8"):
+        load_decider("agent1", "litert", model_dir=str(tmp_path))
+    with pytest.raises(ModelError, match="agent_backend"):
+        load_decider("agent1", "gpu", model_dir=str(tmp_path))
