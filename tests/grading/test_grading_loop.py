@@ -394,3 +394,50 @@ def test_pure_int8_decider_picks_the_litert_way_points_and_missing_exports_are_c
         load_decider("agent1", "litert", model_dir=str(tmp_path))
     with pytest.raises(ModelError, match="agent_backend"):
         load_decider("agent1", "gpu", model_dir=str(tmp_path))
+
+
+def residual_case_model(seed=21):
+    """The model embedded in tests/micropython/cases/test_policy_residual.py (dilated conv + ADD)."""
+    from harness.training.tflite_builder import TfliteBuilder
+
+    rng = np.random.default_rng(seed)
+    b = TfliteBuilder("residual case model")
+    x = b.add_tensor("x", [1, 5, 5, 2], "int8", scale=0.04, zero_point=-9)
+    ws = np.array([0.012, 0.009], dtype=np.float32)
+    w = b.add_tensor("conv/w", [2, 3, 3, 2], "int8", data=rng.integers(-127, 128, (2, 3, 3, 2)), scale=ws)
+    bias = b.add_tensor("conv/b", [2], "int32", data=rng.integers(-400, 400, 2),
+                        scale=(np.float32(0.04) * ws).astype(np.float32))
+    c = b.add_tensor("conv", [1, 5, 5, 2], "int8", scale=0.05, zero_point=-128)
+    b.add_op("CONV_2D", [x, w, bias], [c], padding="SAME", stride_w=1, stride_h=1, dilation_w=2, dilation_h=2,
+             activation="RELU")
+    y = b.add_tensor("y", [1, 5, 5, 2], "int8", scale=0.07, zero_point=-128)
+    b.add_op("ADD", [x, c], [y], activation="RELU")
+    return b.finish([x], [y])
+
+
+@pytest.mark.filterwarnings("ignore:Warning. Enabling .experimental_preserve_all_tensors")
+def test_micropython_residual_case_matches_builder_and_litert_add():
+    import base64
+    import importlib
+    import sys
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    cases = os.path.join(os.path.dirname(os.path.dirname(__file__)), "micropython", "cases")
+    sys.path.insert(0, cases)
+    try:
+        case = importlib.import_module("test_policy_residual")
+    finally:
+        sys.path.pop(0)
+    data = residual_case_model()
+    assert base64.b64decode(case.RESIDUAL_MODEL_B64) == data
+    it = Interpreter(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
+                     experimental_preserve_all_tensors=True)
+    it.allocate_tensors()
+    from onboard.policy import int8_pure
+    add = int8_pure.Int8Graph(data).layers[1]
+    for k in range(6):
+        it.set_tensor(it.get_input_details()[0]["index"], np.asarray(case._inputs(k), np.int8).reshape(1, 5, 5, 2))
+        it.invoke()
+        v = {add.src1: it.get_tensor(add.src1).reshape(-1).tolist(), add.src2: it.get_tensor(add.src2).reshape(-1).tolist()}
+        add.run(v)
+        assert v[add.dst] == it.get_tensor(add.dst).reshape(-1).tolist()
