@@ -8,9 +8,10 @@ goal. The agent returns a body-frame velocity setpoint, which the truth model tr
 ``link`` chooses how setpoints and ranges travel:
 
 * ``direct``: the vectorised 2-D simulator of harness/swarm/sim.py is the truth, ranges from
-  its pocket III-A noise model (fast; used for training-free evaluation and CI);
-* ``cflib``: not wired here yet (see harness/swarm/README.md for what it needs from the
-  Crazyflie and UWB lanes).
+  its pocket III-A noise model (fast; offline comparisons);
+* ``cflib``: simulated Crazyflies flown through boards.crazyflie on the official cflib over UDP,
+  ranges from the onboard UWB protocol code on the DW1000 channel simulator (the deployment
+  path; see harness/swarm/worlds.py and harness/swarm/README.md).
 
 Sensor records of each flight are replayed offline through the three estimator
 configurations (hybrid, pure PF, learned only), as the paper does in VI-A.
