@@ -8,8 +8,9 @@ area is graded (the expert's criterion on the true state), not by the agent.
 Backends (``agent_backend``): ``numpy`` runs the float weights (``fcn.forward_numpy``);
 ``litert`` runs the int8 export ``models/grading/<agent>/int8`` (see
 ``harness.grading.export_int8``) through ``onboard.policy.load_policy(..., "litert")``
-(LiteRT, reference kernels), ``litert-xnnpack`` through LiteRT's default XNNPACK path,
-``pure-int8`` through the pure int8 kernel (``backend="pure"``, the MicroPython path).
+(LiteRT, reference kernels), ``pure-int8`` through the pure int8 kernel
+(``backend="pure"``, the MicroPython path; bit-exact with ``litert``), ``litert-xnnpack``
+through LiteRT's default XNNPACK path (fastest; +-1 step per layer, not bit-exact).
 The int8 maps' argmax is taken on the int8 logits (dequantization is monotonic).
 """
 import json
