@@ -153,8 +153,8 @@ class EskfPoseEstimator:
     refused the sample (EskfInputError) or its innovation covariance was not
     positive definite (EskfNumericError); the filter is unchanged either way.
     Zero aiding variances are floored (the noise-less scenario's poses carry zero
-    covariance, which the ESKF refuses); negative or NaN ones are refused. Only uses ``onboard`` code (it could move
-    there for a board).
+    covariance, which the ESKF refuses); negative or NaN ones are refused. Only uses
+    ``onboard`` code (it could move there for a board).
     """
 
     def __init__(self, config=None, impl=None):

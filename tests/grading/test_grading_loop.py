@@ -431,6 +431,6 @@ def test_micropython_residual_case_matches_builder_and_litert_add():
     for k in range(6):
         it.set_tensor(it.get_input_details()[0]["index"], np.asarray(case._inputs(k), np.int8).reshape(1, 5, 5, 2))
         it.invoke()
-        v = {add.src1: it.get_tensor(add.src1).reshape(-1).tolist(), add.src2: it.get_tensor(add.src2).reshape(-1).tolist()}
+        v = {src: it.get_tensor(src).reshape(-1).tolist() for src in (add.src1, add.src2)}
         add.run(v)
         assert v[add.dst] == it.get_tensor(add.dst).reshape(-1).tolist()
