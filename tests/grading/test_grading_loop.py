@@ -171,6 +171,17 @@ def test_vesc_unplugged_port_stops_the_dozer_via_the_failsafe():
         ep.close()
 
 
+@pytest.mark.parametrize("overrides,key", [({"motors": "can"}, "motors"), ({"estimator": "ukf"}, "estimator"),
+                                           ({"vesc": {"topology": "usb"}}, "vesc.topology")])
+def test_scenario_grading_bad_settings_are_one_line_config_errors(overrides, key):
+    from harness.config import ConfigError, merge
+    from harness.scenarios import grading
+    from harness.scenarios.context import RunContext
+
+    with pytest.raises(ConfigError, match="config.%s" % key):
+        grading.run(merge(grading.DEFAULTS, overrides), RunContext(1))
+
+
 def test_scenario_grading_runs_with_vesc_motors():
     from harness.config import merge
     from harness.scenarios import grading
