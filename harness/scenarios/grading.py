@@ -33,6 +33,9 @@ def run(config, ctx):
     if config["agent_backend"] not in AGENT_BACKENDS:
         raise ConfigError("setting config.agent_backend must be one of %s, got %r"
                           % (", ".join(AGENT_BACKENDS), config["agent_backend"]))
+    if agent == "expert" and config["agent_backend"] != "numpy":
+        raise ConfigError("setting config.agent_backend=%s runs a trained agent's int8 model, but config.agent is "
+                          "expert: add --set agent=agent1 or --set agent=agent2" % config["agent_backend"])
     try:
         policy = None if agent == "expert" else load_decider(agent, config["agent_backend"])
     except ModelError as exc:

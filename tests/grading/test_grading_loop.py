@@ -378,6 +378,8 @@ def test_scenario_grading_runs_the_int8_agent_through_litert():
     assert m["agent_backend"] == "litert" and m["legs"] >= 1
     with pytest.raises(ConfigError, match="agent_backend"):
         grading.run(merge(grading.DEFAULTS, {"agent": "agent2", "agent_backend": "tpu"}), RunContext(1))
+    with pytest.raises(ConfigError, match="agent=agent1 or --set agent=agent2"):
+        grading.run(merge(grading.DEFAULTS, {"agent_backend": "litert"}), RunContext(1))     # expert + int8
 
 
 def test_pure_int8_decider_picks_the_litert_way_points_and_missing_exports_are_clear(tmp_path):
