@@ -4,7 +4,7 @@ simulated VESCs over ptys, decision backends (float NumPy, int8 LiteRT, int8 pur
     .venv/bin/python bench/grading_loop.py [--rollouts 4] [--seed 1]
 
 Same seeded worlds for every configuration (rollout r uses RunRandom(seed * 1000 + r),
-sensor-fusion noise). Prints a table and writes bench/results/grading_loop.json:
+``--noise`` scenario, default sensor-fusion). Prints a table and writes bench/results/grading_loop.json:
 
 - expert episodes per (estimator, motors): wall s per episode, simulated s per episode,
   real-time factor, successful decisions (blade > 50 % full, ag2u Table I), finished
@@ -28,12 +28,12 @@ from harness.grading.episode import DEFAULTS, ExpertDecider, GradingEpisode  # n
 from harness.rng import RunRandom  # noqa: E402
 
 
-def run_config(rollouts, seed, estimator, motors, decider=None, max_legs=None):
+def run_config(rollouts, seed, estimator, motors, decider=None, max_legs=None, noise="sensor_fusion"):
     out = {"wall_s": 0.0, "sim_s": 0.0, "legs": 0, "successful": 0, "finished": 0, "pos_err_m": 0.0,
            "yaw_err_deg": 0.0}
     for r in range(rollouts):
         cfg = copy.deepcopy(DEFAULTS)
-        cfg.update(estimator=estimator, motors=motors)
+        cfg.update(estimator=estimator, motors=motors, noise=noise)
         if max_legs:
             cfg["max_legs"] = max_legs
         t0 = time.perf_counter()
@@ -59,15 +59,17 @@ def main(argv=None):
     p.add_argument("--rollouts", type=int, default=4)
     p.add_argument("--agent-rollouts", type=int, default=4)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--noise", default="sensor_fusion", choices=("noise_less", "sensor_fusion", "extreme"))
     p.add_argument("--out", default=os.path.join(REPO, "bench", "results", "grading_loop.json"))
     args = p.parse_args(argv)
     res = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-           "rollouts": args.rollouts, "seed": args.seed, "expert": {}, "agents": {}, "inference_s": {}}
-    print("expert episodes, sensor-fusion noise, %d rollouts each" % args.rollouts)
+           "rollouts": args.rollouts, "seed": args.seed, "noise": args.noise, "expert": {}, "agents": {},
+           "inference_s": {}}
+    print("expert episodes, %s noise, %d rollouts each" % (args.noise, args.rollouts))
     print("%-8s %-7s %8s %8s %7s %8s %8s %8s %8s" % ("estim.", "motors", "wall s", "sim s", "x real", "success",
                                                     "finished", "pos err", "yaw err"))
     for est, motors in (("planar", "direct"), ("eskf", "direct"), ("eskf", "vesc")):
-        c = run_config(args.rollouts, args.seed, est, motors)
+        c = run_config(args.rollouts, args.seed, est, motors, noise=args.noise)
         res["expert"]["%s/%s" % (est, motors)] = c
         print("%-8s %-7s %8.2f %8.1f %7.1f %8.2f %8.2f %7.3fm %6.2fdeg" % (
             est, motors, c["wall_s_per_episode"], c["sim_s_per_episode"], c["realtime_factor"],
@@ -80,11 +82,11 @@ def main(argv=None):
     }
     print("wall time per simulated second: vesc/direct %.2f, eskf/planar %.2f"
           % (res["ratios"]["vesc_over_direct_wall_per_sim_s"], res["ratios"]["eskf_over_planar_wall_per_sim_s"]))
-    print("\nagents (float decider), sensor-fusion noise, %d rollouts each" % args.agent_rollouts)
+    print("\nagents (float decider), %s noise, %d rollouts each" % (args.noise, args.agent_rollouts))
     for agent in ("agent1", "agent2"):
         decider = load_decider(agent, "numpy")
         for est in ("planar", "eskf"):
-            c = run_config(args.agent_rollouts, args.seed, est, "direct", decider=decider)
+            c = run_config(args.agent_rollouts, args.seed, est, "direct", decider=decider, noise=args.noise)
             res["agents"]["%s/%s" % (agent, est)] = c
             print("%-7s %-7s success %.2f (%d decisions) finished %.2f  sim %.0f s/episode" % (
                 agent, est, c["success_fraction"], c["decisions"], c["finished_fraction"], c["sim_s_per_episode"]))
