@@ -1,16 +1,28 @@
-"""Imitation data for the grading policy (ag2u section III-B, eq. 1, fig. 3).
+"""Imitation data for the grading policy (ag2u section III-B, eq. 1, fig. 3; DAgger).
 
-``collect`` runs expert episodes and, at each decision, stores the heightmap, the
-true pose, the onboard estimate with its covariance Sigma, and the expert's
-way-points (green, red) in world coordinates. ``crops_and_labels`` then renders the
-training observations:
+``collect`` runs episodes and, at each decision, stores the heightmap, the true
+pose, the onboard estimate with its covariance Sigma, and the expert's way-points
+(green, red) in world coordinates, decided on the *true* state. Who drives is the
+``policy`` argument:
 
-- agent1: one crop at the true pose per decision (noise-free training);
-- agent2: ``k_samples`` crops at poses drawn from N(x_est, Sigma) (eq. 1), each
-  labelled with the same world way-points expressed in that crop's frame.
+- ``policy=None``: the expert drives (plain behaviour cloning data);
+- ``policy=<decider>``: DAgger (Ross et al. 2011, ag2u ref. [29]): the trained
+  policy drives (on its run-time observation, the estimated pose) and the expert
+  only labels the states the policy visits, so the net also learns to recover from
+  the states its own mistakes lead to (compounding errors). ``beta`` is the chance
+  that the expert's own decision is executed instead at a decision.
+
+``crops_and_labels`` then renders the training observations, the same number per
+decision for both agents (``k_samples + 1``), so agent2's pose augmentation is not
+confounded with data volume:
+
+- agent1: ``k_samples + 1`` copies of the crop at the true pose (noise-free training);
+- agent2: the crop at the true pose + ``k_samples`` crops at poses drawn from
+  N(x_est, Sigma) (eq. 1), each labelled with the same world way-points expressed
+  in that crop's frame.
 
 Labels are pixel indices (row * cols + col) of the green and red points in the
-crop, clipped to its border.
+crop, clipped to its border (``label_geometry`` reports how often that happens).
 """
 import copy
 
@@ -20,30 +32,72 @@ from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
 from harness.grading.observation import ObservationRenderer
 from harness.rng import RunRandom
 
+RECORD_KEYS = ("height_m", "true_pose", "est_pose", "est_cov", "green_ne_m", "red_ne_m")
 
-def collect(n_episodes, seed, noise="sensor_fusion", config=None):
-    """Expert decisions from ``n_episodes`` episodes; returns a dict of numpy arrays."""
+
+class DaggerDecider:
+    """Wraps a decider: labels every decision state with the expert on the true state,
+    executes the wrapped policy's decision (or, with probability ``beta``, the expert's).
+
+    ``record`` is a dict of lists (``RECORD_KEYS``) that grows by one entry per decision.
+    """
+
+    def __init__(self, policy, record, beta=0.0, rng=None):
+        self.policy = policy
+        self.record = record
+        self.beta = float(beta)
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.policy_decisions = 0
+        self.expert_decisions = 0
+
+    def __call__(self, episode):
+        expert = episode.expert.decide(episode.world, episode.target_level_m, episode.true_pose()[:2],
+                                       episode.cfg["blade_edge_ahead_m"])
+        if expert is None:
+            return None                                   # environment: area graded
+        rec = self.record
+        rec["height_m"].append((episode.world.height_m - episode.target_level_m).astype(np.float32))
+        rec["true_pose"].append(episode.true_pose())
+        rec["est_pose"].append(episode.estimated_pose())
+        rec["est_cov"].append(episode.runtime.estimator.pose_covariance())
+        rec["green_ne_m"].append(expert[0])
+        rec["red_ne_m"].append(expert[1])
+        if self.policy is None or self.rng.random() < self.beta:
+            self.expert_decisions += 1
+            return expert
+        self.policy_decisions += 1
+        return self.policy(episode)
+
+
+def collect(n_episodes, seed, noise="sensor_fusion", config=None, policy=None, beta=0.0, max_legs=None):
+    """Expert-labelled decisions from ``n_episodes`` episodes; returns a dict of numpy arrays.
+
+    ``policy`` (a decider, e.g. ``agents.PolicyDecider``) drives for DAgger; None: the expert drives.
+    """
     cfg = copy.deepcopy(config or EPISODE_DEFAULTS)
     cfg["noise"] = noise
-    rec = {"height_m": [], "true_pose": [], "est_pose": [], "est_cov": [], "green_ne_m": [], "red_ne_m": []}
+    if max_legs:
+        cfg["max_legs"] = int(max_legs)
+    rec = {k: [] for k in RECORD_KEYS}
+    decider = DaggerDecider(policy, rec, beta, np.random.default_rng(seed))
+    cell_m = None
     for ep_index in range(n_episodes):
         ep = GradingEpisode(cfg, RunRandom(seed * 100003 + ep_index))
-
-        def decider(episode):
-            decision = episode.expert.decide(episode.world, episode.target_level_m, episode.true_pose()[:2],
-                                             episode.cfg["blade_edge_ahead_m"])
-            if decision is not None:
-                rec["height_m"].append((episode.world.height_m - episode.target_level_m).astype(np.float32))
-                rec["true_pose"].append(episode.true_pose())
-                rec["est_pose"].append(episode.estimated_pose())
-                rec["est_cov"].append(episode.runtime.estimator.pose_covariance())
-                rec["green_ne_m"].append(decision[0])
-                rec["red_ne_m"].append(decision[1])
-            return decision
-
+        cell_m = ep.world.cell_m
         ep.run(decider)
     out = {k: np.asarray(v, dtype=np.float32 if k == "height_m" else np.float64) for k, v in rec.items()}
-    out["cell_m"] = np.float64(ep.world.cell_m)
+    if not len(rec["true_pose"]):
+        out["height_m"] = np.zeros((0, 1, 1), np.float32)
+    out["cell_m"] = np.float64(cell_m if cell_m is not None else cfg["world"]["cell_m"])
+    out["policy_decisions"] = np.int64(decider.policy_decisions)
+    return out
+
+
+def merge(*datasets):
+    """One dataset from several ``collect`` results (same world grid)."""
+    out = {k: np.concatenate([d[k] for d in datasets if len(d["true_pose"])]) for k in RECORD_KEYS}
+    out["cell_m"] = datasets[0]["cell_m"]
+    out["policy_decisions"] = np.int64(sum(int(d.get("policy_decisions", 0)) for d in datasets))
     return out
 
 
@@ -57,32 +111,68 @@ class _HeightOnly:
         self.target_level_m = 0.0
 
 
-def _label(renderer, pose, point_ne):
+def _pixel(renderer, pose, point_ne):
+    """Fractional (row, col) of a world point in the crop rendered at ``pose``."""
     f, r = renderer.world_to_body(pose, point_ne[0], point_ne[1])
-    row, col = renderer.body_to_pixel(f, r)
+    return renderer.body_to_pixel(f, r)
+
+
+def _label(renderer, pose, point_ne):
+    row, col = _pixel(renderer, pose, point_ne)
     rows, cols = renderer.cfg["rows"], renderer.cfg["cols"]
     row = int(min(max(round(row), 0), rows - 1))
     col = int(min(max(round(col), 0), cols - 1))
     return row * cols + col
 
 
+def label_geometry(data, obs_config=None):
+    """Share of expert way-points outside the crop rendered at the true pose (clipped labels),
+    and the range of their body-frame offsets (m): {"green": {...}, "red": {...}}."""
+    renderer = ObservationRenderer(obs_config)
+    rows, cols = renderer.cfg["rows"], renderer.cfg["cols"]
+    out = {}
+    for name in ("green", "red"):
+        inside = 0
+        body = []
+        for i in range(len(data["true_pose"])):
+            pose = tuple(data["true_pose"][i])
+            point = data[name + "_ne_m"][i]
+            row, col = _pixel(renderer, pose, point)
+            inside += int(-0.5 <= row < rows - 0.5 and -0.5 <= col < cols - 0.5)
+            body.append(renderer.world_to_body(pose, point[0], point[1]))
+        body = np.asarray(body).reshape(-1, 2)
+        n = max(1, len(body))
+        out[name] = {"outside_fraction": 1.0 - inside / n,
+                     "forward_m_range": [float(body[:, 0].min()), float(body[:, 0].max())] if len(body) else [],
+                     "right_m_range": [float(body[:, 1].min()), float(body[:, 1].max())] if len(body) else []}
+    return out
+
+
 def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8):
-    """(crops float32 [N, rows, cols], green labels int64 [N], red labels int64 [N])."""
+    """(crops float32 [N, rows, cols], green labels int64 [N], red labels int64 [N]);
+    N = (k_samples + 1) * decisions for both agents."""
     renderer = ObservationRenderer(obs_config)
     crops, greens, reds = [], [], []
     for i in range(len(data["true_pose"])):
         world = _HeightOnly(data["height_m"][i], float(data["cell_m"]))
+        true_pose = tuple(data["true_pose"][i])
         if agent == "agent1":
-            poses = [tuple(data["true_pose"][i])]
-        elif agent == "agent2":
-            cov = np.asarray(data["est_cov"][i]).reshape(3, 3)
-            cov = 0.5 * (cov + cov.T) + 1e-12 * np.eye(3)
-            draws = rng.multivariate_normal(data["est_pose"][i], cov, size=k_samples)     # ag2u eq. 1
-            poses = [tuple(data["true_pose"][i])] + [tuple(p) for p in draws]
-        else:
+            crop = renderer.render(world, true_pose)
+            g = _label(renderer, true_pose, data["green_ne_m"][i])
+            r = _label(renderer, true_pose, data["red_ne_m"][i])
+            crops += [crop] * (k_samples + 1)
+            greens += [g] * (k_samples + 1)
+            reds += [r] * (k_samples + 1)
+            continue
+        if agent != "agent2":
             raise ValueError("agent must be agent1 or agent2, got %r" % (agent,))
-        for pose in poses:
+        cov = np.asarray(data["est_cov"][i]).reshape(3, 3)
+        cov = 0.5 * (cov + cov.T) + 1e-12 * np.eye(3)
+        draws = rng.multivariate_normal(data["est_pose"][i], cov, size=k_samples)     # ag2u eq. 1
+        for pose in [true_pose] + [tuple(p) for p in draws]:
             crops.append(renderer.render(world, pose))
             greens.append(_label(renderer, pose, data["green_ne_m"][i]))
             reds.append(_label(renderer, pose, data["red_ne_m"][i]))
+    if not crops:
+        raise ValueError("no decisions in the dataset")
     return np.stack(crops), np.asarray(greens, dtype=np.int64), np.asarray(reds, dtype=np.int64)

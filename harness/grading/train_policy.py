@@ -1,8 +1,24 @@
-"""Train the grading agents by imitation of the expert (ag2u section III-B, IV-A).
+"""Train the grading agents by imitation of the expert (ag2u section III-B, IV-A), with DAgger.
 
-agent1: crops at the true pose; agent2: crops at poses drawn from the filter's
-N(x_est, Sigma) (eq. 1), same labels in each crop's frame. Adam, lr 1e-3, cross
-entropy over the H*W pixels of each way-point map. Writes
+agent1: crops at the true pose (noise-free observations); agent2: the true-pose crop
++ ``k_samples`` crops at poses drawn from the filter's N(x_est, Sigma) (eq. 1), same
+labels in each crop's frame. Both agents get the same number of training crops per
+decision (agent1 repeats its true-pose crop ``k_samples + 1`` times), so agent2's
+pose augmentation is not confounded with data volume.
+
+Schedule (deterministic per ``--seed``):
+
+1. behaviour cloning on ``--episodes`` expert episodes (the expert drives on the
+   sensor-fusion estimate, labels on the true state), ``--epochs`` passes;
+2. ``--dagger-rounds`` rounds of DAgger (Ross et al. 2011, ag2u ref. [29]): the
+   current agent drives ``--dagger-episodes`` episodes in its own training regime
+   (agent1: noise-less; agent2: sensor-fusion noise, deciding on the crop at its
+   estimated pose), the expert labels every state it visits on the true state, the
+   data are aggregated and the net is trained on for ``--dagger-epochs`` passes.
+
+Adam, lr 1e-3, cross entropy over the H*W pixels of each way-point map. Held-out
+expert decisions (``--val-episodes``, another seed) give per-metre accuracy of the
+argmax way-points, written to the card with the training time. Writes
 ``models/grading/<agent>/weights.npz`` and ``card.json``.
 
     .venv/bin/python -m harness.grading.train_policy --help
@@ -19,26 +35,56 @@ import time
 import numpy as np
 
 from harness.grading import dataset
-from harness.grading.fcn import DEFAULTS as FCN_DEFAULTS, make_torch_model
-from harness.grading.observation import DEFAULTS as OBS_DEFAULTS
+from harness.grading.fcn import DEFAULTS as FCN_DEFAULTS, forward_numpy, make_torch_model
+from harness.grading.observation import ObservationRenderer
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL_DIR = os.path.join(REPO, "models", "grading")
+# Crop geometry of the trained agents (stored in their cards; the runtime renders from the card):
+# 3.2 m x 3.2 m, 1.2 m of it behind the dozer, so every expert way-point of the training data lies
+# inside (the 2.56 m / 0.3 m-behind default crop clipped ~10 % of the red labels); 0.16 m cells with
+# 4 x 4 supersampling (box filter) keep the net small and the receptive field (35 cells) the whole crop.
+AGENT_OBSERVATION = {"rows": 20, "cols": 20, "cell_m": 0.16, "behind_m": 1.2, "supersample": 4}
+DAGGER_NOISE = {"agent1": "noise_less", "agent2": "sensor_fusion"}
+OBSERVATION_TEXT = {
+    "agent1": "true pose (crop repeated k_samples + 1 times per decision)",
+    "agent2": "true pose + k_samples poses from N(x_est, Sigma) (eq. 1)",
+}
 
 
-def train(agent, data, seed, epochs, fcn_config, k_samples, log=print):
+def make_card(agent, fcn_config, obs_config, training=None, metrics=None):
+    """The card the runtime loads the agent by (card["network"], card["input"]["observation"])."""
+    rows, cols = obs_config["rows"], obs_config["cols"]
+    return {
+        "name": "grading-" + agent,
+        "paper": "ag2u-grading-under-uncertainty, sections III-B, IV-A",
+        "input": {"shape": [rows, cols], "meaning":
+                  "heightmap crop in the dozer frame (row 0 farthest ahead), metres above target",
+                  "observation": dict(obs_config)},
+        "output": {"shape": [2, rows, cols],
+                   "meaning": "logits of green (push target) and red (next leg start) way-points"},
+        "network": dict(fcn_config),
+        "training": training or {},
+        "metrics": metrics or {},
+    }
+
+
+def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=None, batch=128, log=print):
+    """Weights (dict of float32 arrays) after ``epochs`` passes over the crops of ``data``."""
     import torch
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    crops, greens, reds = dataset.crops_and_labels(data, agent, rng, k_samples=k_samples)
+    crops, greens, reds = dataset.crops_and_labels(data, agent, rng, obs_config, k_samples=k_samples)
     model = make_torch_model(fcn_config)
+    if init is not None:
+        model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in init.items()})
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     x = torch.from_numpy(crops)
     yg = torch.from_numpy(greens)
     yr = torch.from_numpy(reds)
     n = len(x)
-    batch = 32
+    total = 0.0
     for epoch in range(epochs):
         perm = torch.from_numpy(rng.permutation(n))
         total = 0.0
@@ -51,57 +97,168 @@ def train(agent, data, seed, epochs, fcn_config, k_samples, log=print):
             loss.backward()
             opt.step()
             total += loss.item() * len(idx)
-        if epoch % max(1, epochs // 10) == 0 or epoch == epochs - 1:
+        if epoch % max(1, epochs // 5) == 0 or epoch == epochs - 1:
             log("%s epoch %d/%d loss %.3f (%d crops)" % (agent, epoch + 1, epochs, total / n, n))
-    weights = {k: v.detach().numpy().astype(np.float32) for k, v in model.state_dict().items()}
+    weights = {k: v.detach().numpy().astype(np.float32).copy() for k, v in model.state_dict().items()}
     return weights, {"final_loss": total / n, "train_crops": n}
 
 
+def accuracy(weights, fcn_config, obs_config, data, pose_key="true_pose"):
+    """Per-metre accuracy of the argmax way-points on (held-out) expert decisions.
+
+    Crops rendered at ``data[pose_key]``; errors in the body frame of that pose (m):
+    median |forward| and |lateral| error, share within 0.2 m laterally / 0.25 m overall.
+    """
+    renderer = ObservationRenderer(obs_config)
+    cols = obs_config["cols"]
+    err = {"green": [], "red": []}
+    for i in range(len(data["true_pose"])):
+        world = dataset._HeightOnly(data["height_m"][i], float(data["cell_m"]))
+        pose = tuple(data[pose_key][i])
+        logits = forward_numpy(weights, renderer.render(world, pose), fcn_config)
+        for m, name in enumerate(("green", "red")):
+            row, col = divmod(int(np.argmax(logits[m])), cols)
+            f, r = renderer.pixel_to_body(row, col)
+            point = data[name + "_ne_m"][i]
+            tf, tr = renderer.world_to_body(pose, point[0], point[1])
+            err[name].append((f - tf, r - tr))
+    out = {}
+    for name, e in err.items():
+        e = np.abs(np.asarray(e))
+        out[name] = {"median_forward_err_m": float(np.median(e[:, 0])),
+                     "median_lateral_err_m": float(np.median(e[:, 1])),
+                     "lateral_within_0.2m": float(np.mean(e[:, 1] <= 0.2)),
+                     "within_0.25m": float(np.mean(np.hypot(e[:, 0], e[:, 1]) <= 0.25))}
+    out["decisions"] = len(data["true_pose"])
+    return out
+
+
+def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_round=None):
+    """Behaviour cloning then DAgger rounds for one agent; returns (weights, training dict, metrics).
+
+    ``on_round(weights, training, metrics)`` is called after every DAgger round but the last (the
+    first ``r`` rounds of a run are exactly an ``r``-round run, so an interrupted run leaves a model)."""
+    from harness.grading.agents import PolicyDecider
+
+    t0 = time.perf_counter()
+    init = None
+    init_training = None
+    if args.init:
+        with np.load(os.path.join(args.init, agent, "weights.npz")) as f:
+            init = {k: f[k] for k in f.files}
+        with open(os.path.join(args.init, agent, "card.json")) as fh:
+            init_training = json.load(fh).get("training")
+        log("%s: behaviour-cloned weights from %s" % (agent, args.init))
+    if args.epochs > 0 or init is None:
+        weights, stats = train(agent, data, args.seed, args.epochs, fcn_config, obs_config, args.k_samples,
+                               init=init, batch=args.batch, log=log)
+    else:
+        weights, stats = init, {}
+    rounds = []
+    agg = data
+    for r in range(args.dagger_rounds):
+        policy = PolicyDecider(weights, make_card(agent, fcn_config, obs_config))
+        t1 = time.perf_counter()
+        dag = dataset.collect(args.dagger_episodes, seed=args.seed * 7 + 1000 * (r + 1) + (1 if agent == "agent1"
+                                                                                          else 2),
+                              noise=DAGGER_NOISE[agent], policy=policy, max_legs=args.dagger_max_legs)
+        agg = dataset.merge(agg, dag)
+        log("%s DAgger round %d: %d states visited by the policy (%.0f s), %d decisions aggregated"
+            % (agent, r + 1, len(dag["true_pose"]), time.perf_counter() - t1, len(agg["true_pose"])))
+        weights, stats = train(agent, agg, args.seed + r + 1, args.dagger_epochs, fcn_config, obs_config,
+                               args.k_samples, init=weights, batch=args.batch, log=log)
+        rounds.append({"episodes": args.dagger_episodes, "noise": DAGGER_NOISE[agent],
+                       "visited_decisions": int(len(dag["true_pose"])), "epochs": args.dagger_epochs})
+        if on_round is not None and r < args.dagger_rounds - 1:
+            on_round(*_summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, obs_config,
+                               init_training, t0))
+    return _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, obs_config, init_training, t0)
+
+
+def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, obs_config, init_training, t0):
+    """(weights, training dict, metrics with held-out accuracy) after the rounds done so far."""
+    metrics = dict(stats)
+    metrics["heldout_true_pose"] = accuracy(weights, fcn_config, obs_config, val, "true_pose")
+    metrics["heldout_estimated_pose"] = accuracy(weights, fcn_config, obs_config, val, "est_pose")
+    training = {"seed": args.seed, "episodes": args.episodes, "decisions": int(len(data["true_pose"])),
+                "epochs": args.epochs, "k_samples": args.k_samples, "batch": args.batch,
+                "optimizer": "Adam lr 1e-3", "observations": OBSERVATION_TEXT[agent],
+                "dataset_noise": "sensor_fusion (expert drives on the estimate, labels on the true state)",
+                "dagger": list(rounds), "dagger_max_legs": args.dagger_max_legs, "aggregated_decisions": int(len(agg["true_pose"])),
+                "train_time_s": round(time.perf_counter() - t0, 1), "torch_threads": args.threads,
+                "command": "python -m harness.grading.train_policy " + " ".join(args.argv)}
+    if init_training is not None:                 # resumed after an earlier behaviour-cloning run
+        training["behaviour_cloning"] = init_training
+        if args.epochs == 0:
+            training["epochs"] = init_training.get("epochs")
+    return weights, training, metrics
+
+
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog="python -m harness.grading.train_policy",
-                                 description="Train agent1/agent2 grading policies by imitation (ag2u).")
-    ap.add_argument("--episodes", type=int, default=60, help="expert episodes for the dataset (default 60)")
-    ap.add_argument("--epochs", type=int, default=40)
+                                 description="Train agent1/agent2 grading policies by imitation + DAgger (ag2u).")
+    ap.add_argument("--episodes", type=int, default=150, help="expert episodes for the dataset (default 150)")
+    ap.add_argument("--epochs", type=int, default=4, help="passes over the behaviour-cloning crops")
+    ap.add_argument("--dagger-rounds", type=int, default=1)
+    ap.add_argument("--dagger-episodes", type=int, default=40)
+    ap.add_argument("--dagger-epochs", type=int, default=2)
+    ap.add_argument("--dagger-max-legs", type=int, default=10)
+    ap.add_argument("--val-episodes", type=int, default=15, help="held-out expert episodes for the card's accuracy")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--channels", type=int, default=FCN_DEFAULTS["channels"])
     ap.add_argument("--layers", type=int, default=FCN_DEFAULTS["layers"])
     ap.add_argument("--k-samples", type=int, default=8, help="eq. 1 poses per decision for agent2")
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    ap.add_argument("--agents", default="agent1,agent2")
     ap.add_argument("--out", default=MODEL_DIR)
+    ap.add_argument("--init", default=None, help="start from <init>/<agent>/weights.npz (with --epochs 0: the "
+                    "behaviour-cloning stage of an earlier run with the same seed and dataset; resumes at DAgger)")
+    ap.add_argument("--data", default=None, help="cache of the expert + held-out datasets (.npz): loaded when it "
+                    "exists (same --episodes/--val-episodes/--seed assumed), else collected and written there")
     args = ap.parse_args(argv)
+    args.argv = argv
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError:
         print("error: training needs PyTorch: .venv/bin/pip install -r requirements-train.txt", file=sys.stderr)
         return 2
+    torch.set_num_threads(args.threads)
     fcn_config = dict(FCN_DEFAULTS, channels=args.channels, layers=args.layers)
+    obs_config = dict(AGENT_OBSERVATION)
     t0 = time.perf_counter()
-    data = dataset.collect(args.episodes, seed=args.seed, noise="sensor_fusion")
-    print("dataset: %d decisions from %d episodes (%.1f s)" % (len(data["true_pose"]), args.episodes,
-                                                               time.perf_counter() - t0))
-    for agent in ("agent1", "agent2"):
-        weights, stats = train(agent, data, args.seed, args.epochs, fcn_config, args.k_samples)
+    if args.data and os.path.exists(args.data):
+        with np.load(args.data) as f:
+            data = {k[len("train_"):]: f[k] for k in f.files if k.startswith("train_")}
+            val = {k[len("val_"):]: f[k] for k in f.files if k.startswith("val_")}
+    else:
+        data = dataset.collect(args.episodes, seed=args.seed, noise="sensor_fusion")
+        val = dataset.collect(args.val_episodes, seed=args.seed + 7919, noise="sensor_fusion")
+        if args.data:
+            os.makedirs(os.path.dirname(os.path.abspath(args.data)), exist_ok=True)
+            tmp = args.data + ".tmp.npz"
+            np.savez(tmp, **{"train_" + k: v for k, v in data.items()}, **{"val_" + k: v for k, v in val.items()})
+            os.replace(tmp, args.data)
+    geometry = dataset.label_geometry(data, obs_config)
+    print("dataset: %d decisions from %d episodes, %d held-out (%.1f s); labels outside the crop: green %.1f %%, "
+          "red %.1f %%" % (len(data["true_pose"]), args.episodes, len(val["true_pose"]), time.perf_counter() - t0,
+                           100 * geometry["green"]["outside_fraction"], 100 * geometry["red"]["outside_fraction"]))
+    for agent in args.agents.split(","):
         out = os.path.join(args.out, agent)
-        os.makedirs(out, exist_ok=True)
-        np.savez(os.path.join(out, "weights.npz"), **weights)
-        card = {
-            "name": "grading-" + agent,
-            "paper": "ag2u-grading-under-uncertainty, sections III-B, IV-A",
-            "input": {"shape": [OBS_DEFAULTS["rows"], OBS_DEFAULTS["cols"]], "meaning":
-                      "heightmap crop in the dozer frame (row 0 farthest ahead), metres above target",
-                      "observation": OBS_DEFAULTS},
-            "output": {"shape": [2, OBS_DEFAULTS["rows"], OBS_DEFAULTS["cols"]],
-                       "meaning": "logits of green (push target) and red (next leg start) way-points"},
-            "network": fcn_config,
-            "training": {"seed": args.seed, "episodes": args.episodes, "decisions": len(data["true_pose"]),
-                         "epochs": args.epochs, "optimizer": "Adam lr 1e-3",
-                         "observations": "true pose" if agent == "agent1"
-                         else "true pose + %d poses from N(x_est, Sigma) (eq. 1)" % args.k_samples},
-            "metrics": stats,
-        }
-        with open(os.path.join(out, "card.json"), "w") as fh:
-            json.dump(card, fh, indent=2)
-            fh.write("\n")
-        print("wrote", out)
+
+        def save(weights, training, metrics, out=out, agent=agent):
+            training["label_geometry"] = geometry
+            os.makedirs(out, exist_ok=True)
+            np.savez(os.path.join(out, "weights.npz"), **weights)
+            with open(os.path.join(out, "card.json"), "w") as fh:
+                json.dump(make_card(agent, fcn_config, obs_config, training, metrics), fh, indent=2)
+                fh.write("\n")
+
+        weights, training, metrics = train_agent(agent, data, val, args, fcn_config, obs_config, on_round=save)
+        save(weights, training, metrics)
+        print("wrote %s (%.0f s); held-out green lateral err median %.3f m"
+              % (out, training["train_time_s"], metrics["heldout_true_pose"]["green"]["median_lateral_err_m"]))
     return 0
 
 

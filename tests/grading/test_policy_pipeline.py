@@ -8,7 +8,10 @@ from harness.grading import dataset
 from harness.grading.agents import ModelError, PolicyDecider, load_agent
 from harness.grading.fcn import _conv2d, forward_numpy
 from harness.grading.observation import ObservationRenderer
+from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
 from harness.grading.sand_world import SandWorld
+from harness.grading.train_policy import AGENT_OBSERVATION
+from harness.rng import RunRandom
 
 
 def _naive_conv(x, w, b, d):
@@ -64,17 +67,77 @@ def test_decider_maps_the_argmax_back_to_the_world_through_the_pose():
 
 
 def test_labels_point_at_the_world_waypoints():
-    data = dataset.collect(1, seed=2)
-    assert len(data["true_pose"]) >= 1
-    crops, greens, reds = dataset.crops_and_labels(data, "agent2", np.random.default_rng(0), k_samples=3)
-    assert crops.shape[0] == greens.shape[0] == 4 * len(data["true_pose"])
-    r = ObservationRenderer()
-    row, col = divmod(int(greens[0]), 32)
-    n, e = r.body_to_world(tuple(data["true_pose"][0]), *r.pixel_to_body(row, col))
-    g = data["green_ne_m"][0]
-    assert math.hypot(n - g[0], e - g[1]) < 0.08 or row in (0, 31) or col in (0, 31)
+    data = dataset.collect(2, seed=2)
+    assert len(data["true_pose"]) >= 2
+    crops, greens, reds = dataset.crops_and_labels(data, "agent2", np.random.default_rng(0), AGENT_OBSERVATION,
+                                                   k_samples=3)
+    assert crops.shape == (4 * len(data["true_pose"]), AGENT_OBSERVATION["rows"], AGENT_OBSERVATION["cols"])
+    r = ObservationRenderer(AGENT_OBSERVATION)
+    cols = AGENT_OBSERVATION["cols"]
+    for i in range(len(data["true_pose"])):                # the true-pose crop comes first per decision
+        for labels, key in ((greens, "green_ne_m"), (reds, "red_ne_m")):
+            row, col = divmod(int(labels[4 * i]), cols)
+            n, e = r.body_to_world(tuple(data["true_pose"][i]), *r.pixel_to_body(row, col))
+            p = data[key][i]
+            assert math.hypot(n - p[0], e - p[1]) <= AGENT_OBSERVATION["cell_m"] * 0.75
+    # the agents' crop holds every expert way-point; the old 2.56 m crop (0.3 m behind) clips some
+    geometry = dataset.label_geometry(data, AGENT_OBSERVATION)
+    assert geometry["green"]["outside_fraction"] == 0.0 and geometry["red"]["outside_fraction"] == 0.0
     with pytest.raises(ValueError):
         dataset.crops_and_labels(data, "agent3", np.random.default_rng(0))
+
+
+def test_agents_get_the_same_number_of_crops_per_decision():
+    data = dataset.collect(1, seed=4)
+    c1, g1, r1 = dataset.crops_and_labels(data, "agent1", np.random.default_rng(0), AGENT_OBSERVATION, k_samples=4)
+    c2, g2, r2 = dataset.crops_and_labels(data, "agent2", np.random.default_rng(0), AGENT_OBSERVATION, k_samples=4)
+    assert c1.shape == c2.shape and c1.shape[0] == 5 * len(data["true_pose"])
+    assert np.array_equal(c1[0], c1[4]) and g1[0] == g1[4]          # agent1: the true-pose crop repeated
+    assert np.array_equal(c1[0], c2[0]) and g1[0] == g2[0]          # both start from the true-pose crop
+    assert not np.array_equal(c2[0], c2[1])                          # agent2: eq. 1 poses differ
+
+
+def test_supersampled_crop_reports_the_mean_height_of_each_cell():
+    world = SandWorld({"piles_min": 0, "piles_max": 0})
+    world.add_pile(1.5, 1.1, 0.004, 0.12)
+    coarse = ObservationRenderer(AGENT_OBSERVATION)
+    crop = coarse.render(world, (1.0, 1.0, 0.3))
+    cell_area = AGENT_OBSERVATION["cell_m"] ** 2
+    assert float(crop.sum()) * cell_area == pytest.approx(0.004, rel=0.03)   # box filter keeps the volume
+    sampled = ObservationRenderer(dict(AGENT_OBSERVATION, supersample=1)).render(world, (1.0, 1.0, 0.3))
+    assert sampled.shape == crop.shape and not np.allclose(sampled, crop)
+    with pytest.raises(ValueError):
+        ObservationRenderer(dict(AGENT_OBSERVATION, supersample=0))
+
+
+class _FixedPolicy:
+    def __init__(self, decision):
+        self.decision = decision
+        self.calls = 0
+
+    def __call__(self, episode):
+        self.calls += 1
+        return self.decision
+
+
+def test_dagger_decider_labels_visited_states_with_the_expert_and_executes_the_policy():
+    fixed = ((1.9, 0.4), (0.6, 0.4))
+    rec = {k: [] for k in dataset.RECORD_KEYS}
+    policy = _FixedPolicy(fixed)
+    decider = dataset.DaggerDecider(policy, rec, beta=0.0)
+    cfg = dict(EPISODE_DEFAULTS, noise="noise_less", max_legs=3)
+    ep = GradingEpisode(cfg, RunRandom(11))
+    ep.run(decider)
+    assert len(ep.legs) == 3 and policy.calls == 3 and len(rec["true_pose"]) == 3
+    assert all(tuple(leg["green_ne_m"]) == fixed[0] for leg in ep.legs)         # the policy drove
+    assert all(tuple(g) != fixed[0] for g in rec["green_ne_m"])                # the expert labelled
+    assert rec["true_pose"][1] != rec["true_pose"][0]
+    # beta = 1: the expert drives, the policy is never asked
+    rec1 = {k: [] for k in dataset.RECORD_KEYS}
+    policy1 = _FixedPolicy(fixed)
+    ep1 = GradingEpisode(dict(cfg), RunRandom(11))
+    ep1.run(dataset.DaggerDecider(policy1, rec1, beta=1.0))
+    assert policy1.calls == 0 and [tuple(l["green_ne_m"]) for l in ep1.legs] == [tuple(g) for g in rec1["green_ne_m"]]
 
 
 def test_missing_or_corrupt_model_is_a_clear_error(tmp_path):
@@ -84,3 +147,29 @@ def test_missing_or_corrupt_model_is_a_clear_error(tmp_path):
     (tmp_path / "agent1" / "card.json").write_text("{not json")
     with pytest.raises(ModelError):
         load_agent("agent1", str(tmp_path))
+
+
+@pytest.mark.slow
+def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tmp_path):
+    """Reduced `make train-grading`: both stages (BC, then DAgger resumed from it) end to end."""
+    pytest.importorskip("torch")
+    from harness.grading import train_policy
+
+    common = ["--episodes", "2", "--val-episodes", "1", "--threads", "1", "--agents", "agent2",
+              "--data", str(tmp_path / "data.npz")]
+    assert train_policy.main(common + ["--epochs", "1", "--dagger-rounds", "0", "--out", str(tmp_path / "bc")]) == 0
+    assert (tmp_path / "data.npz").exists()
+    assert train_policy.main(common + ["--epochs", "0", "--init", str(tmp_path / "bc"), "--dagger-rounds", "1",
+                                       "--dagger-episodes", "1", "--dagger-epochs", "1", "--dagger-max-legs", "2",
+                                       "--out", str(tmp_path / "dag")]) == 0
+    weights, card = load_agent("agent2", str(tmp_path / "dag"))
+    assert card["input"]["observation"] == AGENT_OBSERVATION
+    assert card["training"]["epochs"] == 1 and card["training"]["behaviour_cloning"]["epochs"] == 1
+    assert card["training"]["dagger"][0]["visited_decisions"] >= 1
+    assert card["training"]["aggregated_decisions"] > card["training"]["decisions"]
+    assert 0.0 <= card["metrics"]["heldout_true_pose"]["green"]["lateral_within_0.2m"] <= 1.0
+    bc_weights, _ = load_agent("agent2", str(tmp_path / "bc"))
+    assert any(not np.array_equal(weights[k], bc_weights[k]) for k in weights)     # DAgger trained on
+    green, red = PolicyDecider(weights, card).decide_from_crop(
+        np.zeros((AGENT_OBSERVATION["rows"], AGENT_OBSERVATION["cols"]), np.float32), (1.0, 1.0, 0.0))
+    assert all(np.isfinite(green)) and all(np.isfinite(red))
