@@ -110,12 +110,10 @@ def test_float_io_quantize_dequantize_bit_exact():
 
 
 @pytest.mark.filterwarnings("ignore:Warning. Enabling .experimental_preserve_all_tensors")
-def test_conv2d_within_one_step_of_litert():
-    """CONV_2D is NOT bit-exact with LiteRT 2.3: the pure kernel follows TFLite's published
-    reference ConvPerChannel arithmetic, and LiteRT's conv kernels (builtin reference and
-    XNNPACK alike) land one step higher on some near-tie outputs (about 1 in 10^3; cause not
-    identified, see onboard/policy/README.md). This holds every conv output to +-1 step and
-    checks that most outputs are exact."""
+def test_conv2d_matches_litert_reference_exactly():
+    """CONV_2D: the pure kernel requantizes with double rounding like LiteRT 2.3's reference conv
+    kernel, so it equals BUILTIN_REF on every output; LiteRT's default (optimized) kernels may
+    still land one step off on near-tie outputs, held to +-1 step and > 99 % exact."""
     data = op_coverage_model()
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
     graph = int8_pure.Int8Graph(data)
@@ -138,6 +136,8 @@ def test_conv2d_within_one_step_of_litert():
                 worst = max(worst, int(diff.max()))
                 exact += int((diff == 0).sum())
                 total += diff.size
+        if rt == OpResolverType.BUILTIN_REF:
+            assert worst == 0 and exact == total, (worst, exact, total)
         assert worst <= 1, rt
         assert exact / total > 0.99, (rt, exact / total)
 
