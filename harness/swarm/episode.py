@@ -265,6 +265,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
         "rejected_inputs": int(sum(t.rejected for a in agents for t in a.tracks.values())),
         "pf_outliers": int(sum(t.pf.outliers for a in agents for t in a.tracks.values())),
         "guard_overrides": int(sum(a.guard_overrides for a in agents)),
+        "negative_ranges": int(sum(t.negative_ranges for a in agents for t in a.tracks.values())),
         "world": world.report(),
     }
     return metrics, rec

@@ -16,8 +16,11 @@ learned), ``pf`` (pure particle filter, uninformed start, no refresh) or ``learn
 
 Neighbour velocities arrive in the ranging messages (pocket IV-A); the goal is an object
 with zero velocity whose range the drone is told (a UWB anchor at the goal or the
-mocap-derived distance). Bad input (NaN, negative range) is counted per object and that
-object's update is skipped; the agent keeps flying on its last estimates.
+mocap-derived distance). Bad input (NaN, inf, not a number) is counted per object and that
+object's update is skipped; the agent keeps flying on its last estimates. A finite negative
+range is not bad input: DS-TWR noise (sigma ~0.25 m, pocket III-A) makes the measured range of
+two drones a few centimetres apart negative; it is used as 0 m ("touching", so the collision
+guard sees it), counted in ``negative_ranges``, as the training data's ranges are |d + noise|.
 """
 import math
 
@@ -74,6 +77,7 @@ class Track:
         self.last_us = None
         self.last_range_us = None      # the estimator's dt is the time since its previous input
         self.rejected = 0
+        self.negative_ranges = 0
 
 
 class SwarmAgent:
@@ -118,10 +122,13 @@ class SwarmAgent:
     def observe(self, now_us, obj_id, range_m, v_own_body_mps, v_obj_body_mps):
         """Update one object's estimate from a range (None on dropout) and velocities."""
         t = self._track(obj_id)
-        if range_m is not None and not (isinstance(range_m, (int, float)) and range_m >= 0.0
-                                        and range_m != float("inf")):
-            t.rejected += 1                                  # NaN fails >= 0 too
+        if range_m is not None and not (isinstance(range_m, (int, float)) and range_m == range_m
+                                        and range_m not in (float("inf"), float("-inf"))):
+            t.rejected += 1
             return t.est
+        if range_m is not None and range_m < 0.0:
+            t.negative_ranges += 1
+            range_m = 0.0
         dt_s = 0.0 if t.last_range_us is None else (now_us - t.last_range_us) * 1e-6
         mode = self.cfg["mode"]
         try:

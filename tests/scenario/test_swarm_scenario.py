@@ -46,7 +46,12 @@ def test_reduced_swarm_run_over_cflib_and_uwb(name, goals_per_drone, episode):
     assert m["goals_total"] == 2 * goals_per_drone
     assert 0 <= m["goals_reached"] <= m["goals_total"]
     assert 0.0 < m["min_separation_m"] < 10.0
-    assert math.isfinite(m["mean_position_error_m"]) and math.isfinite(m["mean_orientation_error_deg"])
+    # errors are averaged over tracks after they converged (6 s may be too short for any to converge)
+    assert m["estimation_tracks"] >= 2 * 2 and 0 <= m["estimation_tracks_converged"] <= m["estimation_tracks"]
+    if m["estimation_tracks_converged"]:
+        assert math.isfinite(m["mean_position_error_m"]) and m["mean_position_error_m"] < 0.5
+    else:
+        assert m["mean_position_error_m"] is None and m["mean_orientation_error_deg"] is None
     assert m["sim_time_s"] > 0
     _check_deployment_path(m["world_reports"][0], "token_ring")
     # 2 drones, 6 s at 10 Hz: each drone needs one range per period; the token ring delivers them

@@ -133,8 +133,12 @@ def test_agent_survives_bad_input_and_flies_on():
     est_before = ag.tracks[1].est
     t += 100000
     ag.observe(t, 1, float("nan"), (0.1, 0.0), (0.0, 0.1))
-    ag.observe(t, 1, -1.0, (0.1, 0.0), (0.0, 0.1))
-    assert ag.tracks[1].rejected == 2 and ag.tracks[1].est == est_before
+    ag.observe(t, 1, float("-inf"), (0.1, 0.0), (0.0, 0.1))
+    ag.observe(t, 1, "1.0", (0.1, 0.0), (0.0, 0.1))
+    assert ag.tracks[1].rejected == 3 and ag.tracks[1].est == est_before
+    # a finite negative range (DS-TWR noise at contact distance) is a measurement of ~0 m, not a fault
+    ag.observe(t + 50000, 1, -0.2, (0.1, 0.0), (0.0, 0.1))
+    assert ag.tracks[1].rejected == 3 and ag.tracks[1].negative_ranges == 1 and ag.tracks[1].range_m == 0.0
     sp = ag.decide(t, (0.1, 0.0))
     assert all(math.isfinite(v) for v in sp) and math.hypot(*sp) <= 1.0 + 1e-12
 
