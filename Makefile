@@ -82,7 +82,8 @@ $(STAMPS)/train-venv: requirements-train.txt $(STAMPS)/venv
 	@touch $@
 
 train-grading: setup $(STAMPS)/train-venv
-	$(PY) -m harness.grading.train_policy --episodes 100 --epochs 60 --seed 1
+	$(PY) -m harness.grading.train_policy --episodes 300 --epochs 8 --dagger-rounds 0 --threads 1 --seed 1 --data build/grading/data.npz --out build/grading/bc
+	$(PY) -m harness.grading.train_policy --episodes 300 --epochs 0 --init build/grading/bc --dagger-rounds 2 --dagger-episodes 30 --dagger-epochs 3 --dagger-max-legs 10 --threads 1 --seed 1 --data build/grading/data.npz
 
 # swarm (issue 11): GRU estimator (float), Elman estimator (-> int8 .tflite), shared DQN (-> int8 .tflite);
 # under 5 min each on one core, deterministic (fixed iterations / stop step)

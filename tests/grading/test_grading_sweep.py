@@ -1,20 +1,43 @@
-"""Reduced Table I sweep in CI with the committed agents (ag2u): agent2 beats agent1 under
-sensor-fusion noise. Seeded, deterministic: it fails if a change degrades agent2 or the loop."""
+"""Reduced Table I sweep in CI with the committed agents (ag2u): seeded, deterministic quality floors,
+the agent2 > agent1 ordering under sensor-fusion noise on the CI seed, per-metre accuracy on fresh
+expert decisions. It fails if a change degrades the agents or the loop."""
 import json
 
 import pytest
 
+from harness.grading import dataset
 from harness.grading.agents import PolicyDecider, load_agent
 from harness.grading.sweep import run_cell, sweep
+from harness.grading.train_policy import AGENT_OBSERVATION, accuracy
 
 pytestmark = [pytest.mark.scenario, pytest.mark.slow]
 
 
 def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise():
+    """Seeded regression check on the committed agents (seed 3, 4 rollouts: agent2 0.73 vs agent1 0.67).
+
+    The floor is what held in every 6-rollout cell measured (seeds 3-6: 0.63-0.89). The ordering holds on
+    this seed; pooled over 24 rollouts (seeds 3-6) the measured gap is only +3 pp (0.77 vs 0.74), so it
+    is a regression guard, not evidence of the paper's >= 20 pp gap (see models/grading/*/card.json).
+    """
     deciders = {a: PolicyDecider(*load_agent(a)) for a in ("agent1", "agent2")}
     cells = {a: run_cell(deciders, a, "sensor_fusion", rollouts=4, seed=3) for a in deciders}
-    assert cells["agent2"]["success_fraction"] > cells["agent1"]["success_fraction"]
     assert cells["agent2"]["decisions"] > 0 and cells["agent1"]["decisions"] > 0
+    for cell in cells.values():
+        assert cell["success_fraction"] >= 0.55
+    assert cells["agent2"]["success_fraction"] > cells["agent1"]["success_fraction"]
+
+
+def test_committed_agents_point_at_the_experts_way_points_on_fresh_expert_decisions():
+    """Per-metre accuracy of the committed nets on held-out expert decisions (seed 77, not trained on)."""
+    data = dataset.collect(3, seed=77)
+    for agent in ("agent1", "agent2"):
+        weights, card = load_agent(agent)
+        assert card["input"]["observation"] == AGENT_OBSERVATION
+        assert sum(v.nbytes for v in weights.values()) < 2_000_000
+        acc = accuracy(weights, card["network"], card["input"]["observation"], data)
+        assert acc["green"]["lateral_within_0.2m"] >= 0.7, (agent, acc)
+        assert acc["green"]["median_lateral_err_m"] <= 0.12, (agent, acc)
 
 
 def test_sweep_writes_tables_and_figure(tmp_path):
