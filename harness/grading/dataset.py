@@ -69,10 +69,13 @@ class DaggerDecider:
         return self.policy(episode)
 
 
-def collect(n_episodes, seed, noise="sensor_fusion", config=None, policy=None, beta=0.0, max_legs=None):
+def collect(n_episodes, seed, noise="sensor_fusion", config=None, policy=None, beta=0.0, max_legs=None,
+            first_episode=0):
     """Expert-labelled decisions from ``n_episodes`` episodes; returns a dict of numpy arrays.
 
     ``policy`` (a decider, e.g. ``agents.PolicyDecider``) drives for DAgger; None: the expert drives.
+    Episode ``i`` (``first_episode <= i < first_episode + n_episodes``) is seeded ``seed * 100003 + i``,
+    so chunks collected separately and merged in order equal one collection.
     """
     cfg = copy.deepcopy(config or EPISODE_DEFAULTS)
     cfg["noise"] = noise
@@ -81,7 +84,7 @@ def collect(n_episodes, seed, noise="sensor_fusion", config=None, policy=None, b
     rec = {k: [] for k in RECORD_KEYS}
     decider = DaggerDecider(policy, rec, beta, np.random.default_rng(seed))
     cell_m = None
-    for ep_index in range(n_episodes):
+    for ep_index in range(first_episode, first_episode + n_episodes):
         ep = GradingEpisode(cfg, RunRandom(seed * 100003 + ep_index))
         cell_m = ep.world.cell_m
         ep.run(decider)

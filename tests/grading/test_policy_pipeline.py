@@ -173,3 +173,10 @@ def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tm
     green, red = PolicyDecider(weights, card).decide_from_crop(
         np.zeros((AGENT_OBSERVATION["rows"], AGENT_OBSERVATION["cols"]), np.float32), (1.0, 1.0, 0.0))
     assert all(np.isfinite(green)) and all(np.isfinite(red))
+
+
+def test_episode_chunks_collected_separately_equal_one_collection():
+    whole = dataset.collect(2, seed=1)
+    parts = dataset.merge(dataset.collect(1, seed=1), dataset.collect(1, seed=1, first_episode=1))
+    for key in dataset.RECORD_KEYS:
+        assert np.array_equal(whole[key], parts[key])
