@@ -404,7 +404,7 @@ class ParticleFilter:
         vxp, vyp = self._check_vel(v_peer_body_mps, "peer")
         self._check_range(range_m, allow_none=True)
         if learned is not None:
-            bearing_rad, yaw_rad = self._check_learned(learned)
+            learned = self._check_learned(learned)       # (bearing_rad, rel_yaw_rad) as floats
         c = self.cfg
         k = self.k
         n = self.n
@@ -423,30 +423,36 @@ class ParticleFilter:
             if self.est[EST_E2_MIN] > self._outlier_e2_m2:
                 self.outliers += 1
             n_new = self._refresh_count() if learned is not None else 0
-            self.last_refresh = 0
             frac = c["resample_neff_fraction"]
-            if frac < 1.0 and self.est[EST_NEFF] >= frac * n:
-                self.time_us = now_us                  # keep the weights: no resampling, no refresh
-                self.steps += 1
-                return self.estimate()
-            self.last_refresh = n_new
-            self.resamples += 1
-            u0 = draws.uniforms(1)[0]
-            k.resample(self.xs, self.ys, self.yaws, self.ws, n, n - n_new, u0,
-                       self._xs2, self._ys2, self._yaws2)
-            self.xs, self._xs2 = self._xs2, self.xs
-            self.ys, self._ys2 = self._ys2, self.ys
-            self.yaws, self._yaws2 = self._yaws2, self.yaws
-            self.lws = k.alloc(n)
-            if n_new:
-                fresh = k.as_buffer(draws.normals(PARTICLE_DIM * n_new))
-                k.refresh(self.xs, self.ys, self.yaws, n - n_new, n_new,
-                          range_m - c["range_bias_m"], bearing_rad, yaw_rad,
-                          c["refresh_range_sigma_m"], c["refresh_bearing_sigma_rad"],
-                          c["refresh_yaw_sigma_rad"], fresh)
+            if frac >= 1.0 or self.est[EST_NEFF] < frac * n:
+                self._resample(n_new, range_m, learned, draws)
+            else:
+                self.last_refresh = 0                  # keep the weights: no resampling, no refresh
         self.time_us = now_us
         self.steps += 1
         return self.estimate()
+
+    def _resample(self, n_new, range_m, learned, draws):
+        """Systematic resampling of n - n_new particles (weights back to uniform) and n_new new ones
+        around the learned (bearing_rad, rel_yaw_rad) estimate (pocket IV-B)."""
+        c = self.cfg
+        k = self.k
+        n = self.n
+        self.last_refresh = n_new
+        self.resamples += 1
+        u0 = draws.uniforms(1)[0]
+        k.resample(self.xs, self.ys, self.yaws, self.ws, n, n - n_new, u0,
+                   self._xs2, self._ys2, self._yaws2)
+        self.xs, self._xs2 = self._xs2, self.xs
+        self.ys, self._ys2 = self._ys2, self.ys
+        self.yaws, self._yaws2 = self._yaws2, self.yaws
+        self.lws = k.alloc(n)
+        if n_new:
+            fresh = k.as_buffer(draws.normals(PARTICLE_DIM * n_new))
+            k.refresh(self.xs, self.ys, self.yaws, n - n_new, n_new,
+                      range_m - c["range_bias_m"], learned[0], learned[1],
+                      c["refresh_range_sigma_m"], c["refresh_bearing_sigma_rad"],
+                      c["refresh_yaw_sigma_rad"], fresh)
 
     def _refresh_count(self):
         """Particles to put around the learned estimate this step (fixed, or augmented-MCL adaptive)."""
