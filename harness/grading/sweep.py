@@ -6,28 +6,45 @@
   within the leg budget -> table2.json
 - Fig. 5: episode time and uncleared volume vs heading noise (0 -> 50 deg) -> fig5.json, fig5.png
 plus results.md with the tables. Seeds: rollout r uses world seed ``seed * 1000 + r``, the
-same worlds for both agents.
+same worlds for both agents. ``--set KEY=VALUE`` changes an episode setting for every cell
+(e.g. ``--set motors=vesc``, ``--set estimator=planar``); the noise scenario and heading noise
+are the sweep's own axes and cannot be set. ``--agent-backend`` runs the agents' int8 exports
+(litert, litert-xnnpack, pure-int8) instead of the float weights.
 """
 import copy
 import json
 import os
 import sys
 
-from harness.grading.agents import ModelError, PolicyDecider, load_agent
+from harness.config import ConfigError, merge, parse_set
+from harness.grading.agents import AGENT_BACKENDS, MODEL_DIR, ModelError, load_decider
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode
 from harness.progress import Progress
 from harness.rng import RunRandom
 
 AGENTS = ("agent1", "agent2")
+SWEEP_AXES = ("noise", "heading_sigma_deg")      # set per cell by the sweep, not by --set
 
 
-def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max_legs=None):
-    """Aggregate metrics of ``rollouts`` episodes of one agent under one noise setting."""
+def episode_config(overrides=None):
+    """The episode settings every cell starts from: EPISODE_DEFAULTS with ``overrides`` merged in
+    (unknown keys or wrong types raise ConfigError, as for scenarios)."""
+    overrides = overrides or {}
+    for key in SWEEP_AXES:
+        if key in overrides:
+            raise ConfigError("grading-sweep sets %s per cell itself; it cannot be overridden" % key)
+    return merge(EPISODE_DEFAULTS, overrides, "episode") if overrides else copy.deepcopy(EPISODE_DEFAULTS)
+
+
+def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max_legs=None, base_config=None):
+    """Aggregate metrics of ``rollouts`` episodes of one agent under one noise setting.
+
+    base_config: episode settings to start from (default: EPISODE_DEFAULTS, see episode_config)."""
     succ = legs = finished = 0
     times = []
     uncleared = []
     for r in range(rollouts):
-        cfg = copy.deepcopy(EPISODE_DEFAULTS)
+        cfg = copy.deepcopy(base_config or EPISODE_DEFAULTS)
         cfg["noise"] = noise
         cfg["heading_sigma_deg"] = heading_sigma_deg
         if max_legs:
@@ -46,11 +63,9 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
 
 
 def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 50), fig5_rollouts=None,
-          model_dir=None, show_progress=True):
-    deciders = {}
-    for agent in AGENTS:
-        weights, card = load_agent(agent, model_dir) if model_dir else load_agent(agent)
-        deciders[agent] = PolicyDecider(weights, card)
+          model_dir=None, show_progress=True, episode_overrides=None, agent_backend="numpy"):
+    base = episode_config(episode_overrides)
+    deciders = {agent: load_decider(agent, agent_backend, model_dir or MODEL_DIR) for agent in AGENTS}
     fig5_rollouts = fig5_rollouts or max(1, rollouts // 2)
     total = len(NOISE_SCENARIOS) * len(AGENTS) * rollouts + len(heading_levels_deg) * len(AGENTS) * fig5_rollouts
     bar = Progress(total, "grading sweep (episodes)", enabled=show_progress)
@@ -59,13 +74,14 @@ def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 5
     for noise in NOISE_SCENARIOS:
         table[noise] = {}
         for agent in AGENTS:
-            table[noise][agent] = run_cell(deciders, agent, noise, rollouts, seed)
+            table[noise][agent] = run_cell(deciders, agent, noise, rollouts, seed, base_config=base)
             done += rollouts
             bar.update_to(done)
     fig5 = {agent: [] for agent in AGENTS}
     for level in heading_levels_deg:
         for agent in AGENTS:
-            cell = run_cell(deciders, agent, "sensor_fusion", fig5_rollouts, seed + 7, heading_sigma_deg=level)
+            cell = run_cell(deciders, agent, "sensor_fusion", fig5_rollouts, seed + 7, heading_sigma_deg=level,
+                            base_config=base)
             fig5[agent].append(dict(cell, heading_sigma_deg=level))
             done += fig5_rollouts
             bar.update_to(done)
@@ -76,7 +92,9 @@ def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 5
     os.makedirs(out_dir, exist_ok=True)
     _write(out_dir, "table1.json", table1)
     _write(out_dir, "table2.json", table2)
-    _write(out_dir, "cells.json", {"rollouts": rollouts, "seed": seed, "cells": table})
+    _write(out_dir, "cells.json", {"rollouts": rollouts, "seed": seed, "episode_overrides": episode_overrides or {},
+                                     "agent_backend": agent_backend,
+                                     "cells": table})
     _write(out_dir, "fig5.json", fig5)
     _markdown(out_dir, table1, table2, rollouts)
     _plot_fig5(out_dir, fig5)
@@ -130,14 +148,19 @@ def add_parser(sub):
     p.add_argument("--rollouts", type=int, default=50, help="episodes per scenario and agent (paper: 50)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", default="reports/grading-sweep")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="episode setting for every cell, e.g. --set motors=vesc (repeatable)")
+    p.add_argument("--agent-backend", choices=AGENT_BACKENDS, default="numpy",
+                   help="numpy: float weights; litert / litert-xnnpack / pure-int8: the int8 exports")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd)
 
 
 def _cmd(args):
     try:
-        table1, table2, _ = sweep(args.out, args.rollouts, args.seed, show_progress=not args.quiet)
-    except ModelError as exc:
+        table1, table2, _ = sweep(args.out, args.rollouts, args.seed, show_progress=not args.quiet,
+                                  episode_overrides=parse_set(args.set), agent_backend=args.agent_backend)
+    except (ModelError, ConfigError) as exc:
         print("error: %s" % exc, file=sys.stderr)
         return 2
     print(json.dumps({"table1": table1, "table2": table2}, indent=2))

@@ -7,7 +7,8 @@ import pytest
 
 from harness.grading import dataset
 from harness.grading.agents import PolicyDecider, load_agent
-from harness.grading.sweep import run_cell, sweep
+from harness.config import ConfigError
+from harness.grading.sweep import episode_config, run_cell, sweep
 from harness.grading.train_policy import AGENT_OBSERVATION, accuracy
 
 pytestmark = [pytest.mark.scenario, pytest.mark.slow]
@@ -50,3 +51,21 @@ def test_sweep_writes_tables_and_figure(tmp_path):
     assert (tmp_path / "fig5.png").stat().st_size > 5000
     assert "Table I" in (tmp_path / "results.md").read_text()
     assert [c["heading_sigma_deg"] for c in fig5["agent1"]] == [0, 40]
+
+
+def test_sweep_settings_reach_every_episode_and_bad_ones_are_refused(tmp_path):
+    base = episode_config({"estimator": "planar", "max_legs": 2})
+    assert base["estimator"] == "planar" and base["max_legs"] == 2 and base["motors"] == "direct"
+    deciders = {"agent1": PolicyDecider(*load_agent("agent1"))}
+    cell = run_cell(deciders, "agent1", "noise_less", rollouts=1, seed=3, base_config=base)
+    assert 0 < cell["decisions"] <= 2                   # the override's leg budget held
+    for bad in ({"noise": "extreme"}, {"heading_sigma_deg": 5.0}, {"motorz": "vesc"}, {"max_legs": "many"}):
+        with pytest.raises(ConfigError):
+            episode_config(bad)
+
+
+def test_sweep_cli_reports_a_bad_setting_without_running(tmp_path, capsys):
+    from harness.cli import main
+    assert main(["grading-sweep", "--rollouts", "1", "--out", str(tmp_path), "--set", "motorz=vesc"]) == 2
+    assert "unknown setting episode.motorz" in capsys.readouterr().err
+    assert not (tmp_path / "table1.json").exists()
