@@ -72,6 +72,13 @@ DEFAULTS = {
     # loop lags the setpoint, so a guard on the present distance alone fires too late: 6 random-goal
     # cflib flights (2-4 drones) had min separations 0.065-0.633 m without it, 0.248-1.253 m with 1 s
     "guard_horizon_s": 1.0,
+    # onboard.swarm.agent detour (not in the paper; 0: off): a drone whose goal estimate has not come
+    # 0.3 m closer within this window is shown its goal rotated 60 deg away from its nearest neighbour
+    # for 4 s (the DQN alone hovered for 140 s in front of a drone parked on its path)
+    "stuck_window_s": 10.0,
+    # ... final approach: inside 0.5 m of the goal estimate a P controller (1 /s, <= 0.3 m/s) replaces the
+    # DQN (a cflib flight hovered 0.27-0.43 m from its goal for 50 s with the DQN alone)
+    "approach_radius_m": 0.5,
 }
 
 
@@ -156,7 +163,8 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
                          {"n_particles": c["n_particles"], "warmup_steps": c["warmup_steps"],
                           "mode": c["agent_mode"], "learned_refresh": c["learned_refresh"], "pf_init": c["pf_init"],
                           "pf_config": dict(c["pf_config"]), "guard_distance_m": c["guard_distance_m"],
-                          "guard_on_range": c["guard_on_range"], "guard_horizon_s": c["guard_horizon_s"]},
+                          "guard_on_range": c["guard_on_range"], "guard_horizon_s": c["guard_horizon_s"],
+                          "stuck_window_s": c["stuck_window_s"], "approach_radius_m": c["approach_radius_m"]},
                          kernels=kernels)
               for _ in range(m)]
     period_us = world.period_us
@@ -265,6 +273,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
         "rejected_inputs": int(sum(t.rejected for a in agents for t in a.tracks.values())),
         "pf_outliers": int(sum(t.pf.outliers for a in agents for t in a.tracks.values())),
         "guard_overrides": int(sum(a.guard_overrides for a in agents)),
+        "detours": int(sum(a.detours for a in agents)),
         "negative_ranges": int(sum(t.negative_ranges for a in agents for t in a.tracks.values())),
         "world": world.report(),
     }

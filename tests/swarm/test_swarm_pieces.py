@@ -238,3 +238,74 @@ def test_track_summary_averages_each_track_after_it_converged():
     assert abs(s["mean_orientation_error_deg"] - 10.0) < 1e-9         # goal tracks carry no orientation
     assert abs(s["median_convergence_s"] - 1.0) < 1e-9                # 2.0 s and 0.0 s
     assert track_summary({})["mean_position_error_m"] is None
+
+
+class _Recorder(_Always):
+    """A stand-in policy that records the observations it is shown."""
+
+    def __init__(self, action):
+        super().__init__(action)
+        self.seen = []
+
+    def act(self, obs):
+        self.seen.append(obs)
+        return self.action
+
+
+def test_detour_rotates_the_goal_away_from_a_parked_neighbour_when_no_progress():
+    # goal 2 m ahead, neighbour parked 0.7 m ahead slightly to the right (+y): the goal estimate never
+    # gets closer, so after the 10 s window the DQN is shown the goal rotated 60 deg to the left (-y)
+    policy = _Recorder(8)
+    net = BearingNet.load(_committed("bearing"))
+    ag = SwarmAgent(policy, net, NumpyDraws(np.random.default_rng(8)),
+                    {"mode": "pf", "stuck_window_s": 10.0, "detour_s": 4.0, "detour_angle_deg": 60.0})
+    g = ag._track(GOAL_ID)
+    g.est, g.range_m = (2.0, 0.0, 0.0), 2.0
+    nb = ag._track(1)
+    nb.est, nb.range_m = (0.7, 0.05, 0.0), 0.7
+    period_us = 100000
+    for k in range(1, 101):                          # 10 s without progress: no detour yet
+        ag.decide(k * period_us, (0.0, 0.0))
+    assert ag.detours == 0 and policy.seen[-1][2:4] == (2.0, 0.0)
+    ag.decide(102 * period_us, (0.0, 0.0))           # window exceeded: detour starts
+    assert ag.detours == 1
+    gx, gy = policy.seen[-1][2:4]
+    assert gx == pytest.approx(1.0) and gy == pytest.approx(-2.0 * math.sin(math.radians(60.0)))
+    for k in range(103, 144):                        # held for detour_s (until 14.2 s), then the true goal
+        ag.decide(k * period_us, (0.0, 0.0))
+    assert ag.detours == 1 and policy.seen[-1][2:4] == (2.0, 0.0)
+    # progress resets the window: a goal that keeps getting closer never triggers a detour
+    ag2 = SwarmAgent(_Recorder(8), net, NumpyDraws(np.random.default_rng(8)), {"mode": "pf", "stuck_window_s": 10.0})
+    g2 = ag2._track(GOAL_ID)
+    g2.range_m = 4.0
+    for k in range(1, 301):
+        g2.est = (4.0 - 0.01 * k, 0.0, 0.0)
+        ag2.decide(k * period_us, (0.1, 0.0))
+    assert ag2.detours == 0
+    # a new goal (forget) restarts the progress bookkeeping
+    ag.forget(GOAL_ID)
+    assert ag._progress_us is None and ag._detour_until_us is None
+
+
+def test_final_approach_replaces_the_dqn_near_the_goal_but_not_the_guard():
+    from onboard.swarm.agent import APPROACH
+    net = BearingNet.load(_committed("bearing"))
+
+    def agent(goal_est, neighbour_est, neighbour_range, guard_m=0.4):
+        ag = SwarmAgent(_Always(0), net, NumpyDraws(np.random.default_rng(8)),
+                        {"mode": "pf", "approach_radius_m": 0.5, "guard_distance_m": guard_m})
+        g = ag._track(GOAL_ID)
+        g.est, g.range_m = goal_est, math.hypot(goal_est[0], goal_est[1])
+        nb = ag._track(1)
+        nb.est, nb.range_m = neighbour_est, neighbour_range
+        return ag
+
+    ag = agent((0.2, 0.1, 0.0), (2.0, 0.0, 0.0), 2.0)          # P control: 1 /s * 0.22 m, under the cap
+    assert ag.decide(100000, (0.5, 0.0)) == pytest.approx((0.2, 0.1)) and ag.last_action == APPROACH
+    ag = agent((0.0, -0.45, 0.0), (2.0, 0.0, 0.0), 2.0)        # capped at 0.3 m/s towards the goal
+    assert ag.decide(100000, (0.0, 0.0)) == pytest.approx((0.0, -0.3)) and ag.approach_steps == 1
+    ag = agent((1.5, 0.0, 0.0), (2.0, 0.0, 0.0), 2.0)          # farther out: the DQN's action (0) stands
+    sp = ag.decide(100000, (0.5, 0.0))
+    assert ag.last_action == 0 and ag.approach_steps == 0 and sp[0] > 0.0
+    ag = agent((0.3, 0.0, 0.0), (0.3, 0.0, 0.0), 0.3)          # neighbour inside the guard: guard wins
+    assert ag.decide(100000, (0.0, 0.0)) == pytest.approx((-0.3, 0.0)) and ag.guard_overrides == 1
