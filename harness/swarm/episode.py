@@ -79,6 +79,9 @@ DEFAULTS = {
     # ... final approach: inside 0.5 m of the goal estimate a P controller (1 /s, <= 0.3 m/s) replaces the
     # DQN (a cflib flight hovered 0.27-0.43 m from its goal for 50 s with the DQN alone)
     "approach_radius_m": 0.5,
+    # ... a neighbour estimate shorter than half the measured range (bearing not resolved yet) is shown to
+    # the DQN and the guard at the measured range along its direction
+    "collapsed_estimate_fraction": 0.5,
 }
 
 
@@ -164,7 +167,8 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
                           "mode": c["agent_mode"], "learned_refresh": c["learned_refresh"], "pf_init": c["pf_init"],
                           "pf_config": dict(c["pf_config"]), "guard_distance_m": c["guard_distance_m"],
                           "guard_on_range": c["guard_on_range"], "guard_horizon_s": c["guard_horizon_s"],
-                          "stuck_window_s": c["stuck_window_s"], "approach_radius_m": c["approach_radius_m"]},
+                          "stuck_window_s": c["stuck_window_s"], "approach_radius_m": c["approach_radius_m"],
+                          "collapsed_estimate_fraction": c["collapsed_estimate_fraction"]},
                          kernels=kernels)
               for _ in range(m)]
     period_us = world.period_us

@@ -73,6 +73,13 @@ DEFAULTS = {
     # velocity setpoint is approach_gain_per_s * goal estimate, capped at approach_speed_mps, instead of
     # the DQN's discrete accelerations (trained to a 0.15 m radius on its estimate, it hovered 0.3 m off
     # a goal for 50 s on a filter estimate that a range-only posterior shrinks towards the drone)
+    # a range-only posterior that has not resolved the bearing yet (a ring of particles, at the start of a
+    # flight) has its weighted mean near the drone; the DQN and the guard then see the neighbour as if on
+    # top of it and flee in a random direction (a 3-drone cflib flight came within 0.07 m 3.6 s after
+    # take-off). When the estimate is shorter than this fraction of the measured range, the neighbour is
+    # placed at the measured range along the estimate's direction for the DQN and the guard
+    # (not in the paper; 0 turns it off)
+    "collapsed_estimate_fraction": 0.0,
     "approach_radius_m": 0.0,
     "approach_gain_per_s": 1.0,
     "approach_speed_mps": 0.3,
@@ -242,6 +249,11 @@ class SwarmAgent:
             action = act_mod.SLOW_DOWN                    # nothing to fly to yet: hold still
         else:
             o = near.est if near is not None else (self.cfg["far_obstacle_m"], 0.0, 0.0)
+            if near is not None and near.range_m is not None:
+                d_est = math.sqrt(o[0] * o[0] + o[1] * o[1])
+                if 0.0 < d_est < self.cfg["collapsed_estimate_fraction"] * near.range_m:
+                    k = near.range_m / d_est
+                    o = (o[0] * k, o[1] * k, o[2])
             ox, oy = o[0], o[1]
             d_o = math.sqrt(ox * ox + oy * oy)
             clip = self.cfg["obstacle_clip_m"]

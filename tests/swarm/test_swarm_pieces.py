@@ -309,3 +309,28 @@ def test_final_approach_replaces_the_dqn_near_the_goal_but_not_the_guard():
     assert ag.last_action == 0 and ag.approach_steps == 0 and sp[0] > 0.0
     ag = agent((0.3, 0.0, 0.0), (0.3, 0.0, 0.0), 0.3)          # neighbour inside the guard: guard wins
     assert ag.decide(100000, (0.0, 0.0)) == pytest.approx((-0.3, 0.0)) and ag.guard_overrides == 1
+
+
+def test_a_collapsed_neighbour_estimate_is_shown_at_the_measured_range():
+    # ring posterior at take-off: weighted mean 0.05 m ahead, measured range 0.6 m
+    net = BearingNet.load(_committed("bearing"))
+    for fraction, guard_fires, shown in ((0.5, False, (0.6, 0.0)), (0.0, True, (0.05, 0.0))):
+        policy = _Recorder(8)
+        ag = SwarmAgent(policy, net, NumpyDraws(np.random.default_rng(8)),
+                        {"mode": "pf", "guard_distance_m": 0.4, "collapsed_estimate_fraction": fraction})
+        g = ag._track(GOAL_ID)
+        g.est, g.range_m = (2.0, 0.0, 0.0), 2.0
+        nb = ag._track(1)
+        nb.est, nb.range_m = (0.05, 0.0, 0.0), 0.6
+        ag.decide(100000, (0.0, 0.0))
+        assert (ag.guard_overrides == 1) == guard_fires
+        assert policy.seen[-1][4:6] == pytest.approx(shown)
+    # a resolved estimate (longer than half the range) is used as it is
+    policy = _Recorder(8)
+    ag = SwarmAgent(policy, net, NumpyDraws(np.random.default_rng(8)), {"mode": "pf", "collapsed_estimate_fraction": 0.5})
+    g = ag._track(GOAL_ID)
+    g.est, g.range_m = (2.0, 0.0, 0.0), 2.0
+    nb = ag._track(1)
+    nb.est, nb.range_m = (0.0, 0.5, 0.0), 0.9
+    ag.decide(100000, (0.0, 0.0))
+    assert policy.seen[-1][4:6] == pytest.approx((0.0, 0.5))
