@@ -335,6 +335,9 @@ def track_key(drone, obj, goal_segment):
     return "%d->goal%d" % (drone, goal_segment) if obj == GOAL_ID else "%d->%s" % (drone, obj)
 
 
+CONVERGENCE_CURVE_S = (2.0, 4.0, 6.0, 8.0, 10.0, 15.0)   # track_summary: fraction of tracks converged within
+
+
 def track_summary(tracks, threshold_m=0.5, hold_s=1.0):
     """Per-track convergence and errors after convergence.
 
@@ -342,7 +345,9 @@ def track_summary(tracks, threshold_m=0.5, hold_s=1.0):
     converged at the start of the first stretch of hold_s seconds with the error below threshold_m;
     its errors are averaged from there to its end. Returns means over converged tracks
     (orientation: neighbour tracks only), the count of tracks that never converged and the median
-    time from a track's first estimate to convergence.
+    time from a track's first estimate to convergence (over converged tracks, and over all tracks
+    with the never-converged ones as infinitely slow: None when half or more never converged) and
+    the fraction of all tracks converged within each of CONVERGENCE_CURVE_S seconds.
     """
     post_m, post_deg, conv_s, never = [], [], [], []
     for name, ser in sorted(tracks.items()):
@@ -361,14 +366,21 @@ def track_summary(tracks, threshold_m=0.5, hold_s=1.0):
         if y:
             post_deg.append(float(np.mean(y)))
         conv_s.append(t_conv - t[0])
+    n_tracks = len(post_m) + len(never)
+    # convergence over every track, the never-converged ones counted as infinitely slow
+    all_conv = sorted(conv_s) + [math.inf] * len(never)
+    median_all = float(np.median(all_conv)) if all_conv else None
     return {
-        "tracks": len(post_m) + len(never),
+        "tracks": n_tracks,
         "converged": len(post_m),
         "never_converged": never,
         "mean_position_error_m": float(np.mean(post_m)) if post_m else None,
         "mean_orientation_error_deg": float(np.mean(post_deg)) if post_deg else None,
         "median_convergence_s": float(np.median(conv_s)) if conv_s else None,
         "mean_convergence_s": float(np.mean(conv_s)) if conv_s else None,
+        "median_convergence_all_tracks_s": median_all if median_all is not None and median_all < math.inf else None,
+        "converged_fraction_within_s": {"%g" % lim: (sum(1 for c in conv_s if c <= lim + 1e-9) / n_tracks if n_tracks else None)
+                                        for lim in CONVERGENCE_CURVE_S},
         "threshold_m": threshold_m,
         "hold_s": hold_s,
     }

@@ -186,6 +186,8 @@ def _compare(comparisons, config):
             "never_converged_tracks": len(summ["never_converged"]),
             "median_convergence_time_s": summ["median_convergence_s"],
             "mean_convergence_time_s": summ["mean_convergence_s"],
+            "median_convergence_time_all_tracks_s": summ["median_convergence_all_tracks_s"],
+            "converged_fraction_within_s": summ["converged_fraction_within_s"],
             "mean_position_error_m_from_3s": _mean(r["from_3s"]),
             "mean_position_error_m_by_drones": {k: _mean(v) for k, v in r["by_drones"].items()},
         }
@@ -198,6 +200,10 @@ def _compare(comparisons, config):
                 "hybrid_median_convergence_faster": (h["median_convergence_time_s"] is not None and
                                                      (p["median_convergence_time_s"] is None or
                                                       h["median_convergence_time_s"] < p["median_convergence_time_s"])),
+                # over every track (never converged = infinitely slow): the share converged by each time
+                "hybrid_converged_share_ahead_s": [
+                    lim for lim in h["converged_fraction_within_s"]
+                    if h["converged_fraction_within_s"][lim] > p["converged_fraction_within_s"][lim]],
             }
     return out
 

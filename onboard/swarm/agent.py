@@ -46,7 +46,10 @@ DEFAULTS = {
     # so a two-mode output (mirror ambiguity) proposes both modes and the ranges pick one
     "learned_refresh": "sample",
     # hybrid: start the filter around the learned estimate (pocket IV-B, "learned") or uninformed on a
-    # ring at the measured range ("ring"), leaving the learned estimate to the refreshed particles
+    # ring at the measured range ("ring"), both once the estimator has warmup_steps of history, leaving
+    # the learned estimate to the refreshed particles; or "ring-first": on a ring at the first range,
+    # like the pure filter (no range is lost while the estimator warms up), refreshed around the learned
+    # estimate from warmup_steps on
     "pf_init": "learned",
     # refresh only when the estimator is confident: the resultant length of both output
     # distributions (1 = one bin, ~0 = spread out) must reach this (0: always, as the paper)
@@ -85,6 +88,7 @@ DEFAULTS = {
     "approach_speed_mps": 0.3,
 }
 REFRESH_MODES = ("mean", "sample")
+PF_INITS = ("learned", "ring", "ring-first")
 
 
 class Track:
@@ -114,6 +118,8 @@ class SwarmAgent:
             cfg[k] = v
         if cfg["mode"] not in MODES:
             raise ValueError("mode must be one of %s" % (MODES,))
+        if cfg["pf_init"] not in PF_INITS:
+            raise ValueError("pf_init must be one of %s" % (PF_INITS,))
         if cfg["learned_refresh"] not in REFRESH_MODES:
             raise ValueError("learned_refresh must be one of %s" % (REFRESH_MODES,))
         self.cfg = cfg
@@ -180,7 +186,7 @@ class SwarmAgent:
                 if t.learned is not None and t.range_m is not None:
                     b = t.learned[0]
                     t.est = (t.range_m * math.cos(b), t.range_m * math.sin(b), t.learned[1])
-                if mode == "hybrid" and trusted and range_m is not None:
+                if mode == "hybrid" and range_m is not None and (trusted or self.cfg["pf_init"] == "ring-first"):
                     t.pf.initialize(now_us, range_m, self.draws,
                                     learned=t.learned if self.cfg["pf_init"] == "learned" else None)
             elif mode == "pf" and not t.pf.initialized:
@@ -188,7 +194,7 @@ class SwarmAgent:
                     t.pf.initialize(now_us, range_m, self.draws)     # no estimate until its first step
             else:
                 learned = None
-                if mode == "hybrid" and range_m is not None:
+                if mode == "hybrid" and range_m is not None and trusted:
                     learned = self._proposal(t)
                 t.est = t.pf.step(now_us, v_own_body_mps, v_obj_body_mps, range_m, self.draws, learned=learned)
         except (PfInputError, BearingInputError, TypeError, ValueError):

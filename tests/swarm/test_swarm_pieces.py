@@ -237,6 +237,10 @@ def test_track_summary_averages_each_track_after_it_converged():
     assert abs(s["mean_position_error_m"] - (0.2 + 0.25) / 2) < 1e-9
     assert abs(s["mean_orientation_error_deg"] - 10.0) < 1e-9         # goal tracks carry no orientation
     assert abs(s["median_convergence_s"] - 1.0) < 1e-9                # 2.0 s and 0.0 s
+    assert s["median_convergence_all_tracks_s"] == pytest.approx(2.0)   # 0.0, 2.0, never
+    assert s["converged_fraction_within_s"]["2"] == pytest.approx(2 / 3)
+    assert s["converged_fraction_within_s"]["15"] == pytest.approx(2 / 3)
+    assert track_summary({"0->1": a, "1->0": b, "2->0": b})["median_convergence_all_tracks_s"] is None
     assert track_summary({})["mean_position_error_m"] is None
 
 
