@@ -457,14 +457,22 @@ class CrazyflieSwarm:
         return self.drivers[i]
 
     def connect(self):
-        for d in self.drivers:
-            d.start_connect()
+        # with a TOC cache folder, cflib writes a drone's TOC file while the other connections read it (an
+        # 8-drone swarm logged "Error while parsing cache file" and fetched the TOC again): the first drone
+        # connects alone, so its TOC is in the cache, then the rest connect in parallel from it
+        cached = bool(self.drivers) and bool(self.drivers[0].cfg["toc_cache_dir"])
+        batches = [self.drivers[:1], self.drivers[1:]] if cached else [self.drivers]
         errors = []
-        for d in self.drivers:
-            try:
-                d.wait_connected()
-            except (CrazyflieLinkError, CrazyflieConfigError) as exc:
-                errors.append(exc)
+        for batch in batches:
+            for d in batch:
+                d.start_connect()
+            for d in batch:
+                try:
+                    d.wait_connected()
+                except (CrazyflieLinkError, CrazyflieConfigError) as exc:
+                    errors.append(exc)
+            if errors:
+                break
         if errors:
             self.close()
             # a configuration mistake is reported as such (it is the same on every drone)
