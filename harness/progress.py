@@ -1,4 +1,4 @@
-"""Progress display for long runs (tqdm on stderr), in simulated seconds."""
+"""Progress display for long runs (tqdm on stderr), in simulated seconds (or another unit)."""
 import sys
 
 from tqdm import tqdm
@@ -7,11 +7,12 @@ from tqdm import tqdm
 class Progress:
     """``update_to(sim_s)`` as the run advances; silent when ``enabled`` is False."""
 
-    def __init__(self, total_s, desc, enabled=True):
-        self._bar = tqdm(total=round(total_s, 1), desc=desc, unit="sim s", file=sys.stderr,
+    def __init__(self, total_s, desc, enabled=True, unit="sim s"):
+        count = "{n:.1f}/{total:.1f}" if unit == "sim s" else "{n:.0f}/{total:.0f}"
+        self._bar = tqdm(total=round(total_s, 1), desc=desc, unit=unit, file=sys.stderr,
                          mininterval=0.5, disable=not enabled, leave=False,
-                         bar_format="{desc}: {percentage:3.0f}%|{bar:30}| {n:.1f}/{total:.1f} sim s "
-                                    "[{elapsed}<{remaining}]")
+                         bar_format="{desc}: {percentage:3.0f}%|{bar:30}| " + count + " " + unit +
+                                    " [{elapsed}<{remaining}]")
         self._last = 0.0
 
     def update_to(self, sim_s):

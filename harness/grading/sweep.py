@@ -68,7 +68,7 @@ def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 5
     deciders = {agent: load_decider(agent, agent_backend, model_dir or MODEL_DIR) for agent in AGENTS}
     fig5_rollouts = fig5_rollouts or max(1, rollouts // 2)
     total = len(NOISE_SCENARIOS) * len(AGENTS) * rollouts + len(heading_levels_deg) * len(AGENTS) * fig5_rollouts
-    bar = Progress(total, "grading sweep (episodes)", enabled=show_progress)
+    bar = Progress(total, "grading sweep", enabled=show_progress, unit="episodes")
     done = 0
     table = {}
     for noise in NOISE_SCENARIOS:
