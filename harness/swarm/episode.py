@@ -65,7 +65,9 @@ DEFAULTS = {
     # extra ParticleFilter settings: adaptive resampling (resample only when Neff < N/2, weights carried
     # over otherwise) removed the wrong-mirror lock-ins measured with every-step resampling on replayed
     # flights (2 of 87 tracks -> 0) and lowered the error after convergence (0.22 -> 0.20 m)
-    "pf_config": {"resample_neff_fraction": 0.5},
+    # reinit_after_outliers: a filter that three ranges in a row contradict starts afresh (an 8-drone flight
+    # carried a mirrored neighbour estimate, 2-6 m off, for 8 s until the two drones touched)
+    "pf_config": {"resample_neff_fraction": 0.5, "reinit_after_outliers": 3},
     "guard_distance_m": 0.4,         # onboard.swarm.agent collision guard (not in the paper; 0: DQN only)
     "guard_on_range": True,          # ... fires on the measured range too, not only on the estimate
     # ... and on the predicted closest approach within this horizon. Over cflib the Crazyflie's velocity

@@ -136,3 +136,32 @@ def test_adaptive_refresh_settings_are_checked():
         pf.ParticleFilter({"refresh_fraction": 0.1, "refresh_fraction_min": 0.2})
     with pytest.raises(ValueError):
         pf.ParticleFilter({"alpha_slow": 0.5, "alpha_fast": 0.1})
+
+
+@pytest.mark.parametrize("impl", ["pure", "cython"])
+def test_lost_filter_restarts_after_consecutive_outlier_ranges(impl):
+    """A filter sure of the wrong pose (particles around (3, 0) m, the object really 0.5 m away): with
+    reinit_after_outliers=3 the third range in a row that no particle explains restarts it on a ring at
+    the measured range; one stray outlier does not; off (0, the paper) it never restarts."""
+    kernels = pf.kernels_for(impl)
+    for setting, restarts in ((3, 1), (0, 0)):
+        draws = NumpyDraws(np.random.default_rng(4))
+        f = pf.ParticleFilter({"n_particles": 200, "reinit_after_outliers": setting}, kernels=kernels)
+        f.initialize(100000, 3.0, draws, learned=(0.0, 0.0))
+        t = 100000
+        for r in (3.0, 0.5, 3.0, 0.5, 0.5):          # a stray miss, back on track, then a run of misses
+            t += 100000
+            f.step(t, (0.0, 0.0), (0.0, 0.0), r, draws)
+        assert f.outliers == 3 and f.reinitializations == 0
+        t += 100000
+        est = f.step(t, (0.0, 0.0), (0.0, 0.0), 0.5, draws)
+        assert f.reinitializations == restarts
+        if restarts:
+            radii = np.hypot(np.asarray(f.xs, float), np.asarray(f.ys, float))
+            assert abs(float(np.median(radii)) - 0.5) < 0.1 and math.hypot(est[0], est[1]) < 0.5
+            f.step(t + 100000, (0.0, 0.0), (0.0, 0.0), 0.5, draws)      # tracking again: no more misses
+            assert f.outliers == 4 and f.reinitializations == 1
+    with pytest.raises(ValueError):
+        pf.ParticleFilter({"reinit_after_outliers": -1})
+    with pytest.raises(ValueError):
+        pf.ParticleFilter({"reinit_after_outliers": 2.5})
