@@ -10,6 +10,10 @@ Every policy period (``step(now_us, ...)``, frame skipping pocket V-B) the agent
 3. builds the DQN input (v, goal, nearest neighbour by range, dt) (pocket IV-C), picks the
    greedy action and integrates it into the body-frame velocity setpoint it returns.
 
+On top of the DQN, each off by default and not in the paper (see DEFAULTS): a collision guard,
+a collapsed-estimate rule (an unresolved neighbour is shown at its measured range), a detour
+when the goal stops getting closer, and a final P-approach to the goal estimate.
+
 ``mode`` picks the estimation configuration compared in pocket figs. 5-6: ``hybrid`` (PF +
 learned), ``pf`` (pure particle filter, uninformed start, no refresh) or ``learned``
 (the estimator's output alone, range times bearing).
@@ -72,10 +76,6 @@ DEFAULTS = {
     "detour_s": 4.0,
     "detour_angle_deg": 60.0,
     "detour_min_goal_m": 0.4,
-    # final approach (not in the paper; 0 turns it off): inside this estimated goal distance the
-    # velocity setpoint is approach_gain_per_s * goal estimate, capped at approach_speed_mps, instead of
-    # the DQN's discrete accelerations (trained to a 0.15 m radius on its estimate, it hovered 0.3 m off
-    # a goal for 50 s on a filter estimate that a range-only posterior shrinks towards the drone)
     # a range-only posterior that has not resolved the bearing yet (a ring of particles, at the start of a
     # flight) has its weighted mean near the drone; the DQN and the guard then see the neighbour as if on
     # top of it and flee in a random direction (a 3-drone cflib flight came within 0.07 m 3.6 s after
@@ -83,6 +83,10 @@ DEFAULTS = {
     # placed at the measured range along the estimate's direction for the DQN and the guard
     # (not in the paper; 0 turns it off)
     "collapsed_estimate_fraction": 0.0,
+    # final approach (not in the paper; 0 turns it off): inside this estimated goal distance the
+    # velocity setpoint is approach_gain_per_s * goal estimate, capped at approach_speed_mps, instead of
+    # the DQN's discrete accelerations (trained to a 0.15 m radius on its estimate, it hovered 0.3 m off
+    # a goal for 50 s on a filter estimate that a range-only posterior shrinks towards the drone)
     "approach_radius_m": 0.0,
     "approach_gain_per_s": 1.0,
     "approach_speed_mps": 0.3,
