@@ -70,3 +70,27 @@ def test_same_seed_same_flight_on_every_pf_path():
     b = _run("swarm-fixed", 5, impl="pure", link="direct")
     for k in KEYS:
         assert a[k] == pytest.approx(b[k], abs=1e-9)
+
+
+def test_estimator_comparison_replays_every_configuration_per_track():
+    """The offline replay (pocket VI-A) of a direct-link flight through every configuration of the
+    scenario, with convergence over all tracks and the hybrid-vs-pure rows at 100 and 1000 particles."""
+    mod = load("swarm-random")
+    cfg = merge(mod.DEFAULTS, {"drone_counts": [2], "episodes": 1, "large_swarm": {"drones": 0},
+                               "episode": {"max_duration_s": 8.0, "goals_per_drone": 1, "link": "direct",
+                                           "n_particles": 100}},
+                "swarm-random")
+    m = mod.run(cfg, RunContext(6))
+    comp = m["estimator_comparison"]
+    for label in ("hybrid-100", "hybrid-100-paper", "pf-100", "learned"):
+        row = comp[label]
+        assert row["flights"] == 1 and row["tracks"] == 4            # 2 drones x (1 neighbour + 1 goal)
+        assert row["converged_tracks"] + row["never_converged_tracks"] == row["tracks"]
+        shares = [row["converged_fraction_within_s"][k] for k in ("2", "4", "6", "8", "10", "15")]
+        assert shares == sorted(shares) and 0.0 <= shares[0] and shares[-1] * row["tracks"] <= row["converged_tracks"]
+        if row["median_convergence_time_all_tracks_s"] is not None:
+            assert row["median_convergence_time_all_tracks_s"] >= row["median_convergence_time_s"] - 1e-9
+    for n in (100, 1000):
+        cmp = comp["hybrid_vs_pf_%d" % n]
+        assert set(cmp) == {"hybrid_converges_more_tracks", "hybrid_lower_error", "hybrid_median_convergence_faster",
+                            "hybrid_converged_share_ahead_s"}
