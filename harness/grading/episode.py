@@ -23,22 +23,17 @@ Settings of the loop's real parts:
   release the ptys.
 """
 import math
-import os
-import shutil
-import tempfile
 
 from boards.rpi import constants as RPI
 from boards.rpi.app import RpiGroundRobot
-from boards.rpi.vesc_motors import VescDiffDrive
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness.grading.expert import DEFAULTS as EXPERT_DEFAULTS, GradingExpert
 from harness.grading.observation import DEFAULTS as OBS_DEFAULTS, ObservationRenderer
 from harness.grading.sand_world import DEFAULTS as WORLD_DEFAULTS, Blade, SandWorld, blade_step
 from harness.sensors.imu import PlanarImu
 from harness.sensors.pose import AidingPoseSensor
-from harness.sim_vesc import DEFAULTS as SIM_VESC_DEFAULTS, SimVesc, SimVescPort
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
-from onboard.comms.transport import SerialTransport
+from harness.vesc_tracks import TRACK_VESC, SimVescTracks
 from onboard.core.angles import wrap_pi
 from onboard.core.samples import PoseSample
 from onboard.core.units import hz_to_period_us, s_to_us
@@ -57,11 +52,6 @@ NOISE_SCENARIOS = {
 ESTIMATORS = ("planar", "eskf")
 MOTORS = ("direct", "vesc")
 
-# Simulated VESCs of the dozer's tracks: the vesc-waypoints scenario's motor model.
-_SIM_VESC = dict(SIM_VESC_DEFAULTS)
-_SIM_VESC.update(accel_erpm_per_s_per_a=15000.0, current_limit_a=20.0, speed_time_constant_s=0.08)
-_SIM_VESC.pop("controller_id")
-
 DEFAULTS = {
     "noise": "sensor_fusion",
     "estimator": "eskf",                # eskf (INS + 15-state ES-EKF, ag2u III-C) | planar (6-state EKF)
@@ -72,7 +62,7 @@ DEFAULTS = {
              "telemetry_rate_hz": RPI.TELEMETRY_RATE_HZ,
              "stop_brake_current_a": RPI.STOP_BRAKE_CURRENT_A,
              "gear_ratio": RPI.GEAR_RATIO, "pole_pairs": RPI.MOTOR_POLE_PAIRS,
-             "sim": dict(_SIM_VESC)},
+             "sim": dict(TRACK_VESC)},  # the vesc-waypoints scenario's motor model
     "heading_sigma_deg": -1.0,          # >= 0 overrides the scenario's yaw noise (fig. 5 sweep)
     "max_legs": 16,
     "leg_timeout_s": 25.0,
@@ -256,75 +246,6 @@ class ExpertDecider:
                                   episode.cfg["blade_edge_ahead_m"])
 
 
-class VescTracks:
-    """The dozer's two track motors as simulated VESCs on pseudo-terminals, and the Pi's VESC driver.
-
-    ``driver`` is boards.rpi.vesc_motors.VescDiffDrive (the runtime's ``motors``) on
-    real pyserial ports; ``service(now_us)`` lets the simulated VESCs answer their UART,
-    ``step(dt_s, now_us)`` advances their motors and returns the wheel speeds (rad/s,
-    + forward) they turn. Topology ``two_uarts`` (one pty per VESC) or ``can_forward``
-    (the right VESC behind the left one, COMM_FORWARD_CAN on one UART).
-    """
-
-    def __init__(self, config, vehicle):
-        self.tmpdir = tempfile.mkdtemp(prefix="grading-vesc-")
-        self.ports = []
-        try:
-            self._build(config, vehicle)
-        except Exception:
-            self.close()
-            raise
-
-    def _build(self, config, vehicle):
-        self.erpm_per_radps = RPI.erpm_per_radps(config["gear_ratio"], config["pole_pairs"])
-        sim_cfg = dict(config["sim"])
-        sim_cfg["max_erpm"] = min(sim_cfg["max_erpm"], vehicle["max_wheel_radps"] * self.erpm_per_radps)
-        self.left = SimVesc(dict(sim_cfg, controller_id=RPI.VESC_LEFT_CONTROLLER_ID))
-        self.right = SimVesc(dict(sim_cfg, controller_id=RPI.VESC_RIGHT_CAN_ID))
-        self.directions = {"left": RPI.LEFT_DIRECTION, "right": RPI.RIGHT_DIRECTION}
-        left_motor = {"name": "left", "link": "left", "controller_id": self.left.controller_id,
-                      "direction": self.directions["left"]}
-        if config["topology"] == "two_uarts":
-            self.ports = [SimVescPort(self.left, link_path=os.path.join(self.tmpdir, "vesc-left")),
-                          SimVescPort(self.right, link_path=os.path.join(self.tmpdir, "vesc-right"))]
-            motors = [left_motor, {"name": "right", "link": "right", "controller_id": self.right.controller_id,
-                                   "direction": self.directions["right"]}]
-            paths = {"left": self.ports[0].path, "right": self.ports[1].path}
-        elif config["topology"] == "can_forward":
-            self.ports = [SimVescPort(self.left, can_bus=[self.right], link_path=os.path.join(self.tmpdir, "vesc"))]
-            motors = [left_motor, {"name": "right", "link": "left", "can_id": self.right.controller_id,
-                                   "controller_id": self.right.controller_id, "direction": self.directions["right"]}]
-            paths = {"left": self.ports[0].path}
-        else:
-            raise ValueError("vesc.topology must be two_uarts or can_forward, got %r" % (config["topology"],))
-        links = {name: (lambda path=path: SerialTransport(path, RPI.VESC_UART_BAUD).open())
-                 for name, path in paths.items()}
-        self.driver = VescDiffDrive(links, motors, {"erpm_per_radps": self.erpm_per_radps,
-                                                    "max_wheel_radps": vehicle["max_wheel_radps"],
-                                                    "stop_brake_current_a": config["stop_brake_current_a"]})
-
-    def service(self, now_us):
-        for port in self.ports:
-            port.service(now_us)
-
-    def step(self, dt_s, now_us):
-        """Advance both motors; (left, right) wheel speeds in rad/s."""
-        self.left.step(dt_s, now_us)
-        self.right.step(dt_s, now_us)
-        return (self.directions["left"] * self.left.erpm / self.erpm_per_radps,
-                self.directions["right"] * self.right.erpm / self.erpm_per_radps)
-
-    def report(self):
-        return {"driver": self.driver.report(), "sim_ports": [p.report() for p in self.ports],
-                "sim_vesc_timeouts": {"left": self.left.timeouts, "right": self.right.timeouts}}
-
-    def close(self):
-        for port in self.ports:
-            port.close()
-        self.ports = []
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
-
-
 class GradingEpisode:
     def __init__(self, config, random, log=None):
         for key, known in (("estimator", ESTIMATORS), ("motors", MOTORS)):
@@ -353,7 +274,10 @@ class GradingEpisode:
         self.vesc = None
         self.app = None
         if config["motors"] == "vesc":
-            self.vesc = VescTracks(config["vesc"], vehicle)
+            vc = config["vesc"]
+            self.vesc = SimVescTracks(vc["sim"], vc["topology"], RPI.erpm_per_radps(vc["gear_ratio"], vc["pole_pairs"]),
+                                      vehicle["max_wheel_radps"], vc["stop_brake_current_a"],
+                                      tmp_prefix="grading-vesc-")
             self.app = RpiGroundRobot([start], self.vesc.driver, runtime_config=runtime_cfg,
                                       follower_config=config["follower"],
                                       telemetry_rate_hz=config["vesc"]["telemetry_rate_hz"])

@@ -13,29 +13,20 @@ Fault injection: unplug/replug a port, raise a VESC fault code.
 """
 import collections
 import math
-import os
-import shutil
-import tempfile
 
 from boards.rpi import constants as C
 from boards.rpi.app import RpiGroundRobot
 from boards.rpi.imu_mpu6050 import Mpu6050
-from boards.rpi.vesc_motors import VescDiffDrive
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness.metrics import path_error_m
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.sim_i2c import PlanarMotionSource, SimI2cBus, SimMpu6050
-from harness.sim_vesc import DEFAULTS as SIM_VESC_DEFAULTS, SimVesc, SimVescPort
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
-from onboard.comms.transport import SerialTransport
+from harness.vesc_tracks import TRACK_VESC, SimVescTracks
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
 from onboard.core.units import hz_to_period_us, s_to_us
 
 DESCRIPTION = "Pi ground robot drives two simulated VESCs over ptys (VESC UART protocol) to way-points"
-
-_VESC = dict(SIM_VESC_DEFAULTS)
-_VESC.update(accel_erpm_per_s_per_a=15000.0, current_limit_a=20.0, speed_time_constant_s=0.08)
-_VESC.pop("controller_id")
 
 DEFAULTS = {
     "max_duration_s": 60.0,
@@ -48,7 +39,7 @@ DEFAULTS = {
     "aiding": dict(POSE_DEFAULTS),
     "imu": {"rate_hz": 100, "gyro_bias_sigma_dps": 0.3, "gyro_noise_dps": 0.05,
             "accel_noise_mps2": 0.02},
-    "vesc": _VESC,
+    "vesc": dict(TRACK_VESC),
     "drive": {"gear_ratio": C.GEAR_RATIO, "pole_pairs": C.MOTOR_POLE_PAIRS,
               "telemetry_rate_hz": C.TELEMETRY_RATE_HZ, "stop_brake_current_a": C.STOP_BRAKE_CURRENT_A},
     "runtime": {"control_rate_hz": 50, "imu_timeout_us": 50000, "aiding_timeout_us": 500000},
@@ -63,64 +54,25 @@ def _rms(values):
 
 
 def run(config, ctx):
-    tmpdir = tempfile.mkdtemp(prefix="vesc-ptys-")
-    ports = []
+    drive = config["drive"]
+    telemetry = collections.defaultdict(list)        # motor -> [(time_us, erpm)]
+    tracks = SimVescTracks(config["vesc"], config["topology"],
+                           C.erpm_per_radps(drive["gear_ratio"], drive["pole_pairs"]),
+                           config["vehicle"]["max_wheel_radps"], drive["stop_brake_current_a"],
+                           on_telemetry=lambda s: telemetry[s.motor].append((s.time_us, s.erpm)), log=ctx.log)
     try:
-        return _run(config, ctx, tmpdir, ports)
+        return _run(config, ctx, tracks, telemetry)
     finally:
-        for p in ports:
-            p.close()
-        shutil.rmtree(tmpdir, ignore_errors=True)
+        tracks.close()
 
 
-def _run(config, ctx, tmpdir, ports):
+def _run(config, ctx, tracks, telemetry):
     clock = SimClock()
     vcfg = dict(config["vehicle"])
     robot = DiffDriveRobot(vcfg)
     drive = config["drive"]
-    erpm_per_radps = C.erpm_per_radps(drive["gear_ratio"], drive["pole_pairs"])
-    vesc_cfg = dict(config["vesc"])
-    vesc_cfg["max_erpm"] = min(vesc_cfg["max_erpm"], vcfg["max_wheel_radps"] * erpm_per_radps)
-    left = SimVesc(dict(vesc_cfg, controller_id=C.VESC_LEFT_CONTROLLER_ID))
-    right = SimVesc(dict(vesc_cfg, controller_id=C.VESC_RIGHT_CAN_ID))
-    sims = {"left": left, "right": right}
-    directions = {"left": C.LEFT_DIRECTION, "right": C.RIGHT_DIRECTION}
-
-    topology = config["topology"]
-    if topology == "two_uarts":
-        port_of = {"left": SimVescPort(left, link_path=os.path.join(tmpdir, "vesc-left")),
-                   "right": SimVescPort(right, link_path=os.path.join(tmpdir, "vesc-right"))}
-        motors_cfg = [
-            {"name": "left", "link": "left", "controller_id": left.controller_id,
-             "direction": directions["left"]},
-            {"name": "right", "link": "right", "controller_id": right.controller_id,
-             "direction": directions["right"]}]
-    elif topology == "can_forward":
-        uart = SimVescPort(left, can_bus=[right], link_path=os.path.join(tmpdir, "vesc-uart"))
-        port_of = {"left": uart, "right": uart}
-        motors_cfg = [
-            {"name": "left", "link": "left", "controller_id": left.controller_id,
-             "direction": directions["left"]},
-            {"name": "right", "link": "left", "can_id": right.controller_id,
-             "controller_id": right.controller_id, "direction": directions["right"]}]
-    else:
-        raise ValueError("topology must be two_uarts or can_forward, got %r" % (topology,))
-    unique_ports = []
-    for p in port_of.values():
-        if p not in unique_ports:
-            unique_ports.append(p)
-    ports.extend(unique_ports)
-    links = {}
-    for m in motors_cfg:
-        path = port_of[m["name"]].path
-        links.setdefault(m["link"], (lambda path=path: SerialTransport(path, C.VESC_UART_BAUD).open()))
-
-    telemetry = collections.defaultdict(list)        # motor -> [(time_us, erpm)]
-    motors = VescDiffDrive(links, motors_cfg, {"erpm_per_radps": erpm_per_radps,
-                                               "max_wheel_radps": vcfg["max_wheel_radps"],
-                                               "stop_brake_current_a": drive["stop_brake_current_a"]},
-                           on_telemetry=lambda s: telemetry[s.motor].append((s.time_us, s.erpm)),
-                           log=ctx.log)
+    left, right, sims = tracks.left, tracks.right, tracks.sims
+    port_of, unique_ports, motors = tracks.port_of, tracks.ports, tracks.driver
 
     # ---- IMU: board driver on a simulated I2C bus with a register-level MPU-6050
     bus = SimI2cBus()
@@ -145,11 +97,7 @@ def _run(config, ctx, tmpdir, ports):
     ref = {"left": 0.0, "right": 0.0}
     # (time_us, reference erpm after the physics step at that time, under SetRPM?)
     ref_hist = {name: collections.deque([(0, 0.0, False)], maxlen=64) for name in ("left", "right")}
-    a_ref = 1.0 - math.exp(-physics_dt_s / vesc_cfg["speed_time_constant_s"])
-
-    def uart_tick(t):
-        for p in unique_ports:
-            p.service(t)
+    a_ref = 1.0 - math.exp(-physics_dt_s / config["vesc"]["speed_time_constant_s"])
 
     def physics(t):
         for name, sim in sims.items():
@@ -160,8 +108,7 @@ def _run(config, ctx, tmpdir, ports):
             else:
                 ref[name] = sim.erpm
             ref_hist[name].append((t, ref[name], sim.mode == "rpm"))
-        w_left = directions["left"] * left.erpm / erpm_per_radps
-        w_right = directions["right"] * right.erpm / erpm_per_radps
+        w_left, w_right = tracks.wheel_radps()
         robot.left_radps = robot.left_cmd_radps = w_left
         robot.right_radps = robot.right_cmd_radps = w_right
         robot.step(physics_dt_s)
@@ -183,7 +130,7 @@ def _run(config, ctx, tmpdir, ports):
             app.runtime.on_pose(s)
             ctx.log("/aiding/pose", t, s)
 
-    clock.call_every(hz_to_period_us(config["uart_service_hz"]), uart_tick,
+    clock.call_every(hz_to_period_us(config["uart_service_hz"]), tracks.service,
                      start_us=hz_to_period_us(config["uart_service_hz"]), priority=PRIORITY_PHYSICS - 1)
     clock.call_every(hz_to_period_us(config["physics_hz"]), physics,
                      start_us=hz_to_period_us(config["physics_hz"]), priority=PRIORITY_PHYSICS)
@@ -264,7 +211,7 @@ def _run(config, ctx, tmpdir, ports):
     n_wp = len(config["waypoints_ne_m"])
     metrics = {
         "success": app.runtime.follower.index == n_wp,
-        "topology": topology,
+        "topology": config["topology"],
         "waypoints_reached": app.runtime.follower.index,
         "waypoints_total": n_wp,
         "time_to_complete_s": (app.runtime.mission_complete_us * 1e-6
