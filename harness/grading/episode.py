@@ -33,7 +33,7 @@ from harness.grading.sand_world import DEFAULTS as WORLD_DEFAULTS, Blade, SandWo
 from harness.sensors.imu import PlanarImu
 from harness.sensors.pose import AidingPoseSensor
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
-from harness.vesc_tracks import TRACK_VESC, SimVescTracks
+from harness.vesc_tracks import TOPOLOGIES, TRACK_VESC, SimVescTracks
 from onboard.core.angles import wrap_pi
 from onboard.core.samples import PoseSample
 from onboard.core.units import hz_to_period_us, s_to_us
@@ -246,11 +246,24 @@ class ExpertDecider:
                                   episode.cfg["blade_edge_ahead_m"])
 
 
+def invalid_setting(config):
+    """The first choice setting of an episode config outside its choices, as "<path> must be one of
+    <choices>, got <value>"; None when all are valid (the grading scenario and the sweep report it as
+    a config error before anything runs, GradingEpisode raises it)."""
+    for path, value, known in (("estimator", config["estimator"], ESTIMATORS), ("motors", config["motors"], MOTORS),
+                               ("noise", config["noise"], tuple(NOISE_SCENARIOS)),
+                               ("vesc.topology", config["vesc"]["topology"], TOPOLOGIES)):
+        if value not in known:
+            return "%s must be one of %s, got %r" % (path, ", ".join(known), value)
+    return None
+
+
 class GradingEpisode:
     def __init__(self, config, random, log=None):
-        for key, known in (("estimator", ESTIMATORS), ("motors", MOTORS)):
-            if config[key] not in known:
-                raise ValueError("unknown %s %r (known: %s)" % (key, config[key], ", ".join(known)))
+        imu_cfg, aiding_cfg = noise_config(config)        # "unknown noise scenario" first
+        problem = invalid_setting(config)
+        if problem:
+            raise ValueError(problem)
         self.cfg = config
         self.log = log
         self.world = SandWorld(config["world"], random.stream("world"))
@@ -265,7 +278,6 @@ class GradingEpisode:
         vehicle = dict(config["vehicle"])
         vehicle.update(start_ne_m=list(start), start_yaw_deg=0.0)
         self.robot = DiffDriveRobot(vehicle)
-        imu_cfg, aiding_cfg = noise_config(config)
         self.clock = SimClock()
         runtime_cfg = {"imu_rate_hz": imu_cfg["rate_hz"], "aiding_rate_hz": aiding_cfg["rate_hz"],
                        "wheelbase_m": vehicle["wheelbase_m"], "wheel_radius_m": vehicle["wheel_radius_m"],

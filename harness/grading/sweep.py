@@ -18,7 +18,8 @@ import sys
 
 from harness.config import ConfigError, merge, parse_set
 from harness.grading.agents import AGENT_BACKENDS, MODEL_DIR, ModelError, load_decider
-from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode
+from harness.grading.episode import (DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode,
+                                     invalid_setting)
 from harness.progress import Progress
 from harness.rng import RunRandom
 
@@ -28,12 +29,16 @@ SWEEP_AXES = ("noise", "heading_sigma_deg")      # set per cell by the sweep, no
 
 def episode_config(overrides=None):
     """The episode settings every cell starts from: EPISODE_DEFAULTS with ``overrides`` merged in
-    (unknown keys or wrong types raise ConfigError, as for scenarios)."""
+    (unknown keys, wrong types or a choice outside its choices raise ConfigError, as for scenarios)."""
     overrides = overrides or {}
     for key in SWEEP_AXES:
         if key in overrides:
             raise ConfigError("grading-sweep sets %s per cell itself; it cannot be overridden" % key)
-    return merge(EPISODE_DEFAULTS, overrides, "episode") if overrides else copy.deepcopy(EPISODE_DEFAULTS)
+    config = merge(EPISODE_DEFAULTS, overrides, "episode") if overrides else copy.deepcopy(EPISODE_DEFAULTS)
+    problem = invalid_setting(config)
+    if problem:
+        raise ConfigError("setting episode." + problem)
+    return config
 
 
 def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max_legs=None, base_config=None):

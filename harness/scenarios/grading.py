@@ -10,8 +10,7 @@ import copy
 
 from harness.config import ConfigError
 from harness.grading.agents import AGENT_BACKENDS, ModelError, load_decider
-from harness.grading.episode import (DEFAULTS as EPISODE_DEFAULTS, ESTIMATORS, MOTORS, NOISE_SCENARIOS,
-                                     ExpertDecider, GradingEpisode)
+from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, ExpertDecider, GradingEpisode, invalid_setting
 
 DESCRIPTION = "dozer grades sand piles (ag2u) under a pose-noise scenario; expert or trained agent decides"
 
@@ -24,12 +23,9 @@ def run(config, ctx):
     agent = config["agent"]
     if agent not in ("expert", "agent1", "agent2"):
         raise ConfigError("setting config.agent must be expert, agent1 or agent2, got %r" % agent)
-    for key, known in (("estimator", ESTIMATORS), ("motors", MOTORS), ("noise", tuple(NOISE_SCENARIOS))):
-        if config[key] not in known:
-            raise ConfigError("setting config.%s must be one of %s, got %r" % (key, ", ".join(known), config[key]))
-    if config["vesc"]["topology"] not in ("two_uarts", "can_forward"):
-        raise ConfigError("setting config.vesc.topology must be two_uarts or can_forward, got %r"
-                          % config["vesc"]["topology"])
+    problem = invalid_setting(config)
+    if problem:
+        raise ConfigError("setting config." + problem)
     if config["agent_backend"] not in AGENT_BACKENDS:
         raise ConfigError("setting config.agent_backend must be one of %s, got %r"
                           % (", ".join(AGENT_BACKENDS), config["agent_backend"]))

@@ -59,7 +59,8 @@ def test_sweep_settings_reach_every_episode_and_bad_ones_are_refused(tmp_path):
     deciders = {"agent1": PolicyDecider(*load_agent("agent1"))}
     cell = run_cell(deciders, "agent1", "noise_less", rollouts=1, seed=3, base_config=base)
     assert 0 < cell["decisions"] <= 2                   # the override's leg budget held
-    for bad in ({"noise": "extreme"}, {"heading_sigma_deg": 5.0}, {"motorz": "vesc"}, {"max_legs": "many"}):
+    for bad in ({"noise": "extreme"}, {"heading_sigma_deg": 5.0}, {"motorz": "vesc"}, {"max_legs": "many"},
+                {"motors": "can"}, {"vesc": {"topology": "usb"}}):
         with pytest.raises(ConfigError):
             episode_config(bad)
 
