@@ -87,6 +87,10 @@ DEFAULTS = {
 }
 
 
+# flight settings handed to each drone's onboard.swarm.agent.SwarmAgent under the same name
+AGENT_SETTINGS = ("n_particles", "warmup_steps", "learned_refresh", "pf_init", "guard_distance_m", "guard_on_range",
+                  "guard_horizon_s", "stuck_window_s", "approach_radius_m", "collapsed_estimate_fraction")
+
 POLICIES = ("float", "int8", "int8-pure")
 ESTIMATORS = ("float", "int8", "int8-pure")
 
@@ -164,15 +168,8 @@ def run_episode(config, rng_truth, rng_agents, models=None, seed=1):
 
 def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
     kernels = pf_mod.kernels_for(c["impl"])
-    agents = [SwarmAgent(dqn, net, NumpyDraws(rng_agents),
-                         {"n_particles": c["n_particles"], "warmup_steps": c["warmup_steps"],
-                          "mode": c["agent_mode"], "learned_refresh": c["learned_refresh"], "pf_init": c["pf_init"],
-                          "pf_config": dict(c["pf_config"]), "guard_distance_m": c["guard_distance_m"],
-                          "guard_on_range": c["guard_on_range"], "guard_horizon_s": c["guard_horizon_s"],
-                          "stuck_window_s": c["stuck_window_s"], "approach_radius_m": c["approach_radius_m"],
-                          "collapsed_estimate_fraction": c["collapsed_estimate_fraction"]},
-                         kernels=kernels)
-              for _ in range(m)]
+    agent_cfg = dict({k: c[k] for k in AGENT_SETTINGS}, mode=c["agent_mode"], pf_config=dict(c["pf_config"]))
+    agents = [SwarmAgent(dqn, net, NumpyDraws(rng_agents), agent_cfg, kernels=kernels) for _ in range(m)]
     period_us = world.period_us
     steps = int(round(c["max_duration_s"] * 1e6 / period_us))
     goals_total = m * len(goal_queue[0])
@@ -224,12 +221,10 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
             for obj, tr in ag.tracks.items():
                 if tr.est is None:
                     continue
-                e = math.hypot(tr.est[0] - truth[obj][0], tr.est[1] - truth[obj][1])
-                ey = float("nan")
+                e, ey = estimate_errors(tr.est, truth[obj], obj)
                 if obj == GOAL_ID:
                     errs_g.append(e)
                 else:
-                    ey = abs(math.degrees(math.remainder(tr.est[2] - truth[obj][2], 2 * math.pi)))
                     errs_p.append(e)
                     errs_y.append(ey)
                 rec["tracks"].setdefault(track_key(i, obj, goal_segment[i]), []).append((t_us * 1e-6, e, ey))
@@ -318,11 +313,9 @@ def replay_estimators(rec, models, modes, n_particles, seed, warmup_steps=10, im
                     est = ag.observe(t_r, obj, r, vo, vp)
                     if est is None:
                         continue
-                    e = math.hypot(est[0] - truth[obj][0], est[1] - truth[obj][1])
-                    ey = float("nan")
+                    e, ey = estimate_errors(est, truth[obj], obj)
                     e_step.append(e)
                     if obj != GOAL_ID:
-                        ey = abs(math.degrees(math.remainder(est[2] - truth[obj][2], 2 * math.pi)))
                         y_step.append(ey)
                     tracks.setdefault(track_key(i, obj, segment[i]), []).append((t_us * 1e-6, e, ey))
             ts.append(t_us * 1e-6)
@@ -330,6 +323,15 @@ def replay_estimators(rec, models, modes, n_particles, seed, warmup_steps=10, im
             yerrs.append(float(np.mean(y_step)) if y_step else float("nan"))
         out[mode] = {"t_s": ts, "err_m": errs, "err_yaw_deg": yerrs, "tracks": tracks}
     return out
+
+
+def estimate_errors(est, truth, obj):
+    """(position error m, orientation error deg) of one relative-pose estimate (x_m, y_m, yaw_rad)
+    against the truth; the orientation error is nan for a goal (it has none)."""
+    e = math.hypot(est[0] - truth[0], est[1] - truth[1])
+    if obj == GOAL_ID:
+        return e, float("nan")
+    return e, abs(math.degrees(math.remainder(est[2] - truth[2], 2 * math.pi)))
 
 
 def track_key(drone, obj, goal_segment):
