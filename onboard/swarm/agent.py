@@ -218,13 +218,12 @@ class SwarmAgent:
         u = self.draws.uniforms(2)
         return (sample_bin(t.probs[0], float(u[0])), sample_bin(t.probs[1], float(u[1])))
 
-    def _detour_goal(self, now_us, gx_m, gy_m, near):
-        """The goal vector (own body frame, m) the DQN is shown: the estimate, or while a detour runs
-        that vector rotated away from the nearest neighbour (see stuck_window_s)."""
+    def _detour_goal(self, now_us, gx_m, gy_m, d_goal_m, near):
+        """The goal vector (own body frame, m; d_goal_m its length) the DQN is shown: the estimate, or
+        while a detour runs that vector rotated away from the nearest neighbour (see stuck_window_s)."""
         window_s = self.cfg["stuck_window_s"]
         if window_s <= 0.0:
             return gx_m, gy_m
-        d_goal_m = math.sqrt(gx_m * gx_m + gy_m * gy_m)
         detouring = self._detour_until_us is not None and now_us < self._detour_until_us
         if not detouring:
             if self._progress_us is None or d_goal_m < self._progress_m - self.cfg["stuck_progress_m"]:
@@ -249,6 +248,7 @@ class SwarmAgent:
         dt_s = 0.1 if self.last_us is None else (now_us - self.last_us) * 1e-6
         goal = self.tracks.get(GOAL_ID)
         g = goal.est if goal is not None and goal.est is not None else None
+        d_goal_m = math.sqrt(g[0] * g[0] + g[1] * g[1]) if g is not None else None
         near = None
         for obj_id, t in self.tracks.items():
             if obj_id == GOAL_ID or t.est is None or t.range_m is None:
@@ -269,7 +269,7 @@ class SwarmAgent:
             clip = self.cfg["obstacle_clip_m"]
             if d_o > clip:
                 ox, oy = ox * clip / d_o, oy * clip / d_o
-            gx, gy = self._detour_goal(now_us, g[0], g[1], near)
+            gx, gy = self._detour_goal(now_us, g[0], g[1], d_goal_m, near)
             obs = (v_own_body_mps[0], v_own_body_mps[1], gx, gy, ox, oy, dt_s)
             action = self.policy.act(obs)
             d_g = d_o
@@ -302,7 +302,6 @@ class SwarmAgent:
                 self.last_us = now_us
                 self.steps += 1
                 return self.setpoint_body_mps
-        d_goal_m = math.sqrt(g[0] * g[0] + g[1] * g[1]) if g is not None else None
         if d_goal_m is not None and d_goal_m < self.cfg["approach_radius_m"]:
             speed = min(self.cfg["approach_speed_mps"], self.cfg["approach_gain_per_s"] * d_goal_m)
             k = speed / d_goal_m if d_goal_m > 0.0 else 0.0
