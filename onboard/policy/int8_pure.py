@@ -64,6 +64,11 @@ def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+def f32_bits(x):
+    """IEEE-754 bits (unsigned int) of a Python float rounded to float32."""
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
 def round_half_away(x):
     """``std::round``: nearest integer, halves away from zero (TfLiteRound)."""
     if x < 0:
@@ -390,6 +395,8 @@ class _Conv2D(_Layer):
         self.src = op["inputs"][0]
         self.dst = op["outputs"][0]
         self.macs = out_h * out_w * out_c * f_h * f_w * in_c
+        if _mul is not None:
+            self._plan_patches()
 
     @staticmethod
     def _out_size(padding, size, f, stride, dil):
@@ -442,6 +449,18 @@ class _Conv2D(_Layer):
                     k += 1
         values[self.dst] = out
 
+    def _plan_patches(self):
+        """What ``_run_patches`` needs besides the input, fixed by the model: the zero-point-padded
+        input's size, the filter rows per output channel, their bias minus zp * sum(w), and the tap
+        offsets of a receptive field in the padded input."""
+        in_h, in_w, in_c, out_h, out_w, out_c, f_h, f_w = self.dims
+        sh, sw, dh, dw = self.stride_h, self.stride_w, self.dil_h, self.dil_w
+        self._pad_h = max(in_h + self.pad_h, (out_h - 1) * sh + dh * (f_h - 1) + 1)
+        self._pad_w = max(in_w + self.pad_w, (out_w - 1) * sw + dw * (f_w - 1) + 1)
+        k_len = f_h * f_w * in_c
+        self._rows = [self.w[oc * k_len:(oc + 1) * k_len] for oc in range(out_c)]
+        self._offsets = [self.bias[oc] - self.in_zp * sum(self._rows[oc]) for oc in range(out_c)]
+        self._taps = [(fy * dh * self._pad_w + fx * dw) * in_c for fy in range(f_h) for fx in range(f_w)]
 
     def _run_patches(self, values):
         """The same integers as ``run``'s loop, at C speed on CPython: the input is padded with
@@ -450,23 +469,16 @@ class _Conv2D(_Layer):
         ``sum(map(mul, ...))`` per output channel (exact integer identity)."""
         x = values[self.src]
         in_h, in_w, in_c, out_h, out_w, out_c, f_h, f_w = self.dims
-        sh, sw, dh, dw = self.stride_h, self.stride_w, self.dil_h, self.dil_w
+        sh, sw = self.stride_h, self.stride_w
         top, left = self.pad_h, self.pad_w
-        pad_h = max(in_h + top, (out_h - 1) * sh + dh * (f_h - 1) + 1)
-        pad_w = max(in_w + left, (out_w - 1) * sw + dw * (f_w - 1) + 1)
+        pad_w = self._pad_w
         zp = self.in_zp
-        xp = [zp] * (pad_h * pad_w * in_c)
+        xp = [zp] * (self._pad_h * pad_w * in_c)
         row = in_w * in_c
         for iy in range(in_h):
             start = ((iy + top) * pad_w + left) * in_c
             xp[start:start + row] = x[iy * row:(iy + 1) * row]
-        k_len = f_h * f_w * in_c
-        rows = getattr(self, "_rows", None)
-        if rows is None:
-            rows = self._rows = [self.w[oc * k_len:(oc + 1) * k_len] for oc in range(out_c)]
-            self._offsets = [self.bias[oc] - zp * sum(rows[oc]) for oc in range(out_c)]
-        offsets = self._offsets
-        taps = [(fy * dh * pad_w + fx * dw) * in_c for fy in range(f_h) for fx in range(f_w)]
+        rows, offsets, taps = self._rows, self._offsets, self._taps
         mults, requant = self.multipliers, self.requant
         lo, hi, out_zp = self.act_min, self.act_max, self.out_zp
         out = [0] * (out_h * out_w * out_c)
@@ -510,8 +522,8 @@ class _Add(_Layer):
                                         % (t1["shape"], t2["shape"], t_out["shape"]))
         bits1, bits2 = t1["scale_bits"][0], t2["scale_bits"][0]
         s_max = t1["scales"][0] if t1["scales"][0] >= t2["scales"][0] else t2["scales"][0]
-        twice_bits = struct.unpack("<I", struct.pack("<f", f32(2.0 * s_max)))[0]
-        out_bits = struct.unpack("<I", struct.pack("<f", f32(float(1 << ADD_LEFT_SHIFT) * t_out["scales"][0])))[0]
+        twice_bits = f32_bits(2.0 * s_max)
+        out_bits = f32_bits(float(1 << ADD_LEFT_SHIFT) * t_out["scales"][0])
         single = graph.rounding == "single"
         self.m1 = quantize_multiplier(bits1, F32_ONE_BITS, twice_bits, single)
         self.m2 = quantize_multiplier(bits2, F32_ONE_BITS, twice_bits, single)
