@@ -151,6 +151,14 @@ def label_geometry(data, obs_config=None):
     return out
 
 
+def eq1_poses(est_pose, est_cov, k, rng):
+    """k planar poses (north_m, east_m, yaw_rad) drawn from N(x_est, Sigma) (ag2u eq. 1); est_cov is
+    the flat 3x3 Sigma, symmetrised and floored by 1e-12 on the diagonal."""
+    cov = np.asarray(est_cov).reshape(3, 3)
+    cov = 0.5 * (cov + cov.T) + 1e-12 * np.eye(3)
+    return rng.multivariate_normal(est_pose, cov, size=k)
+
+
 def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8):
     """(crops float32 [N, rows, cols], green labels int64 [N], red labels int64 [N]);
     N = (k_samples + 1) * decisions for both agents."""
@@ -169,9 +177,7 @@ def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8):
             continue
         if agent != "agent2":
             raise ValueError("agent must be agent1 or agent2, got %r" % (agent,))
-        cov = np.asarray(data["est_cov"][i]).reshape(3, 3)
-        cov = 0.5 * (cov + cov.T) + 1e-12 * np.eye(3)
-        draws = rng.multivariate_normal(data["est_pose"][i], cov, size=k_samples)     # ag2u eq. 1
+        draws = eq1_poses(data["est_pose"][i], data["est_cov"][i], k_samples, rng)
         for pose in [true_pose] + [tuple(p) for p in draws]:
             crops.append(renderer.render(world, pose))
             greens.append(_label(renderer, pose, data["green_ne_m"][i]))

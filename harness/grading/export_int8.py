@@ -31,32 +31,20 @@ import time
 
 import numpy as np
 
-from harness.grading.agents import MODEL_DIR, load_agent
+from harness.grading.agents import INT8_SUBDIR, MODEL_DIR, load_agent
+from harness.grading.dataset import eq1_poses
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
+from harness.grading.fcn import conv2d_same
 from harness.grading.observation import ObservationRenderer
 from harness.rng import RunRandom
 from harness.training.quantize import activation_qparams, quantize_weights, write_model_dir
 from harness.training.tflite_builder import TfliteBuilder
 
-INT8_SUBDIR = "int8"
 GREEN, RED = 0, 1            # output channels (way-point maps)
 N_MAPS = 2
 
 
 # ------------------------------------------------------------------ float reference (NCHW)
-def _conv_chw(x, w, b, dilation):
-    """x [C, H, W], w [O, C, k, k], 'same' zero padding, stride 1 -> [O, H, W] (float64)."""
-    c, h, wd = x.shape
-    o, _, k, _ = w.shape
-    pad = dilation * (k // 2)
-    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
-    cols = np.empty((c, k, k, h, wd))
-    for i in range(k):
-        for j in range(k):
-            cols[:, i, j] = xp[:, i * dilation:i * dilation + h, j * dilation:j * dilation + wd]
-    return (w.reshape(o, -1) @ cols.reshape(c * k * k, h * wd) + b[:, None]).reshape(o, h, wd)
-
-
 def layer_plan(weights, net):
     """The network as a list of steps, read from the weight names and the card's ``network``.
 
@@ -98,7 +86,7 @@ def float_forward(weights, net, crop_m, capture=False):
     for step in layer_plan(weights, net):
         if step[0] == "conv":
             _, name, src, key, dil, act = step
-            y = _conv_chw(vals[src], w[key + ".weight"], w[key + ".bias"], dil)
+            y = conv2d_same(vals[src], w[key + ".weight"], w[key + ".bias"], dil)
         else:
             _, name, a, b, act = step
             y = vals[a] + vals[b]
@@ -137,9 +125,7 @@ def collect_crops(agent, n_episodes, seed, k_samples=8, obs_config=None, noise="
                 if hasattr(est, "sample_poses"):
                     poses = est.sample_poses(k_samples, rng)
                 else:
-                    cov = np.asarray(est.pose_covariance()).reshape(3, 3)
-                    cov = 0.5 * (cov + cov.T) + 1e-12 * np.eye(3)
-                    poses = rng.multivariate_normal(episode.estimated_pose(), cov, size=k_samples)
+                    poses = eq1_poses(episode.estimated_pose(), est.pose_covariance(), k_samples, rng)
                 for pose in poses:
                     crops.append(renderer.render(episode.world, tuple(pose)))
             return decision

@@ -15,13 +15,14 @@ import numpy as np
 DEFAULTS = {"layers": 8, "channels": 32, "dilation": 2, "input_scale": 10.0}
 
 
-def _conv2d(x, w, b, dilation):
-    """x [C, H, W], w [O, C, k, k], 'same' zero padding -> [O, H, W]."""
+def conv2d_same(x, w, b, dilation):
+    """x [C, H, W], w [O, C, k, k], 'same' zero padding, stride 1 -> [O, H, W] (in x's and w's
+    common dtype: float32 for the runtime, float64 for the int8 export's reference)."""
     c, h, wd = x.shape
     o, _, k, _ = w.shape
     pad = dilation * (k // 2)
     xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
-    cols = np.empty((c, k, k, h, wd), dtype=np.float32)
+    cols = np.empty((c, k, k, h, wd), dtype=np.result_type(x, w))
     for i in range(k):
         for j in range(k):
             cols[:, i, j] = xp[:, i * dilation:i * dilation + h, j * dilation:j * dilation + wd]
@@ -34,13 +35,13 @@ def _conv2d(x, w, b, dilation):
 def forward_numpy(weights, crop, config):
     """Logits [2, H, W] of one crop (float32 NumPy), from a dict of arrays named like the torch model."""
     x = (np.asarray(crop, dtype=np.float32) * config["input_scale"])[None]
-    x = np.maximum(_conv2d(x, weights["stem.weight"], weights["stem.bias"], 1), 0.0)
+    x = np.maximum(conv2d_same(x, weights["stem.weight"], weights["stem.bias"], 1), 0.0)
     for i in range(0, config["layers"], 2):
-        y = np.maximum(_conv2d(x, weights["body.%d.weight" % i], weights["body.%d.bias" % i],
+        y = np.maximum(conv2d_same(x, weights["body.%d.weight" % i], weights["body.%d.bias" % i],
                                config["dilation"]), 0.0)
-        y = _conv2d(y, weights["body.%d.weight" % (i + 1)], weights["body.%d.bias" % (i + 1)], config["dilation"])
+        y = conv2d_same(y, weights["body.%d.weight" % (i + 1)], weights["body.%d.bias" % (i + 1)], config["dilation"])
         x = np.maximum(x + y, 0.0)
-    return _conv2d(x, weights["head.weight"], weights["head.bias"], 1)
+    return conv2d_same(x, weights["head.weight"], weights["head.bias"], 1)
 
 
 def make_torch_model(config):

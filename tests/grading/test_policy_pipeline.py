@@ -6,7 +6,7 @@ import pytest
 
 from harness.grading import dataset
 from harness.grading.agents import ModelError, PolicyDecider, load_agent
-from harness.grading.fcn import _conv2d, forward_numpy
+from harness.grading.fcn import conv2d_same, forward_numpy
 from harness.grading.observation import ObservationRenderer
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
 from harness.grading.sand_world import SandWorld
@@ -38,7 +38,7 @@ def test_im2col_conv_matches_naive_dilated_conv(dilation):
     x = rng.normal(size=(2, 7, 6)).astype(np.float32)
     w = rng.normal(size=(3, 2, 3, 3)).astype(np.float32)
     b = rng.normal(size=3).astype(np.float32)
-    assert np.allclose(_conv2d(x, w, b, dilation), _naive_conv(x, w, b, dilation), atol=1e-5)
+    assert np.allclose(conv2d_same(x, w, b, dilation), _naive_conv(x, w, b, dilation), atol=1e-5)
 
 
 def _peak_picker():
