@@ -46,6 +46,13 @@ def load_agent(name, model_dir=MODEL_DIR):
     return weights, card
 
 
+def argmax_maps_nhwc(flat, rows, cols):
+    """[(row, col) of the green map's argmax, (row, col) of the red map's] of an int8 model's flat
+    NHWC output (first on ties)."""
+    a = np.asarray(flat).reshape(rows, cols, 2)
+    return [divmod(int(np.argmax(a[:, :, m])), cols) for m in range(2)]
+
+
 def load_int8_policy(name, backend, model_dir=MODEL_DIR):
     """The int8 export of agent ``name`` as an onboard.policy Policy; clear error when missing."""
     from onboard.policy import load_policy
@@ -87,8 +94,7 @@ class PolicyDecider:
             logits = forward_numpy(self.weights, crop, self.fcn)
             return [divmod(int(np.argmax(logits[m])), cols) for m in range(2)]
         q = self.policy.quantize_input(np.asarray(crop, dtype=np.float64).reshape(-1).tolist())
-        out = np.asarray(self.policy.run([q])[0]).reshape(rows, cols, 2)          # NHWC
-        return [divmod(int(np.argmax(out[:, :, m])), cols) for m in range(2)]
+        return argmax_maps_nhwc(self.policy.run([q])[0], rows, cols)
 
     def decide_from_crop(self, crop, pose_ne_yaw):
         points = []

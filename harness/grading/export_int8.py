@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from harness.grading.agents import INT8_SUBDIR, MODEL_DIR, load_agent
+from harness.grading.agents import INT8_SUBDIR, MODEL_DIR, argmax_maps_nhwc, load_agent
 from harness.grading.dataset import eq1_poses
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
 from harness.grading.fcn import conv2d_same
@@ -240,12 +240,6 @@ def int8_card(agent, float_card, weights_sha256, info, rows, cols, calib):
 
 
 # ------------------------------------------------------------------ evaluation
-def argmax_maps_nhwc(flat, rows, cols):
-    """[(row, col) of channel 0's argmax, (row, col) of channel 1's] of a flat NHWC output (first on ties)."""
-    a = np.asarray(flat).reshape(rows, cols, N_MAPS)
-    return [divmod(int(np.argmax(a[:, :, m])), cols) for m in range(N_MAPS)]
-
-
 def evaluate(weights, net, model_dir, crops, pure_crops=2):
     """Agreement numbers of the int8 model in ``model_dir`` on held-out ``crops``."""
     from onboard.policy import load_policy
