@@ -35,8 +35,8 @@ import time
 import numpy as np
 
 from harness.grading import dataset
-from harness.grading.fcn import DEFAULTS as FCN_DEFAULTS, forward_numpy, make_torch_model
-from harness.grading.observation import ObservationRenderer
+from harness.grading.agents import PolicyDecider
+from harness.grading.fcn import DEFAULTS as FCN_DEFAULTS, make_torch_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL_DIR = os.path.join(REPO, "models", "grading")
@@ -109,15 +109,14 @@ def accuracy(weights, fcn_config, obs_config, data, pose_key="true_pose"):
     Crops rendered at ``data[pose_key]``; errors in the body frame of that pose (m):
     median |forward| and |lateral| error, share within 0.2 m laterally / 0.25 m overall.
     """
-    renderer = ObservationRenderer(obs_config)
-    cols = obs_config["cols"]
+    decider = PolicyDecider(weights, make_card("eval", fcn_config, obs_config))
+    renderer = decider.renderer
     err = {"green": [], "red": []}
     for i in range(len(data["true_pose"])):
         world = dataset._HeightOnly(data["height_m"][i], float(data["cell_m"]))
         pose = tuple(data[pose_key][i])
-        logits = forward_numpy(weights, renderer.render(world, pose), fcn_config)
-        for m, name in enumerate(("green", "red")):
-            row, col = divmod(int(np.argmax(logits[m])), cols)
+        pixels = decider.way_point_pixels(renderer.render(world, pose))
+        for name, (row, col) in zip(("green", "red"), pixels):
             f, r = renderer.pixel_to_body(row, col)
             point = data[name + "_ne_m"][i]
             tf, tr = renderer.world_to_body(pose, point[0], point[1])
@@ -138,8 +137,6 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
 
     ``on_round(weights, training, metrics)`` is called after every DAgger round but the last (the
     first ``r`` rounds of a run are exactly an ``r``-round run, so an interrupted run leaves a model)."""
-    from harness.grading.agents import PolicyDecider
-
     t0 = time.perf_counter()
     init = None
     init_training = None
