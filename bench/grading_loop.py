@@ -24,34 +24,23 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from harness.grading.agents import load_decider  # noqa: E402
-from harness.grading.episode import DEFAULTS, ExpertDecider, GradingEpisode  # noqa: E402
+from harness.grading.episode import DEFAULTS, GradingEpisode  # noqa: E402
+from harness.grading.sweep import episode_config, run_cell  # noqa: E402
 from harness.rng import RunRandom  # noqa: E402
 
 
 def run_config(rollouts, seed, estimator, motors, decider=None, max_legs=None, noise="sensor_fusion"):
-    out = {"wall_s": 0.0, "sim_s": 0.0, "legs": 0, "successful": 0, "finished": 0, "pos_err_m": 0.0,
-           "yaw_err_deg": 0.0}
-    for r in range(rollouts):
-        cfg = copy.deepcopy(DEFAULTS)
-        cfg.update(estimator=estimator, motors=motors, noise=noise)
-        if max_legs:
-            cfg["max_legs"] = max_legs
-        t0 = time.perf_counter()
-        ep = GradingEpisode(cfg, RunRandom(seed * 1000 + r))
-        m = ep.run(decider or ExpertDecider(ep.expert))
-        out["wall_s"] += time.perf_counter() - t0
-        out["sim_s"] += m["episode_time_s"]
-        out["legs"] += m["legs"]
-        out["successful"] += m["successful_decisions"]
-        out["finished"] += int(m["finished"])
-        out["pos_err_m"] += m["position_error_rms_m"]
-        out["yaw_err_deg"] += m["yaw_error_rms_deg"]
-    n = float(rollouts)
-    return {"rollouts": rollouts, "wall_s_per_episode": out["wall_s"] / n, "sim_s_per_episode": out["sim_s"] / n,
-            "realtime_factor": out["sim_s"] / out["wall_s"], "decisions": out["legs"],
-            "success_fraction": out["successful"] / out["legs"] if out["legs"] else 0.0,
-            "finished_fraction": out["finished"] / n, "position_error_rms_m": out["pos_err_m"] / n,
-            "yaw_error_rms_deg": out["yaw_err_deg"] / n}
+    """sweep.run_cell on (estimator, motors) for the expert (decider None) or a decider, timed."""
+    base = episode_config({"estimator": estimator, "motors": motors})
+    t0 = time.perf_counter()
+    c = run_cell({"agent": decider}, "agent" if decider else "expert", noise, rollouts, seed, max_legs=max_legs,
+                 base_config=base)
+    wall_s = time.perf_counter() - t0
+    sim_s = c["mean_episode_time_s"] * rollouts
+    return {"rollouts": rollouts, "wall_s_per_episode": wall_s / rollouts, "sim_s_per_episode": sim_s / rollouts,
+            "realtime_factor": sim_s / wall_s, "decisions": c["decisions"],
+            "success_fraction": c["success_fraction"], "finished_fraction": c["finished_fraction"],
+            "position_error_rms_m": c["position_error_rms_m"], "yaw_error_rms_deg": c["yaw_error_rms_deg"]}
 
 
 def main(argv=None):

@@ -48,6 +48,7 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
     succ = legs = finished = 0
     times = []
     uncleared = []
+    pos_err, yaw_err = [], []
     for r in range(rollouts):
         cfg = copy.deepcopy(base_config or EPISODE_DEFAULTS)
         cfg["noise"] = noise
@@ -62,9 +63,12 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
         finished += 1 if m["finished"] else 0
         times.append(m["episode_time_s"])
         uncleared.append(m["uncleared_m3"])
+        pos_err.append(m["position_error_rms_m"])
+        yaw_err.append(m["yaw_error_rms_deg"])
     return {"success_fraction": succ / legs if legs else 0.0, "decisions": legs,
             "finished_fraction": finished / rollouts, "mean_episode_time_s": sum(times) / rollouts,
-            "mean_uncleared_m3": sum(uncleared) / rollouts}
+            "mean_uncleared_m3": sum(uncleared) / rollouts,
+            "position_error_rms_m": sum(pos_err) / rollouts, "yaw_error_rms_deg": sum(yaw_err) / rollouts}
 
 
 def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 50), fig5_rollouts=None,
