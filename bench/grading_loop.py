@@ -80,11 +80,13 @@ def main(argv=None):
             print("%-7s %-7s success %.2f (%d decisions) finished %.2f  sim %.0f s/episode" % (
                 agent, est, c["success_fraction"], c["decisions"], c["finished_fraction"], c["sim_s_per_episode"]))
     ep = GradingEpisode(copy.deepcopy(DEFAULTS), RunRandom(args.seed))
-    crop = ep.observation()
+    deciders = {backend: load_decider("agent2", backend) for backend in ("numpy", "litert", "litert-xnnpack",
+                                                                         "pure-int8")}
+    # the crop the agent sees, in its card's geometry (the episode's default renderer is another size)
+    crop = deciders["numpy"].renderer.render(ep.world, ep.estimated_pose())
     ep.close()
-    print("\none decision (32x32 crop -> 2 way-point maps)")
-    for backend in ("numpy", "litert", "litert-xnnpack", "pure-int8"):
-        d = load_decider("agent2", backend)
+    print("\none decision (%dx%d crop -> 2 way-point maps)" % crop.shape)
+    for backend, d in deciders.items():
         reps = 1 if backend == "pure-int8" else 20
         d.way_point_pixels(crop)
         t0 = time.perf_counter()
