@@ -96,6 +96,26 @@ def collect(n_episodes, seed, noise="sensor_fusion", config=None, policy=None, b
     return out
 
 
+def _collect_chunk(job):
+    n_episodes, seed, noise, first_episode = job
+    return collect(n_episodes, seed, noise=noise, first_episode=first_episode)
+
+
+def collect_parallel(n_episodes, seed, noise="sensor_fusion", workers=1):
+    """``collect`` of expert-driven episodes split over ``workers`` processes; the chunks are merged in
+    episode order, so the result equals ``collect(n_episodes, seed, noise)`` whatever ``workers`` is."""
+    workers = max(1, min(int(workers), n_episodes))
+    if workers == 1:
+        return collect(n_episodes, seed, noise=noise)
+    import multiprocessing
+
+    bounds = [n_episodes * w // workers for w in range(workers + 1)]
+    jobs = [(bounds[w + 1] - bounds[w], seed, noise, bounds[w]) for w in range(workers)]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        parts = pool.map(_collect_chunk, jobs)
+    return merge(*parts)
+
+
 def merge(*datasets):
     """One dataset from several ``collect`` results (same world grid)."""
     out = {k: np.concatenate([d[k] for d in datasets if len(d["true_pose"])]) for k in RECORD_KEYS}

@@ -71,29 +71,44 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
             "position_error_rms_m": sum(pos_err) / rollouts, "yaw_error_rms_deg": sum(yaw_err) / rollouts}
 
 
+def _run_cell_job(payload):
+    """One sweep cell in a worker process (loads its own decider: int8 interpreters are not shared across a fork)."""
+    (agent, noise, rollouts, seed, level), base, model_dir, backend = payload
+    deciders = {agent: load_decider(agent, backend, model_dir)}
+    return run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=level, base_config=base)
+
+
 def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 50), fig5_rollouts=None,
-          model_dir=None, show_progress=True, episode_overrides=None, agent_backend="numpy"):
+          model_dir=None, show_progress=True, episode_overrides=None, agent_backend="numpy", workers=1):
+    """Run every cell (``workers`` processes; the numbers do not depend on it) and write the report."""
     base = episode_config(episode_overrides)
     deciders = {agent: load_decider(agent, agent_backend, model_dir or MODEL_DIR) for agent in AGENTS}
     fig5_rollouts = fig5_rollouts or max(1, rollouts // 2)
     total = len(NOISE_SCENARIOS) * len(AGENTS) * rollouts + len(heading_levels_deg) * len(AGENTS) * fig5_rollouts
     bar = Progress(total, "grading sweep", enabled=show_progress, unit="episodes")
-    done = 0
-    table = {}
-    for noise in NOISE_SCENARIOS:
-        table[noise] = {}
-        for agent in AGENTS:
-            table[noise][agent] = run_cell(deciders, agent, noise, rollouts, seed, base_config=base)
-            done += rollouts
-            bar.update_to(done)
+    # every cell is seeded on its own, so the cells can run in any process and order
+    jobs = [(agent, noise, rollouts, seed, -1.0) for noise in NOISE_SCENARIOS for agent in AGENTS]
+    jobs += [(agent, "sensor_fusion", fig5_rollouts, seed + 7, level) for level in heading_levels_deg for agent in AGENTS]
+    results = []
+    if workers <= 1:
+        for agent, noise, n, cell_seed, level in jobs:
+            results.append(run_cell(deciders, agent, noise, n, cell_seed, heading_sigma_deg=level, base_config=base))
+            bar.update_to(sum(job[2] for job in jobs[:len(results)]))
+    else:
+        import multiprocessing
+
+        payload = [(job, base, model_dir or MODEL_DIR, agent_backend) for job in jobs]
+        with multiprocessing.get_context("fork").Pool(min(int(workers), len(jobs))) as pool:
+            for cell in pool.imap(_run_cell_job, payload):
+                results.append(cell)
+                bar.update_to(sum(job[2] for job in jobs[:len(results)]))
+    table = {noise: {} for noise in NOISE_SCENARIOS}
     fig5 = {agent: [] for agent in AGENTS}
-    for level in heading_levels_deg:
-        for agent in AGENTS:
-            cell = run_cell(deciders, agent, "sensor_fusion", fig5_rollouts, seed + 7, heading_sigma_deg=level,
-                            base_config=base)
+    for (agent, noise, _, _, level), cell in zip(jobs, results):
+        if level < 0.0:
+            table[noise][agent] = cell
+        else:
             fig5[agent].append(dict(cell, heading_sigma_deg=level))
-            done += fig5_rollouts
-            bar.update_to(done)
     bar.close()
     table1 = {noise: {a: table[noise][a]["success_fraction"] for a in AGENTS} for noise in table}
     table2 = {noise: {a: (table[noise][a]["mean_episode_time_s"] if table[noise][a]["finished_fraction"] >= 0.5
@@ -161,6 +176,8 @@ def add_parser(sub):
                    help="episode setting for every cell, e.g. --set motors=vesc (repeatable)")
     p.add_argument("--agent-backend", choices=AGENT_BACKENDS, default="numpy",
                    help="numpy: float weights; litert / litert-xnnpack / pure-int8: the int8 exports")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes running the cells (each cell is seeded on its own: same numbers)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd)
 
@@ -168,7 +185,8 @@ def add_parser(sub):
 def _cmd(args):
     try:
         table1, table2, _ = sweep(args.out, args.rollouts, args.seed, show_progress=not args.quiet,
-                                  episode_overrides=parse_set(args.set), agent_backend=args.agent_backend)
+                                  episode_overrides=parse_set(args.set), agent_backend=args.agent_backend,
+                                  workers=args.workers)
     except (ModelError, ConfigError) as exc:
         print("error: %s" % exc, file=sys.stderr)
         return 2

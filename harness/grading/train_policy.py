@@ -69,13 +69,29 @@ def make_card(agent, fcn_config, obs_config, training=None, metrics=None):
     }
 
 
-def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=None, batch=128, log=print):
-    """Weights (dict of float32 arrays) after ``epochs`` passes over the crops of ``data``."""
+def mirrored(crops, greens, reds, cols):
+    """Crops and labels plus their east-west mirror images: the sand world, the dozer and the expert's
+    rule (pushes run north; the lane laterally closest to the dozer) are symmetric under a left-right
+    flip of the crop, so a flipped crop with flipped way-point columns is another valid expert decision."""
+    def flip(labels):
+        row, col = np.divmod(labels, cols)
+        return row * cols + (cols - 1 - col)
+    return (np.concatenate([crops, crops[:, :, ::-1]]), np.concatenate([greens, flip(greens)]),
+            np.concatenate([reds, flip(reds)]))
+
+
+def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=None, batch=128, log=print,
+          mirror=False):
+    """Weights (dict of float32 arrays) after ``epochs`` passes over the crops of ``data`` (and their
+    mirror images with ``mirror``)."""
     import torch
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     crops, greens, reds = dataset.crops_and_labels(data, agent, rng, obs_config, k_samples=k_samples)
+    if mirror:
+        crops, greens, reds = mirrored(crops, greens, reds, obs_config["cols"])
+    crops = np.ascontiguousarray(crops)
     model = make_torch_model(fcn_config)
     if init is not None:
         model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in init.items()})
@@ -148,7 +164,7 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
         log("%s: behaviour-cloned weights from %s" % (agent, args.init))
     if args.epochs > 0 or init is None:
         weights, stats = train(agent, data, args.seed, args.epochs, fcn_config, obs_config, args.k_samples,
-                               init=init, batch=args.batch, log=log)
+                               init=init, batch=args.batch, log=log, mirror=args.mirror)
     else:
         weights, stats = init, {}
     rounds = []
@@ -163,7 +179,7 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
         log("%s DAgger round %d: %d states visited by the policy (%.0f s), %d decisions aggregated"
             % (agent, r + 1, len(dag["true_pose"]), time.perf_counter() - t1, len(agg["true_pose"])))
         weights, stats = train(agent, agg, args.seed + r + 1, args.dagger_epochs, fcn_config, obs_config,
-                               args.k_samples, init=weights, batch=args.batch, log=log)
+                               args.k_samples, init=weights, batch=args.batch, log=log, mirror=args.mirror)
         rounds.append({"episodes": args.dagger_episodes, "noise": DAGGER_NOISE[agent],
                        "visited_decisions": int(len(dag["true_pose"])), "epochs": args.dagger_epochs})
         if on_round is not None and r < args.dagger_rounds - 1:
@@ -179,6 +195,7 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
     metrics["heldout_estimated_pose"] = accuracy(weights, fcn_config, obs_config, val, "est_pose")
     training = {"seed": args.seed, "episodes": args.episodes, "decisions": int(len(data["true_pose"])),
                 "epochs": args.epochs, "k_samples": args.k_samples, "batch": args.batch,
+                "mirror_augmentation": bool(args.mirror),
                 "optimizer": "Adam lr 1e-3", "observations": OBSERVATION_TEXT[agent],
                 "dataset_noise": "sensor_fusion (expert drives on the estimate, labels on the true state)",
                 "dagger": list(rounds), "dagger_max_legs": args.dagger_max_legs, "aggregated_decisions": int(len(agg["true_pose"])),
@@ -207,7 +224,10 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=FCN_DEFAULTS["layers"])
     ap.add_argument("--k-samples", type=int, default=8, help="eq. 1 poses per decision for agent2")
     ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--mirror", action="store_true", help="also train on the east-west mirror image of every crop")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    ap.add_argument("--workers", type=int, default=1, help="processes collecting the expert dataset (the data "
+                    "do not depend on it)")
     ap.add_argument("--agents", default="agent1,agent2")
     ap.add_argument("--out", default=MODEL_DIR)
     ap.add_argument("--init", default=None, help="start from <init>/<agent>/weights.npz (with --epochs 0: the "
@@ -230,8 +250,8 @@ def main(argv=None):
             data = {k[len("train_"):]: f[k] for k in f.files if k.startswith("train_")}
             val = {k[len("val_"):]: f[k] for k in f.files if k.startswith("val_")}
     else:
-        data = dataset.collect(args.episodes, seed=args.seed, noise="sensor_fusion")
-        val = dataset.collect(args.val_episodes, seed=args.seed + 7919, noise="sensor_fusion")
+        data = dataset.collect_parallel(args.episodes, args.seed, "sensor_fusion", args.workers)
+        val = dataset.collect_parallel(args.val_episodes, args.seed + 7919, "sensor_fusion", args.workers)
         if args.data:
             os.makedirs(os.path.dirname(os.path.abspath(args.data)), exist_ok=True)
             tmp = args.data + ".tmp.npz"

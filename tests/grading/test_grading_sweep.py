@@ -53,6 +53,15 @@ def test_sweep_writes_tables_and_figure(tmp_path):
     assert [c["heading_sigma_deg"] for c in fig5["agent1"]] == [0, 40]
 
 
+def test_sweep_in_worker_processes_gives_the_same_numbers(tmp_path):
+    kwargs = dict(rollouts=1, seed=2, heading_levels_deg=(30,), fig5_rollouts=1, show_progress=False,
+                  episode_overrides={"max_legs": 2})
+    serial = sweep(str(tmp_path / "serial"), **kwargs)
+    parallel = sweep(str(tmp_path / "parallel"), workers=2, **kwargs)
+    assert parallel == serial
+    assert (tmp_path / "parallel" / "cells.json").read_text() == (tmp_path / "serial" / "cells.json").read_text()
+
+
 def test_sweep_settings_reach_every_episode_and_bad_ones_are_refused(tmp_path):
     base = episode_config({"estimator": "planar", "max_legs": 2})
     assert base["estimator"] == "planar" and base["max_legs"] == 2 and base["motors"] == "direct"

@@ -156,7 +156,7 @@ def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tm
     from harness.grading import train_policy
 
     common = ["--episodes", "2", "--val-episodes", "1", "--threads", "1", "--agents", "agent2",
-              "--data", str(tmp_path / "data.npz")]
+              "--data", str(tmp_path / "data.npz"), "--mirror", "--workers", "2"]
     assert train_policy.main(common + ["--epochs", "1", "--dagger-rounds", "0", "--out", str(tmp_path / "bc")]) == 0
     assert (tmp_path / "data.npz").exists()
     assert train_policy.main(common + ["--epochs", "0", "--init", str(tmp_path / "bc"), "--dagger-rounds", "1",
@@ -165,6 +165,7 @@ def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tm
     weights, card = load_agent("agent2", str(tmp_path / "dag"))
     assert card["input"]["observation"] == AGENT_OBSERVATION
     assert card["training"]["epochs"] == 1 and card["training"]["behaviour_cloning"]["epochs"] == 1
+    assert card["training"]["mirror_augmentation"] is True
     assert card["training"]["dagger"][0]["visited_decisions"] >= 1
     assert card["training"]["aggregated_decisions"] > card["training"]["decisions"]
     assert 0.0 <= card["metrics"]["heldout_true_pose"]["green"]["lateral_within_0.2m"] <= 1.0
@@ -180,3 +181,21 @@ def test_episode_chunks_collected_separately_equal_one_collection():
     parts = dataset.merge(dataset.collect(1, seed=1), dataset.collect(1, seed=1, first_episode=1))
     for key in dataset.RECORD_KEYS:
         assert np.array_equal(whole[key], parts[key])
+
+
+def test_mirror_augmentation_flips_crops_and_way_point_labels_together():
+    from harness.grading.train_policy import mirrored
+    rng = np.random.default_rng(4)
+    rows, cols = AGENT_OBSERVATION["rows"], AGENT_OBSERVATION["cols"]
+    crops = rng.normal(size=(3, rows, cols)).astype(np.float32)
+    greens = rng.integers(0, rows * cols, 3)
+    reds = rng.integers(0, rows * cols, 3)
+    m_crops, m_greens, m_reds = mirrored(crops, greens, reds, cols)
+    assert m_crops.shape == (6, rows, cols)
+    assert np.array_equal(m_crops[:3], crops) and np.array_equal(m_greens[:3], greens)
+    for labels, m_labels in ((greens, m_greens), (reds, m_reds)):
+        for i, label in enumerate(labels):
+            # the mirrored label marks the same sand in the mirrored crop
+            assert m_crops[3 + i].reshape(-1)[m_labels[3 + i]] == crops[i].reshape(-1)[label]
+            row, col = divmod(int(label), cols)
+            assert divmod(int(m_labels[3 + i]), cols) == (row, cols - 1 - col)
