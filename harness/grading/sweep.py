@@ -9,7 +9,8 @@ plus results.md with the tables. Seeds: rollout r uses world seed ``seed * 1000 
 same worlds for both agents. ``--set KEY=VALUE`` changes an episode setting for every cell
 (e.g. ``--set motors=vesc``, ``--set estimator=planar``); the noise scenario and heading noise
 are the sweep's own axes and cannot be set. ``--agent-backend`` runs the agents' int8 exports
-(litert, litert-xnnpack, pure-int8) instead of the float weights.
+(litert, litert-xnnpack, pure-int8) instead of the float weights. ``--workers N`` runs the cells in
+N processes (each cell is seeded on its own, so the numbers do not change).
 """
 import copy
 import json

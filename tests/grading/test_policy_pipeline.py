@@ -199,3 +199,12 @@ def test_mirror_augmentation_flips_crops_and_way_point_labels_together():
             assert m_crops[3 + i].reshape(-1)[m_labels[3 + i]] == crops[i].reshape(-1)[label]
             row, col = divmod(int(label), cols)
             assert divmod(int(m_labels[3 + i]), cols) == (row, cols - 1 - col)
+
+
+def test_dataset_collected_in_worker_processes_equals_one_collection():
+    from harness.grading import dataset
+    one = dataset.collect(3, seed=5)
+    split = dataset.collect_parallel(3, 5, workers=2)
+    assert len(one["true_pose"]) > 0
+    for key in dataset.RECORD_KEYS:
+        assert np.array_equal(one[key], split[key]), key
