@@ -30,6 +30,7 @@ import numpy as np
 
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
 from harness.grading.observation import ObservationRenderer
+from harness.parallel import ordered_map
 from harness.rng import RunRandom
 
 RECORD_KEYS = ("height_m", "true_pose", "est_pose", "est_cov", "green_ne_m", "red_ne_m")
@@ -107,13 +108,9 @@ def collect_parallel(n_episodes, seed, noise="sensor_fusion", workers=1):
     workers = max(1, min(int(workers), n_episodes))
     if workers == 1:
         return collect(n_episodes, seed, noise=noise)
-    import multiprocessing
-
     bounds = [n_episodes * w // workers for w in range(workers + 1)]
     jobs = [(bounds[w + 1] - bounds[w], seed, noise, bounds[w]) for w in range(workers)]
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        parts = pool.map(_collect_chunk, jobs)
-    return merge(*parts)
+    return merge(*ordered_map(_collect_chunk, jobs, workers))
 
 
 def merge(*datasets):

@@ -21,6 +21,7 @@ from harness.config import ConfigError, merge, parse_set
 from harness.grading.agents import AGENT_BACKENDS, MODEL_DIR, ModelError, load_decider
 from harness.grading.episode import (DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode,
                                      invalid_setting)
+from harness.parallel import ordered_map
 from harness.progress import Progress
 from harness.rng import RunRandom
 
@@ -73,7 +74,7 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
 
 
 def _run_cell_job(payload):
-    """One sweep cell in a worker process (loads its own decider: int8 interpreters are not shared across a fork)."""
+    """One sweep cell (loads its own decider: int8 interpreters are not shared across a fork)."""
     (agent, noise, rollouts, seed, level), base, model_dir, backend = payload
     deciders = {agent: load_decider(agent, backend, model_dir)}
     return run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=level, base_config=base)
@@ -83,33 +84,27 @@ def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 5
           model_dir=None, show_progress=True, episode_overrides=None, agent_backend="numpy", workers=1):
     """Run every cell (``workers`` processes; the numbers do not depend on it) and write the report."""
     base = episode_config(episode_overrides)
-    deciders = {agent: load_decider(agent, agent_backend, model_dir or MODEL_DIR) for agent in AGENTS}
+    model_dir = model_dir or MODEL_DIR
+    for agent in AGENTS:
+        load_decider(agent, agent_backend, model_dir)      # a missing or corrupt model fails before any episode
     fig5_rollouts = fig5_rollouts or max(1, rollouts // 2)
     total = len(NOISE_SCENARIOS) * len(AGENTS) * rollouts + len(heading_levels_deg) * len(AGENTS) * fig5_rollouts
     bar = Progress(total, "grading sweep", enabled=show_progress, unit="episodes")
     # every cell is seeded on its own, so the cells can run in any process and order
     jobs = [(agent, noise, rollouts, seed, -1.0) for noise in NOISE_SCENARIOS for agent in AGENTS]
     jobs += [(agent, "sensor_fusion", fig5_rollouts, seed + 7, level) for level in heading_levels_deg for agent in AGENTS]
-    results = []
-    if workers <= 1:
-        for agent, noise, n, cell_seed, level in jobs:
-            results.append(run_cell(deciders, agent, noise, n, cell_seed, heading_sigma_deg=level, base_config=base))
-            bar.update_to(sum(job[2] for job in jobs[:len(results)]))
-    else:
-        import multiprocessing
-
-        payload = [(job, base, model_dir or MODEL_DIR, agent_backend) for job in jobs]
-        with multiprocessing.get_context("fork").Pool(min(int(workers), len(jobs))) as pool:
-            for cell in pool.imap(_run_cell_job, payload):
-                results.append(cell)
-                bar.update_to(sum(job[2] for job in jobs[:len(results)]))
     table = {noise: {} for noise in NOISE_SCENARIOS}
     fig5 = {agent: [] for agent in AGENTS}
-    for (agent, noise, _, _, level), cell in zip(jobs, results):
+    done = 0
+    for job, cell in zip(jobs, ordered_map(_run_cell_job, [(job, base, model_dir, agent_backend) for job in jobs],
+                                           workers)):
+        agent, noise, n, _, level = job
         if level < 0.0:
             table[noise][agent] = cell
         else:
             fig5[agent].append(dict(cell, heading_sigma_deg=level))
+        done += n
+        bar.update_to(done)
     bar.close()
     table1 = {noise: {a: table[noise][a]["success_fraction"] for a in AGENTS} for noise in table}
     table2 = {noise: {a: (table[noise][a]["mean_episode_time_s"] if table[noise][a]["finished_fraction"] >= 0.5
