@@ -67,7 +67,9 @@ DEFAULTS = {
     # flights (2 of 87 tracks -> 0) and lowered the error after convergence (0.22 -> 0.20 m)
     # reinit_after_outliers: a filter that three ranges in a row contradict starts afresh (an 8-drone flight
     # carried a mirrored neighbour estimate, 2-6 m off, for 8 s until the two drones touched)
-    "pf_config": {"resample_neff_fraction": 0.5, "reinit_after_outliers": 3},
+    # lost_residual_m: ... and so does one whose estimate stays farther away than the ranges say (low-passed
+    # residual below -0.4 m; a 4-drone flight carried a neighbour 1.5-2.5 m off for 14 s, then flew into it)
+    "pf_config": {"resample_neff_fraction": 0.5, "reinit_after_outliers": 3, "lost_residual_m": 0.4},
     "guard_distance_m": 0.4,         # onboard.swarm.agent collision guard (not in the paper; 0: DQN only)
     "guard_on_range": True,          # ... fires on the measured range too, not only on the estimate
     # ... and on the predicted closest approach within this horizon. Over cflib the Crazyflie's velocity
@@ -84,12 +86,19 @@ DEFAULTS = {
     # ... a neighbour estimate shorter than half the measured range (bearing not resolved yet) is shown to
     # the DQN and the guard at the measured range along its direction
     "collapsed_estimate_fraction": 0.5,
+    # ... the same for the goal: an estimate shorter than half the smoothed goal range (beyond 0.3 m) is
+    # shown at that range (a drone hovered 0.45 m off its goal for 35 s on an estimate 0.05 m away)
+    "collapsed_goal_fraction": 0.5,
+    # the goal's filter: a goal stands still, so its relative motion is the own velocity alone, measured
+    # with vel_noise_mps (0.05 m/s) - not the 0.15 m/s a neighbour's (own + reported + orientation) needs
+    "goal_pf_config": {"vel_noise_mps": 0.05},
 }
 
 
 # flight settings handed to each drone's onboard.swarm.agent.SwarmAgent under the same name
 AGENT_SETTINGS = ("n_particles", "warmup_steps", "learned_refresh", "pf_init", "guard_distance_m", "guard_on_range",
-                  "guard_horizon_s", "stuck_window_s", "approach_radius_m", "collapsed_estimate_fraction")
+                  "guard_horizon_s", "stuck_window_s", "approach_radius_m", "collapsed_estimate_fraction",
+                  "collapsed_goal_fraction")
 
 POLICIES = ("float", "int8", "int8-pure")
 ESTIMATORS = ("float", "int8", "int8-pure")
@@ -168,7 +177,8 @@ def run_episode(config, rng_truth, rng_agents, models=None, seed=1):
 
 def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
     kernels = pf_mod.kernels_for(c["impl"])
-    agent_cfg = dict({k: c[k] for k in AGENT_SETTINGS}, mode=c["agent_mode"], pf_config=dict(c["pf_config"]))
+    agent_cfg = dict({k: c[k] for k in AGENT_SETTINGS}, mode=c["agent_mode"], pf_config=dict(c["pf_config"]),
+                     goal_pf_config=dict(c["goal_pf_config"]))
     agents = [SwarmAgent(dqn, net, NumpyDraws(rng_agents), agent_cfg, kernels=kernels) for _ in range(m)]
     period_us = world.period_us
     steps = int(round(c["max_duration_s"] * 1e6 / period_us))
@@ -199,7 +209,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
                     continue
                 got = ranges[i].get(j)
                 if got is None:
-                    r, vp, t_r = None, (0.0, 0.0), t_us
+                    r, vp, t_r = None, None, t_us          # no message: no range, no peer velocity
                     range_dropouts += 1
                 else:
                     r, vp = got[0], (float(got[1][0]), float(got[1][1]))
@@ -275,6 +285,9 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
         "pf_outliers": int(sum(t.pf.outliers for a in agents for t in a.tracks.values())),
         "guard_overrides": int(sum(a.guard_overrides for a in agents)),
         "detours": int(sum(a.detours for a in agents)),
+        "collapsed_goal_steps": int(sum(a.collapsed_goal_steps for a in agents)),
+        # lost-filter restarts of the tracks alive at the end (a new goal's track starts afresh)
+        "pf_restarts": int(sum(t.pf.reinitializations for a in agents for t in a.tracks.values())),
         "negative_ranges": int(sum(t.negative_ranges for a in agents for t in a.tracks.values())),
         "world": world.report(),
     }

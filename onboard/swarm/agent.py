@@ -3,7 +3,8 @@
 Every policy period (``step(now_us, ...)``, frame skipping pocket V-B) the agent:
 
 1. feeds each tracked object (every neighbour, and the goal) its input state
-   ``(dt, range, v_own, v_obj)`` to the learned bearing/orientation estimator (pocket IV-A);
+   ``(dt, range, v_own, v_obj)`` to the learned bearing/orientation estimator (pocket IV-A;
+   modes hybrid and learned, the pure filter does not use it);
 2. steps that object's particle filter with own and peer velocity and the UWB range,
    refreshing 10 % of the particles around the learned estimate (pocket IV-B); the filter
    is started around the learned estimate once the estimator has ``warmup_steps`` of history;
@@ -83,6 +84,17 @@ DEFAULTS = {
     # placed at the measured range along the estimate's direction for the DQN and the guard
     # (not in the paper; 0 turns it off)
     "collapsed_estimate_fraction": 0.0,
+    # the same for the goal (not in the paper; 0 turns it off): a drone that hovers near its goal on a ring
+    # posterior (estimate near the drone, so the DQN and the final approach see the goal as reached) never
+    # moves, so its ranges never resolve the bearing (a 2-drone cflib flight hovered 0.45 m off its goal for
+    # 35 s, its estimate 0.05 m away). When the goal estimate is shorter than this fraction of the smoothed
+    # goal range, it is shown at that range along the estimate's direction: the drone flies, the ranges
+    # change, the bearing resolves
+    "collapsed_goal_fraction": 0.0,
+    "range_smoothing_s": 1.0,      # time constant of the smoothed range (first-order low-pass), s
+    # ... only beyond this smoothed range: a drone at its goal measures |d + e| ~ 0.2-0.3 m (folded UWB
+    # noise, sigma 0.25 m) while its estimate is rightly a few cm
+    "collapsed_goal_min_m": 0.3,
     # final approach (not in the paper; 0 turns it off): inside this estimated goal distance the
     # velocity setpoint is approach_gain_per_s * goal estimate, capped at approach_speed_mps, instead of
     # the DQN's discrete accelerations (trained to a 0.15 m radius on its estimate, it hovered 0.3 m off
@@ -111,6 +123,7 @@ class Track:
         self.last_range_us = None      # the estimator's dt is the time since its previous input
         self.rejected = 0
         self.negative_ranges = 0
+        self.range_lp_m = None         # low-passed range (range_smoothing_s), m
 
 
 class SwarmAgent:
@@ -139,6 +152,7 @@ class SwarmAgent:
         self.guard_overrides = 0
         self.detours = 0
         self.approach_steps = 0
+        self.collapsed_goal_steps = 0    # policy steps the goal estimate was shown at the smoothed range
         self._progress_m = None         # goal distance (estimate) the progress is measured from
         self._progress_us = None        # ... and when it was last beaten
         self._detour_until_us = None
@@ -163,7 +177,11 @@ class SwarmAgent:
             self._progress_m = self._progress_us = self._detour_until_us = None
 
     def observe(self, now_us, obj_id, range_m, v_own_body_mps, v_obj_body_mps):
-        """Update one object's estimate from a range (None on dropout) and velocities."""
+        """Update one object's estimate from a range (None on dropout) and velocities.
+
+        The object's velocity (its own frame, m/s) comes with its range in the ranging message; on a
+        dropout (range_m None) v_obj_body_mps is ignored (may be None) and its last reported velocity
+        is held."""
         t = self._track(obj_id)
         if range_m is not None and not (isinstance(range_m, (int, float)) and range_m == range_m
                                         and range_m not in (float("inf"), float("-inf"))):
@@ -177,13 +195,31 @@ class SwarmAgent:
         try:
             if range_m is not None:
                 x = (dt_s, range_m, v_own_body_mps[0], v_own_body_mps[1], v_obj_body_mps[0], v_obj_body_mps[1])
-                h, pb, po = self.net.step(t.h, x)
-                t.h = h
-                t.learned = (float(decode(pb)[0]), float(decode(po)[0]))
-                t.probs = (pb, po)
+                if mode == "pf":
+                    # the pure filter never reads the learned estimate: skip the recurrent step (a fifth
+                    # of a flight's compute), check its inputs as it would before anything is stored
+                    for v in x:
+                        v = float(v)
+                        if v != v or v in (float("inf"), float("-inf")):
+                            raise ValueError("non-finite input %r" % (x,))
+                else:
+                    h, pb, po = self.net.step(t.h, x)
+                    t.h = h
+                    t.learned = (float(decode(pb)[0]), float(decode(po)[0]))
+                    t.probs = (pb, po)
                 t.range_m = float(range_m)
+                if t.range_lp_m is None:
+                    t.range_lp_m = t.range_m
+                else:
+                    a = dt_s / (self.cfg["range_smoothing_s"] + dt_s)
+                    t.range_lp_m += a * (t.range_m - t.range_lp_m)
                 t.last_range_us = now_us
                 t.v_obj = (float(v_obj_body_mps[0]), float(v_obj_body_mps[1]))
+            else:
+                # no ranging message this period, so no fresh peer velocity either: the object keeps
+                # moving at its last reported velocity (propagating it as if it stood still loses
+                # dt of its motion per dropout)
+                v_obj_body_mps = t.v_obj
             t.steps += 1
             trusted = t.steps > self.cfg["warmup_steps"]
             if mode == "learned" or (mode == "hybrid" and not t.pf.initialized):
@@ -249,6 +285,12 @@ class SwarmAgent:
         goal = self.tracks.get(GOAL_ID)
         g = goal.est if goal is not None and goal.est is not None else None
         d_goal_m = math.sqrt(g[0] * g[0] + g[1] * g[1]) if g is not None else None
+        if d_goal_m is not None and goal.range_lp_m is not None and goal.range_lp_m > self.cfg["collapsed_goal_min_m"] \
+                and 0.0 < d_goal_m < self.cfg["collapsed_goal_fraction"] * goal.range_lp_m:
+            k = goal.range_lp_m / d_goal_m
+            g = (g[0] * k, g[1] * k, g[2])
+            d_goal_m = goal.range_lp_m
+            self.collapsed_goal_steps += 1
         near = None
         for obj_id, t in self.tracks.items():
             if obj_id == GOAL_ID or t.est is None or t.range_m is None:

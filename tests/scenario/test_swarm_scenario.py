@@ -93,4 +93,10 @@ def test_estimator_comparison_replays_every_configuration_per_track():
     for n in (100, 1000):
         cmp = comp["hybrid_vs_pf_%d" % n]
         assert set(cmp) == {"hybrid_converges_more_tracks", "hybrid_lower_error", "hybrid_median_convergence_faster",
-                            "hybrid_converged_share_ahead_s"}
+                            "hybrid_median_convergence_faster_converged_only", "hybrid_converged_share_ahead_s"}
+        h, p = comp["hybrid-%d" % n], comp["pf-%d" % n]
+        # the verdict compares both configurations over the same (all) tracks
+        assert cmp["hybrid_median_convergence_faster"] == (
+            h["median_convergence_time_all_tracks_s"] is not None and
+            (p["median_convergence_time_all_tracks_s"] is None or
+             h["median_convergence_time_all_tracks_s"] < p["median_convergence_time_all_tracks_s"]))

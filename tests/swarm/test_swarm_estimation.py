@@ -165,3 +165,41 @@ def test_lost_filter_restarts_after_consecutive_outlier_ranges(impl):
         pf.ParticleFilter({"reinit_after_outliers": -1})
     with pytest.raises(ValueError):
         pf.ParticleFilter({"reinit_after_outliers": 2.5})
+
+
+@pytest.mark.parametrize("impl", ["pure", "numpy", "cython"])
+def test_lost_filter_restarts_when_the_estimate_stays_farther_than_the_ranges(impl):
+    """Particles around (2, 0) m, the object really 1.2 m away: each range is 0.8 m = 3.2 sigma short of
+    the particles (no 5-sigma outlier, so reinit_after_outliers never fires), but the low-passed residual
+    range - |estimate| falls below -lost_residual_m within a few ranges and the filter restarts at the
+    measured range. Off (0, the paper) it stays lost; a ring posterior (mean inside the ring, positive
+    residual) never restarts."""
+    kernels = pf.kernels_for(impl)
+    for setting, restarts in ((0.4, 1), (0.0, 0)):
+        draws = NumpyDraws(np.random.default_rng(4))
+        f = pf.ParticleFilter({"n_particles": 200, "reinit_after_outliers": 3, "lost_residual_m": setting,
+                               "refresh_range_sigma_m": 0.05}, kernels=kernels)
+        f.initialize(100000, 2.0, draws, learned=(0.0, 0.0))
+        t = 100000
+        steps_to_restart = None
+        for k in range(12):
+            t += 100000
+            f.step(t, (0.0, 0.0), (0.0, 0.0), 1.2, draws)
+            if f.lost_restarts and steps_to_restart is None:
+                steps_to_restart = k + 1
+        assert f.outliers == 0 and f.lost_restarts == restarts and f.reinitializations == restarts
+        if restarts:
+            assert 6 <= steps_to_restart <= 12     # |residual| <= ~0.9 m: 0.9 (1 - 0.9^k) > 0.4 needs k >= 6
+            radii = np.hypot(np.asarray(f.xs, float), np.asarray(f.ys, float))
+            assert abs(float(np.median(radii)) - 1.2) < 0.15
+    # an uninformed ring at the true range: the weighted mean is near the centre, residual ~ +range
+    draws = NumpyDraws(np.random.default_rng(5))
+    f = pf.ParticleFilter({"n_particles": 500, "lost_residual_m": 0.4}, kernels=kernels)
+    f.initialize(100000, 1.5, draws)
+    for k in range(20):
+        f.step(200000 + k * 100000, (0.0, 0.0), (0.0, 0.0), 1.5, draws)
+    assert f.lost_restarts == 0
+    with pytest.raises(ValueError):
+        pf.ParticleFilter({"lost_residual_m": -0.1})
+    with pytest.raises(ValueError):
+        pf.ParticleFilter({"lost_residual_alpha": 0.0})

@@ -340,6 +340,93 @@ def test_a_collapsed_neighbour_estimate_is_shown_at_the_measured_range():
     assert policy.seen[-1][4:6] == pytest.approx((0.0, 0.5))
 
 
+def test_a_collapsed_goal_estimate_is_shown_at_the_smoothed_goal_range():
+    """A drone hovering 0.45 m from its goal on a ring posterior (estimate 0.05 m ahead) is sent along the
+    estimate's direction at the smoothed range; near the goal (folded noise, range ~0.25 m) it is not."""
+    net = BearingNet.load(_committed("bearing"))
+    for fraction, range_lp, shown in ((0.5, 0.45, (0.45, 0.0)), (0.0, 0.45, (0.05, 0.0)), (0.5, 0.25, (0.05, 0.0))):
+        policy = _Recorder(8)
+        ag = SwarmAgent(policy, net, NumpyDraws(np.random.default_rng(8)),
+                        {"mode": "pf", "collapsed_goal_fraction": fraction, "approach_radius_m": 0.0})
+        g = ag._track(GOAL_ID)
+        g.est, g.range_m, g.range_lp_m = (0.05, 0.0, 0.0), 0.3, range_lp
+        ag.decide(100000, (0.0, 0.0))
+        assert policy.seen[-1][2:4] == pytest.approx(shown)
+        assert ag.collapsed_goal_steps == int(shown[0] != 0.05)
+    # with the final approach on, the drone now flies (0.3 m/s cap) instead of hovering on the estimate
+    ag = SwarmAgent(_Always(8), net, NumpyDraws(np.random.default_rng(8)),
+                    {"mode": "pf", "collapsed_goal_fraction": 0.5, "approach_radius_m": 0.5})
+    g = ag._track(GOAL_ID)
+    g.est, g.range_m, g.range_lp_m = (0.0, -0.05, 0.0), 0.3, 0.45
+    assert ag.decide(100000, (0.0, 0.0)) == pytest.approx((0.0, -0.3))
+
+
+def test_smoothed_range_is_a_first_order_low_pass():
+    net = BearingNet.load(_committed("bearing"))
+    ag = SwarmAgent(_Always(8), net, NumpyDraws(np.random.default_rng(8)), {"mode": "pf", "range_smoothing_s": 1.0})
+    ag.observe(0, GOAL_ID, 1.0, (0.0, 0.0), (0.0, 0.0))
+    assert ag.tracks[GOAL_ID].range_lp_m == 1.0
+    ag.observe(100000, GOAL_ID, 2.1, (0.0, 0.0), (0.0, 0.0))      # alpha = 0.1 / 1.1
+    assert ag.tracks[GOAL_ID].range_lp_m == pytest.approx(1.0 + 1.1 * 0.1 / 1.1)
+    ag.observe(200000, GOAL_ID, None, (0.0, 0.0), (0.0, 0.0))     # a dropout leaves it alone
+    assert ag.tracks[GOAL_ID].range_lp_m == pytest.approx(1.1)
+
+
+def test_a_dropout_propagates_the_neighbour_at_its_last_reported_velocity():
+    """No ranging message this period means no peer velocity either: the filter must move the neighbour at
+    its last reported velocity, not as if it stood still (the episode passes (0, 0) on a dropout)."""
+    from onboard.estimators import particle_filter as pf_mod
+    net = BearingNet.load(_committed("bearing"))
+    v_peer = (0.8, -0.3)
+    ests = []
+    for passed in ((0.0, 0.0), None, v_peer):
+        ag = SwarmAgent(_Always(8), net, NumpyDraws(np.random.default_rng(4)), {"mode": "pf", "n_particles": 200})
+        ag.observe(0, 1, 1.0, (0.0, 0.0), v_peer)                 # starts the filter (ring at 1 m)
+        ag.observe(100000, 1, 1.05, (0.1, 0.0), v_peer)
+        ag.observe(200000, 1, None, (0.1, 0.0), passed)            # dropout
+        ests.append(ag.tracks[1].est)
+    assert ests[0] == ests[1] == ests[2]
+    # ... and it is the filter stepped with the held velocity on the same draws
+    draws = NumpyDraws(np.random.default_rng(4))
+    pf = pf_mod.ParticleFilter({"n_particles": 200})
+    pf.initialize(0, 1.0, draws)
+    pf.step(100000, (0.1, 0.0), v_peer, 1.05, draws)
+    held = pf.step(200000, (0.1, 0.0), v_peer, None, draws)
+    pf0 = pf_mod.ParticleFilter({"n_particles": 200})
+    draws0 = NumpyDraws(np.random.default_rng(4))
+    pf0.initialize(0, 1.0, draws0)
+    pf0.step(100000, (0.1, 0.0), v_peer, 1.05, draws0)
+    still = pf0.step(200000, (0.1, 0.0), (0.0, 0.0), None, draws0)
+    assert ests[0] == pytest.approx(held) and ests[0] != pytest.approx(still)
+
+
+def test_pure_filter_mode_skips_the_learned_estimator_and_still_rejects_bad_input():
+    net = BearingNet.load(_committed("bearing"))
+    calls = []
+
+    class _Counting:
+        def new_state(self):
+            return net.new_state()
+
+        def step(self, h, x):
+            calls.append(x)
+            return net.step(h, x)
+
+    for mode, steps in (("pf", 0), ("hybrid", 3)):
+        calls.clear()
+        ag = SwarmAgent(_Always(8), _Counting(), NumpyDraws(np.random.default_rng(3)), {"mode": mode})
+        for k in range(3):
+            ag.observe(k * 100000, 1, 1.0, (0.1, 0.0), (0.0, 0.1))
+        assert len(calls) == steps
+    ag = SwarmAgent(_Always(8), _Counting(), NumpyDraws(np.random.default_rng(3)), {"mode": "pf"})
+    ag.observe(0, 1, 1.0, (0.1, 0.0), (0.0, 0.1))
+    t = ag.tracks[1]
+    before = (t.range_m, t.range_lp_m, t.v_obj, t.est)
+    ag.observe(100000, 1, 1.3, (0.1, float("nan")), (0.0, 0.1))
+    ag.observe(100000, 1, 1.3, (0.1, 0.0), (float("inf"), 0.1))
+    assert t.rejected == 2 and (t.range_m, t.range_lp_m, t.v_obj, t.est) == before
+
+
 def test_committed_bearing_estimator_quality_on_fresh_dqn_flown_data():
     """The committed float estimator on data it was not trained on (seed 99: 36 arenas of 4 m x 3 drones
     flown by the committed DQN, 20 s, fresh UWB / velocity noise), steps with >= 10 predecessors.
