@@ -88,15 +88,32 @@ def test_estimator_comparison_replays_every_configuration_per_track():
         assert row["converged_tracks"] + row["never_converged_tracks"] == row["tracks"]
         shares = [row["converged_fraction_within_s"][k] for k in ("2", "4", "6", "8", "10", "15")]
         assert shares == sorted(shares) and 0.0 <= shares[0] and shares[-1] * row["tracks"] <= row["converged_tracks"]
+        curve = row["average_run_error_m"]
+        assert curve["tracks"][0] == row["tracks"] and len(curve["t_s"]) == len(curve["error_m"]) == 40
         if row["median_convergence_time_all_tracks_s"] is not None:
             assert row["median_convergence_time_all_tracks_s"] >= row["median_convergence_time_s"] - 1e-9
     for n in (100, 1000):
         cmp = comp["hybrid_vs_pf_%d" % n]
         assert set(cmp) == {"hybrid_converges_more_tracks", "hybrid_lower_error", "hybrid_median_convergence_faster",
-                            "hybrid_median_convergence_faster_converged_only", "hybrid_converged_share_ahead_s"}
+                            "hybrid_median_convergence_faster_converged_only", "hybrid_converged_share_ahead_s",
+                            "hybrid_average_run_converges_faster"}
         h, p = comp["hybrid-%d" % n], comp["pf-%d" % n]
         # the verdict compares both configurations over the same (all) tracks
         assert cmp["hybrid_median_convergence_faster"] == (
             h["median_convergence_time_all_tracks_s"] is not None and
             (p["median_convergence_time_all_tracks_s"] is None or
              h["median_convergence_time_all_tracks_s"] < p["median_convergence_time_all_tracks_s"]))
+
+
+def test_average_run_curve_is_pocket_fig6():
+    """Mean over the tracks alive at each time since their first estimate; converged when that average stays
+    below the threshold for the hold time."""
+    from harness.swarm.scenario import _curve_converged_s, average_run_error
+    tracks = {"a": [(10.0 + 0.1 * k, 1.0 if k < 20 else 0.2) for k in range(40)],      # 2 s at 1 m, then 0.2 m
+              "b": [(3.0 + 0.1 * k, 0.4) for k in range(10)]}                          # 1 s at 0.4 m, then gone
+    c = average_run_error(tracks, bin_s=0.5, span_s=4.0)
+    assert c["t_s"] == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5]
+    assert c["tracks"] == [2, 2, 1, 1, 1, 1, 1, 1]
+    assert c["error_m"] == pytest.approx([0.7, 0.7, 1.0, 1.0, 0.2, 0.2, 0.2, 0.2])
+    assert _curve_converged_s(c, 0.5, 1.0) == 2.0
+    assert _curve_converged_s(c, 0.1, 1.0) is None
