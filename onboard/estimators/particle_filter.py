@@ -87,11 +87,11 @@ DEFAULTS = {
     "reinit_after_outliers": 0,
     # lost-filter restart on the range residual (not in the paper; 0 = off): the low-passed residual
     # ``range - bias - |estimate|`` (factor lost_residual_alpha per range, from 0 at the start) below
-    # -lost_residual_m means the
-    # estimate sits farther away than the ranges say, range after range, without any single range being a
-    # 5-sigma outlier (a 4-drone flight carried a neighbour 1.5-2.5 m off for 14 s at 0.8 m range, then
-    # flew into it); the filter then starts afresh at the measured range. Only this sign: an unresolved
-    # ring posterior has its weighted mean *inside* the ring (positive residual) and must not restart
+    # -lost_residual_m means the estimate sits farther away than the ranges say, range after range,
+    # without any single range being a 5-sigma outlier (a 4-drone flight carried a neighbour 1.5-2.5 m
+    # off for 14 s at 0.8 m range, then flew into it); the filter then starts afresh at the measured
+    # range. Only this sign: an unresolved ring posterior has its weighted mean *inside* the ring
+    # (positive residual) and must not restart
     "lost_residual_m": 0.0,
     "lost_residual_alpha": 0.1,
 }
