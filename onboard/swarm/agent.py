@@ -107,6 +107,16 @@ REFRESH_MODES = ("mean", "sample")
 PF_INITS = ("learned", "ring", "ring-first")
 
 
+def _at_range_if_collapsed(est, range_m, fraction):
+    """``est`` (x_m, y_m, yaw_rad) moved out to ``range_m`` along its direction when it is shorter than
+    ``fraction`` of that range (an unresolved ring posterior, mean near the drone); else ``est`` itself."""
+    d_m = math.sqrt(est[0] * est[0] + est[1] * est[1])
+    if 0.0 < d_m < fraction * range_m:
+        k = range_m / d_m
+        return (est[0] * k, est[1] * k, est[2])
+    return est
+
+
 class Track:
     """What the agent knows about one object: recurrent state, filter, last estimate."""
 
@@ -285,12 +295,11 @@ class SwarmAgent:
         goal = self.tracks.get(GOAL_ID)
         g = goal.est if goal is not None and goal.est is not None else None
         d_goal_m = math.sqrt(g[0] * g[0] + g[1] * g[1]) if g is not None else None
-        if d_goal_m is not None and goal.range_lp_m is not None and goal.range_lp_m > self.cfg["collapsed_goal_min_m"] \
-                and 0.0 < d_goal_m < self.cfg["collapsed_goal_fraction"] * goal.range_lp_m:
-            k = goal.range_lp_m / d_goal_m
-            g = (g[0] * k, g[1] * k, g[2])
-            d_goal_m = goal.range_lp_m
-            self.collapsed_goal_steps += 1
+        if d_goal_m is not None and goal.range_lp_m is not None and goal.range_lp_m > self.cfg["collapsed_goal_min_m"]:
+            shown = _at_range_if_collapsed(g, goal.range_lp_m, self.cfg["collapsed_goal_fraction"])
+            if shown is not g:
+                g, d_goal_m = shown, goal.range_lp_m
+                self.collapsed_goal_steps += 1
         near = None
         for obj_id, t in self.tracks.items():
             if obj_id == GOAL_ID or t.est is None or t.range_m is None:
@@ -302,10 +311,7 @@ class SwarmAgent:
         else:
             o = near.est if near is not None else (self.cfg["far_obstacle_m"], 0.0, 0.0)
             if near is not None and near.range_m is not None:
-                d_est = math.sqrt(o[0] * o[0] + o[1] * o[1])
-                if 0.0 < d_est < self.cfg["collapsed_estimate_fraction"] * near.range_m:
-                    k = near.range_m / d_est
-                    o = (o[0] * k, o[1] * k, o[2])
+                o = _at_range_if_collapsed(o, near.range_m, self.cfg["collapsed_estimate_fraction"])
             ox, oy = o[0], o[1]
             d_o = math.sqrt(ox * ox + oy * oy)
             clip = self.cfg["obstacle_clip_m"]
