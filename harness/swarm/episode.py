@@ -194,6 +194,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
     t_us = 0
     done_at = None
     range_dropouts = 0
+    ranges_used = 0
     for k in range(steps):
         pos, yaw = world.truth()
         v_meas, ranges = world.sense()
@@ -207,15 +208,18 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
             for j in range(m):
                 if j == i:
                     continue
-                got = ranges[i].get(j)
-                if got is None:
-                    r, vp, t_r = None, None, t_us          # no message: no range, no peer velocity
+                got = ranges[i].get(j) or []
+                if not got:
                     range_dropouts += 1
-                else:
-                    r, vp = got[0], (float(got[1][0]), float(got[1][1]))
-                    t_r = min(int(got[2]), t_us)       # the filter steps to when the range was measured
-                ag.observe(t_r, j, r, vo, vp)
-                step_inputs.append((j, r, vo, vp, t_r))
+                    got = [(None, None, t_us)]             # no message: no range, no peer velocity
+                for n, (r, vp, t_r) in enumerate(got):
+                    if vp is not None:
+                        vp = (float(vp[0]), float(vp[1]))
+                    t_r = min(int(t_r), t_us)              # the filter steps to when the range was measured
+                    # every range steps the filter, the period's last one the learned estimator too
+                    ag.observe(t_r, j, r, vo, vp, estimator_input=n == len(got) - 1)
+                    step_inputs.append((j, r, vo, vp, t_r))
+                    ranges_used += r is not None
             ag.observe(t_us, GOAL_ID, float(g_range[i]), vo, (0.0, 0.0))
             step_inputs.append((GOAL_ID, float(g_range[i]), vo, (0.0, 0.0), t_us))
             setpoints[i] = ag.decide(t_us, vo)
@@ -281,6 +285,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
         "time_to_complete_s": done_at,
         "sim_time_s": t_us * 1e-6,
         "range_dropouts": int(range_dropouts),
+        "ranges_used": int(ranges_used),             # neighbour ranges fed to the filters
         "rejected_inputs": int(sum(t.rejected for a in agents for t in a.tracks.values())),
         "pf_outliers": int(sum(t.pf.outliers for a in agents for t in a.tracks.values())),
         "guard_overrides": int(sum(a.guard_overrides for a in agents)),
@@ -322,8 +327,11 @@ def replay_estimators(rec, models, modes, n_particles, seed, warmup_steps=10, im
                 if k in rec["goal_resets"][i]:
                     ag.forget(GOAL_ID)
                     segment[i] += 1
-                for obj, r, vo, vp, t_r in inputs:
-                    est = ag.observe(t_r, obj, r, vo, vp)
+                last_row = {row[0]: n for n, row in enumerate(inputs)}   # each object's last input this step
+                latest = {}                               # ... and its estimate after it
+                for n, (obj, r, vo, vp, t_r) in enumerate(inputs):
+                    latest[obj] = ag.observe(t_r, obj, r, vo, vp, estimator_input=last_row[obj] == n)
+                for obj, est in latest.items():
                     if est is None:
                         continue
                     e, ey = estimate_errors(est, truth[obj], obj)

@@ -68,7 +68,7 @@ def run(goals, config, ctx):
                                       seed=ctx.seed * 1000 + m * 100 + e)
             rows.append(met)
             sim_s += met["sim_time_s"]
-            world_reports.append(dict(met["world"], drones=m, episode=e))
+            world_reports.append(dict(met["world"], drones=m, episode=e, ranges_used=met["ranges_used"]))
             if e == 0:
                 first_recs[m] = rec
             if cfg["compare_estimators"]:

@@ -5,9 +5,9 @@ onboard agent gets on hardware, and take back its body-frame velocity setpoint:
 
 * own body velocity (m/s), measured (flow deck / mocap stand-in: truth + white noise
   ``vel_noise_mps``);
-* per neighbour j: the latest UWB range (m), j's velocity as j reported it in its ranging
-  frame (its own body frame, pocket IV-A) and when the range was measured (us, mission time),
-  or None when no new range arrived this period;
+* per neighbour j: every UWB range (m) that arrived this period, oldest first, each with j's
+  velocity as j reported it in that ranging frame (its own body frame, pocket IV-A) and when
+  the range was measured (us, mission time); an empty list when none arrived;
 * the range to its goal (a goal beacon: truth + the pocket III-A noise, harness side).
 
 ``DirectWorld``: harness/swarm/sim.py is the truth, ranges from its pocket III-A noise model.
@@ -72,11 +72,12 @@ class DirectWorld:
         return float(self.sim.min_sep[0])
 
     def sense(self):
-        """(v_meas_body [m, 2], ranges {i: {j: (range_m, peer_vel_body, time_us)}})."""
+        """(v_meas_body [m, 2], ranges {i: {j: [(range_m, peer_vel_body, time_us), ...]}}): one range
+        per pair and period."""
         vb = self.sim.vel_body()[0]
         v_meas = vb + self.rng.normal(0.0, self.cfg["vel_noise_mps"], vb.shape)
         r = self.sim.ranges()[0]
-        ranges = {i: {j: (float(r[i, j]), (float(v_meas[j, 0]), float(v_meas[j, 1])), self.now_us)
+        ranges = {i: {j: [(float(r[i, j]), (float(v_meas[j, 0]), float(v_meas[j, 1])), self.now_us)]
                       for j in range(self.m) if j != i} for i in range(self.m)}
         return v_meas, ranges
 
@@ -171,8 +172,10 @@ class CflibWorld:
         return {i: ((v.north_m, v.east_m), self.reported_vel[i]) for i, v in enumerate(self.fleet.vehicles)}
 
     def _on_range(self, node_id, sample, true_us):
-        # the drone's runtime stamps a range when its UWB driver delivers it (its clock = mission time)
-        self._latest[node_id][sample.peer_id] = (sample.range_m, sample.peer_vel_mps, true_us - self.t0_us)
+        # the drone's runtime stamps a range when its UWB driver delivers it (its clock = mission time);
+        # every range of the period is kept (a 2-drone token ring ranges the pair ~7 times per period)
+        self._latest[node_id].setdefault(sample.peer_id, []).append(
+            (sample.range_m, sample.peer_vel_mps, true_us - self.t0_us))
 
     def _physics_tick(self, _now_us):
         """Every 10 ms: the velocity each drone's UWB deck puts into its ranging frames (its onboard
@@ -204,7 +207,8 @@ class CflibWorld:
 
     # -- what each drone's runtime sees -----------------------------------------------
     def sense(self):
-        """Own body velocity from the Crazyflie's stateEstimate (cflib log) + flow noise; UWB ranges."""
+        """Own body velocity from the Crazyflie's stateEstimate (cflib log) + flow noise; the UWB ranges
+        that arrived since the last call ({i: {j: [(range_m, peer_vel_body, time_us), ...]}})."""
         v_meas = np.zeros((self.m, 2))
         for i, d in enumerate(self.swarm.drivers):
             nav = d.nav

@@ -8,7 +8,8 @@ frame to the own frame (``R(yaw)`` maps the object's body velocity into the own 
 One step (drones hold their yaw, so frames translate but do not rotate):
 
 * propagate with the control u_t = own and peer body velocity (pocket eq. II-D):
-  ``p' = p + dt * (R(yaw) v_peer - v_own) + sigma_pos * n``, ``yaw' = yaw + sigma_yaw * n``;
+  ``p' = p + dt * (R(yaw) v_peer - v_own) + sigma_pos * n``, ``yaw' = yaw + sigma_yaw * n``
+  (a random walk: sigma_pos, sigma_yaw proportional to sqrt(dt), see ``noise_reference_dt_s``);
 * weight by the UWB ranging noise model (pocket III-A): the measured range is
   ``d = |p| + e``, ``e ~ N(mu=0.0085569 m, sigma^2=0.061295 m^2)``, so
   ``w = w_prior exp(-(d - mu - |p|)^2 / (2 sigma^2))``, kept as log-weights shifted by the
@@ -59,8 +60,14 @@ DEFAULTS = {
     "range_bias_m": UWB_RANGE_BIAS_M,
     "range_var_m2": UWB_RANGE_VAR_M2,
     "vel_noise_mps": 0.15,                 # velocity error integrated into the position walk
-    "pos_noise_floor_m": 0.005,            # position jitter per step, m
+    "pos_noise_floor_m": 0.005,            # position jitter per reference step, m
     "yaw_noise_radps": 0.5,                # yaw random walk rate (keeps orientation hypotheses alive)
+    # the process noise is a random walk: its variance grows linearly with dt, so the position sigma
+    # (pos_noise_floor_m + vel_noise_mps * ref) and the yaw sigma (yaw_noise_radps * ref) hold for a step of
+    # ref = noise_reference_dt_s and scale with sqrt(dt / ref). Sigmas linear in dt (0: the old model) let
+    # a filter stepped k times per period (a 2-drone token ring delivers ~7 ranges per pair and 0.1 s)
+    # diffuse k times less: its orientation hypotheses died out (2-drone flights: 24 deg vs 10 deg)
+    "noise_reference_dt_s": 0.1,
     "refresh_range_sigma_m": 0.25,         # new particles: range spread (about the UWB sigma)
     "refresh_bearing_sigma_rad": 0.1745,   # ... bearing spread: half a 20-deg bin ~ 10 deg
     "refresh_yaw_sigma_rad": 0.35,         # ... orientation spread ~ 20 deg
@@ -354,6 +361,8 @@ class ParticleFilter:
             raise ValueError("lost_residual_m must be >= 0, got %r" % (cfg["lost_residual_m"],))
         if not (0.0 < cfg["lost_residual_alpha"] <= 1.0):
             raise ValueError("lost_residual_alpha must be in (0, 1], got %r" % (cfg["lost_residual_alpha"],))
+        if not (isinstance(cfg["noise_reference_dt_s"], (int, float)) and cfg["noise_reference_dt_s"] >= 0.0):
+            raise ValueError("noise_reference_dt_s must be >= 0, got %r" % (cfg["noise_reference_dt_s"],))
         if not (0.0 < cfg["alpha_slow"] < cfg["alpha_fast"] <= 1.0):
             raise ValueError("need 0 < alpha_slow < alpha_fast <= 1")
         self.cfg = cfg
@@ -435,8 +444,15 @@ class ParticleFilter:
         k = self.k
         n = self.n
         dt_s = (now_us - self.time_us) * 1e-6
-        sigma_pos_m = c["pos_noise_floor_m"] + c["vel_noise_mps"] * dt_s
-        sigma_yaw_rad = c["yaw_noise_radps"] * dt_s
+        ref_s = c["noise_reference_dt_s"]
+        if ref_s > 0.0:
+            # random walk: variance proportional to dt (see noise_reference_dt_s)
+            scale = math.sqrt(dt_s / ref_s)
+            sigma_pos_m = (c["pos_noise_floor_m"] + c["vel_noise_mps"] * ref_s) * scale
+            sigma_yaw_rad = c["yaw_noise_radps"] * ref_s * scale
+        else:
+            sigma_pos_m = c["pos_noise_floor_m"] + c["vel_noise_mps"] * dt_s
+            sigma_yaw_rad = c["yaw_noise_radps"] * dt_s
         noise = k.as_buffer(draws.normals(PARTICLE_DIM * n))
         if range_m is None:
             k.predict_weight(self.xs, self.ys, self.yaws, self.ws, self.lws, n, dt_s, vxo, vyo, vxp, vyp,

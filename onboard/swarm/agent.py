@@ -1,13 +1,17 @@
 """One pocket drone's onboard swarm agent: learned estimator + particle filters + DQN (uwb-pocket-drones fig. 1).
 
-Every policy period (``step(now_us, ...)``, frame skipping pocket V-B) the agent:
+For every range (``observe``; several per policy period when the UWB driver delivers them) the agent:
 
-1. feeds each tracked object (every neighbour, and the goal) its input state
-   ``(dt, range, v_own, v_obj)`` to the learned bearing/orientation estimator (pocket IV-A;
-   modes hybrid and learned, the pure filter does not use it);
+1. feeds the tracked object (a neighbour, or the goal) its input state ``(dt, range, v_own,
+   v_obj)`` to the learned bearing/orientation estimator (pocket IV-A; modes hybrid and learned,
+   the pure filter does not use it) when the caller marks the range as the period's estimator
+   input (the last range of the period: the estimator was trained on one input per period);
 2. steps that object's particle filter with own and peer velocity and the UWB range,
-   refreshing 10 % of the particles around the learned estimate (pocket IV-B); the filter
-   is started around the learned estimate once the estimator has ``warmup_steps`` of history;
+   refreshing 10 % of the particles around a fresh learned estimate (pocket IV-B); the filter
+   is started around the learned estimate once the estimator has ``warmup_steps`` of history.
+
+Every policy period (``decide``, frame skipping pocket V-B) it
+
 3. builds the DQN input (v, goal, nearest neighbour by range, dt) (pocket IV-C), picks the
    greedy action and integrates it into the body-frame velocity setpoint it returns.
 
@@ -130,7 +134,9 @@ class Track:
         self.v_obj = (0.0, 0.0)        # the object's last reported velocity (its own frame, m/s)
         self.est = None                # (x_m, y_m, yaw_rad) in the own body frame
         self.last_us = None
-        self.last_range_us = None      # the estimator's dt is the time since its previous input
+        self.last_range_us = None      # when the last range arrived (us)
+        self.last_net_us = None        # the estimator's dt is the time since its previous input
+        self.net_steps = 0             # estimator inputs so far (its history length)
         self.rejected = 0
         self.negative_ranges = 0
         self.range_lp_m = None         # low-passed range (range_smoothing_s), m
@@ -186,12 +192,16 @@ class SwarmAgent:
         if obj_id == GOAL_ID:
             self._progress_m = self._progress_us = self._detour_until_us = None
 
-    def observe(self, now_us, obj_id, range_m, v_own_body_mps, v_obj_body_mps):
+    def observe(self, now_us, obj_id, range_m, v_own_body_mps, v_obj_body_mps, estimator_input=True):
         """Update one object's estimate from a range (None on dropout) and velocities.
 
         The object's velocity (its own frame, m/s) comes with its range in the ranging message; on a
         dropout (range_m None) v_obj_body_mps is ignored (may be None) and its last reported velocity
-        is held."""
+        is held. Every range steps the filter; the learned estimator takes only the ranges marked
+        ``estimator_input``: it was trained on one input per policy period (0.1 s, pocket V-B, its dt
+        input constant), and stepped per range (a 2-drone token ring ranges a pair ~7 times per period)
+        it reads each step as a period of motion (replayed flights: 0.31 m / 28 deg vs 0.30 m / 13 deg
+        fed once per period). Callers with several ranges in a period mark the last one."""
         t = self._track(obj_id)
         if range_m is not None and not (isinstance(range_m, (int, float)) and range_m == range_m
                                         and range_m not in (float("inf"), float("-inf"))):
@@ -201,13 +211,17 @@ class SwarmAgent:
             t.negative_ranges += 1
             range_m = 0.0
         dt_s = 0.0 if t.last_range_us is None else (now_us - t.last_range_us) * 1e-6
+        net_dt_s = 0.0 if t.last_net_us is None else (now_us - t.last_net_us) * 1e-6
         mode = self.cfg["mode"]
+        net_due = False
         try:
             if range_m is not None:
-                x = (dt_s, range_m, v_own_body_mps[0], v_own_body_mps[1], v_obj_body_mps[0], v_obj_body_mps[1])
-                if mode == "pf":
-                    # the pure filter never reads the learned estimate: skip the recurrent step (a fifth
-                    # of a flight's compute), check its inputs as it would before anything is stored
+                x = (net_dt_s, range_m, v_own_body_mps[0], v_own_body_mps[1], v_obj_body_mps[0], v_obj_body_mps[1])
+                # the pure filter never reads the learned estimate: skip the recurrent step (a fifth of a
+                # flight's compute); so does a range that is not the period's estimator input. The inputs
+                # are checked before anything is stored either way
+                net_due = mode != "pf" and estimator_input
+                if not net_due:
                     for v in x:
                         v = float(v)
                         if v != v or v in (float("inf"), float("-inf")):
@@ -217,6 +231,8 @@ class SwarmAgent:
                     t.h = h
                     t.learned = (float(decode(pb)[0]), float(decode(po)[0]))
                     t.probs = (pb, po)
+                    t.last_net_us = now_us
+                    t.net_steps += 1
                 t.range_m = float(range_m)
                 if t.range_lp_m is None:
                     t.range_lp_m = t.range_m
@@ -231,7 +247,7 @@ class SwarmAgent:
                 # dt of its motion per dropout)
                 v_obj_body_mps = t.v_obj
             t.steps += 1
-            trusted = t.steps > self.cfg["warmup_steps"]
+            trusted = t.net_steps > self.cfg["warmup_steps"]
             if mode == "learned" or (mode == "hybrid" and not t.pf.initialized):
                 if t.learned is not None and t.range_m is not None:
                     b = t.learned[0]
@@ -244,7 +260,8 @@ class SwarmAgent:
                     t.pf.initialize(now_us, range_m, self.draws)     # no estimate until its first step
             else:
                 learned = None
-                if mode == "hybrid" and range_m is not None and trusted:
+                if mode == "hybrid" and range_m is not None and trusted and net_due:
+                    # refresh around a fresh learned estimate only (once per estimator step, not per range)
                     learned = self._proposal(t)
                 t.est = t.pf.step(now_us, v_own_body_mps, v_obj_body_mps, range_m, self.draws, learned=learned)
         except (PfInputError, BearingInputError, TypeError, ValueError):

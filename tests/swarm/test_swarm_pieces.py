@@ -427,6 +427,52 @@ def test_pure_filter_mode_skips_the_learned_estimator_and_still_rejects_bad_inpu
     assert t.rejected == 2 and (t.range_m, t.range_lp_m, t.v_obj, t.est) == before
 
 
+def test_every_range_steps_the_filter_but_the_estimator_keeps_its_trained_rate():
+    """A 2-drone token ring delivers ~7 ranges per pair and policy period: each one updates the filter,
+    while the learned estimator (trained on one input per 0.1 s period) takes only the range marked as the
+    period's input, with dt measured from its own previous input, and the 10 % refresh follows its fresh
+    estimates only."""
+    net = BearingNet.load(_committed("bearing"))
+    calls = []
+
+    class _Counting:
+        def new_state(self):
+            return net.new_state()
+
+        def step(self, h, x):
+            calls.append(x)
+            return net.step(h, x)
+
+    ag = SwarmAgent(_Always(8), _Counting(), NumpyDraws(np.random.default_rng(5)),
+                    {"mode": "hybrid", "n_particles": 200, "warmup_steps": 2})
+    proposals = []
+    real_proposal = ag._proposal
+    ag._proposal = lambda t: proposals.append(t) or real_proposal(t)
+    times_us = [5000 + k * 15000 for k in range(40)]              # a range every 15 ms for 0.6 s
+    last_of_period = [k == len(times_us) - 1 or times_us[k + 1] // 100000 != t // 100000
+                      for k, t in enumerate(times_us)]
+    ranges = [1.0 + 0.1 * t * 1e-6 for t in times_us]
+    for t_us, r, last in zip(times_us, ranges, last_of_period):
+        ag.observe(t_us, 1, r, (0.1, 0.0), (0.0, 0.1), estimator_input=last)
+    marked = [t for t, last in zip(times_us, last_of_period) if last]
+    assert len(calls) == len(marked) == 6
+    assert [x[0] for x in calls] == pytest.approx([0.0] + [(b - a) * 1e-6 for a, b in zip(marked, marked[1:])])
+    assert [x[1] for x in calls] == [r for r, last in zip(ranges, last_of_period) if last]
+    assert ag.tracks[1].net_steps == len(calls) and ag.tracks[1].steps == len(times_us)
+    assert ag.tracks[1].range_m == ranges[-1]
+    # refreshes: one per estimator step after the one that started the filter (the third: warmup_steps 2)
+    assert len(proposals) == len(calls) - 3
+    # the filter took every range: fed only the estimator's ranges, it ends elsewhere
+    ag1 = SwarmAgent(_Always(8), net, NumpyDraws(np.random.default_rng(5)), {"mode": "pf", "n_particles": 200})
+    ag2 = SwarmAgent(_Always(8), net, NumpyDraws(np.random.default_rng(5)), {"mode": "pf", "n_particles": 200})
+    for t_us, r, last in zip(times_us, ranges, last_of_period):
+        ag1.observe(t_us, 1, r, (0.1, 0.0), (0.0, 0.1), estimator_input=last)
+        if last:
+            ag2.observe(t_us, 1, r, (0.1, 0.0), (0.0, 0.1))
+    assert ag1.tracks[1].pf.steps == len(times_us) - 1 and ag2.tracks[1].pf.steps == len(marked) - 1
+    assert ag1.tracks[1].est != pytest.approx(ag2.tracks[1].est)
+
+
 def test_committed_bearing_estimator_quality_on_fresh_dqn_flown_data():
     """The committed float estimator on data it was not trained on (seed 99: 36 arenas of 4 m x 3 drones
     flown by the committed DQN, 20 s, fresh UWB / velocity noise), steps with >= 10 predecessors.

@@ -157,3 +157,33 @@ def test_numpy_draws_drive_the_filter():
     x, y, _ = f.step(100000, (0.0, 0.0), (0.0, 0.0), 1.0, d, learned=(0.3, 0.0))
     assert abs(math.hypot(x, y) - (1.0 - pf.UWB_RANGE_BIAS_M)) < 0.15
     assert abs(math.atan2(y, x) - 0.3) < 0.15
+
+
+@pytest.mark.parametrize("reference_s", [0.1, 0.0])
+def test_process_noise_is_a_random_walk_whatever_the_step_count(reference_s):
+    """Ten predictions of 10 ms spread the particles as much as one of 100 ms (variance linear in dt):
+    a filter fed every range of a fast ranging link must diffuse as much per second as one fed once per
+    period. The old model (sigmas linear in dt, noise_reference_dt_s 0) diffused sqrt(10) times less."""
+    def spread(steps):
+        f = pf.ParticleFilter({"n_particles": 4000, "noise_reference_dt_s": reference_s,
+                               "pos_noise_floor_m": 0.0})
+        draws = NumpyDraws(np.random.default_rng(8))
+        f.initialize(0, 1.0, draws, learned=(0.0, 0.0))
+        x0, yaw0 = np.array(f.xs), np.array(f.yaws)
+        dt_us = 100000 // steps
+        for k in range(1, steps + 1):
+            f.step(k * dt_us, (0.0, 0.0), (0.0, 0.0), None, draws)          # predict only
+        return float(np.std(np.array(f.xs) - x0)), float(np.std(np.array(f.yaws) - yaw0))
+
+    one, ten = spread(1), spread(10)
+    ratio_x, ratio_yaw = ten[0] / one[0], ten[1] / one[1]
+    if reference_s > 0.0:
+        assert ratio_x == pytest.approx(1.0, abs=0.05) and ratio_yaw == pytest.approx(1.0, abs=0.05)
+        assert one[1] == pytest.approx(0.5 * 0.1, rel=0.05)                 # yaw_noise_radps * ref
+    else:
+        assert ratio_x == pytest.approx(10 ** -0.5, rel=0.05) and ratio_yaw == pytest.approx(10 ** -0.5, rel=0.05)
+
+
+def test_noise_reference_is_checked():
+    with pytest.raises(ValueError, match="noise_reference_dt_s"):
+        pf.ParticleFilter({"noise_reference_dt_s": -0.1})
