@@ -76,6 +76,11 @@ DEFAULTS = {
     # loop lags the setpoint, so a guard on the present distance alone fires too late: 6 random-goal
     # cflib flights (2-4 drones) had min separations 0.065-0.633 m without it, 0.248-1.253 m with 1 s
     "guard_horizon_s": 1.0,
+    # ... hovers instead while the neighbour's estimate disagrees with its ranges (low-passed residual beyond
+    # 0.15 m, at most 2 s in a row): a 4-drone flight's drones backed off in the same direction for 4 s, one
+    # of them on a wrong estimate, and collided (0.005 m)
+    "guard_residual_m": 0.15,
+    "guard_hold_max_s": 2.0,
     # onboard.swarm.agent detour (not in the paper; 0: off): a drone whose goal estimate has not come
     # 0.3 m closer within this window is shown its goal rotated 60 deg away from its nearest neighbour
     # for 4 s (the DQN alone hovered for 140 s in front of a drone parked on its path)
@@ -97,7 +102,7 @@ DEFAULTS = {
 
 # flight settings handed to each drone's onboard.swarm.agent.SwarmAgent under the same name
 AGENT_SETTINGS = ("n_particles", "warmup_steps", "learned_refresh", "pf_init", "guard_distance_m", "guard_on_range",
-                  "guard_horizon_s", "stuck_window_s", "approach_radius_m", "collapsed_estimate_fraction",
+                  "guard_horizon_s", "guard_residual_m", "guard_hold_max_s", "stuck_window_s", "approach_radius_m", "collapsed_estimate_fraction",
                   "collapsed_goal_fraction")
 
 POLICIES = ("float", "int8", "int8-pure")
@@ -289,6 +294,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
         "rejected_inputs": int(sum(t.rejected for a in agents for t in a.tracks.values())),
         "pf_outliers": int(sum(t.pf.outliers for a in agents for t in a.tracks.values())),
         "guard_overrides": int(sum(a.guard_overrides for a in agents)),
+        "guard_holds": int(sum(a.guard_holds for a in agents)),
         "detours": int(sum(a.detours for a in agents)),
         "collapsed_goal_steps": int(sum(a.collapsed_goal_steps for a in agents)),
         # lost-filter restarts of the tracks alive at the end (a new goal's track starts afresh)

@@ -17,7 +17,9 @@ import numpy as np
 
 from harness.swarm import episode as ep
 
-ADAPTIVE = {"resample_neff_fraction": 0.5}     # resample when Neff < N / 2 (flights' default)
+# every replayed configuration runs the flights' filter settings (adaptive resampling, lost-filter restarts,
+# the goal filter's noise), so the configurations differ only in what is compared
+FLIGHT_FILTER = {"pf_config": ep.DEFAULTS["pf_config"], "goal_pf_config": ep.DEFAULTS["goal_pf_config"]}
 
 DEFAULTS = {
     "drone_counts": [2, 3, 4],
@@ -32,15 +34,14 @@ DEFAULTS = {
         # hybrid: the filter starts at the first range like the pure one and is refreshed around the learned
         # estimate once it has 3 s of history (measured on 24 replayed cflib flights: the best of the
         # variants tried at 100 particles); -paper: started around the learned estimate after 1 s (IV-B)
-        "hybrid-100": {"mode": "hybrid", "n_particles": 100, "pf_init": "ring-first", "warmup_steps": 30,
-                       "pf_config": ADAPTIVE},
-        "hybrid-100-paper": {"mode": "hybrid", "n_particles": 100, "learned_refresh": "mean", "pf_config": ADAPTIVE},
-        "pf-100": {"mode": "pf", "n_particles": 100, "pf_config": ADAPTIVE},
-        "hybrid-1000": {"mode": "hybrid", "n_particles": 1000, "pf_init": "ring-first", "min_confidence": 0.9,
-                        "pf_config": ADAPTIVE},
-        "pf-1000": {"mode": "pf", "n_particles": 1000, "pf_config": ADAPTIVE},
+        "hybrid-100": dict(FLIGHT_FILTER, mode="hybrid", n_particles=100, pf_init="ring-first", warmup_steps=30),
+        "hybrid-100-paper": dict(FLIGHT_FILTER, mode="hybrid", n_particles=100, learned_refresh="mean"),
+        "pf-100": dict(FLIGHT_FILTER, mode="pf", n_particles=100),
+        "hybrid-1000": dict(FLIGHT_FILTER, mode="hybrid", n_particles=1000, pf_init="ring-first", min_confidence=0.9),
+        "pf-1000": dict(FLIGHT_FILTER, mode="pf", n_particles=1000),
         # the paper's filter resamples at every range (pocket IV-B); adaptive resampling is our change
-        "pf-1000-every-step": {"mode": "pf", "n_particles": 1000, "pf_config": {"resample_neff_fraction": 1.0}},
+        "pf-1000-every-step": dict(FLIGHT_FILTER, mode="pf", n_particles=1000,
+                                   pf_config=dict(ep.DEFAULTS["pf_config"], resample_neff_fraction=1.0)),
         "learned": {"mode": "learned"},
     },
 }

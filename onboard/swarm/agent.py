@@ -15,7 +15,8 @@ Every policy period (``decide``, frame skipping pocket V-B) it
 3. builds the DQN input (v, goal, nearest neighbour by range, dt) (pocket IV-C), picks the
    greedy action and integrates it into the body-frame velocity setpoint it returns.
 
-On top of the DQN, each off by default and not in the paper (see DEFAULTS): a collision guard,
+On top of the DQN, each off by default and not in the paper (see DEFAULTS): a collision guard
+(which hovers instead of backing off while the neighbour's estimate disagrees with its ranges),
 a collapsed-estimate rule (an unresolved neighbour is shown at its measured range), a detour
 when the goal stops getting closer, and a final P-approach to the goal estimate.
 
@@ -40,6 +41,7 @@ from onboard.swarm.bearing_net import BearingInputError, decode, sample_bin
 GOAL_ID = "goal"
 GUARD = -1                         # last_action when the collision guard overrode the DQN
 APPROACH = -2                      # last_action when the final approach to the goal replaced the DQN
+GUARD_HOLD = -3                    # last_action when the guard hovered instead of backing off (guard_residual_m)
 MODES = ("hybrid", "pf", "learned")
 
 DEFAULTS = {
@@ -71,6 +73,14 @@ DEFAULTS = {
     # ... and when the estimated relative motion brings the neighbour inside guard_distance_m within
     # this horizon (closest approach of the filter's relative position and velocity); 0: now only
     "guard_horizon_s": 0.0,
+    # ... but hover instead of backing off while the neighbour's estimate disagrees with its ranges: the
+    # filter's low-passed range residual (ParticleFilter lost_residual_m must be on) beyond this, m (0: off).
+    # Backing off from a wrong estimate chases the neighbour: in a 4-drone flight two drones backed off
+    # from each other in the same direction for 4 s, one on an estimate 0.65 m away at 0.39 m range
+    # (the bearing is unobservable while both move alike), and collided. Hovering leaves the escape to
+    # the drone whose estimate the ranges confirm, and lets the relative motion resolve the bearing
+    "guard_residual_m": 0.0,
+    "guard_hold_max_s": 2.0,       # ... for at most this long in a row, then it backs off anyway (no deadlock)
     # detour (not in the paper; 0 turns it off): the DQN alone hovers in front of a neighbour parked
     # between it and its goal (a local minimum of its avoidance; a 4-drone random-goal flight hovered
     # 0.7 m from one for 140 s). When the estimated goal distance has not shrunk by stuck_progress_m
@@ -166,6 +176,8 @@ class SwarmAgent:
         self.last_us = None
         self.steps = 0
         self.guard_overrides = 0
+        self.guard_holds = 0            # policy steps the guard hovered (guard_residual_m)
+        self._hold_since_us = None      # when the present run of guard holds began
         self.detours = 0
         self.approach_steps = 0
         self.collapsed_goal_steps = 0    # policy steps the goal estimate was shown at the smoothed range
@@ -306,6 +318,16 @@ class SwarmAgent:
         c, s = math.cos(self._detour_rad), math.sin(self._detour_rad)
         return c * gx_m - s * gy_m, s * gx_m + c * gy_m
 
+    def _guard_hold(self, now_us, near):
+        """Whether the guard hovers this step instead of backing off (see guard_residual_m)."""
+        limit_m = self.cfg["guard_residual_m"]
+        if limit_m <= 0.0 or abs(near.pf.residual_lp_m) <= limit_m:
+            self._hold_since_us = None
+            return False
+        if self._hold_since_us is None:
+            self._hold_since_us = now_us
+        return (now_us - self._hold_since_us) * 1e-6 < self.cfg["guard_hold_max_s"]
+
     def decide(self, now_us, v_own_body_mps):
         """DQN action from the current estimates; returns the new body-frame velocity setpoint (m/s)."""
         dt_s = 0.1 if self.last_us is None else (now_us - self.last_us) * 1e-6
@@ -359,14 +381,20 @@ class SwarmAgent:
             if near is not None and d_g < self.cfg["guard_distance_m"] and d_p > 0.0:
                 # safety layer: back off at guard_speed straight away from the neighbour's estimated
                 # (or predicted closest) position (a setpoint, not a 1 m/s^2 action: it must brake within
-                # a few periods)
+                # a few periods) - or hover while that estimate disagrees with the ranges
                 self.guard_overrides += 1
-                self.last_action = GUARD
-                k = -self.cfg["guard_speed_mps"] / d_p
-                self.setpoint_body_mps = (k * px, k * py)
+                if self._guard_hold(now_us, near):
+                    self.guard_holds += 1
+                    self.last_action = GUARD_HOLD
+                    self.setpoint_body_mps = (0.0, 0.0)
+                else:
+                    self.last_action = GUARD
+                    k = -self.cfg["guard_speed_mps"] / d_p
+                    self.setpoint_body_mps = (k * px, k * py)
                 self.last_us = now_us
                 self.steps += 1
                 return self.setpoint_body_mps
+        self._hold_since_us = None
         if d_goal_m is not None and d_goal_m < self.cfg["approach_radius_m"]:
             speed = min(self.cfg["approach_speed_mps"], self.cfg["approach_gain_per_s"] * d_goal_m)
             k = speed / d_goal_m if d_goal_m > 0.0 else 0.0

@@ -206,6 +206,41 @@ def test_collision_guard_backs_off_from_a_close_neighbour():
     assert sp[0] > 0.0 and ag.guard_overrides == 0
 
 
+def test_guard_hovers_while_the_estimate_disagrees_with_the_ranges_then_backs_off():
+    """guard_residual_m: a neighbour estimate 0.3 m ahead whose ranges say otherwise (filter residual
+    -0.3 m) is not backed off from - the drone hovers - for at most guard_hold_max_s; an estimate the
+    ranges confirm is backed off from at once."""
+    from onboard.swarm.agent import GUARD, GUARD_HOLD
+    ag = _agent_with((0.3, 0.0, 0.0), 0.3, guard_m=0.4)
+    ag.cfg.update(guard_residual_m=0.15, guard_hold_max_s=0.25)
+    ag.tracks[1].pf.residual_lp_m = -0.3
+    acts = []
+    for k in range(1, 6):
+        sp = ag.decide(k * 100000, (0.5, 0.0))
+        acts.append((ag.last_action, sp))
+    # three steps of hover (0.0, 0.1, 0.2 s into the hold < 0.25 s), then backing off
+    assert [a for a, _ in acts] == [GUARD_HOLD] * 3 + [GUARD] * 2
+    assert acts[0][1] == (0.0, 0.0) and acts[-1][1] == pytest.approx((-0.3, 0.0))
+    assert ag.guard_holds == 3 and ag.guard_overrides == 5
+    # ranges agree (residual within 0.15 m): backs off straight away
+    ag = _agent_with((0.3, 0.0, 0.0), 0.3, guard_m=0.4)
+    ag.cfg.update(guard_residual_m=0.15)
+    ag.tracks[1].pf.residual_lp_m = 0.1
+    assert ag.decide(100000, (0.5, 0.0)) == pytest.approx((-0.3, 0.0)) and ag.last_action == GUARD
+    # a new run of holds may start once the guard released
+    ag = _agent_with((0.3, 0.0, 0.0), 0.3, guard_m=0.4)
+    ag.cfg.update(guard_residual_m=0.15, guard_hold_max_s=0.05)
+    ag.tracks[1].pf.residual_lp_m = -0.3
+    ag.decide(100000, (0.0, 0.0))
+    ag.decide(200000, (0.0, 0.0))
+    assert ag.last_action == GUARD
+    ag.tracks[1].est, ag.tracks[1].range_m = (1.5, 0.0, 0.0), 1.5            # released
+    ag.decide(300000, (0.0, 0.0))
+    ag.tracks[1].est, ag.tracks[1].range_m = (0.3, 0.0, 0.0), 0.3
+    ag.decide(400000, (0.0, 0.0))
+    assert ag.last_action == GUARD_HOLD
+
+
 def test_forget_starts_a_track_afresh():
     ag = _agent_with((1.0, 0.0, 0.0), 1.0, guard_m=0.0)
     ag.forget(GOAL_ID)
