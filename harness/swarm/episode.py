@@ -61,7 +61,8 @@ DEFAULTS = {
     # estimator_comparison replays every flight through all of them)
     "agent_mode": "pf",
     "learned_refresh": "sample",     # onboard.swarm.agent: refresh around a drawn bin ("sample") or the mean
-    "pf_init": "learned",            # onboard.swarm.agent: hybrid filter start (learned | ring)
+    "pf_init": "learned",            # onboard.swarm.agent: hybrid filter start (learned | ring | ring-first)
+    "min_confidence": 0.0,           # onboard.swarm.agent: hybrid refresh only above this estimator confidence
     # extra ParticleFilter settings: adaptive resampling (resample only when Neff < N/2, weights carried
     # over otherwise) removed the wrong-mirror lock-ins measured with every-step resampling on replayed
     # flights (2 of 87 tracks -> 0) and lowered the error after convergence (0.22 -> 0.20 m)
@@ -101,9 +102,9 @@ DEFAULTS = {
 
 
 # flight settings handed to each drone's onboard.swarm.agent.SwarmAgent under the same name
-AGENT_SETTINGS = ("n_particles", "warmup_steps", "learned_refresh", "pf_init", "guard_distance_m", "guard_on_range",
-                  "guard_horizon_s", "guard_residual_m", "guard_hold_max_s", "stuck_window_s", "approach_radius_m", "collapsed_estimate_fraction",
-                  "collapsed_goal_fraction")
+AGENT_SETTINGS = ("n_particles", "warmup_steps", "learned_refresh", "pf_init", "min_confidence", "guard_distance_m",
+                  "guard_on_range", "guard_horizon_s", "guard_residual_m", "guard_hold_max_s", "stuck_window_s",
+                  "approach_radius_m", "collapsed_estimate_fraction", "collapsed_goal_fraction")
 
 POLICIES = ("float", "int8", "int8-pure")
 ESTIMATORS = ("float", "int8", "int8-pure")
