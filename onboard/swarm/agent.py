@@ -17,7 +17,7 @@ Every policy period (``decide``, frame skipping pocket V-B) it
 
 On top of the DQN, each off by default and not in the paper (see DEFAULTS): a collision guard
 (which hovers instead of backing off while the neighbour's estimate disagrees with its ranges),
-a collapsed-estimate rule (an unresolved neighbour is shown at its measured range), a detour
+a range-rate brake (hover when the ranges alone say contact within a second), a collapsed-estimate rule (an unresolved neighbour is shown at its measured range), a detour
 when the goal stops getting closer, and a final P-approach to the goal estimate.
 
 ``mode`` picks the estimation configuration compared in pocket figs. 5-6: ``hybrid`` (PF +
@@ -42,6 +42,7 @@ GOAL_ID = "goal"
 GUARD = -1                         # last_action when the collision guard overrode the DQN
 APPROACH = -2                      # last_action when the final approach to the goal replaced the DQN
 GUARD_HOLD = -3                    # last_action when the guard hovered instead of backing off (guard_residual_m)
+BRAKE = -4                         # last_action when the range-rate brake hovered (brake_ttc_s)
 MODES = ("hybrid", "pf", "learned")
 
 DEFAULTS = {
@@ -81,6 +82,13 @@ DEFAULTS = {
     # the drone whose estimate the ranges confirm, and lets the relative motion resolve the bearing
     "guard_residual_m": 0.0,
     "guard_hold_max_s": 2.0,       # ... for at most this long in a row, then it backs off anyway (no deadlock)
+    # range-rate brake (not in the paper; 0 turns it off): hover when a neighbour's ranges alone (least-squares
+    # rate over brake_window_s, no bearing needed) say it closes faster than brake_min_closing_mps and
+    # contact comes within brake_ttc_s
+    "brake_ttc_s": 0.0,
+    "brake_window_s": 1.0,
+    "brake_min_closing_mps": 0.4,
+    "brake_min_samples": 6,
     # detour (not in the paper; 0 turns it off): the DQN alone hovers in front of a neighbour parked
     # between it and its goal (a local minimum of its avoidance; a 4-drone random-goal flight hovered
     # 0.7 m from one for 140 s). When the estimated goal distance has not shrunk by stuck_progress_m
@@ -150,6 +158,7 @@ class Track:
         self.rejected = 0
         self.negative_ranges = 0
         self.range_lp_m = None         # low-passed range (range_smoothing_s), m
+        self.recent_ranges = []        # (time_us, range_m) of the last brake_window_s (range-rate brake)
 
 
 class SwarmAgent:
@@ -177,6 +186,7 @@ class SwarmAgent:
         self.steps = 0
         self.guard_overrides = 0
         self.guard_holds = 0            # policy steps the guard hovered (guard_residual_m)
+        self.brakes = 0                 # policy steps the range-rate brake hovered (brake_ttc_s)
         self._hold_since_us = None      # when the present run of guard holds began
         self.detours = 0
         self.approach_steps = 0
@@ -253,6 +263,11 @@ class SwarmAgent:
                     t.range_lp_m += a * (t.range_m - t.range_lp_m)
                 t.last_range_us = now_us
                 t.v_obj = (float(v_obj_body_mps[0]), float(v_obj_body_mps[1]))
+                if self.cfg["brake_ttc_s"] > 0.0 and obj_id != GOAL_ID:
+                    t.recent_ranges.append((now_us, t.range_m))
+                    oldest_us = now_us - int(self.cfg["brake_window_s"] * 1e6)
+                    while t.recent_ranges[0][0] < oldest_us:
+                        t.recent_ranges.pop(0)
             else:
                 # no ranging message this period, so no fresh peer velocity either: the object keeps
                 # moving at its last reported velocity (propagating it as if it stood still loses
@@ -317,6 +332,29 @@ class SwarmAgent:
             return gx_m, gy_m
         c, s = math.cos(self._detour_rad), math.sin(self._detour_rad)
         return c * gx_m - s * gy_m, s * gx_m + c * gy_m
+
+    def _closing(self, now_us):
+        """Whether a neighbour's ranges alone say contact within brake_ttc_s (range-rate brake)."""
+        ttc_s = self.cfg["brake_ttc_s"]
+        if ttc_s <= 0.0:
+            return False
+        for obj_id, t in self.tracks.items():
+            pts = t.recent_ranges
+            if obj_id == GOAL_ID or len(pts) < self.cfg["brake_min_samples"]:
+                continue
+            n = len(pts)
+            tm = sum(p[0] for p in pts) / n
+            rm = sum(p[1] for p in pts) / n
+            stt = sum((p[0] - tm) * (p[0] - tm) for p in pts)
+            if stt <= 0.0:
+                continue
+            rate_mps = sum((p[0] - tm) * (p[1] - rm) for p in pts) / stt * 1e6
+            if rate_mps > -self.cfg["brake_min_closing_mps"]:
+                continue
+            r_now_m = rm + rate_mps * (now_us - tm) * 1e-6          # the fitted range now
+            if r_now_m < -rate_mps * ttc_s:
+                return True
+        return False
 
     def _guard_hold(self, now_us, near):
         """Whether the guard hovers this step instead of backing off (see guard_residual_m)."""
@@ -395,6 +433,13 @@ class SwarmAgent:
                 self.steps += 1
                 return self.setpoint_body_mps
         self._hold_since_us = None
+        if self._closing(now_us):
+            self.brakes += 1
+            self.last_action = BRAKE
+            self.setpoint_body_mps = (0.0, 0.0)
+            self.last_us = now_us
+            self.steps += 1
+            return self.setpoint_body_mps
         if d_goal_m is not None and d_goal_m < self.cfg["approach_radius_m"]:
             speed = min(self.cfg["approach_speed_mps"], self.cfg["approach_gain_per_s"] * d_goal_m)
             k = speed / d_goal_m if d_goal_m > 0.0 else 0.0

@@ -35,11 +35,12 @@ def test_detour_gets_a_drone_past_a_neighbour_parked_on_its_path(models):
 
 
 def test_collapsed_goal_handling_keeps_the_drone_moving_on_the_same_flight(models):
-    """The same flight with the layers of the episode defaults but the guard's hover (guard_residual_m): a
-    drone near its goal on an unresolved estimate is sent along it at the smoothed goal range instead of
-    hovering. Measured: 12/12 goals in 32 s, no detour needed, closest pair 0.49 m (with the guard's hover
-    on as well: 12/12 goals in 48 s, 4 detours, closest pair 0.47 m)."""
-    met = _random_flight(models, 4, 141, 8, guard_residual_m=0.0)
+    """The same flight with the layers of the episode defaults but the two added after this test (the
+    guard's hover, guard_residual_m, and the range-rate brake, brake_ttc_s: both make drones hover, which
+    changes this flight): a drone near its goal on an unresolved estimate is sent along it at the smoothed
+    goal range instead of hovering. Measured: 12/12 goals in 32 s, no detour needed, closest pair 0.49 m
+    (with the guard's hover on as well: 12/12 goals in 48 s, 4 detours, closest pair 0.47 m)."""
+    met = _random_flight(models, 4, 141, 8, guard_residual_m=0.0, brake_ttc_s=0.0)
     assert met["goals_reached"] == met["goals_total"] == 12, met["goals_reached"]
     assert met["collapsed_goal_steps"] > 0 and met["detours"] == 0
     assert met["min_separation_m"] >= 0.15

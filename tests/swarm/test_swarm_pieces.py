@@ -241,6 +241,39 @@ def test_guard_hovers_while_the_estimate_disagrees_with_the_ranges_then_backs_of
     assert ag.last_action == GUARD_HOLD
 
 
+def test_range_rate_brake_hovers_on_a_fast_closing_neighbour_whatever_its_estimate():
+    """brake_ttc_s: ranges alone (least-squares rate over brake_window_s) that close at 1.3 m/s from 1.6 m
+    say contact within 1 s at about 1.3 m - the drone hovers although its estimate puts the neighbour
+    2 m away to the side; a neighbour keeping its range, or one closing slowly, does not brake."""
+    from onboard.swarm.agent import BRAKE
+    net = BearingNet.load(_committed("bearing"))
+
+    def fly(rate_mps, brake_ttc_s=1.0):
+        ag = SwarmAgent(_Always(0), net, NumpyDraws(np.random.default_rng(2)),
+                        {"mode": "pf", "n_particles": 200, "brake_ttc_s": brake_ttc_s})
+        acts = []
+        for k in range(12):                                   # a range and a decision every 0.1 s
+            t_us = k * 100000
+            ag.observe(t_us, 1, 1.6 + rate_mps * k * 0.1, (0.3, 0.0), (0.0, 0.0))
+            ag.observe(t_us, GOAL_ID, 3.0, (0.3, 0.0), (0.0, 0.0))
+            ag.tracks[1].est = (0.0, 2.0, 0.0)                 # a wrong estimate: far to the side
+            ag.tracks[GOAL_ID].est = (3.0, 0.0, 0.0)
+            ag.decide(t_us, (0.3, 0.0))
+            acts.append(ag.last_action)
+        return ag, acts
+
+    ag, acts = fly(-1.3)
+    # six samples (0.5 s) needed; at 0.5 s the fitted range is 0.95 m < 1.3 m/s * 1 s
+    assert acts[:5] == [0] * 5 and acts[5:] == [BRAKE] * 7
+    assert ag.brakes == 7 and ag.setpoint_body_mps == (0.0, 0.0)
+    assert fly(0.0)[0].brakes == 0                              # range kept
+    assert fly(-0.3)[0].brakes == 0                             # closing slower than brake_min_closing_mps
+    assert fly(-1.3, brake_ttc_s=0.0)[0].brakes == 0            # off
+    # only the last brake_window_s of ranges is kept
+    assert len(ag.tracks[1].recent_ranges) == 11 and GOAL_ID not in [k for k, t in ag.tracks.items()
+                                                                     if t.recent_ranges]
+
+
 def test_forget_starts_a_track_afresh():
     ag = _agent_with((1.0, 0.0, 0.0), 1.0, guard_m=0.0)
     ag.forget(GOAL_ID)
