@@ -108,8 +108,8 @@ DEFAULTS = {
 
 # flight settings handed to each drone's onboard.swarm.agent.SwarmAgent under the same name
 AGENT_SETTINGS = ("n_particles", "warmup_steps", "learned_refresh", "pf_init", "min_confidence", "guard_distance_m",
-                  "guard_on_range", "guard_horizon_s", "guard_residual_m", "guard_hold_max_s", "brake_ttc_s", "stuck_window_s",
-                  "approach_radius_m", "collapsed_estimate_fraction", "collapsed_goal_fraction")
+                  "guard_on_range", "guard_horizon_s", "guard_residual_m", "guard_hold_max_s", "brake_ttc_s",
+                  "stuck_window_s", "approach_radius_m", "collapsed_estimate_fraction", "collapsed_goal_fraction")
 
 POLICIES = ("float", "int8", "int8-pure")
 ESTIMATORS = ("float", "int8", "int8-pure")

@@ -66,7 +66,7 @@ DEFAULTS = {
     # (pos_noise_floor_m + vel_noise_mps * ref) and the yaw sigma (yaw_noise_radps * ref) hold for a step of
     # ref = noise_reference_dt_s and scale with sqrt(dt / ref). Sigmas linear in dt (0: the old model) let
     # a filter stepped k times per period (a 2-drone token ring delivers ~7 ranges per pair and 0.1 s)
-    # diffuse k times less: its orientation hypotheses died out (2-drone flights: 24 deg vs 10 deg)
+    # diffuse k times less: its orientation hypotheses died out (2-drone random flights: 24 deg vs 9 deg)
     "noise_reference_dt_s": 0.1,
     "refresh_range_sigma_m": 0.25,         # new particles: range spread (about the UWB sigma)
     "refresh_bearing_sigma_rad": 0.1745,   # ... bearing spread: half a 20-deg bin ~ 10 deg

@@ -17,8 +17,9 @@ Every policy period (``decide``, frame skipping pocket V-B) it
 
 On top of the DQN, each off by default and not in the paper (see DEFAULTS): a collision guard
 (which hovers instead of backing off while the neighbour's estimate disagrees with its ranges),
-a range-rate brake (hover when the ranges alone say contact within a second), a collapsed-estimate rule (an unresolved neighbour is shown at its measured range), a detour
-when the goal stops getting closer, and a final P-approach to the goal estimate.
+a range-rate brake (hover when the ranges alone say contact within a second), a collapsed-estimate
+rule (an unresolved neighbour is shown at its measured range), a detour when the goal stops getting
+closer, and a final P-approach to the goal estimate.
 
 ``mode`` picks the estimation configuration compared in pocket figs. 5-6: ``hybrid`` (PF +
 learned), ``pf`` (pure particle filter, uninformed start, no refresh) or ``learned``
