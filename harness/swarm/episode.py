@@ -427,11 +427,11 @@ def track_summary(tracks, threshold_m=0.5, hold_s=1.0):
 def convergence_time_s(t_s, err, threshold_m=0.3, hold_steps=10):
     """First time after which the error stays below threshold for hold_steps steps (None if never)."""
     run = 0
-    for t, e in zip(t_s, err):
+    for k, e in enumerate(err):
         if e == e and e < threshold_m:
             run += 1
             if run >= hold_steps:
-                return t - (hold_steps - 1) * (t_s[1] - t_s[0] if len(t_s) > 1 else 0.0)
+                return t_s[k - hold_steps + 1]          # where that stretch began
         else:
             run = 0
     return None

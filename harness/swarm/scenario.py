@@ -260,18 +260,10 @@ def average_run_error(tracks, bin_s=AVERAGE_RUN_BIN_S, span_s=AVERAGE_RUN_SPAN_S
 
 def _curve_converged_s(curve, threshold_m, hold_s):
     """First bin start from which the average-run error stays below threshold_m for hold_s (None: never)."""
-    t, e = curve["t_s"], curve["error_m"]
+    t = curve["t_s"]
     bin_s = t[1] - t[0] if len(t) > 1 else AVERAGE_RUN_BIN_S
-    need = max(1, int(round(hold_s / bin_s)))
-    run = 0
-    for k, v in enumerate(e):
-        if v is not None and v < threshold_m:
-            run += 1
-            if run >= need:
-                return t[k - need + 1]
-        else:
-            run = 0
-    return None
+    errs = [math.nan if v is None else v for v in curve["error_m"]]          # an empty bin breaks the stretch
+    return ep.convergence_time_s(t, errs, threshold_m, hold_steps=max(1, int(round(hold_s / bin_s))))
 
 
 def _faster(t_hybrid_s, t_pf_s):

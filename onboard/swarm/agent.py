@@ -424,33 +424,26 @@ class SwarmAgent:
                 self.guard_overrides += 1
                 if self._guard_hold(now_us, near):
                     self.guard_holds += 1
-                    self.last_action = GUARD_HOLD
-                    self.setpoint_body_mps = (0.0, 0.0)
-                else:
-                    self.last_action = GUARD
-                    k = -self.cfg["guard_speed_mps"] / d_p
-                    self.setpoint_body_mps = (k * px, k * py)
-                self.last_us = now_us
-                self.steps += 1
-                return self.setpoint_body_mps
+                    return self._command(now_us, GUARD_HOLD, (0.0, 0.0))
+                k = -self.cfg["guard_speed_mps"] / d_p
+                return self._command(now_us, GUARD, (k * px, k * py))
         self._hold_since_us = None
         if self._closing(now_us):
             self.brakes += 1
-            self.last_action = BRAKE
-            self.setpoint_body_mps = (0.0, 0.0)
-            self.last_us = now_us
-            self.steps += 1
-            return self.setpoint_body_mps
+            return self._command(now_us, BRAKE, (0.0, 0.0))
         if d_goal_m is not None and d_goal_m < self.cfg["approach_radius_m"]:
             speed = min(self.cfg["approach_speed_mps"], self.cfg["approach_gain_per_s"] * d_goal_m)
             k = speed / d_goal_m if d_goal_m > 0.0 else 0.0
-            self.last_action = APPROACH
             self.approach_steps += 1
-            self.setpoint_body_mps = (k * g[0], k * g[1])
-        else:
-            self.last_action = action
-            self.setpoint_body_mps = act_mod.update_setpoint(self.setpoint_body_mps[0], self.setpoint_body_mps[1],
-                                                             action, dt_s)
+            return self._command(now_us, APPROACH, (k * g[0], k * g[1]))
+        return self._command(now_us, action, act_mod.update_setpoint(self.setpoint_body_mps[0],
+                                                                    self.setpoint_body_mps[1], action, dt_s))
+
+    def _command(self, now_us, action, setpoint_body_mps):
+        """Record this policy step's action (a DQN action or GUARD, GUARD_HOLD, BRAKE, APPROACH) and its
+        body-frame velocity setpoint (m/s), which it returns."""
+        self.last_action = action
+        self.setpoint_body_mps = setpoint_body_mps
         self.last_us = now_us
         self.steps += 1
-        return self.setpoint_body_mps
+        return setpoint_body_mps

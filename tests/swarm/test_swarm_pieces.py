@@ -468,25 +468,31 @@ def test_a_dropout_propagates_the_neighbour_at_its_last_reported_velocity():
     assert ests[0] == pytest.approx(held) and ests[0] != pytest.approx(still)
 
 
+class _CountingNet:
+    """The committed estimator, every input it steps on appended to ``calls``."""
+
+    def __init__(self, net, calls):
+        self.net, self.calls = net, calls
+
+    def new_state(self):
+        return self.net.new_state()
+
+    def step(self, h, x):
+        self.calls.append(x)
+        return self.net.step(h, x)
+
+
 def test_pure_filter_mode_skips_the_learned_estimator_and_still_rejects_bad_input():
     net = BearingNet.load(_committed("bearing"))
     calls = []
-
-    class _Counting:
-        def new_state(self):
-            return net.new_state()
-
-        def step(self, h, x):
-            calls.append(x)
-            return net.step(h, x)
-
+    counting = _CountingNet(net, calls)
     for mode, steps in (("pf", 0), ("hybrid", 3)):
         calls.clear()
-        ag = SwarmAgent(_Always(8), _Counting(), NumpyDraws(np.random.default_rng(3)), {"mode": mode})
+        ag = SwarmAgent(_Always(8), counting, NumpyDraws(np.random.default_rng(3)), {"mode": mode})
         for k in range(3):
             ag.observe(k * 100000, 1, 1.0, (0.1, 0.0), (0.0, 0.1))
         assert len(calls) == steps
-    ag = SwarmAgent(_Always(8), _Counting(), NumpyDraws(np.random.default_rng(3)), {"mode": "pf"})
+    ag = SwarmAgent(_Always(8), counting, NumpyDraws(np.random.default_rng(3)), {"mode": "pf"})
     ag.observe(0, 1, 1.0, (0.1, 0.0), (0.0, 0.1))
     t = ag.tracks[1]
     before = (t.range_m, t.range_lp_m, t.v_obj, t.est)
@@ -502,16 +508,8 @@ def test_every_range_steps_the_filter_but_the_estimator_keeps_its_trained_rate()
     estimates only."""
     net = BearingNet.load(_committed("bearing"))
     calls = []
-
-    class _Counting:
-        def new_state(self):
-            return net.new_state()
-
-        def step(self, h, x):
-            calls.append(x)
-            return net.step(h, x)
-
-    ag = SwarmAgent(_Always(8), _Counting(), NumpyDraws(np.random.default_rng(5)),
+    counting = _CountingNet(net, calls)
+    ag = SwarmAgent(_Always(8), counting, NumpyDraws(np.random.default_rng(5)),
                     {"mode": "hybrid", "n_particles": 200, "warmup_steps": 2})
     proposals = []
     real_proposal = ag._proposal
