@@ -28,6 +28,9 @@ standard normals and uniforms, and every kernel takes them as a buffer. The pure
 kernels below, the NumPy kernels (``particle_filter_numpy``) and the Cython kernels
 (``cython_ext.pf_kernels``) compute the same numbers from the same draws; pick one
 with :func:`kernels_for` (``onboard.impl`` switch, CPython only) or pass ``kernels=``.
+:func:`make_filter` builds the filter for a kernels choice: :class:`ParticleFilter` on the
+pure or NumPy kernels, the Cython module's compiled copy of the whole class on the Cython
+ones (one C call per step; same numbers and counters on the same draws).
 
 This module runs unchanged on MicroPython (lists of floats, ``math`` only).
 """
@@ -324,6 +327,49 @@ class PureDraws:
 
 
 # ------------------------------------------------------------------ filter
+def checked_config(config=None):
+    """DEFAULTS updated with config, checked (ValueError on an unknown key or a bad value)."""
+    cfg = dict(DEFAULTS)
+    if config:
+        for key in config:
+            if key not in DEFAULTS:
+                raise ValueError("unknown ParticleFilter setting %r" % (key,))
+            cfg[key] = config[key]
+    n = int(cfg["n_particles"])
+    if n < 2:
+        raise ValueError("n_particles must be >= 2, got %r" % (n,))
+    frac = cfg["refresh_fraction"]
+    if not (0.0 <= frac < 1.0):
+        raise ValueError("refresh_fraction must be in [0, 1), got %r" % (frac,))
+    if not (cfg["range_var_m2"] > 0.0):
+        raise ValueError("range_var_m2 must be > 0")
+    if cfg["refresh_mode"] not in REFRESH_MODES:
+        raise ValueError("refresh_mode must be one of %s, got %r" % (REFRESH_MODES, cfg["refresh_mode"]))
+    if not (0.0 <= cfg["refresh_fraction_min"] <= frac):
+        raise ValueError("refresh_fraction_min must be in [0, refresh_fraction]")
+    if not (0.0 < cfg["resample_neff_fraction"] <= 1.0):
+        raise ValueError("resample_neff_fraction must be in (0, 1]")
+    if not (isinstance(cfg["reinit_after_outliers"], int) and cfg["reinit_after_outliers"] >= 0):
+        raise ValueError("reinit_after_outliers must be an int >= 0, got %r" % (cfg["reinit_after_outliers"],))
+    if not (isinstance(cfg["lost_residual_m"], (int, float)) and cfg["lost_residual_m"] >= 0.0):
+        raise ValueError("lost_residual_m must be >= 0, got %r" % (cfg["lost_residual_m"],))
+    if not (0.0 < cfg["lost_residual_alpha"] <= 1.0):
+        raise ValueError("lost_residual_alpha must be in (0, 1], got %r" % (cfg["lost_residual_alpha"],))
+    if not (isinstance(cfg["noise_reference_dt_s"], (int, float)) and cfg["noise_reference_dt_s"] >= 0.0):
+        raise ValueError("noise_reference_dt_s must be >= 0, got %r" % (cfg["noise_reference_dt_s"],))
+    if not (0.0 < cfg["alpha_slow"] < cfg["alpha_fast"] <= 1.0):
+        raise ValueError("need 0 < alpha_slow < alpha_fast <= 1")
+    return cfg
+
+
+def make_filter(config=None, kernels=None):
+    """A particle filter on these kernels: the kernels module's compiled whole-filter class where it has
+    one (``filter_class``, the Cython path: one C call per step), else :class:`ParticleFilter`.
+    Both compute the same numbers from the same draws (tests/unit/test_particle_filter_paths.py)."""
+    cls = getattr(kernels, "filter_class", None) or ParticleFilter
+    return cls(config, kernels=kernels)
+
+
 class ParticleFilter:
     """Relative pose of one object (neighbour or goal) in the own frame, from UWB ranges.
 
@@ -335,39 +381,11 @@ class ParticleFilter:
     """
 
     def __init__(self, config=None, kernels=None):
-        cfg = dict(DEFAULTS)
-        if config:
-            for key in config:
-                if key not in DEFAULTS:
-                    raise ValueError("unknown ParticleFilter setting %r" % (key,))
-                cfg[key] = config[key]
+        cfg = checked_config(config)
         n = int(cfg["n_particles"])
-        if n < 2:
-            raise ValueError("n_particles must be >= 2, got %r" % (n,))
-        frac = cfg["refresh_fraction"]
-        if not (0.0 <= frac < 1.0):
-            raise ValueError("refresh_fraction must be in [0, 1), got %r" % (frac,))
-        if not (cfg["range_var_m2"] > 0.0):
-            raise ValueError("range_var_m2 must be > 0")
-        if cfg["refresh_mode"] not in REFRESH_MODES:
-            raise ValueError("refresh_mode must be one of %s, got %r" % (REFRESH_MODES, cfg["refresh_mode"]))
-        if not (0.0 <= cfg["refresh_fraction_min"] <= frac):
-            raise ValueError("refresh_fraction_min must be in [0, refresh_fraction]")
-        if not (0.0 < cfg["resample_neff_fraction"] <= 1.0):
-            raise ValueError("resample_neff_fraction must be in (0, 1]")
-        if not (isinstance(cfg["reinit_after_outliers"], int) and cfg["reinit_after_outliers"] >= 0):
-            raise ValueError("reinit_after_outliers must be an int >= 0, got %r" % (cfg["reinit_after_outliers"],))
-        if not (isinstance(cfg["lost_residual_m"], (int, float)) and cfg["lost_residual_m"] >= 0.0):
-            raise ValueError("lost_residual_m must be >= 0, got %r" % (cfg["lost_residual_m"],))
-        if not (0.0 < cfg["lost_residual_alpha"] <= 1.0):
-            raise ValueError("lost_residual_alpha must be in (0, 1], got %r" % (cfg["lost_residual_alpha"],))
-        if not (isinstance(cfg["noise_reference_dt_s"], (int, float)) and cfg["noise_reference_dt_s"] >= 0.0):
-            raise ValueError("noise_reference_dt_s must be >= 0, got %r" % (cfg["noise_reference_dt_s"],))
-        if not (0.0 < cfg["alpha_slow"] < cfg["alpha_fast"] <= 1.0):
-            raise ValueError("need 0 < alpha_slow < alpha_fast <= 1")
         self.cfg = cfg
         self.n = n
-        self.n_refresh = int(round(frac * n))
+        self.n_refresh = int(round(cfg["refresh_fraction"] * n))
         self.k = kernels if kernels is not None else PURE
         self.inv_two_var_m2 = 1.0 / (2.0 * cfg["range_var_m2"])
         self._outlier_e2_m2 = cfg["outlier_sigmas"] ** 2 * cfg["range_var_m2"]

@@ -35,7 +35,7 @@ guard sees it), counted in ``negative_ranges``, as the training data's ranges ar
 """
 import math
 
-from onboard.estimators.particle_filter import ParticleFilter, PfInputError
+from onboard.estimators.particle_filter import PfInputError, make_filter
 from onboard.swarm import actions as act_mod
 from onboard.swarm.bearing_net import BearingInputError, decode, sample_bin
 
@@ -204,7 +204,7 @@ class SwarmAgent:
             if obj_id == GOAL_ID:
                 pf_cfg.update(self.cfg["goal_pf_config"] or {})
             pf_cfg["n_particles"] = self.cfg["n_particles"]
-            t = Track(self.net, ParticleFilter(pf_cfg, kernels=self.kernels))
+            t = Track(self.net, make_filter(pf_cfg, kernels=self.kernels))
             self.tracks[obj_id] = t
         return t
 

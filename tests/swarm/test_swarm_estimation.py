@@ -61,7 +61,7 @@ def test_truth_convention_is_the_filter_motion_model():
 
 def _run_filter(traj, kernels, n, learned_fn, seed=3):
     draws = NumpyDraws(np.random.default_rng(seed))
-    f = pf.ParticleFilter({"n_particles": n}, kernels=kernels)
+    f = pf.make_filter({"n_particles": n}, kernels=kernels)
     x, y, ryaw, _, _, r = traj[0]
     f.initialize(100000, r + BIAS_M, draws, learned=learned_fn(traj[0]))
     errs = []
@@ -112,7 +112,7 @@ def test_adaptive_refresh_quiet_while_tracking_and_fires_when_lost():
     cfg = {"n_particles": 500, "refresh_mode": "adaptive", "refresh_fraction": 0.2}
     counts = {}
     for impl in ("pure", "numpy", "cython"):
-        f = pf.ParticleFilter(cfg, kernels=pf.kernels_for(impl))
+        f = pf.make_filter(cfg, kernels=pf.kernels_for(impl))
         draws = NumpyDraws(np.random.default_rng(9))
         x, y, ryaw, _, _, r = traj[0]
         f.initialize(100000, r + BIAS_M, draws, learned=_perfect(traj[0]))
@@ -146,7 +146,7 @@ def test_lost_filter_restarts_after_consecutive_outlier_ranges(impl):
     kernels = pf.kernels_for(impl)
     for setting, restarts in ((3, 1), (0, 0)):
         draws = NumpyDraws(np.random.default_rng(4))
-        f = pf.ParticleFilter({"n_particles": 200, "reinit_after_outliers": setting}, kernels=kernels)
+        f = pf.make_filter({"n_particles": 200, "reinit_after_outliers": setting}, kernels=kernels)
         f.initialize(100000, 3.0, draws, learned=(0.0, 0.0))
         t = 100000
         for r in (3.0, 0.5, 3.0, 0.5, 0.5):          # a stray miss, back on track, then a run of misses
@@ -177,7 +177,7 @@ def test_lost_filter_restarts_when_the_estimate_stays_farther_than_the_ranges(im
     kernels = pf.kernels_for(impl)
     for setting, restarts in ((0.4, 1), (0.0, 0)):
         draws = NumpyDraws(np.random.default_rng(4))
-        f = pf.ParticleFilter({"n_particles": 200, "reinit_after_outliers": 3, "lost_residual_m": setting,
+        f = pf.make_filter({"n_particles": 200, "reinit_after_outliers": 3, "lost_residual_m": setting,
                                "refresh_range_sigma_m": 0.05}, kernels=kernels)
         f.initialize(100000, 2.0, draws, learned=(0.0, 0.0))
         t = 100000
@@ -194,7 +194,7 @@ def test_lost_filter_restarts_when_the_estimate_stays_farther_than_the_ranges(im
             assert abs(float(np.median(radii)) - 1.2) < 0.15
     # an uninformed ring at the true range: the weighted mean is near the centre, residual ~ +range
     draws = NumpyDraws(np.random.default_rng(5))
-    f = pf.ParticleFilter({"n_particles": 500, "lost_residual_m": 0.4}, kernels=kernels)
+    f = pf.make_filter({"n_particles": 500, "lost_residual_m": 0.4}, kernels=kernels)
     f.initialize(100000, 1.5, draws)
     for k in range(20):
         f.step(200000 + k * 100000, (0.0, 0.0), (0.0, 0.0), 1.5, draws)

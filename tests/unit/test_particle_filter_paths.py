@@ -94,6 +94,129 @@ def test_paths_identical_on_same_draws(n, use_learned, neff_fraction):
         assert f.resamples == f_ref.resamples
 
 
+# every branch of a cycle: fixed / adaptive refresh, resampling every range / on low Neff, both restarts
+COMPILED_CONFIGS = {
+    "paper": {},
+    "flights": {"resample_neff_fraction": 0.5, "reinit_after_outliers": 3, "lost_residual_m": 0.4},
+    "adaptive-refresh": {"refresh_mode": "adaptive", "refresh_fraction": 0.2, "refresh_fraction_min": 0.02},
+    "linear-noise": {"noise_reference_dt_s": 0.0, "reinit_after_outliers": 2},
+}
+
+
+def _eventful_run(f, draws, use_learned, steps=70):
+    """A scripted flight with dropouts, a burst of ranges 3-6 m too long (outliers, restarts) and ranges
+    stamped several times per period; returns the estimates."""
+    gen = np.random.default_rng(17)
+    x, y, yaw = 1.3, 0.6, -0.5
+    f.initialize(0, math.hypot(x, y), draws, learned=(math.atan2(y, x) - 0.2, yaw) if use_learned else None)
+    ests = []
+    t = 0
+    for k in range(steps):
+        vo = (0.5 * math.cos(0.15 * k), -0.3 * math.sin(0.11 * k))
+        vp = (0.2 * math.sin(0.19 * k), 0.35 * math.cos(0.07 * k))
+        dt_s = 0.02 if k % 5 else 0.1
+        x += dt_s * (math.cos(yaw) * vp[0] - math.sin(yaw) * vp[1] - vo[0])
+        y += dt_s * (math.sin(yaw) * vp[0] + math.cos(yaw) * vp[1] - vo[1])
+        r = abs(math.hypot(x, y) + gen.normal(pf.UWB_RANGE_BIAS_M, math.sqrt(pf.UWB_RANGE_VAR_M2)))
+        if 30 <= k < 40:
+            r += 3.0 * (1 + k % 3)          # 3, 6, 9 m: the particles refreshed at the last range miss too
+        learned = (math.atan2(y, x) + gen.normal(0, 0.3), yaw + gen.normal(0, 0.4)) if use_learned else None
+        if k % 9 == 8:
+            r = None
+        t += int(dt_s * 1e6)
+        ests.append(f.step(t, vo, vp, r, draws, learned=learned))
+    return np.array(ests, dtype=float)
+
+
+COUNTERS = ("steps", "rejected", "outliers", "predict_only", "resamples", "reinitializations", "lost_restarts",
+            "last_refresh", "residual_lp_m", "w_slow", "w_fast", "time_us", "initialized", "n", "n_refresh")
+
+
+@pytest.mark.parametrize("use_learned", [True, False], ids=["learned-refresh", "pure-pf"])
+@pytest.mark.parametrize("config", sorted(COMPILED_CONFIGS))
+def test_compiled_filter_equals_the_pure_class_on_the_same_draws(config, use_learned):
+    """make_filter on the Cython kernels is the compiled filter; on the same draws it computes what the
+    pure ParticleFilter computes, bit for bit, and takes the same decisions (counters)."""
+    _require_all_paths()
+    cfg = dict(COMPILED_CONFIGS[config], n_particles=120)
+    rec = RecordedDraws(11)
+    f_ref = pf.ParticleFilter(cfg)
+    est_ref = _eventful_run(f_ref, rec, use_learned)
+    f = pf.make_filter(cfg, kernels=pf.kernels_for("cython"))
+    assert type(f) is not pf.ParticleFilter and type(f).__module__ == "cython_ext.pf_kernels"
+    est = _eventful_run(f, Replay(rec.log), use_learned)
+    assert np.array_equal(est, est_ref)
+    for a, b in ((f.xs, f_ref.xs), (f.ys, f_ref.ys), (f.yaws, f_ref.yaws), (f.lws, f_ref.lws), (f.ws, f_ref.ws)):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    assert {c: getattr(f, c) for c in COUNTERS} == {c: getattr(f_ref, c) for c in COUNTERS}
+    assert f.neff() == f_ref.neff() and f.estimate() == f_ref.estimate()
+    assert f_ref.outliers > 0 and f_ref.predict_only > 0                     # the run went through those paths
+    if config in ("flights", "linear-noise"):
+        assert f_ref.reinitializations > 0
+    if config == "adaptive-refresh" and use_learned:
+        assert f_ref.w_slow is not None
+
+
+def test_compiled_filter_takes_list_draws():
+    """PureDraws hand lists (the MicroPython path's draws); the compiled filter converts them."""
+    _require_all_paths()
+    ests = []
+    for f in (pf.ParticleFilter({"n_particles": 40}), pf.make_filter({"n_particles": 40},
+                                                                      kernels=pf.kernels_for("cython"))):
+        d = pf.PureDraws(5)
+        f.initialize(0, 1.0, d)
+        ests.append([f.step(100000 * k, (0.1, 0.0), (0.0, 0.2), 1.0 + 0.01 * k, d, learned=(0.2, 0.1))
+                     for k in range(1, 6)])
+    assert ests[0] == ests[1]
+
+
+@pytest.mark.parametrize("impl", ["pure", "cython"])
+def test_bad_input_rejected_and_state_kept(impl):
+    """Non-finite, negative, mistyped or late input: PfInputError, counted, particles and clock untouched;
+    both the pure class and the compiled filter."""
+    if impl not in impl_switch.available(pf.KERNEL_MODULES):
+        pytest.fail("particle-filter path %s missing (make setup builds cython_ext)" % impl)
+    f = pf.make_filter({"n_particles": 30}, kernels=pf.kernels_for(impl))
+    d = NumpyDraws(np.random.default_rng(2))
+    with pytest.raises(pf.PfInputError, match="before initialize"):
+        f.step(0, (0.0, 0.0), (0.0, 0.0), 1.0, d)
+    with pytest.raises(pf.PfInputError, match="range is needed"):
+        f.initialize(0, None, d)
+    f.initialize(1000, 1.0, d, learned=(0.5, 0.0))
+    f.step(2000, (0.1, 0.0), (0.0, 0.0), 1.0, d)
+    before = [np.array(a, dtype=float) for a in (f.xs, f.ys, f.yaws, f.lws)] + [f.time_us, f.steps]
+    bad_calls = [
+        (3000, (float("nan"), 0.0), (0.0, 0.0), 1.0, None, "own velocity not finite"),
+        (3000, (0.0, 0.0), (0.0, float("inf")), 1.0, None, "peer velocity not finite"),
+        (3000, (0.0, 0.0), (0.0, 0.0), float("nan"), None, "range must be"),
+        (3000, (0.0, 0.0), (0.0, 0.0), -0.5, None, "range must be"),
+        (3000, (0.0, 0.0), (0.0, 0.0), "1.0", None, "range must be"),
+        (3000, (0.0,), (0.0, 0.0), 1.0, None, "own velocity must be"),
+        (3000, None, (0.0, 0.0), 1.0, None, "own velocity must be"),
+        (3000, (0.0, 0.0), (0.0, 0.0), 1.0, (float("nan"), 0.0), "learned estimate not finite"),
+        (3000, (0.0, 0.0), (0.0, 0.0), 1.0, (0.1,), "learned estimate must be"),
+        (1500, (0.0, 0.0), (0.0, 0.0), 1.0, None, "time went backwards"),
+    ]
+    for now_us, vo, vp, r, learned, message in bad_calls:
+        with pytest.raises(pf.PfInputError, match=message):
+            f.step(now_us, vo, vp, r, d, learned=learned)
+    after = [np.array(a, dtype=float) for a in (f.xs, f.ys, f.yaws, f.lws)] + [f.time_us, f.steps]
+    assert all(np.array_equal(a, b) for a, b in zip(before[:4], after[:4])) and before[4:] == after[4:]
+    assert f.rejected == len(bad_calls) + 1                                   # + the range-less initialize
+    x, y, _ = f.step(3000, (0.0, 0.0), (0.0, 0.0), 1.0, d)                  # and it goes on
+    assert math.isfinite(x) and math.isfinite(y) and f.steps == 2
+
+
+def test_make_filter_picks_the_compiled_class_only_for_cython():
+    _require_all_paths()
+    assert type(pf.make_filter(None, kernels=pf.kernels_for("pure"))) is pf.ParticleFilter
+    assert type(pf.make_filter(None, kernels=pf.kernels_for("numpy"))) is pf.ParticleFilter
+    assert type(pf.make_filter(None)) is pf.ParticleFilter
+    assert type(pf.make_filter(None, kernels=pf.kernels_for("cython"))) is pf.kernels_for("cython").filter_class
+    with pytest.raises(ValueError, match="unknown ParticleFilter setting"):
+        pf.make_filter({"n_partcles": 10}, kernels=pf.kernels_for("cython"))
+
+
 def test_impl_switch_picks_kernels(monkeypatch):
     _require_all_paths()
     monkeypatch.setenv("ONBOARD_IMPL", "cython")
