@@ -18,6 +18,7 @@ The C program writes back its final particles and per-step estimates, and the be
 checks they equal the Cython path's (max abs difference printed; 1e-12 required), so the C
 reference really is the same computation. Writes bench/results/pf.json.
 """
+import functools
 import json
 import math
 import os
@@ -41,6 +42,7 @@ C_SOURCE = os.path.join(HERE, "pf_ref.c")
 SIZES = (100, 1000, 10000)
 DT_US = 100000              # 10 Hz filter steps (one token-ring round)
 POOL = 8                    # distinct pre-drawn noise sets, cycled over the steps
+ROUNDS = 5                  # timing rounds per N, every path once per round
 
 
 def make_workload(n, steps, seed=7, pool=POOL):
@@ -78,54 +80,51 @@ def make_workload(n, steps, seed=7, pool=POOL):
 
 
 class ReplayDraws:
-    """Hands the workload's pre-drawn buffers to ParticleFilter.step (already in the path's buffer type)."""
+    """Hands the workload's pre-drawn buffers (already in the path's buffer type) to the filter in the
+    order it asks for them: the start's normals, then per step the motion normals, the resampling
+    uniform and the refresh normals. As cheap as a Python draws object gets, so the timing is the
+    filter's, as the C reference reads its draws from arrays."""
 
     def __init__(self, work, kernels):
-        self.k = kernels
-        self.n3 = 3 * work["n"]
-        self.noise = [kernels.as_buffer(row) for row in work["noise"]]
-        self.fresh = [kernels.as_buffer(row) for row in work["fresh"]]
-        self.init = kernels.as_buffer(work["init_draws"])
-        self.u0 = [float(u) for u in work["u0"]]
-        self.pool = work["pool"]
-        self.step = 0
-        self.started = False
+        noise = [kernels.as_buffer(row) for row in work["noise"]]
+        fresh = [kernels.as_buffer(row) for row in work["fresh"]]
+        answers = [kernels.as_buffer(work["init_draws"])]
+        for s, u0 in enumerate(work["u0"]):
+            answers += [noise[s % work["pool"]], [float(u0)], fresh[s % work["pool"]]]
+        self._answers = iter(answers)
+        # normals(k) / uniforms(k) = next(answers, k): the next answer, from C (a Python method would add
+        # its own call to every request); k only comes back if the filter asked for more than was drawn,
+        # and no path takes an int for a buffer
+        self.normals = self.uniforms = functools.partial(next, self._answers)
 
-    def normals(self, k):
-        if not self.started:
-            self.started = True
-            return self.init
-        if k == self.n3:
-            return self.noise[self.step % self.pool]
-        return self.fresh[self.step % self.pool]
-
-    def uniforms(self, k):
-        u = [self.u0[self.step]]
-        return u
-
-    def after_step(self):
-        self.step += 1
+    def check_used_up(self):
+        """The filter asked for exactly the draws the workload made (same requests as the C reference)."""
+        if next(self._answers, None) is not None:
+            raise RuntimeError("the filter asked for fewer draws than the workload holds")
 
 
 def run_filter(impl, work, compiled=True):
     """Run the workload through impl's filter; returns (us_per_step, filter, estimates).
 
     compiled: the kernels module's compiled filter class where it has one (make_filter), else the
-    Python ParticleFilter class on impl's kernels."""
+    Python ParticleFilter class on impl's kernels. The per-step arguments are built before the clock
+    starts (the C reference reads them from arrays)."""
     kernels = pf.kernels_for(impl)
     cfg = {"n_particles": work["n"]}
     f = pf.make_filter(cfg, kernels=kernels) if compiled else pf.ParticleFilter(cfg, kernels=kernels)
     draws = ReplayDraws(work, kernels)
     f.initialize(0, work["first_range"], draws, learned=work["first_learned"])
-    rows = [tuple(float(v) for v in row) for row in work["per"]]
+    calls = []
+    for s, row in enumerate(work["per"]):
+        dt_s, vxo, vyo, vxp, vyp, rng_m, bearing, ryaw = (float(v) for v in row)
+        calls.append(((s + 1) * DT_US, (vxo, vyo), (vxp, vyp), rng_m, (bearing, ryaw)))
+    step = f.step
     ests = []
-    t = 0
     t0 = time.perf_counter()
-    for s, (dt_s, vxo, vyo, vxp, vyp, rng_m, bearing, ryaw) in enumerate(rows):
-        t += DT_US
-        ests.append(f.step(t, (vxo, vyo), (vxp, vyp), rng_m, draws, learned=(bearing, ryaw)))
-        draws.after_step()
-    us = (time.perf_counter() - t0) * 1e6 / len(rows)
+    for now_us, v_own, v_peer, rng_m, learned in calls:
+        ests.append(step(now_us, v_own, v_peer, rng_m, draws, learned))
+    us = (time.perf_counter() - t0) * 1e6 / len(calls)
+    draws.check_used_up()
     return us, f, np.array(ests, dtype=np.float64)
 
 
@@ -210,16 +209,21 @@ def main():
         for n in SIZES:
             steps = steps_for("cython", n)
             work = make_workload(n, steps)
-            row = {}
-            us_c, cx, cy, cyaw, c_est = run_c(exe, work, tmp, repeats=5)
-            row["c"] = us_c
+            # ROUNDS rounds, each timing every path once (the C program keeps its best of 5 repeats); each
+            # path's best round counts, so a burst of load on this noisy machine hits all paths alike
+            timed = {"c": [], "cython": [], "numpy": [], "cython_py_class": [], "cython_kernels": []}
             best = {}
-            for impl in ("cython", "numpy"):
-                runs = [run_filter(impl, work) for _ in range(3)]
-                best[impl] = min(runs, key=lambda r: r[0])
-                row[impl] = best[impl][0]
-            row["cython_py_class"] = min(run_filter("cython", work, compiled=False)[0] for _ in range(3))
-            row["cython_kernels"] = min(run_cython_kernels(work) for _ in range(3))
+            for _ in range(ROUNDS):
+                us_c, cx, cy, cyaw, c_est = run_c(exe, work, tmp, repeats=5)
+                timed["c"].append(us_c)
+                for impl in ("cython", "numpy"):
+                    run = run_filter(impl, work)
+                    timed[impl].append(run[0])
+                    if impl not in best or run[0] < best[impl][0]:
+                        best[impl] = run
+                timed["cython_py_class"].append(run_filter("cython", work, compiled=False)[0])
+                timed["cython_kernels"].append(run_cython_kernels(work))
+            row = {name: min(times) for name, times in timed.items()}
             f_cy, est_cy = best["cython"][1], best["cython"][2]
             diff = max(np.abs(np.asarray(f_cy.xs) - cx).max(), np.abs(np.asarray(f_cy.ys) - cy).max(),
                        np.abs(np.asarray(f_cy.yaws) - cyaw).max(), np.abs(est_cy - c_est).max())

@@ -15,6 +15,8 @@ so at small N the step is not dominated by Python calls into the kernels.
 import numpy as np
 cimport cython
 cimport numpy as cnp
+from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.math cimport atan2, cos, exp, fmod, rint, sin, sqrt, INFINITY
 
 from onboard.estimators import particle_filter as _pure
@@ -224,6 +226,19 @@ cdef object _draw_array(object v, Py_ssize_t k):
     return v
 
 
+cdef inline bint _float_pair(object v, double* out) noexcept:
+    """out = v[0], v[1] when v is a tuple starting with two floats (what the runtime passes); else False."""
+    if type(v) is not tuple or PyTuple_GET_SIZE(v) < 2:
+        return False
+    a = <object>PyTuple_GET_ITEM(v, 0)
+    b = <object>PyTuple_GET_ITEM(v, 1)
+    if not (PyFloat_CheckExact(a) and PyFloat_CheckExact(b)):
+        return False
+    out[0] = PyFloat_AS_DOUBLE(a)
+    out[1] = PyFloat_AS_DOUBLE(b)
+    return True
+
+
 cdef inline const double* _data(object arr) noexcept:
     return <const double*>cnp.PyArray_DATA(<cnp.ndarray>arr)
 
@@ -374,7 +389,7 @@ cdef class ParticleFilter:
         cdef double r = self._check_range(range_m)
         cdef double lrn[2]
         if learned is not None:
-            self._check_learned(learned, lrn)
+            self._read_pair(learned, lrn, "learned estimate", "(bearing_rad, rel_yaw_rad)")
             normals = _draw_array(draws.normals(PARTICLE_DIM * self.n), PARTICLE_DIM * self.n)
             _refresh(self.px, self.py, self.pyaw, 0, self.n, r - self.bias_m, lrn[0], lrn[1], self.sigma_range_m,
                      self.sigma_bearing_rad, self.sigma_yaw_refresh_rad, _data(normals))
@@ -415,12 +430,12 @@ cdef class ParticleFilter:
         if t_us < self._time_us:
             self.rejected += 1
             raise PfInputError("time went backwards: %d < %d us" % (t_us, self._time_us))
-        self._check_vel(v_own_body_mps, "own", v_own)
-        self._check_vel(v_peer_body_mps, "peer", v_peer)
+        self._read_pair(v_own_body_mps, v_own, "own velocity", "(vx_mps, vy_mps)")
+        self._read_pair(v_peer_body_mps, v_peer, "peer velocity", "(vx_mps, vy_mps)")
         if range_m is not None:
             r = self._check_range(range_m)
         if has_learned:
-            self._check_learned(learned, lrn)
+            self._read_pair(learned, lrn, "learned estimate", "(bearing_rad, rel_yaw_rad)")
         dt_s = (t_us - self._time_us) * 1e-6
         if self.ref_s > 0.0:
             # random walk: variance proportional to dt (see noise_reference_dt_s)
@@ -523,46 +538,29 @@ cdef class ParticleFilter:
         return self.pest[E_NEFF]
 
     # ---------------------------------------------------------- input checks (messages as the pure class)
-    cdef int _check_vel(self, v, str who, double* out) except -1:
-        """out = (vx_mps, vy_mps) of v, or PfInputError."""
-        cdef double vx, vy
-        try:
-            vx = float(v[0])
-            vy = float(v[1])
-        except (TypeError, IndexError, ValueError):
+    cdef int _read_pair(self, v, double* out, str what, str shape) except -1:
+        """out = the two finite numbers in v[0], v[1], or PfInputError (velocities, learned estimate)."""
+        if not _float_pair(v, out):
+            try:
+                out[0] = float(v[0])
+                out[1] = float(v[1])
+            except (TypeError, IndexError, ValueError):
+                self.rejected += 1
+                raise PfInputError("%s must be %s, got %r" % (what, shape, v))
+        if not (_finite(out[0]) and _finite(out[1])):
             self.rejected += 1
-            raise PfInputError("%s velocity must be (vx_mps, vy_mps), got %r" % (who, v))
-        if not (_finite(vx) and _finite(vy)):
-            self.rejected += 1
-            raise PfInputError("%s velocity not finite: %r" % (who, v))
-        out[0] = vx
-        out[1] = vy
+            raise PfInputError("%s not finite: %r" % (what, v))
         return 0
 
     cdef double _check_range(self, range_m) except? -1.0:
         if range_m is None:
             self.rejected += 1
             raise PfInputError("a range is needed to initialise the particle filter")
-        if not isinstance(range_m, (int, float)) or not _finite(range_m) or range_m < 0.0:
+        if not (type(range_m) is float or isinstance(range_m, (int, float))) or not _finite(range_m) \
+                or range_m < 0.0:
             self.rejected += 1
             raise PfInputError("range must be a finite number >= 0 m, got %r" % (range_m,))
         return range_m
-
-    cdef int _check_learned(self, learned, double* out) except -1:
-        """out = (bearing_rad, rel_yaw_rad) of learned, or PfInputError."""
-        cdef double b, y
-        try:
-            b = float(learned[0])
-            y = float(learned[1])
-        except (TypeError, IndexError, ValueError):
-            self.rejected += 1
-            raise PfInputError("learned estimate must be (bearing_rad, rel_yaw_rad), got %r" % (learned,))
-        if not (_finite(b) and _finite(y)):
-            self.rejected += 1
-            raise PfInputError("learned estimate not finite: %r" % (learned,))
-        out[0] = b
-        out[1] = y
-        return 0
 
 
 filter_class = ParticleFilter
