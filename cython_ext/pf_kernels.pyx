@@ -20,15 +20,14 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.math cimport atan2, cos, exp, fmod, rint, sin, sqrt, INFINITY
 
 from onboard.estimators import particle_filter as _pure
-from onboard.estimators.particle_filter import EST_LEN, PARTICLE_DIM, PfInputError, checked_config
+from onboard.estimators.particle_filter import EST_LEN, PfInputError, checked_config
 
 name = "cython"
 cnp.import_array()
-ndarray = np.ndarray
 
 cdef double PI = 3.141592653589793
 cdef double TWO_PI = 2.0 * 3.141592653589793
-# slots of the estimate buffer (particle_filter.EST_*, checked below)
+# slots of the estimate buffer (particle_filter.EST_*) and draws per particle, checked below
 cdef enum:
     E_X = 0
     E_Y = 1
@@ -37,9 +36,11 @@ cdef enum:
     E_E2_MIN = 4
     E_SW = 5
     E_LMAX = 6
-if (E_X, E_Y, E_YAW, E_NEFF, E_E2_MIN, E_SW, E_LMAX) != (_pure.EST_X, _pure.EST_Y, _pure.EST_YAW, _pure.EST_NEFF,
-                                                         _pure.EST_E2_MIN, _pure.EST_SW, _pure.EST_LMAX):
-    raise ImportError("cython_ext.pf_kernels: estimate slots differ from onboard.estimators.particle_filter")
+    DIM = 3             # draws per particle (particle_filter.PARTICLE_DIM)
+if (DIM, E_X, E_Y, E_YAW, E_NEFF, E_E2_MIN, E_SW, E_LMAX) != (
+        _pure.PARTICLE_DIM, _pure.EST_X, _pure.EST_Y, _pure.EST_YAW, _pure.EST_NEFF, _pure.EST_E2_MIN, _pure.EST_SW,
+        _pure.EST_LMAX):
+    raise ImportError("cython_ext.pf_kernels: particle or estimate slots differ from onboard.estimators.particle_filter")
 
 
 def alloc(Py_ssize_t n):
@@ -218,7 +219,7 @@ cdef inline bint _finite(double v) noexcept nogil:
 cdef object _draw_array(object v, Py_ssize_t k):
     """A draws object's answer as a 1-D aligned contiguous float64 array of at least k values (v itself
     when it is one, else converted as as_buffer does); hold it while its data pointer is used."""
-    if not (type(v) is ndarray and cnp.PyArray_TYPE(<cnp.ndarray>v) == cnp.NPY_DOUBLE
+    if not (cnp.PyArray_CheckExact(v) and cnp.PyArray_TYPE(<cnp.ndarray>v) == cnp.NPY_DOUBLE
             and cnp.PyArray_NDIM(<cnp.ndarray>v) == 1 and cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>v)):
         v = np.ascontiguousarray(v, dtype=np.float64)
     if cnp.PyArray_SIZE(<cnp.ndarray>v) < k:
@@ -390,7 +391,7 @@ cdef class ParticleFilter:
         cdef double lrn[2]
         if learned is not None:
             self._read_pair(learned, lrn, "learned estimate", "(bearing_rad, rel_yaw_rad)")
-            normals = _draw_array(draws.normals(PARTICLE_DIM * self.n), PARTICLE_DIM * self.n)
+            normals = _draw_array(draws.normals(DIM * self.n), DIM * self.n)
             _refresh(self.px, self.py, self.pyaw, 0, self.n, r - self.bias_m, lrn[0], lrn[1], self.sigma_range_m,
                      self.sigma_bearing_rad, self.sigma_yaw_refresh_rad, _data(normals))
         else:
@@ -445,7 +446,7 @@ cdef class ParticleFilter:
         else:
             sigma_pos_m = self.pos_floor_m + self.vel_noise_mps * dt_s
             sigma_yaw_rad = self.yaw_noise_radps * dt_s
-        noise = _draw_array(draws.normals(PARTICLE_DIM * self.n), PARTICLE_DIM * self.n)
+        noise = _draw_array(draws.normals(DIM * self.n), DIM * self.n)
         if range_m is None:
             _predict_weight(self.px, self.py, self.pyaw, self.pw, self.plw, self.n, dt_s, v_own[0], v_own[1],
                             v_peer[0], v_peer[1], 0.0, 0.0, 0.0, _data(noise), sigma_pos_m, sigma_yaw_rad, self.pest)
@@ -484,7 +485,7 @@ cdef class ParticleFilter:
         self.initialize(now_us, range_m, draws, learned=learned)
         self.reinitializations += 1
         self._outlier_run = 0
-        noise = _draw_array(draws.normals(PARTICLE_DIM * self.n), PARTICLE_DIM * self.n)
+        noise = _draw_array(draws.normals(DIM * self.n), DIM * self.n)
         _predict_weight(self.px, self.py, self.pyaw, self.pw, self.plw, self.n, 0.0, 0.0, 0.0, 0.0, 0.0,
                         float(range_m), self.bias_m, self.inv_two_var_m2, _data(noise), 0.0, 0.0, self.pest)
         self.steps += 1
@@ -506,7 +507,7 @@ cdef class ParticleFilter:
         self.pyaw, self.pyaw2 = self.pyaw2, self.pyaw
         self._zero_log_weights()
         if n_new:
-            fresh = _draw_array(draws.normals(PARTICLE_DIM * n_new), PARTICLE_DIM * n_new)
+            fresh = _draw_array(draws.normals(DIM * n_new), DIM * n_new)
             _refresh(self.px, self.py, self.pyaw, self.n - n_new, n_new, range_m - self.bias_m,
                      bearing_rad, yaw_rad, self.sigma_range_m, self.sigma_bearing_rad,
                      self.sigma_yaw_refresh_rad, _data(fresh))
