@@ -27,7 +27,7 @@ cnp.import_array()
 
 cdef double PI = 3.141592653589793
 cdef double TWO_PI = 2.0 * 3.141592653589793
-# slots of the estimate buffer (particle_filter.EST_*) and draws per particle, checked below
+# slots of the estimate buffer (particle_filter.EST_*), draws per particle and refresh modes, checked below
 cdef enum:
     E_X = 0
     E_Y = 1
@@ -37,10 +37,14 @@ cdef enum:
     E_SW = 5
     E_LMAX = 6
     DIM = 3             # draws per particle (particle_filter.PARTICLE_DIM)
-if (DIM, E_X, E_Y, E_YAW, E_NEFF, E_E2_MIN, E_SW, E_LMAX) != (
+    REFRESH_FIXED = 0   # particle_filter.REFRESH_MODES, in order
+    REFRESH_ADAPTIVE = 1
+    REFRESH_SPREAD = 2
+if (DIM, E_X, E_Y, E_YAW, E_NEFF, E_E2_MIN, E_SW, E_LMAX, ("fixed", "adaptive", "spread")) != (
         _pure.PARTICLE_DIM, _pure.EST_X, _pure.EST_Y, _pure.EST_YAW, _pure.EST_NEFF, _pure.EST_E2_MIN, _pure.EST_SW,
-        _pure.EST_LMAX):
-    raise ImportError("cython_ext.pf_kernels: particle or estimate slots differ from onboard.estimators.particle_filter")
+        _pure.EST_LMAX, _pure.REFRESH_MODES):
+    raise ImportError("cython_ext.pf_kernels: particle / estimate slots or refresh modes differ from "
+                      "onboard.estimators.particle_filter")
 
 
 def alloc(Py_ssize_t n):
@@ -158,6 +162,17 @@ cdef void _init_ring(double* xs, double* ys, double* yaws, Py_ssize_t n, double 
         yaws[i] = -PI + TWO_PI * uniforms[2 * i + 1]
 
 
+cdef double _weighted_spread(const double* xs, const double* ys, const double* ws, Py_ssize_t n,
+                             double mean_x_m, double mean_y_m, double sw) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef double dx, dy, s = 0.0
+    for i in range(n):
+        dx = xs[i] - mean_x_m
+        dy = ys[i] - mean_y_m
+        s += ws[i] * (dx * dx + dy * dy)
+    return sqrt(s / sw)
+
+
 # ------------------------------------------------------------------ kernels (buffer API)
 def predict_weight(double[::1] xs, double[::1] ys, double[::1] yaws, double[::1] ws, double[::1] lws,
                    Py_ssize_t n,
@@ -209,6 +224,14 @@ def init_ring(double[::1] xs, double[::1] ys, double[::1] yaws, Py_ssize_t n, do
         raise ValueError("init_ring buffers too short")
     with nogil:
         _init_ring(&xs[0], &ys[0], &yaws[0], n, range_m, sigma_range_m, &normals[0], &uniforms[0])
+
+
+def weighted_spread(const double[::1] xs, const double[::1] ys, const double[::1] ws, Py_ssize_t n,
+                    double mean_x_m, double mean_y_m, double sw):
+    """See particle_filter.weighted_spread (the refresh gate of refresh_mode "spread")."""
+    if n <= 0 or xs.shape[0] < n or ys.shape[0] < n or ws.shape[0] < n:
+        raise ValueError("weighted_spread buffers shorter than n")
+    return _weighted_spread(&xs[0], &ys[0], &ws[0], n, mean_x_m, mean_y_m, sw)
 
 
 # ------------------------------------------------------------------ the compiled filter
@@ -268,9 +291,9 @@ cdef class ParticleFilter:
     cdef double inv_two_var_m2, outlier_e2_m2, bias_m, ref_s, pos_floor_m, vel_noise_mps, yaw_noise_radps
     cdef double sigma_range_m, sigma_bearing_rad, sigma_yaw_refresh_rad
     cdef double refresh_fraction, refresh_fraction_min, neff_fraction, alpha_slow, alpha_fast
-    cdef double lost_residual_m, lost_residual_alpha
+    cdef double lost_residual_m, lost_residual_alpha, refresh_spread_rad
     cdef long reinit_after_outliers
-    cdef bint adaptive_refresh
+    cdef int refresh_mode             # REFRESH_FIXED | REFRESH_ADAPTIVE | REFRESH_SPREAD
     # particles: the live set and the resampling target, swapped after each resampling
     cdef object _xs, _ys, _yaws, _xs2, _ys2, _yaws2, _ws, _lws, _est
     cdef double* px
@@ -301,7 +324,9 @@ cdef class ParticleFilter:
         self.sigma_yaw_refresh_rad = cfg["refresh_yaw_sigma_rad"]
         self.refresh_fraction = cfg["refresh_fraction"]
         self.refresh_fraction_min = cfg["refresh_fraction_min"]
-        self.adaptive_refresh = cfg["refresh_mode"] != "fixed"
+        self.refresh_mode = {"fixed": REFRESH_FIXED, "adaptive": REFRESH_ADAPTIVE,
+                             "spread": REFRESH_SPREAD}[cfg["refresh_mode"]]
+        self.refresh_spread_rad = cfg["refresh_spread_rad"]
         self.neff_fraction = cfg["resample_neff_fraction"]
         self.alpha_slow = cfg["alpha_slow"]
         self.alpha_fast = cfg["alpha_fast"]
@@ -514,9 +539,17 @@ cdef class ParticleFilter:
 
     cdef Py_ssize_t _refresh_count(self):
         """Particles to put around the learned estimate this step (fixed, or augmented-MCL adaptive)."""
-        cdef double w_avg, frac
-        if not self.adaptive_refresh:
+        cdef double w_avg, frac, spread_m
+        cdef bint unsure
+        if self.refresh_mode == REFRESH_FIXED:
             return self.n_refresh
+        if self.refresh_mode == REFRESH_SPREAD:
+            spread_m = _weighted_spread(self.px, self.py, self.pw, self.n, self.pest[E_X], self.pest[E_Y],
+                                        self.pest[E_SW])
+            unsure = spread_m > self.refresh_spread_rad * sqrt(self.pest[E_X] * self.pest[E_X]
+                                                               + self.pest[E_Y] * self.pest[E_Y])
+            frac = self.refresh_fraction if unsure else self.refresh_fraction_min
+            return <Py_ssize_t>rint(frac * self.n)
         # mean range likelihood over the particles (see particle_filter.ParticleFilter._refresh_count)
         w_avg = exp(self.pest[E_LMAX]) * self.pest[E_SW] / self.n
         if not self._have_w:

@@ -20,6 +20,7 @@ from harness.swarm import episode as ep
 # every replayed configuration runs the flights' filter settings (adaptive resampling, lost-filter restarts,
 # the goal filter's noise), so the configurations differ only in what is compared
 FLIGHT_FILTER = {"pf_config": ep.DEFAULTS["pf_config"], "goal_pf_config": ep.DEFAULTS["goal_pf_config"]}
+FIXED_REFRESH = dict(ep.DEFAULTS["pf_config"], refresh_mode="fixed")     # the paper's 10 % at every resampling
 
 DEFAULTS = {
     "drone_counts": [2, 3, 4],
@@ -33,9 +34,15 @@ DEFAULTS = {
     "estimators": {
         # hybrid: the filter starts at the first range like the pure one and is refreshed around the learned
         # estimate once it has 3 s of history (measured on 24 replayed cflib flights: the best of the
-        # variants tried at 100 particles); -paper: started around the learned estimate after 1 s (IV-B)
-        "hybrid-100": dict(FLIGHT_FILTER, mode="hybrid", n_particles=100, pf_init="ring-first", warmup_steps=30),
-        "hybrid-100-paper": dict(FLIGHT_FILTER, mode="hybrid", n_particles=100, learned_refresh="mean"),
+        # variants tried at 100 particles); -paper: started around the learned estimate after 1 s (IV-B).
+        # At 100 particles both refresh 10 % at every resampling (pocket IV-B): such a small filter loses
+        # tracks, and the steady refresh brings them back (with the flights' spread gate the random-goal
+        # reports of harness/swarm/README.md converged later: median over all tracks 0.3-0.4 s slower, fig. 6
+        # average run 10.5 instead of 8.5 s on one); at 1000 particles the hybrid uses the flights' gate
+        "hybrid-100": dict(FLIGHT_FILTER, mode="hybrid", n_particles=100, pf_init="ring-first", warmup_steps=30,
+                           pf_config=FIXED_REFRESH),
+        "hybrid-100-paper": dict(FLIGHT_FILTER, mode="hybrid", n_particles=100, learned_refresh="mean",
+                                 pf_config=FIXED_REFRESH),
         "pf-100": dict(FLIGHT_FILTER, mode="pf", n_particles=100),
         "hybrid-1000": dict(FLIGHT_FILTER, mode="hybrid", n_particles=1000, pf_init="ring-first", min_confidence=0.9),
         "pf-1000": dict(FLIGHT_FILTER, mode="pf", n_particles=1000),

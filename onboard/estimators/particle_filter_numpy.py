@@ -84,6 +84,13 @@ def refresh(xs, ys, yaws, start, count, range_m, bearing_rad, yaw_rad,
     yaws[start:start + count] = _wrap_pi(yaw_rad + sigma_yaw_rad * nz[:, 2])
 
 
+def weighted_spread(xs, ys, ws, n, mean_x_m, mean_y_m, sw):
+    """See particle_filter.weighted_spread (the refresh gate of refresh_mode "spread")."""
+    dx = xs[:n] - mean_x_m
+    dy = ys[:n] - mean_y_m
+    return float(np.sqrt((ws[:n] * (dx * dx + dy * dy)).sum() / sw))
+
+
 def init_ring(xs, ys, yaws, n, range_m, sigma_range_m, normals, uniforms):
     """See particle_filter.init_ring (uninformed start of the pure particle filter)."""
     r = np.abs(range_m + sigma_range_m * normals[:n])

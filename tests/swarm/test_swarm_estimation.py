@@ -129,6 +129,32 @@ def test_adaptive_refresh_quiet_while_tracking_and_fires_when_lost():
     assert got[78:84].max() >= 0.15 * 500, got[78:84]                  # lost: refresh (max 0.2 N = 100)
 
 
+def test_spread_refresh_injects_while_unconverged_and_little_after():
+    """refresh_mode "spread": the full refresh_fraction of learned particles while the filter's position
+    spread is above refresh_spread_rad times the estimate's distance (the uninformed ring start),
+    refresh_fraction_min once it has converged; every path decides alike on the same draws."""
+    traj = _flight(4, 120)
+    cfg = {"n_particles": 500, "refresh_mode": "spread", "refresh_spread_rad": 0.25, "refresh_fraction_min": 0.02}
+    counts, errs = {}, {}
+    for impl in ("pure", "numpy", "cython"):
+        f = pf.make_filter(cfg, kernels=pf.kernels_for(impl))
+        draws = NumpyDraws(np.random.default_rng(9))
+        f.initialize(100000, traj[0][5] + BIAS_M, draws)                  # ring: bearing unknown
+        got, err = [], []
+        for k, (x, y, ryaw, v_own, v_peer, r) in enumerate(traj[1:], start=2):
+            est = f.step(k * 100000, v_own, v_peer, r + BIAS_M, draws, learned=_perfect((x, y, ryaw)))
+            got.append(f.last_refresh)
+            err.append(math.hypot(est[0] - x, est[1] - y))
+        counts[impl], errs[impl] = got, err
+    assert counts["pure"] == counts["numpy"] == counts["cython"]
+    got = np.array(counts["pure"])
+    assert (got[:3] == 50).all(), got[:10]                                # ring: spread ~ range, 10 %
+    assert (got[40:] == 10).mean() > 0.9, got[40:]                         # converged: 2 %
+    assert np.mean(errs["pure"][40:]) < 0.2
+    with pytest.raises(ValueError, match="refresh_spread_rad"):
+        pf.ParticleFilter({"refresh_spread_rad": 0.0})
+
+
 def test_adaptive_refresh_settings_are_checked():
     with pytest.raises(ValueError):
         pf.ParticleFilter({"refresh_mode": "sometimes"})

@@ -100,16 +100,18 @@ COMPILED_CONFIGS = {
     "flights": {"resample_neff_fraction": 0.5, "reinit_after_outliers": 3, "lost_residual_m": 0.4},
     "adaptive-refresh": {"refresh_mode": "adaptive", "refresh_fraction": 0.2, "refresh_fraction_min": 0.02},
     "linear-noise": {"noise_reference_dt_s": 0.0, "reinit_after_outliers": 2},
+    "spread-refresh": {"refresh_mode": "spread", "refresh_spread_rad": 0.2, "refresh_fraction_min": 0.02,
+                       "resample_neff_fraction": 0.5},
 }
 
 
 def _eventful_run(f, draws, use_learned, steps=70):
-    """A scripted flight with dropouts, a burst of ranges 3-6 m too long (outliers, restarts) and ranges
-    stamped several times per period; returns the estimates."""
+    """A scripted flight with dropouts, a burst of ranges 3-9 m too long (outliers, restarts) and ranges
+    stamped several times per period; returns the estimates and the particles refreshed at each step."""
     gen = np.random.default_rng(17)
     x, y, yaw = 1.3, 0.6, -0.5
     f.initialize(0, math.hypot(x, y), draws, learned=(math.atan2(y, x) - 0.2, yaw) if use_learned else None)
-    ests = []
+    ests, refreshed = [], []
     t = 0
     for k in range(steps):
         vo = (0.5 * math.cos(0.15 * k), -0.3 * math.sin(0.11 * k))
@@ -125,7 +127,8 @@ def _eventful_run(f, draws, use_learned, steps=70):
             r = None
         t += int(dt_s * 1e6)
         ests.append(f.step(t, vo, vp, r, draws, learned=learned))
-    return np.array(ests, dtype=float)
+        refreshed.append(f.last_refresh)
+    return np.array(ests, dtype=float), refreshed
 
 
 COUNTERS = ("steps", "rejected", "outliers", "predict_only", "resamples", "reinitializations", "lost_restarts",
@@ -141,11 +144,11 @@ def test_compiled_filter_equals_the_pure_class_on_the_same_draws(config, use_lea
     cfg = dict(COMPILED_CONFIGS[config], n_particles=120)
     rec = RecordedDraws(11)
     f_ref = pf.ParticleFilter(cfg)
-    est_ref = _eventful_run(f_ref, rec, use_learned)
+    est_ref, refreshed_ref = _eventful_run(f_ref, rec, use_learned)
     f = pf.make_filter(cfg, kernels=pf.kernels_for("cython"))
     assert type(f) is not pf.ParticleFilter and type(f).__module__ == "cython_ext.pf_kernels"
-    est = _eventful_run(f, Replay(rec.log), use_learned)
-    assert np.array_equal(est, est_ref)
+    est, refreshed = _eventful_run(f, Replay(rec.log), use_learned)
+    assert np.array_equal(est, est_ref) and refreshed == refreshed_ref
     for a, b in ((f.xs, f_ref.xs), (f.ys, f_ref.ys), (f.yaws, f_ref.yaws), (f.lws, f_ref.lws), (f.ws, f_ref.ws)):
         assert np.array_equal(np.asarray(a), np.asarray(b))
     assert {c: getattr(f, c) for c in COUNTERS} == {c: getattr(f_ref, c) for c in COUNTERS}
@@ -155,6 +158,21 @@ def test_compiled_filter_equals_the_pure_class_on_the_same_draws(config, use_lea
         assert f_ref.reinitializations > 0
     if config == "adaptive-refresh" and use_learned:
         assert f_ref.w_slow is not None
+    if config == "spread-refresh" and use_learned:
+        assert {12, 2} <= set(refreshed_ref)            # 10 % while unsure of the bearing, 2 % once sure
+
+
+def test_weighted_spread_kernels_agree():
+    _require_all_paths()
+    gen = np.random.default_rng(4)
+    xs, ys, ws = gen.normal(1.0, 0.4, 300), gen.normal(-2.0, 0.7, 300), gen.random(300)
+    mx, my, sw = float((ws * xs).sum() / ws.sum()), float((ws * ys).sum() / ws.sum()), float(ws.sum())
+    want = math.sqrt(float((ws * ((xs - mx) ** 2 + (ys - my) ** 2)).sum()) / sw)
+    for name in IMPLS:
+        k = pf.kernels_for(name)
+        got = k.weighted_spread(k.as_buffer(xs), k.as_buffer(ys), k.as_buffer(ws), 300, mx, my, sw)
+        assert got == pytest.approx(want, rel=1e-12), name
+    assert want == pytest.approx(math.hypot(0.4, 0.7), rel=0.1)          # the positions' spread
 
 
 def test_compiled_filter_takes_list_draws():

@@ -16,15 +16,18 @@ def _motion(k):
     return vo, vp
 
 
-def _fly(n_particles, steps, seed, learned_noise, use_learned=True, first_learned=None):
+def _fly(n_particles, steps, seed, learned_noise, use_learned=True, first_learned=None, config=None, on_step=None,
+         ring_start=False):
     """Fly a neighbour with the pure filter; returns (filter, per-step position errors, truth)."""
     draws = pf.PureDraws(seed)
     meas = pf.PureDraws(seed + 1000)
-    f = pf.ParticleFilter({"n_particles": n_particles})
+    cfg = {"n_particles": n_particles}
+    cfg.update(config or {})
+    f = pf.ParticleFilter(cfg)
     x, y, yaw = TRUE_X_M, TRUE_Y_M, TRUE_YAW_RAD
     sigma = math.sqrt(pf.UWB_RANGE_VAR_M2)
     r0 = math.sqrt(x * x + y * y) + pf.UWB_RANGE_BIAS_M + sigma * meas.normals(1)[0]
-    if use_learned:
+    if use_learned and not ring_start:
         learned0 = first_learned or (math.atan2(y, x) + 0.2, yaw - 0.3)
         f.initialize(0, r0, draws, learned=learned0)
     else:
@@ -46,6 +49,8 @@ def _fly(n_particles, steps, seed, learned_noise, use_learned=True, first_learne
         t += DT_US
         ex, ey, eyaw = f.step(t, vo, vp, r, draws, learned=learned)
         errs.append(math.sqrt((ex - x) ** 2 + (ey - y) ** 2))
+        if on_step is not None:
+            on_step(f)
     return f, errs, (x, y, yaw)
 
 
@@ -54,6 +59,23 @@ def test_learned_refresh_tracks_neighbour():
     late = errs[20:]
     assert sum(late) / len(late) < 0.3, late
     assert f.outliers == 0
+
+
+def test_spread_refresh_stops_once_the_bearing_is_sure():
+    """refresh_mode "spread" (particle_filter.weighted_spread): learned particles come in while the cloud
+    spreads over the bearings (a ring start), none once it is tight (refresh_fraction_min 0), and it
+    still tracks."""
+    refreshed = []
+    f, errs, truth = _fly(60, 60, 1, 0.15, config={"refresh_mode": "spread", "refresh_spread_rad": 0.25},
+                          on_step=lambda flt: refreshed.append(flt.last_refresh), ring_start=True)
+    late = errs[20:]
+    assert sum(late) / len(late) < 0.3, late
+    assert refreshed[:10] == [6] * 10, refreshed[:10]              # ring start: 10 % of 60 while unsure
+    run = longest = 0
+    for count in refreshed:                                         # sure: none, for a stretch
+        run = run + 1 if count == 0 else 0
+        longest = max(longest, run)
+    assert longest >= 15, refreshed
 
 
 def test_systematic_resample_copies_dominant_particle():
