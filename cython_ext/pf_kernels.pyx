@@ -278,7 +278,6 @@ cdef class ParticleFilter:
 
     cdef readonly dict cfg
     cdef readonly Py_ssize_t n, n_refresh
-    cdef readonly object k
     cdef public bint initialized
     cdef public long steps, rejected, outliers, predict_only, resamples, reinitializations, lost_restarts
     cdef public long last_refresh
@@ -307,11 +306,12 @@ cdef class ParticleFilter:
     cdef double* pest
 
     def __init__(self, config=None, kernels=None):
+        """config: ParticleFilter settings (particle_filter.DEFAULTS); kernels: accepted for make_filter's
+        signature (this class is the Cython path's own)."""
         cfg = checked_config(config)
         self.cfg = cfg
         self.n = int(cfg["n_particles"])
         self.n_refresh = int(round(cfg["refresh_fraction"] * self.n))
-        self.k = kernels
         self.inv_two_var_m2 = 1.0 / (2.0 * cfg["range_var_m2"])
         self.outlier_e2_m2 = cfg["outlier_sigmas"] ** 2 * cfg["range_var_m2"]
         self.bias_m = cfg["range_bias_m"]
@@ -412,6 +412,8 @@ cdef class ParticleFilter:
     # ---------------------------------------------------------- set-up
     def initialize(self, now_us, range_m, draws, learned=None):
         """Spawn particles: around the learned (bearing, yaw) if given (pocket IV-B), else on a ring."""
+        if self.px is NULL:
+            raise RuntimeError("ParticleFilter.__init__ was not called")
         cdef double r = self._check_range(range_m)
         cdef double lrn[2]
         if learned is not None:
