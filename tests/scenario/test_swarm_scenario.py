@@ -4,6 +4,7 @@ The reduced runs fly through the deployment path: simulated Crazyflies driven by
 boards.crazyflie over the official cflib (UDP), ranges from onboard.comms.uwb on the DW1000
 channel simulator (token ring; the large swarm on the scalable broadcast mode).
 """
+import json
 import math
 
 import pytest
@@ -120,3 +121,19 @@ def test_average_run_curve_is_pocket_fig6():
     assert c["error_m"] == pytest.approx([0.7, 0.7, 1.0, 1.0, 0.2, 0.2, 0.2, 0.2])
     assert _curve_converged_s(c, 0.5, 1.0) == 2.0
     assert _curve_converged_s(c, 0.1, 1.0) is None
+
+
+def test_cli_exit_code_says_whether_every_flight_succeeded(tmp_path):
+    """`python -m harness run swarm-*` exits 0 when every flight reached its goals without a close pair, 3
+    when one did not (here: 2 drones on the direct link - the flights' configuration reaches both goals,
+    the paper's bare configuration at 100 particles does not within the 60 s)."""
+    from harness.cli import main
+    base = ["run", "swarm-fixed", "--seed", "3", "--quiet", "--set", "drone_counts=[2]", "--set",
+            "large_swarm.drones=0", "--set", "episode.compare_estimators=false", "--set", "episode.link=direct"]
+    assert main(base + ["--out", str(tmp_path / "ok")]) == 0
+    paper = ["--set", "episode.agent_mode=hybrid", "--set", "episode.n_particles=100", "--set",
+             "episode.learned_refresh=mean", "--set", "episode.pf_init=learned", "--set",
+             "episode.pf_config.refresh_mode=fixed"]
+    assert main(base + paper + ["--out", str(tmp_path / "paper")]) == 3
+    m = json.loads((tmp_path / "paper" / "metrics.json").read_text())
+    assert m["success"] is False and m["goals_reached"] < m["goals_total"]
