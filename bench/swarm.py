@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness.swarm import episode as ep  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "swarm.json")
-REPEATS = 2
+REPEATS = 4
 DURATION_S = 20.0
 
 
