@@ -116,7 +116,7 @@ def run_filter(impl, work, compiled=True):
     f.initialize(0, work["first_range"], draws, learned=work["first_learned"])
     calls = []
     for s, row in enumerate(work["per"]):
-        dt_s, vxo, vyo, vxp, vyp, rng_m, bearing, ryaw = (float(v) for v in row)
+        _dt_s, vxo, vyo, vxp, vyp, rng_m, bearing, ryaw = (float(v) for v in row)     # dt: DT_US every step
         calls.append(((s + 1) * DT_US, (vxo, vyo), (vxp, vyp), rng_m, (bearing, ryaw)))
     step = f.step
     ests = []
