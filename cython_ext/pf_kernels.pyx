@@ -324,8 +324,7 @@ cdef class ParticleFilter:
         self.sigma_yaw_refresh_rad = cfg["refresh_yaw_sigma_rad"]
         self.refresh_fraction = cfg["refresh_fraction"]
         self.refresh_fraction_min = cfg["refresh_fraction_min"]
-        self.refresh_mode = {"fixed": REFRESH_FIXED, "adaptive": REFRESH_ADAPTIVE,
-                             "spread": REFRESH_SPREAD}[cfg["refresh_mode"]]
+        self.refresh_mode = _pure.REFRESH_MODES.index(cfg["refresh_mode"])     # REFRESH_* (order checked above)
         self.refresh_spread_rad = cfg["refresh_spread_rad"]
         self.neff_fraction = cfg["resample_neff_fraction"]
         self.alpha_slow = cfg["alpha_slow"]
@@ -540,7 +539,7 @@ cdef class ParticleFilter:
                      self.sigma_yaw_refresh_rad, _data(fresh))
 
     cdef Py_ssize_t _refresh_count(self):
-        """Particles to put around the learned estimate this step (fixed, or augmented-MCL adaptive)."""
+        """Particles to put around the learned estimate this step (fixed, augmented-MCL adaptive, or spread-gated)."""
         cdef double w_avg, frac, spread_m
         cdef bint unsure
         if self.refresh_mode == REFRESH_FIXED:
