@@ -219,6 +219,7 @@ class UwbNetwork:
             spread = rc["antenna_delay_spread_ticks"]
             ant = rc["antenna_delay_true_ticks"] + (float(crng.uniform(-spread, spread)) if spread else 0.0)
             self.nodes[i] = _Node(i, _Clock(float(d), off_us, off_ticks), ant)
+        self._receivers = [self.nodes[i] for i in sorted(self.nodes)]    # delivery order of every frame
         nrng = random.stream("uwb.nlos")
         self._nlos_m = {}
         ids = sorted(self.nodes)
@@ -386,10 +387,10 @@ class UwbNetwork:
         rc = self.radio
         self._refresh(now_us)
         states = self._states
-        for r in sorted(self.nodes):
+        for rn in self._receivers:
+            r = rn.id
             if r == tx.sender:
                 continue
-            rn = self.nodes[r]
             if not rn.alive or r not in states:
                 continue
             d = _dist(tx.pos, states[r][0])

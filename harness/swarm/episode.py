@@ -218,6 +218,10 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
         g_range = np.abs(gdist + rng_truth.normal(bias_m, sigma_m, m))        # goal beacon (harness)
         setpoints = np.zeros((m, 2))
         errs_p, errs_y, errs_g = [], [], []
+        # truth the estimates are scored against, every pair at once: rel_all[i, j] is j in i's body frame
+        rel_all, ryaw_all = relative_pose_body(pos[:, None, :], yaw[:, None], pos[None, :, :], yaw[None, :])
+        relg_all, _ = relative_pose_body(pos, yaw, goal)
+        rel_all, ryaw_all, relg_all = rel_all.tolist(), ryaw_all.tolist(), relg_all.tolist()
         for i, ag in enumerate(agents):
             vo = (float(v_meas[i, 0]), float(v_meas[i, 1]))
             step_inputs = []
@@ -239,13 +243,8 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
             ag.observe(t_us, GOAL_ID, float(g_range[i]), vo, (0.0, 0.0))
             step_inputs.append((GOAL_ID, float(g_range[i]), vo, (0.0, 0.0), t_us))
             setpoints[i] = ag.decide(t_us, vo)
-            truth = {}
-            for j in range(m):
-                if j != i:
-                    rel, ryaw = relative_pose_body(pos[i], yaw[i], pos[j], yaw[j])
-                    truth[j] = (float(rel[0]), float(rel[1]), float(ryaw))
-            relg, _ = relative_pose_body(pos[i], yaw[i], goal[i])
-            truth[GOAL_ID] = (float(relg[0]), float(relg[1]), 0.0)
+            truth = {j: (rel_all[i][j][0], rel_all[i][j][1], ryaw_all[i][j]) for j in range(m) if j != i}
+            truth[GOAL_ID] = (relg_all[i][0], relg_all[i][1], 0.0)
             rec["inputs"][i].append((t_us, step_inputs))
             rec["truth_rel"][i].append(truth)
             for obj, tr in ag.tracks.items():

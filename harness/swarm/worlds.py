@@ -181,11 +181,13 @@ class CflibWorld:
         """Every 10 ms: the velocity each drone's UWB deck puts into its ranging frames (its onboard
         estimate: body-frame velocity + flow noise) and the minimum separation (truth)."""
         vs = self.fleet.vehicles
+        # one draw for the fleet: the same numbers, in the same order, as a draw of 2 per drone
+        noise = self.rng_flow.normal(0.0, self.cfg["vel_noise_mps"], (self.m, 2)).tolist()
         for i, v in enumerate(vs):
             vn, ve = v.vel_north_mps, v.vel_east_mps
             c, s_ = math.cos(v.yaw_rad), math.sin(v.yaw_rad)
-            nz = self.rng_flow.normal(0.0, self.cfg["vel_noise_mps"], 2)
-            self.reported_vel[i] = (c * vn + s_ * ve + float(nz[0]), -s_ * vn + c * ve + float(nz[1]))
+            nz = noise[i]
+            self.reported_vel[i] = (c * vn + s_ * ve + nz[0], -s_ * vn + c * ve + nz[1])
         for a in range(self.m):
             for b in range(a + 1, self.m):
                 d = math.hypot(vs[a].north_m - vs[b].north_m, vs[a].east_m - vs[b].east_m)

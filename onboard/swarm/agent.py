@@ -45,6 +45,7 @@ APPROACH = -2                      # last_action when the final approach to the 
 GUARD_HOLD = -3                    # last_action when the guard hovered instead of backing off (guard_residual_m)
 BRAKE = -4                         # last_action when the range-rate brake hovered (brake_ttc_s)
 MODES = ("hybrid", "pf", "learned")
+_INF = float("inf")
 
 DEFAULTS = {
     "mode": "hybrid",
@@ -227,7 +228,7 @@ class SwarmAgent:
         fed once per period). Callers with several ranges in a period mark the last one."""
         t = self._track(obj_id)
         if range_m is not None and not (isinstance(range_m, (int, float)) and range_m == range_m
-                                        and range_m not in (float("inf"), float("-inf"))):
+                                        and range_m != _INF and range_m != -_INF):
             t.rejected += 1
             return t.est
         if range_m is not None and range_m < 0.0:
@@ -247,7 +248,7 @@ class SwarmAgent:
                 if not net_due:
                     for v in x:
                         v = float(v)
-                        if v != v or v in (float("inf"), float("-inf")):
+                        if v != v or v == _INF or v == -_INF:
                             raise ValueError("non-finite input %r" % (x,))
                 else:
                     h, pb, po = self.net.step(t.h, x)

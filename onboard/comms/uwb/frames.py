@@ -93,9 +93,12 @@ def _ts_at(data, off):
             | (data[off + 3] << 8) | data[off + 4])
 
 
+_INF = float("inf")
+
+
 def _vel_mmps(v_mps):
     v = float(v_mps)
-    if v != v or v in (float("inf"), float("-inf")):
+    if v != v or v == _INF or v == -_INF:
         raise FrameError("field", "velocity must be finite, got %r" % (v_mps,))
     mm = int(round(v * 1000.0))
     if mm > _VEL_MAX_MMPS:
