@@ -1,8 +1,12 @@
 """Deciders for grading episodes: the trained agents (and the expert, in episode.py).
 
 A policy decider renders the observation at the dozer's *estimated* pose, takes the
-argmax of each way-point map and maps the pixels back to the world through that same
-estimated pose (ag2u fig. 1). The episode ends when the environment says the work
+peak of each way-point map and maps it back to the world through that same estimated
+pose (ag2u fig. 1). The peak is the argmax refined to sub-cell precision (local
+soft-argmax, :func:`refined_peak`; not in ag2u, which does not say how a way-point is
+read off its map): the maps are 0.16 m a cell, and on the committed agents the refinement
+raised successful decisions in the 50-rollout sweep from 76 / 74 % to 80 / 84 % without noise
+(agent1 / agent2; harness/grading/README.md). The episode ends when the environment says the work
 area is graded (the expert's criterion on the true state), not by the agent.
 
 Backends (``agent_backend``): ``numpy`` runs the float weights (``fcn.forward_numpy``);
@@ -11,7 +15,8 @@ Backends (``agent_backend``): ``numpy`` runs the float weights (``fcn.forward_nu
 (LiteRT, reference kernels), ``pure-int8`` through the pure int8 kernel
 (``backend="pure"``, the MicroPython path; bit-exact with ``litert``), ``litert-xnnpack``
 through LiteRT's default XNNPACK path (fastest; +-1 step per layer, not bit-exact).
-The int8 maps' argmax is taken on the int8 logits (dequantization is monotonic).
+The int8 maps are dequantized before the refinement (the argmax is the same: dequantization is
+monotonic), so every backend reads its maps the same way.
 """
 import json
 import os
@@ -46,6 +51,30 @@ def load_agent(name, model_dir=MODEL_DIR):
     return weights, card
 
 
+REFINE_HALF_WINDOW = 2      # cells each side of the argmax the soft-argmax averages over (5 x 5; 0: argmax)
+
+
+def refined_peak(logits, half_window=REFINE_HALF_WINDOW):
+    """(row, col) of a way-point map's peak, fractional (cells): the argmax cell (first on ties) moved
+    to the softmax-weighted centroid of the (2 half_window + 1)^2 cells around it, clipped at the map's
+    border (a local soft-argmax, as heatmap keypoint detectors read their peaks). The net was trained
+    with cross-entropy on the cell nearest each expert way-point, so its probabilities around the peak
+    spread like the sub-cell position of such labels; their centroid recovers it where the argmax
+    rounds to a cell (0.16 m here). A distant second mode stays outside the window. ``half_window`` 0
+    returns the argmax cell."""
+    logits = np.asarray(logits, dtype=np.float64)
+    rows, cols = logits.shape
+    row, col = divmod(int(np.argmax(logits)), cols)
+    if half_window <= 0:
+        return row, col
+    r0, r1 = max(0, row - half_window), min(rows, row + half_window + 1)
+    c0, c1 = max(0, col - half_window), min(cols, col + half_window + 1)
+    window = logits[r0:r1, c0:c1]
+    w = np.exp(window - window.max())
+    w /= w.sum()
+    return (float(np.dot(w.sum(axis=1), np.arange(r0, r1))), float(np.dot(w.sum(axis=0), np.arange(c0, c1))))
+
+
 def argmax_maps_nhwc(flat, rows, cols):
     """[(row, col) of the green map's argmax, (row, col) of the red map's] of an int8 model's flat
     NHWC output (first on ties)."""
@@ -75,7 +104,11 @@ def load_decider(name, backend="numpy", model_dir=MODEL_DIR):
 
 
 class PolicyDecider:
-    def __init__(self, weights, card, policy=None):
+    """Way-points from a trained agent: float weights (``policy`` None) or an int8 onboard.policy Policy.
+    ``refine_half_window``: see :func:`refined_peak` (0: the argmax cell)."""
+
+    def __init__(self, weights, card, policy=None, refine_half_window=REFINE_HALF_WINDOW):
+        self.refine_half_window = int(refine_half_window)
         self.weights = weights
         self.fcn = dict(FCN_DEFAULTS, **card["network"])
         self.renderer = ObservationRenderer(card["input"]["observation"])
@@ -88,13 +121,16 @@ class PolicyDecider:
                                  % (policy.inputs[0]["shape"], policy.outputs[0]["shape"], rows, cols))
 
     def way_point_pixels(self, crop):
-        """[(row, col) of the green map's argmax, (row, col) of the red map's] for one crop."""
+        """[(row, col) of the green map's peak, (row, col) of the red map's] for one crop (fractional
+        cells, :func:`refined_peak`; integer cells with ``refine_half_window`` 0)."""
         rows, cols = crop.shape
         if self.policy is None:
-            logits = forward_numpy(self.weights, crop, self.fcn)
-            return [divmod(int(np.argmax(logits[m])), cols) for m in range(2)]
-        q = self.policy.quantize_input(np.asarray(crop, dtype=np.float64).reshape(-1).tolist())
-        return argmax_maps_nhwc(self.policy.run([q])[0], rows, cols)
+            maps = forward_numpy(self.weights, crop, self.fcn)
+        else:
+            q = self.policy.quantize_input(np.asarray(crop, dtype=np.float64).reshape(-1).tolist())
+            flat = self.policy.dequantize_output(self.policy.run([q])[0])
+            maps = np.asarray(flat, dtype=np.float64).reshape(rows, cols, 2).transpose(2, 0, 1)    # NHWC
+        return [refined_peak(maps[m], self.refine_half_window) for m in range(2)]
 
     def decide_from_crop(self, crop, pose_ne_yaw):
         points = []

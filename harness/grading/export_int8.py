@@ -16,7 +16,8 @@ card, so it re-runs unchanged on retrained weights) and writes
   over calibration crops rendered in expert episodes (agent1: at the true pose; agent2:
   also at K poses drawn from the ESKF's N(x_est, Sigma), ag2u eq. 1, as it was trained),
   except the logits' lower bound: ``--logit-margin`` below the smallest per-crop map
-  maximum (lower logits never decide an argmax, so the int8 steps go to the top);
+  maximum (lower logits never decide an argmax, so the int8 steps go to the top; the decider's
+  local soft-argmax, ``agents.refined_peak``, weighs a cell saturated 6 below the peak at e^-6);
 - evaluation on held-out crops (other episode seeds): argmax way-point agreement of int8
   (LiteRT) vs the float network in pixels, and LiteRT vs the pure int8 kernel (outputs
   and argmaxes). The numbers go into the int8 card's ``metrics``.

@@ -15,11 +15,12 @@ pytestmark = [pytest.mark.scenario, pytest.mark.slow]
 
 
 def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise():
-    """Seeded regression check on the committed agents (seed 3, 4 rollouts: agent2 0.73 vs agent1 0.67).
+    """Seeded regression check on the committed agents (seed 3, 4 rollouts: agent2 0.76 vs agent1 0.74).
 
-    The floor is what held in every 6-rollout cell measured (seeds 3-6: 0.63-0.89). The ordering holds on
-    this seed; pooled over 24 rollouts (seeds 3-6) the measured gap is only +3 pp (0.77 vs 0.74), so it
-    is a regression guard, not evidence of the paper's >= 20 pp gap (see models/grading/*/card.json).
+    The floor is what held in every 6-rollout cell measured with the argmax read-out (seeds 3-6:
+    0.63-0.89). In the 50-rollout sweep agent2 leads by ~5 pp under sensor fusion, as much as without
+    noise, so this is a regression guard, not evidence of the paper's >= 20 pp gap (see
+    harness/grading/README.md).
     """
     deciders = {a: PolicyDecider(*load_agent(a)) for a in ("agent1", "agent2")}
     cells = {a: run_cell(deciders, a, "sensor_fusion", rollouts=4, seed=3) for a in deciders}

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from harness.grading import dataset
-from harness.grading.agents import ModelError, PolicyDecider, load_agent
+from harness.grading.agents import ModelError, PolicyDecider, load_agent, refined_peak
 from harness.grading.fcn import conv2d_same, forward_numpy
 from harness.grading.observation import ObservationRenderer
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
@@ -64,6 +64,56 @@ def test_decider_maps_the_argmax_back_to_the_world_through_the_pose():
         assert green == red
     logits = forward_numpy(weights, decider.renderer.render(world, (0.8, 1.0, 0.0)), decider.fcn)
     assert logits.shape == (2, 32, 32)
+
+
+def test_refined_peak_reads_a_map_to_sub_cell_precision():
+    rows, cols = 20, 24
+    r, c = np.mgrid[0:rows, 0:cols]
+    # a net's log-probabilities around a way-point between cells (10.3, 4.6): the argmax rounds it
+    blob = -((r - 10.3) ** 2 + (c - 4.6) ** 2) / (2 * 0.7 ** 2)
+    assert refined_peak(blob, 0) == (10, 5)
+    row, col = refined_peak(blob)
+    assert abs(row - 10.3) < 0.05 and abs(col - 4.6) < 0.05
+    # a second, lower mode 6 cells away stays outside the window and does not pull the peak
+    two = np.maximum(blob, -((r - 10) ** 2 + (c - 11) ** 2) / (2 * 0.7 ** 2) - 1.0)
+    assert refined_peak(two) == pytest.approx((row, col), abs=1e-6)
+    # symmetric neighbours keep the cell; two equal top cells meet half way; first argmax on ties
+    flat = np.full((rows, cols), -50.0)
+    flat[5, 7] = 3.0
+    assert refined_peak(flat) == pytest.approx((5.0, 7.0))
+    flat[5, 8] = 3.0
+    assert refined_peak(flat) == pytest.approx((5.0, 7.5)) and refined_peak(flat, 0) == (5, 7)
+    # at the map's corner the window is clipped: the peak stays inside the map
+    corner = np.zeros((rows, cols))
+    corner[0, 0], corner[0, 1], corner[1, 0] = 4.0, 2.0, 2.0
+    row, col = refined_peak(corner)
+    assert 0.0 < row < 0.5 and 0.0 < col < 0.5 and row == pytest.approx(col)
+
+
+def test_decider_reads_float_and_int8_maps_the_same_way():
+    """The float decider refines the argmax; with refine_half_window 0 it is the argmax cell; the int8
+    decider refines its dequantized maps around the int8 argmax cell."""
+    from harness.grading.agents import argmax_maps_nhwc, load_decider
+
+    flt = load_decider("agent2", "numpy")
+    lit = load_decider("agent2", "litert")
+    rows, cols = flt.renderer.cfg["rows"], flt.renderer.cfg["cols"]
+    world = SandWorld({"piles_min": 0, "piles_max": 0})
+    world.add_pile(1.4, 1.1, 0.005, 0.15)
+    crop = flt.renderer.render(world, (0.5, 1.0, 0.1))
+    weights, card = load_agent("agent2")
+    cells = PolicyDecider(weights, card, refine_half_window=0).way_point_pixels(crop)
+    logits = forward_numpy(weights, crop, flt.fcn)
+    assert cells == [divmod(int(np.argmax(logits[m])), cols) for m in range(2)]
+    refined = flt.way_point_pixels(crop)
+    for (r0, c0), (r1, c1) in zip(cells, refined):
+        assert isinstance(r1, float) and abs(r1 - r0) <= 2.0 and abs(c1 - c0) <= 2.0
+    q = lit.policy.quantize_input(crop.reshape(-1).astype(np.float64).tolist())
+    int8_cells = argmax_maps_nhwc(lit.policy.run([q])[0], rows, cols)
+    lit_refined = lit.way_point_pixels(crop)
+    for (r0, c0), (r1, c1) in zip(int8_cells, lit_refined):
+        assert isinstance(r1, float) and abs(r1 - r0) <= 2.0 and abs(c1 - c0) <= 2.0
+    assert lit_refined != int8_cells
 
 
 def test_labels_point_at_the_world_waypoints():
