@@ -219,10 +219,10 @@ class UwbNetwork:
             spread = rc["antenna_delay_spread_ticks"]
             ant = rc["antenna_delay_true_ticks"] + (float(crng.uniform(-spread, spread)) if spread else 0.0)
             self.nodes[i] = _Node(i, _Clock(float(d), off_us, off_ticks), ant)
-        self._receivers = [self.nodes[i] for i in sorted(self.nodes)]    # delivery order of every frame
+        ids = sorted(self.nodes)
+        self._receivers = [self.nodes[i] for i in ids]    # delivery order of every frame
         nrng = random.stream("uwb.nlos")
         self._nlos_m = {}
-        ids = sorted(self.nodes)
         for a in range(len(ids)):
             for b in range(a + 1, len(ids)):
                 if rc["nlos_pair_fraction"] > 0 and nrng.random() < rc["nlos_pair_fraction"]:
