@@ -10,7 +10,8 @@ Same seeded worlds for every configuration (rollout r uses RunRandom(seed * 1000
   real-time factor, successful decisions (blade > 50 % full, ag2u Table I), finished
   episodes, estimation errors; ratios vesc/direct and eskf/planar from this one run;
 - agent1/agent2 episodes per estimator (float NumPy decider): success and finished;
-- one decision's inference time per agent backend on the same crop.
+- one decision's inference time per agent backend on the same crop (the decider's two forward
+  passes with mirror averaging, agents.PolicyDecider.maps).
 """
 import argparse
 import copy
@@ -85,7 +86,8 @@ def main(argv=None):
     # the crop the agent sees, in its card's geometry (the episode's default renderer is another size)
     crop = deciders["numpy"].renderer.render(ep.world, ep.estimated_pose())
     ep.close()
-    print("\none decision (%dx%d crop -> 2 way-point maps)" % crop.shape)
+    print("\none decision (%dx%d crop -> 2 way-point maps; %d forward passes)"
+          % (crop.shape + (2 if deciders["numpy"].mirror_average else 1,)))
     for backend, d in deciders.items():
         reps = 1 if backend == "pure-int8" else 20
         d.way_point_pixels(crop)

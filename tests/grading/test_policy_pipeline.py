@@ -92,17 +92,19 @@ def test_refined_peak_reads_a_map_to_sub_cell_precision():
 
 def test_decider_reads_float_and_int8_maps_the_same_way():
     """The float decider refines the argmax; with refine_half_window 0 it is the argmax cell; the int8
-    decider refines its dequantized maps around the int8 argmax cell."""
+    decider refines its dequantized maps around the int8 argmax cell (the net's maps alone here: mirror
+    averaging is tested below)."""
     from harness.grading.agents import argmax_maps_nhwc, load_decider
 
     flt = load_decider("agent2", "numpy")
     lit = load_decider("agent2", "litert")
+    flt.mirror_average = lit.mirror_average = False
     rows, cols = flt.renderer.cfg["rows"], flt.renderer.cfg["cols"]
     world = SandWorld({"piles_min": 0, "piles_max": 0})
     world.add_pile(1.4, 1.1, 0.005, 0.15)
     crop = flt.renderer.render(world, (0.5, 1.0, 0.1))
     weights, card = load_agent("agent2")
-    cells = PolicyDecider(weights, card, refine_half_window=0).way_point_pixels(crop)
+    cells = PolicyDecider(weights, card, refine_half_window=0, mirror_average=False).way_point_pixels(crop)
     logits = forward_numpy(weights, crop, flt.fcn)
     assert cells == [divmod(int(np.argmax(logits[m])), cols) for m in range(2)]
     refined = flt.way_point_pixels(crop)
@@ -115,6 +117,34 @@ def test_decider_reads_float_and_int8_maps_the_same_way():
         assert isinstance(r1, float) and abs(r1 - r0) <= 2.0 and abs(c1 - c0) <= 2.0
     assert lit_refined != int8_cells
 
+
+
+def test_mirror_averaging_makes_the_decision_mirror_symmetric():
+    """The decider averages each map with the mirrored map of the column-mirrored crop (the sand world
+    and the expert are east-west symmetric): its way-points for a mirrored crop are then the mirror
+    images of those for the crop, which the committed net alone does not give; int8 backends average
+    their dequantized maps the same way."""
+    from harness.grading.agents import load_decider
+
+    flt = load_decider("agent2", "numpy")
+    assert flt.mirror_average
+    cols = flt.renderer.cfg["cols"]
+    world = SandWorld({"piles_min": 0, "piles_max": 0})
+    world.add_pile(1.4, 1.3, 0.005, 0.15)
+    world.add_pile(1.7, 0.6, 0.003, 0.12)
+    crop = flt.renderer.render(world, (0.5, 1.0, 0.2))
+    mirrored = np.ascontiguousarray(crop[:, ::-1])
+    for (r0, c0), (r1, c1) in zip(flt.way_point_pixels(crop), flt.way_point_pixels(mirrored)):
+        assert r1 == pytest.approx(r0, abs=1e-9) and c1 == pytest.approx(cols - 1 - c0, abs=1e-9)
+    raw, raw_mirrored = flt.net_maps(crop), flt.net_maps(mirrored)[:, :, ::-1]
+    assert np.abs(raw - raw_mirrored).max() > 0.1                  # the net alone is not symmetric
+    assert np.allclose(flt.maps(crop), 0.5 * (raw + raw_mirrored))
+    plain = PolicyDecider(*load_agent("agent2"), mirror_average=False)
+    assert np.array_equal(plain.maps(crop), raw)
+    pixels = [plain.way_point_pixels(c) for c in (crop, mirrored)]
+    assert any(abs(c1 - (cols - 1 - c0)) > 1e-6 for (_, c0), (_, c1) in zip(*pixels))
+    lit = load_decider("agent2", "litert")
+    assert np.allclose(lit.maps(crop), 0.5 * (lit.net_maps(crop) + lit.net_maps(mirrored)[:, :, ::-1]))
 
 def test_labels_point_at_the_world_waypoints():
     data = dataset.collect(2, seed=2)
