@@ -90,8 +90,8 @@ train-grading: setup $(STAMPS)/train-venv
 train-swarm: setup $(STAMPS)/train-venv
 	$(PY) -m harness.swarm.train_dqn --env-steps 60000 --stop-at 5000 --batch 30 --lr 1.5e-4 --est-noise 0.2 --critical 0.6 --goal-scale 1.0 --shaping 5 --seed 1
 	$(PY) -m harness.swarm.export_dqn --seed 1
-	# the float estimator learns from drones flown by that DQN (flight-like motion, pocket V-C.1); ~35 min CPU
-	$(PY) -m harness.swarm.train_bearing --hidden 128 --iters 30000 --batch 64 --seq-len 120 --data-scale 4 --data-policy models/swarm/dqn --seed 1
+	# the float estimator learns from drones flown by that DQN (flight-like motion, pocket V-C.1); ~42 min CPU
+	$(PY) -m harness.swarm.train_bearing --hidden 128 --iters 30000 --batch 64 --seq-len 120 --data-scale 16 --data-policy models/swarm/dqn --seed 1
 	$(PY) -m harness.swarm.train_bearing --cell rnn --iters 8000 --batch 128 --seq-len 80 --data-scale 3 --seed 1 --out models/swarm/bearing_int8
 	$(PY) -m harness.swarm.export_bearing --dir models/swarm/bearing_int8
 

@@ -542,8 +542,9 @@ def test_every_range_steps_the_filter_but_the_estimator_keeps_its_trained_rate()
 def test_committed_bearing_estimator_quality_on_fresh_dqn_flown_data():
     """The committed float estimator on data it was not trained on (seed 99: 36 arenas of 4 m x 3 drones
     flown by the committed DQN, 20 s, fresh UWB / velocity noise), steps with >= 10 predecessors.
-    Measured: bearing 28.3 deg, orientation 29.8 deg mean absolute error (the previous GRU(64) trained on
-    a goal walker: 35.2 / 38.4)."""
+    Measured: bearing 22.5 deg, orientation 21.6 deg mean absolute error, 78.5 % of bearings within one
+    20-degree bin (the previous GRU(128), trained on a quarter of the data: 28.3 / 29.8 deg, 70 %; the
+    GRU(64) before it, on a goal walker: 35.2 / 38.4 deg)."""
     from harness.swarm.train_bearing import evaluate
     from onboard.swarm.dqn import DqnFloat
     w0, b0, w1, b1, w2, b2 = DqnFloat.load(_committed("dqn")).w
@@ -554,5 +555,5 @@ def test_committed_bearing_estimator_quality_on_fresh_dqn_flown_data():
     x, b, y, has = bd.collect(np.random.default_rng(99), 12, 3, 200, 4.0, q_fn=q_fn)
     with np.load(_committed("bearing")) as d:
         ev = evaluate({k: d[k] for k in d.files}, x, b, y, has, np.random.default_rng(5), 10)
-    assert ev["bearing_mae_deg"] <= 31.0 and ev["orientation_mae_deg"] <= 33.0, ev
-    assert ev["bearing_acc_pm1"] >= 0.65, ev
+    assert ev["bearing_mae_deg"] <= 25.0 and ev["orientation_mae_deg"] <= 25.0, ev
+    assert ev["bearing_acc_pm1"] >= 0.75, ev
