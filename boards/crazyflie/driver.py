@@ -36,6 +36,7 @@ import warnings
 
 from boards.crazyflie.config import CrazyflieConfigError, validate
 from boards.crazyflie.samples import BatterySample, DriverFault
+from onboard.core.linalg import is_finite
 from onboard.core.samples import NavState, RangeSample
 from onboard.runtime.watchdog import Watchdog
 
@@ -65,13 +66,6 @@ def init_cflib():
             import cflib.crtp
             cflib.crtp.init_drivers()
             _cflib_ready = True
-
-
-def _finite(*values):
-    for v in values:
-        if v != v or v in (float("inf"), float("-inf")):
-            return False
-    return True
 
 
 def _clamp(v, lim):
@@ -260,7 +254,7 @@ class CrazyflieDriver:
                 break
             got = True
             vals = [v for v in data.values() if isinstance(v, float)]
-            if not _finite(*vals):
+            if not is_finite(vals):
                 self.stats["bad_log_values"] += 1
                 continue
             if "stateEstimate.yaw" in data:
@@ -306,7 +300,7 @@ class CrazyflieDriver:
         if self.state not in (IDLE, LANDED):
             return False
         if height_m is not None:
-            if not (_finite(height_m) and height_m > 0):
+            if not (is_finite((height_m,)) and height_m > 0):
                 self.stats["rejected_commands"] += 1
                 return False
             self.cfg["flight_height_m"] = float(height_m)

@@ -33,6 +33,7 @@ import zlib
 from harness.crazyflie import crtp
 from harness.crazyflie.firmware_toc import LOG_VARIABLES, PARAMS
 from harness.vehicles.drone2d import Drone2D, V_CLIMB
+from onboard.core.linalg import is_finite
 
 PROTOCOL_VERSION = 10
 COMMANDER_WDT_STABILIZE_US = 500000     # firmware COMMANDER_WDT_TIMEOUT_STABILIZE
@@ -49,13 +50,6 @@ DEFAULTS = {
     "rssi": 40,
     "vehicle": {},                      # Drone2D settings
 }
-
-
-def _finite(*values):
-    for v in values:
-        if v != v or v in (float("inf"), float("-inf")):
-            return False
-    return True
 
 
 class _Param:
@@ -310,7 +304,7 @@ class SimCrazyflie:
     def _localization(self, channel, data):
         if channel == crtp.LOC_CH_POSITION:
             x, y, z = struct.unpack("<fff", data[:12])
-            if _finite(x, y, z):
+            if is_finite((x, y, z)):
                 self.stats["ext_positions"] += 1
             else:
                 self.stats["malformed"] += 1
@@ -481,7 +475,7 @@ class SimCrazyflie:
             self.stats["rejected_param_writes"] += 1
             return False
         value = struct.unpack(p.fmt, raw)[0]
-        if isinstance(value, float) and not _finite(value):
+        if isinstance(value, float) and not is_finite((value,)):
             self.stats["rejected_param_writes"] += 1
             return False
         p.value = value
@@ -560,7 +554,7 @@ class SimCrazyflie:
 
     # ================================================================ commanders
     def _set_ll(self, kind, values, now_us):
-        if not _finite(*values):
+        if not is_finite(values):
             self.stats["rejected_setpoints"] += 1
             return []
         self.stats["setpoints"] += 1
@@ -658,7 +652,7 @@ class SimCrazyflie:
                 _g, relative, gx, gy, gz, gyaw, duration = struct.unpack("<BBfffff", data[1:23])
             else:
                 _g, relative, _linear, gx, gy, gz, gyaw, duration = struct.unpack("<BBBfffff", data[1:24])
-            if not _finite(gx, gy, gz, gyaw, duration) or duration < 0:
+            if not is_finite((gx, gy, gz, gyaw, duration)) or duration < 0:
                 self.stats["rejected_setpoints"] += 1
                 return []
             if relative:
@@ -666,7 +660,7 @@ class SimCrazyflie:
             self.stats["hl_commands"] += 1
             self._start_plan("goto", (x, y, z, yaw), (gx, gy, gz, gyaw), duration, now_us)
             return []
-        if not _finite(height, duration, yaw_to) or duration < 0:
+        if not is_finite((height, duration, yaw_to)) or duration < 0:
             self.stats["rejected_setpoints"] += 1
             return []
         self.stats["hl_commands"] += 1

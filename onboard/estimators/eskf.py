@@ -50,6 +50,7 @@ and leaves the filter exactly as it was.
 """
 import math
 
+from onboard.core.linalg import is_finite
 from onboard.core.rotations import d2e, e2d
 from onboard.core.samples import NavState
 from onboard.core.units import G_MPS2
@@ -104,10 +105,6 @@ class EskfNumericError(ArithmeticError):
     """The innovation covariance is not positive definite; the filter state was not changed."""
 
 
-def _finite(x):
-    return x == x and x != float("inf") and x != float("-inf")
-
-
 def make_config(config=None):
     """DEFAULTS merged with ``config``; unknown keys or malformed values raise ValueError."""
     cfg = {}
@@ -134,7 +131,7 @@ def make_config(config=None):
     for key in cfg:
         vals = cfg[key] if isinstance(cfg[key], list) else [cfg[key]]
         for v in vals:
-            if not _finite(float(v)) or (v < 0.0 and key != "gate_nis"):
+            if not is_finite((float(v),)) or (v < 0.0 and key != "gate_nis"):
                 raise ValueError("Eskf setting %s must be finite and >= 0, got %r" % (key, cfg[key]))
     for key in ("pose_pos_sigma_m", "pose_att_sigma_rad"):
         for v in cfg[key]:
@@ -160,7 +157,7 @@ def _vec3(obj, name, what):
         out = (float(v[0]), float(v[1]), float(v[2]))
     except (TypeError, ValueError):
         raise EskfInputError("%s.%s must hold numbers" % (what, name))
-    if not (_finite(out[0]) and _finite(out[1]) and _finite(out[2])):
+    if not is_finite(out):
         raise EskfInputError("%s.%s has non-finite values %r" % (what, name, out))
     return out
 
@@ -273,7 +270,7 @@ class Eskf:
         """Start the INS at the given initial conditions; P from the init_*_sigma settings."""
         vals = [pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps]
         for v in vals:
-            if len(v) != 3 or not (_finite(float(v[0])) and _finite(float(v[1])) and _finite(float(v[2]))):
+            if len(v) != 3 or not is_finite((float(v[0]), float(v[1]), float(v[2]))):
                 raise EskfInputError("initial conditions must be 3 finite numbers each, got %r" % (v,))
         self.ins.reset(pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps)
         c = self.cfg
