@@ -2,8 +2,9 @@
 
 Only the token holder initiates. A hold is:
 1. if the holder is the ring leader (lowest id in its membership) and some ids are not members:
-   DISCOVER inviting ``join_window_slots`` ids; an invited non-member answers JOIN in its own
-   slot (delayed TX at RX(DISCOVER) + (1 + id - invite_first) * join_slot), so joins never collide;
+   DISCOVER inviting ``join_window_slots`` ids (every other time the block of a member that left,
+   see ``_choose_invite``); an invited non-member answers JOIN in its own slot (delayed TX at
+   RX(DISCOVER) + (1 + id - invite_first) * join_slot), so joins never collide;
 2. one exchange with every other member (lowest id first): DS-TWR POLL -> RESPONSE -> FINAL ->
    REPORT (both ends get the range) or SS-TWR POLL -> RESPONSE (initiator only), each reply a
    DW1000 delayed transmission ``reply_delay_us`` after the RX timestamp;
@@ -95,6 +96,8 @@ class TokenRingNode(NodeBase):
         self._pass_to = None
         self._pass_tries = 0
         self._invite_block = 0
+        self._discovers = 0
+        self._left = 0                  # bitmap: ids seen leaving the membership (dropped, crashed)
         for k in ("token_regenerations", "token_conflicts_lost", "token_conflicts_won", "token_passes",
                   "token_pass_retries", "token_duplicates", "members_dropped", "exchanges_ok",
                   "exchanges_failed", "exchange_retries", "joins_sent", "joins_accepted", "holds"):
@@ -162,8 +165,14 @@ class TokenRingNode(NodeBase):
     def _drop_member(self, peer):
         if self.members & (1 << peer):
             self.members &= ~(1 << peer)
+            self._left |= 1 << peer
             self.stats["members_dropped"] += 1
         self._missed.pop(peer, None)
+
+    def _adopt_members(self, members):
+        """Take the ring's membership bitmap from a frame, remembering the ids that left it."""
+        self._left |= self.members & ~members & ~self.bit
+        self.members = members
 
     # -- timers ------------------------------------------------------------------
     def _on_timer(self, now_us, acts):
@@ -196,8 +205,25 @@ class TokenRingNode(NodeBase):
         self._begin_hold(now_us, acts)
 
     def _choose_invite(self):
+        """First id of the block of ``join_window_slots`` ids the next DISCOVER invites (None: every id
+        is a member). Every other DISCOVER invites the block of the lowest id that left the ring and has
+        not rejoined (a crashed or restarted member is back within two leader holds), or, with none, the
+        lowest block with free ids (where ids are handed out first); the other DISCOVERs rotate over all
+        blocks with free ids, so a new id is invited within 2 * RING_MAX_IDS / join_window_slots holds.
+        (Rotation alone let a restarted member wait up to four leader holds plus a lost frame's round:
+        600 ms at 3 % frame loss with 6 nodes, against 70-140 ms without loss.)"""
         w = self.cfg["join_window_slots"]
         nblocks = RING_MAX_IDS // w
+        full = (1 << RING_MAX_IDS) - 1
+        free = ~self.members & full
+        if not free:
+            return None
+        self._discovers += 1
+        if self._discovers & 1:
+            wanted = self._left & free or free
+            for i in range(RING_MAX_IDS):
+                if wanted & (1 << i):
+                    return i - i % w
         for k in range(nblocks):
             b = (self._invite_block + k) % nblocks
             first = b * w
@@ -362,10 +388,10 @@ class TokenRingNode(NodeBase):
             if f.dst == self.id:
                 self._on_token(f, now_us, acts)
             elif not self.holder:
-                self.members = f.members
+                self._adopt_members(f.members)
         elif t == F.DISCOVER:
             if not self.holder:
-                self.members = f.members
+                self._adopt_members(f.members)
                 self._maybe_join(f, raw_rx, acts)
         elif t == F.JOIN:
             if self.holder and self.state == DISCOVERING and f.dst == self.id and f.src < RING_MAX_IDS:
@@ -452,7 +478,7 @@ class TokenRingNode(NodeBase):
         self._last_token = key
         self.epoch = f.epoch
         self.pass_no = f.pass_no
-        self.members = f.members | self.bit
+        self._adopt_members(f.members | self.bit)
         self.state = IDLE
         self.deadline_us = None
         self._begin_hold(now_us, acts)
