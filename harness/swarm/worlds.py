@@ -211,12 +211,11 @@ class CflibWorld:
     def sense(self):
         """Own body velocity from the Crazyflie's stateEstimate (cflib log) + flow noise; the UWB ranges
         that arrived since the last call ({i: {j: [(range_m, peer_vel_body, time_us), ...]}})."""
-        v_meas = np.zeros((self.m, 2))
-        for i, d in enumerate(self.swarm.drivers):
-            nav = d.nav
-            yaw = nav.euler_rad[2]
-            vb = to_body(np.array(yaw), np.array(nav.vel_ned_mps[:2]))
-            v_meas[i] = vb + self.rng.normal(0.0, self.cfg["vel_noise_mps"], 2)
+        navs = [d.nav for d in self.swarm.drivers]
+        yaw = np.array([nav.euler_rad[2] for nav in navs])
+        v_ned = np.array([nav.vel_ned_mps[:2] for nav in navs], dtype=float)
+        # one draw for the fleet: the same numbers, in the same order, as a draw of 2 per drone
+        v_meas = to_body(yaw, v_ned) + self.rng.normal(0.0, self.cfg["vel_noise_mps"], (self.m, 2))
         ranges = self._latest
         self._latest = {i: {} for i in range(self.m)}
         return v_meas, ranges
@@ -224,10 +223,11 @@ class CflibWorld:
     def act(self, setpoints_body):
         from onboard.core.samples import VelocitySetpoint
         now_sim = self.clock.now_us()
-        for i, d in enumerate(self.swarm.drivers):
-            yaw = d.nav.euler_rad[2]
-            v_ned = to_world(np.array(yaw), np.asarray(setpoints_body[i], dtype=float))
-            d.command(VelocitySetpoint(now_sim, (float(v_ned[0]), float(v_ned[1]), 0.0)))
+        drivers = self.swarm.drivers
+        yaw = np.array([d.nav.euler_rad[2] for d in drivers])
+        v_ned = to_world(yaw, np.asarray(setpoints_body, dtype=float)).tolist()
+        for d, v in zip(drivers, v_ned):
+            d.command(VelocitySetpoint(now_sim, (v[0], v[1], 0.0)))
         self.swarm.step(now_sim)
         now = self.lockstep.advance(self.period_us)
         self.swarm.poll(now)
