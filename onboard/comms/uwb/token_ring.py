@@ -224,14 +224,12 @@ class TokenRingNode(NodeBase):
             for i in range(RING_MAX_IDS):
                 if wanted & (1 << i):
                     return i - i % w
-        for k in range(nblocks):
+        for k in range(nblocks):         # some block has free ids (free != 0): the loop returns
             b = (self._invite_block + k) % nblocks
             first = b * w
-            block_mask = ((1 << w) - 1) << first
-            if (self.members & block_mask) != block_mask:
+            if free & (((1 << w) - 1) << first):
                 self._invite_block = (b + 1) % nblocks
                 return first
-        return None
 
     def _begin_hold(self, now_us, acts):
         self.holder = True
