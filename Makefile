@@ -85,15 +85,14 @@ train-grading: setup $(STAMPS)/train-venv
 	$(PY) -m harness.grading.train_policy --episodes 300 --epochs 8 --dagger-rounds 0 --threads 1 --seed 1 --data build/grading/data.npz --out build/grading/bc
 	$(PY) -m harness.grading.train_policy --episodes 300 --epochs 0 --init build/grading/bc --dagger-rounds 2 --dagger-episodes 30 --dagger-epochs 3 --dagger-max-legs 10 --threads 1 --seed 1 --data build/grading/data.npz
 
-# swarm (issue 11): GRU estimator (float), Elman estimator (-> int8 .tflite), shared DQN (-> int8 .tflite);
-# under 5 min each on one core, deterministic (fixed iterations / stop step)
+# swarm (issue 11): shared DQN (-> int8 .tflite), GRU estimator (float weights -> int8 .tflite);
+# deterministic (fixed iterations / stop step)
 train-swarm: setup $(STAMPS)/train-venv
 	$(PY) -m harness.swarm.train_dqn --env-steps 60000 --stop-at 5000 --batch 30 --lr 1.5e-4 --est-noise 0.2 --critical 0.6 --goal-scale 1.0 --shaping 5 --seed 1
 	$(PY) -m harness.swarm.export_dqn --seed 1
 	# the float estimator learns from drones flown by that DQN (flight-like motion, pocket V-C.1); ~42 min CPU
 	$(PY) -m harness.swarm.train_bearing --hidden 128 --iters 30000 --batch 64 --seq-len 120 --data-scale 16 --data-policy models/swarm/dqn --seed 1
-	$(PY) -m harness.swarm.train_bearing --cell rnn --iters 8000 --batch 128 --seq-len 80 --data-scale 3 --seed 1 --out models/swarm/bearing_int8
-	$(PY) -m harness.swarm.export_bearing --dir models/swarm/bearing_int8
+	$(PY) -m harness.swarm.export_bearing --dir models/swarm/bearing
 
 clean:
 	rm -rf $(STAMPS) build cython_ext/build cython_ext/*.so cython_ext/*.c reports

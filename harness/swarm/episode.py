@@ -51,7 +51,7 @@ DEFAULTS = {
     "convergence_hold_s": 1.0,
     "impl": None,                    # particle-filter kernels (onboard.impl); None: $ONBOARD_IMPL
     "policy": "int8",                # DQN: float | int8 (LiteRT) | int8-pure (pure int8 kernel), see load_models
-    "estimator": "float",            # learned estimator: float (GRU) | int8 | int8-pure (Elman), see load_models
+    "estimator": "int8",             # learned estimator: int8 (the GRU's int8 export, LiteRT) | int8-pure | float (NumPy)
     "compare_estimators": True,      # replay the sensor records through pf / learned configurations
     "link": "direct",                # direct | cflib (simulated Crazyflies over cflib/UDP, ranges over onboard.comms.uwb)
     "uwb_mode": "token_ring",        # cflib link: token_ring (pocket III-A) | broadcast (scalable, 8-10 drones)
@@ -125,8 +125,8 @@ def load_models(policy="float", estimator="float", bearing_dir=None, dqn_dir=Non
 
     policy: "float" (NumPy float DQN), "int8" (the exported full-int8 model.tflite run by LiteRT,
     reference kernels) or "int8-pure" (the same file on the pure int8 kernel, as on a microcontroller).
-    estimator: "float" (the GRU, NumPy, models/swarm/bearing) or "int8" / "int8-pure" (the Elman
-    cell exported to int8, models/swarm/bearing_int8, through the same backends).
+    estimator: "float" (the GRU, NumPy, models/swarm/bearing/weights.npz) or "int8" / "int8-pure" (the
+    same GRU exported to int8, models/swarm/bearing/model.tflite, through the same backends).
     """
     if policy not in POLICIES:
         raise ValueError("policy must be one of %s, got %r" % (POLICIES, policy))
@@ -136,7 +136,7 @@ def load_models(policy="float", estimator="float", bearing_dir=None, dqn_dir=Non
     if estimator == "float":
         net = BearingNet.load(os.path.join(bearing_dir or os.path.join(MODEL_DIR, "bearing"), "weights.npz"))
     else:
-        net = BearingPolicy.load(bearing_dir or os.path.join(MODEL_DIR, "bearing_int8"),
+        net = BearingPolicy.load(bearing_dir or os.path.join(MODEL_DIR, "bearing"),
                                  backend="litert" if estimator == "int8" else "pure")
     if policy == "float":
         dqn = DqnFloat.load(os.path.join(dqn_dir, "weights.npz"))

@@ -1,17 +1,20 @@
-"""Export the Elman-RNN bearing estimator to a full-int8 ``.tflite`` + card for the policy backends.
+"""Export the learned bearing estimator to a full-int8 ``.tflite`` + card for the policy backends.
 
-One recurrent step is one inference (onboard/policy/README.md, "Recurrent models"): the
-input is ``[x (6), h (H)]`` (``x`` = (dt, range, v_own, v_obj), normalised by the card with the
-training's input scaling; ``h`` the state, mean 0 / std 1), and the graph is
+One recurrent step is one inference (onboard/policy/README.md, "Recurrent models"). Two cells:
 
-    FULLY_CONNECTED([W_ih | W_hh], b_ih + b_hh) -> TANH -> state h' (output 1, scale 1/128)
-    h' -> FULLY_CONNECTED(W_out, b_out) -> 36 logits (output 0: 18 bearing + 18 orientation bins)
+* GRU (the committed estimator, :func:`build_gru`): inputs ``x`` (6: dt, range, v_own, v_obj,
+  normalised by the card with the training's input scaling) and the state ``h`` (H, scale
+  1/128); outputs the 36 logits (18 bearing + 18 orientation bins) and the next state. Ops:
+  FULLY_CONNECTED, ADD, MUL, LOGISTIC, TANH (LiteRT reference kernels and the pure int8 kernel).
+* Elman RNN (:func:`build`): one input ``[x, h]``,
+  ``FULLY_CONNECTED([W_ih | W_hh], b_ih + b_hh) -> TANH -> state``, then the head; only
+  FULLY_CONNECTED and TANH, so kernels without MUL (the C kernel) run it too.
 
-only FULLY_CONNECTED and TANH, so LiteRT (reference kernels), the pure int8 kernel and the C
-kernel all run it. Activation ranges are calibrated on noisy recorded sequences run through
-the float network. The card's metrics compare the int8 model, stepped through whole sequences
-with its own quantised state, with the float network on held-out sequences (decoded bearing /
-orientation error, pocket IV-A), so "int8 hurts" is measured, not assumed.
+Activation ranges are calibrated on noisy recorded sequences run through the float network (for
+the GRU: drones flown by the committed DQN, its training data). The card's metrics compare the
+int8 model, stepped through whole sequences with its own quantised state, with the float network
+on held-out sequences (decoded bearing / orientation error, pocket IV-A), so "int8 hurts" is
+measured, not assumed.
 
     .venv/bin/python -m harness.swarm.export_bearing --dir models/swarm/bearing
 """
@@ -30,6 +33,7 @@ from onboard.swarm.bearing_net import BEARING, N_BINS, N_IN, ORIENTATION, Bearin
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BEARING_DIR = os.path.join(REPO, "models", "swarm", "bearing")
+DQN_DIR = os.path.join(REPO, "models", "swarm", "dqn")
 INPUT_NAMES = [("dt_s", "s", "time since the previous range to this object"),
                ("range_m", "m", "UWB range"),
                ("vx_own_body_mps", "m/s", "own velocity, body x"), ("vy_own_body_mps", "m/s", "own velocity, body y"),
@@ -37,10 +41,12 @@ INPUT_NAMES = [("dt_s", "s", "time since the previous range to this object"),
                ("vy_obj_body_mps", "m/s", "object velocity in its own body frame, y")]
 
 
-def _sequences(seed, n_envs=12, steps=200):
+def _sequences(seed, n_envs=12, steps=200, q_fn=None):
+    """Noisy recorded sequences: 2 m arenas with 2 drones and 4 m arenas with 3 drones, moved by a goal
+    walker or, with ``q_fn``, flown by a DQN (what the GRU was trained on)."""
     rng = np.random.default_rng(seed)
-    x, b, y, has = bd.collect(rng, n_envs, 2, steps, 2.0)
-    x2, b2, y2, has2 = bd.collect(rng, n_envs // 2, 3, steps, 4.0)
+    x, b, y, has = bd.collect(rng, n_envs, 2, steps, 2.0, q_fn=q_fn)
+    x2, b2, y2, has2 = bd.collect(rng, n_envs // 2, 3, steps, 4.0, q_fn=q_fn)
     x, b, y, has = (np.concatenate(p) for p in ((x, x2), (b, b2), (y, y2), (has, has2)))
     return bd.add_noise(x, has, rng, **NOISE), b, y, has
 
@@ -97,6 +103,110 @@ def build(net, calib_xs):
     return b.finish([t_in], [t_out, t_state]), info
 
 
+def _sigmoid(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def _gru_trace(net, xs):
+    """Float GRU over sequences xs [B, T, 6]: every tensor of the int8 graph below, as
+    {name: [B * T, width]} (the calibration data of its quantisation)."""
+    B, T, _ = xs.shape
+    H = net.hidden
+    w = net.w
+    xn = xs * w["in_scale"]
+    wi, wh, bi, bh = w["w_ih"], w["w_hh"], w["b_ih"], w["b_hh"]
+    gate = {g: slice(k * H, (k + 1) * H) for k, g in enumerate(("r", "z", "n"))}
+    h = np.zeros((B, H))
+    rec = {}
+    for t in range(T):
+        x = xn[:, t]
+        v = {"x": x, "h": h}
+        for g in ("r", "z"):
+            v["x_" + g] = x @ wi[gate[g]].T + bi[gate[g]] + bh[gate[g]]
+            v["h_" + g] = h @ wh[gate[g]].T
+            v["a_" + g] = v["x_" + g] + v["h_" + g]
+        v["x_zc"], v["h_zc"], v["a_zc"] = -v["x_z"], -v["h_z"], -v["a_z"]
+        r, z = _sigmoid(v["a_r"]), _sigmoid(v["a_z"])
+        v["x_n"] = x @ wi[gate["n"]].T + bi[gate["n"]]
+        v["h_n"] = h @ wh[gate["n"]].T + bh[gate["n"]]
+        v["r_h_n"] = r * v["h_n"]
+        v["a_n"] = v["x_n"] + v["r_h_n"]
+        n = np.tanh(v["a_n"])
+        h = (1.0 - z) * n + z * h
+        v["logits"] = h @ w["w_out"].T + w["b_out"]
+        for k, a in v.items():
+            rec.setdefault(k, []).append(a)
+    return {k: np.concatenate(a) for k, a in rec.items()}
+
+
+def build_gru(net, calib_xs):
+    """int8 .tflite bytes and quantisation info for the GRU net (torch.nn.GRU equations, gates r, z, n),
+    calibrated on noisy sequences. Two inputs, x (6, normalised) and the state h (H, scale 1/128), two
+    outputs, the 36 logits and the next state (scale 1/128, fed back as input 1). The graph:
+
+        r  = LOGISTIC(FC(x, W_ir, b_ir + b_hr) + FC(h, W_hr))
+        z  = LOGISTIC(FC(x, W_iz, b_iz + b_hz) + FC(h, W_hz)),  1 - z = LOGISTIC(the same, negated)
+        n  = TANH(FC(x, W_in, b_in) + r * FC(h, W_hn, b_hn))
+        h' = (1 - z) * n + z * h
+        logits = FC(h', W_out, b_out)
+
+    ``1 - z`` as the logistic of the negated pre-activation (sigma(-a) = 1 - sigma(a)) keeps the op
+    set at FULLY_CONNECTED, ADD, MUL, LOGISTIC and TANH, which LiteRT and the pure int8 kernel run.
+    """
+    if net.cell != "gru":
+        raise ValueError("build_gru exports a GRU net; this one is %r" % net.cell)
+    H = net.hidden
+    w = net.w
+    tr = _gru_trace(net, calib_xs)
+    gate = {g: slice(k * H, (k + 1) * H) for k, g in enumerate(("r", "z", "n"))}
+    bld = TfliteBuilder("pocket-drone bearing/orientation estimator, GRU step (uwb-pocket-drones IV-A)")
+    info = {}
+    state_q = (1.0 / 128.0, 0)
+
+    def act(name, width, q=None):
+        scale, zp = q if q is not None else activation_qparams(tr[name].min(), tr[name].max())
+        info[name] = {"scale": float(scale), "zero_point": int(zp)}
+        return bld.add_tensor(name, [1, width], "int8", scale=scale, zero_point=zp)
+
+    def fc(name, src, w_rows, bias, width):
+        q, s = quantize_weights(w_rows, per_channel=True)
+        bs = (np.float32(info[src]["scale"]) * s).astype(np.float32)
+        tw = bld.add_tensor(name + "/weights", list(w_rows.shape), "int8", data=q, scale=s, zero_point=0)
+        tb = bld.add_tensor(name + "/bias", [w_rows.shape[0]], "int32",
+                            data=np.round(bias / bs.astype(np.float64)).astype(np.int32), scale=bs, zero_point=0)
+        out = act(name, width)
+        bld.add_op("FULLY_CONNECTED", [tensors[src], tw, tb], [out], activation="NONE")
+        tensors[name] = out
+
+    tensors = {"x": act("x", N_IN), "h": act("h", H, state_q)}
+    zeros = np.zeros(H)
+    for g, sign in (("r", 1.0), ("z", 1.0), ("zc", -1.0)):
+        rows = gate["z" if g == "zc" else g]
+        fc("x_" + g, "x", sign * w["w_ih"][rows], sign * (w["b_ih"][rows] + w["b_hh"][rows]), H)
+        fc("h_" + g, "h", sign * w["w_hh"][rows], zeros, H)
+        tensors["a_" + g] = act("a_" + g, H)
+        bld.add_op("ADD", [tensors["x_" + g], tensors["h_" + g]], [tensors["a_" + g]])
+        tensors[g] = act(g, H, (1.0 / 256.0, -128))               # TFLite's fixed LOGISTIC output
+        bld.add_op("LOGISTIC", [tensors["a_" + g]], [tensors[g]])
+    fc("x_n", "x", w["w_ih"][gate["n"]], w["b_ih"][gate["n"]], H)
+    fc("h_n", "h", w["w_hh"][gate["n"]], w["b_hh"][gate["n"]], H)
+    tensors["r_h_n"] = act("r_h_n", H)
+    bld.add_op("MUL", [tensors["r"], tensors["h_n"]], [tensors["r_h_n"]])
+    tensors["a_n"] = act("a_n", H)
+    bld.add_op("ADD", [tensors["x_n"], tensors["r_h_n"]], [tensors["a_n"]])
+    tensors["n"] = act("n", H, state_q)                           # TFLite's fixed TANH output
+    bld.add_op("TANH", [tensors["a_n"]], [tensors["n"]])
+    # both products lie in (-1, 1), as does their sum: the state's 1/128 grid throughout
+    tensors["zc_n"] = act("zc_n", H, state_q)
+    bld.add_op("MUL", [tensors["zc"], tensors["n"]], [tensors["zc_n"]])
+    tensors["z_h"] = act("z_h", H, state_q)
+    bld.add_op("MUL", [tensors["z"], tensors["h"]], [tensors["z_h"]])
+    tensors["state"] = act("state", H, state_q)
+    bld.add_op("ADD", [tensors["zc_n"], tensors["z_h"]], [tensors["state"]])
+    fc("logits", "state", w["w_out"], w["b_out"], 2 * N_BINS)
+    return bld.finish([tensors["x"], tensors["h"]], [tensors["logits"], tensors["state"]]), info
+
+
 def angle_errors_deg(run_seq, xs, b, y, has, k=10):
     """Mean |decoded - true| bearing and orientation errors (deg) over steps >= k of whole sequences."""
     eb, eo = [], []
@@ -110,42 +220,63 @@ def angle_errors_deg(run_seq, xs, b, y, has, k=10):
     return float(np.degrees(np.mean(eb))), float(np.degrees(np.mean(eo)))
 
 
-def export(model_dir=BEARING_DIR, seed=1):
+def export(model_dir=BEARING_DIR, seed=1, dqn_dir=DQN_DIR):
+    """Export ``<model_dir>/weights.npz`` (GRU or Elman) to ``model.tflite`` + ``card.json`` there. A GRU
+    is calibrated and checked on sequences flown by the DQN in ``dqn_dir`` (its training data), the
+    Elman net on the goal walker's."""
     from onboard.policy.policy import make_policy
+    from onboard.swarm.dqn import DqnFloat
 
     net = BearingNet.load(os.path.join(model_dir, "weights.npz"))
-    calib_xs, _, _, _ = _sequences(seed)
-    tfl, info = build(net, calib_xs)
     H = net.hidden
-    features = [{"name": n, "unit": u, "meaning": m} for n, u, m in INPUT_NAMES] + \
-        [{"name": "h%d" % i, "unit": "1", "meaning": "recurrent state (the previous step's output 1)"} for i in range(H)]
-    std = [float(1.0 / v) for v in net.w["in_scale"]] + [1.0] * H
+    gru = net.cell == "gru"
+    q_fn = DqnFloat.load(os.path.join(dqn_dir, "weights.npz")).q_values_batch if gru else None
+    calib_xs, _, _, _ = _sequences(seed, q_fn=q_fn)
+    tfl, info = build_gru(net, calib_xs) if gru else build(net, calib_xs)
+    x_features = [{"name": n, "unit": u, "meaning": m} for n, u, m in INPUT_NAMES]
+    h_features = [{"name": "h%d" % i, "unit": "1", "meaning": "recurrent state (the previous step's output 1)"}
+                  for i in range(H)]
+    x_std = [float(1.0 / v) for v in net.w["in_scale"]]
+    formula = "x_model = (x - mean) / std, then round(x_model / scale) + zero_point"
+    if gru:
+        inputs = [{"name": "x", "shape": [1, N_IN], "dtype": "int8", "quantization": info["x"], "features": x_features,
+                   "normalization": {"mean": [0.0] * N_IN, "std": x_std, "formula": formula}},
+                  {"name": "h", "shape": [1, H], "dtype": "int8", "quantization": info["h"], "features": h_features,
+                   "normalization": {"mean": [0.0] * H, "std": [1.0] * H, "formula": formula}}]
+        op_set = ["FULLY_CONNECTED", "ADD", "MUL", "LOGISTIC", "TANH"]
+        what = "one GRU step per inference; the state is input 1 and output 1"
+        activations = "asymmetric int8; LOGISTIC 1/256, TANH and the state 1/128"
+    else:
+        inputs = [{"name": "input", "shape": [1, N_IN + H], "dtype": "int8", "quantization": info["input"],
+                   "features": x_features + h_features,
+                   "normalization": {"mean": [0.0] * (N_IN + H), "std": x_std + [1.0] * H, "formula": formula}}]
+        op_set = ["FULLY_CONNECTED", "TANH"]
+        what = "one Elman-RNN step per inference; the state travels as the last H inputs / output 1"
+        activations = "asymmetric int8; state TANH 1/128"
     card = {
         "schema": CARD_SCHEMA,
         "name": "swarm-bearing",
         "version": 1,
-        "description": "Learned bearing / relative-orientation estimator of the pocket-drone paper (IV-A), one "
-                       "Elman-RNN step per inference; the state travels as the last H inputs / output 1.",
+        "description": "Learned bearing / relative-orientation estimator of the pocket-drone paper (IV-A), " + what + ".",
         "paper": "uwb-pocket-drones-coordination IV-A",
-        "op_set": ["FULLY_CONNECTED", "TANH"],
-        "inputs": [{"name": "input", "shape": [1, N_IN + H], "dtype": "int8", "quantization": info["input"],
-                    "features": features,
-                    "normalization": {"mean": [0.0] * (N_IN + H), "std": std,
-                                      "formula": "x_model = (x - mean) / std, then round(x_model / scale) + zero_point"}}],
+        "op_set": op_set,
+        "inputs": inputs,
         "outputs": [{"name": "logits", "shape": [1, 2 * N_BINS], "dtype": "int8", "quantization": info["logits"],
                      "unit": "logit", "meaning": "18 bearing bins then 18 relative-orientation bins (20 deg from -180)"},
                     {"name": "state", "shape": [1, H], "dtype": "int8", "quantization": info["state"],
-                     "unit": "1", "meaning": "next recurrent state (feed back as the last H inputs)"}],
+                     "unit": "1", "meaning": "next recurrent state (feed back as the state input)"}],
         "quantization": {"weights": "symmetric int8 per output channel", "bias": "int32, scale = s_in * s_w",
-                         "activations": "asymmetric int8; state TANH 1/128",
-                         "calibration": "%d noisy sequences x %d steps (harness/swarm/bearing_data.py)"
-                                        % calib_xs.shape[:2], "info": info},
-        "training": {"framework": "torch (harness/swarm/train_bearing.py --cell rnn)", "data": "see train_card.json",
-                     "command": "make train-swarm"},
+                         "activations": activations,
+                         "calibration": "%d noisy sequences x %d steps (harness/swarm/bearing_data.py, %s)"
+                                        % (calib_xs.shape[0], calib_xs.shape[1],
+                                           "flown by the DQN" if gru else "goal walker"),
+                         "info": info},
+        "training": {"framework": "torch (harness/swarm/train_bearing.py --cell %s)" % net.cell,
+                     "data": "see train_card.json", "command": "make train-swarm"},
         "float_reference": {"file": "weights.npz"},
     }
     # int8 vs float on held-out sequences, both stepped through whole sequences
-    xs, b, y, has = _sequences(seed + 1, n_envs=6, steps=150)
+    xs, b, y, has = _sequences(seed + 1, n_envs=6, steps=150, q_fn=q_fn)
     lite = BearingPolicy(make_policy(tfl, card, "litert"))
     pure = BearingPolicy(make_policy(tfl, card, "pure"))
 

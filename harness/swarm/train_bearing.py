@@ -75,12 +75,7 @@ def train(seed=1, iters=2500, hidden=64, seq_len=80, k=10, batch=30, lr=2e-3, op
     q_fn = None
     if data_policy:
         from onboard.swarm.dqn import DqnFloat
-        dqn = DqnFloat.load(os.path.join(data_policy, "weights.npz"))
-        w0, b0, w1, b1, w2, b2 = dqn.w
-
-        def q_fn(obs):
-            h = np.maximum(obs @ w0 + b0, 0.0)
-            return np.maximum(h @ w1 + b1, 0.0) @ w2 + b2
+        q_fn = DqnFloat.load(os.path.join(data_policy, "weights.npz")).q_values_batch
     x, b, y, has = make_dataset(seed, scale=data_scale, q_fn=q_fn)
     n_seq, T = x.shape[:2]
     perm = rng.permutation(n_seq)

@@ -102,3 +102,21 @@ def chain_model(first_activation="RELU", lut=None, last_activation="NONE", per_c
         b.add_op(extra_op, [cur], [t])
         cur = t
     return b.finish([x], [cur])
+
+
+def gate_case_model():
+    """The GRU state update in miniature (int8, 16 lanes): inputs a (the gate pre-activation, scale
+    0.05) and h (the state, 1/128); ``z = LOGISTIC(a)``, ``zh = MUL(z, h)``, ``y = ADD(zh, h)`` and
+    ``m = MUL(h, h)`` at an off-grid output scale. Embedded in tests/micropython/cases/test_policy_gate.py."""
+    b = TfliteBuilder("gate case model")
+    a = b.add_tensor("a", [1, 16], "int8", scale=0.05, zero_point=7)
+    h = b.add_tensor("h", [1, 16], "int8", scale=1.0 / 128.0, zero_point=0)
+    z = b.add_tensor("z", [1, 16], "int8", scale=1.0 / 256.0, zero_point=-128)
+    b.add_op("LOGISTIC", [a], [z])
+    zh = b.add_tensor("zh", [1, 16], "int8", scale=1.0 / 128.0, zero_point=0)
+    b.add_op("MUL", [z, h], [zh])
+    y = b.add_tensor("y", [1, 16], "int8", scale=0.011, zero_point=20)
+    b.add_op("ADD", [zh, h], [y])
+    m = b.add_tensor("m", [1, 16], "int8", scale=0.0037, zero_point=-100)
+    b.add_op("MUL", [h, h], [m], activation="RELU")
+    return b.finish([a, h], [y, m])

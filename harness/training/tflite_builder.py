@@ -37,7 +37,7 @@ ACTIVATIONS = {"NONE": _Activation.NONE, "RELU": _Activation.RELU, "RELU6": _Act
 PADDINGS = {"SAME": _Padding.SAME, "VALID": _Padding.VALID}
 # Operator versions as TensorFlow's converter writes them for int8 (per-channel FC needs >= 4).
 OP_VERSIONS = {"FULLY_CONNECTED": 5, "CONV_2D": 3, "QUANTIZE": 2, "DEQUANTIZE": 2, "TANH": 2,
-               "LOGISTIC": 2, "RESHAPE": 1, "ADD": 2, "SOFTMAX": 2, "RELU": 2, "RELU6": 2}
+               "LOGISTIC": 2, "RESHAPE": 1, "ADD": 2, "MUL": 2, "SOFTMAX": 2, "RELU": 2, "RELU6": 2}
 
 
 class TfliteBuilder(object):
@@ -100,6 +100,11 @@ class TfliteBuilder(object):
             m.Start(b)
             m.AddFusedActivationFunction(b, act)
             return _BuiltinOptions.AddOptions, m.End(b)
+        if op == "MUL":
+            m = _schema("MulOptions")
+            m.Start(b)
+            m.AddFusedActivationFunction(b, act)
+            return _BuiltinOptions.MulOptions, m.End(b)
         if op == "SOFTMAX":
             m = _schema("SoftmaxOptions")
             m.Start(b)

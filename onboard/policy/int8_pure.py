@@ -16,6 +16,9 @@ Supported operators (anything else is refused with :class:`UnsupportedModelError
 - ``ADD``: element-wise int8 + int8 of the same shape (residual connections), fused
   NONE/RELU/RELU6/RELU_N1_TO_1 (``reference_integer_ops::Add``: both inputs shifted left by
   20 bits and rescaled to twice the larger input scale, summed, rescaled to the output).
+- ``MUL``: element-wise int8 * int8 of the same shape (recurrent cells' gates), fused
+  NONE/RELU/RELU6/RELU_N1_TO_1 (``reference_integer_ops::Mul``: the product of the offset
+  inputs rescaled by ``s1 * s2 / s_out``).
 
 Arithmetic (TFLite fixed point; ``rounding="single"`` as LiteRT 2.3 builds it, the
 default, or ``"double"``, gemmlowp's, as tflite-runtime 2.14 builds it):
@@ -42,7 +45,7 @@ INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 
 SUPPORTED_OPS = ("FULLY_CONNECTED", "CONV_2D", "TANH", "LOGISTIC", "QUANTIZE", "DEQUANTIZE",
-                 "RESHAPE", "ADD")
+                 "RESHAPE", "ADD", "MUL")
 ADD_LEFT_SHIFT = 20           # TFLite add.cc Prepare: left_shift for 8-bit inputs
 F32_ONE_BITS = 0x3F800000     # float32 1.0
 FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
@@ -119,6 +122,8 @@ ROUNDINGS = {"single": multiply_by_quantized_multiplier,
 # ~1e-3 of a half, where gemmlowp's first rounding of the high product moves them over it);
 # tflite-runtime 2.14 rounds everything twice. LiteRT's XNNPACK conv is closest to single.
 CONV_ROUNDING = "double"
+# MUL requantizes with double rounding in either mode too (see _Mul).
+MUL_ROUNDING = "double"
 
 
 def _f32_parts(bits):
@@ -509,17 +514,7 @@ class _Add(_Layer):
     op = "ADD"
 
     def __init__(self, graph, op):
-        if len(op["inputs"]) < 2 or min(op["inputs"][:2]) < 0:
-            raise fb.ModelFormatError("corrupt model: ADD needs two inputs")
-        t1, t2 = graph.t(op["inputs"][0]), graph.t(op["inputs"][1])
-        t_out = graph.t(op["outputs"][0])
-        for t in (t1, t2, t_out):
-            if t["dtype"] != "int8" or not t["scales"]:
-                raise UnsupportedModelError("ADD tensors must be quantized int8 (%r is %s)"
-                                            % (t["name"], t["dtype"]))
-        if list(t1["shape"]) != list(t2["shape"]) or fb.tensor_size(t1) != fb.tensor_size(t_out):
-            raise UnsupportedModelError("ADD runs same-shape inputs only (no broadcasting): %r + %r -> %r"
-                                        % (t1["shape"], t2["shape"], t_out["shape"]))
+        t1, t2, t_out = _elementwise_operands(graph, op)
         bits1, bits2 = t1["scale_bits"][0], t2["scale_bits"][0]
         s_max = t1["scales"][0] if t1["scales"][0] >= t2["scales"][0] else t2["scales"][0]
         twice_bits = f32_bits(2.0 * s_max)
@@ -552,6 +547,61 @@ class _Add(_Layer):
         out = [0] * len(a)
         for i in range(len(a)):
             raw = rq(rq((a[i] - zp1) << sh, m1, s1) + rq((b[i] - zp2) << sh, m2, s2), mo, so) + zo
+            out[i] = lo if raw < lo else (hi if raw > hi else raw)
+        values[self.dst] = out
+
+
+def _elementwise_operands(graph, op):
+    """(input 1, input 2, output) tensors of a same-shape int8 element-wise operator, checked."""
+    if len(op["inputs"]) < 2 or min(op["inputs"][:2]) < 0:
+        raise fb.ModelFormatError("corrupt model: %s needs two inputs" % op["op"])
+    t1, t2 = graph.t(op["inputs"][0]), graph.t(op["inputs"][1])
+    t_out = graph.t(op["outputs"][0])
+    for t in (t1, t2, t_out):
+        if t["dtype"] != "int8" or not t["scales"]:
+            raise UnsupportedModelError("%s tensors must be quantized int8 (%r is %s)"
+                                        % (op["op"], t["name"], t["dtype"]))
+    if list(t1["shape"]) != list(t2["shape"]) or fb.tensor_size(t1) != fb.tensor_size(t_out):
+        raise UnsupportedModelError("%s runs same-shape inputs only (no broadcasting): %r, %r -> %r"
+                                    % (op["op"], t1["shape"], t2["shape"], t_out["shape"]))
+    return t1, t2, t_out
+
+
+class _Mul(_Layer):
+    """int8 element-wise MUL of two same-shape tensors (TFLite ``reference_integer_ops::Mul``).
+
+    Prepare (LiteRT mul.cc): ``real = s1 * s2 / s_out`` evaluated in float32 (the scales are
+    floats and the expression has no cast to double), then QuantizeMultiplier. Eval per element:
+    ``out = clamp(zp_out + MBQM((x1 - zp1) * (x2 - zp2), M))`` with double rounding in either
+    build (``MUL_ROUNDING``; measured: LiteRT 2.3's reference MUL equals this on all 186 624
+    products of tests/unit/test_policy_kernels.py's scale grid, single rounding or a
+    double-precision multiplier miss ~0.7 % of them by one step).
+    """
+    op = "MUL"
+
+    def __init__(self, graph, op):
+        t1, t2, t_out = _elementwise_operands(graph, op)
+        real = f32(f32(t1["scales"][0] * t2["scales"][0]) / t_out["scales"][0])
+        self.m = quantize_multiplier(f32_bits(real), F32_ONE_BITS, F32_ONE_BITS, graph.rounding == "single")
+        self.requant = ROUNDINGS[MUL_ROUNDING]
+        self.zp1 = t1["zero_points"][0]
+        self.zp2 = t2["zero_points"][0]
+        self.out_zp = t_out["zero_points"][0]
+        self.activation = op["options"].get("activation", "NONE")
+        self.act_min, self.act_max = activation_range(self.activation, t_out["scales"][0], self.out_zp)
+        self.src1, self.src2 = op["inputs"][0], op["inputs"][1]
+        self.dst = op["outputs"][0]
+        self.macs = fb.tensor_size(t_out)
+
+    def run(self, values):
+        a, b = values[self.src1], values[self.src2]
+        rq = self.requant
+        m, sh = self.m
+        zp1, zp2, zo = self.zp1, self.zp2, self.out_zp
+        lo, hi = self.act_min, self.act_max
+        out = [0] * len(a)
+        for i in range(len(a)):
+            raw = rq((a[i] - zp1) * (b[i] - zp2), m, sh) + zo
             out[i] = lo if raw < lo else (hi if raw > hi else raw)
         values[self.dst] = out
 
@@ -636,7 +686,7 @@ class _Reshape(_Layer):
 
 _LAYERS = {"FULLY_CONNECTED": _FullyConnected, "CONV_2D": _Conv2D, "TANH": _Lut,
            "LOGISTIC": _Lut, "QUANTIZE": _Quantize, "DEQUANTIZE": _Dequantize,
-           "RESHAPE": _Reshape, "ADD": _Add}
+           "RESHAPE": _Reshape, "ADD": _Add, "MUL": _Mul}
 
 
 class Int8Graph(object):
@@ -658,7 +708,7 @@ class Int8Graph(object):
                 raise UnsupportedModelError(
                     "operator %s is not supported by the int8 kernel (supported: %s)"
                     % (op["op"], ", ".join(SUPPORTED_OPS)))
-            need = 2 if op["op"] in ("FULLY_CONNECTED", "CONV_2D", "ADD") else 1
+            need = 2 if op["op"] in ("FULLY_CONNECTED", "CONV_2D", "ADD", "MUL") else 1
             if len(op["inputs"]) < need or len(op["outputs"]) < 1 or \
                     min(op["inputs"][:need] + op["outputs"][:1]) < 0:
                 raise fb.ModelFormatError("corrupt model: %s has inputs %r outputs %r"

@@ -46,6 +46,7 @@ PADDING_NAMES = {0: "SAME", 1: "VALID"}
 _OPT_CONV2D = 1
 _OPT_FULLY_CONNECTED = 8
 _OPT_ADD = 11
+_OPT_MUL = 21
 
 MAX_VECTOR = 1 << 24   # no model of ours has a vector this long; guards against garbage lengths
 
@@ -196,9 +197,9 @@ def _options(r, op_tab, op_name):
                 "stride_w": r.scalar(tab, 1, "i", 0), "stride_h": r.scalar(tab, 2, "i", 0),
                 "activation": ACTIVATION_NAMES.get(act, str(act)),
                 "dilation_w": r.scalar(tab, 4, "i", 1), "dilation_h": r.scalar(tab, 5, "i", 1)}
-    if op_name == "ADD":
-        if tab is not None and opt_type != _OPT_ADD:
-            raise ModelFormatError("corrupt model: ADD with options type %d" % opt_type)
+    if op_name in ("ADD", "MUL"):
+        if tab is not None and opt_type != (_OPT_ADD if op_name == "ADD" else _OPT_MUL):
+            raise ModelFormatError("corrupt model: %s with options type %d" % (op_name, opt_type))
         act = r.scalar(tab, 0, "b", 0) if tab else 0
         return {"activation": ACTIVATION_NAMES.get(act, str(act))}
     return {}

@@ -133,17 +133,23 @@ class BearingNet:
 
 
 class BearingPolicy:
-    """The int8 Elman estimator (``model.tflite`` + card from harness/swarm/export_bearing.py) run by an
+    """An int8 estimator (``model.tflite`` + card from harness/swarm/export_bearing.py) run by an
     ``onboard.policy`` backend (LiteRT reference kernels or the pure int8 kernel): same
-    ``new_state`` / ``step`` interface as :class:`BearingNet`. The state is carried as floats (the
-    dequantised TANH output, multiples of 1/128) and re-quantised as part of the next input."""
+    ``new_state`` / ``step`` interface as :class:`BearingNet`. Two model layouts: the GRU step
+    (inputs x (6) and state h (H); outputs logits and the next state) and the Elman step (one input
+    ``[x, h]``). The state is carried as floats (dequantised, multiples of 1/128) and re-quantised
+    as the next step's input, which on the state's own 1/128 grid is exact."""
 
     def __init__(self, policy):
         self.policy = policy
-        self.hidden = policy.inputs[0]["size"] - N_IN
-        if self.hidden <= 0 or policy.outputs[0]["size"] != 2 * N_BINS:
+        ins = policy.inputs
+        self.split_state = len(ins) == 2
+        self.hidden = ins[1]["size"] if self.split_state else ins[0]["size"] - N_IN
+        if self.hidden <= 0 or len(ins) > 2 or (self.split_state and ins[0]["size"] != N_IN) or \
+                len(policy.outputs) != 2 or policy.outputs[0]["size"] != 2 * N_BINS or \
+                policy.outputs[1]["size"] != self.hidden:
             raise ValueError("not a bearing-estimator model: inputs %r, outputs %r"
-                             % (policy.inputs[0]["shape"], policy.outputs[0]["shape"]))
+                             % ([i["shape"] for i in ins], [o["shape"] for o in policy.outputs]))
 
     @classmethod
     def load(cls, model_dir, backend="litert"):
@@ -158,7 +164,8 @@ class BearingPolicy:
         x = np.asarray(x, dtype=np.float64)
         if x.shape != (N_IN,) or not np.all(np.isfinite(x)):
             raise BearingInputError("bearing net input must be 6 finite numbers, got %r" % (x,))
-        logits, state = self.policy.predict([float(v) for v in x] + [float(v) for v in h])
+        xs, hs = [float(v) for v in x], [float(v) for v in h]
+        logits, state = self.policy.predict(xs, hs) if self.split_state else self.policy.predict(xs + hs)
         return np.asarray(state, dtype=np.float64), np.asarray(logits, dtype=np.float64)
 
     def step(self, h, x):

@@ -7,6 +7,7 @@ activation, TANH and LOGISTIC, and QUANTIZE/DEQUANTIZE; the flatbuffer reader ag
 """
 import base64
 import importlib
+import itertools
 import math
 import os
 import struct
@@ -250,3 +251,41 @@ def _gemmlowp_reference(x, m, shift):
 @given(st.integers(-(1 << 24), 1 << 24), st.integers(1 << 30, (1 << 31) - 1), st.integers(-31, 0))
 def test_double_rounding_matches_gemmlowp(x, m, s):
     assert int8_pure.multiply_by_quantized_multiplier_double(x, m, s) == _gemmlowp_reference(x, m, s)
+
+
+MUL_SCALES = [(1 / 256, -128), (1 / 128, 0), (0.0123, 5), (0.2, -3), (0.037, -60), (0.011, 20), (0.9, -1),
+              (0.5, 0), (1 / 64, 3)]
+
+
+@pytest.mark.parametrize("s1", MUL_SCALES)
+def test_mul_bit_exact_with_litert_reference(s1):
+    """int8 MUL on the pure kernel equals LiteRT's reference MUL on every product of a scale grid with
+    power-of-two and off-grid scales (9 x 9 x 9 scale triples x 256 products; the GRU's gates are
+    1/256 and 1/128 tensors). A multiplier computed in double precision, or single rounding,
+    misses ~0.7 % of these by one step."""
+    from harness.training.tflite_builder import TfliteBuilder
+    rng = np.random.default_rng(11)
+    for (s2, z2), (so, zo) in itertools.product(MUL_SCALES, MUL_SCALES):
+        b = TfliteBuilder()
+        x1 = b.add_tensor("a", [1, 256], "int8", scale=s1[0], zero_point=s1[1])
+        x2 = b.add_tensor("b", [1, 256], "int8", scale=s2, zero_point=z2)
+        y = b.add_tensor("y", [1, 256], "int8", scale=so, zero_point=zo)
+        b.add_op("MUL", [x1, x2], [y])
+        data = b.finish([x1, x2], [y])
+        a = (rng.permutation(256) - 128).tolist()
+        bb = rng.integers(-128, 128, 256).tolist()
+        assert make_policy(data, None, "pure").run([a, bb]) == make_policy(data, None, "litert").run([a, bb])
+
+
+def test_micropython_gate_case_matches_builder_and_litert():
+    from harness.training.fixtures import gate_case_model
+    sys.path.insert(0, os.path.join(REPO, "tests", "micropython", "cases"))
+    try:
+        case = importlib.import_module("test_policy_gate")
+    finally:
+        sys.path.pop(0)
+    data = gate_case_model()
+    assert base64.b64decode(case.GATE_MODEL_B64) == data
+    pure, lit = make_policy(data, None, "pure"), make_policy(data, None, "litert")
+    for k in range(8):
+        assert pure.run(case._inputs(k)) == lit.run(case._inputs(k))
