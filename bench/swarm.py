@@ -1,8 +1,8 @@
 """Swarm benchmark: simulated seconds per wall second of the 4-drone swarm-fixed flight (issue 11).
 
-One flight = 4 drones, each running its onboard agent every 0.1 s (GRU bearing estimator and a
-particle filter per neighbour and for its goal, DQN), on the committed models. Measured side by
-side in one run:
+One flight = 4 drones, each running its onboard agent every 0.1 s (the flights' configuration: a
+1000-particle filter per neighbour and for its goal, the int8 DQN; the learned estimator is not
+stepped in this pure-filter mode), on the committed models. Measured side by side in one run:
 
 * ``cflib`` (the deployment path, the headline figure): simulated Crazyflies behind real UDP
   sockets, each flown by boards.crazyflie over the official cflib in lockstep, ranges from

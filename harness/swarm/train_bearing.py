@@ -46,9 +46,10 @@ def _windows(rng, n_seq, T, batch, n):
     return s, t0
 
 
-def evaluate(weights, x, b, y, has, rng, k):
-    """Accuracy (exact bin, +-1 bin) and mean absolute decoded error (deg) on whole noisy sequences, steps >= k."""
-    net = BearingNet(weights)
+def evaluate(weights, x, b, y, has, rng, k, net=None):
+    """Accuracy (exact bin, +-1 bin) and mean absolute decoded error (deg) on whole noisy sequences, steps >= k.
+    ``net``: any runner with ``run(xs) -> logits`` (e.g. the int8 ``BearingPolicy``); default BearingNet(weights)."""
+    net = net if net is not None else BearingNet(weights)
     xn = bd.add_noise(x, has, rng, **NOISE)
     logits = net.run(xn)[:, k:]
     pb = softmax(logits[..., BEARING])

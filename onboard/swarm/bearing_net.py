@@ -171,3 +171,14 @@ class BearingPolicy:
     def step(self, h, x):
         h_new, logits = self.step_logits(h, x)
         return h_new, softmax(logits[BEARING]), softmax(logits[ORIENTATION])
+
+    def run(self, xs):
+        """Whole sequences xs [B, T, 6] -> logits [B, T, 36], stepped one inference at a time from a
+        zero state (as :meth:`BearingNet.run`; harness evaluation)."""
+        xs = np.asarray(xs, dtype=np.float64)
+        out = np.zeros(xs.shape[:2] + (2 * N_BINS,))
+        for s in range(xs.shape[0]):
+            h = self.new_state()
+            for t in range(xs.shape[1]):
+                h, out[s, t] = self.step_logits(h, xs[s, t])
+        return out

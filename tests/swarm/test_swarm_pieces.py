@@ -582,12 +582,17 @@ def test_committed_bearing_estimator_quality_on_fresh_dqn_flown_data():
     flown by the committed DQN, 20 s, fresh UWB / velocity noise), steps with >= 10 predecessors.
     Measured: bearing 22.5 deg, orientation 21.6 deg mean absolute error, 78.5 % of bearings within one
     20-degree bin (the previous GRU(128), trained on a quarter of the data: 28.3 / 29.8 deg, 70 %; the
-    GRU(64) before it, on a goal walker: 35.2 / 38.4 deg)."""
+    GRU(64) before it, on a goal walker: 35.2 / 38.4 deg). Its int8 export, as the flights run it
+    (LiteRT): 22.8 / 22.7 deg, 77.9 %."""
     from harness.swarm.train_bearing import evaluate
+    from onboard.swarm.bearing_net import BearingPolicy
     from onboard.swarm.dqn import DqnFloat
     q_fn = DqnFloat.load(_committed("dqn")).q_values_batch
     x, b, y, has = bd.collect(np.random.default_rng(99), 12, 3, 200, 4.0, q_fn=q_fn)
     with np.load(_committed("bearing")) as d:
-        ev = evaluate({k: d[k] for k in d.files}, x, b, y, has, np.random.default_rng(5), 10)
-    assert ev["bearing_mae_deg"] <= 25.0 and ev["orientation_mae_deg"] <= 25.0, ev
-    assert ev["bearing_acc_pm1"] >= 0.75, ev
+        weights = {k: d[k] for k in d.files}
+    int8 = BearingPolicy.load(os.path.join(MODELS, "bearing"), backend="litert")
+    for net in (None, int8):
+        ev = evaluate(weights, x, b, y, has, np.random.default_rng(5), 10, net=net)
+        assert ev["bearing_mae_deg"] <= 25.0 and ev["orientation_mae_deg"] <= 25.0, (net, ev)
+        assert ev["bearing_acc_pm1"] >= 0.75, (net, ev)
