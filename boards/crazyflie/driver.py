@@ -264,7 +264,8 @@ class CrazyflieDriver:
             if "stateEstimate.x" in data:
                 pos = (data["stateEstimate.x"], -data["stateEstimate.y"], -data["stateEstimate.z"])
                 if "stateEstimate.vx" in data:
-                    vel = (data["stateEstimate.vx"], -data["stateEstimate.vy"], -data["stateEstimate.vz"])
+                    # a level 2-D flight may leave vz out of its block (24 bytes hold x, y, z, vx, vy, yaw)
+                    vel = (data["stateEstimate.vx"], -data["stateEstimate.vy"], -data.get("stateEstimate.vz", 0.0))
                 else:
                     vel = self.nav.vel_ned_mps if self.nav is not None else (0.0, 0.0, 0.0)
                 self.nav = NavState(now_us, pos, vel, self._euler_ned_rad)
