@@ -163,6 +163,24 @@ def test_unsupported_op_is_refused(backend):
         make_policy(data, None, backend)
 
 
+@pytest.mark.parametrize("case", ["broadcast", "float output"])
+def test_pure_kernel_refuses_mul_it_cannot_run(case):
+    """MUL runs same-shape int8 tensors only: a broadcast operand or a float output is refused at
+    load with the operator named, not computed wrongly."""
+    from harness.training.tflite_builder import TfliteBuilder
+    b = TfliteBuilder()
+    x1 = b.add_tensor("a", [1, 4], "int8", scale=0.1, zero_point=0)
+    if case == "broadcast":
+        x2 = b.add_tensor("b", [1, 1], "int8", scale=0.1, zero_point=0)
+        y = b.add_tensor("y", [1, 4], "int8", scale=0.1, zero_point=0)
+    else:
+        x2 = b.add_tensor("b", [1, 4], "int8", scale=0.1, zero_point=0)
+        y = b.add_tensor("y", [1, 4], "float32")
+    b.add_op("MUL", [x1, x2], [y])
+    with pytest.raises(UnsupportedModelError, match="MUL"):
+        make_policy(b.finish([x1, x2], [y]), None, "pure")
+
+
 def test_c_generator_refuses_what_it_cannot_emit():
     with pytest.raises(CKernelUnsupported, match="single-input|int8"):
         generate_c(op_coverage_model())
