@@ -15,7 +15,11 @@ def _quiet_cflib():
 
 @pytest.fixture
 def open_sync():
-    """open_sync(uri, cache_dir=None) -> an open cflib SyncCrazyflie, closed at teardown."""
+    """open_sync(uri, cache_dir=None) -> an open cflib SyncCrazyflie, closed at teardown.
+
+    ``open_sync.close_all()`` closes them earlier: call it before the simulated fleet closes its
+    sockets, or cflib's ping thread may still send to a closed port (ConnectionRefusedError in
+    that thread, reported by pytest as a warning)."""
     from cflib.crazyflie import Crazyflie
     from cflib.crazyflie.syncCrazyflie import SyncCrazyflie
 
@@ -28,6 +32,12 @@ def open_sync():
         opened.append(scf)
         return scf
 
+    def close_all():
+        while opened:
+            scf = opened.pop()
+            if scf.is_link_open():
+                scf.close_link()
+
+    _open.close_all = close_all
     yield _open
-    for scf in opened:
-        scf.close_link()
+    close_all()

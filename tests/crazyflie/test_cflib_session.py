@@ -48,6 +48,7 @@ def test_cflib_connects_to_one_and_to_four_drones_and_reads_the_tocs(open_sync):
             assert sim.stats["malformed"] == 0 and sim.stats["unknown"] == 0 and sim.stats["internal_errors"] == 0
         sim = four.drones[0]
         assert sim.log_toc_crc != sim.param_toc_crc
+        open_sync.close_all()
 
 
 def test_log_data_streams_at_the_requested_period(open_sync):
@@ -71,6 +72,7 @@ def test_log_data_streams_at_the_requested_period(open_sync):
                         break
             # firmware timestamps (ms) step by exactly the period: no drops, no doubles
             assert [b - a for a, b in zip(stamps, stamps[1:])] == [period_ms] * 11
+        open_sync.close_all()
 
 
 def test_param_write_reads_back_and_persistent_store(open_sync):
@@ -99,6 +101,7 @@ def test_param_write_reads_back_and_persistent_store(open_sync):
         param.persistent_get_state("ring.effect", lambda name, st: (stored.update(state=st), done.set()))
         assert done.wait(5.0)
         assert stored["state"].is_stored and stored["state"].default_value == 6 and stored["state"].stored_value == 9
+        open_sync.close_all()
 
 
 def test_velocity_setpoints_fly_a_drone_to_a_target_within_5_cm(open_sync):
@@ -138,6 +141,7 @@ def test_velocity_setpoints_fly_a_drone_to_a_target_within_5_cm(open_sync):
         cf.commander.send_notify_setpoint_stop()
         sim = fleet.drones[0]
         assert sim.stats["rejected_setpoints"] == 0 and sim.stats["wdt_stabilize"] == 0
+        open_sync.close_all()
 
 
 def test_motion_commander_takes_off_moves_and_lands(open_sync):
@@ -160,3 +164,4 @@ def test_motion_commander_takes_off_moves_and_lands(open_sync):
         # the last leg is cut short by the landing (the drone stops when it touches down)
         assert 0.1 < truth.north_m < 0.4
         assert fleet.wait_until(lambda: not truth.motors_on, 5.0) or not truth.airborne
+        open_sync.close_all()

@@ -100,6 +100,7 @@ def test_random_datagrams_while_cflib_stays_connected(open_sync):
         assert stats["internal_errors"] == 0
         assert stats["malformed"] + stats["unknown"] + stats["rejected_setpoints"] > 100
         assert fleet.server.errors == 0
+        open_sync.close_all()
 
 
 def _read_lines(proc, n, timeout_s):
