@@ -1,19 +1,21 @@
-"""Learned bearing / relative-orientation estimator (uwb-pocket-drones IV-A), NumPy runner.
+"""Learned bearing / relative-orientation estimator (uwb-pocket-drones IV-A): float and int8 runners.
 
 A recurrent network reads, once per policy period, the input state
 ``(dt_s, range_m, vx_own, vy_own, vx_obj, vy_obj)`` (body-frame velocities; a goal's is 0)
 and outputs two 18-class distributions over 20-degree bins (pocket IV-A): the bearing of
 the object in the own body frame and the object's relative orientation (yaw_obj - yaw_own).
 The paper uses one layer of 512 LSTM cells; this runtime uses a GRU layer (size in the
-model file, 64 by default) so it is cheap enough to run per neighbour on a Pi at 10 Hz.
+model file; the committed one has 128) so it is cheap enough to run per neighbour on a Pi at 10 Hz.
 
 Class k covers [-180 + 20 k, -160 + 20 k) degrees; :func:`decode` turns a distribution
 into an angle by the circular mean of the bin centres weighted by the probabilities.
 
 Weights are a ``.npz`` written by ``harness/swarm/train_bearing.py`` (PyTorch GRU layout:
 ``w_ih [3H, 6]``, ``w_hh [3H, H]``, ``b_ih``, ``b_hh`` with gate order r, z, n; head
-``w_out [36, H]``, ``b_out``; input scaling ``in_scale [6]``). The float runner below
-reproduces torch.nn.GRU's equations.
+``w_out [36, H]``, ``b_out``; input scaling ``in_scale [6]``). The float runner
+:class:`BearingNet` reproduces torch.nn.GRU's equations; :class:`BearingPolicy` steps the same
+network's int8 ``.tflite`` export (harness/swarm/export_bearing.py) through an ``onboard.policy``
+backend, which is what the flights run.
 """
 import math
 
