@@ -215,3 +215,26 @@ def test_lockstep_runs_are_reproducible(rig_factory):
         rig.close()
     assert outcomes[0] == outcomes[1]
     assert len(outcomes[0][1]) > 50
+
+
+def test_one_block_of_a_level_flight_without_vz(rig_factory):
+    """A 2-D swarm logs x, y, z, vx, vy and yaw in one 24-byte block (harness/swarm/worlds.py) and the
+    battery at 1 Hz: the driver builds each NavState from that one packet (vz 0, yaw of the same
+    instant), reports the battery once a second, and takes off on it."""
+    period_ms = 20
+    rig = rig_factory(1, {"log_blocks": {
+        "state": {"period_ms": period_ms, "variables": ["stateEstimate.x", "stateEstimate.y", "stateEstimate.z",
+                                                        "stateEstimate.vx", "stateEstimate.vy", "stateEstimate.yaw"]},
+        "power": {"period_ms": 1000, "variables": ["pm.vbat", "pm.state"]}}})
+    rig.fleet.vehicles[0].yaw_rad = 0.5
+    drv = rig.swarm.drivers[0]
+    drv.take_off(rig.clock.now_us())
+    rig.run(3.0)
+    navs = [s for _, s in rig.samples if isinstance(s, NavState)]
+    batteries = [s for _, s in rig.samples if isinstance(s, BatterySample)]
+    assert drv.state == FLYING and rig.faults == []
+    assert len(navs) == pytest.approx(3000 / period_ms, abs=2)
+    assert 2 <= len(batteries) <= 4
+    assert all(n.vel_ned_mps[2] == 0.0 for n in navs)
+    assert navs[-1].euler_rad[2] == pytest.approx(0.5, abs=1e-3)        # the vehicle's yaw, through the log and back
+    assert drv.stats["bad_log_values"] == 0
