@@ -103,6 +103,11 @@ def build(net, calib_xs):
     return b.finish([t_in], [t_out, t_state]), info
 
 
+def _gate_slices(H):
+    """Rows of torch.nn.GRU's stacked weights per gate (order r, z, n)."""
+    return {g: slice(k * H, (k + 1) * H) for k, g in enumerate(("r", "z", "n"))}
+
+
 def _sigmoid(v):
     return 1.0 / (1.0 + np.exp(-v))
 
@@ -115,7 +120,7 @@ def _gru_trace(net, xs):
     w = net.w
     xn = xs * w["in_scale"]
     wi, wh, bi, bh = w["w_ih"], w["w_hh"], w["b_ih"], w["b_hh"]
-    gate = {g: slice(k * H, (k + 1) * H) for k, g in enumerate(("r", "z", "n"))}
+    gate = _gate_slices(H)
     h = np.zeros((B, H))
     rec = {}
     for t in range(T):
@@ -158,7 +163,7 @@ def build_gru(net, calib_xs):
     H = net.hidden
     w = net.w
     tr = _gru_trace(net, calib_xs)
-    gate = {g: slice(k * H, (k + 1) * H) for k, g in enumerate(("r", "z", "n"))}
+    gate = _gate_slices(H)
     bld = TfliteBuilder("pocket-drone bearing/orientation estimator, GRU step (uwb-pocket-drones IV-A)")
     info = {}
     state_q = (1.0 / 128.0, 0)
@@ -280,20 +285,10 @@ def export(model_dir=BEARING_DIR, seed=1, dqn_dir=DQN_DIR):
     lite = BearingPolicy(make_policy(tfl, card, "litert"))
     pure = BearingPolicy(make_policy(tfl, card, "pure"))
 
-    def run_policy(pol):
-        def run_seq(seq):
-            h = pol.new_state()
-            out = []
-            for t in range(len(seq)):
-                h, logits = pol.step_logits(h, seq[t])
-                out.append(logits)
-            return np.array(out)
-        return run_seq
-
     fb, fo = angle_errors_deg(lambda seq: net.run(seq[None])[0], xs, b, y, has)
-    qb, qo = angle_errors_deg(run_policy(lite), xs, b, y, has)
-    seq = xs[0, :40]
-    same = np.array_equal(run_policy(lite)(seq), run_policy(pure)(seq))
+    qb, qo = angle_errors_deg(lambda seq: lite.run(seq[None])[0], xs, b, y, has)
+    seq = xs[:1, :40]
+    same = np.array_equal(lite.run(seq), pure.run(seq))
     card["metrics"] = {"held_out_sequences": int(len(xs)), "steps": int(xs.shape[1]),
                        "float_bearing_mae_deg": fb, "float_orientation_mae_deg": fo,
                        "int8_bearing_mae_deg": qb, "int8_orientation_mae_deg": qo,

@@ -143,12 +143,17 @@ def test_conv2d_matches_litert_reference_exactly():
         assert exact / total > 0.99, (rt, exact / total)
 
 
-def test_micropython_case_model_matches_builder():
+def _micropython_case(name):
+    """A tests/micropython/cases module, imported as CPython sees it."""
     sys.path.insert(0, os.path.join(REPO, "tests", "micropython", "cases"))
     try:
-        case = importlib.import_module("test_policy_int8")
+        return importlib.import_module(name)
     finally:
         sys.path.pop(0)
+
+
+def test_micropython_case_model_matches_builder():
+    case = _micropython_case("test_policy_int8")
     assert base64.b64decode(case.OP_COVERAGE_MODEL_B64) == op_coverage_model()
 
 
@@ -279,11 +284,7 @@ def test_mul_bit_exact_with_litert_reference(s1):
 
 def test_micropython_gate_case_matches_builder_and_litert():
     from harness.training.fixtures import gate_case_model
-    sys.path.insert(0, os.path.join(REPO, "tests", "micropython", "cases"))
-    try:
-        case = importlib.import_module("test_policy_gate")
-    finally:
-        sys.path.pop(0)
+    case = _micropython_case("test_policy_gate")
     data = gate_case_model()
     assert base64.b64decode(case.GATE_MODEL_B64) == data
     pure, lit = make_policy(data, None, "pure"), make_policy(data, None, "litert")
