@@ -56,9 +56,11 @@ def as_buffer(seq):
 
 
 cdef inline double _wrap_pi(double a) noexcept nogil:
-    a = fmod(a + PI, TWO_PI)
-    if a < 0.0:
-        a += TWO_PI
+    a = a + PI
+    if not (0.0 <= a < TWO_PI):      # inside [0, 2 pi) fmod returns a itself (exact): skip the libm call
+        a = fmod(a, TWO_PI)
+        if a < 0.0:
+            a += TWO_PI
     return a - PI
 
 
@@ -67,17 +69,28 @@ cdef void _predict_weight(double* xs, double* ys, double* yaws, double* ws, doub
                           double dt_s, double vx_own_mps, double vy_own_mps, double vx_peer_mps,
                           double vy_peer_mps, double range_m, double bias_m, double inv_two_var_m2,
                           const double* noise, double sigma_pos_m, double sigma_yaw_rad,
-                          double* est) noexcept nogil:
+                          double* est, const double* cos_in, const double* sin_in,
+                          double* cos_out, double* sin_out) noexcept nogil:
+    """cos_in / sin_in: cos and sin of yaws as they come in (NULL: computed here); cos_out / sin_out
+    (NULL: not kept): of yaws as they leave, which the weighted mean needs anyway. libm gives the same
+    value for the same argument, so a kept value is the one a fresh call would give (same numbers as
+    the pure kernel); the compiled filter keeps them from one step to the next (one sin/cos per particle
+    and step instead of two). The arrays may be the same: particle i is read in the first pass and
+    written in the second."""
     cdef Py_ssize_t i, k
-    cdef double yaw, c, s, x, y, e, e2, w, lw
+    cdef double yaw, c, s, x, y, e, e2, w, lw, sy, cy
     cdef double e2_min = INFINITY
     cdef double l_max = -INFINITY
     cdef double sw = 0.0, sww = 0.0, swx = 0.0, swy = 0.0, sws = 0.0, swc = 0.0
     for i in range(n):
         k = 3 * i
         yaw = yaws[i]
-        c = cos(yaw)
-        s = sin(yaw)
+        if cos_in != NULL:
+            c = cos_in[i]
+            s = sin_in[i]
+        else:
+            c = cos(yaw)
+            s = sin(yaw)
         x = xs[i] + dt_s * (c * vx_peer_mps - s * vy_peer_mps - vx_own_mps) + sigma_pos_m * noise[k]
         y = ys[i] + dt_s * (s * vx_peer_mps + c * vy_peer_mps - vy_own_mps) + sigma_pos_m * noise[k + 1]
         xs[i] = x
@@ -100,8 +113,13 @@ cdef void _predict_weight(double* xs, double* ys, double* yaws, double* ws, doub
         sww += w * w
         swx += w * xs[i]
         swy += w * ys[i]
-        sws += w * sin(yaws[i])
-        swc += w * cos(yaws[i])
+        sy = sin(yaws[i])
+        cy = cos(yaws[i])
+        sws += w * sy
+        swc += w * cy
+        if cos_out != NULL:
+            cos_out[i] = cy
+            sin_out[i] = sy
     est[E_X] = swx / sw
     est[E_Y] = swy / sw
     est[E_YAW] = atan2(sws, swc)
@@ -113,7 +131,10 @@ cdef void _predict_weight(double* xs, double* ys, double* yaws, double* ws, doub
 
 cdef void _resample(const double* xs, const double* ys, const double* yaws, const double* ws,
                     Py_ssize_t n, Py_ssize_t n_keep, double u0,
-                    double* xs_out, double* ys_out, double* yaws_out) noexcept nogil:
+                    double* xs_out, double* ys_out, double* yaws_out,
+                    const double* cos_in, const double* sin_in,
+                    double* cos_out, double* sin_out) noexcept nogil:
+    """cos_in ... sin_out (all or none): the kept cos / sin of the yaws, copied along with them."""
     cdef Py_ssize_t i, m, last
     cdef double total = 0.0, step, cum, target
     for i in range(n):
@@ -130,6 +151,9 @@ cdef void _resample(const double* xs, const double* ys, const double* yaws, cons
         xs_out[m] = xs[i]
         ys_out[m] = ys[i]
         yaws_out[m] = yaws[i]
+        if cos_in != NULL:
+            cos_out[m] = cos_in[i]
+            sin_out[m] = sin_in[i]
 
 
 cdef void _refresh(double* xs, double* ys, double* yaws, Py_ssize_t start, Py_ssize_t count,
@@ -187,7 +211,7 @@ def predict_weight(double[::1] xs, double[::1] ys, double[::1] yaws, double[::1]
     with nogil:
         _predict_weight(&xs[0], &ys[0], &yaws[0], &ws[0], &lws[0], n, dt_s, vx_own_mps, vy_own_mps,
                         vx_peer_mps, vy_peer_mps, range_m, bias_m, inv_two_var_m2, &noise[0],
-                        sigma_pos_m, sigma_yaw_rad, &est[0])
+                        sigma_pos_m, sigma_yaw_rad, &est[0], NULL, NULL, NULL, NULL)
 
 
 def resample(const double[::1] xs, const double[::1] ys, const double[::1] yaws,
@@ -199,7 +223,8 @@ def resample(const double[::1] xs, const double[::1] ys, const double[::1] yaws,
             or yaws.shape[0] < n:
         raise ValueError("resample needs 0 < n_keep <= len(out) and n <= len(ws)")
     with nogil:
-        _resample(&xs[0], &ys[0], &yaws[0], &ws[0], n, n_keep, u0, &xs_out[0], &ys_out[0], &yaws_out[0])
+        _resample(&xs[0], &ys[0], &yaws[0], &ws[0], n, n_keep, u0, &xs_out[0], &ys_out[0], &yaws_out[0],
+                  NULL, NULL, NULL, NULL)
 
 
 def refresh(double[::1] xs, double[::1] ys, double[::1] yaws, Py_ssize_t start, Py_ssize_t count,
@@ -273,7 +298,8 @@ cdef class ParticleFilter:
 
     ``step(now_us, v_own_body_mps, v_peer_body_mps, range_m, draws, learned)`` -> (x_m, y_m, yaw_rad) in
     the own frame; bad input raises PfInputError and leaves the particles untouched. ``xs``, ``ys``,
-    ``yaws``, ``ws``, ``lws`` and ``est`` are the filter's float64 arrays.
+    ``yaws``, ``ws``, ``lws`` and ``est`` are the filter's float64 arrays (to read: the filter keeps
+    the cos / sin of ``yaws`` from one step to the next).
     """
 
     cdef readonly dict cfg
@@ -295,6 +321,9 @@ cdef class ParticleFilter:
     cdef int refresh_mode             # REFRESH_FIXED | REFRESH_ADAPTIVE | REFRESH_SPREAD
     # particles: the live set and the resampling target, swapped after each resampling
     cdef object _xs, _ys, _yaws, _xs2, _ys2, _yaws2, _ws, _lws, _est
+    # cos / sin of the yaws, kept from the last weighted mean (valid while _trig_kept), and their targets
+    cdef object _cos, _sin, _cos2, _sin2
+    cdef bint _trig_kept
     cdef double* px
     cdef double* py
     cdef double* pyaw
@@ -304,6 +333,10 @@ cdef class ParticleFilter:
     cdef double* pw
     cdef double* plw
     cdef double* pest
+    cdef double* pcos
+    cdef double* psin
+    cdef double* pcos2
+    cdef double* psin2
 
     def __init__(self, config=None, kernels=None):
         """config: ParticleFilter settings (particle_filter.DEFAULTS); kernels: accepted for make_filter's
@@ -335,6 +368,8 @@ cdef class ParticleFilter:
         self._xs, self._ys, self._yaws = alloc(self.n), alloc(self.n), alloc(self.n)
         self._xs2, self._ys2, self._yaws2 = alloc(self.n), alloc(self.n), alloc(self.n)
         self._ws, self._lws, self._est = alloc(self.n), alloc(self.n), alloc(EST_LEN)
+        self._cos, self._sin, self._cos2, self._sin2 = alloc(self.n), alloc(self.n), alloc(self.n), alloc(self.n)
+        self._trig_kept = False
         self._bind()
         self.initialized = False
         self._time_us = 0
@@ -370,6 +405,14 @@ cdef class ParticleFilter:
         self.plw = &v[0]
         v = self._est
         self.pest = &v[0]
+        v = self._cos
+        self.pcos = &v[0]
+        v = self._sin
+        self.psin = &v[0]
+        v = self._cos2
+        self.pcos2 = &v[0]
+        v = self._sin2
+        self.psin2 = &v[0]
 
     # the arrays (read: tests, benchmarks, plots)
     @property
@@ -426,6 +469,7 @@ cdef class ParticleFilter:
             _init_ring(self.px, self.py, self.pyaw, self.n, r - self.bias_m, self.sigma_range_m,
                        _data(normals), _data(uniforms))
         self._zero_log_weights()
+        self._trig_kept = False
         self._time_us = int(now_us)
         self.initialized = True
         self.steps = 0
@@ -475,12 +519,16 @@ cdef class ParticleFilter:
         noise = _draw_array(draws.normals(DIM * self.n), DIM * self.n)
         if range_m is None:
             _predict_weight(self.px, self.py, self.pyaw, self.pw, self.plw, self.n, dt_s, v_own[0], v_own[1],
-                            v_peer[0], v_peer[1], 0.0, 0.0, 0.0, _data(noise), sigma_pos_m, sigma_yaw_rad, self.pest)
+                            v_peer[0], v_peer[1], 0.0, 0.0, 0.0, _data(noise), sigma_pos_m, sigma_yaw_rad, self.pest,
+                            self._cos_in(), self._sin_in(), self.pcos, self.psin)
+            self._trig_kept = True
             self.predict_only += 1
         else:
             _predict_weight(self.px, self.py, self.pyaw, self.pw, self.plw, self.n, dt_s, v_own[0], v_own[1],
                             v_peer[0], v_peer[1], r, self.bias_m, self.inv_two_var_m2, _data(noise),
-                            sigma_pos_m, sigma_yaw_rad, self.pest)
+                            sigma_pos_m, sigma_yaw_rad, self.pest, self._cos_in(), self._sin_in(), self.pcos,
+                            self.psin)
+            self._trig_kept = True
             if self.pest[E_E2_MIN] > self.outlier_e2_m2:
                 self.outliers += 1
                 self._outlier_run += 1
@@ -513,7 +561,9 @@ cdef class ParticleFilter:
         self._outlier_run = 0
         noise = _draw_array(draws.normals(DIM * self.n), DIM * self.n)
         _predict_weight(self.px, self.py, self.pyaw, self.pw, self.plw, self.n, 0.0, 0.0, 0.0, 0.0, 0.0,
-                        float(range_m), self.bias_m, self.inv_two_var_m2, _data(noise), 0.0, 0.0, self.pest)
+                        float(range_m), self.bias_m, self.inv_two_var_m2, _data(noise), 0.0, 0.0, self.pest,
+                        NULL, NULL, self.pcos, self.psin)
+        self._trig_kept = True
         self.steps += 1
         return self.estimate()
 
@@ -524,19 +574,38 @@ cdef class ParticleFilter:
         self.last_refresh = n_new
         self.resamples += 1
         u0 = draws.uniforms(1)[0]
-        _resample(self.px, self.py, self.pyaw, self.pw, self.n, self.n - n_new, u0, self.px2, self.py2, self.pyaw2)
+        _resample(self.px, self.py, self.pyaw, self.pw, self.n, self.n - n_new, u0, self.px2, self.py2, self.pyaw2,
+                  self.pcos, self.psin, self.pcos2, self.psin2)
         self._xs, self._xs2 = self._xs2, self._xs
         self._ys, self._ys2 = self._ys2, self._ys
         self._yaws, self._yaws2 = self._yaws2, self._yaws
         self.px, self.px2 = self.px2, self.px
         self.py, self.py2 = self.py2, self.py
         self.pyaw, self.pyaw2 = self.pyaw2, self.pyaw
+        self._cos, self._cos2 = self._cos2, self._cos
+        self._sin, self._sin2 = self._sin2, self._sin
+        self.pcos, self.pcos2 = self.pcos2, self.pcos
+        self.psin, self.psin2 = self.psin2, self.psin
         self._zero_log_weights()
         if n_new:
             fresh = _draw_array(draws.normals(DIM * n_new), DIM * n_new)
             _refresh(self.px, self.py, self.pyaw, self.n - n_new, n_new, range_m - self.bias_m,
                      bearing_rad, yaw_rad, self.sigma_range_m, self.sigma_bearing_rad,
                      self.sigma_yaw_refresh_rad, _data(fresh))
+            self._keep_trig(self.n - n_new, self.n)
+
+    cdef inline const double* _cos_in(self) noexcept:
+        return self.pcos if self._trig_kept else NULL
+
+    cdef inline const double* _sin_in(self) noexcept:
+        return self.psin if self._trig_kept else NULL
+
+    cdef void _keep_trig(self, Py_ssize_t start, Py_ssize_t stop) noexcept:
+        """cos / sin of the yaws of particles start..stop-1 (new ones) into the kept arrays."""
+        cdef Py_ssize_t i
+        for i in range(start, stop):
+            self.pcos[i] = cos(self.pyaw[i])
+            self.psin[i] = sin(self.pyaw[i])
 
     cdef Py_ssize_t _refresh_count(self):
         """Particles to put around the learned estimate this step (fixed, augmented-MCL adaptive, or spread-gated)."""
