@@ -98,18 +98,19 @@ def collect(n_episodes, seed, noise="sensor_fusion", config=None, policy=None, b
 
 
 def _collect_chunk(job):
-    n_episodes, seed, noise, first_episode = job
-    return collect(n_episodes, seed, noise=noise, first_episode=first_episode)
+    n_episodes, seed, noise, first_episode, policy, max_legs = job
+    return collect(n_episodes, seed, noise=noise, policy=policy, max_legs=max_legs, first_episode=first_episode)
 
 
-def collect_parallel(n_episodes, seed, noise="sensor_fusion", workers=1):
-    """``collect`` of expert-driven episodes split over ``workers`` processes; the chunks are merged in
-    episode order, so the result equals ``collect(n_episodes, seed, noise)`` whatever ``workers`` is."""
+def collect_parallel(n_episodes, seed, noise="sensor_fusion", workers=1, policy=None, max_legs=None):
+    """``collect`` split over ``workers`` processes; the chunks are merged in episode order, so the result
+    equals ``collect(n_episodes, seed, noise, policy=policy, max_legs=max_legs)`` whatever ``workers`` is
+    (DAgger with ``beta`` 0: the policy is deterministic and each episode is seeded on its own)."""
     workers = max(1, min(int(workers), n_episodes))
     if workers == 1:
-        return collect(n_episodes, seed, noise=noise)
+        return collect(n_episodes, seed, noise=noise, policy=policy, max_legs=max_legs)
     bounds = [n_episodes * w // workers for w in range(workers + 1)]
-    jobs = [(bounds[w + 1] - bounds[w], seed, noise, bounds[w]) for w in range(workers)]
+    jobs = [(bounds[w + 1] - bounds[w], seed, noise, bounds[w], policy, max_legs) for w in range(workers)]
     return merge(*ordered_map(_collect_chunk, jobs, workers))
 
 
@@ -176,29 +177,50 @@ def eq1_poses(est_pose, est_cov, k, rng):
     return rng.multivariate_normal(est_pose, cov, size=k)
 
 
-def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8):
-    """(crops float32 [N, rows, cols], green labels int64 [N], red labels int64 [N]);
-    N = (k_samples + 1) * decisions for both agents."""
+def _render_chunk(job):
+    """Crops and labels of some decisions: [(height_m, cell_m, poses, green_ne_m, red_ne_m)] -> lists."""
+    items, obs_config = job
     renderer = ObservationRenderer(obs_config)
     crops, greens, reds = [], [], []
-    for i in range(len(data["true_pose"])):
-        world = _HeightOnly(data["height_m"][i], float(data["cell_m"]))
+    for height_m, cell_m, poses, green_ne_m, red_ne_m in items:
+        world = _HeightOnly(height_m, cell_m)
+        for pose in poses:
+            crops.append(renderer.render(world, pose))
+            greens.append(_label(renderer, pose, green_ne_m))
+            reds.append(_label(renderer, pose, red_ne_m))
+    return crops, greens, reds
+
+
+def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8, workers=1):
+    """(crops float32 [N, rows, cols], green labels int64 [N], red labels int64 [N]);
+    N = (k_samples + 1) * decisions for both agents. The eq. 1 poses are drawn from ``rng`` in decision
+    order first, then the crops are rendered, in ``workers`` processes (the result does not depend on it)."""
+    if agent not in ("agent1", "agent2"):
+        raise ValueError("agent must be agent1 or agent2, got %r" % (agent,))
+    n = len(data["true_pose"])
+    if not n:
+        raise ValueError("no decisions in the dataset")
+    cell_m = float(data["cell_m"])
+    items = []
+    for i in range(n):
         true_pose = tuple(data["true_pose"][i])
         if agent == "agent1":
-            crop = renderer.render(world, true_pose)
-            g = _label(renderer, true_pose, data["green_ne_m"][i])
-            r = _label(renderer, true_pose, data["red_ne_m"][i])
-            crops += [crop] * (k_samples + 1)
-            greens += [g] * (k_samples + 1)
-            reds += [r] * (k_samples + 1)
-            continue
-        if agent != "agent2":
-            raise ValueError("agent must be agent1 or agent2, got %r" % (agent,))
-        draws = eq1_poses(data["est_pose"][i], data["est_cov"][i], k_samples, rng)
-        for pose in [true_pose] + [tuple(p) for p in draws]:
-            crops.append(renderer.render(world, pose))
-            greens.append(_label(renderer, pose, data["green_ne_m"][i]))
-            reds.append(_label(renderer, pose, data["red_ne_m"][i]))
-    if not crops:
-        raise ValueError("no decisions in the dataset")
+            poses = [true_pose]                   # rendered once, repeated k_samples + 1 times below
+        else:
+            draws = eq1_poses(data["est_pose"][i], data["est_cov"][i], k_samples, rng)
+            poses = [true_pose] + [tuple(p) for p in draws]
+        items.append((data["height_m"][i], cell_m, poses, data["green_ne_m"][i], data["red_ne_m"][i]))
+    workers = max(1, min(int(workers), n))
+    bounds = [n * w // workers for w in range(workers + 1)]
+    jobs = [(items[bounds[w]:bounds[w + 1]], obs_config) for w in range(workers)]
+    crops, greens, reds = [], [], []
+    for c, g, r in ordered_map(_render_chunk, jobs, workers):
+        crops += c
+        greens += g
+        reds += r
+    if agent == "agent1":
+        repeat = k_samples + 1
+        crops = [c for c in crops for _ in range(repeat)]
+        greens = [g for g in greens for _ in range(repeat)]
+        reds = [r for r in reds for _ in range(repeat)]
     return np.stack(crops), np.asarray(greens, dtype=np.int64), np.asarray(reds, dtype=np.int64)

@@ -23,6 +23,10 @@ argmax way-points, written to the card with the training time. Writes
 
     .venv/bin/python -m harness.grading.train_policy --help
 
+``--device cuda`` trains on a GPU (the default, ``cpu``, is what ``make train-grading`` ran for the
+32-channel agents); ``--workers`` also collects the DAgger episodes and renders the crops in worker
+processes (the data do not depend on it).
+
 Needs PyTorch (``pip install -r requirements-train.txt``); the runtime and the
 tests do not.
 """
@@ -81,28 +85,31 @@ def mirrored(crops, greens, reds, cols):
 
 
 def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=None, batch=128, log=print,
-          mirror=False):
+          mirror=False, device="cpu", workers=1):
     """Weights (dict of float32 arrays) after ``epochs`` passes over the crops of ``data`` (and their
-    mirror images with ``mirror``)."""
+    mirror images with ``mirror``), trained on torch ``device`` (the crops are rendered in ``workers``
+    processes; the crops do not depend on it)."""
     import torch
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    crops, greens, reds = dataset.crops_and_labels(data, agent, rng, obs_config, k_samples=k_samples)
+    crops, greens, reds = dataset.crops_and_labels(data, agent, rng, obs_config, k_samples=k_samples,
+                                                   workers=workers)
     if mirror:
         crops, greens, reds = mirrored(crops, greens, reds, obs_config["cols"])
     crops = np.ascontiguousarray(crops)
     model = make_torch_model(fcn_config)
     if init is not None:
         model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in init.items()})
+    model.to(device)                              # initialised on the CPU: the same start on every device
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    x = torch.from_numpy(crops)
-    yg = torch.from_numpy(greens)
-    yr = torch.from_numpy(reds)
+    x = torch.from_numpy(crops).to(device)
+    yg = torch.from_numpy(greens).to(device)
+    yr = torch.from_numpy(reds).to(device)
     n = len(x)
     total = 0.0
     for epoch in range(epochs):
-        perm = torch.from_numpy(rng.permutation(n))
+        perm = torch.from_numpy(rng.permutation(n)).to(device)
         total = 0.0
         for s in range(0, n, batch):
             idx = perm[s:s + batch]
@@ -115,7 +122,7 @@ def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=Non
             total += loss.item() * len(idx)
         if epoch % max(1, epochs // 5) == 0 or epoch == epochs - 1:
             log("%s epoch %d/%d loss %.3f (%d crops)" % (agent, epoch + 1, epochs, total / n, n))
-    weights = {k: v.detach().numpy().astype(np.float32).copy() for k, v in model.state_dict().items()}
+    weights = {k: v.detach().cpu().numpy().astype(np.float32).copy() for k, v in model.state_dict().items()}
     return weights, {"final_loss": total / n, "train_crops": n}
 
 
@@ -164,7 +171,8 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
         log("%s: behaviour-cloned weights from %s" % (agent, args.init))
     if args.epochs > 0 or init is None:
         weights, stats = train(agent, data, args.seed, args.epochs, fcn_config, obs_config, args.k_samples,
-                               init=init, batch=args.batch, log=log, mirror=args.mirror)
+                               init=init, batch=args.batch, log=log, mirror=args.mirror, device=args.device,
+                               workers=args.workers)
     else:
         weights, stats = init, {}
     rounds = []
@@ -172,14 +180,16 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
     for r in range(args.dagger_rounds):
         policy = PolicyDecider(weights, make_card(agent, fcn_config, obs_config))
         t1 = time.perf_counter()
-        dag = dataset.collect(args.dagger_episodes, seed=args.seed * 7 + 1000 * (r + 1) + (1 if agent == "agent1"
-                                                                                          else 2),
-                              noise=DAGGER_NOISE[agent], policy=policy, max_legs=args.dagger_max_legs)
+        dag = dataset.collect_parallel(args.dagger_episodes, args.seed * 7 + 1000 * (r + 1) + (1 if agent == "agent1"
+                                                                                                else 2),
+                                       noise=DAGGER_NOISE[agent], workers=args.workers, policy=policy,
+                                       max_legs=args.dagger_max_legs)
         agg = dataset.merge(agg, dag)
         log("%s DAgger round %d: %d states visited by the policy (%.0f s), %d decisions aggregated"
             % (agent, r + 1, len(dag["true_pose"]), time.perf_counter() - t1, len(agg["true_pose"])))
         weights, stats = train(agent, agg, args.seed + r + 1, args.dagger_epochs, fcn_config, obs_config,
-                               args.k_samples, init=weights, batch=args.batch, log=log, mirror=args.mirror)
+                               args.k_samples, init=weights, batch=args.batch, log=log, mirror=args.mirror,
+                               device=args.device, workers=args.workers)
         rounds.append({"episodes": args.dagger_episodes, "noise": DAGGER_NOISE[agent],
                        "visited_decisions": int(len(dag["true_pose"])), "epochs": args.dagger_epochs})
         if on_round is not None and r < args.dagger_rounds - 1:
@@ -200,6 +210,7 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
                 "dataset_noise": "sensor_fusion (expert drives on the estimate, labels on the true state)",
                 "dagger": list(rounds), "dagger_max_legs": args.dagger_max_legs, "aggregated_decisions": int(len(agg["true_pose"])),
                 "train_time_s": round(time.perf_counter() - t0, 1), "torch_threads": args.threads,
+                "device": args.device,
                 "command": "python -m harness.grading.train_policy " + " ".join(args.argv)}
     if init_training is not None:                 # resumed after an earlier behaviour-cloning run
         training["behaviour_cloning"] = init_training
@@ -226,8 +237,10 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--mirror", action="store_true", help="also train on the east-west mirror image of every crop")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    ap.add_argument("--workers", type=int, default=1, help="processes collecting the expert dataset (the data "
-                    "do not depend on it)")
+    ap.add_argument("--workers", type=int, default=1, help="processes collecting the expert and DAgger episodes "
+                    "and rendering the training crops (the data do not depend on it)")
+    ap.add_argument("--device", default="cpu", help="torch device to train on (cpu, cuda, cuda:1, ...); the "
+                    "data and the starting weights do not depend on it, the trained weights do (float rounding)")
     ap.add_argument("--agents", default="agent1,agent2")
     ap.add_argument("--out", default=MODEL_DIR)
     ap.add_argument("--init", default=None, help="start from <init>/<agent>/weights.npz (with --epochs 0: the "
@@ -242,6 +255,9 @@ def main(argv=None):
         print("error: training needs PyTorch: .venv/bin/pip install -r requirements-train.txt", file=sys.stderr)
         return 2
     torch.set_num_threads(args.threads)
+    if args.device.startswith("cuda"):
+        torch.backends.cudnn.deterministic = True     # the same weights on the same GPU and software
+        torch.backends.cudnn.benchmark = False
     fcn_config = dict(FCN_DEFAULTS, channels=args.channels, layers=args.layers)
     obs_config = dict(AGENT_OBSERVATION)
     t0 = time.perf_counter()

@@ -236,7 +236,7 @@ def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tm
     from harness.grading import train_policy
 
     common = ["--episodes", "2", "--val-episodes", "1", "--threads", "1", "--agents", "agent2",
-              "--data", str(tmp_path / "data.npz"), "--mirror", "--workers", "2"]
+              "--data", str(tmp_path / "data.npz"), "--mirror", "--workers", "2", "--device", "cpu"]
     assert train_policy.main(common + ["--epochs", "1", "--dagger-rounds", "0", "--out", str(tmp_path / "bc")]) == 0
     assert (tmp_path / "data.npz").exists()
     assert train_policy.main(common + ["--epochs", "0", "--init", str(tmp_path / "bc"), "--dagger-rounds", "1",
@@ -245,7 +245,7 @@ def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tm
     weights, card = load_agent("agent2", str(tmp_path / "dag"))
     assert card["input"]["observation"] == AGENT_OBSERVATION
     assert card["training"]["epochs"] == 1 and card["training"]["behaviour_cloning"]["epochs"] == 1
-    assert card["training"]["mirror_augmentation"] is True
+    assert card["training"]["mirror_augmentation"] is True and card["training"]["device"] == "cpu"
     assert card["training"]["dagger"][0]["visited_decisions"] >= 1
     assert card["training"]["aggregated_decisions"] > card["training"]["decisions"]
     assert 0.0 <= card["metrics"]["heldout_true_pose"]["green"]["lateral_within_0.2m"] <= 1.0
@@ -288,3 +288,17 @@ def test_dataset_collected_in_worker_processes_equals_one_collection():
     assert len(one["true_pose"]) > 0
     for key in dataset.RECORD_KEYS:
         assert np.array_equal(one[key], split[key]), key
+
+
+def test_dagger_episodes_and_crops_from_worker_processes_equal_one_process():
+    policy = PolicyDecider(*load_agent("agent1"))
+    one = dataset.collect(2, seed=6, noise="noise_less", policy=policy, max_legs=2)
+    split = dataset.collect_parallel(2, 6, noise="noise_less", workers=2, policy=policy, max_legs=2)
+    assert int(one["policy_decisions"]) == int(split["policy_decisions"]) == len(one["true_pose"]) > 0
+    for key in dataset.RECORD_KEYS:
+        assert np.array_equal(one[key], split[key]), key
+    for agent in ("agent1", "agent2"):
+        a = dataset.crops_and_labels(one, agent, np.random.default_rng(2), AGENT_OBSERVATION, k_samples=2)
+        b = dataset.crops_and_labels(one, agent, np.random.default_rng(2), AGENT_OBSERVATION, k_samples=2,
+                                     workers=2)
+        assert all(np.array_equal(x, y) for x, y in zip(a, b)), agent
