@@ -702,9 +702,12 @@ class SimCrazyflie:
                 self._control(self.time_us)
                 self.vehicle.step(dt_us * 1e-6)
                 self.time_us += dt_us
-                out += self._due_logs(self.time_us)
+                if due is not None and due <= self.time_us:     # else no block is due (none changes here)
+                    out += self._due_logs(self.time_us)
             self._control(now_us)
-            out += self._due_logs(now_us)
+            due = self.next_log_due_us()
+            if due is not None and due <= now_us:
+                out += self._due_logs(now_us)
             return out
 
     def _skip_log_backlog(self, now_us):
