@@ -31,6 +31,8 @@ import numpy as np
 
 from harness.swarm.sim import SwarmBatch, to_body, to_world
 
+FLOW_NOISE_TICKS = 500             # physics ticks of flow noise drawn at once (5 s)
+
 WORLD_DEFAULTS = {
     "vel_noise_mps": 0.05,          # own-velocity measurement noise (flow / mocap), per axis
     "period_s": 0.1,                # policy / filter period (pocket V-B)
@@ -150,6 +152,7 @@ class CflibWorld:
             self.net.keep_samples = False
             self.net.on_range.append(self._on_range)
             self.rng_flow = np.random.default_rng(seed + 7919)
+            self._flow_noise = []            # drawn FLOW_NOISE_TICKS ticks at a time, popped from the end
             self.t0_us = 0
             self.clock.call_every(10000, self._physics_tick)
             # take off together, then the mission starts
@@ -183,8 +186,12 @@ class CflibWorld:
         """Every 10 ms: the velocity each drone's UWB deck puts into its ranging frames (its onboard
         estimate: body-frame velocity + flow noise) and the minimum separation (truth)."""
         vs = self.fleet.vehicles
-        # one draw for the fleet: the same numbers, in the same order, as a draw of 2 per drone
-        noise = self.rng_flow.normal(0.0, self.cfg["vel_noise_mps"], (self.m, 2)).tolist()
+        # the fleet's draws for FLOW_NOISE_TICKS ticks at once: the same numbers, in the same order, as a
+        # draw of 2 per drone and tick (rng_flow feeds nothing else)
+        if not self._flow_noise:
+            self._flow_noise = self.rng_flow.normal(0.0, self.cfg["vel_noise_mps"],
+                                                    (FLOW_NOISE_TICKS, self.m, 2)).tolist()[::-1]
+        noise = self._flow_noise.pop()
         for i, v in enumerate(vs):
             vn, ve = v.vel_north_mps, v.vel_east_mps
             c, s_ = math.cos(v.yaw_rad), math.sin(v.yaw_rad)
