@@ -174,6 +174,8 @@ def add_parser(sub):
                    help="numpy: float weights; litert / litert-xnnpack / pure-int8: the int8 exports")
     p.add_argument("--workers", type=int, default=1,
                    help="processes running the cells (each cell is seeded on its own: same numbers)")
+    p.add_argument("--model-dir", default=None,
+                   help="agents to sweep: <dir>/agent1, <dir>/agent2 (default: the committed models/grading)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=_cmd)
 
@@ -182,7 +184,7 @@ def _cmd(args):
     try:
         table1, table2, _ = sweep(args.out, args.rollouts, args.seed, show_progress=not args.quiet,
                                   episode_overrides=parse_set(args.set), agent_backend=args.agent_backend,
-                                  workers=args.workers)
+                                  workers=args.workers, model_dir=args.model_dir)
     except (ModelError, ConfigError) as exc:
         print("error: %s" % exc, file=sys.stderr)
         return 2

@@ -40,6 +40,7 @@ import numpy as np
 
 from harness.grading import dataset
 from harness.grading.agents import PolicyDecider
+from harness.grading.episode import NOISE_SCENARIOS
 from harness.grading.fcn import DEFAULTS as FCN_DEFAULTS, make_torch_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -84,11 +85,23 @@ def mirrored(crops, greens, reds, cols):
             np.concatenate([reds, flip(reds)]))
 
 
+def soft_targets(rows, cols, sigma_cells):
+    """[rows*cols, rows*cols] float32: row ``k`` is a Gaussian of ``sigma_cells`` around cell ``k`` over the
+    crop's cells, summing to 1 (the target distribution of a way-point labelled at cell ``k``)."""
+    r = np.arange(rows * cols) // cols
+    c = np.arange(rows * cols) % cols
+    d2 = (r[:, None] - r[None, :]) ** 2 + (c[:, None] - c[None, :]) ** 2
+    t = np.exp(-0.5 * d2 / float(sigma_cells) ** 2)
+    return (t / t.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
 def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=None, batch=128, log=print,
-          mirror=False, device="cpu", workers=1):
+          mirror=False, device="cpu", workers=1, label_sigma_cells=0.0):
     """Weights (dict of float32 arrays) after ``epochs`` passes over the crops of ``data`` (and their
     mirror images with ``mirror``), trained on torch ``device`` (the crops are rendered in ``workers``
-    processes; the crops do not depend on it)."""
+    processes; the crops do not depend on it). ``label_sigma_cells`` > 0: cross-entropy against a Gaussian
+    of that many cells around each label cell (soft targets, as heatmap keypoint detectors train) instead
+    of the label cell alone."""
     import torch
 
     torch.manual_seed(seed)
@@ -107,6 +120,13 @@ def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=Non
     yg = torch.from_numpy(greens).to(device)
     yr = torch.from_numpy(reds).to(device)
     n = len(x)
+    if label_sigma_cells > 0.0:
+        targets = torch.from_numpy(soft_targets(obs_config["rows"], obs_config["cols"], label_sigma_cells)).to(device)
+
+        def head_loss(logit, y):
+            return -(targets[y] * torch.nn.functional.log_softmax(logit, dim=-1)).sum(-1).mean()
+    else:
+        head_loss = torch.nn.functional.cross_entropy
     total = 0.0
     for epoch in range(epochs):
         perm = torch.from_numpy(rng.permutation(n)).to(device)
@@ -114,8 +134,7 @@ def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=Non
         for s in range(0, n, batch):
             idx = perm[s:s + batch]
             logits = model(x[idx]).flatten(2)             # [B, 2, H*W]
-            loss = (torch.nn.functional.cross_entropy(logits[:, 0], yg[idx])
-                    + torch.nn.functional.cross_entropy(logits[:, 1], yr[idx]))
+            loss = head_loss(logits[:, 0], yg[idx]) + head_loss(logits[:, 1], yr[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -172,25 +191,26 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
     if args.epochs > 0 or init is None:
         weights, stats = train(agent, data, args.seed, args.epochs, fcn_config, obs_config, args.k_samples,
                                init=init, batch=args.batch, log=log, mirror=args.mirror, device=args.device,
-                               workers=args.workers)
+                               workers=args.workers, label_sigma_cells=args.label_sigma_cells)
     else:
         weights, stats = init, {}
     rounds = []
     agg = data
+    dagger_noise = args.dagger_noise or DAGGER_NOISE[agent]
     for r in range(args.dagger_rounds):
         policy = PolicyDecider(weights, make_card(agent, fcn_config, obs_config))
         t1 = time.perf_counter()
         dag = dataset.collect_parallel(args.dagger_episodes, args.seed * 7 + 1000 * (r + 1) + (1 if agent == "agent1"
                                                                                                 else 2),
-                                       noise=DAGGER_NOISE[agent], workers=args.workers, policy=policy,
+                                       noise=dagger_noise, workers=args.workers, policy=policy,
                                        max_legs=args.dagger_max_legs)
         agg = dataset.merge(agg, dag)
         log("%s DAgger round %d: %d states visited by the policy (%.0f s), %d decisions aggregated"
             % (agent, r + 1, len(dag["true_pose"]), time.perf_counter() - t1, len(agg["true_pose"])))
         weights, stats = train(agent, agg, args.seed + r + 1, args.dagger_epochs, fcn_config, obs_config,
                                args.k_samples, init=weights, batch=args.batch, log=log, mirror=args.mirror,
-                               device=args.device, workers=args.workers)
-        rounds.append({"episodes": args.dagger_episodes, "noise": DAGGER_NOISE[agent],
+                               device=args.device, workers=args.workers, label_sigma_cells=args.label_sigma_cells)
+        rounds.append({"episodes": args.dagger_episodes, "noise": dagger_noise,
                        "visited_decisions": int(len(dag["true_pose"])), "epochs": args.dagger_epochs})
         if on_round is not None and r < args.dagger_rounds - 1:
             on_round(*_summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, obs_config,
@@ -205,7 +225,7 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
     metrics["heldout_estimated_pose"] = accuracy(weights, fcn_config, obs_config, val, "est_pose")
     training = {"seed": args.seed, "episodes": args.episodes, "decisions": int(len(data["true_pose"])),
                 "epochs": args.epochs, "k_samples": args.k_samples, "batch": args.batch,
-                "mirror_augmentation": bool(args.mirror),
+                "mirror_augmentation": bool(args.mirror), "label_sigma_cells": args.label_sigma_cells,
                 "optimizer": "Adam lr 1e-3", "observations": OBSERVATION_TEXT[agent],
                 "dataset_noise": "sensor_fusion (expert drives on the estimate, labels on the true state)",
                 "dagger": list(rounds), "dagger_max_legs": args.dagger_max_legs, "aggregated_decisions": int(len(agg["true_pose"])),
@@ -229,12 +249,16 @@ def main(argv=None):
     ap.add_argument("--dagger-episodes", type=int, default=40)
     ap.add_argument("--dagger-epochs", type=int, default=2)
     ap.add_argument("--dagger-max-legs", type=int, default=10)
+    ap.add_argument("--dagger-noise", default="", choices=("",) + tuple(NOISE_SCENARIOS),
+                    help="noise of the DAgger episodes (default: %s)" % ", ".join("%s %s" % kv for kv in DAGGER_NOISE.items()))
     ap.add_argument("--val-episodes", type=int, default=15, help="held-out expert episodes for the card's accuracy")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--channels", type=int, default=FCN_DEFAULTS["channels"])
     ap.add_argument("--layers", type=int, default=FCN_DEFAULTS["layers"])
     ap.add_argument("--k-samples", type=int, default=8, help="eq. 1 poses per decision for agent2")
     ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--label-sigma-cells", type=float, default=0.0,
+                    help="soft targets: a Gaussian of this many cells around each label (0: the label cell alone)")
     ap.add_argument("--mirror", action="store_true", help="also train on the east-west mirror image of every crop")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     ap.add_argument("--workers", type=int, default=1, help="processes collecting the expert and DAgger episodes "

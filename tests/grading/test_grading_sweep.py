@@ -81,3 +81,11 @@ def test_sweep_cli_reports_a_bad_setting_without_running(tmp_path, capsys):
     assert main(["grading-sweep", "--rollouts", "1", "--out", str(tmp_path), "--set", "motorz=vesc"]) == 2
     assert "unknown setting episode.motorz" in capsys.readouterr().err
     assert not (tmp_path / "table1.json").exists()
+
+
+def test_sweep_cli_reports_a_missing_model_dir_without_running(tmp_path, capsys):
+    from harness.cli import main
+    assert main(["grading-sweep", "--rollouts", "1", "--out", str(tmp_path / "out"),
+                 "--model-dir", str(tmp_path / "nothing")]) == 2
+    assert "error:" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "table1.json").exists()

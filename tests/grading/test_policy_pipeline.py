@@ -229,6 +229,21 @@ def test_missing_or_corrupt_model_is_a_clear_error(tmp_path):
         load_agent("agent1", str(tmp_path))
 
 
+def test_soft_targets_are_normalised_gaussians_around_the_label_cell():
+    from harness.grading.train_policy import soft_targets
+
+    rows, cols = 5, 4
+    t = soft_targets(rows, cols, 1.0)
+    assert t.shape == (rows * cols, rows * cols) and t.dtype == np.float32
+    assert np.allclose(t.sum(axis=1), 1.0)
+    assert all(int(np.argmax(t[k])) == k for k in range(rows * cols))           # peak on the label cell
+    k = 2 * cols + 1                                                            # cell (2, 1): inside the crop
+    up, down, left, right = t[k, k - cols], t[k, k + cols], t[k, k - 1], t[k, k + 1]
+    assert up == pytest.approx(down) and left == pytest.approx(right) and up == pytest.approx(left)
+    assert up / t[k, k] == pytest.approx(math.exp(-0.5), rel=1e-6)             # one cell away, sigma 1 cell
+    assert np.allclose(soft_targets(rows, cols, 0.05), np.eye(rows * cols), atol=1e-6)   # narrow: one-hot
+
+
 @pytest.mark.slow
 def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tmp_path):
     """Reduced `make train-grading`: both stages (BC, then DAgger resumed from it) end to end."""
@@ -241,11 +256,13 @@ def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tm
     assert (tmp_path / "data.npz").exists()
     assert train_policy.main(common + ["--epochs", "0", "--init", str(tmp_path / "bc"), "--dagger-rounds", "1",
                                        "--dagger-episodes", "1", "--dagger-epochs", "1", "--dagger-max-legs", "2",
+                                       "--label-sigma-cells", "1.0", "--dagger-noise", "noise_less",
                                        "--out", str(tmp_path / "dag")]) == 0
     weights, card = load_agent("agent2", str(tmp_path / "dag"))
     assert card["input"]["observation"] == AGENT_OBSERVATION
     assert card["training"]["epochs"] == 1 and card["training"]["behaviour_cloning"]["epochs"] == 1
     assert card["training"]["mirror_augmentation"] is True and card["training"]["device"] == "cpu"
+    assert card["training"]["label_sigma_cells"] == 1.0 and card["training"]["dagger"][0]["noise"] == "noise_less"
     assert card["training"]["dagger"][0]["visited_decisions"] >= 1
     assert card["training"]["aggregated_decisions"] > card["training"]["decisions"]
     assert 0.0 <= card["metrics"]["heldout_true_pose"]["green"]["lateral_within_0.2m"] <= 1.0
