@@ -244,6 +244,15 @@ def test_soft_targets_are_normalised_gaussians_around_the_label_cell():
     assert np.allclose(soft_targets(rows, cols, 0.05), np.eye(rows * cols), atol=1e-6)   # narrow: one-hot
 
 
+@pytest.mark.parametrize("sigma", ["-1", "nan"])
+def test_training_rejects_a_bad_label_sigma_before_anything_runs(sigma, capsys):
+    from harness.grading import train_policy
+
+    with pytest.raises(SystemExit) as exc:
+        train_policy.main(["--label-sigma-cells", sigma])
+    assert exc.value.code == 2 and "--label-sigma-cells must be >= 0" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tmp_path):
     """Reduced `make train-grading`: both stages (BC, then DAgger resumed from it) end to end."""
