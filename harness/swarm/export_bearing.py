@@ -29,7 +29,8 @@ from harness.swarm.train_bearing import NOISE
 from harness.training.quantize import activation_qparams, quantize_weights, write_model_dir
 from harness.training.tflite_builder import TfliteBuilder
 from onboard.policy.card import CARD_SCHEMA
-from onboard.swarm.bearing_net import BEARING, N_BINS, N_IN, ORIENTATION, BearingNet, BearingPolicy, decode, softmax
+from onboard.swarm.bearing_net import (BEARING, N_BINS, N_IN, ORIENTATION, BearingNet, BearingPolicy, decode, sigmoid,
+                                      softmax)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BEARING_DIR = os.path.join(REPO, "models", "swarm", "bearing")
@@ -108,10 +109,6 @@ def _gate_slices(H):
     return {g: slice(k * H, (k + 1) * H) for k, g in enumerate(("r", "z", "n"))}
 
 
-def _sigmoid(v):
-    return 1.0 / (1.0 + np.exp(-v))
-
-
 def _gru_trace(net, xs):
     """Float GRU over sequences xs [B, T, 6]: every tensor of the int8 graph below, as
     {name: [B * T, width]} (the calibration data of its quantisation)."""
@@ -131,7 +128,7 @@ def _gru_trace(net, xs):
             v["h_" + g] = h @ wh[gate[g]].T
             v["a_" + g] = v["x_" + g] + v["h_" + g]
         v["x_zc"], v["h_zc"], v["a_zc"] = -v["x_z"], -v["h_z"], -v["a_z"]
-        r, z = _sigmoid(v["a_r"]), _sigmoid(v["a_z"])
+        r, z = sigmoid(v["a_r"]), sigmoid(v["a_z"])
         v["x_n"] = x @ wi[gate["n"]].T + bi[gate["n"]]
         v["h_n"] = h @ wh[gate["n"]].T + bh[gate["n"]]
         v["r_h_n"] = r * v["h_n"]

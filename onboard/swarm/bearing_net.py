@@ -61,7 +61,7 @@ def sample_bin(probs, u):
     return float(BIN_CENTRES_RAD[min(k, N_BINS - 1)])
 
 
-def _sigmoid(x):
+def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
@@ -117,8 +117,8 @@ class BearingNet:
         if self.cell == "rnn":
             return np.tanh(gi + gh)
         H = self.hidden
-        r = _sigmoid(gi[:, :H] + gh[:, :H])
-        z = _sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
+        r = sigmoid(gi[:, :H] + gh[:, :H])
+        z = sigmoid(gi[:, H:2 * H] + gh[:, H:2 * H])
         n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
         return (1.0 - z) * n + z * h
 
