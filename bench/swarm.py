@@ -13,8 +13,9 @@ stepped in this pure-filter mode), on the committed models. Measured side by sid
 
 ``sim_seconds_per_wall_second`` = simulated seconds (take-off + mission) / wall seconds of the
 same span, cflib link, cython kernels (best of ``REPEATS``). Connecting (cflib TOC download) and
-closing the links (cflib joins its threads, up to 1 s per link) are one-off costs reported apart,
-with the figure that includes them. ``cpu`` figures divide by this process's CPU time (cflib
+closing the links (the links close together; the driver stops cflib's dispatcher before close_link so
+that cflib does not wait up to 1 s on it) are one-off costs reported apart, with the figure that
+includes them. ``cpu`` figures divide by this process's CPU time (cflib
 runs its own threads; on one core the CPU figure is the bound). Writes bench/results/swarm.json.
 
 The issue's target is >= 20 "on one core": the process (and the threads it starts: cflib's, the

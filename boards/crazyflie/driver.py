@@ -50,6 +50,9 @@ LANDED = "landed"
 LINK_LOST = "link_lost"
 CLOSED = "closed"
 
+# close(): how long to wait for cflib's packet dispatcher to end before closing the link
+DISPATCHER_STOP_S = 0.1
+
 _cflib_lock = threading.Lock()
 _cflib_ready = False
 
@@ -154,6 +157,13 @@ class CrazyflieDriver:
                     lc.data_received_cb.remove_callback(lc._driver_cb)
                 except (ValueError, AttributeError):
                     pass
+            # cflib's close_link closes the link, then joins its packet dispatcher thread, which is
+            # blocked up to 1 s reading the closed link's queue: stop the dispatcher first, while the
+            # link still delivers packets to wake it, and close_link does not wait for it
+            incoming = getattr(self.cf, "incoming", None)
+            if incoming is not None and incoming.is_alive():
+                incoming.stop()
+                incoming.join(DISPATCHER_STOP_S)
             try:
                 self.cf.close_link()
             except Exception:            # closing a broken link must not raise

@@ -97,6 +97,11 @@ class SimCrazyflieFleet:
             self.server.attach(self._clock, int(round(self.cfg["tick_s"] * 1e6)))
         return self
 
+    def release_links(self):
+        """The clients are closing their links: keep them answered until :meth:`close` (see
+        ``SimCrazyflieServer.release_links``)."""
+        self.server.release_links()
+
     def close(self):
         self.server.close()
 

@@ -27,6 +27,9 @@ from harness.clock import PRIORITY_PHYSICS
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 RECV_BYTES = 64            # a CRTP datagram is at most 31 bytes; longer ones are malformed
 MAX_IDLE_US = 20000        # realtime mode: advance the physics at least this often
+LINGER_PERIOD_S = 0.01     # release_links(): a null packet to every client this often
+NULL_PACKET = bytes((0xFF,))   # CRTP port 15 channel 3: what a Crazyflie answers a null/scan probe
+MAX_CLIENTS = 4            # per drone, the client addresses release_links() keeps answering
 
 
 class SimServerError(RuntimeError):
@@ -65,6 +68,8 @@ class SimCrazyflieServer:
         self.errors = 0
         self.last_error = None
         self.started = False
+        self._clients = {}         # socket index -> {client address: None}, the latest MAX_CLIENTS served
+        self._linger = False
 
     # ---------------------------------------------------------------- life cycle
     @property
@@ -98,13 +103,27 @@ class SimCrazyflieServer:
         self.started = True
         return self
 
-    def close(self, timeout_s=2.0):
-        self._stop.set()
+    def release_links(self):
+        """Clients are about to close their links: until :meth:`close`, send a null packet to every
+        client every ``LINGER_PERIOD_S`` of host time, whatever the clock.
+
+        cflib's UDP driver closes by joining a receive thread that blocks up to 1 s in ``recv``;
+        a real Crazyflie's radio link never goes quiet (every packet is acknowledged, cflib polls
+        with null packets), but a lockstep server only sends when the SimClock advances. Null
+        packets are what a Crazyflie answers a null probe with and cflib drops them."""
+        self._linger = True
+        self._wake()
+
+    def _wake(self):
         if self._wake_w is not None:
             try:
                 os.write(self._wake_w, b"x")
             except OSError:
                 pass
+
+    def close(self, timeout_s=2.0):
+        self._stop.set()
+        self._wake()
         if self._thread is not None:
             self._thread.join(timeout_s)
             self._thread = None
@@ -116,6 +135,7 @@ class SimCrazyflieServer:
                 os.close(fd)
         self._wake_r = self._wake_w = None
         self.started = False
+        self._linger = False
 
     def __enter__(self):
         if not self.started:
@@ -177,6 +197,11 @@ class SimCrazyflieServer:
             if self.realtime:
                 # keep the physics current before a setpoint lands
                 self._send_all(index, drone.advance(now_us))
+            clients = self._clients.setdefault(index, {})
+            if addr not in clients:
+                clients[addr] = None
+                if len(clients) > MAX_CLIENTS:
+                    del clients[next(iter(clients))]
             replies = drone.handle(data, now_us, addr)
             for r in replies:
                 try:
@@ -200,6 +225,8 @@ class SimCrazyflieServer:
                     if due is not None and due < wake:
                         wake = due
                 timeout = max(0.0, (wake - now) * 1e-6)
+            if self._linger:
+                timeout = LINGER_PERIOD_S if timeout is None else min(timeout, LINGER_PERIOD_S)
             try:
                 ready, _w, _x = select.select(rlist, [], [], timeout)
             except (OSError, ValueError):
@@ -219,5 +246,8 @@ class SimCrazyflieServer:
                 now = self.clock.now_us()
                 for i, d in enumerate(self.drones):
                     self._send_all(i, d.advance(now))
+            if self._linger:
+                for i, clients in self._clients.items():
+                    self._send_all(i, [(addr, NULL_PACKET) for addr in clients])
             if served:
                 self.notify()

@@ -255,6 +255,8 @@ class CflibWorld:
 
     def close(self):
         if self.swarm is not None:
+            if self.fleet is not None:
+                self.fleet.release_links()
             self.swarm.close()
             self.swarm = None
         if self.fleet is not None:

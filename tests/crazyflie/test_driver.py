@@ -46,6 +46,7 @@ class Rig:
         return self.clock.now_us()
 
     def close(self):
+        self.fleet.release_links()
         self.swarm.close()
         self.fleet.close()
 
@@ -238,3 +239,36 @@ def test_one_block_of_a_level_flight_without_vz(rig_factory):
     assert all(n.vel_ned_mps[2] == 0.0 for n in navs)
     assert navs[-1].euler_rad[2] == pytest.approx(0.5, abs=1e-3)        # the vehicle's yaw, through the log and back
     assert drv.stats["bad_log_values"] == 0
+
+
+def test_close_stops_cflibs_dispatcher_while_the_released_link_still_delivers(rig_factory):
+    """close(): cflib's packet dispatcher is stopped before close_link, so close_link does not wait up to
+    1 s on it; the lockstep fleet's released links keep sending null packets (no clock advance) that wake
+    cflib's threads. The motors-off setpoint of close_link still reaches the drone."""
+    import socket
+
+    from boards.crazyflie.driver import DISPATCHER_STOP_S
+    from harness.crazyflie import crtp
+    rig = rig_factory(1)
+    rig.run(0.1)
+    drv, sim = rig.swarm.drivers[0], rig.fleet.drones[0]
+    incoming = drv.cf.incoming
+    joins = []
+    real_join = incoming.join
+    incoming.join = lambda timeout=None: (joins.append(timeout), real_join(timeout))[1]
+    setpoints = sim.stats["setpoints"]
+    now = rig.clock.now_us()
+    # a released fleet answers a client that said nothing since, without the clock moving
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.settimeout(5.0)
+    probe.sendto(bytes((0xF0, 7)), (rig.fleet.server.host, rig.fleet.server.ports[0]))   # an echo request
+    assert probe.recv(64) == crtp.packet(crtp.PORT_LINKCTRL, crtp.LINK_CH_ECHO, bytes((7,)))
+    rig.fleet.release_links()
+    assert [probe.recv(64) for _ in range(3)] == [bytes((0xFF,))] * 3
+    probe.close()
+    drv.close()
+    assert joins == [DISPATCHER_STOP_S]            # the driver's bounded join only: close_link found it ended
+    assert not incoming.is_alive()
+    assert rig.fleet.wait_until(lambda: sim.stats["setpoints"] == setpoints + 1)
+    assert sim.ll["kind"] == "rpyt" and sim.ll["values"][3] == 0.0
+    assert rig.clock.now_us() == now
