@@ -68,7 +68,7 @@ class SimCrazyflieServer:
         self.errors = 0
         self.last_error = None
         self.started = False
-        self._clients = {}         # socket index -> {client address: None}, the latest MAX_CLIENTS served
+        self._clients = {}         # socket index -> {client address: None}, the last MAX_CLIENTS new clients
         self._linger = False
 
     # ---------------------------------------------------------------- life cycle
