@@ -12,8 +12,8 @@ class RunContext:
         self.report = report
         self.show_progress = show_progress
 
-    def progress(self, total_s, desc):
-        return Progress(total_s, desc, enabled=self.show_progress)
+    def progress(self, total_s, desc, unit="sim s"):
+        return Progress(total_s, desc, enabled=self.show_progress, unit=unit)
 
     def log(self, topic, time_us, message):
         """Log to the run's MCAP file when there is a report folder."""

@@ -68,6 +68,10 @@ def run(goals, config, ctx):
     sim_s = 0.0
     if not config["drone_counts"] and not config["large_swarm"]["drones"]:
         raise ValueError("nothing to fly: drone_counts is empty and large_swarm.drones is 0")
+    n_flights = (len(config["drone_counts"]) * config["episodes"]
+                 + (config["large_swarm"]["episodes"] if config["large_swarm"]["drones"] else 0))
+    progress = ctx.progress(n_flights, "swarm flights", unit="flights")
+    flown = 0
     for m in config["drone_counts"]:
         rows = []
         for e in range(config["episodes"]):
@@ -84,6 +88,8 @@ def run(goals, config, ctx):
                 comparisons.setdefault(m, []).append(
                     ep.replay_estimators(rec, models, config["estimators"], cfg["n_particles"], seed=ctx.seed,
                                          impl=cfg["impl"]))
+            flown += 1
+            progress.update_to(flown)
             ok = met["goals_reached"] == met["goals_total"] and met["min_separation_m"] >= config["min_separation_ok_m"]
             totals["successes"] += int(ok)
             totals["episodes"] += 1
@@ -117,6 +123,8 @@ def run(goals, config, ctx):
                                       seed=ctx.seed * 1000 + 900 + e)
             rows.append(met)
             sim_s += met["sim_time_s"]
+            flown += 1
+            progress.update_to(flown)
             if e == 0:
                 first_recs["large"] = rec
         ok = [r["goals_reached"] == r["goals_total"] and r["min_separation_m"] >= config["min_separation_ok_m"]
@@ -130,6 +138,7 @@ def run(goals, config, ctx):
             "mean_orientation_error_deg": _mean([r["mean_orientation_error_deg"] for r in rows]),
             "mean_time_to_complete_s": _mean([r["time_to_complete_s"] for r in rows]),
         }
+    progress.close()
     estimator = _compare(comparisons, config)
     wall = time.perf_counter() - t0
     metrics = {
