@@ -50,8 +50,9 @@ LANDED = "landed"
 LINK_LOST = "link_lost"
 CLOSED = "closed"
 
-# close(): how long to wait for cflib's packet dispatcher to end before closing the link
-DISPATCHER_STOP_S = 0.1
+# close(): the longest wait for cflib's packet dispatcher to end before closing the link (it ends at the
+# next packet; on a quiet link it would have held close_link up as long anyway: its read waits up to 1 s)
+DISPATCHER_STOP_S = 0.5
 
 _cflib_lock = threading.Lock()
 _cflib_ready = False
