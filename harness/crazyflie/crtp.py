@@ -120,6 +120,8 @@ LINK_CH_SOURCE = 1
 LINK_CH_SINK = 2
 LINK_CH_NULL = 3
 LINK_SOURCE_MAGIC = b"Bitcraze Crazyflie"
+# A null packet (port 15, channel 3, no data): the scan probe, and what a Crazyflie answers it with.
+NULL_PACKET = b"\xff"
 # Older cflib UDP drivers opened and closed a "connection" with these datagrams.
 LEGACY_UDP_CONNECT = b"\xff\x01\x01\x01"
 LEGACY_UDP_DISCONNECT = b"\xff\x01\x02\x02"

@@ -23,12 +23,12 @@ import socket
 import threading
 
 from harness.clock import PRIORITY_PHYSICS
+from harness.crazyflie import crtp
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 RECV_BYTES = 64            # a CRTP datagram is at most 31 bytes; longer ones are malformed
 MAX_IDLE_US = 20000        # realtime mode: advance the physics at least this often
 LINGER_PERIOD_S = 0.01     # release_links(): a null packet to every client this often
-NULL_PACKET = bytes((0xFF,))   # CRTP port 15 channel 3: what a Crazyflie answers a null/scan probe
 MAX_CLIENTS = 4            # per drone, the client addresses release_links() keeps answering
 
 
@@ -248,6 +248,6 @@ class SimCrazyflieServer:
                     self._send_all(i, d.advance(now))
             if self._linger:
                 for i, clients in self._clients.items():
-                    self._send_all(i, [(addr, NULL_PACKET) for addr in clients])
+                    self._send_all(i, [(addr, crtp.NULL_PACKET) for addr in clients])
             if served:
                 self.notify()

@@ -219,7 +219,7 @@ class SimCrazyflie:
         if channel == crtp.LINK_CH_SINK:
             return []
         # channel 3: null packets (the scan probe b"\xff") and the legacy UDP handshake
-        full = bytes((0xFF,)) + data
+        full = crtp.NULL_PACKET + data
         if full == crtp.LEGACY_UDP_CONNECT:
             self.stats["legacy_handshakes"] += 1
             self.sessions.setdefault(client, {})
@@ -229,7 +229,7 @@ class SimCrazyflie:
             self.sessions.pop(client, None)
             return []
         if not data:
-            return [bytes((0xFF,))]
+            return [crtp.NULL_PACKET]
         self.stats["unknown"] += 1
         return []
 

@@ -264,7 +264,7 @@ def test_close_stops_cflibs_dispatcher_while_the_released_link_still_delivers(ri
     probe.sendto(bytes((0xF0, 7)), (rig.fleet.server.host, rig.fleet.server.ports[0]))   # an echo request
     assert probe.recv(64) == crtp.packet(crtp.PORT_LINKCTRL, crtp.LINK_CH_ECHO, bytes((7,)))
     rig.fleet.release_links()
-    assert [probe.recv(64) for _ in range(3)] == [bytes((0xFF,))] * 3
+    assert [probe.recv(64) for _ in range(3)] == [crtp.NULL_PACKET] * 3
     probe.close()
     drv.close()
     assert joins == [DISPATCHER_STOP_S]            # the driver's bounded join only: close_link found it ended
