@@ -98,19 +98,20 @@ def collect(n_episodes, seed, noise="sensor_fusion", config=None, policy=None, b
 
 
 def _collect_chunk(job):
-    n_episodes, seed, noise, first_episode, policy, max_legs = job
-    return collect(n_episodes, seed, noise=noise, policy=policy, max_legs=max_legs, first_episode=first_episode)
+    n_episodes, seed, noise, first_episode, policy, max_legs, config = job
+    return collect(n_episodes, seed, noise=noise, config=config, policy=policy, max_legs=max_legs,
+                   first_episode=first_episode)
 
 
-def collect_parallel(n_episodes, seed, noise="sensor_fusion", workers=1, policy=None, max_legs=None):
+def collect_parallel(n_episodes, seed, noise="sensor_fusion", workers=1, policy=None, max_legs=None, config=None):
     """``collect`` split over ``workers`` processes; the chunks are merged in episode order, so the result
-    equals ``collect(n_episodes, seed, noise, policy=policy, max_legs=max_legs)`` whatever ``workers`` is
-    (DAgger with ``beta`` 0: the policy is deterministic and each episode is seeded on its own)."""
+    equals ``collect(n_episodes, seed, noise, config, policy=policy, max_legs=max_legs)`` whatever ``workers``
+    is (DAgger with ``beta`` 0: the policy is deterministic and each episode is seeded on its own)."""
     workers = max(1, min(int(workers), n_episodes))
     if workers == 1:
-        return collect(n_episodes, seed, noise=noise, policy=policy, max_legs=max_legs)
+        return collect(n_episodes, seed, noise=noise, config=config, policy=policy, max_legs=max_legs)
     bounds = [n_episodes * w // workers for w in range(workers + 1)]
-    jobs = [(bounds[w + 1] - bounds[w], seed, noise, bounds[w], policy, max_legs) for w in range(workers)]
+    jobs = [(bounds[w + 1] - bounds[w], seed, noise, bounds[w], policy, max_legs, config) for w in range(workers)]
     return merge(*ordered_map(_collect_chunk, jobs, workers))
 
 

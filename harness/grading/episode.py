@@ -31,7 +31,7 @@ from harness.grading.expert import DEFAULTS as EXPERT_DEFAULTS, GradingExpert
 from harness.grading.observation import DEFAULTS as OBS_DEFAULTS, ObservationRenderer
 from harness.grading.sand_world import DEFAULTS as WORLD_DEFAULTS, Blade, SandWorld, blade_step
 from harness.sensors.imu import PlanarImu
-from harness.sensors.pose import AidingPoseSensor
+from harness.sensors.pose import ERROR_MODELS as AIDING_ERROR_MODELS, AidingPoseSensor
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
 from harness.vesc_tracks import TOPOLOGIES, TRACK_VESC, SimVescTracks
 from onboard.core.angles import wrap_pi
@@ -77,6 +77,8 @@ DEFAULTS = {
     "imu": {"rate_hz": 100, "accel_bias_sigma_mps2": 0.05, "gyro_bias_sigma_dps": 0.3,
             "accel_rw_mps_per_sqrt_s": 0.01, "gyro_rw_dps_per_sqrt_s": 0.02},
     "aiding_rate_hz": 10,
+    "aiding_error": "white",            # white: fresh N(0, sigma) per sample | constant: eq. 13's error held
+                                        # for the episode (harness.sensors.pose)
     "follower": {"cruise_speed_mps": 0.25, "accept_radius_m": 0.06, "slow_radius_m": 0.25},
 }
 
@@ -93,7 +95,8 @@ def noise_config(config):
     att = list(scen["att_sigma_deg"])
     if config["heading_sigma_deg"] >= 0.0:
         att[2] = config["heading_sigma_deg"]
-    return imu, {"rate_hz": config["aiding_rate_hz"], "pos_sigma_m": scen["pos_sigma_m"], "att_sigma_deg": att}
+    return imu, {"rate_hz": config["aiding_rate_hz"], "pos_sigma_m": scen["pos_sigma_m"], "att_sigma_deg": att,
+                 "error_model": config["aiding_error"]}
 
 
 # Floors of what the ES-EKF is told (noise-less scenario: zero noise would make P singular).
@@ -147,8 +150,15 @@ class EskfPoseEstimator:
     ``onboard`` code (it could move there for a board).
     """
 
-    def __init__(self, config=None, impl=None):
+    def __init__(self, config=None, impl=None, consider_sigma=None):
+        """consider_sigma: 1-sigma of (dp_n, dp_e, dp_d (m), dpsi_n, dpsi_e, dpsi_d (rad)) of an error the
+        filter cannot observe (a constant aiding error, ``aiding_error=constant``): added to the pose
+        covariance it reports and samples from, as a Schmidt-Kalman filter carries consider states
+        (the fused pose inherits such an error whole: every aiding sample shares it). None: none."""
         self.eskf = make_eskf(config, impl or None)
+        self.consider_var = [0.0] * ESKF_POSE_DIM if consider_sigma is None else [float(v) ** 2 for v in consider_sigma]
+        if len(self.consider_var) != ESKF_POSE_DIM or not all(v >= 0.0 for v in self.consider_var):
+            raise ValueError("consider_sigma needs %d non-negative values, got %r" % (ESKF_POSE_DIM, consider_sigma))
         self.impl = self.eskf.impl
         self.numeric_errors = 0
         self._min_pos_var_m2 = MIN_POS_SIGMA_M ** 2
@@ -185,13 +195,21 @@ class EskfPoseEstimator:
     def nav_state(self):
         return self.eskf.nav_state()
 
+    def pose_covariance6(self):
+        """Flat 6x6 covariance of (dp_ned (m), dpsi_ned (rad)): the ESKF's pose block plus the
+        consider variances."""
+        s6 = list(self.eskf.pose_covariance())
+        for i, var in enumerate(self.consider_var):
+            s6[i * ESKF_POSE_DIM + i] += var
+        return s6
+
     def pose_covariance(self):
         """3x3 covariance (flat, row-major) of (north_m, east_m, yaw_rad): Sigma of ag2u eq. 1.
 
-        J S J^T of the ESKF's 6x6 (dp_ned, dpsi_ned) block, with the Z-Y-X yaw error of a
+        J S J^T of the 6x6 (dp_ned, dpsi_ned) block (pose_covariance6), with the Z-Y-X yaw error of a
         navigation-frame rotation dpsi: dyaw = dpsi_d + tan(pitch) (cos(yaw) dpsi_n + sin(yaw) dpsi_e).
         """
-        s6 = self.eskf.pose_covariance()
+        s6 = self.pose_covariance6()
         _roll, pitch, yaw = self.eskf.nav_state().euler_rad
         t = math.tan(pitch)
         jac = [{ESKF_DP_N: 1.0}, {ESKF_DP_E: 1.0},
@@ -211,7 +229,7 @@ class EskfPoseEstimator:
     def sample_poses(self, k, rng):
         """K planar poses (north_m, east_m, yaw_rad) drawn from N(x_est, Sigma) with the full 6-D
         ESKF pose covariance, attitude composed as a rotation (ag2u eq. 1, eskf_sampling)."""
-        draws = sample_poses(self.eskf.nav_state(), self.eskf.pose_covariance(), k, rng)
+        draws = sample_poses(self.eskf.nav_state(), self.pose_covariance6(), k, rng)
         return [(d[0], d[1], d[5]) for d in draws]
 
     def counters(self):
@@ -231,7 +249,10 @@ def make_estimator(config, imu_cfg, aiding_cfg):
     if kind == "planar":
         return None
     if kind == "eskf":
-        return EskfPoseEstimator(eskf_config(imu_cfg, aiding_cfg), config["estimator_impl"])
+        consider = None
+        if aiding_cfg["error_model"] == "constant":
+            consider = [aiding_cfg["pos_sigma_m"]] * 3 + [math.radians(a) for a in aiding_cfg["att_sigma_deg"]]
+        return EskfPoseEstimator(eskf_config(imu_cfg, aiding_cfg), config["estimator_impl"], consider_sigma=consider)
     raise ValueError("unknown estimator %r (known: %s)" % (kind, ", ".join(ESTIMATORS)))
 
 
@@ -252,6 +273,7 @@ def invalid_setting(config):
     a config error before anything runs, GradingEpisode raises it)."""
     for path, value, known in (("estimator", config["estimator"], ESTIMATORS), ("motors", config["motors"], MOTORS),
                                ("noise", config["noise"], tuple(NOISE_SCENARIOS)),
+                               ("aiding_error", config["aiding_error"], AIDING_ERROR_MODELS),
                                ("vesc.topology", config["vesc"]["topology"], TOPOLOGIES)):
         if value not in known:
             return "%s must be one of %s, got %r" % (path, ", ".join(known), value)

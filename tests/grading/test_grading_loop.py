@@ -128,8 +128,46 @@ def test_closed_loop_grades_on_the_estimated_pose(estimator):
     assert len(ep.runtime.estimator.pose_covariance()) == 9
 
 
+def _pose_error_and_sigma(aiding_error, seed, t_us=8000000):
+    """(north, east, yaw) error of the fused pose after t_us of an expert episode, and its 1-sigma."""
+    ep = GradingEpisode(_cfg(aiding_error=aiding_error, max_legs=1), RunRandom(seed))
+    ep.runtime.run(ep.clock, t_us)
+    est, true = ep.estimated_pose(), ep.true_pose()
+    err = (est[0] - true[0], est[1] - true[1], math.remainder(est[2] - true[2], 2 * math.pi))
+    sigma = ep.runtime.estimator.pose_sigma()
+    ep.close()
+    return np.asarray(err), np.asarray(sigma)
+
+
+def test_constant_aiding_error_stays_in_the_fused_pose_and_in_its_covariance():
+    """ag2u eq. 13 read literally: the fused pose inherits the held error (5 cm, 5 deg), which the
+    white-noise fusion averages away; the covariance carries it as consider variance, so the error
+    stays within 3 sigma (and eq. 1's samples span it)."""
+    for seed in (1, 2, 3):
+        white_err, white_sigma = _pose_error_and_sigma("white", seed)
+        const_err, const_sigma = _pose_error_and_sigma("constant", seed)
+        assert abs(math.degrees(white_err[2])) < 2.5
+        assert abs(math.degrees(const_err[2])) > 3.0 and np.hypot(*const_err[:2]) > 0.04
+        assert np.all(np.abs(const_err) < 3.0 * const_sigma)
+        assert math.degrees(const_sigma[2]) > 5.0 > math.degrees(white_sigma[2])
+        assert const_sigma[0] > 0.05 > white_sigma[0]
+
+
+def test_consider_sigma_adds_to_the_eskf_pose_covariance():
+    est = _episode_estimator()
+    _drive_straight(est)
+    base = np.asarray(est.pose_covariance()).reshape(3, 3)
+    est.consider_var = [0.05 ** 2] * 3 + [math.radians(5.0) ** 2] * 3
+    cov = np.asarray(est.pose_covariance()).reshape(3, 3)
+    assert np.allclose(np.diag(cov - base), [0.05 ** 2, 0.05 ** 2, math.radians(5.0) ** 2], rtol=1e-3)
+    draws = np.asarray(est.sample_poses(4000, np.random.default_rng(5)))
+    assert np.allclose(np.diag(np.cov(draws.T)), np.diag(cov), rtol=0.12)
+    with pytest.raises(ValueError, match="consider_sigma"):
+        EskfPoseEstimator(None, consider_sigma=[0.1] * 5)
+
+
 def test_unknown_estimator_or_motors_is_a_clear_error():
-    for key, value in (("estimator", "kalman"), ("motors", "can")):
+    for key, value in (("estimator", "kalman"), ("motors", "can"), ("aiding_error", "pink")):
         with pytest.raises(ValueError, match=key):
             GradingEpisode(_cfg(**{key: value}), RunRandom(1))
 
