@@ -42,7 +42,8 @@ from onboard.estimators.eskf_sampling import sample_poses
 from onboard.estimators.planar_ekf import EstimatorInputError
 from onboard.runtime.ground_robot import GroundRobotRuntime
 
-# ag2u section IV-B: aiding noise of the three scenarios (1 sigma) and the IMU errors used with them.
+# ag2u section IV-B: aiding error of the three scenarios, per axis (eq. 13's Delta p_err / Delta Psi_err;
+# the 1-sigma with aiding_error=white), and whether the IMU errors of eq. 10 apply.
 NOISE_SCENARIOS = {
     "noise_less": {"pos_sigma_m": 0.0, "att_sigma_deg": [0.0, 0.0, 0.0], "imu": False},
     "sensor_fusion": {"pos_sigma_m": 0.05, "att_sigma_deg": [1.0, 1.0, 5.0], "imu": True},
@@ -77,8 +78,9 @@ DEFAULTS = {
     "imu": {"rate_hz": 100, "accel_bias_sigma_mps2": 0.05, "gyro_bias_sigma_dps": 0.3,
             "accel_rw_mps_per_sqrt_s": 0.01, "gyro_rw_dps_per_sqrt_s": 0.02},
     "aiding_rate_hz": 10,
-    "aiding_error": "white",            # white: fresh N(0, sigma) per sample | constant: eq. 13's error held
-                                        # for the episode (harness.sensors.pose)
+    "aiding_error": "constant",         # constant: eq. 13's error vector held for the episode (as the paper
+                                        # writes it, like eq. 11's IC errors) | white: fresh N(0, sigma) per
+                                        # sample (harness.sensors.pose)
     "follower": {"cruise_speed_mps": 0.25, "accept_radius_m": 0.06, "slow_radius_m": 0.25},
 }
 

@@ -299,6 +299,10 @@ def main(argv=None):
     t0 = time.perf_counter()
     if args.data and os.path.exists(args.data):
         with np.load(args.data) as f:
+            cached = str(f["aiding_error"]) if "aiding_error" in f.files else "white (a cache without the key)"
+            if cached != args.aiding_error:
+                sys.exit("train_policy: %s was collected with aiding_error %s, not %s; delete it or pass another --data"
+                         % (args.data, cached, args.aiding_error))
             data = {k[len("train_"):]: f[k] for k in f.files if k.startswith("train_")}
             val = {k[len("val_"):]: f[k] for k in f.files if k.startswith("val_")}
     else:
@@ -309,7 +313,8 @@ def main(argv=None):
         if args.data:
             os.makedirs(os.path.dirname(os.path.abspath(args.data)), exist_ok=True)
             tmp = args.data + ".tmp.npz"
-            np.savez(tmp, **{"train_" + k: v for k, v in data.items()}, **{"val_" + k: v for k, v in val.items()})
+            np.savez(tmp, **{"train_" + k: v for k, v in data.items()}, **{"val_" + k: v for k, v in val.items()},
+                     aiding_error=np.str_(args.aiding_error))
             os.replace(tmp, args.data)
     geometry = dataset.label_geometry(data, obs_config)
     print("dataset: %d decisions from %d episodes, %d held-out (%.1f s); labels outside the crop: green %.1f %%, "

@@ -116,7 +116,7 @@ def test_noise_less_poses_without_variance_are_fused_by_the_eskf():
 
 @pytest.mark.parametrize("estimator", ["planar", "eskf"])
 def test_closed_loop_grades_on_the_estimated_pose(estimator):
-    ep = GradingEpisode(_cfg(estimator=estimator, max_legs=3), RunRandom(1))
+    ep = GradingEpisode(_cfg(estimator=estimator, max_legs=3, aiding_error="white"), RunRandom(1))
     m = ep.run(ExpertDecider(ep.expert))
     assert m["estimator"] == estimator and m["legs"] >= 1
     assert m["successful_decisions"] >= 1
