@@ -15,13 +15,12 @@ pytestmark = [pytest.mark.scenario, pytest.mark.slow]
 
 
 def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise():
-    """Seeded regression check on the committed agents (seed 3, 4 rollouts: agent2 0.83 vs agent1 0.71;
-    0.76 vs 0.74 without the decider's mirror averaging).
+    """Seeded regression check on the committed agents under the episodes' default held aiding error
+    (seed 3, 4 rollouts: agent2 0.93 vs agent1 0.66).
 
-    The floor is what held in every 6-rollout cell measured with the argmax read-out (seeds 3-6:
-    0.63-0.89). In the 50-rollout sweep agent2 leads under sensor fusion by about as much as without
-    noise, so this is a regression guard, not evidence of the paper's >= 20 pp gap (see
-    harness/grading/README.md).
+    The floor is below every cell measured on the committed agents (the 50-rollout sensor-fusion cells:
+    0.71 / 0.78). In the 50-rollout sweep agent2 leads under sensor fusion by 7 pp, so this is a
+    regression guard, not evidence of the paper's >= 20 pp gap (see harness/grading/README.md).
     """
     deciders = {a: PolicyDecider(*load_agent(a)) for a in ("agent1", "agent2")}
     cells = {a: run_cell(deciders, a, "sensor_fusion", rollouts=4, seed=3) for a in deciders}
