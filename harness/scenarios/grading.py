@@ -3,7 +3,8 @@
 One episode of the closed loop of ag2u fig. 1 with the heuristic expert deciding
 each leg (the learned agent1/agent2 policies plug into the same decider slot).
 Perception is the onboard runtime's estimator on simulated IMU + aiding pose under
-the chosen noise scenario (noise_less, sensor_fusion, extreme); path following uses
+the chosen noise scenario (noise_less, sensor_fusion, extreme; the aiding error held for
+the episode, ag2u eq. 13, or fresh per sample with aiding_error=white); path following uses
 the estimated pose, the blade moves sand on the true pose.
 """
 import copy
