@@ -43,6 +43,7 @@ from harness.grading.agents import PolicyDecider
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS
 from harness.sensors.pose import ERROR_MODELS as AIDING_ERROR_MODELS
 from harness.grading.fcn import DEFAULTS as FCN_DEFAULTS, make_torch_model
+from harness.grading.sweep import episode_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL_DIR = os.path.join(REPO, "models", "grading")
@@ -56,11 +57,6 @@ OBSERVATION_TEXT = {
     "agent1": "true pose (crop repeated k_samples + 1 times per decision)",
     "agent2": "true pose + k_samples poses from N(x_est, Sigma) (eq. 1)",
 }
-
-
-def episode_config(args):
-    """Episode settings of the collected (expert and DAgger) episodes."""
-    return dict(EPISODE_DEFAULTS, aiding_error=args.aiding_error)
 
 
 def make_card(agent, fcn_config, obs_config, training=None, metrics=None):
@@ -209,7 +205,8 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
         dag = dataset.collect_parallel(args.dagger_episodes, args.seed * 7 + 1000 * (r + 1) + (1 if agent == "agent1"
                                                                                                 else 2),
                                        noise=dagger_noise, workers=args.workers, policy=policy,
-                                       max_legs=args.dagger_max_legs, config=episode_config(args))
+                                       max_legs=args.dagger_max_legs,
+                                       config=episode_config({"aiding_error": args.aiding_error}))
         agg = dataset.merge(agg, dag)
         log("%s DAgger round %d: %d states visited by the policy (%.0f s), %d decisions aggregated"
             % (agent, r + 1, len(dag["true_pose"]), time.perf_counter() - t1, len(agg["true_pose"])))
@@ -259,8 +256,9 @@ def main(argv=None):
     ap.add_argument("--dagger-noise", default="", choices=("",) + tuple(NOISE_SCENARIOS),
                     help="noise of the DAgger episodes (default: %s)" % ", ".join("%s %s" % kv for kv in DAGGER_NOISE.items()))
     ap.add_argument("--aiding-error", default=EPISODE_DEFAULTS["aiding_error"], choices=AIDING_ERROR_MODELS,
-                    help="aiding pose error of the collected episodes (ag2u eq. 13): white (fresh per sample, "
-                         "default) or constant (held per episode; agent2's eq. 1 Sigma then carries it)")
+                    help="aiding pose error of the collected episodes (ag2u eq. 13): constant (held per episode; "
+                         "agent2's eq. 1 Sigma then carries it) or white (fresh per sample); default: the "
+                         "episodes' default, %(default)s")
     ap.add_argument("--val-episodes", type=int, default=15, help="held-out expert episodes for the card's accuracy")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--channels", type=int, default=FCN_DEFAULTS["channels"])
@@ -307,9 +305,9 @@ def main(argv=None):
             val = {k[len("val_"):]: f[k] for k in f.files if k.startswith("val_")}
     else:
         data = dataset.collect_parallel(args.episodes, args.seed, "sensor_fusion", args.workers,
-                                        config=episode_config(args))
+                                        config=episode_config({"aiding_error": args.aiding_error}))
         val = dataset.collect_parallel(args.val_episodes, args.seed + 7919, "sensor_fusion", args.workers,
-                                       config=episode_config(args))
+                                       config=episode_config({"aiding_error": args.aiding_error}))
         if args.data:
             os.makedirs(os.path.dirname(os.path.abspath(args.data)), exist_ok=True)
             tmp = args.data + ".tmp.npz"

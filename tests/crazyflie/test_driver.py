@@ -261,8 +261,9 @@ def test_close_stops_cflibs_dispatcher_while_the_released_link_still_delivers(ri
     # a released fleet answers a client that said nothing since, without the clock moving
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     probe.settimeout(5.0)
-    probe.sendto(bytes((0xF0, 7)), (rig.fleet.server.host, rig.fleet.server.ports[0]))   # an echo request
-    assert probe.recv(64) == crtp.packet(crtp.PORT_LINKCTRL, crtp.LINK_CH_ECHO, bytes((7,)))
+    echo = crtp.packet(crtp.PORT_LINKCTRL, crtp.LINK_CH_ECHO, bytes((7,)))
+    probe.sendto(echo, (rig.fleet.server.host, rig.fleet.server.ports[0]))
+    assert probe.recv(64) == echo
     rig.fleet.release_links()
     assert [probe.recv(64) for _ in range(3)] == [crtp.NULL_PACKET] * 3
     probe.close()
