@@ -84,7 +84,7 @@ def main(argv=None):
     deciders = {backend: load_decider("agent2", backend) for backend in ("numpy", "litert", "litert-xnnpack",
                                                                          "pure-int8")}
     # the crop the agent sees, in its card's geometry (the episode's default renderer is another size)
-    crop = deciders["numpy"].renderer.render(ep.world, ep.estimated_pose())
+    crop = deciders["numpy"].renderer.render(ep.world, ep.estimated_pose(), ep.true_pose())
     ep.close()
     print("\none decision (%dx%d crop -> 2 way-point maps; %d forward passes)"
           % (crop.shape + (2 if deciders["numpy"].mirror_average else 1,)))

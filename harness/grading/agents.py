@@ -4,7 +4,7 @@ A policy decider renders the observation at the dozer's *estimated* pose, takes 
 peak of each way-point map and maps it back to the world through that same estimated
 pose (ag2u fig. 1). The peak is the argmax refined to sub-cell precision (local
 soft-argmax, :func:`refined_peak`; not in ag2u, which does not say how a way-point is
-read off its map): the maps are 0.16 m a cell, and on the committed agents the refinement
+read off its map): the maps are 0.16 m a cell, and on the agents committed at the time the refinement
 raised successful decisions in the 50-rollout sweep from 76 / 74 % to 80 / 84 % without noise
 (agent1 / agent2; harness/grading/README.md). Each map is also averaged with the east-west mirror
 of the map the net gives for the mirrored crop (test-time mirror averaging, :meth:`PolicyDecider.maps`;
@@ -12,6 +12,13 @@ not in ag2u either): the sand world and the expert are mirror-symmetric (tested)
 estimates of the same map, and their mean raised successful decisions without noise from 80 / 84 % to
 82 / 87 % (50 rollouts). The episode ends when the environment says the work area is graded (the
 expert's criterion on the true state), not by the agent.
+
+The crop also shows the dozer itself, drawn at its *true* pose (``dozer_body`` in the
+observation config): ag2u fig. 1 renders the observation "from the true state and the
+estimated poses", and the overhead camera of IV-C sees the machine where it is, while the
+crop is cut at the estimated pose. The net can so read the pose error off the image; the
+agents are trained on way-points in the execution frame for that reason
+(``harness.grading.dataset.execution_point``).
 
 Backends (``agent_backend``): ``numpy`` runs the float weights (``fcn.forward_numpy``);
 ``litert`` runs the int8 export ``models/grading/<agent>/int8`` (see
@@ -169,5 +176,7 @@ class PolicyDecider:
         if episode.expert.decide(episode.world, episode.target_level_m, episode.true_pose()[:2]) is None:
             return None                                   # environment: area graded
         pose = episode.estimated_pose()
-        crop = self.renderer.render(episode.world, pose)
+        # the camera's heightmap shows the dozer where it truly is (used when the card's observation has a
+        # dozer_body); the crop is cut at the estimated pose
+        crop = self.renderer.render(episode.world, pose, episode.true_pose())
         return self.decide_from_crop(crop, pose)

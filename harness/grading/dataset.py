@@ -18,18 +18,36 @@ confounded with data volume:
 
 - agent1: ``k_samples + 1`` copies of the crop at the true pose (noise-free training);
 - agent2: the crop at the true pose + ``k_samples`` crops at poses drawn from
-  N(x_est, Sigma) (eq. 1), each labelled with the same world way-points expressed
-  in that crop's frame.
+  N(x_est, Sigma) (eq. 1). ``label_frame`` says what each such crop is labelled with:
 
-Labels are pixel indices (row * cols + col) of the green and red points in the
-crop, clipped to its border (``label_geometry`` reports how often that happens).
+  - ``"execution"``: the way-points the agent must output, believing it stands at the
+    crop's pose x_k, for the dozer at its true pose to push where the expert would. At
+    run time a way-point is mapped to the world through the estimated pose and driven to
+    on the estimate (agents.PolicyDecider, the path follower), so the dozer truly ends up
+    off by the estimate's position error; a crop rendered at x_k stands for an estimate
+    that errs by p_k - p_true, so its label is the expert's world way-point shifted by
+    that error, in the crop's frame: T(x_k)^-1 (W + p_k - p_true), i.e. the true body
+    offset W - p_true turned into the crop's heading. What the crop shows of the sand
+    is displaced by the same error, so the net learns the action that is right for the
+    true state (ag2u III-A: open loop, the sub-optimal projection, and closed loop, the
+    error fed back to path following), not the one right for the view.
+  - ``"estimate"``: the same world way-points in that crop's frame (the labels of the
+    agents committed before the dozer view: right for the view, blind to the execution error).
+
+When the observation shows the dozer (``dozer_body`` in the observation config) every
+crop draws it at the recorded true pose, as the overhead camera sees it.
+
+``crops_and_points`` gives the green and red points as fractional (row, col) in each crop
+(the soft targets are centred there), ``crops_and_labels`` as the pixel index (row * cols +
+col) of the nearest cell; both clipped to the crop's border (``label_geometry`` reports how
+often that happens).
 """
 import copy
 
 import numpy as np
 
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
-from harness.grading.observation import ObservationRenderer
+from harness.grading.observation import HeightmapView, ObservationRenderer
 from harness.parallel import ordered_map
 from harness.rng import RunRandom
 
@@ -123,14 +141,7 @@ def merge(*datasets):
     return out
 
 
-class _HeightOnly:
-    """A world stand-in for rendering a stored heightmap (already relative to target)."""
-
-    def __init__(self, height_m, cell_m):
-        self.height_m = height_m
-        self.cell_m = cell_m
-        self.rows, self.cols = height_m.shape
-        self.target_level_m = 0.0
+LABEL_FRAMES = ("execution", "estimate")
 
 
 def _pixel(renderer, pose, point_ne):
@@ -139,12 +150,28 @@ def _pixel(renderer, pose, point_ne):
     return renderer.body_to_pixel(f, r)
 
 
-def _label(renderer, pose, point_ne):
+def execution_point(point_ne, pose, true_pose, label_frame):
+    """The world point a crop rendered at ``pose`` is labelled with for the expert's ``point_ne`` (m):
+    itself (``estimate``), or shifted by the pose's position error ``pose - true_pose`` (``execution``:
+    the point that, driven to on an estimate with that error, brings the true dozer to ``point_ne``)."""
+    if label_frame == "estimate":
+        return point_ne[0], point_ne[1]
+    if label_frame != "execution":
+        raise ValueError("label_frame must be one of %s, got %r" % (", ".join(LABEL_FRAMES), label_frame))
+    return point_ne[0] + pose[0] - true_pose[0], point_ne[1] + pose[1] - true_pose[1]
+
+
+def _point(renderer, pose, point_ne):
+    """Fractional (row, col) of a world point in the crop at ``pose``, clipped to the crop's cells."""
     row, col = _pixel(renderer, pose, point_ne)
     rows, cols = renderer.cfg["rows"], renderer.cfg["cols"]
-    row = int(min(max(round(row), 0), rows - 1))
-    col = int(min(max(round(col), 0), cols - 1))
-    return row * cols + col
+    return min(max(row, 0.0), rows - 1.0), min(max(col, 0.0), cols - 1.0)
+
+
+def pixel_labels(points, cols):
+    """int64 [N] labels (row * cols + col of the nearest cell) of fractional (row, col) points [N, 2]."""
+    rc = np.rint(np.asarray(points, dtype=np.float64)).astype(np.int64)
+    return rc[:, 0] * cols + rc[:, 1]
 
 
 def label_geometry(data, obs_config=None):
@@ -179,25 +206,38 @@ def eq1_poses(est_pose, est_cov, k, rng):
 
 
 def _render_chunk(job):
-    """Crops and labels of some decisions: [(height_m, cell_m, poses, green_ne_m, red_ne_m)] -> lists."""
-    items, obs_config = job
+    """Crops and labels of some decisions: [(height_m, cell_m, true_pose, poses, green_ne_m, red_ne_m)]
+    -> lists."""
+    items, obs_config, label_frame = job
     renderer = ObservationRenderer(obs_config)
     crops, greens, reds = [], [], []
-    for height_m, cell_m, poses, green_ne_m, red_ne_m in items:
-        world = _HeightOnly(height_m, cell_m)
+    for height_m, cell_m, true_pose, poses, green_ne_m, red_ne_m in items:
+        world = HeightmapView(height_m, cell_m)
         for pose in poses:
-            crops.append(renderer.render(world, pose))
-            greens.append(_label(renderer, pose, green_ne_m))
-            reds.append(_label(renderer, pose, red_ne_m))
+            crops.append(renderer.render(world, pose, true_pose))
+            greens.append(_point(renderer, pose, execution_point(green_ne_m, pose, true_pose, label_frame)))
+            reds.append(_point(renderer, pose, execution_point(red_ne_m, pose, true_pose, label_frame)))
     return crops, greens, reds
 
 
-def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8, workers=1):
-    """(crops float32 [N, rows, cols], green labels int64 [N], red labels int64 [N]);
-    N = (k_samples + 1) * decisions for both agents. The eq. 1 poses are drawn from ``rng`` in decision
-    order first, then the crops are rendered, in ``workers`` processes (the result does not depend on it)."""
+def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8, workers=1, label_frame="execution"):
+    """(crops float32 [N, rows, cols], green labels int64 [N], red labels int64 [N]): crops_and_points
+    with each way-point at its nearest cell (``pixel_labels``)."""
+    crops, greens, reds = crops_and_points(data, agent, rng, obs_config, k_samples, workers, label_frame)
+    cols = crops.shape[2]
+    return crops, pixel_labels(greens, cols), pixel_labels(reds, cols)
+
+
+def crops_and_points(data, agent, rng, obs_config=None, k_samples=8, workers=1, label_frame="execution"):
+    """(crops float32 [N, rows, cols], green points float64 [N, 2], red points float64 [N, 2]): the
+    way-points as fractional (row, col) in each crop, clipped to its cells; N = (k_samples + 1) *
+    decisions for both agents. The eq. 1 poses are drawn from ``rng`` in decision
+    order first, then the crops are rendered, in ``workers`` processes (the result does not depend on it).
+    ``label_frame``: see the module docstring (agent1's crops are at the true pose: the same labels)."""
     if agent not in ("agent1", "agent2"):
         raise ValueError("agent must be agent1 or agent2, got %r" % (agent,))
+    if label_frame not in LABEL_FRAMES:
+        raise ValueError("label_frame must be one of %s, got %r" % (", ".join(LABEL_FRAMES), label_frame))
     n = len(data["true_pose"])
     if not n:
         raise ValueError("no decisions in the dataset")
@@ -210,10 +250,10 @@ def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8, workers=1):
         else:
             draws = eq1_poses(data["est_pose"][i], data["est_cov"][i], k_samples, rng)
             poses = [true_pose] + [tuple(p) for p in draws]
-        items.append((data["height_m"][i], cell_m, poses, data["green_ne_m"][i], data["red_ne_m"][i]))
+        items.append((data["height_m"][i], cell_m, true_pose, poses, data["green_ne_m"][i], data["red_ne_m"][i]))
     workers = max(1, min(int(workers), n))
     bounds = [n * w // workers for w in range(workers + 1)]
-    jobs = [(items[bounds[w]:bounds[w + 1]], obs_config) for w in range(workers)]
+    jobs = [(items[bounds[w]:bounds[w + 1]], obs_config, label_frame) for w in range(workers)]
     crops, greens, reds = [], [], []
     for c, g, r in ordered_map(_render_chunk, jobs, workers):
         crops += c
@@ -224,4 +264,5 @@ def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8, workers=1):
         crops = [c for c in crops for _ in range(repeat)]
         greens = [g for g in greens for _ in range(repeat)]
         reds = [r for r in reds for _ in range(repeat)]
-    return np.stack(crops), np.asarray(greens, dtype=np.int64), np.asarray(reds, dtype=np.int64)
+    return (np.stack(crops), np.asarray(greens, dtype=np.float64).reshape(-1, 2),
+            np.asarray(reds, dtype=np.float64).reshape(-1, 2))

@@ -388,8 +388,9 @@ class GradingEpisode:
         return (self.robot.north_m, self.robot.east_m, self.robot.yaw_rad)
 
     def observation(self, pose=None):
-        """The crop the policy sees: rendered at the estimated pose unless told otherwise."""
-        return self.renderer.render(self.world, pose if pose is not None else self.estimated_pose())
+        """The crop the policy sees: rendered at the estimated pose unless told otherwise (the dozer, when
+        the observation shows it, at its true pose)."""
+        return self.renderer.render(self.world, pose if pose is not None else self.estimated_pose(), self.true_pose())
 
     def _drive(self, waypoints, timeout_s):
         self.runtime.set_waypoints(waypoints)

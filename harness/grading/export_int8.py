@@ -120,7 +120,8 @@ def collect_crops(agent, n_episodes, seed, k_samples=8, obs_config=None, noise="
                                              episode.cfg["blade_edge_ahead_m"])
             if decision is None:
                 return None
-            crops.append(renderer.render(episode.world, episode.true_pose()))
+            true_pose = episode.true_pose()       # where the dozer is drawn when the observation shows it
+            crops.append(renderer.render(episode.world, true_pose, true_pose))
             if agent == "agent2":
                 est = episode.runtime.estimator
                 if hasattr(est, "sample_poses"):
@@ -128,7 +129,7 @@ def collect_crops(agent, n_episodes, seed, k_samples=8, obs_config=None, noise="
                 else:
                     poses = eq1_poses(episode.estimated_pose(), est.pose_covariance(), k_samples, rng)
                 for pose in poses:
-                    crops.append(renderer.render(episode.world, tuple(pose)))
+                    crops.append(renderer.render(episode.world, tuple(pose), true_pose))
             return decision
 
         ep.run(decider)

@@ -17,12 +17,60 @@ aliasing small piles away. The trained agents use the geometry in their card
 supersampling: 3.2 m x 3.2 m, every expert way-point of the training data inside);
 these defaults (32 x 32 @ 0.08 m, 0.3 m behind: 2.56 m) leave ~10 % of the red
 labels outside the crop (behind the dozer).
+
+The dozer in the view (``dozer_body``): the heightmap the policy crops comes from an overhead
+camera (ag2u IV-C: an RGB-D camera above the sandbox gives the dense heightmap *and* the dozer's
+ArUco pose), so it also shows the dozer itself, where the dozer truly is. With ``dozer_body`` set
+(a box ``behind_m`` behind to ``ahead_m`` ahead of the dozer's centre, ``half_width_m`` either side,
+``height_m`` above the target level) :meth:`ObservationRenderer.render` needs the dozer's *true*
+pose and draws that box into the heightmap before cropping at the (estimated) pose it is given:
+with a localisation error the dozer appears off the crop's origin, by that error (ag2u fig. 2b,
+"the translation from state to observation uses the estimated pose"). ``None`` (the default): the
+sand alone.
 """
 import math
 
 import numpy as np
 
-DEFAULTS = {"rows": 32, "cols": 32, "cell_m": 0.08, "behind_m": 0.3, "supersample": 1}
+DEFAULTS = {"rows": 32, "cols": 32, "cell_m": 0.08, "behind_m": 0.3, "supersample": 1, "dozer_body": None}
+DOZER_BODY_KEYS = ("behind_m", "ahead_m", "half_width_m", "height_m")
+
+
+class HeightmapView:
+    """A heightmap as the renderer reads it (``height_m`` [rows, cols] on ``cell_m`` cells, relative to
+    ``target_level_m``): a stored training heightmap, or the camera's view with the dozer drawn in."""
+
+    def __init__(self, height_m, cell_m, target_level_m=0.0):
+        self.height_m = height_m
+        self.cell_m = float(cell_m)
+        self.rows, self.cols = height_m.shape
+        self.target_level_m = float(target_level_m)
+
+
+def with_dozer(world, dozer_pose_ne_yaw, body):
+    """HeightmapView of ``world`` with the dozer's body box (``body``: DOZER_BODY_KEYS, metres) at
+    ``dozer_pose_ne_yaw`` (north_m, east_m, yaw_rad): cells whose centre lies inside the box read
+    max(sand, target level + body height), as an overhead depth camera sees the dozer standing on the sand."""
+    n, e, yaw = dozer_pose_ne_yaw
+    c, s = math.cos(yaw), math.sin(yaw)
+    cell = world.cell_m
+    reach = math.hypot(max(body["behind_m"], body["ahead_m"]), body["half_width_m"]) + cell
+    i0 = max(0, int(math.floor((n - reach) / cell)))
+    i1 = min(world.rows, int(math.ceil((n + reach) / cell)) + 1)
+    j0 = max(0, int(math.floor((e - reach) / cell)))
+    j1 = min(world.cols, int(math.ceil((e + reach) / cell)) + 1)
+    height = np.array(world.height_m, dtype=np.float64, copy=True)
+    if i0 < i1 and j0 < j1:
+        dn = (np.arange(i0, i1) + 0.5) * cell - n
+        de = (np.arange(j0, j1) + 0.5) * cell - e
+        forward = c * dn[:, None] + s * de[None, :]
+        right = -s * dn[:, None] + c * de[None, :]
+        inside = ((forward >= -body["behind_m"]) & (forward <= body["ahead_m"])
+                  & (np.abs(right) <= body["half_width_m"]))
+        top = world.target_level_m + body["height_m"]
+        block = height[i0:i1, j0:j1]
+        block[inside] = np.maximum(block[inside], top)
+    return HeightmapView(height, cell, world.target_level_m)
 
 
 class ObservationRenderer:
@@ -40,6 +88,12 @@ class ObservationRenderer:
         # sub-sample offsets (m) inside a cell, symmetric about its centre
         ss = self.supersample
         self._sub_offsets_m = ((np.arange(ss) + 0.5) / ss - 0.5) * cell
+        body = cfg.get("dozer_body")
+        if body is not None:
+            missing = [k for k in DOZER_BODY_KEYS if k not in body]
+            if missing or not all(float(body[k]) >= 0.0 for k in DOZER_BODY_KEYS if k in body):
+                raise ValueError("observation dozer_body needs non-negative %s, got %r" % (", ".join(DOZER_BODY_KEYS), body))
+        self.dozer_body = None if body is None else {k: float(body[k]) for k in DOZER_BODY_KEYS}
 
     def pixel_to_body(self, row, col):
         """Body-frame (forward_m, right_m) of a crop pixel (fractional indices allowed)."""
@@ -67,8 +121,15 @@ class ObservationRenderer:
         dn, de = north_m - n, east_m - e
         return c * dn + s * de, -s * dn + c * de
 
-    def render(self, world, pose_ne_yaw):
-        """Crop (rows x cols, float32, metres above target) of ``world`` seen from ``pose``."""
+    def render(self, world, pose_ne_yaw, dozer_pose_ne_yaw=None):
+        """Crop (rows x cols, float32, metres above target) of ``world`` seen from ``pose``.
+
+        ``dozer_pose_ne_yaw``: where the dozer truly is, drawn into the heightmap first when the
+        config has a ``dozer_body`` (required then; ignored without one)."""
+        if self.dozer_body is not None:
+            if dozer_pose_ne_yaw is None:
+                raise ValueError("this observation shows the dozer (dozer_body): render needs its true pose")
+            world = with_dozer(world, dozer_pose_ne_yaw, self.dozer_body)
         n, e, yaw = pose_ne_yaw
         c, s = math.cos(yaw), math.sin(yaw)
         rows, cols, ss = self.cfg["rows"], self.cfg["cols"], self.supersample

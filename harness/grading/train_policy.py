@@ -51,11 +51,21 @@ MODEL_DIR = os.path.join(REPO, "models", "grading")
 # 3.2 m x 3.2 m, 1.2 m of it behind the dozer, so every expert way-point of the training data lies
 # inside (the 2.56 m / 0.3 m-behind default crop clipped ~10 % of the red labels); 0.16 m cells with
 # 4 x 4 supersampling (box filter) keep the net small and the receptive field (35 cells) the whole crop.
-AGENT_OBSERVATION = {"rows": 20, "cols": 20, "cell_m": 0.16, "behind_m": 1.2, "supersample": 4}
+# The overhead camera's heightmap shows the dozer (observation.with_dozer): a box over its tracks and blade,
+# 0.25 m behind to 0.2 m ahead of its centre (the blade edge), 0.4 m wide (the blade), 0.2 m tall (above
+# the sand piles after erosion).
+DOZER_BODY = {"behind_m": 0.25, "ahead_m": 0.2, "half_width_m": 0.2, "height_m": 0.2}
+AGENT_OBSERVATION = {"rows": 20, "cols": 20, "cell_m": 0.16, "behind_m": 1.2, "supersample": 4,
+                     "dozer_body": DOZER_BODY}
 DAGGER_NOISE = {"agent1": "noise_less", "agent2": "sensor_fusion"}
 OBSERVATION_TEXT = {
     "agent1": "true pose (crop repeated k_samples + 1 times per decision)",
     "agent2": "true pose + k_samples poses from N(x_est, Sigma) (eq. 1)",
+}
+LABEL_FRAME_TEXT = {
+    "execution": "way-points shifted by each crop pose's position error (where to drive on that estimate to "
+                 "reach the expert's way-point)",
+    "estimate": "the expert's world way-points in each crop's frame",
 }
 
 
@@ -77,39 +87,49 @@ def make_card(agent, fcn_config, obs_config, training=None, metrics=None):
 
 
 def mirrored(crops, greens, reds, cols):
-    """Crops and labels plus their east-west mirror images: the sand world, the dozer and the expert's
+    """Crops and way-points plus their east-west mirror images: the sand world, the dozer and the expert's
     rule (pushes run north; the lane laterally closest to the dozer) are symmetric under a left-right
-    flip of the crop, so a flipped crop with flipped way-point columns is another valid expert decision."""
+    flip of the crop, so a flipped crop with flipped way-point columns is another valid expert decision.
+    Way-points as int labels (row * cols + col) or fractional (row, col) points [N, 2]."""
     def flip(labels):
+        labels = np.asarray(labels)
+        if labels.ndim == 2:
+            return np.stack([labels[:, 0], (cols - 1) - labels[:, 1]], axis=1)
         row, col = np.divmod(labels, cols)
         return row * cols + (cols - 1 - col)
     return (np.concatenate([crops, crops[:, :, ::-1]]), np.concatenate([greens, flip(greens)]),
             np.concatenate([reds, flip(reds)]))
 
 
-def soft_targets(rows, cols, sigma_cells):
-    """[rows*cols, rows*cols] float32: row ``k`` is a Gaussian of ``sigma_cells`` around cell ``k`` over the
-    crop's cells, summing to 1 (the target distribution of a way-point labelled at cell ``k``)."""
-    r = np.arange(rows * cols) // cols
-    c = np.arange(rows * cols) % cols
-    d2 = (r[:, None] - r[None, :]) ** 2 + (c[:, None] - c[None, :]) ** 2
-    t = np.exp(-0.5 * d2 / float(sigma_cells) ** 2)
+def soft_targets(points, rows, cols, sigma_cells):
+    """float32 [N, rows*cols]: for each fractional way-point (row, col) of ``points`` [N, 2], a Gaussian
+    of ``sigma_cells`` centred on it over the crop's cells, summing to 1 (the target distribution of the
+    way-point map; centred on the exact point, so the sub-cell position that the refined peak read-out
+    recovers is in the target, not rounded to a cell)."""
+    p = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    r = (np.arange(rows * cols) // cols).astype(np.float64)
+    c = (np.arange(rows * cols) % cols).astype(np.float64)
+    d2 = (r[None, :] - p[:, :1]) ** 2 + (c[None, :] - p[:, 1:]) ** 2
+    logit = -0.5 * d2 / float(sigma_cells) ** 2
+    t = np.exp(logit - logit.max(axis=1, keepdims=True))
     return (t / t.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
 def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=None, batch=128, log=print,
-          mirror=False, device="cpu", workers=1, label_sigma_cells=0.0):
+          mirror=False, device="cpu", workers=1, label_sigma_cells=0.0, label_frame="execution"):
     """Weights (dict of float32 arrays) after ``epochs`` passes over the crops of ``data`` (and their
     mirror images with ``mirror``), trained on torch ``device`` (the crops are rendered in ``workers``
     processes; the crops do not depend on it). ``label_sigma_cells`` > 0: cross-entropy against a Gaussian
-    of that many cells around each label cell (soft targets, as heatmap keypoint detectors train) instead
-    of the label cell alone."""
+    of that many cells centred on each way-point's exact (sub-cell) position (soft targets, as heatmap
+    keypoint detectors train) instead of the nearest cell alone. ``label_frame``: agent2's eq. 1 crop labels (dataset.crops_and_labels)."""
     import torch
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    crops, greens, reds = dataset.crops_and_labels(data, agent, rng, obs_config, k_samples=k_samples,
-                                                   workers=workers)
+    crops, greens, reds = dataset.crops_and_points(data, agent, rng, obs_config, k_samples=k_samples,
+                                                   workers=workers, label_frame=label_frame)
+    if label_sigma_cells <= 0.0:                  # hard labels: the nearest cell
+        greens, reds = dataset.pixel_labels(greens, obs_config["cols"]), dataset.pixel_labels(reds, obs_config["cols"])
     if mirror:
         crops, greens, reds = mirrored(crops, greens, reds, obs_config["cols"])
     crops = np.ascontiguousarray(crops)
@@ -123,10 +143,11 @@ def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=Non
     yr = torch.from_numpy(reds).to(device)
     n = len(x)
     if label_sigma_cells > 0.0:
-        targets = torch.from_numpy(soft_targets(obs_config["rows"], obs_config["cols"], label_sigma_cells)).to(device)
 
         def head_loss(logit, y):
-            return -(targets[y] * torch.nn.functional.log_softmax(logit, dim=-1)).sum(-1).mean()
+            target = torch.from_numpy(soft_targets(y.cpu().numpy(), obs_config["rows"], obs_config["cols"],
+                                                   label_sigma_cells)).to(device)
+            return -(target * torch.nn.functional.log_softmax(logit, dim=-1)).sum(-1).mean()
     else:
         head_loss = torch.nn.functional.cross_entropy
     total = 0.0
@@ -148,20 +169,27 @@ def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=Non
 
 
 def accuracy(weights, fcn_config, obs_config, data, pose_key="true_pose"):
-    """Per-metre accuracy of the argmax way-points on (held-out) expert decisions.
+    """Per-metre accuracy of the agent's way-points on (held-out) expert decisions.
 
-    Crops rendered at ``data[pose_key]``; errors in the body frame of that pose (m):
-    median |forward| and |lateral| error, share within 0.2 m laterally / 0.25 m overall.
+    Crops rendered at ``data[pose_key]`` (the dozer drawn at the true pose when the observation shows
+    it). Each way-point is taken where the dozer truly goes when it is driven to on that pose as its
+    estimate (the way-point shifted back by the pose's position error, dataset.execution_point), and
+    compared with the expert's: errors in the body frame of that pose (m), median |forward| and
+    |lateral| error, share within 0.2 m laterally / 0.25 m overall. At the true pose that is the
+    way-point itself.
     """
     decider = PolicyDecider(weights, make_card("eval", fcn_config, obs_config))
     renderer = decider.renderer
     err = {"green": [], "red": []}
     for i in range(len(data["true_pose"])):
-        world = dataset._HeightOnly(data["height_m"][i], float(data["cell_m"]))
+        world = dataset.HeightmapView(data["height_m"][i], float(data["cell_m"]))
         pose = tuple(data[pose_key][i])
-        pixels = decider.way_point_pixels(renderer.render(world, pose))
+        true_pose = tuple(data["true_pose"][i])
+        pixels = decider.way_point_pixels(renderer.render(world, pose, true_pose))
         for name, (row, col) in zip(("green", "red"), pixels):
-            f, r = renderer.pixel_to_body(row, col)
+            n, e = renderer.body_to_world(pose, *renderer.pixel_to_body(row, col))
+            reached = (n - (pose[0] - true_pose[0]), e - (pose[1] - true_pose[1]))
+            f, r = renderer.world_to_body(pose, *reached)
             point = data[name + "_ne_m"][i]
             tf, tr = renderer.world_to_body(pose, point[0], point[1])
             err[name].append((f - tf, r - tr))
@@ -193,7 +221,8 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
     if args.epochs > 0 or init is None:
         weights, stats = train(agent, data, args.seed, args.epochs, fcn_config, obs_config, args.k_samples,
                                init=init, batch=args.batch, log=log, mirror=args.mirror, device=args.device,
-                               workers=args.workers, label_sigma_cells=args.label_sigma_cells)
+                               workers=args.workers, label_sigma_cells=args.label_sigma_cells,
+                               label_frame=args.label_frame)
     else:
         weights, stats = init, {}
     rounds = []
@@ -212,7 +241,8 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
             % (agent, r + 1, len(dag["true_pose"]), time.perf_counter() - t1, len(agg["true_pose"])))
         weights, stats = train(agent, agg, args.seed + r + 1, args.dagger_epochs, fcn_config, obs_config,
                                args.k_samples, init=weights, batch=args.batch, log=log, mirror=args.mirror,
-                               device=args.device, workers=args.workers, label_sigma_cells=args.label_sigma_cells)
+                               device=args.device, workers=args.workers, label_sigma_cells=args.label_sigma_cells,
+                               label_frame=args.label_frame)
         rounds.append({"episodes": args.dagger_episodes, "noise": dagger_noise,
                        "visited_decisions": int(len(dag["true_pose"])), "epochs": args.dagger_epochs})
         if on_round is not None and r < args.dagger_rounds - 1:
@@ -230,6 +260,8 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
                 "epochs": args.epochs, "k_samples": args.k_samples, "batch": args.batch,
                 "mirror_augmentation": bool(args.mirror), "label_sigma_cells": args.label_sigma_cells,
                 "optimizer": "Adam lr 1e-3", "observations": OBSERVATION_TEXT[agent],
+                "label_frame": args.label_frame if agent == "agent2" else "true pose",
+                "labels": LABEL_FRAME_TEXT[args.label_frame] if agent == "agent2" else "the expert's way-points",
                 "dataset_noise": "sensor_fusion (expert drives on the estimate, labels on the true state)",
                 "aiding_error": args.aiding_error,
                 "dagger": list(rounds), "dagger_max_legs": args.dagger_max_legs, "aggregated_decisions": int(len(agg["true_pose"])),
@@ -266,7 +298,12 @@ def main(argv=None):
     ap.add_argument("--k-samples", type=int, default=8, help="eq. 1 poses per decision for agent2")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--label-sigma-cells", type=float, default=0.0,
-                    help="soft targets: a Gaussian of this many cells around each label (0: the label cell alone)")
+                    help="soft targets: a Gaussian of this many cells centred on each way-point (0: its nearest cell alone)")
+    ap.add_argument("--label-frame", default="execution", choices=dataset.LABEL_FRAMES,
+                    help="agent2's labels of its eq. 1 crops: execution (where to drive on that estimate to reach "
+                         "the expert's way-point; default) or estimate (the expert's way-points in the crop's frame)")
+    ap.add_argument("--no-dozer-view", action="store_true",
+                    help="observations of the sand alone (the camera's heightmap without the dozer in it)")
     ap.add_argument("--mirror", action="store_true", help="also train on the east-west mirror image of every crop")
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     ap.add_argument("--workers", type=int, default=1, help="processes collecting the expert and DAgger episodes "
@@ -294,6 +331,8 @@ def main(argv=None):
         torch.backends.cudnn.benchmark = False
     fcn_config = dict(FCN_DEFAULTS, channels=args.channels, layers=args.layers)
     obs_config = dict(AGENT_OBSERVATION)
+    if args.no_dozer_view:
+        obs_config["dozer_body"] = None
     t0 = time.perf_counter()
     if args.data and os.path.exists(args.data):
         with np.load(args.data) as f:

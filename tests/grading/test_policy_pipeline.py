@@ -102,7 +102,7 @@ def test_decider_reads_float_and_int8_maps_the_same_way():
     rows, cols = flt.renderer.cfg["rows"], flt.renderer.cfg["cols"]
     world = SandWorld({"piles_min": 0, "piles_max": 0})
     world.add_pile(1.4, 1.1, 0.005, 0.15)
-    crop = flt.renderer.render(world, (0.5, 1.0, 0.1))
+    crop = flt.renderer.render(world, (0.5, 1.0, 0.1), (0.5, 1.0, 0.1))     # the dozer where the crop is
     weights, card = load_agent("agent2")
     cells = PolicyDecider(weights, card, refine_half_window=0, mirror_average=False).way_point_pixels(crop)
     logits = forward_numpy(weights, crop, flt.fcn)
@@ -132,7 +132,7 @@ def test_mirror_averaging_makes_the_decision_mirror_symmetric():
     world = SandWorld({"piles_min": 0, "piles_max": 0})
     world.add_pile(1.4, 1.3, 0.005, 0.15)
     world.add_pile(1.7, 0.6, 0.003, 0.12)
-    crop = flt.renderer.render(world, (0.5, 1.0, 0.2))
+    crop = flt.renderer.render(world, (0.5, 1.0, 0.2), (0.52, 0.97, 0.18))  # the dozer a little off the crop
     mirrored = np.ascontiguousarray(crop[:, ::-1])
     for (r0, c0), (r1, c1) in zip(flt.way_point_pixels(crop), flt.way_point_pixels(mirrored)):
         assert r1 == pytest.approx(r0, abs=1e-9) and c1 == pytest.approx(cols - 1 - c0, abs=1e-9)
@@ -180,11 +180,12 @@ def test_agents_get_the_same_number_of_crops_per_decision():
 def test_supersampled_crop_reports_the_mean_height_of_each_cell():
     world = SandWorld({"piles_min": 0, "piles_max": 0})
     world.add_pile(1.5, 1.1, 0.004, 0.12)
-    coarse = ObservationRenderer(AGENT_OBSERVATION)
+    sand_only = dict(AGENT_OBSERVATION, dozer_body=None)
+    coarse = ObservationRenderer(sand_only)
     crop = coarse.render(world, (1.0, 1.0, 0.3))
     cell_area = AGENT_OBSERVATION["cell_m"] ** 2
     assert float(crop.sum()) * cell_area == pytest.approx(0.004, rel=0.03)   # box filter keeps the volume
-    sampled = ObservationRenderer(dict(AGENT_OBSERVATION, supersample=1)).render(world, (1.0, 1.0, 0.3))
+    sampled = ObservationRenderer(dict(sand_only, supersample=1)).render(world, (1.0, 1.0, 0.3))
     assert sampled.shape == crop.shape and not np.allclose(sampled, crop)
     with pytest.raises(ValueError):
         ObservationRenderer(dict(AGENT_OBSERVATION, supersample=0))
@@ -229,11 +230,12 @@ def test_missing_or_corrupt_model_is_a_clear_error(tmp_path):
         load_agent("agent1", str(tmp_path))
 
 
-def test_soft_targets_are_normalised_gaussians_around_the_label_cell():
+def test_soft_targets_are_normalised_gaussians_centred_on_the_exact_way_point():
     from harness.grading.train_policy import soft_targets
 
     rows, cols = 5, 4
-    t = soft_targets(rows, cols, 1.0)
+    cells = np.array([divmod(k, cols) for k in range(rows * cols)], dtype=np.float64)
+    t = soft_targets(cells, rows, cols, 1.0)
     assert t.shape == (rows * cols, rows * cols) and t.dtype == np.float32
     assert np.allclose(t.sum(axis=1), 1.0)
     assert all(int(np.argmax(t[k])) == k for k in range(rows * cols))           # peak on the label cell
@@ -241,7 +243,12 @@ def test_soft_targets_are_normalised_gaussians_around_the_label_cell():
     up, down, left, right = t[k, k - cols], t[k, k + cols], t[k, k - 1], t[k, k + 1]
     assert up == pytest.approx(down) and left == pytest.approx(right) and up == pytest.approx(left)
     assert up / t[k, k] == pytest.approx(math.exp(-0.5), rel=1e-6)             # one cell away, sigma 1 cell
-    assert np.allclose(soft_targets(rows, cols, 0.05), np.eye(rows * cols), atol=1e-6)   # narrow: one-hot
+    assert np.allclose(soft_targets(cells, rows, cols, 0.05), np.eye(rows * cols), atol=1e-6)   # narrow: one-hot
+    # a way-point between cells: the target's centroid is the way-point, not its nearest cell
+    between = soft_targets(np.array([[4.0, 4.3]]), 9, 9, 1.0)[0].reshape(9, 9)
+    assert int(np.argmax(between)) == 4 * 9 + 4
+    assert float((between.sum(axis=0) * np.arange(9)).sum()) == pytest.approx(4.3, abs=0.01)
+    assert float((between.sum(axis=1) * np.arange(9)).sum()) == pytest.approx(4.0, abs=0.01)
 
 
 @pytest.mark.parametrize("sigma", ["-1", "nan"])
@@ -272,6 +279,7 @@ def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tm
     assert card["training"]["epochs"] == 1 and card["training"]["behaviour_cloning"]["epochs"] == 1
     assert card["training"]["mirror_augmentation"] is True and card["training"]["device"] == "cpu"
     assert card["training"]["label_sigma_cells"] == 1.0 and card["training"]["dagger"][0]["noise"] == "noise_less"
+    assert card["training"]["label_frame"] == "execution"
     assert card["training"]["dagger"][0]["visited_decisions"] >= 1
     assert card["training"]["aggregated_decisions"] > card["training"]["decisions"]
     assert 0.0 <= card["metrics"]["heldout_true_pose"]["green"]["lateral_within_0.2m"] <= 1.0
@@ -305,6 +313,11 @@ def test_mirror_augmentation_flips_crops_and_way_point_labels_together():
             assert m_crops[3 + i].reshape(-1)[m_labels[3 + i]] == crops[i].reshape(-1)[label]
             row, col = divmod(int(label), cols)
             assert divmod(int(m_labels[3 + i]), cols) == (row, cols - 1 - col)
+    # fractional (row, col) way-points (the soft targets' centres) flip their column the same way
+    points = rng.uniform(0, rows - 1, size=(3, 2))
+    _, m_points, _ = mirrored(crops, points, points, cols)
+    assert np.array_equal(m_points[:3], points)
+    assert np.allclose(m_points[3:], np.stack([points[:, 0], cols - 1 - points[:, 1]], axis=1))
 
 
 def test_dataset_collected_in_worker_processes_equals_one_collection():
