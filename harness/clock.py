@@ -37,6 +37,24 @@ class SimClock:
         heapq.heappush(self._queue, (time_us, priority, self._seq, fn))
         self._seq += 1
 
+    def reserve(self, time_us, priority=PRIORITY_DEFAULT):
+        """The place ``call_at(time_us, fn, priority)`` would give an event now, without scheduling it:
+        a key for :meth:`call_reserved`. Lets a caller whose deadline keeps moving (a radio's timer
+        re-armed on every frame) keep one event in the queue instead of one per move, while the event
+        that finally fires still fires exactly where call_at would have put it."""
+        time_us = int(time_us)
+        if time_us < self._now_us:
+            raise SimClockError("cannot schedule at %d us, already at %d us" % (time_us, self._now_us))
+        key = (time_us, priority, self._seq)
+        self._seq += 1
+        return key
+
+    def call_reserved(self, key, fn):
+        """Run ``fn(now_us)`` once at a key from :meth:`reserve` (its time not passed yet)."""
+        if key[0] < self._now_us:
+            raise SimClockError("cannot schedule at %d us, already at %d us" % (key[0], self._now_us))
+        heapq.heappush(self._queue, (key[0], key[1], key[2], fn))
+
     def call_every(self, period_us, fn, start_us=None, priority=PRIORITY_DEFAULT):
         """Run ``fn(now_us)`` every ``period_us`` from ``start_us`` (default: now)."""
         period_us = int(period_us)

@@ -157,7 +157,8 @@ class SimCrazyflieServer:
         """Advance every drone to ``now_us`` and send its due log packets."""
         for i, drone in enumerate(self.drones):
             out = drone.advance(now_us)
-            self._send_all(i, out)
+            if out:                      # most ticks send no log packet
+                self._send_all(i, out)
 
     def wait_until(self, predicate, timeout_s=2.0):
         """Wait (bounded) until ``predicate()`` holds; re-checked after every packet served."""

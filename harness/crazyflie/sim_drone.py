@@ -131,6 +131,7 @@ class SimCrazyflie:
         self.log_vars = [_LogVar(i, g, n, t, s) for i, (g, n, t, s) in enumerate(LOG_VARIABLES)]
         self.params = [_Param(i, g, n, t, f, d, p) for i, (g, n, t, f, d, p) in enumerate(PARAMS)]
         self._param_by_name = {(p.group, p.name): p for p in self.params}
+        self._stabilizer_stop = self._param_by_name[("stabilizer", "stop")]    # read every physics step
         self._log_toc = [v.toc_bytes() for v in self.log_vars]
         self._param_toc = [p.toc_bytes() for p in self.params]
         self.log_toc_crc = _toc_crc(crtp.PORT_LOG, self._log_toc)
@@ -156,11 +157,14 @@ class SimCrazyflie:
         self.target = {"x": 0.0, "y": 0.0, "z": 0.0, "vx": 0.0, "vy": 0.0, "vz": 0.0}
         self._range_cache = None
         self._sources = self._make_sources()
+        self._handled = 0                # datagrams handled so far
+        self._controlled = None          # (time_us, _handled) of the last control pass advance() ended with
 
     # ================================================================ packet entry point
     def handle(self, datagram, now_us, client=None):
         """Answer one datagram from ``client``; returns the reply datagrams (bytes)."""
         with self.lock:
+            self._handled += 1
             self.stats["rx_packets"] += 1
             if self.silent:
                 self.stats["dropped_silent"] += 1
@@ -692,20 +696,29 @@ class SimCrazyflie:
         """Integrate the vehicle up to now_us and return due log packets as [(client, datagram)]."""
         with self.lock:
             now_us = int(now_us)
-            self._skip_log_backlog(now_us)
+            # the earliest due time changes only where blocks are skipped or logged (below)
+            due = self.next_log_due_us()
+            if due is not None and due <= now_us:
+                self._skip_log_backlog(now_us)
+                due = self.next_log_due_us()
             out = []
+            # the last advance() ended with a control pass at this very time: unless a datagram was handled
+            # since (the commander's state changes only there), the first step's pass would repeat it
+            control = self._controlled != (self.time_us, self._handled)
             while self.time_us < now_us:
                 dt_us = min(self._physics_dt_us, now_us - self.time_us)
-                due = self.next_log_due_us()
                 if due is not None and self.time_us < due < self.time_us + dt_us:
                     dt_us = due - self.time_us       # land on the log time: packets carry the state then
-                self._control(self.time_us)
+                if control:
+                    self._control(self.time_us)
+                control = True
                 self.vehicle.step(dt_us * 1e-6)
                 self.time_us += dt_us
                 if due is not None and due <= self.time_us:     # else no block is due (none changes here)
                     out += self._due_logs(self.time_us)
+                    due = self.next_log_due_us()
             self._control(now_us)
-            due = self.next_log_due_us()
+            self._controlled = (now_us, self._handled)
             if due is not None and due <= now_us:
                 out += self._due_logs(now_us)
             return out
@@ -722,7 +735,7 @@ class SimCrazyflie:
 
     def _control(self, now_us):
         v = self.vehicle
-        if self.locked or not self.armed or self._p("stabilizer", "stop").value:
+        if self.locked or not self.armed or self._stabilizer_stop.value:
             if v.motors_on:
                 v.motors_off()
             return

@@ -167,7 +167,8 @@ class _Node:
         self.ant_true_s = ant_true_ticks / T.TICK_HZ
         self.driver = None
         self.alive = False
-        self.timer_gen = 0
+        self.timer_key = None      # SimClock key (harness.clock.SimClock.reserve) of the armed timer
+        self.watch = None          # key of this node's earliest queued timer event (<= timer_key)
         self.deadline_local = None
         self.busy_until_s = -1.0
         self.tx_intervals = []     # (commit_s, end_s) of own transmissions (deaf)
@@ -259,7 +260,7 @@ class UwbNetwork:
         """``node_id`` stops dead now (no more frames, events or timers)."""
         n = self.nodes[node_id]
         n.alive = False
-        n.timer_gen += 1
+        n.timer_key = None
         n.driver = None
         n.pending = None
 
@@ -306,15 +307,21 @@ class UwbNetwork:
                     cb(n.id, s, now_us)
         if deadline_local != n.deadline_local:
             n.deadline_local = deadline_local
-            n.timer_gen += 1
+            n.timer_key = None
             if deadline_local is not None:
                 t = n.clock.true_us_for(deadline_local)
                 if t <= now_us:
                     # a deadline already due fires 1 us later: a node that keeps returning a
                     # past deadline cannot stall simulated time
                     t = now_us + 1
-                gen = n.timer_gen
-                self.clock.call_at(t, lambda now, n=n, gen=gen: self._timer(n, gen, now))
+                # The timer's place in the event order is taken now (as call_at would), but a node's
+                # deadline moves on nearly every frame it hears (its silence timeout): one queued event
+                # per node, at or before the armed key, waits for it (see _wake) instead of one per move
+                key = self.clock.reserve(t)
+                n.timer_key = key
+                if n.watch is None or key < n.watch:
+                    n.watch = key
+                    self.clock.call_reserved(key, lambda now, n=n, key=key: self._wake(n, key, now))
 
     def _deliver(self, n, event, now_us):
         if not n.alive:
@@ -323,11 +330,21 @@ class UwbNetwork:
         samples, deadline = n.driver.on_event(event, n.clock.local_us(now_us))
         self._handle(n, samples, deadline, now_us)
 
-    def _timer(self, n, gen, now_us):
-        if gen != n.timer_gen or not n.alive:
+    def _wake(self, n, key, now_us):
+        """A node's queued timer event: fires the timer armed at ``key``, or queues one for the timer armed
+        since at its reserved (later) key, or does nothing (superseded by an earlier event, timer gone)."""
+        if n.watch is not key:
             return
+        n.watch = None
+        armed = n.timer_key
+        if armed is None or not n.alive:
+            return
+        if armed is not key:
+            n.watch = armed
+            self.clock.call_reserved(armed, lambda now, n=n, armed=armed: self._wake(n, armed, now))
+            return
+        n.timer_key = None
         n.deadline_local = None          # fired: a new (even equal) deadline is re-armed
-        n.timer_gen += 1
         self._deliver(n, ("timer",), now_us)
 
     def _air_s(self, length):

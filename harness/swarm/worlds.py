@@ -119,6 +119,9 @@ class CflibWorld:
         self._min_sep = math.inf
         self._latest = {i: {} for i in range(m)}
         self.reported_vel = {i: (0.0, 0.0) for i in range(m)}
+        self._vel_ticks = 0              # _physics_tick calls so far (the reported velocities' version)
+        self._uwb_key = None             # (drone 0's physics time, _vel_ticks) the UWB states were built at
+        self._uwb_states = None
         # cflib's TOC cache: one folder per world (the simulated Crazyflies share one TOC, so drones after
         # the first connect from the cache; without a folder cflib prints a warning per connection)
         self._toc_cache_dir = tempfile.mkdtemp(prefix="swarm-cf-toc-")
@@ -174,7 +177,14 @@ class CflibWorld:
 
     # -- simulated world ----------------------------------------------------------
     def _uwb_state(self, _now_us):
-        return {i: ((v.north_m, v.east_m), self.reported_vel[i]) for i, v in enumerate(self.fleet.vehicles)}
+        # positions move only in the fleet's physics steps (every drone at once, to the same time: drone 0's
+        # time stands for the fleet's), reported velocities only in _physics_tick: rebuilt when either did
+        key = (self.fleet.drones[0].time_us, self._vel_ticks)
+        if key != self._uwb_key:
+            self._uwb_states = {i: ((v.north_m, v.east_m), self.reported_vel[i])
+                                for i, v in enumerate(self.fleet.vehicles)}
+            self._uwb_key = key
+        return self._uwb_states
 
     def _on_range(self, node_id, sample, true_us):
         # the drone's runtime stamps a range when its UWB driver delivers it (its clock = mission time);
@@ -197,6 +207,7 @@ class CflibWorld:
             c, s_ = math.cos(v.yaw_rad), math.sin(v.yaw_rad)
             nz = noise[i]
             self.reported_vel[i] = (c * vn + s_ * ve + nz[0], -s_ * vn + c * ve + nz[1])
+        self._vel_ticks += 1
         for a in range(self.m):
             for b in range(a + 1, self.m):
                 d = math.hypot(vs[a].north_m - vs[b].north_m, vs[a].east_m - vs[b].east_m)

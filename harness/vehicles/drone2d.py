@@ -103,6 +103,8 @@ class Drone2D:
         self.rejected_commands = 0
         self.distance_m = 0.0
         self.airborne_s = 0.0
+        self._lag_dt_s = None            # the step length the first-order factors below are for
+        self._lag = None                 # (velocity, yaw-rate, height) 1 - exp(-dt / tau)
 
     # ---- inputs -----------------------------------------------------------------------
     def command_velocity(self, vel_north_mps, vel_east_mps, yaw_rate_radps=0.0):
@@ -169,18 +171,29 @@ class Drone2D:
         return (self.vel_north_mps, self.vel_east_mps, -self.climb_mps)
 
     # ---- physics ----------------------------------------------------------------------
+    def _lag_factors(self, dt_s):
+        """(velocity, yaw rate, height) first-order factors 1 - exp(-dt_s / tau), kept for the last step
+        length (the physics steps at one dt nearly always)."""
+        if dt_s != self._lag_dt_s:
+            cfg = self.cfg
+            self._lag = (1.0 - math.exp(-dt_s / cfg["vel_time_constant_s"]),
+                         1.0 - math.exp(-dt_s / cfg["yaw_time_constant_s"]),
+                         1.0 - math.exp(-dt_s / cfg["height_time_constant_s"]))
+            self._lag_dt_s = dt_s
+        return self._lag
+
     def step(self, dt_s):
         """Advance dt_s seconds (exact first-order responses, then limits)."""
         if not (dt_s > 0):
             return
         cfg = self.cfg
-        self._step_vertical(dt_s)
+        lag_vel, lag_yaw, lag_height = self._lag_factors(dt_s)
+        self._step_vertical(dt_s, lag_height)
         vn0, ve0 = self.vel_north_mps, self.vel_east_mps
         if self.airborne and self.motors_on:
             if self.h_mode == H_VELOCITY:
-                a = 1.0 - math.exp(-dt_s / cfg["vel_time_constant_s"])
-                dvn = a * (self.cmd_vel_ne_mps[0] - vn0)
-                dve = a * (self.cmd_vel_ne_mps[1] - ve0)
+                dvn = lag_vel * (self.cmd_vel_ne_mps[0] - vn0)
+                dve = lag_vel * (self.cmd_vel_ne_mps[1] - ve0)
             else:
                 dvn = self.cmd_acc_ne_mps2[0] * dt_s
                 dve = self.cmd_acc_ne_mps2[1] * dt_s
@@ -194,14 +207,12 @@ class Drone2D:
             if speed > cfg["max_speed_mps"]:
                 vn *= cfg["max_speed_mps"] / speed
                 ve *= cfg["max_speed_mps"] / speed
-            ay = 1.0 - math.exp(-dt_s / cfg["yaw_time_constant_s"])
             lim = cfg["max_yaw_rate_radps"]
             yaw_cmd = max(-lim, min(lim, self.cmd_yaw_rate_radps))
-            self.yaw_rate_radps += ay * (yaw_cmd - self.yaw_rate_radps)
+            self.yaw_rate_radps += lag_yaw * (yaw_cmd - self.yaw_rate_radps)
         elif self.airborne:
             # motors off in the air: no horizontal control, drag bleeds off the speed
-            a = 1.0 - math.exp(-dt_s / cfg["vel_time_constant_s"])
-            vn, ve = vn0 - a * vn0, ve0 - a * ve0
+            vn, ve = vn0 - lag_vel * vn0, ve0 - lag_vel * ve0
             self.yaw_rate_radps = 0.0
         else:
             vn, ve = 0.0, 0.0
@@ -221,12 +232,11 @@ class Drone2D:
             self.airborne_s += dt_s
             self.battery_v = max(cfg["battery_empty_v"], self.battery_v - cfg["battery_drain_vps"] * dt_s)
 
-    def _step_vertical(self, dt_s):
+    def _step_vertical(self, dt_s, lag_height):
         cfg = self.cfg
         h0 = self.height_m
         if self.v_mode == V_HEIGHT:
-            a = 1.0 - math.exp(-dt_s / cfg["height_time_constant_s"])
-            dh = a * (self.cmd_height_m - h0)
+            dh = lag_height * (self.cmd_height_m - h0)
             dh_max = cfg["max_climb_mps"] * dt_s
             dh = max(-dh_max, min(dh_max, dh))
             h = h0 + dh

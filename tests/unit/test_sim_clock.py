@@ -26,6 +26,21 @@ def test_time_never_goes_back():
         clock.call_at(10, lambda t: None)
 
 
+def test_reserved_event_fires_where_call_at_would_have_put_it():
+    clock = SimClock()
+    fired = []
+    clock.call_at(200, lambda t: fired.append("before"))
+    key = clock.reserve(200)                 # its place: after "before", ahead of "after"
+    clock.call_at(200, lambda t: fired.append("after"))
+    clock.call_at(100, lambda t: clock.call_reserved(key, lambda t2: fired.append(("reserved", t2))))
+    clock.advance_to(300)
+    assert fired == ["before", ("reserved", 200), "after"]
+    with pytest.raises(SimClockError):
+        clock.call_reserved(key, lambda t: None)         # its time has passed
+    with pytest.raises(SimClockError):
+        clock.reserve(299)
+
+
 def test_scheduler_runs_in_lockstep_with_world_events():
     clock = SimClock()
     world = []

@@ -22,6 +22,8 @@ class UwbDriver:
     def on_event(self, event, now_us):
         """Feed one radio/timer event; returns (range samples, next deadline)."""
         acts, deadline = self.node.on_event(event, now_us)
+        if not acts:                     # most frames a node hears ask nothing of it
+            return [], deadline
         return self._execute(acts), deadline
 
     def set_velocity(self, vx_mps, vy_mps):
