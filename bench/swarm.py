@@ -12,11 +12,11 @@ stepped in this pure-filter mode), on the committed models. Measured side by sid
 * particle-filter kernels cython / numpy / pure on the direct link.
 
 ``sim_seconds_per_wall_second`` = simulated seconds (take-off + mission) / wall seconds of the
-same span, cflib link, cython kernels (best of ``REPEATS``). ``cflib_over_direct_pure_ratio`` divides it by the
-pure-Python direct run of the same process, a reference for the host's speed at the time. Connecting (cflib TOC download) and
-closing the links (the links close together; the driver stops cflib's dispatcher before close_link so
-that cflib does not wait up to 1 s on it) are one-off costs reported apart, with the figure that
-includes them. ``cpu`` figures divide by this process's CPU time (cflib
+same span, cflib link, cython kernels (best of ``REPEATS``). ``cflib_over_direct_pure_ratio``
+divides it by the pure-Python direct run of the same process, a rough reference for the host's speed
+at the time (that run drifts too). Connecting (cflib TOC download) and closing the links (the links
+close together; the driver stops cflib's dispatcher before close_link so that cflib does not wait up
+to 1 s on it) are one-off costs reported apart, with the figure that includes them. ``cpu`` figures divide by this process's CPU time (cflib
 runs its own threads; on one core the CPU figure is the bound). Writes bench/results/swarm.json.
 
 The issue's target is >= 20 "on one core": the process (and the threads it starts: cflib's, the
@@ -94,7 +94,7 @@ def main(argv=None):
         "sim_seconds_per_cpu_second_incl_connect_close": head["sim_per_cpu_total"],
         "cflib_link_cost_ratio": res["direct/cython"]["sim_per_wall_mission"] / head["sim_per_wall_mission"],
         # the headline over the pure-Python direct run of the same process: a host-speed reference for
-        # comparing runs taken on this drifting host at different times (same code: the ratio stays)
+        # comparing runs taken on this drifting host at different times (rough: that run drifts too)
         "cflib_over_direct_pure_ratio": head["sim_per_wall_mission"] / res["direct/pure"]["sim_per_wall_mission"],
         "target": 20.0, "drones": 4, "n_particles": n, "flight_s": DURATION_S, "repeats": REPEATS,
         "cpu_count": os.cpu_count(), "pinned_cpus": cpus, "runs": res,
