@@ -16,8 +16,9 @@ same span, cflib link, cython kernels (best of ``REPEATS``). ``cflib_over_direct
 divides it by the pure-Python direct run of the same process, a rough reference for the host's speed
 at the time (that run drifts too). Connecting (cflib TOC download) and closing the links (the links
 close together; the driver stops cflib's dispatcher before close_link so that cflib does not wait up
-to 1 s on it) are one-off costs reported apart, with the figure that includes them. ``cpu`` figures divide by this process's CPU time (cflib
-runs its own threads; on one core the CPU figure is the bound). Writes bench/results/swarm.json.
+to 1 s on it) are one-off costs reported apart, with the figure that includes them. ``cpu`` figures
+divide by this process's CPU time (cflib runs its own threads; on one core the CPU figure is the
+bound). Writes bench/results/swarm.json.
 
 The issue's target is >= 20 "on one core": the process (and the threads it starts: cflib's, the
 simulated fleet's server) is pinned to one CPU of its affinity set before anything runs
