@@ -2,7 +2,9 @@
 
 Unknown keys and wrong types are errors with one clear line, never silently ignored.
 """
+import argparse
 import json
+import math
 import os
 import tomllib
 
@@ -47,6 +49,15 @@ def _type_ok(default, value):
     return isinstance(value, type(default))
 
 
+def _finite(value):
+    """False for a NaN or infinite float, also inside lists (e.g. way-points)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
+
+
 def merge(defaults, overrides, where="config"):
     """Deep-merge ``overrides`` into a copy of ``defaults``; unknown keys / wrong types raise ConfigError."""
     out = json.loads(json.dumps(defaults))
@@ -61,6 +72,8 @@ def merge(defaults, overrides, where="config"):
         else:
             if not _type_ok(out[key], value):
                 raise ConfigError("setting %s must be %s, got %r" % (path, type(out[key]).__name__, value))
+            if not _finite(value):
+                raise ConfigError("setting %s must be finite, got %r" % (path, value))
             out[key] = float(value) if isinstance(out[key], float) else value
     return out
 
@@ -82,3 +95,83 @@ def parse_set(items):
             node = node.setdefault(p, {})
         node[parts[-1]] = value
     return out
+
+
+def positive_int(text):
+    """argparse type: an integer >= 1 (``--rollouts 0`` is an error, not an empty run)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected an integer >= 1, got %r" % text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected an integer >= 1, got %d" % value)
+    return value
+
+
+# -- value ranges -------------------------------------------------------------------------------------
+# A rule is (text, predicate): ``predicate(value)`` is True for a valid value, ``text`` completes
+# "setting <path> must be <text>". Predicates that raise TypeError count as False; NaN fails every
+# numeric rule (each comparison with NaN is False).
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+POSITIVE = ("a number > 0", lambda v: _number(v) and v > 0)
+NON_NEGATIVE = ("a number >= 0", lambda v: _number(v) and v >= 0)
+
+
+def int_at_least(lo):
+    return ("an integer >= %d" % lo, lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo)
+
+
+def within(lo, hi):
+    """lo <= value <= hi."""
+    return ("a number in [%g, %g]" % (lo, hi), lambda v: _number(v) and lo <= v <= hi)
+
+
+def one_of(*choices):
+    return ("one of %s" % ", ".join(repr(c) for c in choices), lambda v: v in choices)
+
+
+def pair(rule, ordered=False):
+    """A two-element list whose elements follow ``rule`` (and, when ordered, first <= second)."""
+    text, ok = rule
+
+    def check(v):
+        return (isinstance(v, list) and len(v) == 2 and ok(v[0]) and ok(v[1])
+                and (not ordered or v[0] <= v[1]))
+    return ("a list of two numbers (%s%s)" % (text.replace("a number ", "each "), ", low first" if ordered else ""),
+            check)
+
+
+def range_problem(config, rules):
+    """The first setting of ``config`` outside its rule, as "<path> must be <text>, got <value>"; None when
+    every one is valid. ``rules``: {dotted path: rule}; a path missing from ``config`` is skipped."""
+    for path, (text, ok) in rules.items():
+        node = config
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                node = _MISSING
+                break
+            node = node[part]
+        if node is _MISSING:
+            continue
+        try:
+            good = ok(node)
+        except TypeError:
+            good = False
+        if not good:
+            return "%s must be %s, got %r" % (path, text, node)
+    return None
+
+
+def check_ranges(config, rules, where="config"):
+    """Raise ConfigError for the first setting outside its rule (see range_problem)."""
+    problem = range_problem(config, rules)
+    if problem:
+        raise ConfigError("setting %s.%s" % (where, problem))
+
+
+_MISSING = object()

@@ -27,6 +27,7 @@ import math
 from boards.rpi import constants as RPI
 from boards.rpi.app import RpiGroundRobot
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
+from harness.config import NON_NEGATIVE, POSITIVE, int_at_least, one_of, pair, range_problem, within
 from harness.grading.expert import DEFAULTS as EXPERT_DEFAULTS, GradingExpert
 from harness.grading.observation import DEFAULTS as OBS_DEFAULTS, ObservationRenderer
 from harness.grading.sand_world import DEFAULTS as WORLD_DEFAULTS, Blade, SandWorld, blade_step
@@ -40,6 +41,7 @@ from onboard.core.units import hz_to_period_us, s_to_us
 from onboard.estimators.eskf import EskfInputError, EskfNumericError, make_eskf
 from onboard.estimators.eskf_sampling import sample_poses
 from onboard.estimators.planar_ekf import EstimatorInputError
+from onboard.impl import IMPLEMENTATIONS
 from onboard.runtime.ground_robot import GroundRobotRuntime
 
 # ag2u section IV-B: aiding error of the three scenarios, per axis (eq. 13's Delta p_err / Delta Psi_err;
@@ -269,16 +271,58 @@ class ExpertDecider:
                                   episode.cfg["blade_edge_ahead_m"])
 
 
+_OPEN_UNIT = ("a number in (0, 1]", lambda v: 0.0 < v <= 1.0)
+# value ranges of the episode settings (harness.config rules); heading_sigma_deg (< 0: off), ground_level_m,
+# the start pose (the expert sets it) and the motor temperatures take any finite number
+SETTING_RANGES = {
+    "estimator_impl": one_of("", *IMPLEMENTATIONS),
+    "max_legs": int_at_least(1), "leg_timeout_s": POSITIVE, "physics_hz": int_at_least(1),
+    "erosion_every": int_at_least(1), "blade_edge_ahead_m": NON_NEGATIVE, "aiding_rate_hz": POSITIVE,
+    "blade.width_m": POSITIVE, "blade.capacity_m3": POSITIVE,
+    "world.size_m": pair(POSITIVE), "world.cell_m": POSITIVE, "world.uncleared_tolerance_m": NON_NEGATIVE,
+    "world.spoil_band_m": POSITIVE, "world.piles_min": int_at_least(0), "world.piles_max": int_at_least(1),
+    "world.pile_volume_m3": pair(POSITIVE, ordered=True), "world.pile_radius_m": pair(POSITIVE, ordered=True),
+    "world.pile_margin_m": NON_NEGATIVE, "world.repose_deg": ("a number in (0, 90)", lambda v: 0.0 < v < 90.0),
+    "world.erosion_iterations": int_at_least(0),
+    "vehicle.wheelbase_m": POSITIVE, "vehicle.wheel_radius_m": POSITIVE, "vehicle.motor_time_constant_s": POSITIVE,
+    "vehicle.max_wheel_radps": POSITIVE, "vehicle.turn_efficiency": _OPEN_UNIT,
+    "expert.approach_m": NON_NEGATIVE, "expert.into_spoil_m": NON_NEGATIVE, "expert.window_along_m": POSITIVE,
+    "expert.min_target_m3": NON_NEGATIVE, "expert.lane_share": within(0.0, 1.0),
+    "observation.rows": int_at_least(1), "observation.cols": int_at_least(1), "observation.cell_m": POSITIVE,
+    "observation.behind_m": NON_NEGATIVE, "observation.supersample": int_at_least(1),
+    "follower.cruise_speed_mps": POSITIVE, "follower.accept_radius_m": POSITIVE, "follower.slow_radius_m": POSITIVE,
+    "imu.rate_hz": POSITIVE, "imu.accel_bias_sigma_mps2": NON_NEGATIVE, "imu.gyro_bias_sigma_dps": NON_NEGATIVE,
+    "imu.accel_rw_mps_per_sqrt_s": NON_NEGATIVE, "imu.gyro_rw_dps_per_sqrt_s": NON_NEGATIVE,
+    "vesc.uart_service_hz": POSITIVE, "vesc.telemetry_rate_hz": POSITIVE, "vesc.stop_brake_current_a": NON_NEGATIVE,
+    "vesc.gear_ratio": POSITIVE, "vesc.pole_pairs": int_at_least(1),
+    "vesc.sim.speed_time_constant_s": POSITIVE, "vesc.sim.coast_time_constant_s": POSITIVE,
+    "vesc.sim.accel_erpm_per_s_per_a": POSITIVE, "vesc.sim.current_limit_a": POSITIVE, "vesc.sim.max_erpm": POSITIVE,
+    "vesc.sim.timeout_ms": int_at_least(0), "vesc.sim.timeout_brake_current_a": NON_NEGATIVE,
+    "vesc.sim.v_in_v": POSITIVE, "vesc.sim.kv_erpm_per_v": POSITIVE, "vesc.sim.motor_resistance_ohm": POSITIVE,
+}
+
+
 def invalid_setting(config):
-    """The first choice setting of an episode config outside its choices, as "<path> must be one of
-    <choices>, got <value>"; None when all are valid (the grading scenario and the sweep report it as
-    a config error before anything runs, GradingEpisode raises it)."""
+    """The first episode setting outside its choices or range, as "<path> must be ..., got <value>"; None
+    when all are valid (the grading scenario and the sweep report it as a config error before anything
+    runs, GradingEpisode raises it)."""
     for path, value, known in (("estimator", config["estimator"], ESTIMATORS), ("motors", config["motors"], MOTORS),
                                ("noise", config["noise"], tuple(NOISE_SCENARIOS)),
                                ("aiding_error", config["aiding_error"], AIDING_ERROR_MODELS),
                                ("vesc.topology", config["vesc"]["topology"], TOPOLOGIES)):
         if value not in known:
             return "%s must be one of %s, got %r" % (path, ", ".join(known), value)
+    problem = range_problem(config, SETTING_RANGES)
+    if problem:
+        return problem
+    world = config["world"]
+    if world["piles_max"] < world["piles_min"]:
+        return "world.piles_max must be >= world.piles_min (%d), got %d" % (world["piles_min"], world["piles_max"])
+    if world["cell_m"] * 4 > min(world["size_m"]):
+        return "world.cell_m must be at most a quarter of the world's size %r, got %r" % (world["size_m"], world["cell_m"])
+    if world["spoil_band_m"] >= world["size_m"][0]:
+        return "world.spoil_band_m must be less than the world's north size %r, got %r" % (world["size_m"][0],
+                                                                                           world["spoil_band_m"])
     return None
 
 

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from harness.config import ConfigError, merge, parse_set
+from harness.config import ConfigError, merge, parse_set, positive_int
 from harness.grading.agents import AGENT_BACKENDS, MODEL_DIR, ModelError, load_decider
 from harness.grading.episode import (DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode,
                                      invalid_setting)
@@ -165,14 +165,14 @@ def _plot_fig5(out_dir, fig5):
 def add_parser(sub):
     p = sub.add_parser("grading-sweep", help="reproduce ag2u Table I/II and fig. 5 with the committed agents",
                        description=__doc__)
-    p.add_argument("--rollouts", type=int, default=50, help="episodes per scenario and agent (paper: 50)")
+    p.add_argument("--rollouts", type=positive_int, default=50, help="episodes per scenario and agent (paper: 50)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", default="reports/grading-sweep")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="episode setting for every cell, e.g. --set motors=vesc (repeatable)")
     p.add_argument("--agent-backend", choices=AGENT_BACKENDS, default="numpy",
                    help="numpy: float weights; litert / litert-xnnpack / pure-int8: the int8 exports")
-    p.add_argument("--workers", type=int, default=1,
+    p.add_argument("--workers", type=positive_int, default=1,
                    help="processes running the cells (each cell is seeded on its own: same numbers)")
     p.add_argument("--model-dir", default=None,
                    help="agents to sweep: <dir>/agent1, <dir>/agent2 (default: the committed models/grading)")

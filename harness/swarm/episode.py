@@ -26,7 +26,9 @@ from harness.swarm.sim import relative_pose_body, sample_separated
 from harness.swarm.worlds import WORLDS, CflibWorld, DirectWorld
 from onboard.estimators import particle_filter as pf_mod
 from onboard.estimators.particle_filter_numpy import NumpyDraws
-from onboard.swarm.agent import GOAL_ID, SwarmAgent
+from onboard.impl import IMPLEMENTATIONS
+from onboard.swarm.agent import GOAL_ID, MODES as AGENT_MODES, SwarmAgent
+from onboard.swarm.agent import checked_config as agent_checked_config
 from onboard.swarm.bearing_net import BearingNet, BearingPolicy
 from onboard.swarm.dqn import DqnFloat
 
@@ -120,6 +122,43 @@ POLICIES = ("float", "int8", "int8-pure")
 ESTIMATORS = ("float", "int8", "int8-pure")
 
 
+GOAL_MODES = ("fixed", "random")
+UWB_MODES = ("token_ring", "broadcast")
+# value ranges of the flight settings (check_config); the agent's own settings are checked by
+# onboard.swarm.agent.checked_config
+_POSITIVE = ("arena_m", "max_duration_s", "goal_radius_m", "convergence_threshold_m")
+_NON_NEGATIVE = ("goal_separation_m", "converged_after_s", "convergence_hold_s", "vel_noise_mps")
+_COUNTS = {"drones": 1, "goals_per_drone": 1}
+
+
+def agent_config(c):
+    """The onboard.swarm.agent.SwarmAgent settings of flight settings ``c``."""
+    return dict({k: c[k] for k in AGENT_SETTINGS}, mode=c["agent_mode"], pf_config=dict(c["pf_config"]),
+                goal_pf_config=dict(c["goal_pf_config"]))
+
+
+def check_config(config):
+    """Flight settings (DEFAULTS updated with ``config``) checked before anything flies: ValueError naming
+    the first setting outside its choices or range, including the agent's (onboard.swarm.agent)."""
+    c = dict(DEFAULTS)
+    c.update(config)
+    for key, choices in (("goals", GOAL_MODES), ("agent_mode", AGENT_MODES), ("link", tuple(sorted(WORLDS))),
+                         ("uwb_mode", UWB_MODES),
+                         ("policy", POLICIES), ("estimator", ESTIMATORS), ("impl", (None,) + IMPLEMENTATIONS)):
+        if c[key] not in choices:
+            raise ValueError("%s must be one of %s, got %r" % (key, ", ".join(map(str, choices)), c[key]))
+    for key in _POSITIVE + _NON_NEGATIVE:
+        v = c[key]
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (v > 0 if key in _POSITIVE else v >= 0)
+        if not ok:
+            raise ValueError("%s must be a number %s, got %r" % (key, "> 0" if key in _POSITIVE else ">= 0", v))
+    for key, lo in _COUNTS.items():
+        if not (isinstance(c[key], int) and not isinstance(c[key], bool) and c[key] >= lo):
+            raise ValueError("%s must be an integer >= %d, got %r" % (key, lo, c[key]))
+    agent_checked_config(agent_config(c))      # the agent's settings go by the same names (mode: agent_mode)
+    return c
+
+
 def load_models(policy="float", estimator="float", bearing_dir=None, dqn_dir=None):
     """(bearing estimator, DQN runner) from models/swarm (or the given folders).
 
@@ -157,11 +196,8 @@ def fixed_layout(m, arena_m):
 
 def run_episode(config, rng_truth, rng_agents, models=None, seed=1):
     """Fly one episode in the world ``config["link"]`` picks; returns (metrics dict, records dict)."""
-    c = dict(DEFAULTS)
-    c.update(config)
-    m = int(c["drones"])
-    if c["link"] not in WORLDS:
-        raise ValueError("link must be one of %s, got %r" % (sorted(WORLDS), c["link"]))
+    c = check_config(config)
+    m = c["drones"]
     net, dqn = models or load_models(c["policy"], c["estimator"])
     half = c["arena_m"] / 2.0 * 0.8
     if c["goals"] == "fixed":
@@ -193,8 +229,7 @@ def run_episode(config, rng_truth, rng_agents, models=None, seed=1):
 
 def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
     kernels = pf_mod.kernels_for(c["impl"])
-    agent_cfg = dict({k: c[k] for k in AGENT_SETTINGS}, mode=c["agent_mode"], pf_config=dict(c["pf_config"]),
-                     goal_pf_config=dict(c["goal_pf_config"]))
+    agent_cfg = agent_config(c)
     agents = [SwarmAgent(dqn, net, NumpyDraws(rng_agents), agent_cfg, kernels=kernels) for _ in range(m)]
     period_us = world.period_us
     steps = int(round(c["max_duration_s"] * 1e6 / period_us))
@@ -316,7 +351,10 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
     return metrics, rec
 
 
-def replay_estimators(rec, models, modes, n_particles, seed, warmup_steps=10, impl=None):
+REPLAY_WARMUP_STEPS = 10
+
+
+def replay_estimators(rec, models, modes, n_particles, seed, warmup_steps=REPLAY_WARMUP_STEPS, impl=None):
     """Offline replay of one flight's sensor records through estimator configurations (pocket VI-A).
 
     ``modes``: agent modes ("hybrid", "pf", "learned") or {label: SwarmAgent settings}.

@@ -16,7 +16,9 @@ import time
 
 import numpy as np
 
+from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, check_ranges, int_at_least, one_of
 from harness.swarm import episode as ep
+from onboard.swarm.agent import checked_config as agent_checked_config
 
 # every replayed configuration runs the flights' filter settings (adaptive resampling, lost-filter restarts,
 # the goal filter's noise), so the configurations differ only in what is compared
@@ -55,7 +57,47 @@ DEFAULTS = {
 }
 
 
+SETTING_RANGES = {
+    "drone_counts": ("a list of integers >= 1", lambda v: isinstance(v, list) and all(
+        isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in v)),
+    "episodes": int_at_least(1), "min_separation_ok_m": NON_NEGATIVE,
+    "large_swarm.drones": int_at_least(0), "large_swarm.episodes": int_at_least(1),
+    "large_swarm.uwb_mode": one_of(*ep.UWB_MODES), "large_swarm.arena_m": POSITIVE,
+    "large_swarm.max_duration_s": POSITIVE,
+}
+
+
+def check_config(config, goals="fixed"):
+    """ConfigError naming the first setting outside its choices or range, before anything flies: the
+    scenario's own settings, every flight's (episode, and the large swarm's on top of it) and every
+    replayed estimator configuration's."""
+    check_ranges(config, SETTING_RANGES)
+    ls = config["large_swarm"]
+    if not config["drone_counts"] and not ls["drones"]:
+        raise ConfigError("nothing to fly: config.drone_counts is empty and config.large_swarm.drones is 0")
+    flights = [("episode", _flight_config(config, goals, drones=max(config["drone_counts"] or [2])))]
+    if ls["drones"]:
+        flights.append(("large_swarm", _flight_config(config, goals, drones=ls["drones"], uwb_mode=ls["uwb_mode"],
+                                                      arena_m=ls["arena_m"], max_duration_s=ls["max_duration_s"])))
+    for where, cfg in flights:
+        try:
+            ep.check_config(cfg)
+        except ValueError as exc:
+            raise ConfigError("setting config.episode.%s%s" % (exc, " (the large swarm's flights)"
+                                                                if where == "large_swarm" else ""))
+    n_particles = config["episode"]["n_particles"]
+    for name, settings in config["estimators"].items():
+        try:
+            if not isinstance(settings, dict):
+                raise ValueError("must be a table of SwarmAgent settings")
+            agent_checked_config(dict({"n_particles": n_particles, "warmup_steps": ep.REPLAY_WARMUP_STEPS},
+                                      **settings))
+        except (ValueError, TypeError) as exc:
+            raise ConfigError("setting config.estimators.%s: %s" % (name, exc))
+
+
 def run(goals, config, ctx):
+    check_config(config, goals)
     t0 = time.perf_counter()
     models = ep.load_models(config["episode"]["policy"], config["episode"]["estimator"])
     per_count = {}
@@ -66,8 +108,6 @@ def run(goals, config, ctx):
     first_recs = {}
     world_reports = []
     sim_s = 0.0
-    if not config["drone_counts"] and not config["large_swarm"]["drones"]:
-        raise ValueError("nothing to fly: drone_counts is empty and large_swarm.drones is 0")
     n_flights = (len(config["drone_counts"]) * config["episodes"]
                  + (config["large_swarm"]["episodes"] if config["large_swarm"]["drones"] else 0))
     progress = ctx.progress(n_flights, "swarm flights", unit="flights")

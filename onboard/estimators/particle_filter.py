@@ -363,6 +363,12 @@ def checked_config(config=None):
         raise ValueError("refresh_fraction must be in [0, 1), got %r" % (frac,))
     if not (cfg["range_var_m2"] > 0.0):
         raise ValueError("range_var_m2 must be > 0")
+    for key in ("vel_noise_mps", "pos_noise_floor_m", "yaw_noise_radps", "refresh_range_sigma_m",
+                "refresh_bearing_sigma_rad", "refresh_yaw_sigma_rad"):
+        if not (isinstance(cfg[key], (int, float)) and cfg[key] >= 0.0):
+            raise ValueError("%s must be >= 0, got %r" % (key, cfg[key]))
+    if not (isinstance(cfg["outlier_sigmas"], (int, float)) and cfg["outlier_sigmas"] > 0.0):
+        raise ValueError("outlier_sigmas must be > 0, got %r" % (cfg["outlier_sigmas"],))
     if cfg["refresh_mode"] not in REFRESH_MODES:
         raise ValueError("refresh_mode must be one of %s, got %r" % (REFRESH_MODES, cfg["refresh_mode"]))
     if not (0.0 <= cfg["refresh_fraction_min"] <= frac):

@@ -36,6 +36,7 @@ guard sees it), counted in ``negative_ranges``, as the training data's ranges ar
 import math
 
 from onboard.estimators.particle_filter import PfInputError, make_filter
+from onboard.estimators.particle_filter import checked_config as pf_checked_config
 from onboard.swarm import actions as act_mod
 from onboard.swarm.bearing_net import BearingInputError, decode, sample_bin
 
@@ -163,19 +164,53 @@ class Track:
         self.recent_ranges = []        # (time_us, range_m) of the last brake_window_s (range-rate brake)
 
 
+# value ranges of the numeric settings (checked_config)
+_NON_NEGATIVE = ("far_obstacle_m", "obstacle_clip_m", "guard_distance_m", "guard_speed_mps", "guard_horizon_s",
+                 "guard_residual_m", "guard_hold_max_s", "brake_ttc_s", "brake_min_closing_mps", "stuck_window_s",
+                 "stuck_progress_m", "detour_s", "detour_min_goal_m", "collapsed_goal_min_m", "approach_radius_m",
+                 "approach_gain_per_s", "approach_speed_mps")
+_POSITIVE = ("range_smoothing_s", "brake_window_s")
+_UNIT_INTERVAL = ("min_confidence", "collapsed_estimate_fraction", "collapsed_goal_fraction")
+_COUNTS = ("warmup_steps", "brake_min_samples")
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v not in (_INF, -_INF)
+
+
+def checked_config(config=None):
+    """DEFAULTS updated with ``config``, checked: ValueError naming the setting on an unknown key, a choice
+    outside its choices, a number outside its range, or a particle-filter setting (pf_config, with
+    goal_pf_config over it for the goal) the filter rejects."""
+    cfg = dict(DEFAULTS)
+    for k, v in (config or {}).items():
+        if k not in DEFAULTS:
+            raise ValueError("unknown SwarmAgent setting %r" % (k,))
+        cfg[k] = v
+    for key, choices in (("mode", MODES), ("pf_init", PF_INITS), ("learned_refresh", REFRESH_MODES)):
+        if cfg[key] not in choices:
+            raise ValueError("%s must be one of %s, got %r" % (key, choices, cfg[key]))
+    for key in _NON_NEGATIVE + _POSITIVE + _UNIT_INTERVAL:
+        v = cfg[key]
+        if not _number(v) or v < 0 or (key in _POSITIVE and v == 0) or (key in _UNIT_INTERVAL and v > 1):
+            need = "> 0" if key in _POSITIVE else "in [0, 1]" if key in _UNIT_INTERVAL else ">= 0"
+            raise ValueError("%s must be a number %s, got %r" % (key, need, v))
+    for key in _COUNTS:
+        v = cfg[key]
+        if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            raise ValueError("%s must be an integer >= 0, got %r" % (key, v))
+    pf_cfg = dict(cfg["pf_config"] or {}, n_particles=cfg["n_particles"])
+    for name, extra in (("pf_config", {}), ("goal_pf_config", cfg["goal_pf_config"] or {})):
+        try:
+            pf_checked_config(dict(pf_cfg, **extra))
+        except (ValueError, TypeError) as exc:
+            raise ValueError("%s: %s" % (name, exc))
+    return cfg
+
+
 class SwarmAgent:
     def __init__(self, policy, net, draws, config=None, kernels=None):
-        cfg = dict(DEFAULTS)
-        for k, v in (config or {}).items():
-            if k not in DEFAULTS:
-                raise ValueError("unknown SwarmAgent setting %r" % (k,))
-            cfg[k] = v
-        if cfg["mode"] not in MODES:
-            raise ValueError("mode must be one of %s" % (MODES,))
-        if cfg["pf_init"] not in PF_INITS:
-            raise ValueError("pf_init must be one of %s" % (PF_INITS,))
-        if cfg["learned_refresh"] not in REFRESH_MODES:
-            raise ValueError("learned_refresh must be one of %s" % (REFRESH_MODES,))
+        cfg = checked_config(config)
         self.cfg = cfg
         self.policy = policy
         self.net = net

@@ -210,7 +210,13 @@ def test_vesc_unplugged_port_stops_the_dozer_via_the_failsafe():
 
 
 @pytest.mark.parametrize("overrides,key", [({"motors": "can"}, "motors"), ({"estimator": "ukf"}, "estimator"),
-                                           ({"vesc": {"topology": "usb"}}, "vesc.topology")])
+                                           ({"vesc": {"topology": "usb"}}, "vesc.topology"),
+                                           ({"physics_hz": 0}, "physics_hz"), ({"max_legs": -1}, "max_legs"),
+                                           ({"world": {"cell_m": -0.1}}, "world.cell_m"),
+                                           ({"world": {"piles_max": 0}}, "world.piles_max"),
+                                           ({"vehicle": {"wheel_radius_m": 0.0}}, "vehicle.wheel_radius_m"),
+                                           ({"world": {"spoil_band_m": 3.0}}, "world.spoil_band_m"),
+                                           ({"estimator_impl": "fortran"}, "estimator_impl")])
 def test_scenario_grading_bad_settings_are_one_line_config_errors(overrides, key):
     from harness.config import ConfigError, merge
     from harness.scenarios import grading

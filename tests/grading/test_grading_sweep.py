@@ -70,7 +70,10 @@ def test_sweep_settings_reach_every_episode_and_bad_ones_are_refused(tmp_path):
     cell = run_cell(deciders, "agent1", "noise_less", rollouts=1, seed=3, base_config=base)
     assert 0 < cell["decisions"] <= 2                   # the override's leg budget held
     for bad in ({"noise": "extreme"}, {"heading_sigma_deg": 5.0}, {"motorz": "vesc"}, {"max_legs": "many"},
-                {"motors": "can"}, {"vesc": {"topology": "usb"}}):
+                {"motors": "can"}, {"vesc": {"topology": "usb"}}, {"max_legs": 0}, {"physics_hz": -1},
+                {"erosion_every": 0}, {"blade": {"capacity_m3": 0.0}}, {"world": {"cell_m": 0.0}},
+                {"world": {"size_m": [2.5]}}, {"world": {"piles_min": 3, "piles_max": 2}},
+                {"vehicle": {"wheelbase_m": 0.0}}, {"leg_timeout_s": float("nan")}, {"estimator_impl": "fortran"}):
         with pytest.raises(ConfigError):
             episode_config(bad)
 
@@ -88,3 +91,14 @@ def test_sweep_cli_reports_a_missing_model_dir_without_running(tmp_path, capsys)
                  "--model-dir", str(tmp_path / "nothing")]) == 2
     assert "error:" in capsys.readouterr().err
     assert not (tmp_path / "out" / "table1.json").exists()
+
+
+@pytest.mark.parametrize("args,needle", [(["--rollouts", "0"], "--rollouts: expected an integer >= 1, got 0"),
+                                         (["--workers", "-2"], "--workers: expected an integer >= 1, got -2")])
+def test_sweep_cli_refuses_an_empty_sweep(tmp_path, capsys, args, needle):
+    from harness.cli import main
+    with pytest.raises(SystemExit) as exc:
+        main(["grading-sweep", "--out", str(tmp_path)] + args)
+    assert exc.value.code == 2
+    assert needle in capsys.readouterr().err
+    assert not (tmp_path / "table1.json").exists()

@@ -134,3 +134,43 @@ def test_cli_exit_code_says_whether_every_flight_succeeded(tmp_path):
     assert main(base + ["--set", "episode.max_duration_s=3", "--out", str(tmp_path / "short")]) == 3
     m = json.loads((tmp_path / "short" / "metrics.json").read_text())
     assert m["success"] is False and m["goals_reached"] < m["goals_total"]
+
+
+@pytest.mark.parametrize("overrides,needle", [
+    ({"episodes": 0}, "config.episodes must be an integer >= 1, got 0"),
+    ({"drone_counts": [2, 0]}, "config.drone_counts must be a list of integers >= 1"),
+    ({"drone_counts": [], "large_swarm": {"drones": 0}}, "nothing to fly"),
+    ({"episode": {"n_particles": 0}}, "config.episode.pf_config: n_particles must be >= 2, got 0"),
+    ({"episode": {"arena_m": 0.0}}, "config.episode.arena_m must be a number > 0"),
+    ({"episode": {"vel_noise_mps": -1.0}}, "config.episode.vel_noise_mps must be a number >= 0"),
+    ({"episode": {"link": "radio"}}, "config.episode.link must be one of cflib, direct"),
+    ({"episode": {"impl": "fortran"}}, "config.episode.impl must be one of"),
+    ({"episode": {"pf_config": {"resample_neff_fraction": 0.0}}}, "config.episode.pf_config: resample_neff_fraction"),
+    ({"large_swarm": {"uwb_mode": "mesh"}}, "config.large_swarm.uwb_mode must be one of"),
+    ({"estimators": {"pf-100": {"n_particles": 1}}}, "config.estimators.pf-100: pf_config: n_particles must be >= 2"),
+    ({"estimators": {"learned": {"mode": "oracle"}}}, "config.estimators.learned: mode must be one of"),
+])
+def test_bad_settings_are_one_line_config_errors_before_anything_flies(overrides, needle, tmp_path, capsys):
+    """Checked before the models load or a drone connects; the CLI prints one line and exits 2."""
+    from harness.cli import main
+    from harness.config import ConfigError
+
+    mod = load("swarm-random")
+    with pytest.raises(ConfigError) as exc:
+        mod.run(merge(mod.DEFAULTS, overrides, "config"), RunContext(1))
+    assert needle in str(exc.value)
+    # the same through the command line (one --set per leaf setting)
+    def leaves(d, prefix=""):
+        for k, v in d.items():
+            if isinstance(v, dict) and v:
+                yield from leaves(v, prefix + k + ".")
+            else:
+                yield prefix + k, v
+    argv = ["run", "swarm-random", "--quiet", "--out", str(tmp_path / "out")]
+    for key, value in leaves(overrides):
+        argv += ["--set", "%s=%s" % (key, json.dumps(value))]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: setting config.") or err.startswith("error: nothing to fly"), err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "out" / "metrics.json").exists()

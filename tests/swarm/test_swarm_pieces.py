@@ -144,6 +144,23 @@ def test_agent_survives_bad_input_and_flies_on():
     assert all(math.isfinite(v) for v in sp) and math.hypot(*sp) <= 1.0 + 1e-12
 
 
+@pytest.mark.parametrize("config,needle", [
+    ({"mode": "kalman"}, "mode must be one of"),
+    ({"guard_distance_m": -0.4}, "guard_distance_m must be a number >= 0"),
+    ({"range_smoothing_s": 0.0}, "range_smoothing_s must be a number > 0"),
+    ({"min_confidence": float("nan")}, "min_confidence must be a number in [0, 1]"),
+    ({"warmup_steps": 2.5}, "warmup_steps must be an integer >= 0"),
+    ({"n_particles": 1}, "pf_config: n_particles must be >= 2"),
+    ({"pf_config": {"refresh_mode": "always"}}, "pf_config: refresh_mode must be one of"),
+    ({"goal_pf_config": {"vel_noise_mps": -0.05}}, "goal_pf_config: vel_noise_mps must be >= 0"),
+    ({"guard_distance": 0.4}, "unknown SwarmAgent setting"),
+])
+def test_agent_refuses_a_bad_setting_before_it_flies(config, needle):
+    with pytest.raises(ValueError) as exc:
+        SwarmAgent(None, None, NumpyDraws(np.random.default_rng(1)), config)
+    assert needle in str(exc.value)
+
+
 def test_int8_gru_estimator_through_the_policy_pipeline():
     """The committed GRU exported to int8 (FULLY_CONNECTED, ADD, MUL, LOGISTIC, TANH; state as input 1 /
     output 1): LiteRT and the pure int8 kernel step identically (state fed back as floats), the int8
