@@ -7,6 +7,10 @@ import sys
 
 from harness import scenarios
 from harness.config import ConfigError, load_file, merge, parse_set
+from onboard.deploy.build import DeployError
+
+EXIT_BAD_INPUT = 2
+EXIT_DEPLOY = 4
 
 # Modules adding their own subcommands: each defines add_parser(subparsers), whose
 # parser sets ``func`` (args -> exit code). One line per tool, listed explicitly.
@@ -72,7 +76,9 @@ def build_parser():
 
     p = sub.add_parser("run", help="run a scenario and write its report folder",
                        description="Run a scenario; writes DIR/metrics.json, PNG plots and DIR/log.mcap. "
-                                   "Exit 0 on mission success, 3 on mission failure, 2 on bad input.")
+                                   "Exit 0 on mission success, 3 on mission failure, 2 on bad input, "
+                                   "4 when deploying to a real board fails (mp-board's port: no board there, "
+                                   "not responding, wrong MicroPython, copy failed).")
     p.add_argument("scenario", help="scenario name (see `list`) or a .toml/.json scenario file")
     p.add_argument("--seed", type=int, default=1, help="run seed; identical seeds give identical metrics "
                                                        "(default: 1)")
@@ -98,4 +104,7 @@ def main(argv=None):
         return args.func(args)
     except (ConfigError, scenarios.UnknownScenario) as exc:
         print("error: %s" % exc, file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    except DeployError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return EXIT_DEPLOY

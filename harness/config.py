@@ -135,15 +135,29 @@ def one_of(*choices):
     return ("one of %s" % ", ".join(repr(c) for c in choices), lambda v: v in choices)
 
 
-def pair(rule, ordered=False):
-    """A two-element list whose elements follow ``rule`` (and, when ordered, first <= second)."""
+ANY_NUMBER = ("a number", _number)
+BOOLEAN = ("true or false", lambda v: isinstance(v, bool))
+
+
+def vector(count, rule, ordered=False):
+    """A list of ``count`` elements that each follow ``rule`` (and, when ordered, ascend)."""
     text, ok = rule
 
     def check(v):
-        return (isinstance(v, list) and len(v) == 2 and ok(v[0]) and ok(v[1])
-                and (not ordered or v[0] <= v[1]))
-    return ("a list of two numbers (%s%s)" % (text.replace("a number ", "each "), ", low first" if ordered else ""),
-            check)
+        return (isinstance(v, list) and len(v) == count and all(ok(x) for x in v)
+                and (not ordered or all(a <= b for a, b in zip(v, v[1:]))))
+    notes = ([text.replace("a number ", "each ")] if text != ANY_NUMBER[0] else []) + (["low first"] if ordered else [])
+    return ("a list of %d numbers%s" % (count, " (%s)" % ", ".join(notes) if notes else ""), check)
+
+
+def pair(rule, ordered=False):
+    """A two-element list whose elements follow ``rule`` (and, when ordered, first <= second)."""
+    return vector(2, rule, ordered)
+
+
+def under(prefix, rules):
+    """``rules`` for a settings block mounted at ``prefix`` (e.g. the vehicle block at "vehicle")."""
+    return {"%s.%s" % (prefix, path): rule for path, rule in rules.items()}
 
 
 def range_problem(config, rules):

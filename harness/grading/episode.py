@@ -27,7 +27,8 @@ import math
 from boards.rpi import constants as RPI
 from boards.rpi.app import RpiGroundRobot
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
-from harness.config import NON_NEGATIVE, POSITIVE, int_at_least, one_of, pair, range_problem, within
+from harness import setting_ranges as RANGES
+from harness.config import NON_NEGATIVE, POSITIVE, int_at_least, one_of, pair, range_problem, under, within
 from harness.grading.expert import DEFAULTS as EXPERT_DEFAULTS, GradingExpert
 from harness.grading.observation import DEFAULTS as OBS_DEFAULTS, ObservationRenderer
 from harness.grading.sand_world import DEFAULTS as WORLD_DEFAULTS, Blade, SandWorld, blade_step
@@ -271,35 +272,25 @@ class ExpertDecider:
                                   episode.cfg["blade_edge_ahead_m"])
 
 
-_OPEN_UNIT = ("a number in (0, 1]", lambda v: 0.0 < v <= 1.0)
-# value ranges of the episode settings (harness.config rules); heading_sigma_deg (< 0: off), ground_level_m,
-# the start pose (the expert sets it) and the motor temperatures take any finite number
-SETTING_RANGES = {
-    "estimator_impl": one_of("", *IMPLEMENTATIONS),
-    "max_legs": int_at_least(1), "leg_timeout_s": POSITIVE, "physics_hz": int_at_least(1),
-    "erosion_every": int_at_least(1), "blade_edge_ahead_m": NON_NEGATIVE, "aiding_rate_hz": POSITIVE,
-    "blade.width_m": POSITIVE, "blade.capacity_m3": POSITIVE,
-    "world.size_m": pair(POSITIVE), "world.cell_m": POSITIVE, "world.uncleared_tolerance_m": NON_NEGATIVE,
-    "world.spoil_band_m": POSITIVE, "world.piles_min": int_at_least(0), "world.piles_max": int_at_least(1),
-    "world.pile_volume_m3": pair(POSITIVE, ordered=True), "world.pile_radius_m": pair(POSITIVE, ordered=True),
-    "world.pile_margin_m": NON_NEGATIVE, "world.repose_deg": ("a number in (0, 90)", lambda v: 0.0 < v < 90.0),
-    "world.erosion_iterations": int_at_least(0),
-    "vehicle.wheelbase_m": POSITIVE, "vehicle.wheel_radius_m": POSITIVE, "vehicle.motor_time_constant_s": POSITIVE,
-    "vehicle.max_wheel_radps": POSITIVE, "vehicle.turn_efficiency": _OPEN_UNIT,
-    "expert.approach_m": NON_NEGATIVE, "expert.into_spoil_m": NON_NEGATIVE, "expert.window_along_m": POSITIVE,
-    "expert.min_target_m3": NON_NEGATIVE, "expert.lane_share": within(0.0, 1.0),
-    "observation.rows": int_at_least(1), "observation.cols": int_at_least(1), "observation.cell_m": POSITIVE,
-    "observation.behind_m": NON_NEGATIVE, "observation.supersample": int_at_least(1),
-    "follower.cruise_speed_mps": POSITIVE, "follower.accept_radius_m": POSITIVE, "follower.slow_radius_m": POSITIVE,
-    "imu.rate_hz": POSITIVE, "imu.accel_bias_sigma_mps2": NON_NEGATIVE, "imu.gyro_bias_sigma_dps": NON_NEGATIVE,
-    "imu.accel_rw_mps_per_sqrt_s": NON_NEGATIVE, "imu.gyro_rw_dps_per_sqrt_s": NON_NEGATIVE,
-    "vesc.uart_service_hz": POSITIVE, "vesc.telemetry_rate_hz": POSITIVE, "vesc.stop_brake_current_a": NON_NEGATIVE,
-    "vesc.gear_ratio": POSITIVE, "vesc.pole_pairs": int_at_least(1),
-    "vesc.sim.speed_time_constant_s": POSITIVE, "vesc.sim.coast_time_constant_s": POSITIVE,
-    "vesc.sim.accel_erpm_per_s_per_a": POSITIVE, "vesc.sim.current_limit_a": POSITIVE, "vesc.sim.max_erpm": POSITIVE,
-    "vesc.sim.timeout_ms": int_at_least(0), "vesc.sim.timeout_brake_current_a": NON_NEGATIVE,
-    "vesc.sim.v_in_v": POSITIVE, "vesc.sim.kv_erpm_per_v": POSITIVE, "vesc.sim.motor_resistance_ohm": POSITIVE,
-}
+# value ranges of the episode settings (harness.config rules; the shared blocks from harness.setting_ranges);
+# heading_sigma_deg (< 0: off), ground_level_m and the motor temperatures take any finite number
+SETTING_RANGES = dict(
+    {"estimator_impl": one_of("", *IMPLEMENTATIONS),
+     "max_legs": int_at_least(1), "leg_timeout_s": POSITIVE, "physics_hz": int_at_least(1),
+     "erosion_every": int_at_least(1), "blade_edge_ahead_m": NON_NEGATIVE, "aiding_rate_hz": RANGES.RATE_HZ,
+     "blade.width_m": POSITIVE, "blade.capacity_m3": POSITIVE,
+     "world.size_m": pair(POSITIVE), "world.cell_m": POSITIVE, "world.uncleared_tolerance_m": NON_NEGATIVE,
+     "world.spoil_band_m": POSITIVE, "world.piles_min": int_at_least(0), "world.piles_max": int_at_least(1),
+     "world.pile_volume_m3": pair(POSITIVE, ordered=True), "world.pile_radius_m": pair(POSITIVE, ordered=True),
+     "world.pile_margin_m": NON_NEGATIVE, "world.repose_deg": ("a number in (0, 90)", lambda v: 0.0 < v < 90.0),
+     "world.erosion_iterations": int_at_least(0),
+     "expert.approach_m": NON_NEGATIVE, "expert.into_spoil_m": NON_NEGATIVE, "expert.window_along_m": POSITIVE,
+     "expert.min_target_m3": NON_NEGATIVE, "expert.lane_share": within(0.0, 1.0),
+     "observation.rows": int_at_least(1), "observation.cols": int_at_least(1), "observation.cell_m": POSITIVE,
+     "observation.behind_m": NON_NEGATIVE, "observation.supersample": int_at_least(1),
+     "vesc.uart_service_hz": POSITIVE},
+    **under("vehicle", RANGES.VEHICLE), **under("imu", RANGES.IMU), **under("follower", RANGES.FOLLOWER),
+    **under("vesc", RANGES.VESC_DRIVE), **under("vesc.sim", RANGES.VESC_SIM))
 
 
 def invalid_setting(config):

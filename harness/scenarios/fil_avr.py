@@ -18,6 +18,8 @@ import time
 
 from boards.arduino import constants as AVR
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
+from harness import setting_ranges as RANGES
+from harness.config import NON_NEGATIVE, POSITIVE, check_ranges, int_at_least, one_of, under
 from harness.fil_avr import PLANT_DEFAULTS, AvrBridge, AvrPlant, ensure_built, open_link, size_report
 from harness.metrics import rms as _rms, tracking_errors
 from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
@@ -69,10 +71,20 @@ class _DroppableMotors:
         return self.link.stop(now_us)
 
 
+# checked before the firmware is built or simavr starts (harness.config rules; the shared blocks from
+# harness.setting_ranges); link_dropout.start_s is null (none) or a time
+SETTING_RANGES = dict({"board": one_of(*sorted(AVR.BOARDS)), "max_duration_s": POSITIVE, "record_hz": int_at_least(1),
+                       "waypoints_ne_m": RANGES.WAYPOINTS, "plant.physics_hz": int_at_least(1),
+                       "plant.bridge_window_us": int_at_least(1), "plant.motor_no_load_radps": POSITIVE,
+                       "plant.imu_update_hz": int_at_least(1), "plant.imu_model": one_of("noisy", "truth"),
+                       "plant.imu_dlpf_hz": POSITIVE, "link_dropout.duration_s": NON_NEGATIVE},
+                      **under("vehicle", RANGES.VEHICLE), **under("imu", RANGES.IMU), **under("aiding", RANGES.AIDING),
+                      **under("runtime", RANGES.RUNTIME), **under("follower", RANGES.FOLLOWER))
+
+
 def run(config, ctx):
+    check_ranges(config, SETTING_RANGES)
     board = config["board"]
-    if board not in AVR.BOARDS:
-        raise ValueError("fil-avr: unknown board %r (use %s)" % (board, " or ".join(sorted(AVR.BOARDS))))
     ensure_built()
     wall_start = time.perf_counter()
     clock = SimClock()

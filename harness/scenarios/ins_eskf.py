@@ -24,10 +24,12 @@ import math
 import numpy as np
 
 from harness.clock import PRIORITY_SENSOR, SimClock
+from harness.config import POSITIVE, check_ranges, int_at_least, one_of
 from harness.sensors.ins_errors import (NOISE_SETTINGS, ImuErrors, aiding_pose, initial_conditions,
                                         noise_setting)
-from harness.trajectory import dozer_legs, generate, rotvec_of_dcm_array
+from harness.trajectory import PROFILES, dozer_legs, generate, rotvec_of_dcm_array
 from onboard.core.samples import ImuSample, PoseSample
+from onboard.impl import IMPLEMENTATIONS
 from onboard.core.units import US_PER_S, hz_to_period_us, s_to_us
 from onboard.estimators.eskf import N_STATE, make_eskf
 
@@ -206,9 +208,18 @@ def case_metrics(rec, settle_s=10.0):
     }
 
 
+# checked before anything runs (harness.config rules)
+SETTING_RANGES = {
+    "settings": ("a non-empty list of %s" % ", ".join(sorted(NOISE_SETTINGS)),
+                 lambda v: isinstance(v, list) and len(v) > 0 and all(x in NOISE_SETTINGS for x in v)),
+    "duration_s": POSITIVE, "imu_rate_hz": int_at_least(1), "aiding_rate_hz": int_at_least(1),
+    "record_hz": int_at_least(1), "profile": one_of(*PROFILES), "gyro_increments": one_of("euler", "rotvec"),
+    "ic_mode": one_of("random", "fixed"), "impl": one_of("", *IMPLEMENTATIONS),
+}
+
+
 def run(config, ctx):
-    for name in config["settings"]:
-        noise_setting(name)          # unknown names fail before anything runs
+    check_ranges(config, SETTING_RANGES)
     traj = make_trajectory(config)
     results = {}
     recs = {}

@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from harness.clock import SimClock
+from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, check_ranges, int_at_least, one_of, within
 from harness.radio.uwb_channel import RADIO_DEFAULTS, UwbNetwork
 from onboard.comms.uwb.node import DEFAULTS as PROTOCOL_DEFAULTS
 
@@ -101,7 +102,28 @@ def measure(mode, n, config, random, stream_prefix="uwb"):
     }
 
 
+def _list_of(rule):
+    text, ok = rule
+    return ("a non-empty list, each %s" % text, lambda v: isinstance(v, list) and len(v) > 0 and all(ok(x) for x in v))
+
+
+# checked before anything runs (harness.config rules)
+SETTING_RANGES = {
+    "modes": _list_of(one_of("token_ring", "broadcast")), "n_nodes": _list_of(int_at_least(2)),
+    "duration_s": POSITIVE, "warmup_s": NON_NEGATIVE, "area_m": POSITIVE, "max_speed_mps": NON_NEGATIVE,
+    "protocol.reply_delay_us": int_at_least(1), "protocol.slot_us": int_at_least(1),
+    "protocol.antenna_delay_ticks": int_at_least(0),
+    "radio.data_rate_kbps": one_of(110, 850, 6800), "radio.prf_mhz": one_of(16, 64),
+    "radio.preamble_symbols": int_at_least(1), "radio.clock_drift_ppm_max": NON_NEGATIVE,
+    "radio.loss_prob": within(0.0, 1.0), "radio.nlos_pair_fraction": within(0.0, 1.0),
+}
+
+
 def run(config, ctx):
+    check_ranges(config, SETTING_RANGES)
+    if config["warmup_s"] >= config["duration_s"]:
+        raise ConfigError("setting config.warmup_s must be less than config.duration_s (%r), got %r"
+                          % (config["duration_s"], config["warmup_s"]))
     results = {}
     for mode in config["modes"]:
         results[mode] = {}

@@ -18,11 +18,13 @@ from boards.rpi import constants as C
 from boards.rpi.app import RpiGroundRobot
 from boards.rpi.imu_mpu6050 import Mpu6050
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
+from harness import setting_ranges as RANGES
+from harness.config import NON_NEGATIVE, POSITIVE, check_ranges, int_at_least, one_of, under
 from harness.metrics import path_error_m
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.sim_i2c import PlanarMotionSource, SimI2cBus, SimMpu6050
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
-from harness.vesc_tracks import TRACK_VESC, SimVescTracks
+from harness.vesc_tracks import TOPOLOGIES, TRACK_VESC, SimVescTracks
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
 from onboard.core.units import hz_to_period_us, s_to_us
 
@@ -53,7 +55,20 @@ def _rms(values):
     return math.sqrt(sum(v * v for v in values) / len(values)) if values else 0.0
 
 
+# checked before anything runs (harness.config rules; the shared blocks from harness.setting_ranges);
+# the fault times (< 0: none) take any number
+SETTING_RANGES = dict({"max_duration_s": POSITIVE, "physics_hz": int_at_least(1), "uart_service_hz": int_at_least(1),
+                       "record_hz": int_at_least(1), "topology": one_of(*TOPOLOGIES),
+                       "waypoints_ne_m": RANGES.WAYPOINTS, "faults.unplug_port": one_of("left", "right"),
+                       "faults.fault_motor": one_of("left", "right"), "faults.fault_code": int_at_least(0),
+                       "faults.fault_duration_s": NON_NEGATIVE},
+                      **under("vehicle", RANGES.VEHICLE), **under("imu", RANGES.IMU), **under("aiding", RANGES.AIDING),
+                      **under("vesc", RANGES.VESC_SIM), **under("drive", RANGES.VESC_DRIVE),
+                      **under("runtime", RANGES.RUNTIME), **under("follower", RANGES.FOLLOWER))
+
+
 def run(config, ctx):
+    check_ranges(config, SETTING_RANGES)
     drive = config["drive"]
     telemetry = collections.defaultdict(list)        # motor -> [(time_us, erpm)]
     tracks = SimVescTracks(config["vesc"], config["topology"],

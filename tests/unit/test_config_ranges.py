@@ -28,8 +28,8 @@ def test_valid_settings_pass_and_missing_paths_are_skipped():
     ("legs", 0, "legs must be an integer >= 1, got 0"),
     ("share", 1.5, "share must be a number in [0, 1]"),
     ("mode", "c", "mode must be one of 'a', 'b', got 'c'"),
-    ("box.size_m", [1.0], "box.size_m must be a list of two numbers"),
-    ("box.size_m", [1.0, 0.0], "box.size_m must be a list of two numbers"),
+    ("box.size_m", [1.0], "box.size_m must be a list of 2 numbers (each > 0)"),
+    ("box.size_m", [1.0, 0.0], "box.size_m must be a list of 2 numbers (each > 0), got [1.0, 0.0]"),
     ("box.span_m", [0.2, 0.1], "low first"),
 ])
 def test_the_first_bad_setting_is_named_with_its_rule(path, value, needle):

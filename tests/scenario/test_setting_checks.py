@@ -1,0 +1,51 @@
+"""Every scenario checks its settings' value ranges before anything runs (harness.config rules)."""
+import pytest
+
+
+@pytest.mark.parametrize("scenario,setting,needle", [
+    ("waypoints", "physics_hz=0", "config.physics_hz must be an integer >= 1, got 0"),
+    ("waypoints", "vehicle.wheelbase_m=0.0", "config.vehicle.wheelbase_m must be a number > 0"),
+    ("waypoints", "imu.rate_hz=0", "config.imu.rate_hz must be an integer >= 1"),
+    ("waypoints", "imu.gyro_bias_sigma_dps=-1.0", "config.imu.gyro_bias_sigma_dps must be a number >= 0"),
+    ("waypoints", "aiding.att_sigma_deg=[]", "config.aiding.att_sigma_deg must be a list of 3 numbers"),
+    ("waypoints", "aiding.error_model=\"pink\"", "config.aiding.error_model must be one of 'white', 'constant'"),
+    ("waypoints", "waypoints_ne_m=[]", "config.waypoints_ne_m must be a non-empty list"),
+    ("waypoints", "waypoints_ne_m=[[1.0, NaN]]", "config.waypoints_ne_m must be finite"),
+    ("waypoints", "runtime.imu_timeout_us=0", "config.runtime.imu_timeout_us must be an integer >= 1"),
+    ("waypoints", "follower.slow_radius_m=0.0", "config.follower.slow_radius_m must be a number > 0"),
+    ("vesc-waypoints", "drive.pole_pairs=0", "config.drive.pole_pairs must be an integer >= 1"),
+    ("vesc-waypoints", "vesc.kv_erpm_per_v=0.0", "config.vesc.kv_erpm_per_v must be a number > 0"),
+    ("vesc-waypoints", "topology=\"usb\"", "config.topology must be one of"),
+    ("fil-avr", "board=\"mega\"", "config.board must be one of"),
+    ("uwb-ranging", "duration_s=0.0", "config.duration_s must be a number > 0"),
+    ("uwb-ranging", "warmup_s=5.0", "config.warmup_s must be less than config.duration_s"),
+    ("uwb-ranging", "radio.prf_mhz=32", "config.radio.prf_mhz must be one of 16, 64"),
+    ("uwb-ranging", "n_nodes=[4, 1]", "config.n_nodes must be a non-empty list, each an integer >= 2"),
+    ("ins-eskf", "settings=[]", "config.settings must be a non-empty list of"),
+    ("ins-eskf", "imu_rate_hz=0", "config.imu_rate_hz must be an integer >= 1"),
+    ("ins-eskf", "profile=\"zigzag\"", "config.profile must be one of"),
+    ("mp-board", "board=\"uno\"", "config.board must be one of 'nano_esp32', 'pico_rp2040'"),
+    ("mp-board", "batch_ticks=0", "config.batch_ticks must be an integer >= 1"),
+    ("mp-board", "aiding.yaw_sigma_rad=-0.1", "config.aiding.yaw_sigma_rad must be a number >= 0"),
+])
+def test_bad_setting_is_a_one_line_error_before_anything_runs(tmp_path, capsys, scenario, setting, needle):
+    """Every scenario checks its settings' ranges first: exit 2, one line naming the setting, no report."""
+    from harness.cli import main
+    out = tmp_path / "out"
+    assert main(["run", scenario, "--quiet", "--out", str(out), "--set", setting]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: setting ") and err.count("\n") == 1, err
+    assert needle in err
+    assert not (out / "metrics.json").exists()
+
+
+def test_a_missing_board_port_is_a_one_line_error(tmp_path, capsys):
+    """mp-board on a real port that is not there: exit 4, the deploy error on one line, no report."""
+    from harness.cli import main
+    out = tmp_path / "out"
+    port = str(tmp_path / "ttyACM9")
+    assert main(["run", "mp-board", "--quiet", "--out", str(out), "--set", "port=%s" % port]) == 4
+    err = capsys.readouterr().err
+    assert err == "error: no board on %s: the port does not exist (is the board plugged in? " \
+                  "`mpremote connect list` shows ports)\n" % port
+    assert not (out / "metrics.json").exists()
