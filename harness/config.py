@@ -8,6 +8,9 @@ import math
 import os
 import tomllib
 
+from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, TEXT,  # noqa: F401 (re-exported)
+                                   int_at_least, int_within, one_of, pair, range_problem, under, vector, within)
+
 
 class ConfigError(ValueError):
     """A scenario file or option is malformed; the message is one line for the user."""
@@ -108,77 +111,8 @@ def positive_int(text):
     return value
 
 
-# -- value ranges -------------------------------------------------------------------------------------
-# A rule is (text, predicate): ``predicate(value)`` is True for a valid value, ``text`` completes
-# "setting <path> must be <text>". Predicates that raise TypeError count as False; NaN fails every
-# numeric rule (each comparison with NaN is False).
-
-
-def _number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-POSITIVE = ("a number > 0", lambda v: _number(v) and v > 0)
-NON_NEGATIVE = ("a number >= 0", lambda v: _number(v) and v >= 0)
-
-
-def int_at_least(lo):
-    return ("an integer >= %d" % lo, lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo)
-
-
-def within(lo, hi):
-    """lo <= value <= hi."""
-    return ("a number in [%g, %g]" % (lo, hi), lambda v: _number(v) and lo <= v <= hi)
-
-
-def one_of(*choices):
-    return ("one of %s" % ", ".join(repr(c) for c in choices), lambda v: v in choices)
-
-
-ANY_NUMBER = ("a number", _number)
-BOOLEAN = ("true or false", lambda v: isinstance(v, bool))
-
-
-def vector(count, rule, ordered=False):
-    """A list of ``count`` elements that each follow ``rule`` (and, when ordered, ascend)."""
-    text, ok = rule
-
-    def check(v):
-        return (isinstance(v, list) and len(v) == count and all(ok(x) for x in v)
-                and (not ordered or all(a <= b for a, b in zip(v, v[1:]))))
-    notes = ([text.replace("a number ", "each ")] if text != ANY_NUMBER[0] else []) + (["low first"] if ordered else [])
-    return ("a list of %d numbers%s" % (count, " (%s)" % ", ".join(notes) if notes else ""), check)
-
-
-def pair(rule, ordered=False):
-    """A two-element list whose elements follow ``rule`` (and, when ordered, first <= second)."""
-    return vector(2, rule, ordered)
-
-
-def under(prefix, rules):
-    """``rules`` for a settings block mounted at ``prefix`` (e.g. the vehicle block at "vehicle")."""
-    return {"%s.%s" % (prefix, path): rule for path, rule in rules.items()}
-
-
-def range_problem(config, rules):
-    """The first setting of ``config`` outside its rule, as "<path> must be <text>, got <value>"; None when
-    every one is valid. ``rules``: {dotted path: rule}; a path missing from ``config`` is skipped."""
-    for path, (text, ok) in rules.items():
-        node = config
-        for part in path.split("."):
-            if not isinstance(node, dict) or part not in node:
-                node = _MISSING
-                break
-            node = node[part]
-        if node is _MISSING:
-            continue
-        try:
-            good = ok(node)
-        except TypeError:
-            good = False
-        if not good:
-            return "%s must be %s, got %r" % (path, text, node)
-    return None
+# -- value ranges: the rules and range_problem live in onboard.core.settings (the boards check their
+# configs with them too) and are re-exported here for the scenarios.
 
 
 def check_ranges(config, rules, where="config"):
@@ -186,6 +120,3 @@ def check_ranges(config, rules, where="config"):
     problem = range_problem(config, rules)
     if problem:
         raise ConfigError("setting %s.%s" % (where, problem))
-
-
-_MISSING = object()

@@ -18,6 +18,8 @@ import time
 import tomllib
 
 from boards.rpi import constants as C
+from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, TEXT, int_at_least, int_within, one_of, pair,
+                                   range_problem)
 
 DEFAULT_CONFIG = {
     "vesc": {
@@ -43,7 +45,66 @@ DEFAULT_CONFIG = {
 
 
 class ServiceConfigError(ValueError):
-    pass
+    """The config is malformed (exit status 2)."""
+
+
+class ServiceStartError(RuntimeError):
+    """A device or file the service needs cannot be opened: the IMU's I2C bus, the pose UDP port, the log
+    (exit status 3; nothing was commanded, whatever had opened is closed again)."""
+
+
+EXIT_CONFIG = 2
+EXIT_START = 3
+
+
+CAN_ID = int_within(0, 254)                      # VESC CAN ids (255 is broadcast)
+MOTOR_KEYS = ("name", "port", "controller_id", "can_id", "direction")
+MOTOR_RANGES = {"name": one_of("left", "right"), "port": TEXT, "controller_id": CAN_ID,
+                "direction": one_of(1, -1)}
+# every setting's value range (onboard.core.settings rules), checked before a port or the log opens;
+# imu.bus: an i2c-dev path, "bench-sim" (the simulated MPU-6050, at rest) or "none";
+# pose.udp_port: -1 or null for no external pose source, 0 for a free port
+SETTING_RANGES = {
+    "vesc.baud": int_at_least(1), "vesc.gear_ratio": POSITIVE, "vesc.pole_pairs": int_at_least(1),
+    "vesc.stop_brake_current_a": NON_NEGATIVE, "vesc.telemetry_rate_hz": int_at_least(1),
+    "imu.bus": TEXT, "imu.address": one_of(0x68, 0x69), "imu.rate_hz": int_at_least(1),
+    "pose.udp_port": ("null or an integer in -1..65535",
+                      lambda v: v is None or int_within(-1, 65535)[1](v)),
+    "pose.poll_hz": int_at_least(1),
+    "mission.waypoints_ne_m": ("a non-empty list of [north_m, east_m] pairs",
+                               lambda v: isinstance(v, list) and len(v) > 0 and all(pair(ANY_NUMBER)[1](p) for p in v)),
+    "runtime.control_rate_hz": int_at_least(1), "runtime.wheelbase_m": POSITIVE,
+    "runtime.wheel_radius_m": POSITIVE, "runtime.max_wheel_radps": POSITIVE,
+    "log.dir": TEXT,
+}
+
+
+def check_config(cfg):
+    """Raise ServiceConfigError naming the first setting outside its range (SETTING_RANGES, and for each
+    of the two motors MOTOR_RANGES, a can_id of null or a CAN id, and the names left and right once each)."""
+    problem = range_problem(cfg, SETTING_RANGES)
+    if problem:
+        raise ServiceConfigError("setting %s" % problem)
+    motors = cfg["vesc"]["motors"]
+    if not (isinstance(motors, list) and all(isinstance(m, dict) for m in motors)):
+        raise ServiceConfigError("setting vesc.motors must be a list of two motor tables, got %r" % (motors,))
+    for i, motor in enumerate(motors):
+        where = "vesc.motors[%d]" % i
+        unknown = sorted(k for k in motor if k not in MOTOR_KEYS)
+        missing = [k for k in MOTOR_KEYS if k != "can_id" and k not in motor]
+        if unknown or missing:
+            raise ServiceConfigError("setting %s: %s (keys: %s)" % (
+                where, "unknown key %r" % unknown[0] if unknown else "missing key %r" % missing[0],
+                ", ".join(MOTOR_KEYS)))
+        problem = range_problem(motor, MOTOR_RANGES)
+        if problem is None and motor.get("can_id") is not None and not CAN_ID[1](motor["can_id"]):
+            problem = "can_id must be null or %s, got %r" % (CAN_ID[0], motor["can_id"])
+        if problem:
+            raise ServiceConfigError("setting %s.%s" % (where, problem))
+    names = sorted(m["name"] for m in motors)
+    if names != ["left", "right"]:
+        raise ServiceConfigError("setting vesc.motors must name one motor left and one right, got %s"
+                                 % ", ".join(names))
 
 
 def merge_config(base, override, where="config"):
@@ -71,7 +132,9 @@ def load_config(path):
                 data = json.load(fh)
     except (OSError, ValueError) as exc:
         raise ServiceConfigError("cannot read config %s: %s" % (path, exc))
-    return merge_config(DEFAULT_CONFIG, data)
+    cfg = merge_config(DEFAULT_CONFIG, data)
+    check_config(cfg)
+    return cfg
 
 
 def build_app(cfg, log=None):
@@ -105,12 +168,21 @@ def build_app(cfg, log=None):
             bus.attach(icfg["address"], SimMpu6050())
         else:
             from boards.rpi.i2c_linux import LinuxI2cBus
-            bus = LinuxI2cBus(icfg["bus"])
+            try:
+                bus = LinuxI2cBus(icfg["bus"])
+            except OSError as exc:
+                raise ServiceStartError("cannot open the IMU's I2C bus %s: %s" % (icfg["bus"], exc.strerror or exc))
             closers.append(bus.close)
         imu = Mpu6050(bus, icfg["address"], rate_hz=icfg["rate_hz"])
     pose = None
     if cfg["pose"]["udp_port"] is not None and cfg["pose"]["udp_port"] >= 0:
-        pose = UdpPoseSource(cfg["pose"]["udp_port"])
+        try:
+            pose = UdpPoseSource(cfg["pose"]["udp_port"])
+        except OSError as exc:
+            for close in closers:
+                close()
+            raise ServiceStartError("cannot bind the pose UDP port %d: %s"
+                                    % (cfg["pose"]["udp_port"], exc.strerror or exc))
         closers.append(pose.close)
     runtime_cfg = dict(cfg["runtime"])
     runtime_cfg["imu_rate_hz"] = icfg["rate_hz"]
@@ -125,18 +197,24 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout):
     from onboard.runtime.clock import MonotonicClock
     from onboard.runtime.mcap_log import McapLog
 
-    if log_file is None:
-        os.makedirs(cfg["log"]["dir"], exist_ok=True)
-        log_file = os.path.join(cfg["log"]["dir"], time.strftime("rpi-%Y%m%d-%H%M%S.mcap"))
-    mcap = McapLog(log_file, library="onboard-rpi")
+    try:
+        if log_file is None:
+            os.makedirs(cfg["log"]["dir"], exist_ok=True)
+            log_file = os.path.join(cfg["log"]["dir"], time.strftime("rpi-%Y%m%d-%H%M%S.mcap"))
+        mcap = McapLog(log_file, library="onboard-rpi")
+    except OSError as exc:
+        raise ServiceStartError("cannot open the log %s: %s" % (log_file or cfg["log"]["dir"], exc.strerror or exc))
     stop = {"signal": None}
 
     def on_signal(signum, _frame):
         stop["signal"] = signum
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    app, closers = build_app(cfg, log=mcap.log)
+    try:
+        app, closers = build_app(cfg, log=mcap.log)
+    except BaseException:
+        mcap.close()
+        raise
+    old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     clock = MonotonicClock()
     app.start(clock.now_us())
     pose_port = app.pose_source.port if app.pose_source is not None else None
@@ -157,6 +235,8 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout):
         mcap.close()
         for close in closers:
             close()
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
     print("onboard-rpi: stopped (%s); motors released; log closed: %s (%d messages)"
           % (reason, log_file, mcap.messages), file=out, flush=True)
     return 0
@@ -194,14 +274,29 @@ def service_unit(python, workdir, config, user="pi"):
     return UNIT_TEMPLATE.format(python=python, workdir=workdir, config=config, user=user)
 
 
+def _seconds(text):
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not POSITIVE[1](value):
+        raise argparse.ArgumentTypeError("expected a number of seconds > 0, got %r" % text)
+    return value
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m boards.rpi",
-                                     description="Raspberry Pi ground-robot runtime (VESC motors over UART).")
+                                     description="Raspberry Pi ground-robot runtime (VESC motors over UART).",
+                                     epilog="exit status: 0 stopped on SIGTERM/SIGINT or after --duration-s, "
+                                            "2 malformed config (one line naming the setting), 3 the IMU bus, "
+                                            "the pose UDP port or the log cannot be opened.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run the runtime until SIGTERM/SIGINT")
     p.add_argument("--config", help=".toml or .json settings (see `default-config`)")
     p.add_argument("--log-file", help="MCAP file (default: <log.dir>/rpi-<time>.mcap)")
-    p.add_argument("--duration-s", type=float, default=None, help="stop after this many seconds")
+    p.add_argument("--duration-s", type=_seconds, default=None,
+                   help="stop after this many seconds (default: run until SIGTERM/SIGINT)")
     p = sub.add_parser("service-unit", help="print the systemd unit file")
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--workdir", default=os.getcwd())
@@ -226,4 +321,7 @@ def main(argv=None):
         return 0
     except ServiceConfigError as exc:
         print("error: %s" % exc, file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
+    except ServiceStartError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return EXIT_START

@@ -30,6 +30,7 @@ RECV_BYTES = 64            # a CRTP datagram is at most 31 bytes; longer ones ar
 MAX_IDLE_US = 20000        # realtime mode: advance the physics at least this often
 LINGER_PERIOD_S = 0.01     # release_links(): a null packet to every client this often
 MAX_CLIENTS = 4            # per drone, the client addresses release_links() keeps answering
+MAX_UDP_PORT = 65535
 
 
 class SimServerError(RuntimeError):
@@ -54,6 +55,10 @@ class SimCrazyflieServer:
         self.drones = list(drones)
         self.host = _check_loopback(host)
         self.base_port = int(base_port)
+        last_port = self.base_port + max(0, len(self.drones) - 1)
+        if self.base_port < 0 or last_port > MAX_UDP_PORT:
+            raise SimServerError("ports %d..%d (base port + one per drone) must lie in 0..%d (base port 0 picks "
+                                 "free ones)" % (self.base_port, last_port, MAX_UDP_PORT))
         self.realtime = bool(realtime)
         if clock is None:
             from onboard.runtime.clock import MonotonicClock

@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+from harness.config import positive_int
 from onboard.policy import tflite_pure as fb
 from onboard.policy.int8_pure import Int8Graph
 from onboard.policy.policy import load_model_dir, make_policy
@@ -159,7 +160,7 @@ def add_parser(sub):
     pi.set_defaults(func=_run, policy_func=_cmd_inspect)
     pc = psub.add_parser("check", help="run every backend on N random inputs, report agreement")
     pc.add_argument("model", help=".tflite file or model directory")
-    pc.add_argument("-n", type=int, default=1000, help="number of inputs (default 1000)")
+    pc.add_argument("-n", type=positive_int, default=1000, help="number of inputs, >= 1 (default 1000)")
     pc.add_argument("--seed", type=int, default=0)
     pc.add_argument("--json", action="store_true")
     pc.set_defaults(func=_run, policy_func=_cmd_check)

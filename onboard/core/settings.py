@@ -1,4 +1,10 @@
-"""Component settings: defaults overridden by a user dict, unknown keys rejected (MicroPython-compatible)."""
+"""Component settings (MicroPython-compatible): defaults overridden by a user dict with unknown keys
+rejected, and value-range rules checked before anything runs.
+
+A rule is (text, predicate): ``predicate(value)`` is True for a valid value and ``text`` completes
+"<setting> must be <text>". Predicates that raise TypeError count as False; NaN and infinities fail
+every numeric rule. The harness (scenario settings) and the boards (service configs) share these.
+"""
 
 
 def with_defaults(defaults, overrides, owner):
@@ -12,3 +18,79 @@ def with_defaults(defaults, overrides, owner):
                                  % (owner, key, ", ".join(sorted(defaults))))
             cfg[key] = overrides[key]
     return cfg
+
+
+def is_number(v):
+    """A finite int or float, not a bool (``v - v`` is NaN for NaN and the infinities)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v - v == 0
+
+
+ANY_NUMBER = ("a number", is_number)
+POSITIVE = ("a number > 0", lambda v: is_number(v) and v > 0)
+NON_NEGATIVE = ("a number >= 0", lambda v: is_number(v) and v >= 0)
+BOOLEAN = ("true or false", lambda v: isinstance(v, bool))
+TEXT = ("a non-empty string", lambda v: isinstance(v, str) and len(v) > 0)
+
+
+def int_at_least(lo):
+    return ("an integer >= %d" % lo, lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo)
+
+
+def int_within(lo, hi):
+    return ("an integer in %d..%d" % (lo, hi),
+            lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi)
+
+
+def within(lo, hi):
+    """lo <= value <= hi."""
+    return ("a number in [%g, %g]" % (lo, hi), lambda v: is_number(v) and lo <= v <= hi)
+
+
+def one_of(*choices):
+    return ("one of %s" % ", ".join(repr(c) for c in choices), lambda v: v in choices)
+
+
+def vector(count, rule, ordered=False):
+    """A list of ``count`` elements that each follow ``rule`` (and, when ordered, ascend)."""
+    text, ok = rule
+
+    def check(v):
+        return (isinstance(v, list) and len(v) == count and all(ok(x) for x in v)
+                and (not ordered or all(v[i] <= v[i + 1] for i in range(count - 1))))
+    notes = ([text.replace("a number ", "each ")] if text != ANY_NUMBER[0] else []) + (["low first"] if ordered else [])
+    return ("a list of %d numbers%s" % (count, " (%s)" % ", ".join(notes) if notes else ""), check)
+
+
+def pair(rule, ordered=False):
+    """A two-element list whose elements follow ``rule`` (and, when ordered, first <= second)."""
+    return vector(2, rule, ordered)
+
+
+def under(prefix, rules):
+    """``rules`` for a settings block mounted at ``prefix`` (e.g. the vehicle block at "vehicle")."""
+    return {"%s.%s" % (prefix, path): rule for path, rule in rules.items()}
+
+
+_MISSING = object()
+
+
+def range_problem(config, rules):
+    """The first setting of ``config`` outside its rule, as "<path> must be <text>, got <value>"; None when
+    every one is valid. ``rules``: {dotted path: rule}; a path missing from ``config`` is skipped."""
+    for path, rule in rules.items():
+        text, ok = rule
+        node = config
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                node = _MISSING
+                break
+            node = node[part]
+        if node is _MISSING:
+            continue
+        try:
+            good = ok(node)
+        except TypeError:
+            good = False
+        if not good:
+            return "%s must be %s, got %r" % (path, text, node)
+    return None

@@ -137,3 +137,27 @@ def test_crazyflies_command_prints_uris_and_serves_until_interrupted(open_sync):
     assert proc.returncode == 0
     stats = json.loads(err.decode().strip().splitlines()[-1])
     assert stats["cf3"]["rx_packets"] > 0 and stats["cf0"]["rx_packets"] == 0
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--count", "0"], "fleet size must be a whole number 1..64, got 0"),
+    (["--base-port", "-1"], "ports -1..-1 (base port + one per drone) must lie in 0..65535"),
+    (["--base-port", "65535", "--count", "2"], "ports 65535..65536 (base port + one per drone) must lie in 0..65535"),
+    (["--host", "8.8.8.8"], "simulated Crazyflies bind to loopback only, not '8.8.8.8'"),
+    (["--spacing", "nan"], "setting crazyflie.spacing_m must be finite, got nan"),
+])
+def test_crazyflies_command_refuses_bad_arguments_in_one_line(capsys, argv, needle):
+    from harness.cli import main
+    assert main(["crazyflies"] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and needle in err and err.count("\n") == 1, err
+
+
+def test_a_taken_port_is_a_one_line_error(capsys):
+    from harness.cli import main
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        assert main(["crazyflies", "--base-port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot bind 127.0.0.1:%d for cf0: " % port) and err.count("\n") == 1

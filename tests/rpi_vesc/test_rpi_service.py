@@ -147,3 +147,76 @@ def test_service_config_rejects_unknown_keys(tmp_path):
     bad.write_text(json.dumps({"vesc": {"baudrate": 9600}}))
     with pytest.raises(ServiceConfigError, match="baudrate"):
         load_config(str(bad))
+
+
+_MOTORS = [{"name": "left", "port": "/dev/ttyV0", "controller_id": 1, "direction": 1},
+           {"name": "right", "port": "/dev/ttyV0", "controller_id": 2, "can_id": 2, "direction": -1}]
+
+
+@pytest.mark.parametrize("override,message", [
+    ({"vesc": {"gear_ratio": 0.0}}, "setting vesc.gear_ratio must be a number > 0, got 0.0"),
+    ({"vesc": {"baud": "fast"}}, "setting vesc.baud must be an integer >= 1, got 'fast'"),
+    ({"imu": {"rate_hz": 0}}, "setting imu.rate_hz must be an integer >= 1, got 0"),
+    ({"imu": {"address": 0x50}}, "setting imu.address must be one of 104, 105, got 80"),
+    ({"pose": {"udp_port": 70000}}, "setting pose.udp_port must be null or an integer in -1..65535, got 70000"),
+    ({"runtime": {"wheelbase_m": float("nan")}}, "setting runtime.wheelbase_m must be a number > 0, got nan"),
+    ({"mission": {"waypoints_ne_m": [[1.0, 2.0], [3.0]]}},
+     "setting mission.waypoints_ne_m must be a non-empty list of [north_m, east_m] pairs, got [[1.0, 2.0], [3.0]]"),
+    ({"vesc": {"motors": [dict(_MOTORS[0], direction=0), _MOTORS[1]]}},
+     "setting vesc.motors[0].direction must be one of 1, -1, got 0"),
+    ({"vesc": {"motors": [_MOTORS[0], dict(_MOTORS[1], can_id=255)]}},
+     "setting vesc.motors[1].can_id must be null or an integer in 0..254, got 255"),
+    ({"vesc": {"motors": [_MOTORS[0], dict(_MOTORS[1], cam_id=2)]}}, "setting vesc.motors[1]: unknown key 'cam_id'"),
+    ({"vesc": {"motors": [_MOTORS[0], dict(_MOTORS[1], name="left")]}},
+     "setting vesc.motors must name one motor left and one right, got left, left"),
+    ({"vesc": {"motors": "left,right"}}, "setting vesc.motors must be a list of two motor tables"),
+])
+def test_service_config_values_are_checked_before_anything_opens(tmp_path, capsys, override, message):
+    """A malformed value is one line naming the setting and exit status 2; no log file, no port opened."""
+    from boards.rpi.service import main
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(override))
+    log = tmp_path / "run.mcap"
+    assert main(["run", "--config", str(path), "--log-file", str(log), "--duration-s", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: " + message) and err.count("\n") == 1, err
+    assert not log.exists()
+
+
+def _blocked_pose_port():
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("0.0.0.0", 0))
+    return sock
+
+
+@pytest.mark.parametrize("what", ["imu_bus", "pose_port", "log_dir"])
+def test_a_device_that_cannot_open_is_one_line_and_exit_3(tmp_path, capsys, what):
+    """The IMU bus missing, the pose port taken or the log folder not writable: exit 3, one line, nothing
+    left open (the MCAP file, when it was opened, is closed and readable)."""
+    from boards.rpi.service import main
+    cfg = {"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"}, "pose": {"udp_port": 0},
+           "log": {"dir": str(tmp_path / "logs")}}
+    taken = None
+    if what == "imu_bus":
+        cfg["imu"]["bus"] = str(tmp_path / "i2c-9")
+        needle = "cannot open the IMU's I2C bus %s: No such file or directory" % cfg["imu"]["bus"]
+    elif what == "pose_port":
+        taken = _blocked_pose_port()
+        cfg["pose"]["udp_port"] = taken.getsockname()[1]
+        needle = "cannot bind the pose UDP port %d: Address already in use" % cfg["pose"]["udp_port"]
+    else:
+        (tmp_path / "logs").write_text("a file where the log folder should be")
+        needle = "cannot open the log %s: File exists" % cfg["log"]["dir"]
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    try:
+        assert main(["run", "--config", str(path), "--duration-s", "0.1"]) == 3
+    finally:
+        if taken is not None:
+            taken.close()
+    err = capsys.readouterr().err
+    assert err == "error: %s\n" % needle, err
+    if what != "log_dir":
+        (mcap_file,) = (tmp_path / "logs").iterdir()
+        with open(mcap_file, "rb") as fh:
+            assert list(make_reader(fh).iter_messages()) == []

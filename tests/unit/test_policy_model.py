@@ -285,3 +285,13 @@ def test_cli_inspect_and_check(capsys):
     assert report["exact"] and report["backends"]["litert"]["mismatches"] == 0
     assert report["backends"]["c-host"]["mismatches"] == 0
     assert main(["policy", "inspect", os.path.join(REPO, "README.md")]) == 2
+
+
+@pytest.mark.parametrize("count", ["0", "-1", "ten"])
+def test_cli_check_needs_at_least_one_input(capsys, count):
+    """An agreement check over no inputs would pass without checking anything: -n must be >= 1."""
+    from harness.cli import main
+    with pytest.raises(SystemExit) as exc:
+        main(["policy", "check", DQN_DIR, "-n", count])
+    assert exc.value.code == 2
+    assert "argument -n: expected an integer >= 1" in capsys.readouterr().err

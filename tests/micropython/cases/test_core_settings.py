@@ -1,0 +1,54 @@
+"""onboard.core.settings' value-range rules: the same verdicts and messages on CPython and MicroPython."""
+from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, TEXT, int_at_least, int_within,
+                                   one_of, pair, range_problem, under, vector, within)
+
+RULES = {"rate_hz": int_at_least(1), "gain": POSITIVE, "margin_m": NON_NEGATIVE, "share": within(0.0, 1.0),
+         "mode": one_of("a", "b"), "on": BOOLEAN, "name": TEXT, "offset": ANY_NUMBER, "id": int_within(0, 255),
+         "box.size_m": pair(POSITIVE), "box.span_m": vector(3, ANY_NUMBER, True)}
+GOOD = {"rate_hz": 10, "gain": 0.5, "margin_m": 0.0, "share": 1.0, "mode": "b", "on": False, "name": "x",
+        "offset": -3.0, "id": 255, "box": {"size_m": [1.0, 2.0], "span_m": [-1.0, 0.0, 0.0]}}
+
+
+def _with(path, value):
+    cfg = {k: (dict(v) if isinstance(v, dict) else v) for k, v in GOOD.items()}
+    node = cfg
+    parts = path.split(".")
+    for p in parts[:-1]:
+        node = node[p]
+    node[parts[-1]] = value
+    return cfg
+
+
+def test_good_settings_pass_and_missing_ones_are_skipped():
+    assert range_problem(GOOD, RULES) is None
+    assert range_problem({"gain": 2}, RULES) is None
+
+
+def test_each_bad_value_is_named_with_its_rule():
+    nan = float("nan")
+    inf = float("inf")
+    cases = [
+        ("rate_hz", 0, "rate_hz must be an integer >= 1, got 0"),
+        ("rate_hz", 2.0, "rate_hz must be an integer >= 1, got 2.0"),
+        ("rate_hz", True, "rate_hz must be an integer >= 1, got True"),
+        ("gain", nan, "gain must be a number > 0, got nan"),
+        ("gain", inf, "gain must be a number > 0, got inf"),
+        ("gain", "fast", "gain must be a number > 0, got 'fast'"),
+        ("margin_m", -0.5, "margin_m must be a number >= 0, got -0.5"),
+        ("share", 1.5, "share must be a number in [0, 1], got 1.5"),
+        ("mode", "c", "mode must be one of 'a', 'b', got 'c'"),
+        ("on", 1, "on must be true or false, got 1"),
+        ("name", "", "name must be a non-empty string, got ''"),
+        ("offset", -inf, "offset must be a number, got -inf"),
+        ("id", 256, "id must be an integer in 0..255, got 256"),
+        ("box.size_m", [1.0], "box.size_m must be a list of 2 numbers (each > 0), got [1.0]"),
+        ("box.size_m", [1.0, 0.0], "box.size_m must be a list of 2 numbers (each > 0), got [1.0, 0.0]"),
+        ("box.span_m", [0.0, -1.0, 2.0], "box.span_m must be a list of 3 numbers (low first), got [0.0, -1.0, 2.0]"),
+    ]
+    for path, value, message in cases:
+        assert range_problem(_with(path, value), RULES) == message, (path, value)
+
+
+def test_rules_mount_under_a_prefix():
+    rules = under("vehicle", {"mass_kg": POSITIVE})
+    assert range_problem({"vehicle": {"mass_kg": 0}}, rules) == "vehicle.mass_kg must be a number > 0, got 0"
