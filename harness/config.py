@@ -9,7 +9,7 @@ import os
 import tomllib
 
 from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, TEXT,  # noqa: F401 (re-exported)
-                                   int_at_least, int_within, one_of, pair, range_problem, under, vector, within)
+                                   argument, int_at_least, int_within, one_of, pair, range_problem, under, vector, within)
 
 
 class ConfigError(ValueError):
@@ -100,15 +100,10 @@ def parse_set(items):
     return out
 
 
-def positive_int(text):
-    """argparse type: an integer >= 1 (``--rollouts 0`` is an error, not an empty run)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("expected an integer >= 1, got %r" % text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("expected an integer >= 1, got %d" % value)
-    return value
+positive_int = argument(int_at_least(1), int)        # ``--rollouts 0`` is an error, not an empty run
+non_negative_int = argument(int_at_least(0), int)
+positive_float = argument(POSITIVE)
+non_negative_float = argument(NON_NEGATIVE)
 
 
 # -- value ranges: the rules and range_problem live in onboard.core.settings (the boards check their

@@ -18,8 +18,8 @@ import time
 import tomllib
 
 from boards.rpi import constants as C
-from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, TEXT, int_at_least, int_within, one_of, pair,
-                                   range_problem)
+from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, TEXT, argument, int_at_least, int_within,
+                                   one_of, pair, range_problem)
 
 DEFAULT_CONFIG = {
     "vesc": {
@@ -274,17 +274,6 @@ def service_unit(python, workdir, config, user="pi"):
     return UNIT_TEMPLATE.format(python=python, workdir=workdir, config=config, user=user)
 
 
-def _seconds(text):
-    """argparse type: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not POSITIVE[1](value):
-        raise argparse.ArgumentTypeError("expected a number of seconds > 0, got %r" % text)
-    return value
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m boards.rpi",
                                      description="Raspberry Pi ground-robot runtime (VESC motors over UART).",
@@ -295,7 +284,7 @@ def main(argv=None):
     p = sub.add_parser("run", help="run the runtime until SIGTERM/SIGINT")
     p.add_argument("--config", help=".toml or .json settings (see `default-config`)")
     p.add_argument("--log-file", help="MCAP file (default: <log.dir>/rpi-<time>.mcap)")
-    p.add_argument("--duration-s", type=_seconds, default=None,
+    p.add_argument("--duration-s", type=argument(POSITIVE), default=None,
                    help="stop after this many seconds (default: run until SIGTERM/SIGINT)")
     p = sub.add_parser("service-unit", help="print the systemd unit file")
     p.add_argument("--python", default=sys.executable)

@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from harness.config import non_negative_int, positive_float, positive_int
 from harness.grading.agents import INT8_SUBDIR, MODEL_DIR, argmax_maps_nhwc, load_agent
 from harness.grading.dataset import eq1_poses
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
@@ -326,12 +327,12 @@ def main(argv=None):
     p.add_argument("--agent", required=True, choices=("agent1", "agent2"))
     p.add_argument("--model-dir", default=MODEL_DIR, help="folder with <agent>/weights.npz + card.json")
     p.add_argument("--out", default=None, help="default: <model-dir>/<agent>/int8")
-    p.add_argument("--calib-episodes", type=int, default=12)
-    p.add_argument("--eval-episodes", type=int, default=6)
+    p.add_argument("--calib-episodes", type=positive_int, default=12)
+    p.add_argument("--eval-episodes", type=positive_int, default=6)
     p.add_argument("--seed", type=int, default=11)
-    p.add_argument("--k-samples", type=int, default=8, help="eq. 1 pose samples per decision (agent2)")
-    p.add_argument("--pure-crops", type=int, default=2, help="held-out crops also run on the pure kernel")
-    p.add_argument("--logit-margin", type=float, default=6.0,
+    p.add_argument("--k-samples", type=positive_int, default=8, help="eq. 1 pose samples per decision (agent2)")
+    p.add_argument("--pure-crops", type=non_negative_int, default=2, help="held-out crops also run on the pure kernel")
+    p.add_argument("--logit-margin", type=positive_float, default=6.0,
                    help="logits more than this below the smallest calibration map maximum saturate")
     args = p.parse_args(argv)
     try:

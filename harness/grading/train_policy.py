@@ -38,6 +38,7 @@ import time
 
 import numpy as np
 
+from harness.config import non_negative_float, non_negative_int, positive_int
 from harness.grading import dataset
 from harness.grading.agents import PolicyDecider
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS
@@ -279,25 +280,25 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = argparse.ArgumentParser(prog="python -m harness.grading.train_policy",
                                  description="Train agent1/agent2 grading policies by imitation + DAgger (ag2u).")
-    ap.add_argument("--episodes", type=int, default=150, help="expert episodes for the dataset (default 150)")
-    ap.add_argument("--epochs", type=int, default=4, help="passes over the behaviour-cloning crops")
-    ap.add_argument("--dagger-rounds", type=int, default=1)
-    ap.add_argument("--dagger-episodes", type=int, default=40)
-    ap.add_argument("--dagger-epochs", type=int, default=2)
-    ap.add_argument("--dagger-max-legs", type=int, default=10)
+    ap.add_argument("--episodes", type=positive_int, default=150, help="expert episodes for the dataset (default 150)")
+    ap.add_argument("--epochs", type=non_negative_int, default=4, help="passes over the behaviour-cloning crops")
+    ap.add_argument("--dagger-rounds", type=non_negative_int, default=1)
+    ap.add_argument("--dagger-episodes", type=positive_int, default=40)
+    ap.add_argument("--dagger-epochs", type=positive_int, default=2)
+    ap.add_argument("--dagger-max-legs", type=positive_int, default=10)
     ap.add_argument("--dagger-noise", default="", choices=("",) + tuple(NOISE_SCENARIOS),
                     help="noise of the DAgger episodes (default: %s)" % ", ".join("%s %s" % kv for kv in DAGGER_NOISE.items()))
     ap.add_argument("--aiding-error", default=EPISODE_DEFAULTS["aiding_error"], choices=AIDING_ERROR_MODELS,
                     help="aiding pose error of the collected episodes (ag2u eq. 13): constant (held per episode; "
                          "agent2's eq. 1 Sigma then carries it) or white (fresh per sample); default: the "
                          "episodes' default, %(default)s")
-    ap.add_argument("--val-episodes", type=int, default=15, help="held-out expert episodes for the card's accuracy")
+    ap.add_argument("--val-episodes", type=positive_int, default=15, help="held-out expert episodes for the card's accuracy")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--channels", type=int, default=FCN_DEFAULTS["channels"])
-    ap.add_argument("--layers", type=int, default=FCN_DEFAULTS["layers"])
-    ap.add_argument("--k-samples", type=int, default=8, help="eq. 1 poses per decision for agent2")
-    ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--label-sigma-cells", type=float, default=0.0,
+    ap.add_argument("--channels", type=positive_int, default=FCN_DEFAULTS["channels"])
+    ap.add_argument("--layers", type=positive_int, default=FCN_DEFAULTS["layers"])
+    ap.add_argument("--k-samples", type=positive_int, default=8, help="eq. 1 poses per decision for agent2")
+    ap.add_argument("--batch", type=positive_int, default=128)
+    ap.add_argument("--label-sigma-cells", type=non_negative_float, default=0.0,
                     help="soft targets: a Gaussian of this many cells centred on each way-point (0: its nearest cell alone)")
     ap.add_argument("--label-frame", default="execution", choices=dataset.LABEL_FRAMES,
                     help="agent2's labels of its eq. 1 crops: execution (where to drive on that estimate to reach "
@@ -305,8 +306,8 @@ def main(argv=None):
     ap.add_argument("--no-dozer-view", action="store_true",
                     help="observations of the sand alone (the camera's heightmap without the dozer in it)")
     ap.add_argument("--mirror", action="store_true", help="also train on the east-west mirror image of every crop")
-    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    ap.add_argument("--workers", type=int, default=1, help="processes collecting the expert and DAgger episodes "
+    ap.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
+    ap.add_argument("--workers", type=positive_int, default=1, help="processes collecting the expert and DAgger episodes "
                     "and rendering the training crops (the data do not depend on it)")
     ap.add_argument("--device", default="cpu", help="torch device to train on (cpu, cuda, cuda:1, ...); the "
                     "data and the starting weights do not depend on it, the trained weights do (float rounding)")

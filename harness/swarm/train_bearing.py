@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from harness.config import non_negative_int, positive_float, positive_int
 from harness.swarm import bearing_data as bd
 from harness.swarm.sim import DEFAULTS as SIM_DEFAULTS
 from onboard.swarm.bearing_net import BEARING, N_BINS, ORIENTATION, BearingNet, angle_to_class, decode, softmax
@@ -144,18 +145,18 @@ def weights_of(gru, head):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--iters", type=int, default=2500)
-    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--iters", type=positive_int, default=2500)
+    p.add_argument("--hidden", type=positive_int, default=64)
     p.add_argument("--cell", choices=("gru", "rnn"), default="gru",
                    help="gru, or rnn (Elman, tanh: exports to int8 .tflite, harness/swarm/export_bearing.py)")
-    p.add_argument("--seq-len", type=int, default=80)
-    p.add_argument("--k", type=int, default=10, help="backpropagate only steps with >= k predecessors")
+    p.add_argument("--seq-len", type=positive_int, default=80)
+    p.add_argument("--k", type=non_negative_int, default=10, help="backpropagate only steps with >= k predecessors")
     p.add_argument("--data-policy", default=None,
                    help="DQN model folder flying the data drones (pocket V-C.1); default: a goal walker")
-    p.add_argument("--batch", type=int, default=30, help="sequences per minibatch (paper: 30)")
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--data-scale", type=int, default=1, help="multiply the number of recorded arenas")
-    p.add_argument("--max-minutes", type=float, default=None, help="stop (keeping the best weights) after this long")
+    p.add_argument("--batch", type=positive_int, default=30, help="sequences per minibatch (paper: 30)")
+    p.add_argument("--lr", type=positive_float, default=2e-3)
+    p.add_argument("--data-scale", type=positive_int, default=1, help="multiply the number of recorded arenas")
+    p.add_argument("--max-minutes", type=positive_float, default=None, help="stop (keeping the best weights) after this long")
     p.add_argument("--optimizer", choices=("adam", "rmsprop"), default="adam",
                    help="paper: RMSProp; Adam converges in fewer iterations here")
     p.add_argument("--out", default=MODEL_DIR)

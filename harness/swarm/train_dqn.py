@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from harness.config import argument, non_negative_float, positive_float, positive_int, within
 from harness.swarm.sim import SwarmBatch
 from onboard.swarm.actions import N_ACTIONS
 
@@ -182,19 +183,19 @@ def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--env-steps", type=int, default=6000)
-    p.add_argument("--batch", type=int, default=30, help="minibatch (paper: 30)")
-    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--env-steps", type=positive_int, default=6000)
+    p.add_argument("--batch", type=positive_int, default=30, help="minibatch (paper: 30)")
+    p.add_argument("--lr", type=positive_float, default=5e-4)
     p.add_argument("--goal-scale", type=float, default=0.0,
                    help="eq. 4 normalisation of the goal distance d1 (m); 0: the arena side")
     p.add_argument("--shaping", type=float, default=0.0,
                    help="weight of potential-based shaping on the goal distance (0: eq. 4 alone)")
-    p.add_argument("--critical", type=float, default=0.5, help="critical distance c of pocket eq. 4 (m)")
-    p.add_argument("--gamma", type=float, default=0.95)
-    p.add_argument("--n-step", type=int, default=3, help="n-step returns (1: plain one-step targets, pocket eq. 3)")
-    p.add_argument("--est-noise", type=float, default=0.1, help="white noise on the true goal/obstacle inputs (m)")
-    p.add_argument("--max-minutes", type=float, default=None, help="stop (keeping the best weights) after this long")
-    p.add_argument("--stop-at", type=int, default=None,
+    p.add_argument("--critical", type=positive_float, default=0.5, help="critical distance c of pocket eq. 4 (m)")
+    p.add_argument("--gamma", type=argument(within(0.0, 1.0)), default=0.95)
+    p.add_argument("--n-step", type=positive_int, default=3, help="n-step returns (1: plain one-step targets, pocket eq. 3)")
+    p.add_argument("--est-noise", type=non_negative_float, default=0.1, help="white noise on the true goal/obstacle inputs (m)")
+    p.add_argument("--max-minutes", type=positive_float, default=None, help="stop (keeping the best weights) after this long")
+    p.add_argument("--stop-at", type=positive_int, default=None,
                    help="stop after this env step (the epsilon schedule still spans --env-steps): a reproducible cut")
     p.add_argument("--hysteretic", type=float, default=None, help="beta of hysteretic Q-learning (e.g. 0.5)")
     p.add_argument("--out", default=MODEL_DIR)

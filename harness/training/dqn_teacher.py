@@ -30,6 +30,7 @@ import sys
 
 import numpy as np
 
+from harness.config import positive_int
 from harness.rng import RunRandom
 from harness.training.quantize import build_mlp_int8, mlp_forward, write_model_dir
 
@@ -221,7 +222,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default="models/pocket-dqn")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--epochs", type=positive_int, default=30)
     p.add_argument("--per-tensor", action="store_true", help="per-tensor instead of per-channel weights")
     args = p.parse_args(argv)
     card = train_and_export(args.out, seed=args.seed, epochs=args.epochs, per_channel=not args.per_tensor)

@@ -94,3 +94,20 @@ def range_problem(config, rules):
         if not good:
             return "%s must be %s, got %r" % (path, text, node)
     return None
+
+
+def argument(rule, convert=float):
+    """A command-line ``type`` (argparse) from a rule: the text converted with ``convert`` and checked, e.g.
+    ``argument(POSITIVE)``, ``argument(int_at_least(0), int)``; host tools only (argparse is not on boards)."""
+    text, ok = rule
+
+    def parse(arg):
+        try:
+            value = convert(arg)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            from argparse import ArgumentTypeError
+            raise ArgumentTypeError("expected %s, got %r" % (text, arg))
+        return value
+    return parse

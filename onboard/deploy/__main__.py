@@ -3,7 +3,9 @@ import argparse
 import json
 import sys
 
+from onboard.core.settings import POSITIVE, argument
 from onboard.deploy.build import DeployError, build, list_boards, mpy_cross_version
+
 
 EPILOG = """exit status: 0 deployed (or up to date / dry run), 2 bad arguments or board package,
 3 no board on the port or board not responding, 4 MicroPython/.mpy version mismatch,
@@ -28,7 +30,7 @@ def build_parser():
     p.add_argument("--mpy", action="store_true", help="precompile to .mpy for the board's MicroPython")
     p.add_argument("--dry-run", action="store_true", help="list what would change, copy nothing")
     p.add_argument("--no-start", action="store_true", help="do not soft-reset/start the runtime afterwards")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="S",
+    p.add_argument("--timeout", type=argument(POSITIVE), default=10.0, metavar="S",
                    help="timeout of each mpremote call in seconds (plus 0.5 s per KiB copied; default 10)")
     p.add_argument("--build-only", action="store_true", help="build the file set and list it; no board")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

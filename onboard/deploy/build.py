@@ -33,7 +33,10 @@ class BoardNotFound(DeployError):
 
 
 def list_boards(boards_dir=None):
+    """Names of the MicroPython board packages (folders with a manifest.json) under ``boards_dir``."""
     boards_dir = boards_dir or BOARDS_DIR
+    if not os.path.isdir(boards_dir):
+        raise BoardNotFound("board folder %s does not exist" % boards_dir)
     out = []
     for name in sorted(os.listdir(boards_dir)):
         if os.path.isfile(os.path.join(boards_dir, name, "manifest.json")):
@@ -45,8 +48,9 @@ def load_manifest(board, boards_dir=None):
     boards_dir = boards_dir or BOARDS_DIR
     path = os.path.join(boards_dir, board, "manifest.json")
     if not os.path.isfile(path):
-        raise BoardNotFound("unknown board %r (MicroPython boards: %s)"
-                            % (board, ", ".join(list_boards(boards_dir))))
+        known = list_boards(boards_dir)
+        raise BoardNotFound("unknown board %r (%s)" % (board, "MicroPython boards: %s" % ", ".join(known) if known
+                                                       else "no MicroPython board packages in %s" % boards_dir))
     with open(path) as fh:
         manifest = json.load(fh)
     for key in ("entry", "flash_bytes", "micropython_version", "mpy_version", "mpy_march"):

@@ -46,3 +46,24 @@ def test_version_checks():
     check_board(manifest, _probe(version=(1, 26, 0)), mpy=False)   # source deploys run anywhere
     with pytest.raises(VersionMismatch, match="not a MicroPython board"):
         check_board(manifest, _probe(mpy=None), mpy=False)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["zzz", "--build-only"], "error: unknown board 'zzz' (MicroPython boards: nano_esp32, pico_rp2040)"),
+    (["pico_rp2040", "--build-only", "--boards-dir", "/nonexistent-boards"],
+     "error: board folder /nonexistent-boards does not exist"),
+    (["pico_rp2040"], "error: --port is required (or --build-only)"),
+])
+def test_deploy_command_bad_arguments_are_one_line_exit_2(capsys, argv, needle):
+    from onboard.deploy.__main__ import main
+    assert main(argv) == 2
+    assert capsys.readouterr().err == needle + "\n"
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon"])
+def test_deploy_command_timeout_must_be_positive_seconds(capsys, timeout):
+    from onboard.deploy.__main__ import main
+    with pytest.raises(SystemExit) as exc:
+        main(["pico_rp2040", "--port", "/dev/null", "--timeout", timeout])
+    assert exc.value.code == 2
+    assert "argument --timeout: expected a number > 0, got %r" % timeout in capsys.readouterr().err

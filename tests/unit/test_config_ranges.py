@@ -58,3 +58,31 @@ def test_positive_int_argument_type():
     for text in ("0", "-2", "two", "1.5"):
         with pytest.raises(argparse.ArgumentTypeError):
             positive_int(text)
+
+
+def test_argument_types_from_rules():
+    from harness.config import argument, non_negative_float, non_negative_int, positive_float
+    assert non_negative_int("0") == 0 and non_negative_float("0") == 0.0 and positive_float("2.5") == 2.5
+    gamma = argument(within(0.0, 1.0))
+    assert gamma("0.95") == 0.95
+    for parse, text in ((non_negative_int, "-1"), (positive_float, "0"), (positive_float, "nan"),
+                        (positive_float, "inf"), (gamma, "1.5"), (gamma, "x")):
+        with pytest.raises(argparse.ArgumentTypeError, match="expected .*, got '%s'" % text):
+            parse(text)
+
+
+@pytest.mark.parametrize("module,argv,needle", [
+    ("harness.grading.train_policy", ["--episodes", "0"], "argument --episodes: expected an integer >= 1, got '0'"),
+    ("harness.grading.train_policy", ["--label-sigma-cells", "-1"], "argument --label-sigma-cells: expected a number >= 0"),
+    ("harness.swarm.train_dqn", ["--gamma", "1.5"], "argument --gamma: expected a number in [0, 1], got '1.5'"),
+    ("harness.swarm.train_bearing", ["--lr", "0"], "argument --lr: expected a number > 0, got '0'"),
+    ("harness.grading.export_int8", ["--calib-episodes", "0"], "argument --calib-episodes: expected an integer >= 1"),
+])
+def test_training_commands_refuse_out_of_range_arguments(capsys, module, argv, needle):
+    """Checked while the arguments parse, before any data is generated or a model loads."""
+    import importlib
+    main = importlib.import_module(module).main
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert needle in capsys.readouterr().err
