@@ -319,8 +319,6 @@ def main(argv=None):
                     "exists (same --episodes/--val-episodes/--seed assumed), else collected and written there")
     args = ap.parse_args(argv)
     args.argv = argv
-    if not args.label_sigma_cells >= 0.0:
-        ap.error("--label-sigma-cells must be >= 0 (0: hard labels), got %r" % args.label_sigma_cells)
     try:
         import torch
     except ImportError:

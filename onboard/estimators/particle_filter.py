@@ -36,6 +36,9 @@ This module runs unchanged on MicroPython (lists of floats, ``math`` only).
 """
 import math
 
+from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, int_at_least, is_number, one_of, range_problem,
+                                   within)
+
 # UWB ranging error model, pocket III-A (DecaWave DWM1000 vs motion capture).
 UWB_RANGE_BIAS_M = 0.0085569
 UWB_RANGE_VAR_M2 = 0.061295
@@ -347,46 +350,35 @@ class PureDraws:
 
 
 # ------------------------------------------------------------------ filter
+_OPEN_UNIT = ("a number in (0, 1]", lambda v: is_number(v) and 0.0 < v <= 1.0)
+# value ranges of the settings (onboard.core.settings rules; checked_config)
+SETTING_RANGES = dict(
+    {"n_particles": int_at_least(2), "refresh_fraction": ("a number in [0, 1)", lambda v: is_number(v) and 0 <= v < 1),
+     "range_bias_m": ANY_NUMBER, "range_var_m2": POSITIVE, "outlier_sigmas": POSITIVE,
+     "refresh_mode": one_of(*REFRESH_MODES), "refresh_fraction_min": within(0.0, 1.0),
+     "refresh_spread_rad": POSITIVE, "resample_neff_fraction": _OPEN_UNIT, "alpha_slow": _OPEN_UNIT,
+     "alpha_fast": _OPEN_UNIT, "reinit_after_outliers": int_at_least(0), "lost_residual_alpha": _OPEN_UNIT},
+    **{key: NON_NEGATIVE for key in ("vel_noise_mps", "pos_noise_floor_m", "yaw_noise_radps", "refresh_range_sigma_m",
+                                     "refresh_bearing_sigma_rad", "refresh_yaw_sigma_rad", "lost_residual_m",
+                                     "noise_reference_dt_s")})
+
+
 def checked_config(config=None):
-    """DEFAULTS updated with config, checked (ValueError on an unknown key or a bad value)."""
+    """DEFAULTS updated with config, checked (ValueError on an unknown key, a value outside its range in
+    SETTING_RANGES, refresh_fraction_min above refresh_fraction, or alpha_slow not below alpha_fast)."""
     cfg = dict(DEFAULTS)
     if config:
         for key in config:
             if key not in DEFAULTS:
                 raise ValueError("unknown ParticleFilter setting %r" % (key,))
             cfg[key] = config[key]
-    n = int(cfg["n_particles"])
-    if n < 2:
-        raise ValueError("n_particles must be >= 2, got %r" % (n,))
-    frac = cfg["refresh_fraction"]
-    if not (0.0 <= frac < 1.0):
-        raise ValueError("refresh_fraction must be in [0, 1), got %r" % (frac,))
-    if not (cfg["range_var_m2"] > 0.0):
-        raise ValueError("range_var_m2 must be > 0")
-    for key in ("vel_noise_mps", "pos_noise_floor_m", "yaw_noise_radps", "refresh_range_sigma_m",
-                "refresh_bearing_sigma_rad", "refresh_yaw_sigma_rad"):
-        if not (isinstance(cfg[key], (int, float)) and cfg[key] >= 0.0):
-            raise ValueError("%s must be >= 0, got %r" % (key, cfg[key]))
-    if not (isinstance(cfg["outlier_sigmas"], (int, float)) and cfg["outlier_sigmas"] > 0.0):
-        raise ValueError("outlier_sigmas must be > 0, got %r" % (cfg["outlier_sigmas"],))
-    if cfg["refresh_mode"] not in REFRESH_MODES:
-        raise ValueError("refresh_mode must be one of %s, got %r" % (REFRESH_MODES, cfg["refresh_mode"]))
-    if not (0.0 <= cfg["refresh_fraction_min"] <= frac):
+    problem = range_problem(cfg, SETTING_RANGES)
+    if problem:
+        raise ValueError(problem)
+    if not cfg["refresh_fraction_min"] <= cfg["refresh_fraction"]:
         raise ValueError("refresh_fraction_min must be in [0, refresh_fraction]")
-    if not (0.0 < cfg["resample_neff_fraction"] <= 1.0):
-        raise ValueError("resample_neff_fraction must be in (0, 1]")
-    if not (isinstance(cfg["reinit_after_outliers"], int) and cfg["reinit_after_outliers"] >= 0):
-        raise ValueError("reinit_after_outliers must be an int >= 0, got %r" % (cfg["reinit_after_outliers"],))
-    if not (isinstance(cfg["lost_residual_m"], (int, float)) and cfg["lost_residual_m"] >= 0.0):
-        raise ValueError("lost_residual_m must be >= 0, got %r" % (cfg["lost_residual_m"],))
-    if not (0.0 < cfg["lost_residual_alpha"] <= 1.0):
-        raise ValueError("lost_residual_alpha must be in (0, 1], got %r" % (cfg["lost_residual_alpha"],))
-    if not (isinstance(cfg["noise_reference_dt_s"], (int, float)) and cfg["noise_reference_dt_s"] >= 0.0):
-        raise ValueError("noise_reference_dt_s must be >= 0, got %r" % (cfg["noise_reference_dt_s"],))
-    if not (0.0 < cfg["alpha_slow"] < cfg["alpha_fast"] <= 1.0):
+    if not cfg["alpha_slow"] < cfg["alpha_fast"]:
         raise ValueError("need 0 < alpha_slow < alpha_fast <= 1")
-    if not (isinstance(cfg["refresh_spread_rad"], (int, float)) and cfg["refresh_spread_rad"] > 0.0):
-        raise ValueError("refresh_spread_rad must be > 0, got %r" % (cfg["refresh_spread_rad"],))
     return cfg
 
 

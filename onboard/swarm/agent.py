@@ -35,6 +35,7 @@ guard sees it), counted in ``negative_ranges``, as the training data's ranges ar
 """
 import math
 
+from onboard.core.settings import NON_NEGATIVE, POSITIVE, int_at_least, one_of, range_problem, within
 from onboard.estimators.particle_filter import PfInputError, make_filter
 from onboard.estimators.particle_filter import checked_config as pf_checked_config
 from onboard.swarm import actions as act_mod
@@ -164,18 +165,18 @@ class Track:
         self.recent_ranges = []        # (time_us, range_m) of the last brake_window_s (range-rate brake)
 
 
-# value ranges of the numeric settings (checked_config)
-_NON_NEGATIVE = ("far_obstacle_m", "obstacle_clip_m", "guard_distance_m", "guard_speed_mps", "guard_horizon_s",
-                 "guard_residual_m", "guard_hold_max_s", "brake_ttc_s", "brake_min_closing_mps", "stuck_window_s",
-                 "stuck_progress_m", "detour_s", "detour_min_goal_m", "collapsed_goal_min_m", "approach_radius_m",
-                 "approach_gain_per_s", "approach_speed_mps")
-_POSITIVE = ("range_smoothing_s", "brake_window_s")
-_UNIT_INTERVAL = ("min_confidence", "collapsed_estimate_fraction", "collapsed_goal_fraction")
-_COUNTS = ("warmup_steps", "brake_min_samples")
-
-
-def _number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v not in (_INF, -_INF)
+# value ranges of the settings (onboard.core.settings rules; checked_config)
+SETTING_RANGES = dict(
+    {"mode": one_of(*MODES), "pf_init": one_of(*PF_INITS), "learned_refresh": one_of(*REFRESH_MODES),
+     "range_smoothing_s": POSITIVE, "brake_window_s": POSITIVE,
+     "min_confidence": within(0.0, 1.0), "collapsed_estimate_fraction": within(0.0, 1.0),
+     "collapsed_goal_fraction": within(0.0, 1.0),
+     "warmup_steps": int_at_least(0), "brake_min_samples": int_at_least(0)},
+    **{key: NON_NEGATIVE for key in (
+        "far_obstacle_m", "obstacle_clip_m", "guard_distance_m", "guard_speed_mps", "guard_horizon_s",
+        "guard_residual_m", "guard_hold_max_s", "brake_ttc_s", "brake_min_closing_mps", "stuck_window_s",
+        "stuck_progress_m", "detour_s", "detour_min_goal_m", "collapsed_goal_min_m", "approach_radius_m",
+        "approach_gain_per_s", "approach_speed_mps")})
 
 
 def checked_config(config=None):
@@ -187,18 +188,9 @@ def checked_config(config=None):
         if k not in DEFAULTS:
             raise ValueError("unknown SwarmAgent setting %r" % (k,))
         cfg[k] = v
-    for key, choices in (("mode", MODES), ("pf_init", PF_INITS), ("learned_refresh", REFRESH_MODES)):
-        if cfg[key] not in choices:
-            raise ValueError("%s must be one of %s, got %r" % (key, choices, cfg[key]))
-    for key in _NON_NEGATIVE + _POSITIVE + _UNIT_INTERVAL:
-        v = cfg[key]
-        if not _number(v) or v < 0 or (key in _POSITIVE and v == 0) or (key in _UNIT_INTERVAL and v > 1):
-            need = "> 0" if key in _POSITIVE else "in [0, 1]" if key in _UNIT_INTERVAL else ">= 0"
-            raise ValueError("%s must be a number %s, got %r" % (key, need, v))
-    for key in _COUNTS:
-        v = cfg[key]
-        if not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
-            raise ValueError("%s must be an integer >= 0, got %r" % (key, v))
+    problem = range_problem(cfg, SETTING_RANGES)
+    if problem:
+        raise ValueError(problem)
     pf_cfg = dict(cfg["pf_config"] or {}, n_particles=cfg["n_particles"])
     for name, extra in (("pf_config", {}), ("goal_pf_config", cfg["goal_pf_config"] or {})):
         try:

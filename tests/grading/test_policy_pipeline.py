@@ -257,7 +257,7 @@ def test_training_rejects_a_bad_label_sigma_before_anything_runs(sigma, capsys):
 
     with pytest.raises(SystemExit) as exc:
         train_policy.main(["--label-sigma-cells", sigma])
-    assert exc.value.code == 2 and "--label-sigma-cells must be >= 0" in capsys.readouterr().err
+    assert exc.value.code == 2 and "argument --label-sigma-cells: expected a number >= 0" in capsys.readouterr().err
 
 
 @pytest.mark.slow

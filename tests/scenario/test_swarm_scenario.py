@@ -140,14 +140,14 @@ def test_cli_exit_code_says_whether_every_flight_succeeded(tmp_path):
     ({"episodes": 0}, "config.episodes must be an integer >= 1, got 0"),
     ({"drone_counts": [2, 0]}, "config.drone_counts must be a list of integers >= 1"),
     ({"drone_counts": [], "large_swarm": {"drones": 0}}, "nothing to fly"),
-    ({"episode": {"n_particles": 0}}, "config.episode.pf_config: n_particles must be >= 2, got 0"),
+    ({"episode": {"n_particles": 0}}, "config.episode.pf_config: n_particles must be an integer >= 2, got 0"),
     ({"episode": {"arena_m": 0.0}}, "config.episode.arena_m must be a number > 0"),
     ({"episode": {"vel_noise_mps": -1.0}}, "config.episode.vel_noise_mps must be a number >= 0"),
     ({"episode": {"link": "radio"}}, "config.episode.link must be one of cflib, direct"),
     ({"episode": {"impl": "fortran"}}, "config.episode.impl must be one of"),
     ({"episode": {"pf_config": {"resample_neff_fraction": 0.0}}}, "config.episode.pf_config: resample_neff_fraction"),
     ({"large_swarm": {"uwb_mode": "mesh"}}, "config.large_swarm.uwb_mode must be one of"),
-    ({"estimators": {"pf-100": {"n_particles": 1}}}, "config.estimators.pf-100: pf_config: n_particles must be >= 2"),
+    ({"estimators": {"pf-100": {"n_particles": 1}}}, "config.estimators.pf-100: pf_config: n_particles must be an integer >= 2"),
     ({"estimators": {"learned": {"mode": "oracle"}}}, "config.estimators.learned: mode must be one of"),
 ])
 def test_bad_settings_are_one_line_config_errors_before_anything_flies(overrides, needle, tmp_path, capsys):

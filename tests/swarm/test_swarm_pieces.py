@@ -150,9 +150,9 @@ def test_agent_survives_bad_input_and_flies_on():
     ({"range_smoothing_s": 0.0}, "range_smoothing_s must be a number > 0"),
     ({"min_confidence": float("nan")}, "min_confidence must be a number in [0, 1]"),
     ({"warmup_steps": 2.5}, "warmup_steps must be an integer >= 0"),
-    ({"n_particles": 1}, "pf_config: n_particles must be >= 2"),
+    ({"n_particles": 1}, "pf_config: n_particles must be an integer >= 2"),
     ({"pf_config": {"refresh_mode": "always"}}, "pf_config: refresh_mode must be one of"),
-    ({"goal_pf_config": {"vel_noise_mps": -0.05}}, "goal_pf_config: vel_noise_mps must be >= 0"),
+    ({"goal_pf_config": {"vel_noise_mps": -0.05}}, "goal_pf_config: vel_noise_mps must be a number >= 0"),
     ({"guard_distance": 0.4}, "unknown SwarmAgent setting"),
 ])
 def test_agent_refuses_a_bad_setting_before_it_flies(config, needle):
