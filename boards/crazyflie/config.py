@@ -8,6 +8,8 @@ streams; the driver knows what to make of stateEstimate.*, pm.*, ranging.*.
 import json
 import os
 
+from onboard.core.settings import is_number
+
 try:
     import tomllib
 except ImportError:          # pragma: no cover - Python < 3.11
@@ -55,8 +57,8 @@ _MODES = ("velocity_world", "hover")
 
 
 def _check_number(path, value, positive=True):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise CrazyflieConfigError("%s must be a number, got %r" % (path, value))
+    if not is_number(value):
+        raise CrazyflieConfigError("%s must be a finite number, got %r" % (path, value))
     if positive and not value > 0:
         raise CrazyflieConfigError("%s must be positive, got %r" % (path, value))
 

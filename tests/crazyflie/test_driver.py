@@ -187,6 +187,9 @@ def test_config_errors_are_clear(rig_factory):
         validate({"log_blocks": {"a": {"period_ms": 15, "variables": ["pm.vbat"]}}})
     with pytest.raises(CrazyflieConfigError, match="enHighLevel"):
         validate({"params": {}})
+    for bad in (float("inf"), float("nan"), "1.0"):
+        with pytest.raises(CrazyflieConfigError, match="crazyflie.max_speed_mps must be a finite number"):
+            validate({"max_speed_mps": bad})
     with pytest.raises(CrazyflieConfigError, match="not in the drone's parameter TOC"):
         rig_factory(1, config={"params": {"commander.enHighLevel": 1, "nosuch.param": 1}})
     with pytest.raises(CrazyflieConfigError, match="not in TOC"):
