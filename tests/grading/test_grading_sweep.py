@@ -93,8 +93,8 @@ def test_sweep_cli_reports_a_missing_model_dir_without_running(tmp_path, capsys)
     assert not (tmp_path / "out" / "table1.json").exists()
 
 
-@pytest.mark.parametrize("args,needle", [(["--rollouts", "0"], "--rollouts: expected an integer >= 1, got 0"),
-                                         (["--workers", "-2"], "--workers: expected an integer >= 1, got -2")])
+@pytest.mark.parametrize("args,needle", [(["--rollouts", "0"], "--rollouts: expected an integer >= 1, got '0'"),
+                                         (["--workers", "-2"], "--workers: expected an integer >= 1, got '-2'")])
 def test_sweep_cli_refuses_an_empty_sweep(tmp_path, capsys, args, needle):
     from harness.cli import main
     with pytest.raises(SystemExit) as exc:
