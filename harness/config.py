@@ -1,8 +1,8 @@
 """Scenario configuration: defaults merged with overrides from a file or the command line.
 
-Unknown keys and wrong types are errors with one clear line, never silently ignored.
+Unknown keys, wrong types and values outside their range are errors with one clear line, never
+silently ignored. Also the argparse types of the harness's commands (``positive_int`` and kin).
 """
-import argparse
 import json
 import math
 import os
@@ -100,6 +100,7 @@ def parse_set(items):
     return out
 
 
+# argparse types: the text converted and checked, "expected an integer >= 1, got '0'"
 positive_int = argument(int_at_least(1), int)        # ``--rollouts 0`` is an error, not an empty run
 non_negative_int = argument(int_at_least(0), int)
 positive_float = argument(POSITIVE)

@@ -30,7 +30,7 @@ from harness.sensors.ins_errors import (NOISE_SETTINGS, ImuErrors, aiding_pose, 
 from harness.trajectory import PROFILES, dozer_legs, generate, rotvec_of_dcm_array
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.impl import IMPLEMENTATIONS
-from onboard.core.units import US_PER_S, hz_to_period_us, s_to_us
+from onboard.core.units import US_PER_S, hz_to_period_us
 from onboard.estimators.eskf import N_STATE, make_eskf
 
 DESCRIPTION = "strapdown INS + 15-state ESKF on a dozer trajectory under the ag2u noise settings"
