@@ -49,8 +49,8 @@ class ServiceConfigError(ValueError):
 
 
 class ServiceStartError(RuntimeError):
-    """A device or file the service needs cannot be opened: the IMU's I2C bus, the pose UDP port, the log
-    (exit status 3; nothing was commanded, whatever had opened is closed again)."""
+    """A device or file the service needs cannot be opened: the IMU's I2C bus, the pose UDP port, the log,
+    or the IMU does not answer (exit status 3; nothing was commanded, whatever had opened is closed again)."""
 
 
 EXIT_CONFIG = 2
@@ -194,6 +194,7 @@ def build_app(cfg, log=None):
 
 def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout):
     """Run until SIGTERM/SIGINT (or ``duration_s``); returns the exit code."""
+    from boards.rpi.imu_mpu6050 import ImuError
     from onboard.runtime.clock import MonotonicClock
     from onboard.runtime.mcap_log import McapLog
 
@@ -214,9 +215,17 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout):
     except BaseException:
         mcap.close()
         raise
-    old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     clock = MonotonicClock()
-    app.start(clock.now_us())
+    try:
+        app.start(clock.now_us())
+    except (ImuError, OSError) as exc:          # e.g. no MPU-6050 answering on the bus
+        app.shutdown(clock.now_us(), reason="start failed")
+        mcap.close()
+        for close in closers:
+            close()
+        raise ServiceStartError("cannot start: %s (imu.bus %s, imu.address 0x%02x)"
+                                % (exc, cfg["imu"]["bus"], cfg["imu"]["address"]))
+    old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     pose_port = app.pose_source.port if app.pose_source is not None else None
     print("onboard-rpi: running; log %s; pose udp port %s" % (log_file, pose_port), file=out, flush=True)
     end_us = None if not duration_s else int(duration_s * 1e6)
@@ -279,7 +288,8 @@ def main(argv=None):
                                      description="Raspberry Pi ground-robot runtime (VESC motors over UART).",
                                      epilog="exit status: 0 stopped on SIGTERM/SIGINT or after --duration-s, "
                                             "2 malformed config (one line naming the setting), 3 the IMU bus, "
-                                            "the pose UDP port or the log cannot be opened.")
+                                            "the pose UDP port or the log cannot be opened, or the IMU does "
+                                            "not answer.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run the runtime until SIGTERM/SIGINT")
     p.add_argument("--config", help=".toml or .json settings (see `default-config`)")

@@ -189,10 +189,11 @@ def _blocked_pose_port():
     return sock
 
 
-@pytest.mark.parametrize("what", ["imu_bus", "pose_port", "log_dir"])
+@pytest.mark.parametrize("what", ["imu_bus", "imu_silent", "pose_port", "log_dir"])
 def test_a_device_that_cannot_open_is_one_line_and_exit_3(tmp_path, capsys, what):
-    """The IMU bus missing, the pose port taken or the log folder not writable: exit 3, one line, nothing
-    left open (the MCAP file, when it was opened, is closed and readable)."""
+    """The IMU bus missing, no MPU-6050 answering on it, the pose port taken or the log folder not
+    writable: exit 3, one line, nothing left open (the MCAP file, when it was opened, is closed and
+    readable; when the runtime had been built, it holds the /shutdown record with the motors released)."""
     from boards.rpi.service import main
     cfg = {"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"}, "pose": {"udp_port": 0},
            "log": {"dir": str(tmp_path / "logs")}}
@@ -200,6 +201,10 @@ def test_a_device_that_cannot_open_is_one_line_and_exit_3(tmp_path, capsys, what
     if what == "imu_bus":
         cfg["imu"]["bus"] = str(tmp_path / "i2c-9")
         needle = "cannot open the IMU's I2C bus %s: No such file or directory" % cfg["imu"]["bus"]
+    elif what == "imu_silent":
+        cfg["imu"]["bus"] = "/dev/null"           # opens, but is no I2C adapter: the MPU-6050 never answers
+        needle = ("cannot start: no MPU-6050 at 0x68: [Errno 25] Inappropriate ioctl for device "
+                  "(imu.bus /dev/null, imu.address 0x68)")
     elif what == "pose_port":
         taken = _blocked_pose_port()
         cfg["pose"]["udp_port"] = taken.getsockname()[1]
@@ -219,4 +224,9 @@ def test_a_device_that_cannot_open_is_one_line_and_exit_3(tmp_path, capsys, what
     if what != "log_dir":
         (mcap_file,) = (tmp_path / "logs").iterdir()
         with open(mcap_file, "rb") as fh:
-            assert list(make_reader(fh).iter_messages()) == []
+            topics = [(channel.topic, json.loads(message.data)) for _s, channel, message
+                      in make_reader(fh).iter_messages()]
+        if what == "imu_silent":
+            assert [(t, m["reason"]) for t, m in topics] == [("/shutdown", "start failed")]
+        else:
+            assert topics == []
