@@ -69,6 +69,34 @@ def cmd_list(args):
     return 0
 
 
+def _leaves(tree, prefix=""):
+    """(dotted path, value) of every setting of a nested settings dict, in its order."""
+    for key, value in tree.items():
+        path = prefix + key
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, path + ".")
+        else:
+            yield path, value
+
+
+def cmd_settings(args):
+    """Every setting of a scenario with its default and the values it takes (the scenario's SETTING_RANGES:
+    the rules its run checks first; "-" where only the default's type is checked)."""
+    module = scenarios.load(args.scenario)
+    rules = getattr(module, "SETTING_RANGES", {})
+    rows = [(path, value, rules[path][0] if path in rules else "-") for path, value in _leaves(module.DEFAULTS)]
+    if args.json:
+        print(json.dumps({path: {"default": value, "allowed": allowed} for path, value, allowed in rows}, indent=2))
+        return 0
+    width = max(len(path) for path, _v, _a in rows)
+    for path, value, allowed in rows:
+        default = json.dumps(value)
+        if len(default) > 40:
+            default = default[:37] + "..."
+        print("%-*s  %-40s  %s" % (width, path, default, allowed))
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="python -m harness",
                                      description="Simulation harness of the onboard runtime.")
@@ -91,6 +119,13 @@ def build_parser():
 
     p = sub.add_parser("list", help="list scenarios")
     p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("settings", help="a scenario's settings: defaults and allowed values",
+                       description="Print every setting of a scenario (the KEY of --set KEY=VALUE) with its "
+                                   "default and the values it takes; a run checks them before anything starts.")
+    p.add_argument("scenario", help="scenario name (see `list`)")
+    p.add_argument("--json", action="store_true", help="as JSON: {setting: {default, allowed}}")
+    p.set_defaults(func=cmd_settings)
 
     for mod_name in COMMAND_MODULES:
         importlib.import_module(mod_name).add_parser(sub)

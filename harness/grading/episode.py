@@ -28,9 +28,9 @@ from boards.rpi import constants as RPI
 from boards.rpi.app import RpiGroundRobot
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
-from harness.config import NON_NEGATIVE, POSITIVE, int_at_least, one_of, pair, range_problem, under, within
+from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, int_at_least, one_of, pair, range_problem, within
 from harness.grading.expert import DEFAULTS as EXPERT_DEFAULTS, GradingExpert
-from harness.grading.observation import DEFAULTS as OBS_DEFAULTS, ObservationRenderer
+from harness.grading.observation import DEFAULTS as OBS_DEFAULTS, DOZER_BODY_KEYS, ObservationRenderer
 from harness.grading.sand_world import DEFAULTS as WORLD_DEFAULTS, Blade, SandWorld, blade_step
 from harness.sensors.imu import PlanarImu
 from harness.sensors.pose import ERROR_MODELS as AIDING_ERROR_MODELS, AidingPoseSensor
@@ -275,7 +275,9 @@ class ExpertDecider:
 # value ranges of the episode settings (harness.config rules; the shared blocks from harness.setting_ranges);
 # heading_sigma_deg (< 0: off), ground_level_m and the motor temperatures take any finite number
 SETTING_RANGES = dict(
-    {"estimator_impl": one_of("", *IMPLEMENTATIONS),
+    {"estimator": one_of(*ESTIMATORS), "motors": one_of(*MOTORS), "noise": one_of(*NOISE_SCENARIOS),
+     "aiding_error": one_of(*AIDING_ERROR_MODELS), "vesc.topology": one_of(*TOPOLOGIES),
+     "estimator_impl": one_of("", *IMPLEMENTATIONS),
      "max_legs": int_at_least(1), "leg_timeout_s": POSITIVE, "physics_hz": int_at_least(1),
      "erosion_every": int_at_least(1), "blade_edge_ahead_m": NON_NEGATIVE, "aiding_rate_hz": RANGES.RATE_HZ,
      "blade.width_m": POSITIVE, "blade.capacity_m3": POSITIVE,
@@ -288,21 +290,19 @@ SETTING_RANGES = dict(
      "expert.min_target_m3": NON_NEGATIVE, "expert.lane_share": within(0.0, 1.0),
      "observation.rows": int_at_least(1), "observation.cols": int_at_least(1), "observation.cell_m": POSITIVE,
      "observation.behind_m": NON_NEGATIVE, "observation.supersample": int_at_least(1),
+     "observation.dozer_body": ("null or a table of %s (each >= 0)" % ", ".join(DOZER_BODY_KEYS),
+                                lambda v: v is None or (isinstance(v, dict) and sorted(v) == sorted(DOZER_BODY_KEYS)
+                                                        and all(NON_NEGATIVE[1](x) for x in v.values()))),
+     "heading_sigma_deg": ANY_NUMBER, "world.ground_level_m": ANY_NUMBER,
      "vesc.uart_service_hz": POSITIVE},
-    **under("vehicle", RANGES.VEHICLE), **under("imu", RANGES.IMU), **under("follower", RANGES.FOLLOWER),
-    **under("vesc", RANGES.VESC_DRIVE), **under("vesc.sim", RANGES.VESC_SIM))
+    **RANGES.mounted(DEFAULTS, ("vehicle", RANGES.VEHICLE), ("imu", RANGES.IMU), ("follower", RANGES.FOLLOWER),
+                     ("vesc", RANGES.VESC_DRIVE), ("vesc.sim", RANGES.VESC_SIM)))
 
 
 def invalid_setting(config):
     """The first episode setting outside its choices or range, as "<path> must be ..., got <value>"; None
     when all are valid (the grading scenario and the sweep report it as a config error before anything
     runs, GradingEpisode raises it)."""
-    for path, value, known in (("estimator", config["estimator"], ESTIMATORS), ("motors", config["motors"], MOTORS),
-                               ("noise", config["noise"], tuple(NOISE_SCENARIOS)),
-                               ("aiding_error", config["aiding_error"], AIDING_ERROR_MODELS),
-                               ("vesc.topology", config["vesc"]["topology"], TOPOLOGIES)):
-        if value not in known:
-            return "%s must be one of %s, got %r" % (path, ", ".join(known), value)
     problem = range_problem(config, SETTING_RANGES)
     if problem:
         return problem

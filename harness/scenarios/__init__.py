@@ -1,9 +1,11 @@
 """Scenario registry: name -> module. Explicit on purpose (no import-time discovery).
 
 A scenario module defines ``DESCRIPTION`` (one line), ``DEFAULTS`` (nested dict of
-settings, units in the key names) and ``run(config, ctx) -> metrics dict``, where
-``ctx`` is a :class:`harness.scenarios.context.RunContext` (seed, random streams,
-report folder, progress). Modules are imported only when their scenario runs.
+settings, units in the key names), ``SETTING_RANGES`` ({dotted setting: rule}, the
+onboard.core.settings rules every setting follows; ``run`` checks them before anything
+starts, ``python -m harness settings NAME`` lists them) and ``run(config, ctx) -> metrics
+dict``, where ``ctx`` is a :class:`harness.scenarios.context.RunContext` (seed, random
+streams, report folder, progress). Modules are imported only when their scenario runs.
 """
 import importlib
 

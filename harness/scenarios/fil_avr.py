@@ -19,7 +19,7 @@ import time
 from boards.arduino import constants as AVR
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
-from harness.config import NON_NEGATIVE, POSITIVE, check_ranges, int_at_least, one_of, under
+from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, check_ranges, int_at_least, one_of
 from harness.fil_avr import PLANT_DEFAULTS, AvrBridge, AvrPlant, ensure_built, open_link, size_report
 from harness.metrics import rms as _rms, tracking_errors
 from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
@@ -77,9 +77,11 @@ SETTING_RANGES = dict({"board": one_of(*sorted(AVR.BOARDS)), "max_duration_s": P
                        "waypoints_ne_m": RANGES.WAYPOINTS, "plant.physics_hz": int_at_least(1),
                        "plant.bridge_window_us": int_at_least(1), "plant.motor_no_load_radps": POSITIVE,
                        "plant.imu_update_hz": int_at_least(1), "plant.imu_model": one_of("noisy", "truth"),
-                       "plant.imu_dlpf_hz": POSITIVE, "link_dropout.duration_s": NON_NEGATIVE},
-                      **under("vehicle", RANGES.VEHICLE), **under("imu", RANGES.IMU), **under("aiding", RANGES.AIDING),
-                      **under("runtime", RANGES.RUNTIME), **under("follower", RANGES.FOLLOWER))
+                       "plant.imu_dlpf_hz": POSITIVE, "link_dropout.duration_s": NON_NEGATIVE,
+                       "link_dropout.start_s": ("null (none) or a time in s", lambda v: v is None or ANY_NUMBER[1](v))},
+                      **RANGES.mounted(DEFAULTS, ("vehicle", RANGES.VEHICLE), ("imu", RANGES.IMU),
+                                       ("aiding", RANGES.AIDING), ("runtime", RANGES.RUNTIME),
+                                       ("follower", RANGES.FOLLOWER)))
 
 
 def run(config, ctx):

@@ -9,9 +9,10 @@ the estimated pose, the blade moves sand on the true pose.
 """
 import copy
 
-from harness.config import ConfigError
+from harness.config import ConfigError, check_ranges, one_of
 from harness.grading.agents import AGENT_BACKENDS, ModelError, load_decider
-from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, ExpertDecider, GradingEpisode, invalid_setting
+from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, SETTING_RANGES as EPISODE_RANGES
+from harness.grading.episode import ExpertDecider, GradingEpisode, invalid_setting
 
 DESCRIPTION = "dozer grades sand piles (ag2u) under a pose-noise scenario; expert or trained agent decides"
 
@@ -20,16 +21,17 @@ DEFAULTS["agent"] = "expert"          # expert | agent1 | agent2 (committed mode
 DEFAULTS["agent_backend"] = "numpy"   # numpy (float) | litert | litert-xnnpack | pure-int8 (int8 export)
 
 
+# value ranges of the settings (harness.config rules): the episode's and who decides; invalid_setting
+# adds the checks that relate two settings
+SETTING_RANGES = dict(EPISODE_RANGES, agent=one_of("expert", "agent1", "agent2"), agent_backend=one_of(*AGENT_BACKENDS))
+
+
 def run(config, ctx):
+    check_ranges(config, SETTING_RANGES)
     agent = config["agent"]
-    if agent not in ("expert", "agent1", "agent2"):
-        raise ConfigError("setting config.agent must be expert, agent1 or agent2, got %r" % agent)
     problem = invalid_setting(config)
     if problem:
         raise ConfigError("setting config." + problem)
-    if config["agent_backend"] not in AGENT_BACKENDS:
-        raise ConfigError("setting config.agent_backend must be one of %s, got %r"
-                          % (", ".join(AGENT_BACKENDS), config["agent_backend"]))
     if agent == "expert" and config["agent_backend"] != "numpy":
         raise ConfigError("setting config.agent_backend=%s runs a trained agent's int8 model, but config.agent is "
                           "expert: add --set agent=agent1 or --set agent=agent2" % config["agent_backend"])

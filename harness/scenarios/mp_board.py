@@ -21,6 +21,7 @@ import time
 
 from harness.config import ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, check_ranges, int_at_least, one_of
 from onboard.comms import line_link as ll
+from onboard.deploy.build import list_boards
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.runtime.ground_robot import GroundRobotRuntime
 from onboard.runtime.link_runtime import LinkRuntime, STATE_KEYS, parse_state, runtime_config
@@ -198,19 +199,17 @@ def compare(board_out, ref_out):
     return worst, where
 
 
-def setting_ranges():
-    """Value ranges of the settings (harness.config rules); ``port`` is any path (empty: a virtual board)."""
-    from onboard.deploy.build import list_boards
-    return {"board": one_of(*list_boards()), "mpy": BOOLEAN, "duration_s": POSITIVE,
-            "tolerance": NON_NEGATIVE, "batch_ticks": int_at_least(1), "deploy_timeout_s": POSITIVE,
-            "imu.gyro_noise_radps": NON_NEGATIVE, "imu.accel_noise_mps2": NON_NEGATIVE,
-            "imu.gyro_bias_radps": ANY_NUMBER, "aiding.pos_sigma_m": NON_NEGATIVE,
-            "aiding.yaw_sigma_rad": NON_NEGATIVE}
+# value ranges of the settings (harness.config rules); ``port`` empty: a virtual board
+SETTING_RANGES = {"board": one_of(*list_boards()), "port": ("a serial port path, or empty", lambda v: isinstance(v, str)), "mpy": BOOLEAN, "duration_s": POSITIVE, "tolerance": NON_NEGATIVE,
+                  "batch_ticks": int_at_least(1), "deploy_timeout_s": POSITIVE,
+                  "imu.gyro_noise_radps": NON_NEGATIVE, "imu.accel_noise_mps2": NON_NEGATIVE,
+                  "imu.gyro_bias_radps": ANY_NUMBER, "aiding.pos_sigma_m": NON_NEGATIVE,
+                  "aiding.yaw_sigma_rad": NON_NEGATIVE}
 
 
 def run(config, ctx):
     from onboard.deploy.deployer import deploy
-    check_ranges(config, setting_ranges())        # before the virtual board starts
+    check_ranges(config, SETTING_RANGES)        # before the virtual board starts
     board = _Board(config["board"])
     ticks = make_lines(config, ctx.random.stream("imu"), ctx.random.stream("aiding"), board)
     ref_out, cpython_s_per_tick = run_cpython(board, ticks)

@@ -6,6 +6,7 @@ from harness.swarm import scenario as _swarm
 
 DESCRIPTION = "pocket-drone swarm, random goals: UWB ranges -> learned bearing + particle filter -> DQN"
 DEFAULTS = _swarm.DEFAULTS
+SETTING_RANGES = _swarm.SETTING_RANGES
 
 
 def run(config, ctx):

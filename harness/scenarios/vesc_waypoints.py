@@ -19,7 +19,7 @@ from boards.rpi.app import RpiGroundRobot
 from boards.rpi.imu_mpu6050 import Mpu6050
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
-from harness.config import NON_NEGATIVE, POSITIVE, check_ranges, int_at_least, one_of, under
+from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, check_ranges, int_at_least, one_of
 from harness.metrics import path_error_m
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.sim_i2c import PlanarMotionSource, SimI2cBus, SimMpu6050
@@ -61,10 +61,12 @@ SETTING_RANGES = dict({"max_duration_s": POSITIVE, "physics_hz": int_at_least(1)
                        "record_hz": int_at_least(1), "topology": one_of(*TOPOLOGIES),
                        "waypoints_ne_m": RANGES.WAYPOINTS, "faults.unplug_port": one_of("left", "right"),
                        "faults.fault_motor": one_of("left", "right"), "faults.fault_code": int_at_least(0),
-                       "faults.fault_duration_s": NON_NEGATIVE},
-                      **under("vehicle", RANGES.VEHICLE), **under("imu", RANGES.IMU), **under("aiding", RANGES.AIDING),
-                      **under("vesc", RANGES.VESC_SIM), **under("drive", RANGES.VESC_DRIVE),
-                      **under("runtime", RANGES.RUNTIME), **under("follower", RANGES.FOLLOWER))
+                       "faults.fault_duration_s": NON_NEGATIVE, "faults.unplug_s": ANY_NUMBER,
+                       "faults.replug_s": ANY_NUMBER, "faults.vesc_fault_s": ANY_NUMBER},
+                      **RANGES.mounted(DEFAULTS, ("vehicle", RANGES.VEHICLE), ("imu", RANGES.IMU),
+                                       ("aiding", RANGES.AIDING), ("vesc", RANGES.VESC_SIM),
+                                       ("drive", RANGES.VESC_DRIVE), ("runtime", RANGES.RUNTIME),
+                                       ("follower", RANGES.FOLLOWER)))
 
 
 def run(config, ctx):

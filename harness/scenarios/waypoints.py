@@ -10,7 +10,7 @@ import math
 from harness.metrics import rms, tracking_errors
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
-from harness.config import POSITIVE, check_ranges, int_at_least, under
+from harness.config import POSITIVE, check_ranges, int_at_least
 from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
@@ -37,8 +37,9 @@ DEFAULTS = {
 # checked before anything runs (harness.config rules; the shared blocks from harness.setting_ranges)
 SETTING_RANGES = dict({"max_duration_s": POSITIVE, "physics_hz": int_at_least(1), "record_hz": int_at_least(1),
                        "waypoints_ne_m": RANGES.WAYPOINTS},
-                      **under("vehicle", RANGES.VEHICLE), **under("imu", RANGES.IMU), **under("aiding", RANGES.AIDING),
-                      **under("runtime", RANGES.RUNTIME), **under("follower", RANGES.FOLLOWER))
+                      **RANGES.mounted(DEFAULTS, ("vehicle", RANGES.VEHICLE), ("imu", RANGES.IMU),
+                                       ("aiding", RANGES.AIDING), ("runtime", RANGES.RUNTIME),
+                                       ("follower", RANGES.FOLLOWER)))
 
 
 def run(config, ctx):

@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from harness.config import BOOLEAN, NON_NEGATIVE, POSITIVE, int_at_least, one_of, range_problem
 from harness.swarm.sim import relative_pose_body, sample_separated
 from harness.swarm.worlds import WORLDS, CflibWorld, DirectWorld
 from onboard.estimators import particle_filter as pf_mod
@@ -124,11 +125,16 @@ ESTIMATORS = ("float", "int8", "int8-pure")
 
 GOAL_MODES = ("fixed", "random")
 UWB_MODES = ("token_ring", "broadcast")
-# value ranges of the flight settings (check_config); the agent's own settings are checked by
-# onboard.swarm.agent.checked_config
-_POSITIVE = ("arena_m", "max_duration_s", "goal_radius_m", "convergence_threshold_m")
-_NON_NEGATIVE = ("goal_separation_m", "converged_after_s", "convergence_hold_s", "vel_noise_mps")
-_COUNTS = {"drones": 1, "goals_per_drone": 1}
+# value ranges of the flight settings (onboard.core.settings rules; check_config); the agent's own
+# settings are checked by onboard.swarm.agent.checked_config
+SETTING_RANGES = dict(
+    {"goals": one_of(*GOAL_MODES), "agent_mode": one_of(*AGENT_MODES), "link": one_of(*sorted(WORLDS)),
+     "uwb_mode": one_of(*UWB_MODES), "policy": one_of(*POLICIES), "estimator": one_of(*ESTIMATORS),
+     "impl": one_of(None, *IMPLEMENTATIONS), "drones": int_at_least(1), "goals_per_drone": int_at_least(1),
+     "compare_estimators": BOOLEAN},
+    **{key: POSITIVE for key in ("arena_m", "max_duration_s", "goal_radius_m", "convergence_threshold_m")},
+    **{key: NON_NEGATIVE for key in ("goal_separation_m", "converged_after_s", "convergence_hold_s",
+                                     "vel_noise_mps")})
 
 
 def agent_config(c):
@@ -142,19 +148,9 @@ def check_config(config):
     the first setting outside its choices or range, including the agent's (onboard.swarm.agent)."""
     c = dict(DEFAULTS)
     c.update(config)
-    for key, choices in (("goals", GOAL_MODES), ("agent_mode", AGENT_MODES), ("link", tuple(sorted(WORLDS))),
-                         ("uwb_mode", UWB_MODES),
-                         ("policy", POLICIES), ("estimator", ESTIMATORS), ("impl", (None,) + IMPLEMENTATIONS)):
-        if c[key] not in choices:
-            raise ValueError("%s must be one of %s, got %r" % (key, ", ".join(map(str, choices)), c[key]))
-    for key in _POSITIVE + _NON_NEGATIVE:
-        v = c[key]
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (v > 0 if key in _POSITIVE else v >= 0)
-        if not ok:
-            raise ValueError("%s must be a number %s, got %r" % (key, "> 0" if key in _POSITIVE else ">= 0", v))
-    for key, lo in _COUNTS.items():
-        if not (isinstance(c[key], int) and not isinstance(c[key], bool) and c[key] >= lo):
-            raise ValueError("%s must be an integer >= %d, got %r" % (key, lo, c[key]))
+    problem = range_problem(c, SETTING_RANGES)
+    if problem:
+        raise ValueError(problem)
     agent_checked_config(agent_config(c))      # the agent's settings go by the same names (mode: agent_mode)
     return c
 

@@ -16,9 +16,10 @@ import time
 
 import numpy as np
 
-from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, check_ranges, int_at_least, one_of
+from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, check_ranges, int_at_least, one_of, under
 from harness.swarm import episode as ep
-from onboard.swarm.agent import checked_config as agent_checked_config
+from onboard.estimators.particle_filter import SETTING_RANGES as PF_RANGES
+from onboard.swarm.agent import SETTING_RANGES as AGENT_RANGES, checked_config as agent_checked_config
 
 # every replayed configuration runs the flights' filter settings (adaptive resampling, lost-filter restarts,
 # the goal filter's noise), so the configurations differ only in what is compared
@@ -57,14 +58,19 @@ DEFAULTS = {
 }
 
 
-SETTING_RANGES = {
-    "drone_counts": ("a list of integers >= 1", lambda v: isinstance(v, list) and all(
+# value ranges (harness.config rules): the scenario's own settings, the flights' (episode: the flight
+# settings, the agent's under their episode names, the particle filters'); check_config adds what relates
+# settings (the flights as flown, each replayed estimator configuration)
+SETTING_RANGES = dict(
+    {"drone_counts": ("a list of integers >= 1", lambda v: isinstance(v, list) and all(
         isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in v)),
-    "episodes": int_at_least(1), "min_separation_ok_m": NON_NEGATIVE,
-    "large_swarm.drones": int_at_least(0), "large_swarm.episodes": int_at_least(1),
-    "large_swarm.uwb_mode": one_of(*ep.UWB_MODES), "large_swarm.arena_m": POSITIVE,
-    "large_swarm.max_duration_s": POSITIVE,
-}
+     "episodes": int_at_least(1), "min_separation_ok_m": NON_NEGATIVE,
+     "large_swarm.drones": int_at_least(0), "large_swarm.episodes": int_at_least(1),
+     "large_swarm.uwb_mode": one_of(*ep.UWB_MODES), "large_swarm.arena_m": POSITIVE,
+     "large_swarm.max_duration_s": POSITIVE, "episode.n_particles": PF_RANGES["n_particles"]},
+    **under("episode", ep.SETTING_RANGES, DEFAULTS["episode"]),
+    **under("episode", AGENT_RANGES, DEFAULTS["episode"]),       # the agent's settings the episode has
+    **under("episode.pf_config", PF_RANGES), **under("episode.goal_pf_config", PF_RANGES))
 
 
 def check_config(config, goals="fixed"):

@@ -47,7 +47,8 @@ def within(lo, hi):
 
 
 def one_of(*choices):
-    return ("one of %s" % ", ".join(repr(c) for c in choices), lambda v: v in choices)
+    """One of ``choices`` (None is written as null, as in the JSON and TOML configs)."""
+    return ("one of %s" % ", ".join("null" if c is None else repr(c) for c in choices), lambda v: v in choices)
 
 
 def vector(count, rule, ordered=False):
@@ -66,9 +67,10 @@ def pair(rule, ordered=False):
     return vector(2, rule, ordered)
 
 
-def under(prefix, rules):
-    """``rules`` for a settings block mounted at ``prefix`` (e.g. the vehicle block at "vehicle")."""
-    return {"%s.%s" % (prefix, path): rule for path, rule in rules.items()}
+def under(prefix, rules, block=None):
+    """``rules`` for a settings block mounted at ``prefix`` (e.g. the vehicle block at "vehicle"); with
+    ``block`` (that block's defaults) only the rules of the settings it has."""
+    return {"%s.%s" % (prefix, path): rule for path, rule in rules.items() if block is None or path in block}
 
 
 _MISSING = object()

@@ -35,7 +35,7 @@ guard sees it), counted in ``negative_ranges``, as the training data's ranges ar
 """
 import math
 
-from onboard.core.settings import NON_NEGATIVE, POSITIVE, int_at_least, one_of, range_problem, within
+from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, int_at_least, one_of, range_problem, within
 from onboard.estimators.particle_filter import PfInputError, make_filter
 from onboard.estimators.particle_filter import checked_config as pf_checked_config
 from onboard.swarm import actions as act_mod
@@ -171,7 +171,7 @@ SETTING_RANGES = dict(
      "range_smoothing_s": POSITIVE, "brake_window_s": POSITIVE,
      "min_confidence": within(0.0, 1.0), "collapsed_estimate_fraction": within(0.0, 1.0),
      "collapsed_goal_fraction": within(0.0, 1.0),
-     "warmup_steps": int_at_least(0), "brake_min_samples": int_at_least(0)},
+     "warmup_steps": int_at_least(0), "brake_min_samples": int_at_least(0), "guard_on_range": BOOLEAN},
     **{key: NON_NEGATIVE for key in (
         "far_obstacle_m", "obstacle_clip_m", "guard_distance_m", "guard_speed_mps", "guard_horizon_s",
         "guard_residual_m", "guard_hold_max_s", "brake_ttc_s", "brake_min_closing_mps", "stuck_window_s",

@@ -49,3 +49,44 @@ def test_a_missing_board_port_is_a_one_line_error(tmp_path, capsys):
     assert err == "error: no board on %s: the port does not exist (is the board plugged in? " \
                   "`mpremote connect list` shows ports)\n" % port
     assert not (out / "metrics.json").exists()
+
+
+def _leaf_paths(tree, prefix=""):
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            yield from _leaf_paths(value, prefix + key + ".")
+        else:
+            yield prefix + key
+
+
+@pytest.mark.parametrize("name", sorted(__import__("harness.scenarios", fromlist=["SCENARIOS"]).SCENARIOS))
+def test_every_rule_names_a_setting_and_the_defaults_pass_them(name):
+    """A rule whose path is not a setting would never fire (range_problem skips missing paths), so each
+    must name a leaf of DEFAULTS; every setting has a rule (the swarm's replayed estimator tables are
+    checked as a whole by the agent's own check); and the defaults themselves pass them."""
+    from harness import scenarios
+    from harness.config import range_problem
+    module = scenarios.load(name)
+    rules = module.SETTING_RANGES
+    leaves = set(_leaf_paths(module.DEFAULTS))
+    # the swarm scenarios' episode.goal_pf_config overrides only some particle-filter settings
+    optional = {p for p in rules if p.startswith("episode.goal_pf_config.") or p.startswith("episode.pf_config.")}
+    assert sorted(p for p in rules if p not in leaves and p not in optional) == []
+    assert sorted(p for p in leaves if p not in rules and not p.startswith("estimators.")) == []
+    assert range_problem(module.DEFAULTS, rules) is None
+
+
+def test_settings_command_lists_every_setting_with_its_rule(capsys):
+    import json
+
+    from harness.cli import main
+    from harness.scenarios import waypoints
+    assert main(["settings", "waypoints", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert sorted(listed) == sorted(_leaf_paths(waypoints.DEFAULTS))
+    assert listed["physics_hz"] == {"default": 1000, "allowed": "an integer >= 1"}
+    assert listed["aiding.error_model"]["allowed"] == "one of 'white', 'constant'"
+    assert main(["settings", "waypoints"]) == 0
+    assert "vehicle.wheelbase_m" in capsys.readouterr().out
+    assert main(["settings", "nosuch"]) == 2
+    assert "unknown scenario 'nosuch'" in capsys.readouterr().err
