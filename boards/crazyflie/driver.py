@@ -158,6 +158,15 @@ class CrazyflieDriver:
                     lc.data_received_cb.remove_callback(lc._driver_cb)
                 except (ValueError, AttributeError):
                     pass
+            # cflib's link statistics ping the drone every 0.1 s from a thread of their own: one ping after
+            # close_link has closed the socket fails, and cflib's error path then joins that thread from
+            # itself (RuntimeError, a traceback on stderr); stop it while the link is still open
+            stats = getattr(self.cf, "link_statistics", None)
+            if stats is not None:
+                try:
+                    stats.stop()
+                except Exception:        # closing must not raise
+                    pass
             # cflib's close_link closes the link, then joins its packet dispatcher thread, which is
             # blocked up to 1 s reading the closed link's queue: stop the dispatcher first, while the
             # link still delivers packets to wake it, and close_link does not wait for it

@@ -256,6 +256,13 @@ def test_close_stops_cflibs_dispatcher_while_the_released_link_still_delivers(ri
     rig.run(0.1)
     drv, sim = rig.swarm.drivers[0], rig.fleet.drones[0]
     incoming = drv.cf.incoming
+    latency = drv.cf.link_statistics.latency
+    pinger = latency._ping_thread_instance         # cflib's link-statistics ping thread (0.1 s period)
+    assert pinger is not None and pinger.is_alive()
+    link = drv.cf.link
+    pinging_at_close = []
+    real_close = link.close
+    link.close = lambda: (pinging_at_close.append(pinger.is_alive()), real_close())[1]
     joins = []
     real_join = incoming.join
     incoming.join = lambda timeout=None: (joins.append(timeout), real_join(timeout))[1]
@@ -273,6 +280,10 @@ def test_close_stops_cflibs_dispatcher_while_the_released_link_still_delivers(ri
     drv.close()
     assert joins == [DISPATCHER_STOP_S]            # the driver's bounded join only: close_link found it ended
     assert not incoming.is_alive()
+    # the pings stopped before the socket closed: none fails on the closed link (whose error path would
+    # have cflib join the ping thread from itself and print a RuntimeError traceback)
+    assert pinging_at_close == [False]
+    assert not pinger.is_alive() and latency._ping_thread_instance is None
     assert rig.fleet.wait_until(lambda: sim.stats["setpoints"] == setpoints + 1)
     assert sim.ll["kind"] == "rpyt" and sim.ll["values"][3] == 0.0
     assert rig.clock.now_us() == now
