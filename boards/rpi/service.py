@@ -216,22 +216,20 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout):
         mcap.close()
         raise
     clock = MonotonicClock()
-    try:
-        app.start(clock.now_us())
-    except (ImuError, OSError) as exc:          # e.g. no MPU-6050 answering on the bus
-        app.shutdown(clock.now_us(), reason="start failed")
-        mcap.close()
-        for close in closers:
-            close()
-        raise ServiceStartError("cannot start: %s (imu.bus %s, imu.address 0x%02x)"
-                                % (exc, cfg["imu"]["bus"], cfg["imu"]["address"]))
-    old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    pose_port = app.pose_source.port if app.pose_source is not None else None
-    print("onboard-rpi: running; log %s; pose udp port %s" % (log_file, pose_port), file=out, flush=True)
-    end_us = None if not duration_s else int(duration_s * 1e6)
-    chunk_us = 50000
+    old_handlers = {}
     reason = "duration"
-    try:
+    try:                       # from here on, whatever happens: motors released, log and devices closed
+        try:
+            app.start(clock.now_us())
+        except (ImuError, OSError) as exc:      # e.g. no MPU-6050 answering on the bus
+            reason = "start failed"
+            raise ServiceStartError("cannot start: %s (imu.bus %s, imu.address 0x%02x)"
+                                    % (exc, cfg["imu"]["bus"], cfg["imu"]["address"]))
+        old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        pose_port = app.pose_source.port if app.pose_source is not None else None
+        print("onboard-rpi: running; log %s; pose udp port %s" % (log_file, pose_port), file=out, flush=True)
+        end_us = None if not duration_s else int(duration_s * 1e6)
+        chunk_us = 50000
         while stop["signal"] is None:
             now = clock.now_us()
             if end_us is not None and now >= end_us:
