@@ -9,7 +9,8 @@ import os
 import tomllib
 
 from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, TEXT,  # noqa: F401 (re-exported)
-                                   argument, int_at_least, int_within, one_of, pair, range_problem, under, vector, within)
+                                   UNIT_OPEN, WAYPOINTS_NE_M, argument, int_at_least, int_within, non_empty_list,
+                                   one_of, or_null, pair, range_problem, under, vector, within)
 
 
 class ConfigError(ValueError):

@@ -5,13 +5,11 @@ the scenarios mount these rules where they mount the block (``harness.config.und
 them before anything runs, so a bad value is a one-line config error rather than a traceback
 from deep inside the simulation.
 """
-from harness.config import ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, int_at_least, one_of, pair, under, vector
+from harness.config import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, UNIT_OPEN, int_at_least, one_of, pair, under,
+                            vector)
 from harness.sensors.pose import ERROR_MODELS
 
 RATE_HZ = int_at_least(1)                       # the runtime scheduler runs whole numbers of Hz
-UNIT_OPEN = ("a number in (0, 1]", lambda v: 0.0 < v <= 1.0)
-WAYPOINTS = ("a non-empty list of [north_m, east_m] pairs",
-             lambda v: isinstance(v, list) and len(v) > 0 and all(pair(ANY_NUMBER)[1](p) for p in v))
 
 VEHICLE = {"wheelbase_m": POSITIVE, "wheel_radius_m": POSITIVE, "motor_time_constant_s": POSITIVE,
            "max_wheel_radps": POSITIVE, "turn_efficiency": UNIT_OPEN, "start_ne_m": pair(ANY_NUMBER),

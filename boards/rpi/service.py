@@ -18,8 +18,8 @@ import time
 import tomllib
 
 from boards.rpi import constants as C
-from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, TEXT, argument, int_at_least, int_within,
-                                   one_of, pair, range_problem)
+from onboard.core.settings import (NON_NEGATIVE, POSITIVE, TEXT, WAYPOINTS_NE_M, argument, int_at_least, int_within,
+                                   one_of, or_null, range_problem)
 
 DEFAULT_CONFIG = {
     "vesc": {
@@ -59,7 +59,7 @@ EXIT_START = 3
 
 CAN_ID = int_within(0, 254)                      # VESC CAN ids (255 is broadcast)
 MOTOR_KEYS = ("name", "port", "controller_id", "can_id", "direction")
-MOTOR_RANGES = {"name": one_of("left", "right"), "port": TEXT, "controller_id": CAN_ID,
+MOTOR_RANGES = {"name": one_of("left", "right"), "port": TEXT, "controller_id": CAN_ID, "can_id": or_null(CAN_ID),
                 "direction": one_of(1, -1)}
 # every setting's value range (onboard.core.settings rules), checked before a port or the log opens;
 # imu.bus: an i2c-dev path, "bench-sim" (the simulated MPU-6050, at rest) or "none";
@@ -68,11 +68,8 @@ SETTING_RANGES = {
     "vesc.baud": int_at_least(1), "vesc.gear_ratio": POSITIVE, "vesc.pole_pairs": int_at_least(1),
     "vesc.stop_brake_current_a": NON_NEGATIVE, "vesc.telemetry_rate_hz": int_at_least(1),
     "imu.bus": TEXT, "imu.address": one_of(0x68, 0x69), "imu.rate_hz": int_at_least(1),
-    "pose.udp_port": ("null or an integer in -1..65535",
-                      lambda v: v is None or int_within(-1, 65535)[1](v)),
-    "pose.poll_hz": int_at_least(1),
-    "mission.waypoints_ne_m": ("a non-empty list of [north_m, east_m] pairs",
-                               lambda v: isinstance(v, list) and len(v) > 0 and all(pair(ANY_NUMBER)[1](p) for p in v)),
+    "pose.udp_port": or_null(int_within(-1, 65535)), "pose.poll_hz": int_at_least(1),
+    "mission.waypoints_ne_m": WAYPOINTS_NE_M,
     "runtime.control_rate_hz": int_at_least(1), "runtime.wheelbase_m": POSITIVE,
     "runtime.wheel_radius_m": POSITIVE, "runtime.max_wheel_radps": POSITIVE,
     "log.dir": TEXT,
@@ -81,7 +78,7 @@ SETTING_RANGES = {
 
 def check_config(cfg):
     """Raise ServiceConfigError naming the first setting outside its range (SETTING_RANGES, and for each
-    of the two motors MOTOR_RANGES, a can_id of null or a CAN id, and the names left and right once each)."""
+    of the two motors MOTOR_RANGES, and the names left and right once each)."""
     problem = range_problem(cfg, SETTING_RANGES)
     if problem:
         raise ServiceConfigError("setting %s" % problem)
@@ -97,8 +94,6 @@ def check_config(cfg):
                 where, "unknown key %r" % unknown[0] if unknown else "missing key %r" % missing[0],
                 ", ".join(MOTOR_KEYS)))
         problem = range_problem(motor, MOTOR_RANGES)
-        if problem is None and motor.get("can_id") is not None and not CAN_ID[1](motor["can_id"]):
-            problem = "can_id must be null or %s, got %r" % (CAN_ID[0], motor["can_id"])
         if problem:
             raise ServiceConfigError("setting %s.%s" % (where, problem))
     names = sorted(m["name"] for m in motors)

@@ -28,7 +28,8 @@ from boards.rpi import constants as RPI
 from boards.rpi.app import RpiGroundRobot
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
-from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, int_at_least, one_of, pair, range_problem, within
+from harness.config import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, int_at_least, one_of, or_null, pair, range_problem,
+                            within)
 from harness.grading.expert import DEFAULTS as EXPERT_DEFAULTS, GradingExpert
 from harness.grading.observation import DEFAULTS as OBS_DEFAULTS, DOZER_BODY_KEYS, ObservationRenderer
 from harness.grading.sand_world import DEFAULTS as WORLD_DEFAULTS, Blade, SandWorld, blade_step
@@ -290,9 +291,9 @@ SETTING_RANGES = dict(
      "expert.min_target_m3": NON_NEGATIVE, "expert.lane_share": within(0.0, 1.0),
      "observation.rows": int_at_least(1), "observation.cols": int_at_least(1), "observation.cell_m": POSITIVE,
      "observation.behind_m": NON_NEGATIVE, "observation.supersample": int_at_least(1),
-     "observation.dozer_body": ("null or a table of %s (each >= 0)" % ", ".join(DOZER_BODY_KEYS),
-                                lambda v: v is None or (isinstance(v, dict) and sorted(v) == sorted(DOZER_BODY_KEYS)
-                                                        and all(NON_NEGATIVE[1](x) for x in v.values()))),
+     "observation.dozer_body": or_null(("a table of %s (each >= 0)" % ", ".join(DOZER_BODY_KEYS),
+                                        lambda v: isinstance(v, dict) and sorted(v) == sorted(DOZER_BODY_KEYS)
+                                        and all(NON_NEGATIVE[1](x) for x in v.values()))),
      "heading_sigma_deg": ANY_NUMBER, "world.ground_level_m": ANY_NUMBER,
      "vesc.uart_service_hz": POSITIVE},
     **RANGES.mounted(DEFAULTS, ("vehicle", RANGES.VEHICLE), ("imu", RANGES.IMU), ("follower", RANGES.FOLLOWER),

@@ -19,7 +19,8 @@ import time
 from boards.arduino import constants as AVR
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
-from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, check_ranges, int_at_least, one_of
+from harness.config import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least, one_of,
+                            or_null)
 from harness.fil_avr import PLANT_DEFAULTS, AvrBridge, AvrPlant, ensure_built, open_link, size_report
 from harness.metrics import rms as _rms, tracking_errors
 from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
@@ -73,12 +74,13 @@ class _DroppableMotors:
 
 # checked before the firmware is built or simavr starts (harness.config rules; the shared blocks from
 # harness.setting_ranges); link_dropout.start_s is null (none) or a time
-SETTING_RANGES = dict({"board": one_of(*sorted(AVR.BOARDS)), "max_duration_s": POSITIVE, "record_hz": int_at_least(1),
-                       "waypoints_ne_m": RANGES.WAYPOINTS, "plant.physics_hz": int_at_least(1),
+SETTING_RANGES = dict({"board": one_of(*sorted(AVR.BOARDS)), "max_duration_s": POSITIVE,
+                       "record_hz": int_at_least(1),
+                       "waypoints_ne_m": WAYPOINTS_NE_M, "plant.physics_hz": int_at_least(1),
                        "plant.bridge_window_us": int_at_least(1), "plant.motor_no_load_radps": POSITIVE,
                        "plant.imu_update_hz": int_at_least(1), "plant.imu_model": one_of("noisy", "truth"),
                        "plant.imu_dlpf_hz": POSITIVE, "link_dropout.duration_s": NON_NEGATIVE,
-                       "link_dropout.start_s": ("null (none) or a time in s", lambda v: v is None or ANY_NUMBER[1](v))},
+                       "link_dropout.start_s": or_null(ANY_NUMBER)},
                       **RANGES.mounted(DEFAULTS, ("vehicle", RANGES.VEHICLE), ("imu", RANGES.IMU),
                                        ("aiding", RANGES.AIDING), ("runtime", RANGES.RUNTIME),
                                        ("follower", RANGES.FOLLOWER)))

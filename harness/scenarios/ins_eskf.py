@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from harness.clock import PRIORITY_SENSOR, SimClock
-from harness.config import ANY_NUMBER, POSITIVE, check_ranges, int_at_least, one_of, vector
+from harness.config import ANY_NUMBER, POSITIVE, check_ranges, int_at_least, non_empty_list, one_of, vector
 from harness.sensors.ins_errors import (NOISE_SETTINGS, ImuErrors, aiding_pose, initial_conditions,
                                         noise_setting)
 from harness.trajectory import PROFILES, dozer_legs, generate, rotvec_of_dcm_array
@@ -210,13 +210,14 @@ def case_metrics(rec, settle_s=10.0):
 
 # checked before anything runs (harness.config rules)
 SETTING_RANGES = {
-    "settings": ("a non-empty list of %s" % ", ".join(sorted(NOISE_SETTINGS)),
-                 lambda v: isinstance(v, list) and len(v) > 0 and all(x in NOISE_SETTINGS for x in v)),
+    "settings": non_empty_list(one_of(*NOISE_SETTINGS),
+                               "a non-empty list of %s" % ", ".join(sorted(NOISE_SETTINGS))),
     "duration_s": POSITIVE, "imu_rate_hz": int_at_least(1), "aiding_rate_hz": int_at_least(1),
     "record_hz": int_at_least(1), "profile": one_of(*PROFILES),
     "legs": ("[] (the dozer legs) or a list of [north_m, east_m, down_m, roll_deg, pitch_deg, yaw_deg, duration_s] "
-             "rows, the first the start pose", lambda v: isinstance(v, list) and all(vector(7, ANY_NUMBER)[1](r) for r in v)
-             and len(v) != 1), "gyro_increments": one_of("euler", "rotvec"),
+             "rows, the first the start pose",
+             lambda v: v == [] or (non_empty_list(vector(7, ANY_NUMBER))[1](v) and len(v) != 1)),
+    "gyro_increments": one_of("euler", "rotvec"),
     "ic_mode": one_of("random", "fixed"), "impl": one_of("", *IMPLEMENTATIONS),
 }
 

@@ -200,8 +200,10 @@ def compare(board_out, ref_out):
 
 
 # value ranges of the settings (harness.config rules); ``port`` empty: a virtual board
-SETTING_RANGES = {"board": one_of(*list_boards()), "port": ("a serial port path, or empty", lambda v: isinstance(v, str)), "mpy": BOOLEAN, "duration_s": POSITIVE, "tolerance": NON_NEGATIVE,
-                  "batch_ticks": int_at_least(1), "deploy_timeout_s": POSITIVE,
+SETTING_RANGES = {"board": one_of(*list_boards()),
+                  "port": ("a serial port path, or empty", lambda v: isinstance(v, str)),
+                  "mpy": BOOLEAN, "duration_s": POSITIVE, "tolerance": NON_NEGATIVE, "batch_ticks": int_at_least(1),
+                  "deploy_timeout_s": POSITIVE,
                   "imu.gyro_noise_radps": NON_NEGATIVE, "imu.accel_noise_mps2": NON_NEGATIVE,
                   "imu.gyro_bias_radps": ANY_NUMBER, "aiding.pos_sigma_m": NON_NEGATIVE,
                   "aiding.yaw_sigma_rad": NON_NEGATIVE}

@@ -12,7 +12,8 @@ import time
 import numpy as np
 
 from harness.clock import SimClock
-from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, check_ranges, int_at_least, one_of, within
+from harness.config import (NON_NEGATIVE, POSITIVE, ConfigError, check_ranges, int_at_least, non_empty_list, one_of,
+                            within)
 from harness.radio.uwb_channel import RADIO_DEFAULTS, UwbNetwork
 from onboard.comms.uwb.node import DEFAULTS as PROTOCOL_DEFAULTS
 
@@ -102,14 +103,9 @@ def measure(mode, n, config, random, stream_prefix="uwb"):
     }
 
 
-def _list_of(rule):
-    text, ok = rule
-    return ("a non-empty list, each %s" % text, lambda v: isinstance(v, list) and len(v) > 0 and all(ok(x) for x in v))
-
-
 # checked before anything runs (harness.config rules)
 SETTING_RANGES = {
-    "modes": _list_of(one_of("token_ring", "broadcast")), "n_nodes": _list_of(int_at_least(2)),
+    "modes": non_empty_list(one_of("token_ring", "broadcast")), "n_nodes": non_empty_list(int_at_least(2)),
     "duration_s": POSITIVE, "warmup_s": NON_NEGATIVE, "area_m": POSITIVE, "max_speed_mps": NON_NEGATIVE,
     "protocol.reply_delay_us": int_at_least(1), "protocol.slot_us": int_at_least(1),
     "protocol.antenna_delay_ticks": int_at_least(0),

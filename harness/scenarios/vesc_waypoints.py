@@ -19,7 +19,7 @@ from boards.rpi.app import RpiGroundRobot
 from boards.rpi.imu_mpu6050 import Mpu6050
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
-from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, check_ranges, int_at_least, one_of
+from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least, one_of
 from harness.metrics import path_error_m
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.sim_i2c import PlanarMotionSource, SimI2cBus, SimMpu6050
@@ -59,7 +59,7 @@ def _rms(values):
 # the fault times (< 0: none) take any number
 SETTING_RANGES = dict({"max_duration_s": POSITIVE, "physics_hz": int_at_least(1), "uart_service_hz": int_at_least(1),
                        "record_hz": int_at_least(1), "topology": one_of(*TOPOLOGIES),
-                       "waypoints_ne_m": RANGES.WAYPOINTS, "faults.unplug_port": one_of("left", "right"),
+                       "waypoints_ne_m": WAYPOINTS_NE_M, "faults.unplug_port": one_of("left", "right"),
                        "faults.fault_motor": one_of("left", "right"), "faults.fault_code": int_at_least(0),
                        "faults.fault_duration_s": NON_NEGATIVE, "faults.unplug_s": ANY_NUMBER,
                        "faults.replug_s": ANY_NUMBER, "faults.vesc_fault_s": ANY_NUMBER},

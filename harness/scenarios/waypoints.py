@@ -10,7 +10,7 @@ import math
 from harness.metrics import rms, tracking_errors
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
-from harness.config import POSITIVE, check_ranges, int_at_least
+from harness.config import POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least
 from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
@@ -36,7 +36,7 @@ DEFAULTS = {
 
 # checked before anything runs (harness.config rules; the shared blocks from harness.setting_ranges)
 SETTING_RANGES = dict({"max_duration_s": POSITIVE, "physics_hz": int_at_least(1), "record_hz": int_at_least(1),
-                       "waypoints_ne_m": RANGES.WAYPOINTS},
+                       "waypoints_ne_m": WAYPOINTS_NE_M},
                       **RANGES.mounted(DEFAULTS, ("vehicle", RANGES.VEHICLE), ("imu", RANGES.IMU),
                                        ("aiding", RANGES.AIDING), ("runtime", RANGES.RUNTIME),
                                        ("follower", RANGES.FOLLOWER)))

@@ -30,6 +30,7 @@ POSITIVE = ("a number > 0", lambda v: is_number(v) and v > 0)
 NON_NEGATIVE = ("a number >= 0", lambda v: is_number(v) and v >= 0)
 BOOLEAN = ("true or false", lambda v: isinstance(v, bool))
 TEXT = ("a non-empty string", lambda v: isinstance(v, str) and len(v) > 0)
+UNIT_OPEN = ("a number in (0, 1]", lambda v: is_number(v) and 0 < v <= 1)
 
 
 def int_at_least(lo):
@@ -65,6 +66,22 @@ def vector(count, rule, ordered=False):
 def pair(rule, ordered=False):
     """A two-element list whose elements follow ``rule`` (and, when ordered, first <= second)."""
     return vector(2, rule, ordered)
+
+
+def or_null(rule):
+    """null (None: off / none / pick one) or a value that follows ``rule``."""
+    text, ok = rule
+    return ("null or %s" % text, lambda v: v is None or ok(v))
+
+
+def non_empty_list(rule, text=None):
+    """A non-empty list whose elements each follow ``rule``; ``text`` replaces the generated description."""
+    each_text, ok = rule
+    return (text or "a non-empty list, each %s" % each_text,
+            lambda v: isinstance(v, list) and len(v) > 0 and all(ok(x) for x in v))
+
+
+WAYPOINTS_NE_M = non_empty_list(pair(ANY_NUMBER), "a non-empty list of [north_m, east_m] pairs")
 
 
 def under(prefix, rules, block=None):

@@ -36,8 +36,8 @@ This module runs unchanged on MicroPython (lists of floats, ``math`` only).
 """
 import math
 
-from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, int_at_least, is_number, one_of, range_problem,
-                                   within)
+from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, UNIT_OPEN, int_at_least, is_number, one_of,
+                                   range_problem, within)
 
 # UWB ranging error model, pocket III-A (DecaWave DWM1000 vs motion capture).
 UWB_RANGE_BIAS_M = 0.0085569
@@ -350,14 +350,13 @@ class PureDraws:
 
 
 # ------------------------------------------------------------------ filter
-_OPEN_UNIT = ("a number in (0, 1]", lambda v: is_number(v) and 0.0 < v <= 1.0)
 # value ranges of the settings (onboard.core.settings rules; checked_config)
 SETTING_RANGES = dict(
     {"n_particles": int_at_least(2), "refresh_fraction": ("a number in [0, 1)", lambda v: is_number(v) and 0 <= v < 1),
      "range_bias_m": ANY_NUMBER, "range_var_m2": POSITIVE, "outlier_sigmas": POSITIVE,
      "refresh_mode": one_of(*REFRESH_MODES), "refresh_fraction_min": within(0.0, 1.0),
-     "refresh_spread_rad": POSITIVE, "resample_neff_fraction": _OPEN_UNIT, "alpha_slow": _OPEN_UNIT,
-     "alpha_fast": _OPEN_UNIT, "reinit_after_outliers": int_at_least(0), "lost_residual_alpha": _OPEN_UNIT},
+     "refresh_spread_rad": POSITIVE, "resample_neff_fraction": UNIT_OPEN, "alpha_slow": UNIT_OPEN,
+     "alpha_fast": UNIT_OPEN, "reinit_after_outliers": int_at_least(0), "lost_residual_alpha": UNIT_OPEN},
     **{key: NON_NEGATIVE for key in ("vel_noise_mps", "pos_noise_floor_m", "yaw_noise_radps", "refresh_range_sigma_m",
                                      "refresh_bearing_sigma_rad", "refresh_yaw_sigma_rad", "lost_residual_m",
                                      "noise_reference_dt_s")})

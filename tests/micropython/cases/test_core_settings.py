@@ -1,12 +1,15 @@
 """onboard.core.settings' value-range rules: the same verdicts and messages on CPython and MicroPython."""
-from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, TEXT, int_at_least, int_within,
-                                   one_of, pair, range_problem, under, vector, within)
+from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, TEXT, UNIT_OPEN, WAYPOINTS_NE_M,
+                                   int_at_least, int_within, non_empty_list, one_of, or_null, pair, range_problem,
+                                   under, vector, within)
 
 RULES = {"rate_hz": int_at_least(1), "gain": POSITIVE, "margin_m": NON_NEGATIVE, "share": within(0.0, 1.0),
          "mode": one_of("a", "b"), "on": BOOLEAN, "name": TEXT, "offset": ANY_NUMBER, "id": int_within(0, 255),
-         "box.size_m": pair(POSITIVE), "box.span_m": vector(3, ANY_NUMBER, True)}
+         "box.size_m": pair(POSITIVE), "box.span_m": vector(3, ANY_NUMBER, True), "alpha": UNIT_OPEN,
+         "port": or_null(int_within(0, 9)), "nodes": non_empty_list(int_at_least(2)), "route": WAYPOINTS_NE_M}
 GOOD = {"rate_hz": 10, "gain": 0.5, "margin_m": 0.0, "share": 1.0, "mode": "b", "on": False, "name": "x",
-        "offset": -3.0, "id": 255, "box": {"size_m": [1.0, 2.0], "span_m": [-1.0, 0.0, 0.0]}}
+        "offset": -3.0, "id": 255, "box": {"size_m": [1.0, 2.0], "span_m": [-1.0, 0.0, 0.0]}, "alpha": 1.0,
+        "port": None, "nodes": [2, 3], "route": [[0.0, 1.0]]}
 
 
 def _with(path, value):
@@ -44,6 +47,12 @@ def test_each_bad_value_is_named_with_its_rule():
         ("box.size_m", [1.0], "box.size_m must be a list of 2 numbers (each > 0), got [1.0]"),
         ("box.size_m", [1.0, 0.0], "box.size_m must be a list of 2 numbers (each > 0), got [1.0, 0.0]"),
         ("box.span_m", [0.0, -1.0, 2.0], "box.span_m must be a list of 3 numbers (low first), got [0.0, -1.0, 2.0]"),
+        ("alpha", 0.0, "alpha must be a number in (0, 1], got 0.0"),
+        ("alpha", True, "alpha must be a number in (0, 1], got True"),
+        ("port", 10, "port must be null or an integer in 0..9, got 10"),
+        ("nodes", [], "nodes must be a non-empty list, each an integer >= 2, got []"),
+        ("nodes", [2, 1], "nodes must be a non-empty list, each an integer >= 2, got [2, 1]"),
+        ("route", [[0.0, 1.0], [2.0]], "route must be a non-empty list of [north_m, east_m] pairs, got [[0.0, 1.0], [2.0]]"),
     ]
     for path, value, message in cases:
         assert range_problem(_with(path, value), RULES) == message, (path, value)
