@@ -69,12 +69,12 @@ def cmd_list(args):
     return 0
 
 
-def _leaves(tree, prefix=""):
+def setting_leaves(tree, prefix=""):
     """(dotted path, value) of every setting of a nested settings dict, in its order."""
     for key, value in tree.items():
         path = prefix + key
         if isinstance(value, dict) and value:
-            yield from _leaves(value, path + ".")
+            yield from setting_leaves(value, path + ".")
         else:
             yield path, value
 
@@ -84,7 +84,7 @@ def cmd_settings(args):
     the rules its run checks first; "-" where only the default's type is checked)."""
     module = scenarios.load(args.scenario)
     rules = getattr(module, "SETTING_RANGES", {})
-    rows = [(path, value, rules[path][0] if path in rules else "-") for path, value in _leaves(module.DEFAULTS)]
+    rows = [(path, value, rules[path][0] if path in rules else "-") for path, value in setting_leaves(module.DEFAULTS)]
     if args.json:
         print(json.dumps({path: {"default": value, "allowed": allowed} for path, value, allowed in rows}, indent=2))
         return 0

@@ -302,11 +302,14 @@ SETTING_RANGES = dict(
 
 def invalid_setting(config):
     """The first episode setting outside its choices or range, as "<path> must be ..., got <value>"; None
-    when all are valid (the grading scenario and the sweep report it as a config error before anything
-    runs, GradingEpisode raises it)."""
-    problem = range_problem(config, SETTING_RANGES)
-    if problem:
-        return problem
+    when all are valid (the sweep reports it as a config error before anything runs, GradingEpisode raises
+    it; the grading scenario checks the same as its SETTING_RANGES, then :func:`related_setting_problem`)."""
+    return range_problem(config, SETTING_RANGES) or related_setting_problem(config)
+
+
+def related_setting_problem(config):
+    """The first setting that contradicts another one (the world's pile counts and sizes), as in
+    :func:`invalid_setting`; None when they agree. Expects the settings to be in their ranges."""
     world = config["world"]
     if world["piles_max"] < world["piles_min"]:
         return "world.piles_max must be >= world.piles_min (%d), got %d" % (world["piles_min"], world["piles_max"])

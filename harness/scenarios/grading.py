@@ -12,7 +12,7 @@ import copy
 from harness.config import ConfigError, check_ranges, one_of
 from harness.grading.agents import AGENT_BACKENDS, ModelError, load_decider
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, SETTING_RANGES as EPISODE_RANGES
-from harness.grading.episode import ExpertDecider, GradingEpisode, invalid_setting
+from harness.grading.episode import ExpertDecider, GradingEpisode, related_setting_problem
 
 DESCRIPTION = "dozer grades sand piles (ag2u) under a pose-noise scenario; expert or trained agent decides"
 
@@ -21,15 +21,15 @@ DEFAULTS["agent"] = "expert"          # expert | agent1 | agent2 (committed mode
 DEFAULTS["agent_backend"] = "numpy"   # numpy (float) | litert | litert-xnnpack | pure-int8 (int8 export)
 
 
-# value ranges of the settings (harness.config rules): the episode's and who decides; invalid_setting
-# adds the checks that relate two settings
+# value ranges of the settings (harness.config rules): the episode's and who decides;
+# related_setting_problem adds the checks that relate two settings
 SETTING_RANGES = dict(EPISODE_RANGES, agent=one_of("expert", "agent1", "agent2"), agent_backend=one_of(*AGENT_BACKENDS))
 
 
 def run(config, ctx):
     check_ranges(config, SETTING_RANGES)
     agent = config["agent"]
-    problem = invalid_setting(config)
+    problem = related_setting_problem(config)
     if problem:
         raise ConfigError("setting config." + problem)
     if agent == "expert" and config["agent_backend"] != "numpy":

@@ -27,6 +27,8 @@ import pytest
     ("mp-board", "board=\"uno\"", "config.board must be one of 'nano_esp32', 'pico_rp2040'"),
     ("mp-board", "batch_ticks=0", "config.batch_ticks must be an integer >= 1"),
     ("mp-board", "aiding.yaw_sigma_rad=-0.1", "config.aiding.yaw_sigma_rad must be a number >= 0"),
+    ("grading", "agent=\"agent3\"", "config.agent must be one of 'expert', 'agent1', 'agent2', got 'agent3'"),
+    ("grading", "world.spoil_band_m=99.0", "config.world.spoil_band_m must be less than the world's north size"),
 ])
 def test_bad_setting_is_a_one_line_error_before_anything_runs(tmp_path, capsys, scenario, setting, needle):
     """Every scenario checks its settings' ranges first: exit 2, one line naming the setting, no report."""
@@ -51,12 +53,9 @@ def test_a_missing_board_port_is_a_one_line_error(tmp_path, capsys):
     assert not (out / "metrics.json").exists()
 
 
-def _leaf_paths(tree, prefix=""):
-    for key, value in tree.items():
-        if isinstance(value, dict) and value:
-            yield from _leaf_paths(value, prefix + key + ".")
-        else:
-            yield prefix + key
+def _leaf_paths(tree):
+    from harness.cli import setting_leaves
+    return [path for path, _value in setting_leaves(tree)]
 
 
 @pytest.mark.parametrize("name", sorted(__import__("harness.scenarios", fromlist=["SCENARIOS"]).SCENARIOS))
