@@ -128,6 +128,8 @@ cdef class Eskf:
     cdef double var_acc, var_gyr, var_bacc, var_bgyr
     cdef double r_default[NM]
     cdef double gate
+    cdef double reset_us, reset_var_vel
+    cdef public long long last_fused_us
     cdef long long max_dt_us
     cdef long long _time_us
     cdef long long _last_imu_us
@@ -135,7 +137,7 @@ cdef class Eskf:
     cdef double y_last[NM]
     cdef public dict cfg
     cdef public bint initialized
-    cdef public long predicts, updates, gated, rejected, skipped
+    cdef public long predicts, updates, gated, rejected, skipped, resets
     cdef public double last_nis
 
     impl = "cython"
@@ -153,6 +155,8 @@ cdef class Eskf:
             self.r_default[i] = c["pose_pos_sigma_m"][i] * c["pose_pos_sigma_m"][i]
             self.r_default[3 + i] = c["pose_att_sigma_rad"][i] * c["pose_att_sigma_rad"][i]
         self.gate = c["gate_nis"]
+        self.reset_us = c["gate_reset_s"] * 1e6
+        self.reset_var_vel = c["reset_vel_sigma_mps"] * c["reset_vel_sigma_mps"]
         self.max_dt_us = c["max_imu_dt_us"]
         for i in range(NSS):
             self.P[i] = 0.0
@@ -173,6 +177,8 @@ cdef class Eskf:
         self.gated = 0
         self.rejected = 0
         self.skipped = 0
+        self.resets = 0
+        self.last_fused_us = 0
         self.last_nis = -1.0
 
     # ------------------------------------------------------------ set-up
@@ -198,6 +204,7 @@ cdef class Eskf:
             for i in range(3):
                 self.P[(k + i) * NS + k + i] = c[key][i] * c[key][i]
         self._time_us = int(time_us)
+        self.last_fused_us = self._time_us
         self.has_last_imu = False
         self.initialized = True
 
@@ -373,7 +380,8 @@ cdef class Eskf:
         cdef double r[NM]
         cdef int i, res
         cdef long long t
-        cdef bint ok
+        cdef bint ok, had_imu
+        cdef long long last_imu_us
         try:
             t = pose.time_us
             ok = (_read3(pose.pos_ned_m, pm) and _read3(pose.euler_rad, em)
@@ -387,6 +395,7 @@ cdef class Eskf:
             except EskfInputError:
                 self.rejected += 1
                 raise
+            t = time_us
             for i in range(3):
                 pm[i] = pos[i]
                 em[i] = euler[i]
@@ -402,8 +411,21 @@ cdef class Eskf:
             raise EskfNumericError("innovation covariance is not positive definite")
         if res == 0:
             self.gated += 1
+            if self.reset_us > 0.0 and t - self.last_fused_us >= self.reset_us:
+                # lost-filter restart from the gated pose (see the pure module)
+                had_imu = self.has_last_imu
+                last_imu_us = self._last_imu_us
+                self.initialize(t, (pm[0], pm[1], pm[2]), (0.0, 0.0, 0.0), (em[0], em[1], em[2]),
+                                (self.ba[0], self.ba[1], self.ba[2]), (self.bg[0], self.bg[1], self.bg[2]))
+                self.has_last_imu = had_imu
+                self._last_imu_us = last_imu_us
+                for i in range(3):
+                    self.P[(VEL + i) * NS + VEL + i] = self.reset_var_vel
+                self.resets += 1
+                return True
             return False
         self.updates += 1
+        self.last_fused_us = t
         return True
 
     cdef int _update_c(self, const double* pm, const double* em, const double* r) noexcept nogil:
@@ -560,7 +582,7 @@ cdef class Eskf:
 
     def counters(self):
         return {"predicts": self.predicts, "updates": self.updates, "gated": self.gated,
-                "rejected": self.rejected, "skipped": self.skipped}
+                "rejected": self.rejected, "skipped": self.skipped, "resets": self.resets}
 
     def get_state(self):
         return {"initialized": bool(self.initialized), "time_us": self._time_us,
@@ -571,7 +593,7 @@ cdef class Eskf:
                 "gyro_bias_radps": [self.bg[i] for i in range(3)],
                 "P": self.covariance(), "predicts": self.predicts, "updates": self.updates,
                 "gated": self.gated, "rejected": self.rejected, "skipped": self.skipped,
-                "last_nis": self.last_nis}
+                "resets": self.resets, "last_fused_us": self.last_fused_us, "last_nis": self.last_nis}
 
     def set_state(self, state):
         cdef int i
@@ -599,4 +621,6 @@ cdef class Eskf:
         self.gated = int(state["gated"])
         self.rejected = int(state["rejected"])
         self.skipped = int(state["skipped"])
+        self.resets = int(state.get("resets", 0))
+        self.last_fused_us = int(state.get("last_fused_us", self._time_us))
         self.last_nis = float(state["last_nis"])

@@ -44,6 +44,14 @@ symmetric by construction. The error state is then injected into the INS (positi
 velocity, biases added; attitude D <- D F(dpsi), re-orthonormalised) and reset to
 zero. (The reset Jacobian G = I - [dpsi/2]x is taken as I, the usual first-order choice.)
 
+Lost-filter restart (not in the paper): a gate alone can lock a diverged filter out for
+good, every later pose then gated while the INS dead-reckons away (seen in a grading
+episode: a 5 deg held aiding heading error, the dozer spinning 75 deg/s in reverse, the
+tilt estimate drifted 2 deg off and the position 250 m rms). When no pose has been
+fused for ``gate_reset_s`` while poses keep arriving gated, the filter restarts from
+the gated pose (position and attitude from it, velocity 0 with ``reset_vel_sigma_mps``,
+bias estimates kept, P from the init_* settings), counted in ``resets``.
+
 Bad input (NaN/inf, wrong sizes, non-positive or too large dt, out-of-order IMU
 time, non-positive variances) raises :class:`EskfInputError`, counts ``rejected``
 and leaves the filter exactly as it was.
@@ -90,6 +98,8 @@ DEFAULTS = {
     "pose_pos_sigma_m": [0.05, 0.05, 0.05],      # dp_err (ag2u eq. 13a), used when a pose has no cov
     "pose_att_sigma_rad": [1.0 * DEG, 1.0 * DEG, 5.0 * DEG],  # dPsi_err (ag2u eq. 13b)
     "gate_nis": CHI2_6DOF_999,                   # <= 0 disables gating
+    "gate_reset_s": 3.0,                         # restart from the pose after this long all gated; 0: never
+    "reset_vel_sigma_mps": 1.0,                  # velocity sigma after such a restart (velocity set to 0)
     "max_imu_dt_us": 1000000,                    # longer IMU gaps are rejected as bad input
 }
 _VECTOR_KEYS = ("init_pos_sigma_m", "init_att_sigma_rad", "init_vel_sigma_mps",
@@ -238,7 +248,7 @@ class Eskf:
     ``initialize(time_us, pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps)``,
     ``predict(imu)``, ``update_pose(pose)``, ``nav_state(now_us)``, ``covariance()``,
     ``pose_covariance()``, ``get_state()`` / ``set_state()``, ``counters()``, the bias
-    estimates, and the counters ``predicts``, ``updates``, ``gated``, ``rejected``.
+    estimates, and the counters ``predicts``, ``updates``, ``gated``, ``rejected``, ``resets``.
     """
 
     impl = "pure"
@@ -255,6 +265,8 @@ class Eskf:
         self.gated = 0
         self.rejected = 0
         self.skipped = 0             # IMU samples before initialisation
+        self.resets = 0              # lost-filter restarts (gate_reset_s)
+        self.last_fused_us = 0       # time of the last pose fused (or of initialisation)
         self.last_nis = -1.0
         self.last_innovation = [0.0] * N_MEAS
         c = self.cfg
@@ -281,8 +293,27 @@ class Eskf:
                 P[(base + i) * N_STATE + base + i] = c[key][i] * c[key][i]
         self.P = P
         self.time_us = int(time_us)
+        self.last_fused_us = int(time_us)
         self.last_imu_us = None
         self.initialized = True
+
+    def _lost(self, time_us):
+        """True when no pose has been fused for gate_reset_s (> 0) up to this gated one at ``time_us``."""
+        reset_s = self.cfg["gate_reset_s"]
+        return reset_s > 0.0 and time_us - self.last_fused_us >= reset_s * 1e6
+
+    def _restart(self, time_us, pos, euler):
+        """Lost-filter restart from a gated pose (module docstring); counted in ``resets``."""
+        last_imu_us = self.last_imu_us
+        self.initialize(time_us, pos, (0.0, 0.0, 0.0), euler, self.ins.accel_bias_mps2, self.ins.gyro_bias_radps)
+        self.last_imu_us = last_imu_us          # IMU samples must still move forward in time
+        var = self.cfg["reset_vel_sigma_mps"] * self.cfg["reset_vel_sigma_mps"]
+        for i in range(3):
+            self._set_variance(VEL + i, var)
+        self.resets += 1
+
+    def _set_variance(self, i, var):
+        self.P[i * N_STATE + i] = var
 
     # ------------------------------------------------------------ predict
     def predict(self, imu):
@@ -397,7 +428,8 @@ class Eskf:
     def update_pose(self, pose):
         """Fuse an aiding PoseSample (ag2u eqs. 5b, 6, 9). Returns True when fused, False when gated.
 
-        Before initialisation the first pose initialises the filter (at rest) and True is returned.
+        Before initialisation the first pose initialises the filter (at rest) and True is returned;
+        so does a gated pose that restarts a lost filter (``gate_reset_s``, counted in ``resets``).
         Raises EskfInputError / EskfNumericError with the state unchanged.
         """
         try:
@@ -441,6 +473,9 @@ class Eskf:
         gate = self.cfg["gate_nis"]
         if gate > 0.0 and nis > gate:
             self.gated += 1
+            if self._lost(time_us):
+                self._restart(time_us, pos, euler)
+                return True
             return False
         # K^T = S^-1 C with C = H P = P[0:6, :]  (forward then back substitution)
         Kt = [0.0] * (m * n)
@@ -503,6 +538,7 @@ class Eskf:
         ins.correct_attitude([dx[ATT], dx[ATT + 1], dx[ATT + 2]])
         self.P = Pn
         self.updates += 1
+        self.last_fused_us = time_us
         return True
 
     # ------------------------------------------------------------ outputs
@@ -541,7 +577,7 @@ class Eskf:
 
     def counters(self):
         return {"predicts": self.predicts, "updates": self.updates, "gated": self.gated,
-                "rejected": self.rejected, "skipped": self.skipped}
+                "rejected": self.rejected, "skipped": self.skipped, "resets": self.resets}
 
     def get_state(self):
         """Everything that defines the filter, as plain lists (for copying between implementations)."""
@@ -552,7 +588,7 @@ class Eskf:
                 "accel_bias_mps2": list(ins.accel_bias_mps2), "gyro_bias_radps": list(ins.gyro_bias_radps),
                 "P": list(self.P), "predicts": self.predicts, "updates": self.updates,
                 "gated": self.gated, "rejected": self.rejected, "skipped": self.skipped,
-                "last_nis": self.last_nis}
+                "resets": self.resets, "last_fused_us": self.last_fused_us, "last_nis": self.last_nis}
 
     def set_state(self, state):
         """Restore a dict from get_state() (any implementation's)."""
@@ -570,6 +606,8 @@ class Eskf:
         self.last_imu_us = None if state["last_imu_us"] is None else int(state["last_imu_us"])
         for key in ("predicts", "updates", "gated", "rejected", "skipped"):
             setattr(self, key, int(state[key]))
+        self.resets = int(state.get("resets", 0))
+        self.last_fused_us = int(state.get("last_fused_us", self.time_us))
         self.last_nis = float(state["last_nis"])
 
 

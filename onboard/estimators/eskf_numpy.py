@@ -101,6 +101,9 @@ class Eskf(_pure.Eskf):
         gate = self.cfg["gate_nis"]
         if gate > 0.0 and nis > gate:
             self.gated += 1
+            if self._lost(time_us):
+                self._restart(time_us, pos, euler)
+                return True
             return False
         K = np.linalg.solve(S, P[MEAS_SLICE, :]).T                          # P H^T S^-1
         dx = K @ y
@@ -116,7 +119,11 @@ class Eskf(_pure.Eskf):
             ins.gyro_bias_radps[i] += dx[BGYR + i]
         ins.correct_attitude(dx[ATT:ATT + 3])
         self.updates += 1
+        self.last_fused_us = time_us
         return True
+
+    def _set_variance(self, i, var):
+        self.P[i, i] = var
 
     def covariance(self):
         return [float(v) for v in self.P.ravel()]

@@ -87,18 +87,20 @@ def _scaled(draws):
     return out
 
 
-def _fresh(impl, gate):
-    f = make_eskf({"gate_nis": gate}, impl=impl)
+def _fresh(impl, gate, reset_s=3.0):
+    f = make_eskf({"gate_nis": gate, "gate_reset_s": reset_s}, impl=impl)
     f.initialize(0, (1.0, -2.0, 0.5), (0.2, 0.0, -0.1), (0.1, -0.05, 2.9), (0.01, 0.0, -0.02), (0.001, 0.0, 0.0))
     return f
 
 
 @settings(max_examples=150)
-@given(st.lists(op_strategy, min_size=1, max_size=30), st.sampled_from([0.0, 22.46]))
-def test_pure_and_cython_agree_to_1e12(draws, gate):
+@given(st.lists(op_strategy, min_size=1, max_size=30), st.sampled_from([0.0, 22.46]),
+       st.sampled_from([0.0, 0.1, 3.0]))
+def test_pure_and_cython_agree_to_1e12(draws, gate, reset_s):
+    # reset_s 0.1: gated poses (50 m position draws) often restart the filter (gate_reset_s)
     ops = _ops_from(_scaled(draws))
-    pure = _fresh("pure", gate)
-    cy = _fresh("cython", gate)
+    pure = _fresh("pure", gate, reset_s)
+    cy = _fresh("cython", gate, reset_s)
     for op in ops:
         assert _apply(pure, op) == _apply(cy, op)
         _state_close(pure.get_state(), cy.get_state(), 1e-12)
@@ -114,8 +116,8 @@ moderate = st.tuples(
 
 
 @settings(max_examples=60)
-@given(st.lists(moderate, min_size=1, max_size=30))
-def test_numpy_agrees_with_pure(draws):
+@given(st.lists(moderate, min_size=1, max_size=30), st.sampled_from([0.0, 0.02]))
+def test_numpy_agrees_with_pure(draws, reset_s):
     ops = []
     t = 0
     for kind, dt_us, a, b, cov in draws:
@@ -126,8 +128,8 @@ def test_numpy_agrees_with_pure(draws):
             cp = None if cov is None else (cov, cov, cov)
             ops.append(("u", t, (1.0 + a[0], -2.0 + a[1], 0.5 + a[2]), (0.1 + b[0], -0.05 + b[1], 2.9 + b[2]),
                         cp, cp))
-    pure = _fresh("pure", 22.46)
-    npy = _fresh("numpy", 22.46)
+    pure = _fresh("pure", 22.46, reset_s)
+    npy = _fresh("numpy", 22.46, reset_s)
     for op in ops:
         assert _apply(pure, op) == _apply(npy, op)
         _state_close(pure.get_state(), npy.get_state(), 1e-8)
@@ -209,3 +211,25 @@ def test_state_moves_between_implementations():
         assert f.covariance() == src.covariance()
         assert f.pose_covariance() == src.pose_covariance()
         assert f.counters() == src.counters()
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_lost_filter_restart_is_the_same_in_every_implementation(impl):
+    """Poses 3 m off after a fused one are gated until gate_reset_s (0.1 s), then restart the filter."""
+    ref = _fresh("pure", 22.46, 0.1)
+    f = _fresh(impl, 22.46, 0.1)
+    ops = [("p", 10000 * k, 10000, (0.002, 0.0, -G * 0.01), (0.0, 0.0, 0.001)) for k in range(1, 6)]
+    ops.append(("u", 50000, (1.0, -2.0, 0.5), (0.1, -0.05, 2.9), None, None))
+    for k in range(6, 31):
+        ops.append(("p", 10000 * k, 10000, (0.002, 0.0, -G * 0.01), (0.0, 0.0, 0.001)))
+        if k % 5 == 0:
+            ops.append(("u", 10000 * k, (4.0, -2.0, 0.5), (0.1, -0.05, 2.9), None, None))
+    results = []
+    for op in ops:
+        r = _apply(f, op)
+        assert r == _apply(ref, op)
+        if op[0] == "u":
+            results.append(r)
+        _state_close(ref.get_state(), f.get_state(), 1e-8 if impl == "numpy" else 0.0)
+    assert results == [True, False, True, True, True, True]     # gated at 100 ms, restarted at 150 ms
+    assert f.counters()["resets"] == 1 and f.counters()["gated"] == 2
