@@ -10,7 +10,11 @@ constant-bias error model of ag2u eq. 10 as two bias states. Updates take the ai
 pose's north, east and yaw (ag2u eq. 5b restricted to the plane), with the yaw
 residual wrapped to [-pi, pi). Joseph-form covariance update; Mahalanobis gating
 of outliers (counted); non-finite or malformed input raises
-:class:`EstimatorInputError` and leaves the state untouched.
+:class:`EstimatorInputError` and leaves the state untouched. As the ES-EKF
+(``onboard.estimators.eskf``, lost-filter restart), a filter that has fused no pose for
+``gate_reset_s`` while poses keep arriving gated restarts from the gated pose (position
+and yaw from it, speed 0 with ``reset_speed_sigma_mps``, bias estimates kept), counted
+in ``resets``: a gate alone would lock a diverged filter out for good.
 """
 import math
 
@@ -46,6 +50,8 @@ DEFAULTS = {
     "pose_pos_sigma_m": 0.05,                # used when a PoseSample carries no covariance
     "pose_yaw_sigma_rad": 0.09,
     "gate_chi2": CHI2_3DOF_999,              # <= 0 disables gating
+    "gate_reset_s": 3.0,                     # restart from the pose after this long all gated; 0: never
+    "reset_speed_sigma_mps": 1.0,            # speed sigma after such a restart (speed set to 0)
 }
 
 
@@ -65,6 +71,8 @@ class PlanarEkf:
         self.updates = 0
         self.gated = 0
         self.rejected = 0
+        self.resets = 0                      # lost-filter restarts (gate_reset_s)
+        self.last_fused_us = None            # time of the last pose fused (or of initialisation)
         self.last_nis = None
 
     # ------------------------------------------------------------ set-up
@@ -77,7 +85,16 @@ class PlanarEkf:
                           c["init_yaw_sigma_rad"] ** 2, c["init_speed_sigma_mps"] ** 2,
                           c["init_gyro_bias_sigma_radps"] ** 2, c["init_accel_bias_sigma_mps2"] ** 2])
         self.time_us = pose.time_us
+        self.last_fused_us = pose.time_us
         self.initialized = True
+
+    def _restart(self, pose):
+        """Lost-filter restart from a gated pose (module docstring); counted in ``resets``."""
+        biases = (self.x[GYRO_BIAS_Z], self.x[ACCEL_BIAS_X])
+        self.initialize(pose)
+        self.x[GYRO_BIAS_Z], self.x[ACCEL_BIAS_X] = biases
+        self.P[SPEED * N_STATE + SPEED] = self.cfg["reset_speed_sigma_mps"] ** 2
+        self.resets += 1
 
     # ------------------------------------------------------------ predict
     def predict(self, imu):
@@ -157,6 +174,9 @@ class PlanarEkf:
         self.last_nis = nis
         if cfg["gate_chi2"] > 0 and nis > cfg["gate_chi2"]:
             self.gated += 1
+            if cfg["gate_reset_s"] > 0 and pose.time_us - self.last_fused_us >= cfg["gate_reset_s"] * 1e6:
+                self._restart(pose)
+                return True
             return False
         PHt = [0.0] * (N_STATE * N_MEAS)
         for i in range(N_STATE):
@@ -179,6 +199,7 @@ class PlanarEkf:
         self.P = la.symmetrize(la.mat_add(A, KRKt), N_STATE)
         self.x = new_x
         self.updates += 1
+        self.last_fused_us = pose.time_us
         return True
 
     # ------------------------------------------------------------ outputs
@@ -205,7 +226,7 @@ class PlanarEkf:
 
     def counters(self):
         return {"predicts": self.predicts, "updates": self.updates, "gated": self.gated,
-                "rejected": self.rejected}
+                "rejected": self.rejected, "resets": self.resets}
 
     def _check_pose(self, pose):
         if not pose.is_finite():

@@ -5,7 +5,8 @@ from onboard.control.diffdrive import body_twist, wheel_speeds
 from onboard.control.pid import Pid
 from onboard.control.waypoint import WaypointFollower
 from onboard.core.samples import ImuSample, PoseSample
-from onboard.estimators.planar_ekf import EAST, N_STATE, NORTH, YAW, EstimatorInputError, PlanarEkf
+from onboard.estimators.planar_ekf import (ACCEL_BIAS_X, EAST, GYRO_BIAS_Z, N_STATE, NORTH, SPEED, YAW,
+                                          EstimatorInputError, PlanarEkf)
 
 
 def _drive_straight(ekf, speed_mps, seconds, dt_us=10000):
@@ -59,6 +60,41 @@ def test_outlier_gated_and_counted():
     assert ekf.update_pose(PoseSample(1, (25.0, 0.0, 0.0), (0.0, 0.0, 0.0))) is False
     assert ekf.gated == 1
     assert ekf.x == x_before
+
+
+def _jumped(config):
+    """One fused pose at 0.1 s, then poses 5 m off every 0.1 s (a jumped aiding source)."""
+    ekf = PlanarEkf(config)
+    ekf.initialize(PoseSample(0, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+    ekf.x[GYRO_BIAS_Z] = 0.001
+    ekf.x[ACCEL_BIAS_X] = 0.002
+    t = _drive_straight(ekf, 0.0, 0.1)
+    assert ekf.update_pose(PoseSample(t, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+    ekf.biases_before = (ekf.x[GYRO_BIAS_Z], ekf.x[ACCEL_BIAS_X])
+    results = []
+    for _ in range(3):
+        t = _drive_straight(ekf, 0.0, 0.1)
+        results.append(ekf.update_pose(PoseSample(t, (5.0, 1.0, 0.0), (0.0, 0.0, 0.5))))
+    return ekf, results
+
+
+def test_lost_filter_restarts_from_the_pose_after_gate_reset_s():
+    ekf, results = _jumped({"gate_reset_s": 0.25, "reset_speed_sigma_mps": 0.5})
+    # gated 0.1 and 0.2 s after the last fused pose, restarted at 0.3 s >= 0.25 s
+    assert results == [False, False, True]
+    assert ekf.gated == 3 and ekf.updates == 1 and ekf.resets == 1 and ekf.counters()["resets"] == 1
+    assert ekf.x[NORTH] == 5.0 and ekf.x[EAST] == 1.0 and ekf.x[YAW] == 0.5 and ekf.x[SPEED] == 0.0
+    assert abs(ekf.P[SPEED * N_STATE + SPEED] - 0.25) < 1e-15
+    assert (ekf.x[GYRO_BIAS_Z], ekf.x[ACCEL_BIAS_X]) == ekf.biases_before != (0.0, 0.0)     # kept
+    t = _drive_straight(ekf, 0.0, 0.1)
+    assert ekf.update_pose(PoseSample(t, (5.0, 1.0, 0.0), (0.0, 0.0, 0.5)))
+    assert ekf.updates == 2 and ekf.resets == 1
+
+
+def test_lost_filter_restart_can_be_disabled():
+    ekf, results = _jumped({"gate_reset_s": 0.0})
+    assert results == [False, False, False]
+    assert ekf.resets == 0 and abs(ekf.x[NORTH]) < 0.01
 
 
 def test_nan_rejected_state_untouched():
