@@ -145,22 +145,22 @@ def test_ten_sigma_outlier_is_gated_counted_and_not_fused():
 
 def _locked_out(config):
     """A filter fed 10-sigma-off poses (a jumped aiding source) after one fused pose: returns
-    (filter, results of the outlier updates, time of the last one)."""
+    (filter, results of the outlier updates, time of the last one, bias estimates before them)."""
     f = _filter(config)
     t = _run(f, 5)
     assert f.update_pose(PoseSample(t, (1.0, 2.0, -0.5), (0.01, -0.02, 0.3)))
+    biases = (f.accel_bias_mps2, f.gyro_bias_radps)
     results = []
     for _ in range(3):
         t = _run(f, 5, t)
         results.append(f.update_pose(PoseSample(t, (4.0, 2.5, -0.5), (0.01, -0.02, 0.6))))
-    return f, results, t
+    return f, results, t, biases
 
 
 def test_lost_filter_restarts_from_the_pose_after_gate_reset_s():
     # poses at 50, 100, 150, 200 ms: the first fuses; the outliers at 100 and 150 ms are gated
     # (50 and 100 ms since the last fused pose), the one at 200 ms is 150 ms >= 0.15 s: restart
-    f, results, t = _locked_out({"gate_reset_s": 0.15, "reset_vel_sigma_mps": 0.7})
-    bias = f.accel_bias_mps2
+    f, results, t, biases = _locked_out({"gate_reset_s": 0.15, "reset_vel_sigma_mps": 0.7})
     assert results == [False, False, True]
     assert f.gated == 3 and f.updates == 1 and f.resets == 1 and f.counters()["resets"] == 1
     nav = f.nav_state()
@@ -169,7 +169,8 @@ def test_lost_filter_restarts_from_the_pose_after_gate_reset_s():
     P = f.covariance()
     assert abs(P[VEL * N_STATE + VEL] - 0.49) < 1e-15
     assert abs(P[POS * N_STATE + POS] - 0.05 ** 2) < 1e-15          # init_pos_sigma_m
-    assert f.accel_bias_mps2 == bias and f.last_fused_us == t
+    assert biases[0] != (0.0, 0.0, 0.0)                  # the fused pose moved the bias estimates
+    assert (f.accel_bias_mps2, f.gyro_bias_radps) == biases and f.last_fused_us == t     # kept
     # the IMU stream goes on where it was: an old sample is still refused, the next one runs
     try:
         f.predict(ImuSample(t, DT_US, REST_DVEL, (0.0, 0.0, 0.0)))
@@ -182,7 +183,7 @@ def test_lost_filter_restarts_from_the_pose_after_gate_reset_s():
 
 
 def test_lost_filter_restart_can_be_disabled():
-    f, results, _ = _locked_out({"gate_reset_s": 0.0})
+    f, results, _, _ = _locked_out({"gate_reset_s": 0.0})
     assert results == [False, False, False]
     assert f.gated == 3 and f.resets == 0
     assert abs(f.nav_state().pos_ned_m[0] - 1.0) < 0.01
