@@ -7,7 +7,7 @@ Same seeded worlds for every configuration (rollout r uses RunRandom(seed * 1000
 ``--noise`` scenario, default sensor-fusion). Prints a table and writes bench/results/grading_loop.json:
 
 - expert episodes per (estimator, motors): wall s per episode, simulated s per episode,
-  real-time factor, successful decisions (blade > 50 % full, ag2u Table I), finished
+  real-time factor, successful decisions (blade > 50 % full of the work area's sand, ag2u Table I), finished
   episodes, estimation errors; ratios vesc/direct and eskf/planar from this one run;
 - agent1/agent2 episodes per estimator (float NumPy decider): success and finished;
 - one decision's inference time per agent backend on the same crop (the decider's two forward

@@ -5,7 +5,11 @@ GroundRobotRuntime drives forward to green and reverses to red *on its estimated
 pose* (closed loop, ag2u section III-A), the blade moves sand on the *true* pose.
 The IMU (ag2u eq. 10) and aiding pose (eq. 13) noise come from the named noise
 scenario. A decision is successful when the blade was more than half full during
-the push (ag2u Table I criterion).
+the push (ag2u Table I criterion: "over 50 % of the blade capacity is filled with sand,
+i.e., sand will be spread in this leg"), counted while the blade's edge is in the work
+area: sand the blade collects inside the spoil band (sand pushed out earlier) grades
+nothing, so a push through the spoil heap alone is not a successful decision (before
+2026-11-25 the whole forward push counted; see harness/grading/README.md).
 
 Settings of the loop's real parts:
 
@@ -291,6 +295,7 @@ SETTING_RANGES = dict(
      "expert.min_target_m3": NON_NEGATIVE, "expert.lane_share": within(0.0, 1.0),
      "observation.rows": int_at_least(1), "observation.cols": int_at_least(1), "observation.cell_m": POSITIVE,
      "observation.behind_m": NON_NEGATIVE, "observation.supersample": int_at_least(1),
+     "observation.wall_height_m": NON_NEGATIVE,
      "observation.dozer_body": or_null(("a table of %s (each >= 0)" % ", ".join(DOZER_BODY_KEYS),
                                         lambda v: isinstance(v, dict) and sorted(v) == sorted(DOZER_BODY_KEYS)
                                         and all(NON_NEGATIVE[1](x) for x in v.values()))),
@@ -431,6 +436,12 @@ class GradingEpisode:
         the observation shows it, at its true pose)."""
         return self.renderer.render(self.world, pose if pose is not None else self.estimated_pose(), self.true_pose())
 
+    def _blade_edge_in_work_area(self):
+        """True while the blade's edge (true pose) is south of the spoil band, i.e. in the graded area."""
+        r = self.robot
+        edge_north_m = r.north_m + math.cos(r.yaw_rad) * self.cfg["blade_edge_ahead_m"]
+        return edge_north_m < self.world.work_north_max_m
+
     def _drive(self, waypoints, timeout_s):
         self.runtime.set_waypoints(waypoints)
         deadline = self.clock.now_us() + s_to_us(timeout_s)
@@ -439,7 +450,8 @@ class GradingEpisode:
         while self.runtime.mission_complete_us is None and t < deadline:
             t += 50000
             (self.app or self.runtime).run(self.clock, t)
-            if self.robot.speed_mps >= 0.0 and self.runtime.follower.index == 0:
+            if (self.robot.speed_mps >= 0.0 and self.runtime.follower.index == 0
+                    and self._blade_edge_in_work_area()):
                 peak_forward_m3 = max(peak_forward_m3, self.blade.load_m3)
             true, est = self.true_pose(), self.estimated_pose()
             self.path_true.append(true[:2])

@@ -27,12 +27,20 @@ pose and draws that box into the heightmap before cropping at the (estimated) po
 with a localisation error the dozer appears off the crop's origin, by that error (ag2u fig. 2b,
 "the translation from state to observation uses the estimated pose"). ``None`` (the default): the
 sand alone.
+
+The sandbox's walls (``wall_height_m``): whatever of the crop lies outside the world reads as the
+target level plus ``wall_height_m``, as the overhead depth camera sees the walls around the sandbox
+(ag2u fig. 6). 0 (the default; the committed agents) reads it as the target level:
+a flat floor, so the crop carries no absolute reference. The expert's way-points are tied to the world:
+the push target (green) is always the same distance short of the north wall, where the spoil band
+begins, and pushes run north; with the walls in view the net can see where that is.
 """
 import math
 
 import numpy as np
 
-DEFAULTS = {"rows": 32, "cols": 32, "cell_m": 0.08, "behind_m": 0.3, "supersample": 1, "dozer_body": None}
+DEFAULTS = {"rows": 32, "cols": 32, "cell_m": 0.08, "behind_m": 0.3, "supersample": 1, "dozer_body": None,
+            "wall_height_m": 0.0}
 DOZER_BODY_KEYS = ("behind_m", "ahead_m", "half_width_m", "height_m")
 
 
@@ -94,6 +102,9 @@ class ObservationRenderer:
             if missing or not all(float(body[k]) >= 0.0 for k in DOZER_BODY_KEYS if k in body):
                 raise ValueError("observation dozer_body needs non-negative %s, got %r" % (", ".join(DOZER_BODY_KEYS), body))
         self.dozer_body = None if body is None else {k: float(body[k]) for k in DOZER_BODY_KEYS}
+        self.wall_height_m = float(cfg.get("wall_height_m", 0.0))
+        if not self.wall_height_m >= 0.0:
+            raise ValueError("observation wall_height_m must be >= 0, got %r" % (cfg.get("wall_height_m"),))
 
     def pixel_to_body(self, row, col):
         """Body-frame (forward_m, right_m) of a crop pixel (fractional indices allowed)."""
@@ -138,7 +149,8 @@ class ObservationRenderer:
         r = (self.right_m[:, None] + self._sub_offsets_m[None, :]).reshape(cols * ss)[None, :]
         north = n + c * f - s * r
         east = e + s * f + c * r
-        # bilinear sampling at cell-centre coordinates; outside the world reads as target level
+        # bilinear sampling at cell-centre coordinates; outside the world reads as the wall (target level +
+        # wall_height_m)
         fi = north / world.cell_m - 0.5
         fj = east / world.cell_m - 0.5
         i0 = np.floor(fi).astype(np.int64)
@@ -152,7 +164,7 @@ class ObservationRenderer:
                 ii = i0 + oi
                 jj = j0 + oj
                 ok = (ii >= 0) & (ii < world.rows) & (jj >= 0) & (jj < world.cols)
-                vals = np.zeros(north.shape)
+                vals = np.full(north.shape, self.wall_height_m)
                 vals[ok] = h[ii[ok], jj[ok]]
                 out += wi * wj * vals
         if ss > 1:

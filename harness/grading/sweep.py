@@ -1,6 +1,6 @@
 """`python -m harness grading-sweep`: the ag2u results as our own measurements.
 
-- Table I: fraction of successful decisions (blade > 50 % full in the leg) per noise
+- Table I: fraction of successful decisions (blade > 50 % full of the work area's sand in the leg) per noise
   scenario and agent, over ``--rollouts`` episodes each -> table1.json
 - Table II: mean episode length (s), or "diverged" when most episodes did not finish
   within the leg budget -> table2.json
@@ -129,7 +129,7 @@ def _write(out_dir, name, data):
 
 def _markdown(out_dir, table1, table2, rollouts):
     lines = ["# Grading under uncertainty: our measurements (%d rollouts per cell)" % rollouts, "",
-             "Table I - successful decisions (blade > 50 % full)", "",
+             "Table I - successful decisions (blade > 50 % full of the work area's sand)", "",
              "| scenario | agent1 | agent2 |", "|---|---|---|"]
     for noise, row in table1.items():
         lines.append("| %s | %.0f %% | %.0f %% |" % (noise, 100 * row["agent1"], 100 * row["agent2"]))

@@ -42,7 +42,7 @@ def test_the_dozer_is_drawn_at_its_true_pose_and_keeps_the_sand_elsewhere():
 
 def test_a_pose_error_moves_the_dozer_off_the_crops_origin_by_that_error():
     world = SandWorld({"piles_min": 0, "piles_max": 0})
-    r = ObservationRenderer(AGENT_OBSERVATION)
+    r = ObservationRenderer(dict(AGENT_OBSERVATION, wall_height_m=0.0))    # the dozer alone raised in the crop
     true_pose = (1.0, 1.25, 0.0)
     at_truth = _dozer_centroid_body_m(r, r.render(world, true_pose, true_pose))
     for d_north, d_east in ((0.0, 0.08), (0.05, -0.05), (-0.08, 0.0)):

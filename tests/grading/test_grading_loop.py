@@ -128,6 +128,39 @@ def test_closed_loop_grades_on_the_estimated_pose(estimator):
     assert len(ep.runtime.estimator.pose_covariance()) == 9
 
 
+class _TwoLegs:
+    """Reposition to the lane's south end, then one push north along east 1.25 m into the spoil band."""
+
+    def __init__(self):
+        self.legs = [((0.5, 1.25), (0.3, 1.25)), ((2.3, 1.25), (1.2, 1.25))]
+
+    def __call__(self, episode):
+        return self.legs.pop(0) if self.legs else None
+
+
+@pytest.mark.parametrize("pile_north_m, successful", [(1.5, True), (2.2, False)])
+def test_only_the_work_areas_sand_makes_a_push_successful(pile_north_m, successful):
+    # a full blade load (4 l, capacity 3 l) on the lane: in the work area the push grades it (successful);
+    # in the spoil band (north of 2.0 m) the same load is pushed around and grades nothing (not successful)
+    ep = GradingEpisode(_cfg(noise="noise_less"), RunRandom(3))
+    world = ep.world
+    world.height_m[:] = world.ground_level_m
+    world.add_pile(pile_north_m, 1.25, 0.004, 0.15)
+    top = world.index_of(pile_north_m, 1.25)
+    top_m = world.height_m[top] - world.ground_level_m
+    assert (pile_north_m < world.work_north_max_m) == successful
+    m = ep.run(_TwoLegs())
+    push = ep.legs[1]
+    assert push["reached"] and push["successful"] == successful
+    if successful:
+        assert push["blade_fill_fraction"] > 0.9
+        assert push["uncleared_after_m3"] < 0.2 * push["uncleared_before_m3"]
+    else:
+        assert push["blade_fill_fraction"] < 0.1 and push["uncleared_before_m3"] == 0.0
+    assert world.height_m[top] - world.ground_level_m < 0.3 * top_m        # either way the blade went through it
+    assert m["successful_decisions"] == (1 if successful else 0)
+
+
 def _pose_error_and_sigma(aiding_error, seed, t_us=8000000):
     """(north, east, yaw) error of the fused pose after t_us of an expert episode, and its 1-sigma."""
     ep = GradingEpisode(_cfg(aiding_error=aiding_error, max_legs=1), RunRandom(seed))

@@ -1,6 +1,7 @@
 """Reduced Table I sweep in CI with the committed agents (ag2u): seeded, deterministic quality floors,
-the agent2 > agent1 ordering under sensor-fusion noise on the CI seed, per-metre accuracy on fresh
-expert decisions. It fails if a change degrades the agents or the loop."""
+the agent2 > agent1 ordering under sensor-fusion noise on the CI seed (a strict xfail since the success
+criterion counts the work area's sand alone: not reproduced), per-metre accuracy on fresh expert
+decisions. It fails if a change degrades the agents or the loop."""
 import json
 
 import pytest
@@ -14,19 +15,30 @@ from harness.grading.train_policy import AGENT_OBSERVATION, accuracy
 pytestmark = [pytest.mark.scenario, pytest.mark.slow]
 
 
-def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise():
-    """Seeded regression check on the committed agents under the episodes' default held aiding error
-    (seed 3, 4 rollouts: agent2 0.80 vs agent1 0.60).
-
-    The floor is below every cell measured on the committed agents (the 50-rollout sensor-fusion cells:
-    0.69 / 0.82). In the 50-rollout sweep agent2 leads under sensor fusion by 13 pp, so this is a
-    regression guard, not evidence of the paper's >= 20 pp gap (see harness/grading/README.md).
-    """
+@pytest.fixture(scope="module")
+def ci_sensor_fusion_cells():
+    """The reduced Table I sensor-fusion cells of the committed agents (seed 3, 4 rollouts)."""
     deciders = {a: PolicyDecider(*load_agent(a)) for a in ("agent1", "agent2")}
-    cells = {a: run_cell(deciders, a, "sensor_fusion", rollouts=4, seed=3) for a in deciders}
+    return {a: run_cell(deciders, a, "sensor_fusion", rollouts=4, seed=3) for a in deciders}
+
+
+def test_committed_agents_decide_under_sensor_fusion_noise(ci_sensor_fusion_cells):
+    """Seeded regression floor on the committed agents under the episodes' default held aiding error
+    (seed 3, 4 rollouts, decisions that fill half a blade in the work area: agent1 0.44, agent2 0.40).
+    The floor is below every 50-rollout sensor-fusion cell measured on them (0.45 / 0.46)."""
+    cells = ci_sensor_fusion_cells
     assert cells["agent2"]["decisions"] > 0 and cells["agent1"]["decisions"] > 0
     for cell in cells.values():
-        assert cell["success_fraction"] >= 0.55
+        assert cell["success_fraction"] >= 0.3
+
+
+@pytest.mark.xfail(strict=True, reason="issue 9 not met: with a decision counted only for the work area's sand "
+                   "(2026-11-25) the committed agents decide alike under sensor fusion (50 rollouts: 44.7 vs "
+                   "46.3 %); on the CI seed agent1 leads (0.44 vs 0.40). See harness/grading/README.md")
+def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise(ci_sensor_fusion_cells):
+    """ag2u Table I's ordering on the CI cells; strict xfail: it fails the suite when it starts to hold, so
+    the marker and the README are updated with the agents that reach it."""
+    cells = ci_sensor_fusion_cells
     assert cells["agent2"]["success_fraction"] > cells["agent1"]["success_fraction"]
 
 

@@ -10,7 +10,7 @@ from harness.grading.fcn import conv2d_same, forward_numpy
 from harness.grading.observation import ObservationRenderer
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
 from harness.grading.sand_world import SandWorld
-from harness.grading.train_policy import AGENT_OBSERVATION
+from harness.grading.train_policy import AGENT_OBSERVATION, TRIED_WALL_HEIGHT_M
 from harness.rng import RunRandom
 
 
@@ -180,7 +180,7 @@ def test_agents_get_the_same_number_of_crops_per_decision():
 def test_supersampled_crop_reports_the_mean_height_of_each_cell():
     world = SandWorld({"piles_min": 0, "piles_max": 0})
     world.add_pile(1.5, 1.1, 0.004, 0.12)
-    sand_only = dict(AGENT_OBSERVATION, dozer_body=None)
+    sand_only = dict(AGENT_OBSERVATION, dozer_body=None, wall_height_m=0.0)
     coarse = ObservationRenderer(sand_only)
     crop = coarse.render(world, (1.0, 1.0, 0.3))
     cell_area = AGENT_OBSERVATION["cell_m"] ** 2
@@ -189,6 +189,38 @@ def test_supersampled_crop_reports_the_mean_height_of_each_cell():
     assert sampled.shape == crop.shape and not np.allclose(sampled, crop)
     with pytest.raises(ValueError):
         ObservationRenderer(dict(AGENT_OBSERVATION, supersample=0))
+
+
+def test_the_sandbox_walls_fill_what_of_the_crop_lies_outside_the_world():
+    world = SandWorld({"piles_min": 0, "piles_max": 0})          # flat, at the target level
+    wall_m = TRIED_WALL_HEIGHT_M
+    renderer = ObservationRenderer(dict(AGENT_OBSERVATION, dozer_body=None, wall_height_m=wall_m))
+    # facing north 0.4 m short of the north edge, mid-way between the east and west walls (1.25 m from each):
+    # the rows more than 0.4 m ahead see the north wall, the rest the floor (inside the side walls)
+    north_edge_m = world.rows * world.cell_m
+    crop = renderer.render(world, (north_edge_m - 0.4, 1.25, 0.0))
+    inside = [col for col in range(crop.shape[1]) if abs(renderer.pixel_to_body(0, col)[1]) < 1.1]
+    assert np.allclose(crop[:, 0], wall_m) and np.allclose(crop[:, -1], wall_m)      # the side walls
+    for row in range(crop.shape[0]):
+        forward_m, _ = renderer.pixel_to_body(row, 0)
+        near_m = forward_m - 0.5 * renderer.cfg["cell_m"]
+        far_m = forward_m + 0.5 * renderer.cfg["cell_m"]
+        if near_m >= 0.4:
+            assert np.allclose(crop[row], wall_m)
+        elif far_m <= 0.4 - world.cell_m:
+            assert np.allclose(crop[row, inside], 0.0)
+    # the world's east-west mirror mirrors the crop's columns, walls included (the agents' mirror averaging)
+    east_m = 0.3
+    left = renderer.render(world, (1.0, east_m, 0.4))
+    right = renderer.render(world, (1.0, world.cols * world.cell_m - east_m, -0.4))
+    assert np.allclose(left, right[:, ::-1], atol=1e-6)
+    assert np.all(renderer.render(world, (-5.0, -5.0, 0.0)) == np.float32(wall_m))   # all outside: all wall
+    flat = ObservationRenderer(dict(AGENT_OBSERVATION, dozer_body=None, wall_height_m=0.0))
+    assert np.all(flat.render(world, (-5.0, -5.0, 0.0)) == 0.0)                     # 0: the floor, as before
+    assert np.array_equal(ObservationRenderer(dict(AGENT_OBSERVATION, dozer_body=None)).render(world, (-5.0, -5.0, 0.0)),
+                          flat.render(world, (-5.0, -5.0, 0.0)))                   # no key: no walls
+    with pytest.raises(ValueError):
+        ObservationRenderer(dict(AGENT_OBSERVATION, wall_height_m=-0.1))
 
 
 class _FixedPolicy:
