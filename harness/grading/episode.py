@@ -383,9 +383,8 @@ class GradingEpisode:
                 r.left_radps, r.right_radps = self.vesc.step(dt_s, t)
                 r.left_cmd_radps, r.right_cmd_radps = r.left_radps, r.right_radps
             r.step(dt_s)
-            edge = (r.north_m + math.cos(r.yaw_rad) * config["blade_edge_ahead_m"],
-                    r.east_m + math.sin(r.yaw_rad) * config["blade_edge_ahead_m"])
-            blade_step(self.world, self.blade, edge, r.yaw_rad, r.speed_mps * dt_s, self.target_level_m)
+            blade_step(self.world, self.blade, self.blade_edge_ne_m(), r.yaw_rad, r.speed_mps * dt_s,
+                       self.target_level_m)
             self._steps += 1
             if self._steps % config["erosion_every"] == 0:
                 self.world.erode()
@@ -436,11 +435,15 @@ class GradingEpisode:
         the observation shows it, at its true pose)."""
         return self.renderer.render(self.world, pose if pose is not None else self.estimated_pose(), self.true_pose())
 
+    def blade_edge_ne_m(self):
+        """(north_m, east_m) of the blade edge's centre at the dozer's true pose."""
+        r = self.robot
+        ahead_m = self.cfg["blade_edge_ahead_m"]
+        return r.north_m + math.cos(r.yaw_rad) * ahead_m, r.east_m + math.sin(r.yaw_rad) * ahead_m
+
     def _blade_edge_in_work_area(self):
         """True while the blade's edge (true pose) is south of the spoil band, i.e. in the graded area."""
-        r = self.robot
-        edge_north_m = r.north_m + math.cos(r.yaw_rad) * self.cfg["blade_edge_ahead_m"]
-        return edge_north_m < self.world.work_north_max_m
+        return self.blade_edge_ne_m()[0] < self.world.work_north_max_m
 
     def _drive(self, waypoints, timeout_s):
         self.runtime.set_waypoints(waypoints)

@@ -102,9 +102,9 @@ class ObservationRenderer:
             if missing or not all(float(body[k]) >= 0.0 for k in DOZER_BODY_KEYS if k in body):
                 raise ValueError("observation dozer_body needs non-negative %s, got %r" % (", ".join(DOZER_BODY_KEYS), body))
         self.dozer_body = None if body is None else {k: float(body[k]) for k in DOZER_BODY_KEYS}
-        self.wall_height_m = float(cfg.get("wall_height_m", 0.0))
+        self.wall_height_m = float(cfg["wall_height_m"])
         if not self.wall_height_m >= 0.0:
-            raise ValueError("observation wall_height_m must be >= 0, got %r" % (cfg.get("wall_height_m"),))
+            raise ValueError("observation wall_height_m must be >= 0, got %r" % (cfg["wall_height_m"],))
 
     def pixel_to_body(self, row, col):
         """Body-frame (forward_m, right_m) of a crop pixel (fractional indices allowed)."""
