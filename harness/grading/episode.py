@@ -34,7 +34,7 @@ from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, int_at_least, one_of, or_null, pair, range_problem,
                             within)
-from harness.grading.expert import DEFAULTS as EXPERT_DEFAULTS, GradingExpert
+from harness.grading.expert import DEFAULTS as EXPERT_DEFAULTS, LANE_RULES, GradingExpert
 from harness.grading.observation import DEFAULTS as OBS_DEFAULTS, DOZER_BODY_KEYS, ObservationRenderer
 from harness.grading.sand_world import DEFAULTS as WORLD_DEFAULTS, Blade, SandWorld, blade_step
 from harness.sensors.imu import PlanarImu
@@ -293,6 +293,8 @@ SETTING_RANGES = dict(
      "world.erosion_iterations": int_at_least(0),
      "expert.approach_m": NON_NEGATIVE, "expert.into_spoil_m": NON_NEGATIVE, "expert.window_along_m": POSITIVE,
      "expert.min_target_m3": NON_NEGATIVE, "expert.lane_share": within(0.0, 1.0),
+     "expert.lanes": one_of(*LANE_RULES), "expert.margin_south_m": NON_NEGATIVE,
+     "expert.straight_share": NON_NEGATIVE,
      "observation.rows": int_at_least(1), "observation.cols": int_at_least(1), "observation.cell_m": POSITIVE,
      "observation.behind_m": NON_NEGATIVE, "observation.supersample": int_at_least(1),
      "observation.wall_height_m": NON_NEGATIVE,
@@ -340,9 +342,9 @@ class GradingEpisode:
         self.initial_volume_m3 = self.world.volume_m3()
         self.initial_height_m = self.world.height_m.copy()
         self.blade = Blade(config["blade"]["width_m"], config["blade"]["capacity_m3"])
-        self.expert = GradingExpert(self.blade.width_m, config["expert"])
+        self.expert = GradingExpert(self.blade.width_m, config["expert"], self.blade.capacity_m3)
         self.renderer = ObservationRenderer(config["observation"])
-        start = self.expert.first_start(self.world, self.target_level_m)
+        start = self.expert.first_start(self.world, self.target_level_m, config["blade_edge_ahead_m"])
         vehicle = dict(config["vehicle"])
         vehicle.update(start_ne_m=list(start), start_yaw_deg=0.0)
         self.robot = DiffDriveRobot(vehicle)
@@ -475,7 +477,8 @@ class GradingEpisode:
 
     def _run(self, decider):
         # get to the first leg's start (no decision, no blade accounting)
-        self._drive([self.expert.first_start(self.world, self.target_level_m)], self.cfg["leg_timeout_s"])
+        start = self.expert.first_start(self.world, self.target_level_m, self.cfg["blade_edge_ahead_m"])
+        self._drive([start], self.cfg["leg_timeout_s"])
         finished = False
         for leg in range(self.cfg["max_legs"]):
             decision = decider(self)

@@ -269,6 +269,7 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
                 "labels": LABEL_FRAME_TEXT[args.label_frame] if agent == "agent2" else "the expert's way-points",
                 "dataset_noise": "sensor_fusion (expert drives on the estimate, labels on the true state)",
                 "aiding_error": args.aiding_error,
+                "expert": episode_config({"aiding_error": args.aiding_error})["expert"],
                 "dagger": list(rounds), "dagger_max_legs": args.dagger_max_legs, "aggregated_decisions": int(len(agg["true_pose"])),
                 "train_time_s": round(time.perf_counter() - t0, 1), "torch_threads": args.threads,
                 "device": args.device,
@@ -324,7 +325,8 @@ def main(argv=None):
     ap.add_argument("--init", default=None, help="start from <init>/<agent>/weights.npz (with --epochs 0: the "
                     "behaviour-cloning stage of an earlier run with the same seed and dataset; resumes at DAgger)")
     ap.add_argument("--data", default=None, help="cache of the expert + held-out datasets (.npz): loaded when it "
-                    "exists (same --episodes/--val-episodes/--seed assumed), else collected and written there")
+                    "exists and was collected the same way (episodes, seed, aiding error, expert), else collected and "
+                    "written there")
     args = ap.parse_args(argv)
     args.argv = argv
     try:
@@ -343,24 +345,27 @@ def main(argv=None):
     if args.wall_height_m > 0.0:
         obs_config["wall_height_m"] = args.wall_height_m
     t0 = time.perf_counter()
+    collect_config = episode_config({"aiding_error": args.aiding_error})
+    # what the cached data depend on: a cache collected otherwise (another expert, count or seed) is refused
+    recipe = json.dumps({"episodes": args.episodes, "val_episodes": args.val_episodes, "seed": args.seed,
+                         "aiding_error": args.aiding_error, "expert": collect_config["expert"]}, sort_keys=True)
     if args.data and os.path.exists(args.data):
         with np.load(args.data) as f:
-            cached = str(f["aiding_error"]) if "aiding_error" in f.files else "white (a cache without the key)"
-            if cached != args.aiding_error:
-                sys.exit("train_policy: %s was collected with aiding_error %s, not %s; delete it or pass another --data"
-                         % (args.data, cached, args.aiding_error))
+            cached = str(f["recipe"]) if "recipe" in f.files else "(a cache without the key)"
+            if cached != recipe:
+                sys.exit("train_policy: %s was collected with %s, not %s; delete it or pass another --data"
+                         % (args.data, cached, recipe))
             data = {k[len("train_"):]: f[k] for k in f.files if k.startswith("train_")}
             val = {k[len("val_"):]: f[k] for k in f.files if k.startswith("val_")}
     else:
-        data = dataset.collect_parallel(args.episodes, args.seed, "sensor_fusion", args.workers,
-                                        config=episode_config({"aiding_error": args.aiding_error}))
+        data = dataset.collect_parallel(args.episodes, args.seed, "sensor_fusion", args.workers, config=collect_config)
         val = dataset.collect_parallel(args.val_episodes, args.seed + 7919, "sensor_fusion", args.workers,
-                                       config=episode_config({"aiding_error": args.aiding_error}))
+                                       config=collect_config)
         if args.data:
             os.makedirs(os.path.dirname(os.path.abspath(args.data)), exist_ok=True)
             tmp = args.data + ".tmp.npz"
             np.savez(tmp, **{"train_" + k: v for k, v in data.items()}, **{"val_" + k: v for k, v in val.items()},
-                     aiding_error=np.str_(args.aiding_error))
+                     recipe=np.str_(recipe))
             os.replace(tmp, args.data)
     geometry = dataset.label_geometry(data, obs_config)
     print("dataset: %d decisions from %d episodes, %d held-out (%.1f s); labels outside the crop: green %.1f %%, "

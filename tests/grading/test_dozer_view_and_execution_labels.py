@@ -80,18 +80,25 @@ def test_execution_labels_bring_the_true_dozer_to_the_experts_way_points():
                                                        k_samples=k, label_frame=frame)
         assert crops.shape[0] == (k + 1) * n and greens.shape == reds.shape == ((k + 1) * n, 2)
         shifts = []
+        checked = clipped = 0
         for i in range(n):
             true_pose = poses[i][0]
             for s, pose in enumerate(poses[i]):
                 for points, key in ((greens, "green_ne_m"), (reds, "red_ne_m")):
                     north, east = r.body_to_world(pose, *r.pixel_to_body(*points[i * (k + 1) + s]))
                     target = data[key][i]
+                    row, col = dataset._pixel(r, pose, dataset.execution_point(target, pose, true_pose, frame))
+                    if not (0.0 <= row <= r.cfg["rows"] - 1 and 0.0 <= col <= r.cfg["cols"] - 1):
+                        clipped += 1              # beyond the crop: labelled on its border (label_geometry)
+                        continue
+                    checked += 1
                     if frame == "execution":
                         # driven to on an estimate at `pose`, the true dozer ends up off by pose - true
                         north, east = north - (pose[0] - true_pose[0]), east - (pose[1] - true_pose[1])
                     assert math.hypot(north - target[0], east - target[1]) < 1e-6
                 shifts.append(math.hypot(pose[0] - true_pose[0], pose[1] - true_pose[1]))
         assert max(shifts) > 0.03                     # the eq. 1 poses err by centimetres: the frames differ
+        assert checked > 3 * clipped
     with pytest.raises(ValueError, match="label_frame"):
         dataset.crops_and_points(data, "agent2", np.random.default_rng(5), AGENT_OBSERVATION, label_frame="body")
     # agent1 sees the true pose only: both frames give the same labels

@@ -1,7 +1,7 @@
 """Reduced Table I sweep in CI with the committed agents (ag2u): seeded, deterministic quality floors,
-the agent2 > agent1 ordering under sensor-fusion noise on the CI seed (a strict xfail since the success
-criterion counts the work area's sand alone: not reproduced), per-metre accuracy on fresh expert
-decisions. It fails if a change degrades the agents or the loop."""
+the agent2 > agent1 ordering under sensor-fusion noise on the CI seed (it holds on this 4-rollout cell,
+not on the 50-rollout cells: see the test), per-metre accuracy on fresh expert decisions. It fails if a
+change degrades the agents or the loop."""
 import json
 
 import pytest
@@ -24,20 +24,20 @@ def ci_sensor_fusion_cells():
 
 def test_committed_agents_decide_under_sensor_fusion_noise(ci_sensor_fusion_cells):
     """Seeded regression floor on the committed agents under the episodes' default held aiding error
-    (seed 3, 4 rollouts, decisions that fill half a blade in the work area: agent1 0.44, agent2 0.40).
-    The floor is below every 50-rollout sensor-fusion cell measured on them (0.45 / 0.46)."""
+    (seed 3, 4 rollouts, decisions that fill half a blade in the work area: agent1 0.55, agent2 0.81).
+    The floor is below every 50-rollout sensor-fusion cell measured on them (0.52 / 0.50)."""
     cells = ci_sensor_fusion_cells
     assert cells["agent2"]["decisions"] > 0 and cells["agent1"]["decisions"] > 0
     for cell in cells.values():
-        assert cell["success_fraction"] >= 0.3
+        assert cell["success_fraction"] >= 0.4
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9 not met: with a decision counted only for the work area's sand "
-                   "(2026-11-25) the committed agents decide alike under sensor fusion (50 rollouts: 44.7 vs "
-                   "46.3 %); on the CI seed agent1 leads (0.44 vs 0.40). See harness/grading/README.md")
 def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise(ci_sensor_fusion_cells):
-    """ag2u Table I's ordering on the CI cells; strict xfail: it fails the suite when it starts to hold, so
-    the marker and the README are updated with the agents that reach it."""
+    """ag2u Table I's ordering on the reduced CI cells (seed 3, 4 rollouts: agent2 0.81 of 16 decisions,
+    agent1 0.55 of 31), as issue 9 asks. A regression guard of this seeded cell, not evidence: on 50
+    rollouts (seed 1) the agents decide alike under sensor fusion (agent1 51.6 %, agent2 49.6 %), and the
+    ordering holds by a wide margin only with the held position error alone (fig. 5's 0 deg level, 25
+    rollouts: agent2 78.7 %, agent1 41.0 %). See harness/grading/README.md."""
     cells = ci_sensor_fusion_cells
     assert cells["agent2"]["success_fraction"] > cells["agent1"]["success_fraction"]
 
@@ -47,7 +47,7 @@ def test_committed_agents_point_at_the_experts_way_points_on_fresh_expert_decisi
     data = dataset.collect(3, seed=77)
     for agent in ("agent1", "agent2"):
         weights, card = load_agent(agent)
-        assert card["input"]["observation"] == AGENT_OBSERVATION
+        assert card["input"]["observation"] == dict(AGENT_OBSERVATION, wall_height_m=0.3)   # the walls in view
         assert sum(v.nbytes for v in weights.values()) < 2_000_000
         acc = accuracy(weights, card["network"], card["input"]["observation"], data)
         assert acc["green"]["lateral_within_0.2m"] >= 0.7, (agent, acc)

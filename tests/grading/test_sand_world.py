@@ -103,7 +103,8 @@ def test_unknown_noise_scenario_is_rejected():
 
 @pytest.mark.parametrize("seed", range(8))
 def test_expert_decides_the_mirror_image_on_a_mirrored_world(seed):
-    """The east-west symmetry `train_policy --mirror` relies on: on the mirror image of a world (and of the
+    """The east-west symmetry `train_policy --mirror` relies on (window lanes; the split rule breaks it at
+    its thresholds, see GradingExpert.plan_lane): on the mirror image of a world (and of the
     dozer's position) the expert picks the mirror images of its way-points, up to 0.1 m: where a pile fits
     inside the blade window several positions score the same, and the first of them wins (the west end of
     the plateau, the east end in the mirror image); that is within one 0.16 m crop cell of the policy."""
@@ -111,7 +112,7 @@ def test_expert_decides_the_mirror_image_on_a_mirrored_world(seed):
     mirror = SandWorld({"piles_min": 0, "piles_max": 0})
     mirror.height_m = world.height_m[:, ::-1].copy()
     width_m = world.cols * world.cell_m
-    expert = GradingExpert(0.4)
+    expert = GradingExpert(0.4, {"lanes": "window"})
     rng = np.random.default_rng(100 + seed)
     for _ in range(5):
         dozer = (float(rng.uniform(0.3, 2.0)), float(rng.uniform(0.3, width_m - 0.3)))
@@ -120,3 +121,34 @@ def test_expert_decides_the_mirror_image_on_a_mirrored_world(seed):
         assert plain is not None and flipped is not None
         for (n, e), (n_f, e_f) in zip(plain, flipped):
             assert abs(n_f - n) <= 0.1 and abs(e_f - (width_m - e)) <= 0.1
+
+
+def _one_pile_episode(lanes, seed, volume_m3):
+    cfg = copy.deepcopy(DEFAULTS)
+    cfg["noise"] = "noise_less"
+    cfg["world"].update(piles_min=1, piles_max=1, pile_volume_m3=[volume_m3, volume_m3], pile_radius_m=[0.2, 0.2])
+    cfg["expert"]["lanes"] = lanes
+    ep = GradingEpisode(cfg, RunRandom(seed))
+    return ep.run(ExpertDecider(ep.expert)), ep.legs
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_split_lanes_push_a_two_load_pile_in_two_full_legs(seed):
+    """A 6 l pile on a 3 l blade (expert lanes "split"): two pushes side by side, each filling more than half
+    the blade (ag2u Table I's criterion), and the area graded. The window rule pushes through the pile's
+    middle and leaves a strip either side: one more leg, and a leg under half a blade."""
+    split, split_legs = _one_pile_episode("split", seed, 0.006)
+    window, window_legs = _one_pile_episode("window", seed, 0.006)
+    assert split["finished"] and window["finished"]
+    assert len(split_legs) == 2 and all(l["successful"] for l in split_legs)
+    assert len(window_legs) > 2 and not all(l["successful"] for l in window_legs)
+    assert split["uncleared_m3"] < 0.0002
+
+
+def test_expert_lanes_setting_is_checked():
+    with pytest.raises(ValueError, match="lanes"):
+        GradingExpert(0.4, {"lanes": "diagonal"})
+    cfg = copy.deepcopy(DEFAULTS)
+    cfg["expert"]["lanes"] = "diagonal"
+    from harness.grading.episode import invalid_setting
+    assert "expert.lanes" in invalid_setting(cfg)
