@@ -1,7 +1,6 @@
 """Reduced Table I sweep in CI with the committed agents (ag2u): seeded, deterministic quality floors,
-the agent2 > agent1 ordering under sensor-fusion noise on the CI seed (it holds on this 4-rollout cell,
-not on the 50-rollout cells: see the test), per-metre accuracy on fresh expert decisions. It fails if a
-change degrades the agents or the loop."""
+the agent2 > agent1 ordering under sensor-fusion noise on the CI seed (50 rollouts: +8.8 pp, see the
+test), per-metre accuracy on fresh expert decisions. It fails if a change degrades the agents or the loop."""
 import json
 
 import pytest
@@ -35,8 +34,7 @@ def test_committed_agents_decide_under_sensor_fusion_noise(ci_sensor_fusion_cell
 def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise(ci_sensor_fusion_cells):
     """ag2u Table I's ordering on the reduced CI cells (seed 3, 4 rollouts: agent2 0.81 of 16 decisions,
     agent1 0.56 of 36), as issue 9 asks. On 50 rollouts (seed 1) agent2 is ahead by 8.8 pp (60.7 vs 51.9 %),
-    short of the issue's 20 pp; with the held position error alone (fig. 5's 0 deg level) by more. See
-    harness/grading/README.md."""
+    short of the issue's 20 pp. See harness/grading/README.md."""
     cells = ci_sensor_fusion_cells
     assert cells["agent2"]["success_fraction"] > cells["agent1"]["success_fraction"]
 
