@@ -165,10 +165,7 @@ class GradingExpert:
             far_edge = int(np.searchsorted(cum_m3, volume_m3 / pushes))
             offset = min(far_edge - half, half)        # the lane covers the near edge
             centre = c0 + offset if from_west else c1 - offset
-        lo, hi = max(0, centre - half), min(world.cols, centre + half + 1)
-        rows = np.flatnonzero(needs[:, lo:hi].any(axis=1))
-        south_row = int(rows[0]) if rows.size else 0
-        return centre, south_row
+        return self._lane_at(world, target_level_m, centre, 0)[:2]
 
     def _lane_start_north_m(self, world, south_row, blade_edge_ahead_m):
         """Dozer north (m) from which a push reaches the lane's south-most sand with ``margin_south_m`` to spare."""

@@ -30,8 +30,8 @@ sand alone.
 
 The sandbox's walls (``wall_height_m``): whatever of the crop lies outside the world reads as the
 target level plus ``wall_height_m``, as the overhead depth camera sees the walls around the sandbox
-(ag2u fig. 6). 0 (the default; the committed agents) reads it as the target level:
-a flat floor, so the crop carries no absolute reference. The expert's way-points are tied to the world:
+(ag2u fig. 6). 0 (the default) reads it as the target level: a flat floor, so the crop carries no
+absolute reference; the committed agents see walls 0.3 m high (their cards). The expert's way-points are tied to the world:
 the push target (green) is always the same distance short of the north wall, where the spoil band
 begins, and pushes run north; with the walls in view the net can see where that is.
 """

@@ -9,7 +9,7 @@ from harness.grading import dataset
 from harness.grading.agents import PolicyDecider, load_agent
 from harness.config import ConfigError
 from harness.grading.sweep import episode_config, run_cell, sweep
-from harness.grading.train_policy import AGENT_OBSERVATION, accuracy
+from harness.grading.train_policy import AGENT_OBSERVATION, AGENT_WALL_HEIGHT_M, accuracy
 
 pytestmark = [pytest.mark.scenario, pytest.mark.slow]
 
@@ -44,7 +44,7 @@ def test_committed_agents_point_at_the_experts_way_points_on_fresh_expert_decisi
     data = dataset.collect(3, seed=77)
     for agent in ("agent1", "agent2"):
         weights, card = load_agent(agent)
-        assert card["input"]["observation"] == dict(AGENT_OBSERVATION, wall_height_m=0.3)   # the walls in view
+        assert card["input"]["observation"] == dict(AGENT_OBSERVATION, wall_height_m=AGENT_WALL_HEIGHT_M)
         assert sum(v.nbytes for v in weights.values()) < 2_000_000
         acc = accuracy(weights, card["network"], card["input"]["observation"], data)
         assert acc["green"]["lateral_within_0.2m"] >= 0.7, (agent, acc)

@@ -10,7 +10,7 @@ from harness.grading.fcn import conv2d_same, forward_numpy
 from harness.grading.observation import ObservationRenderer
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
 from harness.grading.sand_world import SandWorld
-from harness.grading.train_policy import AGENT_OBSERVATION, TRIED_WALL_HEIGHT_M
+from harness.grading.train_policy import AGENT_OBSERVATION, AGENT_WALL_HEIGHT_M
 from harness.rng import RunRandom
 
 
@@ -204,7 +204,7 @@ def test_supersampled_crop_reports_the_mean_height_of_each_cell():
 
 def test_the_sandbox_walls_fill_what_of_the_crop_lies_outside_the_world():
     world = SandWorld({"piles_min": 0, "piles_max": 0})          # flat, at the target level
-    wall_m = TRIED_WALL_HEIGHT_M
+    wall_m = AGENT_WALL_HEIGHT_M
     renderer = ObservationRenderer(dict(AGENT_OBSERVATION, dozer_body=None, wall_height_m=wall_m))
     # facing north 0.4 m short of the north edge, mid-way between the east and west walls (1.25 m from each):
     # the rows more than 0.4 m ahead see the north wall, the rest the floor (inside the side walls)
