@@ -1,6 +1,6 @@
 """Reduced Table I sweep in CI with the committed agents (ag2u): seeded, deterministic quality floors,
-the agent2 > agent1 ordering under sensor-fusion noise on the CI seed (50 rollouts: +8.8 pp, see the
-test), per-metre accuracy on fresh expert decisions. It fails if a change degrades the agents or the loop."""
+the agent2 > agent1 ordering under sensor-fusion noise on the first 12 of the reported sweep's 50
+rollouts (50 rollouts: +11.1 pp, see the test), per-metre accuracy on fresh expert decisions. It fails if a change degrades the agents or the loop."""
 import json
 
 import pytest
@@ -16,15 +16,16 @@ pytestmark = [pytest.mark.scenario, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def ci_sensor_fusion_cells():
-    """The reduced Table I sensor-fusion cells of the committed agents (seed 3, 4 rollouts)."""
+    """The reduced Table I sensor-fusion cells of the committed agents: the first 12 rollouts of the
+    reported 50-rollout sweep (seed 1; rollout r is world seed 1000 + r), ~50 s."""
     deciders = {a: PolicyDecider(*load_agent(a)) for a in ("agent1", "agent2")}
-    return {a: run_cell(deciders, a, "sensor_fusion", rollouts=4, seed=3) for a in deciders}
+    return {a: run_cell(deciders, a, "sensor_fusion", rollouts=12, seed=1) for a in deciders}
 
 
 def test_committed_agents_decide_under_sensor_fusion_noise(ci_sensor_fusion_cells):
     """Seeded regression floor on the committed agents under the episodes' default held aiding error
-    (seed 3, 4 rollouts, decisions that fill half a blade in the work area: agent1 0.56, agent2 0.81).
-    The floor is below every 50-rollout sensor-fusion cell measured on them (0.52 / 0.61)."""
+    (seed 1, 12 rollouts, decisions that fill half a blade in the work area: agent1 0.49 of 101, agent2
+    0.59 of 66). The floor is below both 50-rollout sensor-fusion cells measured on them (0.54 / 0.65)."""
     cells = ci_sensor_fusion_cells
     assert cells["agent2"]["decisions"] > 0 and cells["agent1"]["decisions"] > 0
     for cell in cells.values():
@@ -32,9 +33,11 @@ def test_committed_agents_decide_under_sensor_fusion_noise(ci_sensor_fusion_cell
 
 
 def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise(ci_sensor_fusion_cells):
-    """ag2u Table I's ordering on the reduced CI cells (seed 3, 4 rollouts: agent2 0.81 of 16 decisions,
-    agent1 0.56 of 36), as issue 9 asks. On 50 rollouts (seed 1) agent2 is ahead by 8.8 pp (60.7 vs 51.9 %),
-    short of the issue's 20 pp. See harness/grading/README.md."""
+    """ag2u Table I's ordering on the reduced CI cells (seed 1, 12 rollouts: agent2 0.59 of 66 decisions,
+    agent1 0.49 of 101), as issue 9 asks. On 50 rollouts (seed 1) agent2 is ahead by 11.1 pp (65.4 vs
+    54.3 %), short of the issue's 20 pp. On the 4 rollouts of seed 3 that this test used before, these
+    agents are the other way round (0.44 vs 0.68): a few rollouts do not resolve an 11 pp gap.
+    See harness/grading/README.md."""
     cells = ci_sensor_fusion_cells
     assert cells["agent2"]["success_fraction"] > cells["agent1"]["success_fraction"]
 
