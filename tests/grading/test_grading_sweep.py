@@ -1,6 +1,7 @@
 """Reduced Table I sweep in CI with the committed agents (ag2u): seeded, deterministic quality floors,
 the agent2 > agent1 ordering under sensor-fusion noise on the first 12 of the reported sweep's 50
-rollouts (50 rollouts: +11.1 pp, see the test), per-metre accuracy on fresh expert decisions. It fails if a change degrades the agents or the loop."""
+rollouts (50 rollouts: +11.1 pp, see the test), per-metre accuracy on fresh expert decisions. It fails
+if a change degrades the agents or the loop."""
 import json
 
 import pytest
