@@ -103,6 +103,11 @@ class GradingExpert:
     def _half_blade_cells(self, world):
         return int(round(0.5 * self.blade_width_m / world.cell_m))
 
+    def _lane_cols(self, world, centre):
+        """Column slice of the blade-wide lane centred on column ``centre`` (clipped to the world)."""
+        half = self._half_blade_cells(world)
+        return slice(max(0, centre - half), min(world.cols, centre + half + 1))
+
     def plan_lane(self, world, target_level_m, dozer_east_m, blocked_cols=None):
         """(centre column, south-most row still to grade) of the next push lane, or None ("split" rule).
 
@@ -174,10 +179,8 @@ class GradingExpert:
     def _lane_at(self, world, target_level_m, centre, first_row):
         """(centre, south-most row still to grade, volume above target m^3) of the lane centred on a column,
         from row ``first_row`` north."""
-        half = self._half_blade_cells(world)
-        lo, hi = max(0, centre - half), min(world.cols, centre + half + 1)
         first_row = min(max(first_row, 0), world.work_rows)
-        above_m = world.height_m[first_row:world.work_rows, lo:hi] - target_level_m
+        above_m = world.height_m[first_row:world.work_rows, self._lane_cols(world, centre)] - target_level_m
         rows = first_row + np.flatnonzero((above_m > world.cfg["uncleared_tolerance_m"]).any(axis=1))
         volume_m3 = float(np.clip(above_m, 0.0, None).sum() * world.cell_area_m2)
         return centre, int(rows[0]) if rows.size else 0, volume_m3
@@ -203,7 +206,7 @@ class GradingExpert:
         nxt = None
         if straight:
             blocked = np.zeros(world.cols, dtype=bool)
-            blocked[max(0, centre - half):centre + half + 1] = True
+            blocked[self._lane_cols(world, centre)] = True
             nxt = self.plan_lane(world, target_level_m, green[1], blocked)
         if nxt is None:
             nxt = lane          # this lane again (straight), or nothing else is left
