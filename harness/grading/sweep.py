@@ -19,6 +19,7 @@ import sys
 
 from harness.config import ConfigError, merge, parse_set, positive_int
 from harness.grading.agents import AGENT_BACKENDS, MODEL_DIR, ModelError, load_decider
+from harness.grading.cell_stats import table1_intervals
 from harness.grading.episode import (DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode,
                                      invalid_setting)
 from harness.parallel import ordered_map
@@ -48,6 +49,7 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
 
     base_config: episode settings to start from (default: EPISODE_DEFAULTS, see episode_config)."""
     succ = legs = finished = 0
+    rollout_successes, rollout_decisions = [], []       # per rollout, for the cell's interval (cell_stats)
     times = []
     uncleared = []
     pos_err, yaw_err = [], []
@@ -62,6 +64,8 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
         m = ep.run(decider)
         succ += m["successful_decisions"]
         legs += m["legs"]
+        rollout_successes.append(m["successful_decisions"])
+        rollout_decisions.append(m["legs"])
         finished += 1 if m["finished"] else 0
         times.append(m["episode_time_s"])
         uncleared.append(m["uncleared_m3"])
@@ -70,7 +74,8 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
     return {"success_fraction": succ / legs if legs else 0.0, "decisions": legs,
             "finished_fraction": finished / rollouts, "mean_episode_time_s": sum(times) / rollouts,
             "mean_uncleared_m3": sum(uncleared) / rollouts,
-            "position_error_rms_m": sum(pos_err) / rollouts, "yaw_error_rms_deg": sum(yaw_err) / rollouts}
+            "position_error_rms_m": sum(pos_err) / rollouts, "yaw_error_rms_deg": sum(yaw_err) / rollouts,
+            "rollout_successes": rollout_successes, "rollout_decisions": rollout_decisions}
 
 
 def _run_cell_job(payload):
@@ -107,16 +112,18 @@ def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 5
         bar.update_to(done)
     bar.close()
     table1 = {noise: {a: table[noise][a]["success_fraction"] for a in AGENTS} for noise in table}
+    table1_ci = table1_intervals(table, AGENTS)
     table2 = {noise: {a: (table[noise][a]["mean_episode_time_s"] if table[noise][a]["finished_fraction"] >= 0.5
                           else "diverged") for a in AGENTS} for noise in table}
     os.makedirs(out_dir, exist_ok=True)
     _write(out_dir, "table1.json", table1)
+    _write(out_dir, "table1_ci.json", table1_ci)
     _write(out_dir, "table2.json", table2)
     _write(out_dir, "cells.json", {"rollouts": rollouts, "seed": seed, "episode_overrides": episode_overrides or {},
                                      "agent_backend": agent_backend,
                                      "cells": table})
     _write(out_dir, "fig5.json", fig5)
-    _markdown(out_dir, table1, table2, rollouts)
+    _markdown(out_dir, table1_ci, table2, rollouts)
     _plot_fig5(out_dir, fig5)
     return table1, table2, fig5
 
@@ -127,12 +134,20 @@ def _write(out_dir, name, data):
         fh.write("\n")
 
 
-def _markdown(out_dir, table1, table2, rollouts):
+def _markdown(out_dir, table1_ci, table2, rollouts):
+    level = 100 * table1_ci["level"]
     lines = ["# Grading under uncertainty: our measurements (%d rollouts per cell)" % rollouts, "",
-             "Table I - successful decisions (blade > 50 % full of the work area's sand)", "",
-             "| scenario | agent1 | agent2 |", "|---|---|---|"]
-    for noise, row in table1.items():
-        lines.append("| %s | %.0f %% | %.0f %% |" % (noise, 100 * row["agent1"], 100 * row["agent2"]))
+             "Table I - successful decisions (blade > 50 % full of the work area's sand); in brackets the "
+             + "%.0f %% interval over the rollouts (%s; it does not cover retraining)" % (level, table1_ci["method"]), "",
+             "| scenario | agent1 | agent2 | agent2 - agent1 |", "|---|---|---|---|"]
+
+    def pct(entry):
+        return "%.1f %% (%.1f-%.1f)" % tuple(100 * v for v in [entry["success_fraction"]] + entry["ci"])
+
+    for noise, row in table1_ci["scenarios"].items():
+        gap = row["gap_agent2_minus_agent1"]
+        lines.append("| %s | %s | %s | %+.1f pp (%+.1f to %+.1f) |" % (
+            noise, pct(row["agent1"]), pct(row["agent2"]), *(100 * v for v in [gap["value"]] + gap["ci"])))
     lines += ["", "Table II - episode length [s]", "", "| scenario | agent1 | agent2 |", "|---|---|---|"]
     for noise, row in table2.items():
         cells = [("%.0f" % v) if isinstance(v, float) else v for v in (row["agent1"], row["agent2"])]
@@ -189,5 +204,5 @@ def _cmd(args):
         print("error: %s" % exc, file=sys.stderr)
         return 2
     print(json.dumps({"table1": table1, "table2": table2}, indent=2))
-    print("report: %s (table1.json, table2.json, fig5.json, fig5.png, results.md)" % args.out)
+    print("report: %s (table1.json, table1_ci.json, table2.json, fig5.json, fig5.png, results.md)" % args.out)
     return 0

@@ -74,6 +74,19 @@ LABEL_FRAME_TEXT = {
 }
 
 
+def dagger_noise_cycle(text):
+    """``--dagger-noise``: "" (each agent's default) or a comma list of noise scenarios, one per DAgger
+    round, cycled -> a tuple (empty for the default)."""
+    if not text:
+        return ()
+    names = tuple(name.strip() for name in text.split(","))
+    bad = [name for name in names if name not in NOISE_SCENARIOS]
+    if bad:
+        raise argparse.ArgumentTypeError("expected noise scenarios from %s, separated by commas, got %r"
+                                         % (", ".join(NOISE_SCENARIOS), text))
+    return names
+
+
 def make_card(agent, fcn_config, obs_config, training=None, metrics=None):
     """The card the runtime loads the agent by (card["network"], card["input"]["observation"])."""
     rows, cols = obs_config["rows"], obs_config["cols"]
@@ -232,8 +245,9 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
         weights, stats = init, {}
     rounds = []
     agg = data
-    dagger_noise = args.dagger_noise or DAGGER_NOISE[agent]
+    noise_cycle = args.dagger_noise or (DAGGER_NOISE[agent],)
     for r in range(args.dagger_rounds):
+        dagger_noise = noise_cycle[r % len(noise_cycle)]
         policy = PolicyDecider(weights, make_card(agent, fcn_config, obs_config))
         t1 = time.perf_counter()
         dag = dataset.collect_parallel(args.dagger_episodes, args.seed * 7 + 1000 * (r + 1) + (1 if agent == "agent1"
@@ -291,8 +305,10 @@ def main(argv=None):
     ap.add_argument("--dagger-episodes", type=positive_int, default=40)
     ap.add_argument("--dagger-epochs", type=positive_int, default=2)
     ap.add_argument("--dagger-max-legs", type=positive_int, default=10)
-    ap.add_argument("--dagger-noise", default="", choices=("",) + tuple(NOISE_SCENARIOS),
-                    help="noise of the DAgger episodes (default: %s)" % ", ".join("%s %s" % kv for kv in DAGGER_NOISE.items()))
+    ap.add_argument("--dagger-noise", default="", type=dagger_noise_cycle, metavar="NOISE[,NOISE...]",
+                    help="noise of the DAgger episodes, one of %s; a comma list cycles per round (e.g. "
+                         "sensor_fusion,noise_less alternates, starting with sensor fusion) (default: %s)"
+                         % (", ".join(NOISE_SCENARIOS), ", ".join("%s %s" % kv for kv in DAGGER_NOISE.items())))
     ap.add_argument("--aiding-error", default=EPISODE_DEFAULTS["aiding_error"], choices=AIDING_ERROR_MODELS,
                     help="aiding pose error of the collected episodes (ag2u eq. 13): constant (held per episode; "
                          "agent2's eq. 1 Sigma then carries it) or white (fresh per sample); default: the "

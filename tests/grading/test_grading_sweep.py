@@ -62,6 +62,13 @@ def test_sweep_writes_tables_and_figure(tmp_path):
     for row in table1.values():
         assert 0.0 <= row["agent1"] <= 1.0 and 0.0 <= row["agent2"] <= 1.0
     assert json.loads((tmp_path / "table1.json").read_text()) == table1
+    intervals = json.loads((tmp_path / "table1_ci.json").read_text())["scenarios"]
+    for noise, row in table1.items():
+        for agent in ("agent1", "agent2"):
+            low, high = intervals[noise][agent]["ci"]
+            assert intervals[noise][agent]["success_fraction"] == pytest.approx(row[agent])
+            assert low <= row[agent] <= high
+        assert intervals[noise]["gap_agent2_minus_agent1"]["value"] == pytest.approx(row["agent2"] - row["agent1"])
     assert (tmp_path / "fig5.png").stat().st_size > 5000
     assert "Table I" in (tmp_path / "results.md").read_text()
     assert [c["heading_sigma_deg"] for c in fig5["agent1"]] == [0, 40]

@@ -303,6 +303,15 @@ def test_training_rejects_a_bad_label_sigma_before_anything_runs(sigma, capsys):
     assert exc.value.code == 2 and "argument --label-sigma-cells: expected a number >= 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("noise", ["sensor_fusion,noisy", "quiet", "noise_less,"])
+def test_training_rejects_an_unknown_dagger_noise_before_anything_runs(noise, capsys):
+    from harness.grading import train_policy
+
+    with pytest.raises(SystemExit) as exc:
+        train_policy.main(["--dagger-noise", noise])
+    assert exc.value.code == 2 and "argument --dagger-noise: expected noise scenarios from" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tmp_path):
     """Reduced `make train-grading`: both stages (BC, then DAgger resumed from it) end to end."""
@@ -316,15 +325,16 @@ def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tm
     other = ["--episodes", "3"] + common[2:]          # the cache holds 2 episodes, so it is refused
     with pytest.raises(SystemExit, match="was collected with"):
         train_policy.main(other + ["--epochs", "0", "--dagger-rounds", "0", "--out", str(tmp_path / "x")])
-    assert train_policy.main(common + ["--epochs", "0", "--init", str(tmp_path / "bc"), "--dagger-rounds", "1",
+    assert train_policy.main(common + ["--epochs", "0", "--init", str(tmp_path / "bc"), "--dagger-rounds", "2",
                                        "--dagger-episodes", "1", "--dagger-epochs", "1", "--dagger-max-legs", "2",
-                                       "--label-sigma-cells", "1.0", "--dagger-noise", "noise_less",
+                                       "--label-sigma-cells", "1.0", "--dagger-noise", "noise_less,sensor_fusion",
                                        "--out", str(tmp_path / "dag")]) == 0
     weights, card = load_agent("agent2", str(tmp_path / "dag"))
     assert card["input"]["observation"] == AGENT_OBSERVATION
     assert card["training"]["epochs"] == 1 and card["training"]["behaviour_cloning"]["epochs"] == 1
     assert card["training"]["mirror_augmentation"] is True and card["training"]["device"] == "cpu"
-    assert card["training"]["label_sigma_cells"] == 1.0 and card["training"]["dagger"][0]["noise"] == "noise_less"
+    assert card["training"]["label_sigma_cells"] == 1.0 and [d["noise"] for d in card["training"]["dagger"]] == [
+        "noise_less", "sensor_fusion"]
     assert card["training"]["label_frame"] == "execution"
     assert card["training"]["dagger"][0]["visited_decisions"] >= 1
     assert card["training"]["aggregated_decisions"] > card["training"]["decisions"]
