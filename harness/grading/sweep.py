@@ -1,10 +1,12 @@
 """`python -m harness grading-sweep`: the ag2u results as our own measurements.
 
 - Table I: fraction of successful decisions (blade > 50 % full of the work area's sand in the leg) per noise
-  scenario and agent, over ``--rollouts`` episodes each -> table1.json
+  scenario and agent, over ``--rollouts`` episodes each -> table1.json; with 95 % rollout-bootstrap
+  intervals for each cell and for the agent2 - agent1 gap -> table1_ci.json (``cell_stats``)
 - Table II: mean episode length (s), or "diverged" when most episodes did not finish
   within the leg budget -> table2.json
-- Fig. 5: episode time and uncleared volume vs heading noise (0 -> 50 deg) -> fig5.json, fig5.png
+- Fig. 5: episode time, uncleared volume and successful decisions (with 95 % rollout intervals) vs heading
+  noise (0 -> 50 deg) -> fig5.json, fig5.png
 plus results.md with the tables. Seeds: rollout r uses world seed ``seed * 1000 + r``, the
 same worlds for both agents. ``--set KEY=VALUE`` changes an episode setting for every cell
 (e.g. ``--set motors=vesc``, ``--set estimator=planar``); the noise scenario and heading noise
@@ -19,7 +21,7 @@ import sys
 
 from harness.config import ConfigError, merge, parse_set, positive_int
 from harness.grading.agents import AGENT_BACKENDS, MODEL_DIR, ModelError, load_decider
-from harness.grading.cell_stats import table1_intervals
+from harness.grading.cell_stats import success_interval, table1_intervals
 from harness.grading.episode import (DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode,
                                      invalid_setting)
 from harness.parallel import ordered_map
@@ -161,13 +163,19 @@ def _plot_fig5(out_dir, fig5):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for agent, style in zip(AGENTS, ("C3o-", "C0s-")):
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for agent, style, nudge_deg in zip(AGENTS, ("C3o-", "C0s-"), (-0.6, 0.6)):
         xs = [c["heading_sigma_deg"] for c in fig5[agent]]
         axes[0].plot(xs, [c["mean_episode_time_s"] for c in fig5[agent]], style, label=agent)
         axes[1].plot(xs, [1e3 * c["mean_uncleared_m3"] for c in fig5[agent]], style, label=agent)
+        fractions = [success_interval(c["rollout_successes"], c["rollout_decisions"]) for c in fig5[agent]]
+        values = [100 * f for f, _ in fractions]
+        errors = [[v - 100 * ci[0] for v, (_, ci) in zip(values, fractions)],
+                  [100 * ci[1] - v for v, (_, ci) in zip(values, fractions)]]
+        axes[2].errorbar([x + nudge_deg for x in xs], values, yerr=errors, fmt=style, capsize=3, label=agent)
     axes[0].set_ylabel("episode time [s]")
     axes[1].set_ylabel("uncleared volume [litre]")
+    axes[2].set_ylabel("successful decisions [%] (95 % over rollouts)")
     for a in axes:
         a.set_xlabel("heading noise sigma [deg]")
         a.grid(True, alpha=0.3)
