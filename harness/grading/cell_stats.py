@@ -53,13 +53,18 @@ def _resample_indices(n, resamples, seed):
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
 
 
+def _resampled_fractions(succ, dec, idx):
+    """The cell's fraction in each resample (rows of rollout indices ``idx``)."""
+    return _ratio(succ[idx].sum(axis=1), dec[idx].sum(axis=1))
+
+
 def success_interval(successes, decisions, level=LEVEL, resamples=RESAMPLES, seed=SEED):
     """(fraction, [low, high]): the cell's successful-decision fraction (sum of successes / sum of
     decisions over rollouts) and its ``level`` percentile interval over rollout resamples."""
     succ, dec = _as_counts(successes, decisions)
     idx = _resample_indices(succ.size, resamples, seed)
     fraction = _fraction(succ, dec)
-    return fraction, _percentiles(_ratio(succ[idx].sum(axis=1), dec[idx].sum(axis=1)), level, fraction)
+    return fraction, _percentiles(_resampled_fractions(succ, dec, idx), level, fraction)
 
 
 def paired_gap_interval(cell_a, cell_b, level=LEVEL, resamples=RESAMPLES, seed=SEED):
@@ -72,8 +77,7 @@ def paired_gap_interval(cell_a, cell_b, level=LEVEL, resamples=RESAMPLES, seed=S
         raise ValueError("paired cells need the same rollouts, got %d and %d" % (succ_a.size, succ_b.size))
     idx = _resample_indices(succ_a.size, resamples, seed)
     gap = _fraction(succ_b, dec_b) - _fraction(succ_a, dec_a)
-    samples = (_ratio(succ_b[idx].sum(axis=1), dec_b[idx].sum(axis=1))
-               - _ratio(succ_a[idx].sum(axis=1), dec_a[idx].sum(axis=1)))
+    samples = _resampled_fractions(succ_b, dec_b, idx) - _resampled_fractions(succ_a, dec_a, idx)
     return gap, _percentiles(samples, level, gap)
 
 

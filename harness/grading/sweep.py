@@ -50,7 +50,7 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
     """Aggregate metrics of ``rollouts`` episodes of one agent under one noise setting.
 
     base_config: episode settings to start from (default: EPISODE_DEFAULTS, see episode_config)."""
-    succ = legs = finished = 0
+    finished = 0
     rollout_successes, rollout_decisions = [], []       # per rollout, for the cell's interval (cell_stats)
     times = []
     uncleared = []
@@ -64,8 +64,6 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
         ep = GradingEpisode(cfg, RunRandom(seed * 1000 + r))
         decider = deciders[agent] if agent != "expert" else ExpertDecider(ep.expert)
         m = ep.run(decider)
-        succ += m["successful_decisions"]
-        legs += m["legs"]
         rollout_successes.append(m["successful_decisions"])
         rollout_decisions.append(m["legs"])
         finished += 1 if m["finished"] else 0
@@ -73,6 +71,7 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
         uncleared.append(m["uncleared_m3"])
         pos_err.append(m["position_error_rms_m"])
         yaw_err.append(m["yaw_error_rms_deg"])
+    succ, legs = sum(rollout_successes), sum(rollout_decisions)
     return {"success_fraction": succ / legs if legs else 0.0, "decisions": legs,
             "finished_fraction": finished / rollouts, "mean_episode_time_s": sum(times) / rollouts,
             "mean_uncleared_m3": sum(uncleared) / rollouts,
