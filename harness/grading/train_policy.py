@@ -23,8 +23,9 @@ argmax way-points, written to the card with the training time. Writes
 
     .venv/bin/python -m harness.grading.train_policy --help
 
-``--device cuda`` trains on a GPU (the default, ``cpu``, is what ``make train-grading`` ran for the
-32-channel agents); ``--workers`` also collects the DAgger episodes and renders the crops in worker
+``--device cuda`` trains on a GPU: the committed 64-channel agents were trained so (``make train-grading
+GRADING_DEVICE=cuda``; the card's ``training.software`` names the GPU and the versions; the weights depend on
+them through float rounding); ``--workers`` also collects the DAgger episodes and renders the crops in worker
 processes (the data do not depend on it).
 
 Needs PyTorch (``pip install -r requirements-train.txt``); the runtime and the
@@ -270,6 +271,16 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
     return _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, obs_config, init_training, t0)
 
 
+def _software(device):
+    """Versions and the device the weights were trained with: float rounding, so the weights, differ between
+    devices and library versions (the data and the starting weights do not)."""
+    import platform
+    import torch
+    name = torch.cuda.get_device_name(device) if device.startswith("cuda") else platform.machine() + " CPU"
+    return {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__,
+            "device_name": name}
+
+
 def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, obs_config, init_training, t0):
     """(weights, training dict, metrics with held-out accuracy) after the rounds done so far."""
     metrics = dict(stats)
@@ -286,7 +297,7 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
                 "expert": episode_config({"aiding_error": args.aiding_error})["expert"],
                 "dagger": list(rounds), "dagger_max_legs": args.dagger_max_legs, "aggregated_decisions": int(len(agg["true_pose"])),
                 "train_time_s": round(time.perf_counter() - t0, 1), "torch_threads": args.threads,
-                "device": args.device,
+                "device": args.device, "software": _software(args.device),
                 "command": "python -m harness.grading.train_policy " + " ".join(args.argv)}
     if init_training is not None:                 # resumed after an earlier behaviour-cloning run
         training["behaviour_cloning"] = init_training

@@ -333,6 +333,8 @@ def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tm
     assert card["input"]["observation"] == AGENT_OBSERVATION
     assert card["training"]["epochs"] == 1 and card["training"]["behaviour_cloning"]["epochs"] == 1
     assert card["training"]["mirror_augmentation"] is True and card["training"]["device"] == "cpu"
+    assert card["training"]["software"]["torch"] == pytest.importorskip("torch").__version__
+    assert card["training"]["software"]["numpy"] == np.__version__
     assert card["training"]["label_sigma_cells"] == 1.0 and [d["noise"] for d in card["training"]["dagger"]] == [
         "noise_less", "sensor_fusion"]
     assert card["training"]["label_frame"] == "execution"
