@@ -272,8 +272,8 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
 
 
 def _software(device):
-    """Versions and the device the weights were trained with: float rounding, so the weights, differ between
-    devices and library versions (the data and the starting weights do not)."""
+    """The versions and the device the weights were trained with: the weights depend on them through float
+    rounding (the data and the starting weights do not)."""
     import platform
     import torch
     name = torch.cuda.get_device_name(device) if device.startswith("cuda") else platform.machine() + " CPU"
