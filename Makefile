@@ -81,17 +81,17 @@ $(STAMPS)/train-venv: requirements-train.txt $(STAMPS)/venv
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-train.txt
 	@touch $@
 
-# GRADING_DEVICE=cuda trains on a GPU (how the committed agents were trained: one NVIDIA H200, GRADING_WORKERS=3 GRADING_THREADS=1,
-# 4-6 min per agent); the weights depend on the device and the torch version (float rounding), the data do not
+# GRADING_DEVICE=cuda trains on a GPU (how the committed agents were trained: one NVIDIA H200, GRADING_WORKERS=5 GRADING_THREADS=1,
+# 3.5-4.5 min per agent); the weights depend on the device and the torch version (float rounding), the data do not
 GRADING_DEVICE ?= cpu
 GRADING_WORKERS ?= 2
 GRADING_THREADS ?= 2
 GRADING_RECIPE = --channels 64 --episodes 1200 --epochs 8 --dagger-rounds 5 --dagger-episodes 30 --dagger-epochs 3 \
-	--dagger-max-legs 16 --threads $(GRADING_THREADS) --seed 1 --aiding-error constant --label-sigma-cells 1.0 --wall-height-m 0.3 \
-	--workers $(GRADING_WORKERS) --device $(GRADING_DEVICE) --data build/grading/data1200.npz
+	--dagger-max-legs 16 --threads $(GRADING_THREADS) --seed 1 --aiding-error constant --start placed --label-sigma-cells 1.0 \
+	--wall-height-m 0.3 --workers $(GRADING_WORKERS) --device $(GRADING_DEVICE) --data build/grading/data1200-placed.npz
 
 train-grading: setup $(STAMPS)/train-venv
-	# 1200 expert episodes (cached in build/grading/data1200.npz), then per agent 8 epochs of behaviour cloning and
+	# 1200 expert episodes (cached in build/grading/data1200-placed.npz; ~18 min on 2 cores), then per agent 8 epochs of behaviour cloning and
 	# 5 DAgger rounds of 30 episodes: agent1's without noise, agent2's alternating sensor fusion and noise-less
 	# (SF, NL, SF, NL, SF); the paper's 64 channels. On 2 CPU cores ~1.5 h per agent (estimated from measured stages)
 	$(PY) -m harness.grading.train_policy $(GRADING_RECIPE) --agents agent1

@@ -79,8 +79,9 @@ def run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=-1.0, max
             "rollout_successes": rollout_successes, "rollout_decisions": rollout_decisions}
 
 
-def _run_cell_job(payload):
-    """One sweep cell (loads its own decider: int8 interpreters are not shared across a fork)."""
+def run_cell_job(payload):
+    """One sweep cell, ``((agent, noise, rollouts, seed, heading_sigma_deg), base_config, model_dir, backend)``,
+    for ``ordered_map`` (loads its own decider: int8 interpreters are not shared across a fork)."""
     (agent, noise, rollouts, seed, level), base, model_dir, backend = payload
     deciders = {agent: load_decider(agent, backend, model_dir)}
     return run_cell(deciders, agent, noise, rollouts, seed, heading_sigma_deg=level, base_config=base)
@@ -102,7 +103,7 @@ def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 5
     table = {noise: {} for noise in NOISE_SCENARIOS}
     fig5 = {agent: [] for agent in AGENTS}
     done = 0
-    for job, cell in zip(jobs, ordered_map(_run_cell_job, [(job, base, model_dir, agent_backend) for job in jobs],
+    for job, cell in zip(jobs, ordered_map(run_cell_job, [(job, base, model_dir, agent_backend) for job in jobs],
                                            workers)):
         agent, noise, n, _, level = job
         if level < 0.0:

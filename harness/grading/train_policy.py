@@ -42,7 +42,7 @@ import numpy as np
 from harness.config import non_negative_float, non_negative_int, positive_int
 from harness.grading import dataset
 from harness.grading.agents import PolicyDecider
-from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS
+from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, STARTS
 from harness.sensors.pose import ERROR_MODELS as AIDING_ERROR_MODELS
 from harness.grading.fcn import DEFAULTS as FCN_DEFAULTS, make_torch_model
 from harness.grading.sweep import episode_config
@@ -255,7 +255,7 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
                                                                                                 else 2),
                                        noise=dagger_noise, workers=args.workers, policy=policy,
                                        max_legs=args.dagger_max_legs,
-                                       config=episode_config({"aiding_error": args.aiding_error}))
+                                       config=collect_settings(args))
         agg = dataset.merge(agg, dag)
         log("%s DAgger round %d: %d states visited by the policy (%.0f s), %d decisions aggregated"
             % (agent, r + 1, len(dag["true_pose"]), time.perf_counter() - t1, len(agg["true_pose"])))
@@ -293,8 +293,8 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
                 "label_frame": args.label_frame if agent == "agent2" else "true pose",
                 "labels": LABEL_FRAME_TEXT[args.label_frame] if agent == "agent2" else "the expert's way-points",
                 "dataset_noise": "sensor_fusion (expert drives on the estimate, labels on the true state)",
-                "aiding_error": args.aiding_error,
-                "expert": episode_config({"aiding_error": args.aiding_error})["expert"],
+                "aiding_error": args.aiding_error, "start": args.start,
+                "expert": collect_settings(args)["expert"],
                 "dagger": list(rounds), "dagger_max_legs": args.dagger_max_legs, "aggregated_decisions": int(len(agg["true_pose"])),
                 "train_time_s": round(time.perf_counter() - t0, 1), "torch_threads": args.threads,
                 "device": args.device, "software": _software(args.device),
@@ -304,6 +304,11 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
         if args.epochs == 0:
             training["epochs"] = init_training.get("epochs")
     return weights, training, metrics
+
+
+def collect_settings(args):
+    """The episode settings the expert data and the DAgger rounds are collected with."""
+    return episode_config({"aiding_error": args.aiding_error, "start": args.start})
 
 
 def main(argv=None):
@@ -320,6 +325,8 @@ def main(argv=None):
                     help="noise of the DAgger episodes, one of %s; a comma list cycles per round (e.g. "
                          "sensor_fusion,noise_less alternates, starting with sensor fusion) (default: %s)"
                          % (", ".join(NOISE_SCENARIOS), ", ".join("%s %s" % kv for kv in DAGGER_NOISE.items())))
+    ap.add_argument("--start", default=EPISODE_DEFAULTS["start"], choices=STARTS,
+                    help="how episodes begin (episode setting start; default %(default)s)")
     ap.add_argument("--aiding-error", default=EPISODE_DEFAULTS["aiding_error"], choices=AIDING_ERROR_MODELS,
                     help="aiding pose error of the collected episodes (ag2u eq. 13): constant (held per episode; "
                          "agent2's eq. 1 Sigma then carries it) or white (fresh per sample); default: the "
@@ -372,10 +379,11 @@ def main(argv=None):
     if args.wall_height_m > 0.0:
         obs_config["wall_height_m"] = args.wall_height_m
     t0 = time.perf_counter()
-    collect_config = episode_config({"aiding_error": args.aiding_error})
+    collect_config = collect_settings(args)
     # what the cached data depend on: a cache collected otherwise (another expert, count or seed) is refused
     recipe = json.dumps({"episodes": args.episodes, "val_episodes": args.val_episodes, "seed": args.seed,
-                         "aiding_error": args.aiding_error, "expert": collect_config["expert"]}, sort_keys=True)
+                         "aiding_error": args.aiding_error, "start": args.start, "expert": collect_config["expert"]},
+                        sort_keys=True)
     if args.data and os.path.exists(args.data):
         with np.load(args.data) as f:
             cached = str(f["recipe"]) if "recipe" in f.files else "(a cache without the key)"

@@ -62,11 +62,19 @@ class GroundRobotRuntime:
         self.stop_commands = 0
         self.last_cmd = None
         self.mission_complete_us = None
+        self.holding = False
 
     def set_waypoints(self, waypoints_ne_m, follower_config=None):
         """Start a new mission (e.g. the next grading leg) from the current state."""
         self.follower = WaypointFollower(waypoints_ne_m, follower_config or self.follower.cfg)
         self.mission_complete_us = None
+        self.holding = False
+
+    def hold(self):
+        """Stand still (motors stopped every control tick) until the next :meth:`set_waypoints`; the
+        estimator keeps running. For a robot placed where its mission starts: it waits while the filter
+        settles instead of chasing the first fixes' error."""
+        self.holding = True
 
     # ------------------------------------------------------------ driver entry points
     def on_imu(self, sample):
@@ -113,7 +121,7 @@ class GroundRobotRuntime:
                 self.rejected_samples += 1
 
     def _control(self, now_us):
-        if self.failsafe.engaged or not self.estimator.initialized:
+        if self.failsafe.engaged or not self.estimator.initialized or self.holding:
             self._stop(now_us)
             return
         nav = self.estimator.nav_state()

@@ -543,3 +543,39 @@ def test_a_jumped_aiding_pose_is_gated_then_the_lost_filter_restarts_from_it():
     assert c["resets"] == 1
     assert math.dist(ep.estimated_pose()[:2], ep.true_pose()[:2]) < 0.2
     ep.close()
+
+
+class _FirstDecisionPose:
+    """Records the true and estimated pose at the first decision, then stops the episode."""
+
+    def __call__(self, episode):
+        self.true_pose, self.est_pose = episode.true_pose(), episode.estimated_pose()
+        self.t_s = episode.clock.now_us() * 1e-6
+        return None
+
+
+@pytest.mark.parametrize("seed", [3004, 3005])
+def test_placed_start_decides_first_where_the_dozer_was_placed_facing_the_push(seed):
+    placed, driven = _FirstDecisionPose(), _FirstDecisionPose()
+    ep = GradingEpisode(_cfg(start="placed"), RunRandom(seed))
+    start_true = ep.true_pose()
+    ep.run(placed)
+    GradingEpisode(_cfg(start="drive"), RunRandom(seed)).run(driven)
+    # placed: the dozer stood still for start_settle_s while the filter settled, facing north (the push);
+    # its estimate is off by about the held aiding error (5 cm per axis, 5 deg), not by the first fixes' transient
+    assert placed.t_s == pytest.approx(DEFAULTS["start_settle_s"], abs=0.02)     # the last event before it
+    assert placed.true_pose == pytest.approx(start_true, abs=1e-9) and start_true[2] == 0.0
+    assert 0.03 < math.hypot(placed.est_pose[0] - start_true[0], placed.est_pose[1] - start_true[1]) < 0.12
+    assert 3.0 < abs(math.degrees(placed.est_pose[2])) < 7.0
+    # drive (before 2026-11-26): the estimate is over the 6 cm acceptance radius from that start, so the dozer
+    # turned towards its own position error and made its first decision facing far off north
+    assert abs(math.degrees(driven.true_pose[2])) > 20.0
+
+
+def test_placed_start_without_noise_decides_at_the_start():
+    rec = _FirstDecisionPose()
+    ep = GradingEpisode(_cfg(noise="noise_less"), RunRandom(3004))
+    start = ep.true_pose()
+    ep.run(rec)
+    assert rec.true_pose == pytest.approx(start, abs=1e-9)
+    assert rec.est_pose == pytest.approx(start, abs=1e-6)

@@ -75,3 +75,19 @@ def test_latching_failsafe_holds_until_reset():
     _feed(rt, 410000)
     rt.step(410000)
     assert not rt.failsafe.engaged
+
+
+def test_hold_stands_still_until_the_next_mission():
+    motors = RecordingMotors()
+    rt = GroundRobotRuntime([(2.0, 0.0)], motors)
+    rt.hold()
+    for t in range(0, 1000001, 10000):
+        _feed(rt, t)
+        rt.step(t)
+    assert rt.estimator.initialized and not motors.commands      # the way-point 2 m ahead is not driven to
+    assert len(motors.stops) > 40 and rt.mission_complete_us is None
+    rt.set_waypoints([(2.0, 0.0)])                              # a new mission ends the hold
+    for t in range(1010000, 1500001, 10000):
+        _feed(rt, t)
+        rt.step(t)
+    assert not rt.holding and motors.commands and motors.commands[-1].left_radps > 0.0
