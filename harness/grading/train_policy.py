@@ -292,7 +292,7 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
                 "optimizer": "Adam lr 1e-3", "observations": OBSERVATION_TEXT[agent],
                 "label_frame": args.label_frame if agent == "agent2" else "true pose",
                 "labels": LABEL_FRAME_TEXT[args.label_frame] if agent == "agent2" else "the expert's way-points",
-                "dataset_noise": "sensor_fusion (expert drives on the estimate, labels on the true state)",
+                "dataset_noise": DATA_NOISE_TEXT[args.data_noise],
                 "aiding_error": args.aiding_error, "start": args.start,
                 "expert": collect_settings(args)["expert"],
                 "dagger": list(rounds), "dagger_max_legs": args.dagger_max_legs, "aggregated_decisions": int(len(agg["true_pose"])),
@@ -304,6 +304,12 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
         if args.epochs == 0:
             training["epochs"] = init_training.get("epochs")
     return weights, training, metrics
+
+
+# noise of the expert episodes a dataset is collected from (--data-noise), as the card states it
+DATA_NOISE_TEXT = {"sensor_fusion": "sensor_fusion (expert drives on the estimate, labels on the true state)",
+                   "noise_less": "noise_less (the expert drives on the true pose: the paper's noise-free trajectory)"}
+DATA_NOISES = tuple(DATA_NOISE_TEXT)
 
 
 def collect_settings(args):
@@ -325,6 +331,10 @@ def main(argv=None):
                     help="noise of the DAgger episodes, one of %s; a comma list cycles per round (e.g. "
                          "sensor_fusion,noise_less alternates, starting with sensor fusion) (default: %s)"
                          % (", ".join(NOISE_SCENARIOS), ", ".join("%s %s" % kv for kv in DAGGER_NOISE.items())))
+    ap.add_argument("--data-noise", default="sensor_fusion", choices=DATA_NOISES,
+                    help="noise of the expert episodes the dataset is collected from: sensor_fusion (the expert "
+                         "drives on the estimate; agent2's eq. 1 poses need its Sigma) or noise_less (the paper's "
+                         "noise-free trajectory, agent1 only) (default %(default)s)")
     ap.add_argument("--start", default=EPISODE_DEFAULTS["start"], choices=STARTS,
                     help="how episodes begin (episode setting start; default %(default)s)")
     ap.add_argument("--aiding-error", default=EPISODE_DEFAULTS["aiding_error"], choices=AIDING_ERROR_MODELS,
@@ -363,6 +373,9 @@ def main(argv=None):
                     "written there")
     args = ap.parse_args(argv)
     args.argv = argv
+    if args.data_noise != "sensor_fusion" and "agent2" in args.agents.split(","):
+        ap.error("--data-noise %s: agent2's eq. 1 poses are drawn from the filter's Sigma of sensor-fusion "
+                 "episodes; train agent2 on --data-noise sensor_fusion" % args.data_noise)
     try:
         import torch
     except ImportError:
@@ -381,9 +394,11 @@ def main(argv=None):
     t0 = time.perf_counter()
     collect_config = collect_settings(args)
     # what the cached data depend on: a cache collected otherwise (another expert, count or seed) is refused
-    recipe = json.dumps({"episodes": args.episodes, "val_episodes": args.val_episodes, "seed": args.seed,
-                         "aiding_error": args.aiding_error, "start": args.start, "expert": collect_config["expert"]},
-                        sort_keys=True)
+    key = {"episodes": args.episodes, "val_episodes": args.val_episodes, "seed": args.seed,
+           "aiding_error": args.aiding_error, "start": args.start, "expert": collect_config["expert"]}
+    if args.data_noise != "sensor_fusion":
+        key["noise"] = args.data_noise              # (sensor-fusion caches keep the key they were written with)
+    recipe = json.dumps(key, sort_keys=True)
     if args.data and os.path.exists(args.data):
         with np.load(args.data) as f:
             cached = str(f["recipe"]) if "recipe" in f.files else "(a cache without the key)"
@@ -393,8 +408,8 @@ def main(argv=None):
             data = {k[len("train_"):]: f[k] for k in f.files if k.startswith("train_")}
             val = {k[len("val_"):]: f[k] for k in f.files if k.startswith("val_")}
     else:
-        data = dataset.collect_parallel(args.episodes, args.seed, "sensor_fusion", args.workers, config=collect_config)
-        val = dataset.collect_parallel(args.val_episodes, args.seed + 7919, "sensor_fusion", args.workers,
+        data = dataset.collect_parallel(args.episodes, args.seed, args.data_noise, args.workers, config=collect_config)
+        val = dataset.collect_parallel(args.val_episodes, args.seed + 7919, args.data_noise, args.workers,
                                        config=collect_config)
         if args.data:
             os.makedirs(os.path.dirname(os.path.abspath(args.data)), exist_ok=True)

@@ -312,6 +312,15 @@ def test_training_rejects_an_unknown_dagger_noise_before_anything_runs(noise, ca
     assert exc.value.code == 2 and "argument --dagger-noise: expected noise scenarios from" in capsys.readouterr().err
 
 
+def test_training_refuses_agent2_on_noise_free_data_before_anything_runs(capsys):
+    from harness.grading import train_policy
+
+    with pytest.raises(SystemExit) as exc:
+        train_policy.main(["--data-noise", "noise_less", "--agents", "agent1,agent2"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--data-noise noise_less: agent2's eq. 1 poses" in err
+
+
 @pytest.mark.slow
 def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tmp_path):
     """Reduced `make train-grading`: both stages (BC, then DAgger resumed from it) end to end."""
@@ -346,6 +355,24 @@ def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tm
     green, red = PolicyDecider(weights, card).decide_from_crop(
         np.zeros((AGENT_OBSERVATION["rows"], AGENT_OBSERVATION["cols"]), np.float32), (1.0, 1.0, 0.0))
     assert all(np.isfinite(green)) and all(np.isfinite(red))
+
+
+@pytest.mark.slow
+def test_training_agent1_on_noise_free_data_keeps_its_own_cache(tmp_path):
+    """--data-noise noise_less (agent1 from the paper's noise-free trajectory): the expert drives on the true
+    pose, the card says so, and a sensor-fusion cache at the same path is refused, not mixed in."""
+    pytest.importorskip("torch")
+    from harness.grading import train_policy
+
+    common = ["--episodes", "2", "--val-episodes", "1", "--threads", "1", "--agents", "agent1", "--workers", "1",
+              "--device", "cpu", "--epochs", "1", "--dagger-rounds", "0", "--data", str(tmp_path / "data.npz")]
+    assert train_policy.main(common + ["--data-noise", "noise_less", "--out", str(tmp_path / "nl")]) == 0
+    _, card = load_agent("agent1", str(tmp_path / "nl"))
+    assert card["training"]["dataset_noise"].startswith("noise_less")
+    with np.load(tmp_path / "data.npz") as f:
+        assert np.allclose(f["train_est_pose"], f["train_true_pose"], atol=1e-3)     # no pose error (sub-mm lag)
+    with pytest.raises(SystemExit, match="was collected with"):
+        train_policy.main(common + ["--out", str(tmp_path / "sf")])
 
 
 def test_episode_chunks_collected_separately_equal_one_collection():
