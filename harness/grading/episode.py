@@ -67,6 +67,7 @@ NOISE_SCENARIOS = {
 
 ESTIMATORS = ("planar", "eskf")
 STARTS = ("placed", "drive")
+LOOP_STEP_US = 50000            # the episode advances the runtime and records the pose errors in these steps
 MOTORS = ("direct", "vesc")
 
 DEFAULTS = {
@@ -423,7 +424,7 @@ class GradingEpisode:
         self.legs = []
         self.path_true = []
         self.path_est = []
-        self._pos_err2_m2 = []           # squared estimation errors every 50 ms of driving
+        self._pos_err2_m2 = []           # squared estimation errors every LOOP_STEP_US
         self._yaw_err2_rad2 = []
         self.closed = False
 
@@ -464,7 +465,7 @@ class GradingEpisode:
         t = self.clock.now_us()
         peak_forward_m3 = self.blade.load_m3
         while self.runtime.mission_complete_us is None and t < deadline:
-            t += 50000
+            t += LOOP_STEP_US
             self._step_to(t)
             if (self.robot.speed_mps >= 0.0 and self.runtime.follower.index == 0
                     and self._blade_edge_in_work_area()):
@@ -472,10 +473,10 @@ class GradingEpisode:
         return self.runtime.mission_complete_us is not None, peak_forward_m3
 
     def _advance(self, until_us):
-        """Run the loop to ``until_us`` (whatever the runtime does: e.g. holding), in 50 ms steps."""
+        """Run the loop to ``until_us`` (whatever the runtime does: e.g. holding), in LOOP_STEP_US steps."""
         t = self.clock.now_us()
         while t < until_us:
-            t = min(t + 50000, until_us)
+            t = min(t + LOOP_STEP_US, until_us)
             self._step_to(t)
 
     def _step_to(self, t_us):

@@ -394,11 +394,9 @@ def main(argv=None):
     t0 = time.perf_counter()
     collect_config = collect_settings(args)
     # what the cached data depend on: a cache collected otherwise (another expert, count or seed) is refused
-    key = {"episodes": args.episodes, "val_episodes": args.val_episodes, "seed": args.seed,
-           "aiding_error": args.aiding_error, "start": args.start, "expert": collect_config["expert"]}
-    if args.data_noise != "sensor_fusion":
-        key["noise"] = args.data_noise              # (sensor-fusion caches keep the key they were written with)
-    recipe = json.dumps(key, sort_keys=True)
+    recipe = json.dumps({"episodes": args.episodes, "val_episodes": args.val_episodes, "seed": args.seed,
+                         "aiding_error": args.aiding_error, "start": args.start, "noise": args.data_noise,
+                         "expert": collect_config["expert"]}, sort_keys=True)
     if args.data and os.path.exists(args.data):
         with np.load(args.data) as f:
             cached = str(f["recipe"]) if "recipe" in f.files else "(a cache without the key)"
