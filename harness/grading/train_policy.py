@@ -61,7 +61,7 @@ AGENT_OBSERVATION = {"rows": 20, "cols": 20, "cell_m": 0.16, "behind_m": 1.2, "s
                      "dozer_body": DOZER_BODY}
 # The camera also shows the sandbox's walls (observation.py, wall_height_m; --wall-height-m): the committed
 # agents see them 0.3 m above the target level (above the eroded piles' tops, like the dozer box; make
-# train-grading passes it), since the split expert's recipe (harness/grading/README.md).
+# train-grading passes it), since the split expert's recipe (harness/grading/EXPERIMENTS.md).
 AGENT_WALL_HEIGHT_M = 0.3
 DAGGER_NOISE = {"agent1": "noise_less", "agent2": "sensor_fusion"}
 OBSERVATION_TEXT = {
