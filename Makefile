@@ -81,21 +81,25 @@ $(STAMPS)/train-venv: requirements-train.txt $(STAMPS)/venv
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-train.txt
 	@touch $@
 
-# GRADING_DEVICE=cuda trains on a GPU (how the committed agents were trained: one NVIDIA H200, GRADING_WORKERS=5 GRADING_THREADS=1,
-# 3.5-4.5 min per agent); the weights depend on the device and the torch version (float rounding), the data do not
+# The committed agents: agent1 with the defaults below on a 2-core x86 host (torch 2.13.0+cpu, 63 min); agent2 with
+# GRADING_DEVICE=cuda GRADING_WORKERS=5 GRADING_THREADS=1 on one NVIDIA H200 (torch 2.11.0+cu130, 4.5 min). The weights
+# depend on the device, the thread count and the torch version (float rounding); the data do not
 GRADING_DEVICE ?= cpu
 GRADING_WORKERS ?= 2
 GRADING_THREADS ?= 2
 GRADING_RECIPE = --channels 64 --episodes 1200 --epochs 8 --dagger-rounds 5 --dagger-episodes 30 --dagger-epochs 3 \
 	--dagger-max-legs 16 --threads $(GRADING_THREADS) --seed 1 --aiding-error constant --start placed --label-sigma-cells 1.0 \
-	--wall-height-m 0.3 --workers $(GRADING_WORKERS) --device $(GRADING_DEVICE) --data build/grading/data1200-placed.npz
+	--wall-height-m 0.3 --workers $(GRADING_WORKERS) --device $(GRADING_DEVICE)
 
 train-grading: setup $(STAMPS)/train-venv
-	# 1200 expert episodes (cached in build/grading/data1200-placed.npz; ~18 min on 2 cores), then per agent 8 epochs of behaviour cloning and
-	# 5 DAgger rounds of 30 episodes: agent1's without noise, agent2's alternating sensor fusion and noise-less
-	# (SF, NL, SF, NL, SF); the paper's 64 channels. On 2 CPU cores ~1.5 h per agent (estimated from measured stages)
-	$(PY) -m harness.grading.train_policy $(GRADING_RECIPE) --agents agent1
-	$(PY) -m harness.grading.train_policy $(GRADING_RECIPE) --agents agent2 --dagger-noise sensor_fusion,noise_less
+	# Per agent 1200 expert episodes (cached in build/grading/; ~18 min each on 2 cores), 8 epochs of behaviour cloning
+	# and 5 DAgger rounds of 30 episodes; the paper's 64 channels. agent1 learns from the noise-free trajectory (ag2u IV-B:
+	# the expert's episodes and the DAgger rounds without noise); agent2 from sensor-fusion episodes with eq. 1 pose
+	# samples, its DAgger rounds alternating sensor fusion and noise-less (SF, NL, SF, NL, SF). ~1 h per agent on 2 CPU cores
+	$(PY) -m harness.grading.train_policy $(GRADING_RECIPE) --agents agent1 --data-noise noise_less \
+		--data build/grading/data1200-placed-nl.npz
+	$(PY) -m harness.grading.train_policy $(GRADING_RECIPE) --agents agent2 --dagger-noise sensor_fusion,noise_less \
+		--data build/grading/data1200-placed.npz
 	$(PY) -m harness.grading.export_int8 --agent agent1
 	$(PY) -m harness.grading.export_int8 --agent agent2
 

@@ -1,7 +1,7 @@
 """Reduced Table I sweep in CI with the committed agents (ag2u): seeded, deterministic quality floors,
-the agent2 > agent1 ordering under sensor-fusion noise on the reported sweep's sensor-fusion cells (50
-rollouts each, seed 1: +6.7 pp), per-metre accuracy on fresh expert decisions. It fails if a change
-degrades the agents or the loop."""
+issue 9's ordering (agent2 ahead of agent1 by >= 20 pp under sensor-fusion noise) on the reported sweep's
+sensor-fusion cells (50 rollouts each, seed 1), per-metre accuracy on fresh expert decisions. It fails if a
+change degrades the agents or the loop."""
 import json
 
 import pytest
@@ -17,38 +17,46 @@ pytestmark = [pytest.mark.scenario, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def ci_sensor_fusion_cells():
-    """The sensor-fusion cells of the reported Table I sweep for the committed agents (50 rollouts, seed 1;
-    rollout r is world seed 1000 + r), in two processes, ~3 min: a 1/9 of the sweep's episodes. Fewer
-    rollouts do not resolve the agents' lead: over the first 12 to 25 of these rollouts the two agents
-    decide equally well (harness/grading/README.md, "The placed start")."""
-    jobs = [((agent, "sensor_fusion", 50, 1, -1.0), episode_config(None), MODEL_DIR, "numpy")
-            for agent in ("agent1", "agent2")]
-    return dict(zip(("agent1", "agent2"), ordered_map(run_cell_job, jobs, 2)))
+def ci_cells():
+    """The noise-less and sensor-fusion cells of the reported Table I sweep for the committed agents (50
+    rollouts each, seed 1; rollout r is world seed 1000 + r), in two processes, ~4 min: 2/9 of the sweep's
+    episodes. Keyed by (noise, agent)."""
+    keys = [(noise, agent) for noise in ("sensor_fusion", "noise_less") for agent in ("agent1", "agent2")]
+    jobs = [((agent, noise, 50, 1, -1.0), episode_config(None), MODEL_DIR, "numpy") for noise, agent in keys]
+    return dict(zip(keys, ordered_map(run_cell_job, jobs, 2)))
 
 
-def test_committed_agents_decide_under_sensor_fusion_noise(ci_sensor_fusion_cells):
-    """Seeded regression floor on the committed agents under the episodes' default held aiding error
-    (seed 1, 50 rollouts, decisions that fill half a blade in the work area: agent1 0.804 of 235, agent2
-    0.872 of 218)."""
-    cells = ci_sensor_fusion_cells
-    assert cells["agent2"]["decisions"] > 0 and cells["agent1"]["decisions"] > 0
-    for cell in cells.values():
-        assert cell["success_fraction"] >= 0.7
+def test_committed_agents_decide_well_without_noise(ci_cells):
+    """Seeded regression floor on both agents without noise (seed 1, 50 rollouts, decisions that fill half a
+    blade in the work area: agent1 0.901 of 222, agent2 0.920 of 224; issue 9 asks >= 0.9, the paper has 0.96 /
+    0.98)."""
+    for agent in ("agent1", "agent2"):
+        assert ci_cells[("noise_less", agent)]["decisions"] > 0
+        assert ci_cells[("noise_less", agent)]["success_fraction"] >= 0.85, agent
 
 
-def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise(ci_sensor_fusion_cells):
-    """ag2u Table I's ordering on the CI cells (seed 1, 50 rollouts: agent2 0.872 of 218 decisions, agent1
-    0.804 of 235), as issue 9 asks: ahead by 6.7 pp, short of the issue's 20 pp (on held-out seed 2: +10.0 pp).
-    See harness/grading/README.md."""
-    cells = ci_sensor_fusion_cells
-    assert cells["agent2"]["success_fraction"] > cells["agent1"]["success_fraction"]
+def test_committed_agent2_decides_well_under_sensor_fusion_noise(ci_cells):
+    """Seeded regression floor on agent2 under the episodes' default held aiding error (seed 1, 50 rollouts:
+    0.872 of 218; the paper's agent2: 0.90)."""
+    assert ci_cells[("sensor_fusion", "agent1")]["decisions"] > 0
+    assert ci_cells[("sensor_fusion", "agent2")]["success_fraction"] >= 0.8
+
+
+def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise(ci_cells):
+    """ag2u Table I's ordering on the CI cells, by the margin issue 9 asks (>= 20 pp; the paper: 90 vs 50 %).
+    Seed 1, 50 rollouts: agent2 0.872 of 218 decisions, agent1 (trained on the noise-free trajectory) 0.331 of
+    602; held-out seed 2: 0.874 vs 0.291. See harness/grading/README.md."""
+    gap = (ci_cells[("sensor_fusion", "agent2")]["success_fraction"]
+           - ci_cells[("sensor_fusion", "agent1")]["success_fraction"])
+    assert gap >= 0.20
 
 
 def test_committed_agents_point_at_the_experts_way_points_on_fresh_expert_decisions():
-    """Per-metre accuracy of the committed nets on held-out expert decisions (seed 77, not trained on)."""
-    data = dataset.collect(3, seed=77)
-    for agent in ("agent1", "agent2"):
+    """Per-metre accuracy of the committed nets on held-out expert decisions (seed 77, not trained on), each
+    from episodes of the noise its expert data came from (agent1: the noise-free trajectory; agent2: sensor
+    fusion, `make train-grading`)."""
+    for agent, noise in (("agent1", "noise_less"), ("agent2", "sensor_fusion")):
+        data = dataset.collect(3, seed=77, noise=noise)
         weights, card = load_agent(agent)
         assert card["input"]["observation"] == dict(AGENT_OBSERVATION, wall_height_m=AGENT_WALL_HEIGHT_M)
         assert sum(v.nbytes for v in weights.values()) < 2_000_000
