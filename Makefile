@@ -67,16 +67,18 @@ firmware: | $(STAMPS)/apt
 run: setup
 	$(PY) -m harness run $(SCENARIO) --seed $(SEED) --out $(OUT)
 
-test: setup
+# the tests include the training smoke runs (torch 2.13.0, CPU build; requirements-train.txt)
+test: setup $(STAMPS)/train-venv
 	$(PY) -m pytest -q
 
-test-fast: setup
+test-fast: setup $(STAMPS)/train-venv
 	$(PY) -m pytest -q -m "not slow and not fil"
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-# Training (long, needs the optional torch extra; committed models make it unnecessary for run/test).
+# Training (long, needs the torch extra, which `make test` also installs for the training smoke tests; committed models
+# make it unnecessary for run).
 $(STAMPS)/train-venv: requirements-train.txt $(STAMPS)/venv
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-train.txt
 	@touch $@
