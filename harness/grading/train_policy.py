@@ -64,6 +64,10 @@ AGENT_OBSERVATION = {"rows": 20, "cols": 20, "cell_m": 0.16, "behind_m": 1.2, "s
 # train-grading passes it), since the split expert's recipe (harness/grading/EXPERIMENTS.md).
 AGENT_WALL_HEIGHT_M = 0.3
 DAGGER_NOISE = {"agent1": "noise_less", "agent2": "sensor_fusion"}
+# noise of the expert episodes a dataset is collected from (--data-noise), as the card states it
+DATA_NOISE_TEXT = {"sensor_fusion": "sensor_fusion (expert drives on the estimate, labels on the true state)",
+                   "noise_less": "noise_less (the expert drives on the true pose: the paper's noise-free trajectory)"}
+DATA_NOISES = tuple(DATA_NOISE_TEXT)
 OBSERVATION_TEXT = {
     "agent1": "true pose (crop repeated k_samples + 1 times per decision)",
     "agent2": "true pose + k_samples poses from N(x_est, Sigma) (eq. 1)",
@@ -304,12 +308,6 @@ def _summary(agent, weights, stats, data, agg, val, rounds, args, fcn_config, ob
         if args.epochs == 0:
             training["epochs"] = init_training.get("epochs")
     return weights, training, metrics
-
-
-# noise of the expert episodes a dataset is collected from (--data-noise), as the card states it
-DATA_NOISE_TEXT = {"sensor_fusion": "sensor_fusion (expert drives on the estimate, labels on the true state)",
-                   "noise_less": "noise_less (the expert drives on the true pose: the paper's noise-free trajectory)"}
-DATA_NOISES = tuple(DATA_NOISE_TEXT)
 
 
 def collect_settings(args):
