@@ -22,6 +22,7 @@ from onboard.core import linalg as la
 from onboard.core.angles import wrap_pi
 from onboard.core.samples import NavState
 from onboard.core.settings import with_defaults
+from onboard.estimators.base import EstimatorInputError
 
 # State slots (no magic indexes elsewhere).
 NORTH = 0
@@ -53,10 +54,6 @@ DEFAULTS = {
     "gate_reset_s": 3.0,                     # restart from the pose after this long all gated; 0: never
     "reset_speed_sigma_mps": 1.0,            # speed sigma after such a restart (speed set to 0)
 }
-
-
-class EstimatorInputError(ValueError):
-    """A sample handed to an estimator is malformed or non-finite; the state was not changed."""
 
 
 class PlanarEkf:

@@ -40,10 +40,11 @@ class Scheduler:
 
     groups: list of ``(name, rate_hz, fn)``; the base rate is the highest rate.
     watchdog: optional :class:`onboard.runtime.watchdog.Watchdog`, checked every tick
-    before the groups run, so a stale input engages the failsafe before control runs.
+    after the first ``io_groups`` groups (the input drivers polled this tick) and before
+    the rest, so a stale input engages the failsafe before control runs.
     """
 
-    def __init__(self, groups, watchdog=None):
+    def __init__(self, groups, watchdog=None, io_groups=0):
         if not groups:
             raise SchedulerConfigError("scheduler needs at least one rate group")
         self.groups = []
@@ -68,6 +69,9 @@ class Scheduler:
         except ValueError as exc:
             raise SchedulerConfigError(str(exc))
         self.watchdog = watchdog
+        if not (0 <= io_groups <= len(self.groups)):
+            raise SchedulerConfigError("io_groups must be between 0 and %d, got %r" % (len(self.groups), io_groups))
+        self.io_groups = io_groups
         self.tick_index = 0
         self.ticks_run = 0
         self.overruns = 0
@@ -82,10 +86,12 @@ class Scheduler:
         """
         if self.start_us is None:
             self.start_us = now_us
-        if self.watchdog is not None:
-            self.watchdog.check(now_us)
         t_start = now_us
-        for g in self.groups:
+        if self.io_groups == 0 and self.watchdog is not None:
+            self.watchdog.check(now_us)
+        for index, g in enumerate(self.groups):
+            if index == self.io_groups and index > 0 and self.watchdog is not None:
+                self.watchdog.check(t_start)
             if self.tick_index % g.divisor == 0:
                 g.fn(t_start)
                 g.runs += 1
@@ -99,6 +105,8 @@ class Scheduler:
                     if exec_us > g.max_exec_us:
                         g.max_exec_us = exec_us
                     t_start = t_end
+        if self.io_groups == len(self.groups) and self.watchdog is not None:
+            self.watchdog.check(t_start)
         self.ticks_run += 1
         self.tick_index += 1
         return self.start_us + self.tick_index * self.period_us

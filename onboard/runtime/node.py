@@ -1,0 +1,122 @@
+"""One robot's onboard app: a Node owns one scheduler, one watchdog + failsafe, one log, named watched
+inputs; parts attach to it (pure, runs on MicroPython).
+
+An app is a *recipe*: a short list of parts added to a Node. A part is any object with
+``attach(node)``, in which it declares
+
+- its rate groups: ``node.every(name, rate_hz, fn)`` with ``fn(now_us)``; input drivers that
+  poll hardware declare theirs with ``io=True``: io groups run first in each tick, then the
+  watchdog is checked (so a sample read this tick counts as fresh), then the other groups in
+  the order they were declared;
+- the inputs it watches: ``node.watch(name, timeout_us)``; its entry points feed them with
+  ``node.feed(name, time_us)``; a stale input engages the failsafe (reason ``stale:<name>``);
+- its entry points: plain methods that drivers (real or simulated) call.
+
+and optionally ``report()`` (its counters, merged into :meth:`Node.report` under the part's
+name). Parts talk through plain attributes of each other or small queues, never through the
+harness. The scheduler is built once, at the first ``step``/``run`` (or :meth:`start`): rate
+ratios are checked then, and no group can be added afterwards.
+
+``node.log(topic, time_us, msg)`` forwards to the log given (an MCAP writer on a host) or does
+nothing without one.
+"""
+from onboard.runtime.scheduler import Scheduler, SchedulerConfigError
+from onboard.runtime.watchdog import Failsafe, Watchdog
+
+
+class NodeConfigError(ValueError):
+    pass
+
+
+class Node:
+    """latching_failsafe: a tripped failsafe stays engaged until ``failsafe.reset()``.
+    start_us: time the watched inputs count from before their first sample.
+    log: optional ``log(topic, time_us, msg)``."""
+
+    def __init__(self, name="node", latching_failsafe=False, start_us=0, log=None):
+        self.name = name
+        self.failsafe = Failsafe(latching=latching_failsafe)
+        self.watchdog = Watchdog(self.failsafe, start_us=start_us)
+        self._log = log
+        self._io_groups = []
+        self._groups = []
+        self.parts = []          # (name, part) in the order they were added
+        self._part_names = set()
+        self.scheduler = None
+
+    # ------------------------------------------------------------ building
+    def add(self, name, part):
+        """Attach ``part`` under ``name`` (its key in :meth:`report`); returns the part."""
+        if self.scheduler is not None:
+            raise NodeConfigError("part %r added after node %r started" % (name, self.name))
+        if name in self._part_names:
+            raise NodeConfigError("part %r added twice to node %r" % (name, self.name))
+        self._part_names.add(name)
+        self.parts.append((name, part))
+        attach = getattr(part, "attach", None)
+        if attach is not None:
+            attach(self)
+        return part
+
+    def part(self, name):
+        """The part added under ``name``."""
+        for part_name, part in self.parts:
+            if part_name == name:
+                return part
+        raise KeyError(name)
+
+    def every(self, name, rate_hz, fn, io=False):
+        """Run ``fn(now_us)`` at ``rate_hz`` (a whole-number fraction of the fastest group's rate)."""
+        if self.scheduler is not None:
+            raise NodeConfigError("rate group %r declared after node %r started" % (name, self.name))
+        (self._io_groups if io else self._groups).append((name, rate_hz, fn))
+
+    def watch(self, name, timeout_us):
+        """Watch input ``name``: stale after ``timeout_us`` without a :meth:`feed`."""
+        self.watchdog.add_input(name, timeout_us)
+
+    def feed(self, name, time_us):
+        self.watchdog.feed(name, time_us)
+
+    def log(self, topic, time_us, msg):
+        if self._log is not None:
+            self._log(topic, time_us, msg)
+
+    @property
+    def logging(self):
+        return self._log is not None
+
+    # ------------------------------------------------------------ running
+    def start(self):
+        """Build the scheduler (rate ratios checked here); idempotent."""
+        if self.scheduler is None:
+            groups = self._io_groups + self._groups
+            if not groups:
+                raise SchedulerConfigError("node %r has no rate group" % (self.name,))
+            self.scheduler = Scheduler(groups, watchdog=self.watchdog, io_groups=len(self._io_groups))
+        return self.scheduler
+
+    def step(self, now_us, clock=None):
+        """Run the groups due at this tick; returns the next deadline (us)."""
+        if self.scheduler is None:
+            self.start()
+        return self.scheduler.step(now_us, clock)
+
+    def run(self, clock, until_us):
+        """Run ticks on ``clock`` until (excluding) ``until_us``; returns the ticks run."""
+        if self.scheduler is None:
+            self.start()
+        return self.scheduler.run(clock, until_us)
+
+    @property
+    def base_rate_hz(self):
+        return self.start().base_rate_hz
+
+    def report(self):
+        """The scheduler's report (rates, runs, watchdog), failsafe engagements, and each part's counters."""
+        out = {"scheduler": self.start().report(), "failsafe_engagements": self.failsafe.engage_count}
+        for name, part in self.parts:
+            rep = getattr(part, "report", None)
+            if rep is not None:
+                out[name] = rep()
+        return out
