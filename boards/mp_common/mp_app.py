@@ -1,14 +1,14 @@
 """Board application shared by the MicroPython boards (imported by each board's main.py).
 
-``run_board(board)`` builds the drivers from the board's constants (pins, rates,
-memory budget), the ground-robot runtime, and then either
+``run_board(board)`` builds the board's app (:func:`build_app`: the ground robot's parts, the
+PWM motor driver and the board's io part on one node, from the board's constants), then either
 
 - *lockstep* (hardware-in-the-loop): the host says ``H,lockstep`` on the serial
   link within ``board.HIL_WAIT_MS`` after ``READY``; every line is handled by
   :class:`onboard.runtime.link_runtime.LinkRuntime` (host-driven time), or
-- *run*: the runtime's scheduler runs against the board clock
-  (:class:`onboard.runtime.clock.MonotonicClock`, ``time.ticks_us``), the IMU
-  driver feeds ``on_imu`` each tick and aiding poses arrive as ``P`` lines.
+- *run*: the app's node runs against the board clock
+  (:class:`onboard.runtime.clock.MonotonicClock`, ``time.ticks_us``); its io part feeds the
+  IMU driver's samples to ``on_imu`` each tick and aiding poses arrive as ``P`` lines.
 
 ``EXIT`` on the link (or Ctrl-C) returns to the REPL.
 """
@@ -20,7 +20,6 @@ from onboard.core.samples import ImuSample
 from onboard.runtime.clock import MonotonicClock
 from onboard.runtime.ground_robot import GroundRobotRuntime
 from onboard.runtime.link_runtime import LinkRuntime, runtime_config
-from onboard.runtime.scheduler import Scheduler
 
 try:
     import select
@@ -32,14 +31,58 @@ def _write(line):
     sys.stdout.write(line.decode())
 
 
-def build_runtime(board, machine):
+class BoardIo:
+    """io part (run mode): the IMU driver -> ``on_imu`` and waiting serial lines -> the link, each
+    base tick. Idle until :meth:`enable` (lockstep mode never enables it: the host feeds the samples)."""
+
+    def __init__(self, rate_hz, runtime, link):
+        self.rate_hz = rate_hz
+        self.dt_us = 1000000 // rate_hz
+        self.runtime = runtime
+        self.link = link
+        self.imu = None
+        self.stdin = None
+        self.poller = None
+
+    def attach(self, node):
+        node.every("io", self.rate_hz, self._io, io=True)
+
+    def enable(self, imu, stdin, poller):
+        self.imu = imu
+        self.stdin = stdin
+        self.poller = poller
+
+    def _io(self, now_us):
+        if self.imu is None:
+            return
+        imu = self.imu
+        imu.read()
+        a = imu.accel_frd_mps2
+        g = imu.gyro_frd_radps
+        dt = self.dt_us * 1e-6
+        self.runtime.on_imu(ImuSample(now_us, self.dt_us, (a[0] * dt, a[1] * dt, a[2] * dt),
+                                      (g[0] * dt, g[1] * dt, g[2] * dt)))
+        while self.poller.poll(0):
+            line = self.stdin.readline()
+            if not line or line.strip() == b"EXIT":
+                raise KeyboardInterrupt
+            for reply in self.link.handle_line(line):
+                _write(reply)
+
+
+def build_app(board, machine):
+    """The board's recipe: the ground robot's parts and the board's io part on one node.
+    Returns (runtime, link, io)."""
     from mp_drivers import DiffDrivePwm
     pwm_l = machine.PWM(machine.Pin(board.PIN_PWM_LEFT), freq=board.PWM_FREQ_HZ)
     pwm_r = machine.PWM(machine.Pin(board.PIN_PWM_RIGHT), freq=board.PWM_FREQ_HZ)
     dir_l = machine.Pin(board.PIN_DIR_LEFT, machine.Pin.OUT)
     dir_r = machine.Pin(board.PIN_DIR_RIGHT, machine.Pin.OUT)
     motors = DiffDrivePwm(pwm_l, pwm_r, dir_l, dir_r, board.MAX_WHEEL_RADPS)
-    return GroundRobotRuntime(board.WAYPOINTS_NE_M, motors, config=runtime_config(board))
+    runtime = GroundRobotRuntime(board.WAYPOINTS_NE_M, motors, config=runtime_config(board))
+    link = LinkRuntime(runtime)
+    io = runtime.node.add("io", BoardIo(board.IMU_RATE_HZ, runtime, link))
+    return runtime, link, io
 
 
 def lockstep(link, stdin):
@@ -71,35 +114,19 @@ def lockstep(link, stdin):
             _write(reply)
 
 
-def run_realtime(board, machine, runtime, link, stdin):
-    """Real-time mode: Scheduler against MonotonicClock (time.ticks_us on MicroPython)."""
+def run_realtime(board, machine, runtime, io, stdin):
+    """Run mode: the node against MonotonicClock (time.ticks_us on MicroPython)."""
     from mp_drivers import Lsm6dsox
     i2c = machine.I2C(board.I2C_ID, scl=machine.Pin(board.PIN_I2C_SCL),
                       sda=machine.Pin(board.PIN_I2C_SDA), freq=board.I2C_FREQ_HZ)
     imu = Lsm6dsox(i2c, board.IMU_I2C_ADDR, board.IMU_AXES_FRD)
-    dt_us = 1000000 // board.IMU_RATE_HZ
     poller = select.poll()
     poller.register(stdin, select.POLLIN)
-
-    def io(now_us):
-        imu.read()
-        a = imu.accel_frd_mps2
-        g = imu.gyro_frd_radps
-        dt = dt_us * 1e-6
-        runtime.on_imu(ImuSample(now_us, dt_us, (a[0] * dt, a[1] * dt, a[2] * dt),
-                                 (g[0] * dt, g[1] * dt, g[2] * dt)))
-        while poller.poll(0):
-            line = stdin.readline()
-            if not line or line.strip() == b"EXIT":
-                raise KeyboardInterrupt
-            for reply in link.handle_line(line):
-                _write(reply)
-
-    sched = Scheduler([("io", board.IMU_RATE_HZ, io), ("runtime", board.IMU_RATE_HZ, runtime.step)])
+    io.enable(imu, stdin, poller)
     clock = MonotonicClock()
     try:
         while True:
-            sched.run(clock, clock.now_us() + 1000000)
+            runtime.run(clock, clock.now_us() + 1000000)
     finally:
         runtime.motors.stop(clock.now_us())
 
@@ -108,8 +135,7 @@ def run_board(board, machine=None):
     if machine is None:
         import machine
     gc.collect()
-    runtime = build_runtime(board, machine)
-    link = LinkRuntime(runtime)
+    runtime, link, io = build_app(board, machine)
     gc.collect()
     mem_free = gc.mem_free()
     _write(ll.encode("READY", [board.NAME, board.VERSION, str(mem_free)]))
@@ -132,7 +158,7 @@ def run_board(board, machine=None):
             return
     from mp_drivers import ImuNotFound
     try:
-        run_realtime(board, machine, runtime, link, stdin)
+        run_realtime(board, machine, runtime, io, stdin)
     except ImuNotFound as exc:
         # no IMU wired (or a simulated board): stay reachable for a hardware-in-the-loop host
         _write(ll.encode("X", [str(exc)]))

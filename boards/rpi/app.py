@@ -1,15 +1,15 @@
-"""The Raspberry Pi ground-robot application: runtime + VESC motors + IMU + pose source.
+"""The Raspberry Pi ground-robot application: a recipe of parts on one Node.
 
-One scheduler, driven by whatever clock it is given (the Pi's monotonic clock in
-the service, the harness's SimClock in scenarios), runs in each base tick:
+The node runs on whatever clock it is given (the Pi's monotonic clock in the service,
+the harness's SimClock in scenarios). Its parts:
 
-- ``imu`` (imu_rate_hz): read the IMU driver -> ``runtime.on_imu``
-- ``pose`` (pose_poll_hz): read the pose source, if any -> ``runtime.on_pose``
-- ``runtime`` (the runtime's base rate): ``GroundRobotRuntime.step`` (estimator,
-  watchdog, way-point control -> ``motors.command`` / ``motors.stop``)
-- ``motors`` (telemetry_rate_hz): VESC telemetry, keep-alive, reconnects; the
-  driver's faults engage the runtime's failsafe (reason ``motors:<fault>``) so the
-  robot is stopped, and clear it when they clear (a link that comes back).
+- ``imu`` (io, imu_rate_hz): read the IMU driver -> the estimation's ``on_imu``
+- ``pose`` (io, pose_poll_hz): read the pose source, if any -> ``on_pose``
+- the ground robot's parts (:mod:`onboard.runtime.ground_robot`): ``estimation``
+  (``predict``, ``aiding``), ``drive`` (``control`` -> ``motors.command`` / ``motors.stop``)
+- ``motors`` (telemetry_rate_hz): VESC telemetry, keep-alive, reconnects; the driver's
+  faults engage the node's failsafe (reason ``motors:<fault>``) so the robot is stopped,
+  and clear it when they clear (a link that comes back).
 
 ``shutdown(now_us)`` releases the motors, logs ``/shutdown`` and closes the log.
 """
@@ -17,8 +17,11 @@ import json
 import socket
 
 from onboard.core.samples import PoseSample, SampleError
-from onboard.runtime.ground_robot import GroundRobotRuntime
-from onboard.runtime.scheduler import Scheduler
+from onboard.core.settings import with_defaults
+from onboard.runtime.fault_monitor import FaultMonitor
+from onboard.runtime.ground_robot import DEFAULTS as GROUND_ROBOT_DEFAULTS, GroundRobotRuntime
+from onboard.runtime.node import Node
+from onboard.runtime.polling import ImuPoll, PosePoll
 
 FAULT_PREFIX = "motors:"
 
@@ -66,75 +69,44 @@ class UdpPoseSource:
 
 class RpiGroundRobot:
     def __init__(self, waypoints_ne_m, motors, imu=None, pose_source=None, runtime_config=None,
-                 follower_config=None, log=None, telemetry_rate_hz=50, pose_poll_hz=50, start_us=0):
+                 follower_config=None, log=None, telemetry_rate_hz=50, pose_poll_hz=50, start_us=0,
+                 estimator=None):
         self.log = log
         self.motors = motors
         self.imu = imu
         self.pose_source = pose_source
-        self.runtime = GroundRobotRuntime(waypoints_ne_m, motors, runtime_config,
-                                          follower_config=follower_config, log=log, start_us=start_us)
-        base_hz = self.runtime.scheduler.base_rate_hz
-        groups = []
+        cfg = with_defaults(GROUND_ROBOT_DEFAULTS, runtime_config, "RpiGroundRobot runtime")
+        self.node = Node("rpi_ground_robot", latching_failsafe=cfg["latching_failsafe"], start_us=start_us, log=log)
+        self.runtime = GroundRobotRuntime(waypoints_ne_m, motors, cfg, follower_config=follower_config,
+                                          estimator=estimator, node=self.node)
+        self.imu_poll = None
         if imu is not None:
-            groups.append(("imu", self.runtime.cfg["imu_rate_hz"], self._imu))
+            self.imu_poll = self.node.add("imu", ImuPoll(imu, cfg["imu_rate_hz"], self.runtime.on_imu))
         if pose_source is not None:
-            groups.append(("pose", pose_poll_hz, self._pose))
-        groups.append(("runtime", base_hz, self.runtime.step))
-        groups.append(("motors", telemetry_rate_hz, self._motors))
-        self.scheduler = Scheduler(groups)
-        self._fault_reasons = set()
-        self.fault_events = []            # (time_us, "engaged"/"cleared", reason)
-        self.imu_errors = 0
+            self.node.add("pose", PosePoll(pose_source, pose_poll_hz, self.runtime.on_pose))
+        self.faults = self.node.add("motors", FaultMonitor(motors, telemetry_rate_hz, prefix=FAULT_PREFIX))
+        self.sync_faults = self.faults.sync_faults
+        self.step = self.node.step
+        self.run = self.node.run
         self.shut_down = False
 
-    # ------------------------------------------------------------ rate groups
-    def _imu(self, now_us):
-        s = self.imu.read(now_us)
-        if s is None:
-            self.imu_errors += 1
-            return
-        self.runtime.on_imu(s)
-        if self.log is not None:
-            self.log("/imu", now_us, s)
+    @property
+    def scheduler(self):
+        return self.node.start()
 
-    def _pose(self, now_us):
-        for s in self.pose_source.poll(now_us):
-            self.runtime.on_pose(s)
-            if self.log is not None:
-                self.log("/aiding/pose", now_us, s)
+    @property
+    def fault_events(self):
+        return self.faults.fault_events
 
-    def _motors(self, now_us):
-        self.motors.poll(now_us)
-        self.sync_faults(now_us)
-
-    def sync_faults(self, now_us):
-        """Mirror the motor driver's faults into the runtime's failsafe."""
-        now = set(FAULT_PREFIX + f for f in self.motors.faults())
-        failsafe = self.runtime.failsafe
-        for reason in sorted(now - self._fault_reasons):
-            failsafe.engage(reason, now_us)
-            self.fault_events.append((now_us, "engaged", reason))
-            if self.log is not None:
-                self.log("/faults", now_us, {"time_us": now_us, "event": "engaged", "reason": reason})
-        for reason in sorted(self._fault_reasons - now):
-            failsafe.clear(reason)
-            self.fault_events.append((now_us, "cleared", reason))
-            if self.log is not None:
-                self.log("/faults", now_us, {"time_us": now_us, "event": "cleared", "reason": reason})
-        self._fault_reasons = now
+    @property
+    def imu_errors(self):
+        return self.imu_poll.imu_errors if self.imu_poll is not None else 0
 
     # ------------------------------------------------------------ running
     def start(self, now_us):
         self.motors.start(now_us)
         if self.imu is not None and not getattr(self.imu, "initialized", True):
             self.imu.init()
-
-    def step(self, now_us):
-        """Run the groups due at this tick; returns the next deadline (us)."""
-        return self.scheduler.step(now_us)
-
-    def run(self, clock, until_us):
-        return self.scheduler.run(clock, until_us)
 
     def shutdown(self, now_us, reason="shutdown"):
         """Motors released (SetCurrent 0), last words logged, log closed by the caller's closer."""

@@ -7,6 +7,12 @@ Pi's monotonic clock, logs every sample and command to MCAP, and on SIGTERM/SIGI
 VESC), logs ``/shutdown`` and closes the MCAP file so it is complete and readable.
 
 ``python -m boards.rpi service-unit`` prints the systemd unit that runs it.
+
+The service opens real devices only. A simulated I2C bus comes from the caller:
+``main``/``run_service``/``build_app`` take ``i2c_buses``, a mapping from an ``imu.bus`` name
+to a factory ``factory(address) -> bus`` (the ``machine.I2C`` memory API). Desk runs without
+the IMU wired (``imu.bus = "bench-sim"``) start from the harness, which passes its simulated
+MPU-6050 in: ``python -m harness.rpi_bench run --config ...`` (boards never import harness).
 """
 import argparse
 import copy
@@ -62,7 +68,8 @@ MOTOR_KEYS = ("name", "port", "controller_id", "can_id", "direction")
 MOTOR_RANGES = {"name": one_of("left", "right"), "port": TEXT, "controller_id": CAN_ID, "can_id": or_null(CAN_ID),
                 "direction": one_of(1, -1)}
 # every setting's value range (onboard.core.settings rules), checked before a port or the log opens;
-# imu.bus: an i2c-dev path, "bench-sim" (the simulated MPU-6050, at rest) or "none";
+# imu.bus: an i2c-dev path, "bench-sim" (the simulated MPU-6050, at rest; only under python -m harness.rpi_bench,
+# see BENCH_SIM_BUS) or "none";
 # pose.udp_port: -1 or null for no external pose source, 0 for a free port
 SETTING_RANGES = {
     "vesc.baud": int_at_least(1), "vesc.gear_ratio": POSITIVE, "vesc.pole_pairs": int_at_least(1),
@@ -74,6 +81,19 @@ SETTING_RANGES = {
     "runtime.wheel_radius_m": POSITIVE, "runtime.max_wheel_radps": POSITIVE,
     "log.dir": TEXT,
 }
+
+
+# The simulated MPU-6050's bus name: the harness provides it (harness.rpi_bench passes its factory in i2c_buses).
+BENCH_SIM_BUS = "bench-sim"
+
+
+def check_i2c_bus(cfg, i2c_buses=None):
+    """Raise ServiceConfigError when ``imu.bus`` names the simulated bus but the caller provides none
+    (``python -m boards.rpi`` runs real devices only; ``python -m harness.rpi_bench`` runs the simulated one)."""
+    name = cfg["imu"]["bus"]
+    if name == BENCH_SIM_BUS and name not in (i2c_buses or {}):
+        raise ServiceConfigError("setting imu.bus %r is the harness's simulated MPU-6050: run "
+                                 "`python -m harness.rpi_bench run` for desk runs without the IMU" % name)
 
 
 def check_config(cfg):
@@ -132,8 +152,14 @@ def load_config(path):
     return cfg
 
 
-def build_app(cfg, log=None):
-    """(app, closers) from a config dict; ports that are missing now are retried later."""
+def build_app(cfg, log=None, i2c_buses=None):
+    """(app, closers) from a config dict; ports that are missing now are retried later.
+
+    ``i2c_buses``: {``imu.bus`` name: ``factory(address) -> bus``} for buses the caller provides
+    (e.g. the harness's simulated MPU-6050 as ``BENCH_SIM_BUS``); any other name except "none" is
+    an i2c-dev path opened here.
+    """
+    check_i2c_bus(cfg, i2c_buses)
     from boards.rpi.app import RpiGroundRobot, UdpPoseSource
     from boards.rpi.vesc_motors import VescDiffDrive
     from onboard.comms.transport import SerialTransport
@@ -156,11 +182,9 @@ def build_app(cfg, log=None):
     icfg = cfg["imu"]
     if icfg["bus"] != "none":
         from boards.rpi.imu_mpu6050 import Mpu6050
-        if icfg["bus"] == "bench-sim":
-            # Desk runs without the IMU wired: the harness's register-level MPU-6050, at rest.
-            from harness.sim_i2c import SimI2cBus, SimMpu6050
-            bus = SimI2cBus()
-            bus.attach(icfg["address"], SimMpu6050())
+        if icfg["bus"] in (i2c_buses or {}):
+            # a bus the caller provides (desk runs: the harness's register-level MPU-6050, at rest)
+            bus = i2c_buses[icfg["bus"]](icfg["address"])
         else:
             from boards.rpi.i2c_linux import LinuxI2cBus
             try:
@@ -187,12 +211,13 @@ def build_app(cfg, log=None):
     return app, closers
 
 
-def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout):
-    """Run until SIGTERM/SIGINT (or ``duration_s``); returns the exit code."""
+def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=None):
+    """Run until SIGTERM/SIGINT (or ``duration_s``); returns the exit code. ``i2c_buses``: see build_app."""
     from boards.rpi.imu_mpu6050 import ImuError
     from onboard.runtime.clock import MonotonicClock
     from onboard.runtime.mcap_log import McapLog
 
+    check_i2c_bus(cfg, i2c_buses)           # before the log opens
     try:
         if log_file is None:
             os.makedirs(cfg["log"]["dir"], exist_ok=True)
@@ -206,7 +231,7 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout):
         stop["signal"] = signum
 
     try:
-        app, closers = build_app(cfg, log=mcap.log)
+        app, closers = build_app(cfg, log=mcap.log, i2c_buses=i2c_buses)
     except BaseException:
         mcap.close()
         raise
@@ -276,8 +301,9 @@ def service_unit(python, workdir, config, user="pi"):
     return UNIT_TEMPLATE.format(python=python, workdir=workdir, config=config, user=user)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m boards.rpi",
+def main(argv=None, i2c_buses=None, prog="python -m boards.rpi"):
+    """The command line; ``i2c_buses`` (see build_app) and ``prog`` let the harness run it with simulated buses."""
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Raspberry Pi ground-robot runtime (VESC motors over UART).",
                                      epilog="exit status: 0 stopped on SIGTERM/SIGINT or after --duration-s, "
                                             "2 malformed config (one line naming the setting), 3 the IMU bus, "
@@ -299,7 +325,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         if args.command == "run":
-            return run_service(load_config(args.config), args.log_file, args.duration_s)
+            return run_service(load_config(args.config), args.log_file, args.duration_s, i2c_buses=i2c_buses)
         if args.command == "service-unit":
             text = service_unit(os.path.abspath(args.python) if os.path.isabs(args.python) else args.python,
                                 args.workdir, args.config, args.user)

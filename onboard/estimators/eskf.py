@@ -62,6 +62,7 @@ from onboard.core.linalg import is_finite
 from onboard.core.rotations import d2e, e2d
 from onboard.core.samples import NavState
 from onboard.core.units import G_MPS2
+from onboard.estimators.base import EstimatorInputError
 from onboard.estimators.ins import Strapdown
 
 # ---------------------------------------------------------------- state layout
@@ -75,6 +76,14 @@ BGYR = 12        # db_gyro_radps (body)
 # (MicroPython cannot build slice objects: the NumPy path defines POS_SLICE etc.)
 MEAS_POS = 0     # dp_m
 MEAS_ATT = 3     # dpsi_m
+# Single slots of the pose block (dp_ned_m, dpsi_ned_rad): the first N_MEAS states, the rows of the
+# measurement dz and of pose_covariance()'s 6x6 (H selects them, so the indexes coincide).
+DP_N = POS + 0
+DP_E = POS + 1
+DP_D = POS + 2
+DPSI_N = ATT + 0
+DPSI_E = ATT + 1
+DPSI_D = ATT + 2
 STATE_NAMES = ("dp_n_m", "dp_e_m", "dp_d_m", "dpsi_n_rad", "dpsi_e_rad", "dpsi_d_rad",
                "dv_n_mps", "dv_e_mps", "dv_d_mps", "db_acc_x_mps2", "db_acc_y_mps2", "db_acc_z_mps2",
                "db_gyro_x_radps", "db_gyro_y_radps", "db_gyro_z_radps")
@@ -107,8 +116,10 @@ _VECTOR_KEYS = ("init_pos_sigma_m", "init_att_sigma_rad", "init_vel_sigma_mps",
                 "pose_pos_sigma_m", "pose_att_sigma_rad")
 
 
-class EskfInputError(ValueError):
-    """An IMU or pose sample is malformed or non-finite; the filter state was not changed."""
+class EskfInputError(EstimatorInputError):
+    """An IMU or pose sample is malformed or non-finite; the filter state was not changed.
+
+    A subclass of ``onboard.estimators.base.EstimatorInputError`` (so of ValueError)."""
 
 
 class EskfNumericError(ArithmeticError):

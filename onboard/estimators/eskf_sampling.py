@@ -14,6 +14,13 @@ import math
 from onboard.core.rotations import d2e, e2d
 
 POSE_DIM = 6
+# Slots of a sampled pose [north_m, east_m, down_m, roll_rad, pitch_rad, yaw_rad] (and of x_est).
+SAMPLE_NORTH = 0
+SAMPLE_EAST = 1
+SAMPLE_DOWN = 2
+SAMPLE_ROLL = 3
+SAMPLE_PITCH = 4
+SAMPLE_YAW = 5
 
 
 class SamplingError(ValueError):

@@ -38,6 +38,7 @@ import math
 
 from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, UNIT_OPEN, int_at_least, is_number, one_of,
                                    range_problem, within)
+from onboard.estimators.base import EstimatorInputError
 
 # UWB ranging error model, pocket III-A (DecaWave DWM1000 vs motion capture).
 UWB_RANGE_BIAS_M = 0.0085569
@@ -118,8 +119,11 @@ DEFAULTS = {
 REFRESH_MODES = ("fixed", "adaptive", "spread")
 
 
-class PfInputError(ValueError):
-    """Malformed or non-finite input to the particle filter; its state was not changed."""
+class PfInputError(EstimatorInputError):
+    """Malformed or non-finite input to the particle filter; its state was not changed.
+
+    A subclass of ``onboard.estimators.base.EstimatorInputError`` (so of ValueError): the filter
+    shares the estimators' error contract, not their predict/update interface (see base)."""
 
 
 def _finite(v):

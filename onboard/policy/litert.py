@@ -13,7 +13,7 @@ one inference here (:func:`open_interpreter`), never on a successful import alon
 """
 import numpy as np
 
-from onboard.policy.policy import BackendUnavailable, Policy
+from onboard.policy.policy_base import BackendUnavailable, Policy
 
 _NP_DTYPES = {"int8": np.int8, "float32": np.float32, "uint8": np.uint8, "int16": np.int16,
               "int32": np.int32}

@@ -1,27 +1,23 @@
-"""Runtime of a differential-drive ground robot: estimator + way-point follower + motors.
+"""The differential-drive ground robot's app: a recipe of parts on a :class:`Node` (pure).
 
-Entry points called by drivers (real or simulated alike): ``on_imu(ImuSample)``,
-``on_pose(PoseSample)``. Samples are queued (bounded) and consumed by rate groups:
+Parts (in this order on the node):
 
-- ``predict`` (imu_rate_hz): IMU samples -> estimator prediction
-- ``aiding`` (aiding_rate_hz): pose samples -> estimator update
-- ``control`` (control_rate_hz): way-point follower on the *estimated* pose ->
-  wheel speeds (thesis 5.1.2) -> ``motors.command(WheelCmd)``
+- ``estimation`` (:class:`onboard.runtime.estimation.PoseEstimation`): entry points
+  ``on_imu(ImuSample)`` / ``on_pose(PoseSample)``, rate groups ``predict`` (imu_rate_hz) and
+  ``aiding`` (aiding_rate_hz), watched inputs ``imu`` and ``aiding``; the estimator is the
+  planar EKF unless another one following ``onboard.estimators.base`` is given;
+- ``drive`` (:class:`onboard.control.waypoint_drive.WaypointDrive`): rate group ``control``
+  (control_rate_hz), way-point follower on the estimated pose -> wheel speeds -> ``motors``.
 
-The watchdog trips the failsafe when IMU or aiding goes stale; while the failsafe
-is engaged, or once the mission is complete, ``motors.stop(now_us)`` is called
-instead (motors off). Bad samples are rejected and counted, never fused.
-
-``motors`` is any object with ``command(wheel_cmd)`` and ``stop(now_us)`` (a VESC
-driver, the AVR link, a simulated base). ``log(topic, time_us, msg)`` is optional.
+A stale input engages the node's failsafe and the drive stops the motors. Pass ``node`` to
+add these parts to a node that carries more (the Raspberry Pi app adds its IMU and pose
+drivers and its motor telemetry to the same node: one scheduler, one watchdog).
 """
-from onboard.control.diffdrive import wheel_speeds
-from onboard.control.waypoint import WaypointFollower
-from onboard.core.samples import WheelCmd
+from onboard.control.waypoint_drive import WaypointDrive
 from onboard.core.settings import with_defaults
-from onboard.estimators.planar_ekf import EstimatorInputError, PlanarEkf
-from onboard.runtime.scheduler import Scheduler
-from onboard.runtime.watchdog import Failsafe, Watchdog
+from onboard.estimators.planar_ekf import PlanarEkf
+from onboard.runtime.estimation import PoseEstimation
+from onboard.runtime.node import Node
 
 DEFAULTS = {
     "imu_rate_hz": 100,
@@ -39,119 +35,72 @@ DEFAULTS = {
 
 class GroundRobotRuntime:
     def __init__(self, waypoints_ne_m, motors, config=None, follower_config=None,
-                 estimator=None, log=None, start_us=0):
+                 estimator=None, log=None, start_us=0, node=None):
         cfg = with_defaults(DEFAULTS, config, "GroundRobotRuntime")
         self.cfg = cfg
         self.motors = motors
-        self.log = log
-        self.estimator = estimator if estimator is not None else PlanarEkf()
-        self.follower = WaypointFollower(waypoints_ne_m, follower_config)
-        self.failsafe = Failsafe(latching=cfg["latching_failsafe"])
-        self.watchdog = Watchdog(self.failsafe, start_us=start_us)
-        self.watchdog.add_input("imu", cfg["imu_timeout_us"])
-        self.watchdog.add_input("aiding", cfg["aiding_timeout_us"])
-        self.scheduler = Scheduler([
-            ("predict", cfg["imu_rate_hz"], self._predict),
-            ("aiding", cfg["aiding_rate_hz"], self._aiding),
-            ("control", cfg["control_rate_hz"], self._control),
-        ], watchdog=self.watchdog)
-        self._imu_queue = []
-        self._pose_queue = []
-        self.dropped_samples = 0
-        self.rejected_samples = 0
-        self.stop_commands = 0
-        self.last_cmd = None
-        self.mission_complete_us = None
-        self.holding = False
+        if node is None:
+            node = Node("ground_robot", latching_failsafe=cfg["latching_failsafe"], start_us=start_us, log=log)
+        self.node = node
+        self.estimation = node.add("estimation", PoseEstimation(
+            estimator if estimator is not None else PlanarEkf(), cfg["imu_rate_hz"], cfg["aiding_rate_hz"],
+            cfg["imu_timeout_us"], cfg["aiding_timeout_us"], cfg["queue_limit"]))
+        self.drive = node.add("drive", WaypointDrive(
+            waypoints_ne_m, motors, self.estimation.estimator, cfg["control_rate_hz"], cfg["wheelbase_m"],
+            cfg["wheel_radius_m"], cfg["max_wheel_radps"], follower_config))
+        # the parts' entry points and commands, as drivers and missions call them
+        self.on_imu = self.estimation.on_imu
+        self.on_pose = self.estimation.on_pose
+        self.set_waypoints = self.drive.set_waypoints
+        self.hold = self.drive.hold
+        self.step = node.step
+        self.run = node.run
 
-    def set_waypoints(self, waypoints_ne_m, follower_config=None):
-        """Start a new mission (e.g. the next grading leg) from the current state."""
-        self.follower = WaypointFollower(waypoints_ne_m, follower_config or self.follower.cfg)
-        self.mission_complete_us = None
-        self.holding = False
+    # ------------------------------------------------------------ the parts' state, read by name
+    @property
+    def estimator(self):
+        return self.estimation.estimator
 
-    def hold(self):
-        """Stand still (motors stopped every control tick) until the next :meth:`set_waypoints`; the
-        estimator keeps running. For a robot placed where its mission starts: it waits while the filter
-        settles instead of chasing the first fixes' error."""
-        self.holding = True
+    @property
+    def follower(self):
+        return self.drive.follower
 
-    # ------------------------------------------------------------ driver entry points
-    def on_imu(self, sample):
-        self._enqueue(self._imu_queue, sample, "imu")
+    @property
+    def failsafe(self):
+        return self.node.failsafe
 
-    def on_pose(self, sample):
-        self._enqueue(self._pose_queue, sample, "aiding")
+    @property
+    def watchdog(self):
+        return self.node.watchdog
 
-    def _enqueue(self, queue, sample, stream):
-        if not sample.is_finite():
-            self.rejected_samples += 1          # never fused, never feeds the watchdog
-            return
-        if len(queue) >= self.cfg["queue_limit"]:
-            queue.pop(0)
-            self.dropped_samples += 1
-        queue.append(sample)
-        self.watchdog.feed(stream, sample.time_us)
+    @property
+    def scheduler(self):
+        return self.node.start()
 
-    # ------------------------------------------------------------ scheduling
-    def step(self, now_us):
-        """Run the rate groups due now; returns the next deadline (us)."""
-        return self.scheduler.step(now_us)
+    @property
+    def mission_complete_us(self):
+        return self.drive.mission_complete_us
 
-    def run(self, clock, until_us):
-        return self.scheduler.run(clock, until_us)
+    @property
+    def last_cmd(self):
+        return self.drive.last_cmd
 
-    # ------------------------------------------------------------ rate groups
-    def _predict(self, now_us):
-        queue = self._imu_queue
-        self._imu_queue = []
-        for s in queue:
-            try:
-                self.estimator.predict(s)
-            except EstimatorInputError:
-                self.rejected_samples += 1
+    @property
+    def stop_commands(self):
+        return self.drive.stop_commands
 
-    def _aiding(self, now_us):
-        queue = self._pose_queue
-        self._pose_queue = []
-        for s in queue:
-            try:
-                self.estimator.update_pose(s)
-            except EstimatorInputError:
-                self.rejected_samples += 1
+    @property
+    def rejected_samples(self):
+        return self.estimation.rejected_samples
 
-    def _control(self, now_us):
-        if self.failsafe.engaged or not self.estimator.initialized or self.holding:
-            self._stop(now_us)
-            return
-        nav = self.estimator.nav_state()
-        twist = self.follower.update(nav.pos_ned_m[0], nav.pos_ned_m[1], nav.euler_rad[2], now_us)
-        if self.follower.done:
-            if self.mission_complete_us is None:
-                self.mission_complete_us = now_us
-            self._stop(now_us)
-            return
-        cfg = self.cfg
-        left, right = wheel_speeds(twist.speed_body_mps, twist.yaw_rate_radps, cfg["wheelbase_m"],
-                                   cfg["wheel_radius_m"], cfg["max_wheel_radps"])
-        cmd = WheelCmd(now_us, left, right)
-        self.last_cmd = cmd
-        self.motors.command(cmd)
-        if self.log is not None:
-            self.log("/estimate", now_us, nav)
-            self.log("/cmd/twist", now_us, twist)
-            self.log("/cmd/wheels", now_us, cmd)
-
-    def _stop(self, now_us):
-        self.stop_commands += 1
-        self.last_cmd = WheelCmd(now_us, 0.0, 0.0)
-        self.motors.stop(now_us)
-        if self.log is not None:
-            self.log("/cmd/wheels", now_us, self.last_cmd)
+    @property
+    def dropped_samples(self):
+        return self.estimation.dropped_samples
 
     def report(self):
-        out = {"scheduler": self.scheduler.report(), "estimator": self.estimator.counters(),
-               "rejected_samples": self.rejected_samples, "dropped_samples": self.dropped_samples,
-               "failsafe_engagements": self.failsafe.engage_count,
-               "waypoints_reached": self.follower.index}
-        return out
+        """Scheduler (rates, watchdog), estimator counters, rejected/dropped samples, failsafe
+        engagements, way-points reached."""
+        return {"scheduler": self.scheduler.report(), "estimator": self.estimator.counters(),
+                "rejected_samples": self.rejected_samples, "dropped_samples": self.dropped_samples,
+                "failsafe_engagements": self.failsafe.engage_count,
+                "waypoints_reached": self.follower.index}

@@ -12,10 +12,13 @@ counted, and changes nothing.
 """
 from onboard.comms import line_link as ll
 from onboard.core.samples import ImuSample, PoseSample, SampleError
+# the S frame carries the planar EKF's state, read by its named slots
+from onboard.estimators.planar_ekf import EAST, N_STATE, NORTH, SPEED, YAW
 
 
 class LinkRuntime:
-    """runtime: a GroundRobotRuntime (or anything with on_imu/on_pose/step/estimator/last_cmd/report)."""
+    """runtime: a GroundRobotRuntime with a planar EKF (or anything with on_imu/on_pose/step/estimator/last_cmd
+    and the counters read below)."""
 
     def __init__(self, runtime):
         self.runtime = runtime
@@ -60,12 +63,11 @@ class LinkRuntime:
         est = self.runtime.estimator
         x = est.x
         P = est.P
-        n = len(x)
         cmd = self.runtime.last_cmd
         left = cmd.left_radps if cmd is not None else 0.0
         right = cmd.right_radps if cmd is not None else 0.0
-        # PlanarEkf slots: north, east, yaw, speed (onboard.estimators.planar_ekf)
-        vals = [x[0], x[1], x[2], x[3], P[0], P[n + 1], P[2 * n + 2], left, right]
+        vals = [x[NORTH], x[EAST], x[YAW], x[SPEED], P[NORTH * N_STATE + NORTH], P[EAST * N_STATE + EAST],
+                P[YAW * N_STATE + YAW], left, right]
         return [str(now_us)] + [ll.f64_hex(v) for v in vals]
 
     def report_fields(self):

@@ -90,4 +90,4 @@ def test_hold_stands_still_until_the_next_mission():
     for t in range(1010000, 1500001, 10000):
         _feed(rt, t)
         rt.step(t)
-    assert not rt.holding and motors.commands and motors.commands[-1].left_radps > 0.0
+    assert not rt.drive.holding and motors.commands and motors.commands[-1].left_radps > 0.0

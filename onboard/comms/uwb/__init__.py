@@ -3,6 +3,7 @@
 Modules: ``timestamps`` (40-bit DW1000 time arithmetic, TWR formulas), ``frames``
 (binary codec with CRC), ``token_ring`` (the paper's token-ring medium access with
 DS-TWR), ``broadcast`` (scalable one-message-per-node-per-round ranging),
-``node`` (configuration, ``make_node``) and ``driver`` (binds a node to a radio).
+``config`` (settings), ``node_base`` (what both nodes share), ``node`` (``make_node``)
+and ``driver`` (binds a node to a radio).
 See README.md in this folder. Nothing heavy is imported here.
 """

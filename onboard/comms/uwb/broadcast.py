@@ -27,7 +27,7 @@ pseudo-random back-off of 1..4 rounds. A crashed node's slot stays empty until i
 """
 from onboard.comms.uwb import frames as F
 from onboard.comms.uwb import timestamps as T
-from onboard.comms.uwb.node import NodeBase
+from onboard.comms.uwb.node_base import NodeBase
 
 _HIST = 8   # own TX timestamps kept (by seq)
 

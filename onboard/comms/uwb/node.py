@@ -1,4 +1,4 @@
-"""Configuration shared by the UWB protocol nodes, and ``make_node`` (pure, MicroPython-compatible).
+"""``make_node``: the UWB protocol node a config selects (pure, MicroPython-compatible).
 
 A node is a state machine: ``start(now_us)`` and ``on_event(event, now_us)`` each return
 ``(actions, deadline_us)`` where ``deadline_us`` (node-local integer microseconds, or None)
@@ -16,72 +16,16 @@ Events (from the radio driver):
     ("timer",)                          the deadline passed
 
 ``now_us`` is the node's own clock; nothing here reads a clock.
+
+The settings live in ``config`` (``DEFAULTS``, ``merged_config``), the shared base class in
+``node_base`` (``NodeBase``); both are importable from here too. This module imports the
+protocol nodes (when ``make_node`` runs); they import ``config`` and ``node_base``, never this
+module, so there is no import cycle.
 """
-from onboard.core.samples import RangeSample
-from onboard.comms.uwb import frames
-
-# Paper's DecaWave ranging error N(mu, sigma^2) (uwb paper III-A).
-PAPER_RANGE_MEAN_M = 0.0085569
-PAPER_RANGE_VAR_M2 = 0.061295
-
-DEFAULTS = {
-    "mode": "token_ring",          # "token_ring" (paper III-A) or "broadcast" (scalable)
-    "twr": "ds",                   # token ring: "ds" (POLL/RESPONSE/FINAL/REPORT) or "ss" (POLL/RESPONSE)
-    "antenna_delay_ticks": 16436,  # calibrated antenna delay applied to TX and RX timestamps
-    "range_std_m": PAPER_RANGE_VAR_M2 ** 0.5,   # reported in RangeSample.range_std_m
-    # --- token ring ---
-    "reply_delay_us": 1000,        # RESPONSE/FINAL/REPORT sent this long after the RX timestamp
-    "frame_margin_us": 600,        # added to reply delays for timeouts (air time + processing)
-    "turnaround_us": 100,          # holder processing gap between exchanges
-    "exchange_retries": 1,         # extra POLL attempts per neighbour per token hold
-    "max_missed_holds": 3,         # consecutive failed holds before a neighbour is dropped
-    "token_ack_timeout_us": 1500,  # passer waits this long to hear the new holder
-    "token_retries": 2,            # extra TOKEN attempts before skipping a dead successor
-    "silence_timeout_us": 15000,   # no frame for this long: the token is lost
-    "regen_stagger_us": 1000,      # ... node i regenerates it after silence + i * stagger
-    "join_slot_us": 400,           # DISCOVER window: one JOIN slot per invited id
-    "join_window_slots": 8,        # ids invited per DISCOVER
-    "lone_period_us": 5000,        # a node alone re-announces itself this often
-    # --- broadcast ---
-    "slot_us": 1000,               # one BCAST per slot; a round is (active nodes + 1 join slot) slots
-    "neighbour_timeout_us": 100000,  # a neighbour not heard for this long leaves the schedule
-    "listen_us": 30000,            # power-on: listen this long + id * join_stagger_us before sending
-    "join_stagger_us": 25000,      # spreads simultaneous power-ons over distinct rounds
-    "max_broadcast_entries": 64,   # neighbours reported per BCAST (frame length bound)
-}
-
-RING_MAX_IDS = 32   # token ring membership is a 32-bit bitmap: node ids 0..31
-
-
-class UwbConfigError(ValueError):
-    """A UWB protocol setting is missing or out of range."""
-
-
-def merged_config(overrides=None):
-    cfg = dict(DEFAULTS)
-    if overrides:
-        for k in overrides:
-            if k not in DEFAULTS:
-                raise UwbConfigError("unknown UWB setting %r" % (k,))
-            cfg[k] = overrides[k]
-    if cfg["mode"] not in ("token_ring", "broadcast"):
-        raise UwbConfigError("mode must be 'token_ring' or 'broadcast', got %r" % (cfg["mode"],))
-    if cfg["twr"] not in ("ds", "ss"):
-        raise UwbConfigError("twr must be 'ds' or 'ss', got %r" % (cfg["twr"],))
-    for k in ("reply_delay_us", "frame_margin_us", "token_ack_timeout_us", "silence_timeout_us",
-              "regen_stagger_us", "join_slot_us", "join_window_slots", "lone_period_us", "slot_us",
-              "neighbour_timeout_us", "max_broadcast_entries", "listen_us"):
-        if not cfg[k] > 0:
-            raise UwbConfigError("%s must be positive, got %r" % (k, cfg[k]))
-    if RING_MAX_IDS % cfg["join_window_slots"]:
-        raise UwbConfigError("join_window_slots must divide %d" % RING_MAX_IDS)
-    return cfg
-
-
-def check_node_id(node_id, mode):
-    hi = RING_MAX_IDS - 1 if mode == "token_ring" else frames.MAX_NODE_ID
-    if not 0 <= node_id <= hi:
-        raise UwbConfigError("node id %r outside 0..%d for mode %s" % (node_id, hi, mode))
+# Re-exported: ``onboard.comms.uwb.node.DEFAULTS`` etc. stay valid names.
+from onboard.comms.uwb.config import (DEFAULTS, PAPER_RANGE_MEAN_M, PAPER_RANGE_VAR_M2,  # noqa: F401
+                                      RING_MAX_IDS, UwbConfigError, check_node_id, merged_config)
+from onboard.comms.uwb.node_base import NodeBase  # noqa: F401
 
 
 def make_node(node_id, config=None):
@@ -92,49 +36,3 @@ def make_node(node_id, config=None):
         return TokenRingNode(node_id, cfg)
     from onboard.comms.uwb.broadcast import BroadcastNode
     return BroadcastNode(node_id, cfg)
-
-
-class NodeBase:
-    """What both protocol nodes share: id, config, own velocity, counters, frame decoding."""
-
-    def __init__(self, node_id, config):
-        cfg = merged_config(config)
-        check_node_id(node_id, cfg["mode"])
-        self.id = node_id
-        self.cfg = cfg
-        self.ant = int(cfg["antenna_delay_ticks"])
-        self.vel_mps = (0.0, 0.0)
-        self.stats = {"tx": 0, "rx": 0, "ranges": 0, "decode_errors": 0, "bad_velocity": 0,
-                      "tx_errors": 0, "bad_timestamps": 0, "ignored": 0}
-        self.decode_error_kinds = {}
-
-    def set_velocity(self, vx_mps, vy_mps):
-        """Own velocity (m/s, own frame) carried in every frame. Non-finite input is counted and ignored."""
-        try:
-            frames._vel_mmps(vx_mps)
-            frames._vel_mmps(vy_mps)
-        except (frames.FrameError, TypeError, ValueError):
-            self.stats["bad_velocity"] += 1
-            return False
-        self.vel_mps = (float(vx_mps), float(vy_mps))
-        return True
-
-    def _decode(self, data):
-        """Decoded frame or None (counted by kind) for malformed bytes."""
-        try:
-            f = frames.decode(data)
-        except frames.FrameError as exc:
-            self.stats["decode_errors"] += 1
-            self.decode_error_kinds[exc.kind] = self.decode_error_kinds.get(exc.kind, 0) + 1
-            return None
-        self.stats["rx"] += 1
-        return f
-
-    def _sample(self, now_us, peer_id, range_m, frame):
-        self.stats["ranges"] += 1
-        return ("range", RangeSample(now_us, peer_id, range_m, frame.vel_mps, self.cfg["range_std_m"]))
-
-    def report(self):
-        out = dict(self.stats)
-        out["decode_error_kinds"] = dict(self.decode_error_kinds)
-        return out

@@ -29,7 +29,8 @@ Node ids are 0..31 (32-bit membership bitmap).
 """
 from onboard.comms.uwb import frames as F
 from onboard.comms.uwb import timestamps as T
-from onboard.comms.uwb.node import RING_MAX_IDS, NodeBase, merged_config
+from onboard.comms.uwb.config import RING_MAX_IDS, merged_config
+from onboard.comms.uwb.node_base import NodeBase
 
 IDLE = "idle"
 DISCOVERING = "discovering"

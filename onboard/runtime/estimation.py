@@ -1,0 +1,82 @@
+"""Part: an estimator fed by IMU and aiding-pose entry points (pure, runs on MicroPython).
+
+Entry points called by drivers (real or simulated alike): ``on_imu(ImuSample)``,
+``on_pose(PoseSample)``. Samples are queued (bounded: the oldest is dropped and counted)
+and consumed by two rate groups:
+
+- ``predict`` (imu_rate_hz): IMU samples -> ``estimator.predict``
+- ``aiding`` (aiding_rate_hz): pose samples -> ``estimator.update_pose``
+
+Watched inputs ``imu`` and ``aiding`` are fed with each accepted sample's time. A
+non-finite sample is rejected at the entry point (never queued, never feeds the
+watchdog); a sample the estimator refuses (:class:`EstimatorInputError`) is counted
+and the estimator keeps its state. The estimator is any object following
+``onboard.estimators.base``.
+"""
+from onboard.estimators.base import EstimatorInputError
+
+IMU_INPUT = "imu"
+AIDING_INPUT = "aiding"
+
+
+class PoseEstimation:
+    def __init__(self, estimator, imu_rate_hz, aiding_rate_hz, imu_timeout_us, aiding_timeout_us,
+                 queue_limit=64):
+        self.estimator = estimator
+        self.imu_rate_hz = imu_rate_hz
+        self.aiding_rate_hz = aiding_rate_hz
+        self.imu_timeout_us = imu_timeout_us
+        self.aiding_timeout_us = aiding_timeout_us
+        self.queue_limit = queue_limit
+        self._imu_queue = []
+        self._pose_queue = []
+        self.dropped_samples = 0
+        self.rejected_samples = 0
+        self._node = None
+
+    def attach(self, node):
+        self._node = node
+        node.watch(IMU_INPUT, self.imu_timeout_us)
+        node.watch(AIDING_INPUT, self.aiding_timeout_us)
+        node.every("predict", self.imu_rate_hz, self._predict)
+        node.every("aiding", self.aiding_rate_hz, self._aiding)
+
+    # ------------------------------------------------------------ driver entry points
+    def on_imu(self, sample):
+        self._enqueue(self._imu_queue, sample, IMU_INPUT)
+
+    def on_pose(self, sample):
+        self._enqueue(self._pose_queue, sample, AIDING_INPUT)
+
+    def _enqueue(self, queue, sample, stream):
+        if not sample.is_finite():
+            self.rejected_samples += 1          # never fused, never feeds the watchdog
+            return
+        if len(queue) >= self.queue_limit:
+            queue.pop(0)
+            self.dropped_samples += 1
+        queue.append(sample)
+        self._node.feed(stream, sample.time_us)
+
+    # ------------------------------------------------------------ rate groups
+    def _predict(self, now_us):
+        queue = self._imu_queue
+        self._imu_queue = []
+        for s in queue:
+            try:
+                self.estimator.predict(s)
+            except EstimatorInputError:
+                self.rejected_samples += 1
+
+    def _aiding(self, now_us):
+        queue = self._pose_queue
+        self._pose_queue = []
+        for s in queue:
+            try:
+                self.estimator.update_pose(s)
+            except EstimatorInputError:
+                self.rejected_samples += 1
+
+    def report(self):
+        return {"estimator": self.estimator.counters(), "rejected_samples": self.rejected_samples,
+                "dropped_samples": self.dropped_samples}
