@@ -30,7 +30,7 @@ import select
 import subprocess
 import time
 
-from boards.arduino import constants as C
+from boards.arduino import board as C
 from onboard.comms.transport import SerialTransport, Transport, TransportClosed
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

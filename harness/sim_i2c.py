@@ -6,6 +6,7 @@ at an address; a missing address raises OSError (ENODEV/NACK), as on Linux.
 ``set_motion(specific_force_body_mps2, rate_body_radps)`` writes the data registers
 the way the chip would (sensor axes = board x forward, y left, z up; big-endian
 int16 with the configured full scale, saturating), with optional constant biases.
+``sim_mpu6050_bus(address)`` builds a bus with one chip at rest (desk runs of the Pi service).
 """
 import errno
 import math
@@ -87,6 +88,14 @@ class SimMpu6050:
                            q(f_s[2], lsb_per_mps2), temp_raw, q(w_s[0], lsb_per_radps),
                            q(w_s[1], lsb_per_radps), q(w_s[2], lsb_per_radps))
         self.regs[REG_ACCEL_XOUT_H:REG_ACCEL_XOUT_H + 14] = data
+
+
+def sim_mpu6050_bus(address=0x68):
+    """A SimI2cBus with one SimMpu6050 (at rest) at ``address``: the bus factory the Pi service
+    takes for ``imu.bus = "bench-sim"`` (see ``harness.rpi_bench``)."""
+    bus = SimI2cBus()
+    bus.attach(address, SimMpu6050())
+    return bus
 
 
 class PlanarMotionSource:

@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 
-from boards.rpi import constants as RPI
+from boards.rpi import board as RPI
 from boards.rpi.vesc_motors import VescDiffDrive
 from harness.sim_vesc import DEFAULTS as SIM_VESC_DEFAULTS, SimVesc, SimVescPort
 from onboard.comms.transport import SerialTransport

@@ -22,7 +22,7 @@ a clock: time is passed in.
 import collections
 import math
 
-from boards.arduino import constants as C
+from boards.arduino import board as C
 from boards.arduino import protocol as P
 from onboard.comms.transport import TransportClosed, TransportError
 from onboard.core.samples import EncoderSample, ImuSample, WheelSpeedSample

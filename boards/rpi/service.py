@@ -23,7 +23,7 @@ import sys
 import time
 import tomllib
 
-from boards.rpi import constants as C
+from boards.rpi import board as C
 from onboard.core.settings import (NON_NEGATIVE, POSITIVE, TEXT, WAYPOINTS_NE_M, argument, int_at_least, int_within,
                                    one_of, or_null, range_problem)
 

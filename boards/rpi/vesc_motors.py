@@ -13,7 +13,7 @@ motor behind another VESC is reached by CAN forwarding (``can_id``).
 ``telemetry_stale:<motor>``, ``vesc_fault:<motor>:<FAULT_NAME>`` (latched until
 ``reset_faults()``). While any is present ``command`` stops instead of driving.
 """
-from boards.rpi import constants as C
+from boards.rpi import board as C
 from onboard.comms.vesc import codec
 from onboard.comms.vesc.link import VescLink
 from onboard.core.samples import WheelSpeedSample, _Sample

@@ -15,7 +15,7 @@ Settings of the loop's real parts:
 
 - ``estimator``: ``"eskf"`` = strapdown INS + 15-state ES-EKF of ag2u section III-C
   (``onboard.estimators.eskf.make_eskf``, implementation ``estimator_impl`` or
-  $ONBOARD_IMPL) behind :class:`EskfPoseEstimator`, or ``"planar"`` = the 6-state
+  $ONBOARD_IMPL) behind ``onboard.estimators.eskf_pose.EskfPoseEstimator``, or ``"planar"`` = the 6-state
   planar EKF. Both expose ``nav_state()`` and the 3x3 covariance of (north_m,
   east_m, yaw_rad) through ``pose_covariance()`` (Sigma of ag2u eq. 1).
 - ``motors``: ``"direct"`` = the runtime commands the simulated base's wheels
@@ -35,7 +35,7 @@ Settings of the loop's real parts:
 """
 import math
 
-from boards.rpi import constants as RPI
+from boards.rpi import board as RPI
 from boards.rpi.app import RpiGroundRobot
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
@@ -49,11 +49,11 @@ from harness.sensors.pose import ERROR_MODELS as AIDING_ERROR_MODELS, AidingPose
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
 from harness.vesc_tracks import TOPOLOGIES, TRACK_VESC, SimVescTracks
 from onboard.core.angles import wrap_pi
-from onboard.core.samples import PoseSample
 from onboard.core.units import hz_to_period_us, s_to_us
-from onboard.estimators.eskf import EskfInputError, EskfNumericError, make_eskf
-from onboard.estimators.eskf_sampling import sample_poses
-from onboard.estimators.planar_ekf import EstimatorInputError
+from onboard.estimators.eskf_pose import (MIN_ACCEL_BIAS_SIGMA_MPS2, MIN_ACCEL_NOISE_MPS_PER_SQRT_S,
+                                          MIN_ANGLE_SIGMA_RAD, MIN_GYRO_BIAS_SIGMA_RADPS,
+                                          MIN_GYRO_NOISE_RAD_PER_SQRT_S, MIN_POS_SIGMA_M, MIN_VEL_SIGMA_MPS,
+                                          EskfPoseEstimator)
 from onboard.impl import IMPLEMENTATIONS
 from onboard.runtime.ground_robot import GroundRobotRuntime
 
@@ -120,22 +120,6 @@ def noise_config(config):
                  "error_model": config["aiding_error"]}
 
 
-# Floors of what the ES-EKF is told (noise-less scenario: zero noise would make P singular).
-MIN_POS_SIGMA_M = 1e-3
-MIN_VEL_SIGMA_MPS = 1e-2
-MIN_ANGLE_SIGMA_RAD = 1e-3
-MIN_ACCEL_NOISE_MPS_PER_SQRT_S = 1e-3
-MIN_GYRO_NOISE_RAD_PER_SQRT_S = 1e-4
-MIN_ACCEL_BIAS_SIGMA_MPS2 = 1e-3
-MIN_GYRO_BIAS_SIGMA_RADPS = 1e-4
-
-# (north, east, yaw) slots of the 3x3 pose covariance; dp_ned / dpsi_ned slots of the ESKF's 6x6.
-PLANAR_POSE_DIM = 3
-ESKF_POSE_DIM = 6
-ESKF_DP_N, ESKF_DP_E = 0, 1
-ESKF_DPSI_N, ESKF_DPSI_E, ESKF_DPSI_D = 3, 4, 5
-
-
 def eskf_config(imu_cfg, aiding_cfg):
     """ES-EKF settings matching the episode's simulated IMU (ag2u eq. 10) and aiding pose (eq. 13).
 
@@ -156,108 +140,6 @@ def eskf_config(imu_cfg, aiding_cfg):
         "pose_pos_sigma_m": [pos_sigma] * 3,
         "pose_att_sigma_rad": att_sigma,
     }
-
-
-class EskfPoseEstimator:
-    """The INS + 15-state ES-EKF (ag2u III-C) behind the runtime's planar-estimator interface.
-
-    GroundRobotRuntime calls ``predict(ImuSample)``, ``update_pose(PoseSample)``,
-    ``nav_state()``, ``initialized`` and ``counters()``; bad input raises
-    EstimatorInputError (the runtime counts it and keeps going), whether the ESKF
-    refused the sample (EskfInputError) or its innovation covariance was not
-    positive definite (EskfNumericError); the filter is unchanged either way.
-    Zero aiding variances are floored (the noise-less scenario's poses carry zero
-    covariance, which the ESKF refuses); negative or NaN ones are refused. Only uses
-    ``onboard`` code (it could move there for a board).
-    """
-
-    def __init__(self, config=None, impl=None, consider_sigma=None):
-        """consider_sigma: 1-sigma of (dp_n, dp_e, dp_d (m), dpsi_n, dpsi_e, dpsi_d (rad)) of an error the
-        filter cannot observe (a constant aiding error, ``aiding_error=constant``): added to the pose
-        covariance it reports and samples from, as a Schmidt-Kalman filter carries consider states
-        (the fused pose inherits such an error whole: every aiding sample shares it). None: none."""
-        self.eskf = make_eskf(config, impl or None)
-        self.consider_var = [0.0] * ESKF_POSE_DIM if consider_sigma is None else [float(v) ** 2 for v in consider_sigma]
-        if len(self.consider_var) != ESKF_POSE_DIM or not all(v >= 0.0 for v in self.consider_var):
-            raise ValueError("consider_sigma needs %d non-negative values, got %r" % (ESKF_POSE_DIM, consider_sigma))
-        self.impl = self.eskf.impl
-        self.numeric_errors = 0
-        self._min_pos_var_m2 = MIN_POS_SIGMA_M ** 2
-        self._min_att_var_rad2 = MIN_ANGLE_SIGMA_RAD ** 2
-
-    @property
-    def initialized(self):
-        return self.eskf.initialized
-
-    def predict(self, imu):
-        try:
-            return self.eskf.predict(imu)
-        except EskfInputError as exc:
-            raise EstimatorInputError("ESKF refused IMU sample: %s" % exc)
-
-    def update_pose(self, pose):
-        if pose.cov_pos_m2 is not None or pose.cov_att_rad2 is not None:
-            for var in (pose.cov_pos_m2 or ()) + (pose.cov_att_rad2 or ()):
-                if not var >= 0.0:
-                    self.eskf.rejected += 1
-                    raise EstimatorInputError("pose sample at %d us has a negative or NaN variance" % pose.time_us)
-            pos_var = [max(v, self._min_pos_var_m2) for v in (pose.cov_pos_m2 or [self._min_pos_var_m2] * 3)]
-            att_var = [max(v, self._min_att_var_rad2) for v in (pose.cov_att_rad2 or [self._min_att_var_rad2] * 3)]
-            pose = PoseSample(pose.time_us, pose.pos_ned_m, pose.euler_rad, cov_pos_m2=pos_var,
-                              cov_att_rad2=att_var)
-        try:
-            return self.eskf.update_pose(pose)
-        except EskfInputError as exc:
-            raise EstimatorInputError("ESKF refused pose sample: %s" % exc)
-        except EskfNumericError as exc:
-            self.numeric_errors += 1
-            raise EstimatorInputError("ESKF update skipped: %s" % exc)
-
-    def nav_state(self):
-        return self.eskf.nav_state()
-
-    def pose_covariance6(self):
-        """Flat 6x6 covariance of (dp_ned (m), dpsi_ned (rad)): the ESKF's pose block plus the
-        consider variances."""
-        s6 = list(self.eskf.pose_covariance())
-        for i, var in enumerate(self.consider_var):
-            s6[i * ESKF_POSE_DIM + i] += var
-        return s6
-
-    def pose_covariance(self):
-        """3x3 covariance (flat, row-major) of (north_m, east_m, yaw_rad): Sigma of ag2u eq. 1.
-
-        J S J^T of the 6x6 (dp_ned, dpsi_ned) block (pose_covariance6), with the Z-Y-X yaw error of a
-        navigation-frame rotation dpsi: dyaw = dpsi_d + tan(pitch) (cos(yaw) dpsi_n + sin(yaw) dpsi_e).
-        """
-        s6 = self.pose_covariance6()
-        _roll, pitch, yaw = self.eskf.nav_state().euler_rad
-        t = math.tan(pitch)
-        jac = [{ESKF_DP_N: 1.0}, {ESKF_DP_E: 1.0},
-               {ESKF_DPSI_N: t * math.cos(yaw), ESKF_DPSI_E: t * math.sin(yaw), ESKF_DPSI_D: 1.0}]
-        out = [0.0] * (PLANAR_POSE_DIM * PLANAR_POSE_DIM)
-        for i in range(PLANAR_POSE_DIM):
-            for j in range(PLANAR_POSE_DIM):
-                out[i * PLANAR_POSE_DIM + j] = sum(a * b * s6[k * ESKF_POSE_DIM + m]
-                                                   for k, a in jac[i].items() for m, b in jac[j].items())
-        return out
-
-    def pose_sigma(self):
-        """1-sigma of (north_m, east_m, yaw_rad)."""
-        c = self.pose_covariance()
-        return tuple(math.sqrt(max(c[i * PLANAR_POSE_DIM + i], 0.0)) for i in range(PLANAR_POSE_DIM))
-
-    def sample_poses(self, k, rng):
-        """K planar poses (north_m, east_m, yaw_rad) drawn from N(x_est, Sigma) with the full 6-D
-        ESKF pose covariance, attitude composed as a rotation (ag2u eq. 1, eskf_sampling)."""
-        draws = sample_poses(self.eskf.nav_state(), self.pose_covariance6(), k, rng)
-        return [(d[0], d[1], d[5]) for d in draws]
-
-    def counters(self):
-        out = dict(self.eskf.counters())
-        out["numeric_errors"] = self.numeric_errors
-        out["impl"] = self.impl
-        return out
 
 
 def _rms_of_squares(squares):
@@ -374,11 +256,7 @@ class GradingEpisode:
                                       tmp_prefix="grading-vesc-")
             self.app = RpiGroundRobot([start], self.vesc.driver, runtime_config=runtime_cfg,
                                       follower_config=config["follower"],
-                                      telemetry_rate_hz=config["vesc"]["telemetry_rate_hz"])
-            if estimator is not None:
-                # the app builds its runtime with the default (planar) estimator; swap in the
-                # ESKF before any sample has reached it
-                self.app.runtime.estimator = estimator
+                                      telemetry_rate_hz=config["vesc"]["telemetry_rate_hz"], estimator=estimator)
             self.runtime = self.app.runtime
             self.app.start(0)
         else:

@@ -16,7 +16,7 @@ firmware's 250 ms failsafe must stop the motors, and the mission resumes afterwa
 import math
 import time
 
-from boards.arduino import constants as AVR
+from boards.arduino import board as AVR
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least, one_of,

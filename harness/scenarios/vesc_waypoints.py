@@ -14,7 +14,7 @@ Fault injection: unplug/replug a port, raise a VESC fault code.
 import collections
 import math
 
-from boards.rpi import constants as C
+from boards.rpi import board as C
 from boards.rpi.app import RpiGroundRobot
 from boards.rpi.imu_mpu6050 import Mpu6050
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock

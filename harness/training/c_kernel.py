@@ -24,7 +24,7 @@ import subprocess
 import numpy as np
 
 from onboard.policy.int8_pure import Int8Graph
-from onboard.policy.policy import Policy
+from onboard.policy.policy_base import Policy
 from onboard.policy.tflite_pure import tensor_size
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

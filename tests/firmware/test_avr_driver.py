@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from boards.arduino import constants as C
+from boards.arduino import board as C
 from boards.arduino import protocol as P
 from boards.arduino.driver import AvrRobotLink
 from onboard.comms.transport import LoopTransport

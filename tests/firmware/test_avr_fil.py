@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from boards.arduino import constants as C
+from boards.arduino import board as C
 from boards.arduino import protocol as P
 from harness.fil_avr import AvrBridge, FilRig, LockstepSerial, size_report
 from onboard.comms.transport import TransportClosed

@@ -8,10 +8,10 @@ import os
 import numpy as np
 import pytest
 
-from harness.grading.episode import (DEFAULTS, EskfPoseEstimator, ExpertDecider, GradingEpisode, eskf_config,
-                                     noise_config)
+from harness.grading.episode import DEFAULTS, ExpertDecider, GradingEpisode, eskf_config, noise_config
 from harness.rng import RunRandom
 from onboard.core.samples import ImuSample, PoseSample
+from onboard.estimators.eskf_pose import EskfPoseEstimator
 from onboard.estimators.planar_ekf import PlanarEkf
 
 
@@ -96,8 +96,8 @@ def test_eskf_bad_samples_are_counted_and_leave_the_filter_unchanged():
     ep.runtime.on_imu(ImuSample(t, 10000, (float("nan"), 0.0, -0.098), (0.0, 0.0, 0.0)))   # NaN
     ep.runtime.on_imu(ImuSample(t - 5000, 10000, (0.0, 0.0, -0.098), (0.0, 0.0, 0.0)))     # out of order
     ep.runtime.on_pose(PoseSample(t, (1.0, 1.0, 0.0), (0.0, 0.0, 0.0), cov_pos_m2=[-1.0] * 3))  # bad variance
-    ep.runtime._predict(t)
-    ep.runtime._aiding(t)
+    ep.runtime.estimation._predict(t)       # the estimation part's two rate groups, run now
+    ep.runtime.estimation._aiding(t)
     assert ep.runtime.rejected_samples == rejected + 3
     assert est.eskf.get_state()["P"] == before["P"]
     assert est.eskf.get_state()["pos_ned_m"] == before["pos_ned_m"]

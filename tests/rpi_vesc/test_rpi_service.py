@@ -4,6 +4,9 @@ released, MCAP complete and readable; the generated systemd unit passes systemd-
 This test runs in real time (the service runs on the host's monotonic clock in its own
 process), so the simulated VESCs are stepped with wall-clock dt here; every wait is
 bounded by a deadline.
+
+Runs with ``imu.bus = "bench-sim"`` go through ``harness.rpi_bench`` (the service with the
+harness's simulated MPU-6050 passed in); ``boards.rpi`` itself never imports the harness.
 """
 import json
 import os
@@ -54,7 +57,7 @@ def test_sigterm_releases_motors_and_closes_mcap(tmp_path):
     cfg_path = tmp_path / "rpi.json"
     cfg_path.write_text(json.dumps(_service_config(ports[0].path, ports[1].path)))
     log_path = tmp_path / "run.mcap"
-    proc = subprocess.Popen([sys.executable, "-m", "boards.rpi", "run", "--config", str(cfg_path),
+    proc = subprocess.Popen([sys.executable, "-m", "harness.rpi_bench", "run", "--config", str(cfg_path),
                              "--log-file", str(log_path)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -194,7 +197,7 @@ def test_a_device_that_cannot_open_is_one_line_and_exit_3(tmp_path, capsys, what
     """The IMU bus missing, no MPU-6050 answering on it, the pose port taken or the log folder not
     writable: exit 3, one line, nothing left open (the MCAP file, when it was opened, is closed and
     readable; when the runtime had been built, it holds the /shutdown record with the motors released)."""
-    from boards.rpi.service import main
+    from harness.rpi_bench import main
     cfg = {"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"}, "pose": {"udp_port": 0},
            "log": {"dir": str(tmp_path / "logs")}}
     taken = None
@@ -230,3 +233,31 @@ def test_a_device_that_cannot_open_is_one_line_and_exit_3(tmp_path, capsys, what
             assert [(t, m["reason"]) for t, m in topics] == [("/shutdown", "start failed")]
         else:
             assert topics == []
+
+
+def test_the_board_service_alone_refuses_the_simulated_bus(tmp_path, capsys):
+    """``python -m boards.rpi`` opens real devices only: "bench-sim" is one line pointing at the harness's
+    entry point, exit status 2, nothing opened (no log)."""
+    from boards.rpi.service import main
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"},
+                                "log": {"dir": str(tmp_path / "logs")}}))
+    assert main(["run", "--config", str(path), "--duration-s", "0.1"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: setting imu.bus 'bench-sim' is the harness's simulated MPU-6050: run "
+                   "`python -m harness.rpi_bench run` for desk runs without the IMU\n"), err
+    assert not (tmp_path / "logs").exists()
+
+
+def test_the_bench_entry_point_passes_the_simulated_bus_in():
+    """harness.rpi_bench hands the service a factory for a bus with an MPU-6050 at the configured address."""
+    from boards.rpi.imu_mpu6050 import Mpu6050
+    from boards.rpi.service import BENCH_SIM_BUS
+    from harness.rpi_bench import I2C_BUSES
+    bus = I2C_BUSES[BENCH_SIM_BUS](0x69)
+    assert sorted(bus.devices) == [0x69]
+    imu = Mpu6050(bus, 0x69, rate_hz=200)
+    imu.init()
+    f_body_mps2, w_body_radps = imu.read_rates()        # at rest, level: specific force up (FRD: -z) only
+    assert f_body_mps2[0] == 0.0 and f_body_mps2[1] == 0.0 and f_body_mps2[2] < -9.0
+    assert list(w_body_radps) == [0.0, 0.0, 0.0]

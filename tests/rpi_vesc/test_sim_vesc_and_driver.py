@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from boards.rpi import constants as C
+from boards.rpi import board as C
 from boards.rpi.vesc_motors import VescDiffDrive
 from harness.sim_vesc import SimVesc, SimVescPort, speed_step_response
 from onboard.comms.transport import SerialTransport
