@@ -5,7 +5,7 @@ Measured side by side in one run (this machine is noisy; compare ratios, not abs
   (MCAP log + PNG plots), and their ratio;
 - planar EKF predict / update / 10:1 cycle in microseconds on CPython and inside
   MicroPython 1.27 (WebAssembly under node; timed there with time.ticks_us);
-- scheduler overhead per tick with three empty rate groups.
+- a Node's overhead per tick (scheduler + a watched input) with three empty rate groups.
 Writes bench/results/spine.json.
 """
 import json
@@ -27,7 +27,7 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "s
 EKF_TIMING = r"""
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.estimators.planar_ekf import PlanarEkf
-from onboard.runtime.scheduler import Scheduler
+from onboard.runtime.node import Node
 
 def ekf_timing(now_us, n_cycles):
     ekf = PlanarEkf()
@@ -49,12 +49,16 @@ def ekf_timing(now_us, n_cycles):
     for _ in range(n_cycles * 10):
         ekf.update_pose(pose)
     update = (now_us() - t0) / (10 * n_cycles)
-    sched = Scheduler([("a", 100, lambda t: None), ("b", 50, lambda t: None), ("c", 10, lambda t: None)])
+    node = Node("bench")
+    node.watch("x", 1000000)
+    node.every("a", 100, lambda t: None)
+    node.every("b", 50, lambda t: None)
+    node.every("c", 10, lambda t: None)
     t0 = now_us()
     for k in range(n_cycles * 10):
-        sched.step(k * 10000)
+        node.step(k * 10000)
     tick = (now_us() - t0) / (10 * n_cycles)
-    return {"predict_us": predict, "update_us": update, "cycle_10_1_us": cycle, "scheduler_tick_us": tick}
+    return {"predict_us": predict, "update_us": update, "cycle_10_1_us": cycle, "node_tick_us": tick}
 """
 
 
@@ -103,7 +107,7 @@ def main():
     print("%-44s %12.1f x real time (%.2f s wall)" % ("waypoints, with MCAP + plots", full, full_wall))
     print("%-44s %12.2f" % ("report overhead (no_report / with_report)", results["report_overhead_ratio"]))
     print("%-44s %12s %12s" % ("planar EKF [us]", "CPython", "MicroPython"))
-    for key in ("predict_us", "update_us", "cycle_10_1_us", "scheduler_tick_us"):
+    for key in ("predict_us", "update_us", "cycle_10_1_us", "node_tick_us"):
         print("%-44s %12.1f %12s" % ("  " + key, cpy[key], "%.1f" % mpy[key] if mpy else "n/a"))
     if mpy:
         print("%-44s %12.2f" % ("MicroPython / CPython (10:1 cycle)", results["micropython_over_cpython_cycle"]))

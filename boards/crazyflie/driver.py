@@ -34,7 +34,7 @@ import math
 import threading
 import warnings
 
-from boards.crazyflie.config import CrazyflieConfigError, validate
+from boards.crazyflie.board import CrazyflieConfigError, validate
 from boards.crazyflie.samples import BatterySample, DriverFault
 from onboard.core.linalg import is_finite
 from onboard.core.samples import NavState, RangeSample

@@ -1,8 +1,8 @@
 """Scenario `fil-avr`: way-point mission with the AVR firmware as the robot's low level.
 
-The "Raspberry Pi" side is the onboard GroundRobotRuntime (planar EKF + way-point
-follower + watchdog) with the AVR link driver (boards/arduino) as its ``motors`` and its
-IMU source. The driver speaks the robot link protocol over a pseudo-terminal to the real
+The "Raspberry Pi" side is the AVR robot's host app (boards.arduino.app.AvrGroundRobot:
+the ground robot's planar EKF + way-point follower + watchdog on one Node) with the AVR
+link driver (boards/arduino) as its ``motors`` and its IMU source. The driver speaks the robot link protocol over a pseudo-terminal to the real
 firmware ELF (firmware/arduino, Uno or 32U4 build) running in simavr; the bridge
 emulates the MPU-6050 on I2C, generates the XOR-ed quadrature encoder edges (thesis
 4.3.1) from the simulated wheels and reads the PWM/direction pins back to drive the
@@ -17,6 +17,7 @@ import math
 import time
 
 from boards.arduino import board as AVR
+from boards.arduino.app import AvrGroundRobot
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least, one_of,
@@ -28,7 +29,7 @@ from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
 from onboard.core.units import hz_to_period_us, s_to_us
-from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS, GroundRobotRuntime
+from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS
 
 DESCRIPTION = "way-points with the real AVR firmware (simavr, pty link) as the robot's low level"
 
@@ -106,9 +107,9 @@ def run(config, ctx):
                            wheelbase_m=config["vehicle"]["wheelbase_m"],
                            wheel_radius_m=config["vehicle"]["wheel_radius_m"],
                            max_wheel_radps=AVR.MAX_WHEEL_RADPS)
-        runtime = GroundRobotRuntime(config["waypoints_ne_m"], motors, runtime_cfg,
-                                     follower_config=config["follower"], log=ctx.log)
-        link.on_imu = runtime.on_imu
+        app = AvrGroundRobot(config["waypoints_ne_m"], link, runtime_cfg, follower_config=config["follower"],
+                             log=ctx.log, motors=motors)
+        runtime = app.runtime
         aiding = AidingPoseSensor(lambda: ((robot.north_m, robot.east_m, 0.0), (0.0, 0.0, robot.yaw_rad)),
                                   ctx.random.stream("aiding"), config["aiding"])
         rec = {"t_s": [], "truth": [], "est": [], "yaw_true": [], "yaw_est": [], "duty": [],
@@ -157,7 +158,7 @@ def run(config, ctx):
         t = 0
         while t < end_us and runtime.mission_complete_us is None:
             t = min(end_us, t + 1000000)
-            runtime.run(clock, t)
+            app.run(clock, t)
             progress.update_to(t * 1e-6)
         progress.close()
         # let the stop command reach the board, then read its counters

@@ -1,9 +1,13 @@
 """One swarm flight (uwb-pocket-drones VI-B) and the offline estimator comparison (VI-A).
 
-Each drone runs its own :class:`onboard.swarm.agent.SwarmAgent` (learned estimator + particle
-filters + DQN) on what it would get on hardware: its own measured body velocity, UWB ranges to
-every neighbour with the neighbour's velocity from the ranging message, and the range to its
-goal. The agent returns a body-frame velocity setpoint, which the truth model tracks.
+Each drone is an onboard app, a swarm member (:class:`onboard.swarm.member.SwarmMember`: its own
+:class:`onboard.swarm.agent.SwarmAgent` - learned estimator + particle filters + DQN - as parts on a
+Node), fed through its entry points with what it would get on hardware: its own measured body
+velocity and heading, UWB ranges to every neighbour with the neighbour's velocity from the ranging
+message, and the range to its goal. Each period every member's node steps once (drone 0, then 1,
+...: the agents share one random stream, so the order is part of the result); the member commands
+its driver (the world's: a CrazyflieDriver over cflib, or the 2-D simulator's stand-in), which the
+truth model then tracks.
 
 ``link`` chooses how setpoints and ranges travel:
 
@@ -25,6 +29,7 @@ import numpy as np
 from harness.config import BOOLEAN, NON_NEGATIVE, POSITIVE, int_at_least, one_of, range_problem
 from harness.swarm.sim import relative_pose_body, sample_separated
 from harness.swarm.worlds import WORLDS, CflibWorld, DirectWorld
+from onboard.core.samples import RangeSample
 from onboard.estimators import particle_filter as pf_mod
 from onboard.estimators.particle_filter_numpy import NumpyDraws
 from onboard.impl import IMPLEMENTATIONS
@@ -32,10 +37,13 @@ from onboard.swarm.agent import GOAL_ID, MODES as AGENT_MODES, SwarmAgent
 from onboard.swarm.agent import checked_config as agent_checked_config
 from onboard.swarm.bearing_net import BearingNet, BearingPolicy
 from onboard.swarm.dqn import DqnFloat
+from onboard.swarm.member import FLIGHT_AGENT_CONFIG as AGENT, SwarmMember
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL_DIR = os.path.join(REPO, "models", "swarm")
 
+# the agent's values are the onboard swarm member's (onboard.swarm.member.FLIGHT_AGENT_CONFIG, what the
+# standalone member flies); why each has its value is said here
 DEFAULTS = {
     "goals": "fixed",                # fixed | random (pocket VI-B)
     "drones": 2,
@@ -44,8 +52,8 @@ DEFAULTS = {
     "goal_radius_m": 0.25,           # a goal counts as reached within this distance (truth)
     "goals_per_drone": 3,            # random mode: goals flown in sequence
     "goal_separation_m": 0.6,        # random mode: between any two goals
-    "n_particles": 1000,             # per tracked object (paper: ~100; 1000 costs ~40 us per step in Cython)
-    "warmup_steps": 10,
+    "n_particles": AGENT["n_particles"],  # per tracked object (paper: ~100; 1000 costs ~40 us per step in Cython)
+    "warmup_steps": AGENT["warmup_steps"],
     "converged_after_s": 3.0,        # mean_position_error_m_from_3s averages every track from here on
     # a track (one drone's estimate of one neighbour, or of one goal) has converged once its position
     # error stays below convergence_threshold_m for convergence_hold_s; mean_position_error_m and
@@ -62,10 +70,10 @@ DEFAULTS = {
     # hybrid | pf | learned (pocket figs. 5-6). Flights default to the pure filter at 1000 particles: with
     # the committed estimator it is the most accurate configuration measured (the scenario's
     # estimator_comparison replays every flight through all of them)
-    "agent_mode": "pf",
-    "learned_refresh": "sample",     # onboard.swarm.agent: refresh around a drawn bin ("sample") or the mean
-    "pf_init": "learned",            # onboard.swarm.agent: hybrid filter start (learned | ring | ring-first)
-    "min_confidence": 0.0,           # onboard.swarm.agent: hybrid refresh only above this estimator confidence
+    "agent_mode": AGENT["mode"],
+    "learned_refresh": AGENT["learned_refresh"],  # agent: refresh around a drawn bin ("sample") or the mean
+    "pf_init": AGENT["pf_init"],  # onboard.swarm.agent: hybrid filter start (learned | ring | ring-first)
+    "min_confidence": AGENT["min_confidence"],  # agent: hybrid refresh only above this estimator confidence
     # extra ParticleFilter settings: adaptive resampling (resample only when Neff < N/2, weights carried
     # over otherwise) removed the wrong-mirror lock-ins measured with every-step resampling on replayed
     # flights (2 of 87 tracks -> 0) and lowered the error after convergence (0.22 -> 0.20 m)
@@ -77,40 +85,39 @@ DEFAULTS = {
     # (weighted spread above 0.25 rad of the estimate's distance), 1 % once it is sure: replayed flights at
     # 1000 particles, the paper's fixed 10 % cost 0.011-0.014 m against the pure filter, gated +0.006 /
     # -0.003 m; at 100 particles the gate keeps (and on random goals betters) the hybrid's faster convergence
-    "pf_config": {"resample_neff_fraction": 0.5, "reinit_after_outliers": 3, "lost_residual_m": 0.4,
-                  "refresh_mode": "spread", "refresh_fraction_min": 0.01},
-    "guard_distance_m": 0.4,         # onboard.swarm.agent collision guard (not in the paper; 0: DQN only)
-    "guard_on_range": True,          # ... fires on the measured range too, not only on the estimate
+    "pf_config": dict(AGENT["pf_config"]),
+    "guard_distance_m": AGENT["guard_distance_m"],  # the agent's collision guard (not in the paper; 0: DQN only)
+    "guard_on_range": AGENT["guard_on_range"],  # ... fires on the measured range too, not only on the estimate
     # ... and on the predicted closest approach within this horizon. Over cflib the Crazyflie's velocity
     # loop lags the setpoint, so a guard on the present distance alone fires too late: 6 random-goal
     # cflib flights (2-4 drones) had min separations 0.065-0.633 m without it, 0.248-1.253 m with 1 s
-    "guard_horizon_s": 1.0,
+    "guard_horizon_s": AGENT["guard_horizon_s"],
     # ... hovers instead while the neighbour's estimate disagrees with its ranges (low-passed residual beyond
     # 0.15 m, at most 2 s in a row): a 4-drone flight's drones backed off in the same direction for 4 s, one
     # of them on a wrong estimate, and collided (0.005 m)
-    "guard_residual_m": 0.15,
-    "guard_hold_max_s": 2.0,
+    "guard_residual_m": AGENT["guard_residual_m"],
+    "guard_hold_max_s": AGENT["guard_hold_max_s"],
     # ... and every drone hovers while a neighbour's ranges alone (1 s least-squares rate, no bearing needed)
     # say contact within 1 s: an 8-drone flight crossed two drones head-on at ~1.3 m/s closing speed on
     # estimates 0.6-1.0 m off and the guard fired too late (0.049 m); with the brake 10/10 8-drone flights
     # of two seed sets stay above 0.2 m (8/10 without)
-    "brake_ttc_s": 1.0,
+    "brake_ttc_s": AGENT["brake_ttc_s"],
     # onboard.swarm.agent detour (not in the paper; 0: off): a drone whose goal estimate has not come
     # 0.3 m closer within this window is shown its goal rotated 60 deg away from its nearest neighbour
     # for 4 s (the DQN alone hovered for 140 s in front of a drone parked on its path)
-    "stuck_window_s": 10.0,
+    "stuck_window_s": AGENT["stuck_window_s"],
     # ... final approach: inside 0.5 m of the goal estimate a P controller (1 /s, <= 0.3 m/s) replaces the
     # DQN (a cflib flight hovered 0.27-0.43 m from its goal for 50 s with the DQN alone)
-    "approach_radius_m": 0.5,
+    "approach_radius_m": AGENT["approach_radius_m"],
     # ... a neighbour estimate shorter than half the measured range (bearing not resolved yet) is shown to
     # the DQN and the guard at the measured range along its direction
-    "collapsed_estimate_fraction": 0.5,
+    "collapsed_estimate_fraction": AGENT["collapsed_estimate_fraction"],
     # ... the same for the goal: an estimate shorter than half the smoothed goal range (beyond 0.3 m) is
     # shown at that range (a drone hovered 0.45 m off its goal for 35 s on an estimate 0.05 m away)
-    "collapsed_goal_fraction": 0.5,
+    "collapsed_goal_fraction": AGENT["collapsed_goal_fraction"],
     # the goal's filter: a goal stands still, so its relative motion is the own velocity alone, measured
     # with vel_noise_mps (0.05 m/s) - not the 0.15 m/s a neighbour's (own + reported + orientation) needs
-    "goal_pf_config": {"vel_noise_mps": 0.05},
+    "goal_pf_config": dict(AGENT["goal_pf_config"]),
 }
 
 
@@ -223,11 +230,25 @@ def run_episode(config, rng_truth, rng_agents, models=None, seed=1):
     return met, rec
 
 
+def make_members(c, m, world, net, dqn, rng_agents, kernels=None):
+    """One swarm member per drone on the world's drivers: neighbours 0..m-1 but itself, the flight's
+    agent settings, the agents' draws all from ``rng_agents``, stepped at the world's period."""
+    period_us = world.period_us
+    if 1000000 % period_us:
+        raise ValueError("the world's period (%d us) is not a whole number of Hz" % period_us)
+    member_cfg = {"step_rate_hz": 1000000 // period_us}
+    agent_cfg = agent_config(c)
+    return [SwarmMember(dqn, net, NumpyDraws(rng_agents), [j for j in range(m) if j != i], world.drivers[i],
+                        member_cfg, agent_cfg, kernels=kernels, start_us=world.t0_us, name="drone%d" % i)
+            for i in range(m)]
+
+
 def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
     kernels = pf_mod.kernels_for(c["impl"])
-    agent_cfg = agent_config(c)
-    agents = [SwarmAgent(dqn, net, NumpyDraws(rng_agents), agent_cfg, kernels=kernels) for _ in range(m)]
+    members = make_members(c, m, world, net, dqn, rng_agents, kernels)
+    agents = [mem.agent for mem in members]
     period_us = world.period_us
+    t0_us = world.t0_us                  # the mission's start on the drivers' (and members') clock
     steps = int(round(c["max_duration_s"] * 1e6 / period_us))
     goals_total = m * len(goal_queue[0])
     goal_index = [0] * m
@@ -240,43 +261,33 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
     sigma_m = math.sqrt(pf_mod.UWB_RANGE_VAR_M2)
     t_us = 0
     done_at = None
-    range_dropouts = 0
-    ranges_used = 0
     for k in range(steps):
         pos, yaw = world.truth()
         v_meas, ranges = world.sense()
         gdist = np.hypot(*(goal - pos).T)
         g_range = np.abs(gdist + rng_truth.normal(bias_m, sigma_m, m))        # goal beacon (harness)
-        setpoints = np.zeros((m, 2))
         errs_p, errs_y, errs_g = [], [], []
         # truth the estimates are scored against, every pair at once: rel_all[i, j] is j in i's body frame
         rel_all, ryaw_all = relative_pose_body(pos[:, None, :], yaw[:, None], pos[None, :, :], yaw[None, :])
         relg_all, _ = relative_pose_body(pos, yaw, goal)
         rel_all, ryaw_all, relg_all = rel_all.tolist(), ryaw_all.tolist(), relg_all.tolist()
-        for i, ag in enumerate(agents):
-            vo = (float(v_meas[i, 0]), float(v_meas[i, 1]))
-            step_inputs = []
+        now_us = t0_us + t_us
+        for i, mem in enumerate(members):
+            # what drone i's drivers deliver this period, through the member's entry points; its node
+            # then steps once: every range to the agent (a neighbour without one: a dropout), the goal
+            # range, the decision, the command to its driver
+            mem.on_velocity(now_us, (float(v_meas[i, 0]), float(v_meas[i, 1])), world.heading(i))
             for j in range(m):
                 if j == i:
                     continue
-                got = ranges[i].get(j) or []
-                if not got:
-                    range_dropouts += 1
-                    got = [(None, None, t_us)]             # no message: no range, no peer velocity
-                for n, (r, vp, t_r) in enumerate(got):
-                    if vp is not None:
-                        vp = (float(vp[0]), float(vp[1]))
-                    t_r = min(int(t_r), t_us)              # the filter steps to when the range was measured
-                    # every range steps the filter, the period's last one the learned estimator too
-                    ag.observe(t_r, j, r, vo, vp, estimator_input=n == len(got) - 1)
-                    step_inputs.append((j, r, vo, vp, t_r))
-                    ranges_used += r is not None
-            ag.observe(t_us, GOAL_ID, float(g_range[i]), vo, (0.0, 0.0))
-            step_inputs.append((GOAL_ID, float(g_range[i]), vo, (0.0, 0.0), t_us))
-            setpoints[i] = ag.decide(t_us, vo)
+                for r, vp, t_r in ranges[i].get(j) or []:
+                    mem.on_range(RangeSample(t0_us + int(t_r), j, r, vp))
+            mem.on_goal_range(now_us, float(g_range[i]))
+            mem.step(now_us)
+            ag = mem.agent
             truth = {j: (rel_all[i][j][0], rel_all[i][j][1], ryaw_all[i][j]) for j in range(m) if j != i}
             truth[GOAL_ID] = (relg_all[i][0], relg_all[i][1], 0.0)
-            rec["inputs"][i].append((t_us, step_inputs))
+            rec["inputs"][i].append((t_us, mem.decision.last_inputs))
             rec["truth_rel"][i].append(truth)
             for obj, tr in ag.tracks.items():
                 if tr.est is None:
@@ -294,7 +305,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
         rec["err_pos"].append(float(np.mean(errs_p)) if errs_p else float("nan"))
         rec["err_yaw"].append(float(np.mean(errs_y)) if errs_y else float("nan"))
         rec["err_goal"].append(float(np.mean(errs_g)) if errs_g else float("nan"))
-        t_us = world.act(setpoints)
+        t_us = world.act()
         # goal bookkeeping on the truth: arrival advances that drone's goal queue
         pos, _ = world.truth()
         for i in range(m):
@@ -303,7 +314,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
                 goal_index[i] += 1
                 if goal_index[i] < len(goal_queue[i]):
                     goal[i] = goal_queue[i][goal_index[i]]
-                    agents[i].forget(GOAL_ID)            # a new goal: its track starts afresh
+                    members[i].new_goal()                # a new goal: its track starts afresh
                     goal_segment[i] += 1
                     rec["goal_resets"][i].add(k + 1)
         if reached_count >= goals_total:
@@ -330,8 +341,8 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
         "mean_orientation_error_deg_from_3s": mean_of("err_yaw"),
         "time_to_complete_s": done_at,
         "sim_time_s": t_us * 1e-6,
-        "range_dropouts": int(range_dropouts),
-        "ranges_used": int(ranges_used),             # neighbour ranges fed to the filters
+        "range_dropouts": int(sum(mem.decision.dropouts for mem in members)),
+        "ranges_used": int(sum(mem.decision.ranges_used for mem in members)),   # neighbour ranges fed to the filters
         "rejected_inputs": int(sum(t.rejected for a in agents for t in a.tracks.values())),
         "pf_outliers": int(sum(t.pf.outliers for a in agents for t in a.tracks.values())),
         "guard_overrides": int(sum(a.guard_overrides for a in agents)),
@@ -344,6 +355,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
         "negative_ranges": int(sum(t.negative_ranges for a in agents for t in a.tracks.values())),
         "world": world.report(),
     }
+    rec["members"] = [mem.report() for mem in members]      # each member's node: rates, watchdog, failsafe
     return metrics, rec
 
 

@@ -1,16 +1,25 @@
 """Where a swarm flight's drones live: the fast 2-D simulator, or simulated Crazyflies over cflib + UWB.
 
 Both worlds give each drone, once per policy period (pocket V-B frame skipping), what its
-onboard agent gets on hardware, and take back its body-frame velocity setpoint:
+onboard swarm member (onboard.swarm.member) gets on hardware, and one driver per drone
+(``drivers[i]``, the ``boards.crazyflie.driver.CrazyflieDriver`` interface: ``command(VelocitySetpoint)``)
+that the member commands; ``act()`` then flies one period on the drivers' last commands:
 
 * own body velocity (m/s), measured (flow deck / mocap stand-in: truth + white noise
   ``vel_noise_mps``);
 * per neighbour j: every UWB range (m) that arrived this period, oldest first, each with j's
   velocity as j reported it in that ranging frame (its own body frame, pocket IV-A) and when
   the range was measured (us, mission time); an empty list when none arrived;
-* the range to its goal (a goal beacon: truth + the pocket III-A noise, harness side).
+* the range to its goal (a goal beacon: truth + the pocket III-A noise, harness side);
+* ``heading(i)``: the drone's heading (rad) in its driver's navigation frame, which the member turns
+  its body-frame setpoint with.
 
-``DirectWorld``: harness/swarm/sim.py is the truth, ranges from its pocket III-A noise model.
+Times: ``t0_us`` is when the mission starts on the drivers' clock (after the take-off); ``sense``
+stamps ranges and ``act`` returns times since then (mission time, us).
+
+``DirectWorld``: harness/swarm/sim.py is the truth, ranges from its pocket III-A noise model. The
+simulator tracks body-frame setpoints, so its drivers (:class:`BodyFrameDriver`) are commanded in the
+drone's own body frame: their heading is 0 rad.
 
 ``CflibWorld`` (the deployment path, issue 11 item 4): one SimClock drives
 ``harness.crazyflie.SimCrazyflieFleet`` (simulated Crazyflies behind real UDP sockets) and
@@ -29,7 +38,7 @@ import time
 
 import numpy as np
 
-from harness.swarm.sim import SwarmBatch, to_body, to_world
+from harness.swarm.sim import SwarmBatch, to_body
 
 FLOW_NOISE_TICKS = 500             # physics ticks of flow noise drawn at once (5 s)
 
@@ -46,6 +55,28 @@ WORLD_DEFAULTS = {
     "uwb_protocol": {"token_ring": {"reply_delay_us": 4000, "silence_timeout_us": 40000},
                      "broadcast": {"slot_us": 8000, "neighbour_timeout_us": 400000}},
 }
+
+
+class BodyFrameDriver:
+    """The 2-D simulator's stand-in for a drone's driver: ``command(VelocitySetpoint)`` keeps the last
+    finite command; its frame is the drone's body frame (north = forward, east = right, m/s)."""
+
+    def __init__(self):
+        self.cmd = None
+        self.rejected_commands = 0
+
+    def command(self, setpoint):
+        if not setpoint.is_finite():
+            self.rejected_commands += 1
+            return False
+        self.cmd = setpoint
+        return True
+
+    def setpoint_body_mps(self):
+        """(forward, right) m/s of the last command; zero before the first."""
+        if self.cmd is None:
+            return [0.0, 0.0]
+        return [self.cmd.vel_ned_mps[0], self.cmd.vel_ned_mps[1]]
 
 
 class DirectWorld:
@@ -65,6 +96,12 @@ class DirectWorld:
         self.sim.min_sep[:] = np.inf
         self.period_us = int(round(self.sim.dt_s * 1e6))
         self.now_us = 0
+        self.t0_us = 0
+        self.drivers = [BodyFrameDriver() for _ in range(m)]
+
+    def heading(self, i):
+        """0 rad: the drivers are commanded in the drone's body frame."""
+        return 0.0
 
     def truth(self):
         """(pos [m, 2] north/east m, yaw [m] rad) of every drone."""
@@ -83,8 +120,9 @@ class DirectWorld:
                       for j in range(self.m) if j != i} for i in range(self.m)}
         return v_meas, ranges
 
-    def act(self, setpoints_body):
-        self.sim.step_setpoints(np.asarray(setpoints_body)[None])
+    def act(self):
+        """One policy period on the drivers' last (body-frame) commands; returns the mission time (us)."""
+        self.sim.step_setpoints(np.array([d.setpoint_body_mps() for d in self.drivers], dtype=float)[None])
         self.now_us += self.period_us
         return self.now_us
 
@@ -227,6 +265,15 @@ class CflibWorld:
     def min_separation_m(self):
         return self._min_sep
 
+    @property
+    def drivers(self):
+        """The drones' CrazyflieDrivers (cflib), which the members command."""
+        return self.swarm.drivers
+
+    def heading(self, i):
+        """Drone i's heading (rad, NED) from its Crazyflie's stateEstimate.yaw as last polled."""
+        return self.swarm.drivers[i].nav.euler_rad[2]
+
     # -- what each drone's runtime sees -----------------------------------------------
     def sense(self):
         """Own body velocity from the Crazyflie's stateEstimate (cflib log) + flow noise; the UWB ranges
@@ -240,14 +287,10 @@ class CflibWorld:
         self._latest = {i: {} for i in range(self.m)}
         return v_meas, ranges
 
-    def act(self, setpoints_body):
-        from onboard.core.samples import VelocitySetpoint
+    def act(self):
+        """Send each driver's last command (the members commanded them this period at ``t0_us`` + the
+        mission time), fly one policy period in lockstep; returns the mission time (us)."""
         now_sim = self.clock.now_us()
-        drivers = self.swarm.drivers
-        yaw = np.array([d.nav.euler_rad[2] for d in drivers])
-        v_ned = to_world(yaw, np.asarray(setpoints_body, dtype=float)).tolist()
-        for d, v in zip(drivers, v_ned):
-            d.command(VelocitySetpoint(now_sim, (v[0], v[1], 0.0)))
         self.swarm.step(now_sim)
         now = self.lockstep.advance(self.period_us)
         self.swarm.poll(now)

@@ -7,6 +7,7 @@ checked, so a sample read this tick counts as fresh.
   bus error the driver already counted) is counted in ``imu_errors``; logs ``/imu``.
 - :class:`PosePoll`: ``source.poll(now_us)`` -> ``sink(PoseSample)`` for each sample
   received; logs ``/aiding/pose``.
+- :class:`DriverPoll`: ``driver.poll(now_us)`` for a driver that delivers its own samples.
 """
 
 
@@ -53,3 +54,16 @@ class PosePoll:
             self.sink(s)
             if self._node.logging:
                 self._node.log("/aiding/pose", now_us, s)
+
+
+class DriverPoll:
+    """``driver.poll(now_us)`` in the io phase: a driver that reads what arrived on its link and
+    delivers the samples through its own callbacks (e.g. ``link.on_imu``)."""
+
+    def __init__(self, driver, rate_hz, group="link"):
+        self.driver = driver
+        self.rate_hz = rate_hz
+        self.group = group
+
+    def attach(self, node):
+        node.every(self.group, self.rate_hz, self.driver.poll, io=True)

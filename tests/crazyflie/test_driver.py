@@ -5,7 +5,7 @@ by the Lockstep barriers (bounded waits), so outcomes are deterministic.
 """
 import pytest
 
-from boards.crazyflie.config import CrazyflieConfigError, validate
+from boards.crazyflie.board import CrazyflieConfigError, validate
 from boards.crazyflie.driver import FLYING, LANDED, LINK_LOST, CrazyflieLinkError, CrazyflieSwarm
 from boards.crazyflie.samples import BatterySample
 from harness.clock import SimClock

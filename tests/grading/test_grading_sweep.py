@@ -13,7 +13,9 @@ from harness.grading.sweep import run_cell_job, episode_config, run_cell, sweep
 from harness.parallel import ordered_map
 from harness.grading.train_policy import AGENT_OBSERVATION, AGENT_WALL_HEIGHT_M, accuracy
 
-pytestmark = [pytest.mark.scenario, pytest.mark.slow]
+# the module's cells take ~3.5 min on an idle 2-core machine and several times that on a busy one: the
+# hang guard gets a margin that no machine speed reaches (pytest-timeout is never a speed check)
+pytestmark = [pytest.mark.scenario, pytest.mark.slow, pytest.mark.timeout(3600)]
 
 
 @pytest.fixture(scope="module")

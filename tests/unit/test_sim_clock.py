@@ -2,8 +2,7 @@
 import pytest
 
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock, SimClockError
-from onboard.runtime.scheduler import Scheduler
-from onboard.runtime.watchdog import Failsafe, Watchdog
+from onboard.runtime.node import Node
 
 
 def test_events_fire_in_time_then_priority_then_fifo_order():
@@ -46,22 +45,22 @@ def test_scheduler_runs_in_lockstep_with_world_events():
     world = []
     clock.call_every(1000, lambda t: world.append(t), priority=PRIORITY_PHYSICS)
     seen = []
-    sched = Scheduler([("ctl", 100, lambda t: seen.append((t, len(world))))])
-    sched.run(clock, 50000)
+    node = Node("lockstep")
+    node.every("ctl", 100, lambda t: seen.append((t, len(world))))
+    node.run(clock, 50000)
     # at each 10 ms tick the world has already been stepped up to and including that time
     assert seen[:3] == [(0, 1), (10000, 11), (20000, 21)]
     assert len(seen) == 5
 
 
-def test_watchdog_in_scheduler_trips_on_stale_stream_in_sim_time():
+def test_watchdog_in_node_trips_on_stale_stream_in_sim_time():
     clock = SimClock()
-    fs = Failsafe()
-    wd = Watchdog(fs)
-    wd.add_input("imu", 30000)
+    node = Node("watched")
+    node.watch("imu", 30000)
     # the IMU stream stops at 100 ms
-    clock.call_every(10000, lambda t: wd.feed("imu", t) if t <= 100000 else None)
+    clock.call_every(10000, lambda t: node.feed("imu", t) if t <= 100000 else None)
     engaged_at = []
-    sched = Scheduler([("ctl", 100, lambda t: engaged_at.append(t) if fs.engaged else None)], watchdog=wd)
-    sched.run(clock, 200000)
+    node.every("ctl", 100, lambda t: engaged_at.append(t) if node.failsafe.engaged else None)
+    node.run(clock, 200000)
     assert engaged_at[0] == 140000    # first tick with more than 30 ms since the 100 ms sample
-    assert wd.report()["imu"]["trips"] == 1
+    assert node.watchdog.report()["imu"]["trips"] == 1

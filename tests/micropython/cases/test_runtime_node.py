@@ -9,22 +9,11 @@ from onboard.estimators.planar_ekf import PlanarEkf
 from onboard.runtime.estimation import PoseEstimation
 from onboard.runtime.node import Node, NodeConfigError
 from onboard.runtime.scheduler import SchedulerConfigError
+from test_runtime_scheduler import SteppingClock
 
 IMU_PERIOD_US = 10000
 POSE_PERIOD_US = 100000
 G_MPS2 = 9.80665
-
-
-class SteppingClock:
-    def __init__(self):
-        self.t_us = 0
-
-    def now_us(self):
-        return self.t_us
-
-    def sleep_until_us(self, deadline_us):
-        if deadline_us > self.t_us:
-            self.t_us = deadline_us
 
 
 class Feeder:
