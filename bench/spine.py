@@ -5,7 +5,8 @@ Measured side by side in one run (this machine is noisy; compare ratios, not abs
   (MCAP log + PNG plots), and their ratio;
 - planar EKF predict / update / 10:1 cycle in microseconds on CPython and inside
   MicroPython 1.27 (WebAssembly under node; timed there with time.ticks_us);
-- a Node's overhead per tick (scheduler + a watched input) with three empty rate groups.
+- per tick with three empty rate groups: the bare scheduler, and a Node (the same groups plus one
+  watched input checked every tick), side by side.
 Writes bench/results/spine.json.
 """
 import json
@@ -28,6 +29,7 @@ EKF_TIMING = r"""
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.estimators.planar_ekf import PlanarEkf
 from onboard.runtime.node import Node
+from onboard.runtime.scheduler import Scheduler
 
 def ekf_timing(now_us, n_cycles):
     ekf = PlanarEkf()
@@ -49,6 +51,11 @@ def ekf_timing(now_us, n_cycles):
     for _ in range(n_cycles * 10):
         ekf.update_pose(pose)
     update = (now_us() - t0) / (10 * n_cycles)
+    sched = Scheduler([("a", 100, lambda t: None), ("b", 50, lambda t: None), ("c", 10, lambda t: None)])
+    t0 = now_us()
+    for k in range(n_cycles * 10):
+        sched.step(k * 10000)
+    sched_tick = (now_us() - t0) / (10 * n_cycles)
     node = Node("bench")
     node.watch("x", 1000000)
     node.every("a", 100, lambda t: None)
@@ -58,7 +65,8 @@ def ekf_timing(now_us, n_cycles):
     for k in range(n_cycles * 10):
         node.step(k * 10000)
     tick = (now_us() - t0) / (10 * n_cycles)
-    return {"predict_us": predict, "update_us": update, "cycle_10_1_us": cycle, "node_tick_us": tick}
+    return {"predict_us": predict, "update_us": update, "cycle_10_1_us": cycle, "scheduler_tick_us": sched_tick,
+            "node_tick_us": tick}
 """
 
 
@@ -107,7 +115,7 @@ def main():
     print("%-44s %12.1f x real time (%.2f s wall)" % ("waypoints, with MCAP + plots", full, full_wall))
     print("%-44s %12.2f" % ("report overhead (no_report / with_report)", results["report_overhead_ratio"]))
     print("%-44s %12s %12s" % ("planar EKF [us]", "CPython", "MicroPython"))
-    for key in ("predict_us", "update_us", "cycle_10_1_us", "node_tick_us"):
+    for key in ("predict_us", "update_us", "cycle_10_1_us", "scheduler_tick_us", "node_tick_us"):
         print("%-44s %12.1f %12s" % ("  " + key, cpy[key], "%.1f" % mpy[key] if mpy else "n/a"))
     if mpy:
         print("%-44s %12.2f" % ("MicroPython / CPython (10:1 cycle)", results["micropython_over_cpython_cycle"]))
