@@ -17,6 +17,7 @@ EXIT_DEPLOY = 4
 COMMAND_MODULES = [
     "harness.crazyflie.cli",
     "harness.grading.sweep",
+    "harness.replay",
     "harness.training.policy_cli",
 ]
 

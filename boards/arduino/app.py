@@ -30,5 +30,12 @@ class AvrGroundRobot:
         self.step = self.node.step
         self.run = self.node.run
 
+    APP = "avr_ground_robot"
+
+    def record(self, sink, code_version="", time_us=0):
+        """Record the app at its boundary (:meth:`onboard.runtime.node.Node.record`): the link's samples
+        enter through the estimation's entry points, so the ground robot's recipe replays it."""
+        self.node.record(sink, self.APP, self.runtime.recipe_config(), code_version, time_us)
+
     def report(self):
         return {"runtime": self.runtime.report(), "link": self.link.counters()}

@@ -18,6 +18,7 @@ import time
 
 from boards.arduino import board as AVR
 from boards.arduino.app import AvrGroundRobot
+from harness.replay import code_version
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least, one_of,
@@ -110,6 +111,7 @@ def run(config, ctx):
         app = AvrGroundRobot(config["waypoints_ne_m"], link, runtime_cfg, follower_config=config["follower"],
                              log=ctx.log, motors=motors)
         runtime = app.runtime
+        app.record(ctx.log, code_version())     # `python -m harness replay log.mcap`
         aiding = AidingPoseSensor(lambda: ((robot.north_m, robot.east_m, 0.0), (0.0, 0.0, robot.yaw_rad)),
                                   ctx.random.stream("aiding"), config["aiding"])
         rec = {"t_s": [], "truth": [], "est": [], "yaw_true": [], "yaw_est": [], "duty": [],

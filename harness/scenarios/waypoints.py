@@ -8,6 +8,7 @@ same entry points a real driver calls. Outcome metrics come from ground truth.
 import math
 
 from harness.metrics import rms, tracking_errors
+from harness.replay import code_version
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least
@@ -54,6 +55,7 @@ def run(config, ctx):
                        max_wheel_radps=config["vehicle"]["max_wheel_radps"])
     runtime = GroundRobotRuntime(config["waypoints_ne_m"], motors, runtime_cfg,
                                  follower_config=config["follower"], log=ctx.log)
+    runtime.record(ctx.log, code_version())     # the app at its boundary: `python -m harness replay log.mcap`
     imu = PlanarImu(robot, ctx.random.stream("imu"), config["imu"])
     aiding = AidingPoseSensor(lambda: ((robot.north_m, robot.east_m, 0.0), (0.0, 0.0, robot.yaw_rad)),
                               ctx.random.stream("aiding"), config["aiding"])

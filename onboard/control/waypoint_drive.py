@@ -8,7 +8,8 @@ mission is complete, ``motors.stop(now_us)`` is called instead (motors off).
 
 ``motors`` is any object with ``command(wheel_cmd)`` and ``stop(now_us)`` (a VESC driver,
 the AVR link, PWM pins, a simulated base). Logs ``/estimate``, ``/cmd/twist``,
-``/cmd/wheels`` on the node's log.
+``/cmd/wheels`` on the node's log; outputs ``estimate`` (NavState) and ``wheels`` (WheelCmd, a
+stop as zeros) while the node records.
 """
 from onboard.control.diffdrive import wheel_speeds
 from onboard.control.waypoint import WaypointFollower
@@ -64,6 +65,9 @@ class WaypointDrive:
         cmd = WheelCmd(now_us, left, right)
         self.last_cmd = cmd
         self.motors.command(cmd)
+        if node.recording:
+            node.output("estimate", now_us, nav)
+            node.output("wheels", now_us, cmd)
         if node.logging:
             node.log("/estimate", now_us, nav)
             node.log("/cmd/twist", now_us, twist)
@@ -73,6 +77,8 @@ class WaypointDrive:
         self.stop_commands += 1
         self.last_cmd = WheelCmd(now_us, 0.0, 0.0)
         self.motors.stop(now_us)
+        if self._node.recording:
+            self._node.output("wheels", now_us, self.last_cmd)
         if self._node.logging:
             self._node.log("/cmd/wheels", now_us, self.last_cmd)
 

@@ -1,7 +1,7 @@
 """Part: an estimator fed by IMU and aiding-pose entry points (pure, runs on MicroPython).
 
 Entry points called by drivers (real or simulated alike): ``on_imu(ImuSample)``,
-``on_pose(PoseSample)``. Samples are queued (bounded: the oldest is dropped and counted)
+``on_pose(PoseSample)`` (recorded on ``/app/in/imu`` and ``/app/in/aiding`` while the node records). Samples are queued (bounded: the oldest is dropped and counted)
 and consumed by two rate groups:
 
 - ``predict`` (imu_rate_hz): IMU samples -> ``estimator.predict``
@@ -33,19 +33,23 @@ class PoseEstimation:
         self.dropped_samples = 0
         self.rejected_samples = 0
         self._node = None
+        self.on_imu = self._on_imu
+        self.on_pose = self._on_pose
 
     def attach(self, node):
         self._node = node
+        self.on_imu = node.entry(IMU_INPUT, self._on_imu)
+        self.on_pose = node.entry(AIDING_INPUT, self._on_pose)
         node.watch(IMU_INPUT, self.imu_timeout_us)
         node.watch(AIDING_INPUT, self.aiding_timeout_us)
         node.every("predict", self.imu_rate_hz, self._predict)
         node.every("aiding", self.aiding_rate_hz, self._aiding)
 
     # ------------------------------------------------------------ driver entry points
-    def on_imu(self, sample):
+    def _on_imu(self, sample):
         self._enqueue(self._imu_queue, sample, IMU_INPUT)
 
-    def on_pose(self, sample):
+    def _on_pose(self, sample):
         self._enqueue(self._pose_queue, sample, AIDING_INPUT)
 
     def _enqueue(self, queue, sample, stream):

@@ -97,6 +97,21 @@ class GroundRobotRuntime:
     def dropped_samples(self):
         return self.estimation.dropped_samples
 
+    APP = "ground_robot"
+
+    def recipe_config(self):
+        """What rebuilds this app (``harness replay``): way-points, runtime and follower settings, and
+        the estimator's kind and settings."""
+        est = self.estimator
+        kind = "planar" if isinstance(est, PlanarEkf) else type(est).__name__
+        return {"waypoints_ne_m": [list(w) for w in self.follower.waypoints_ne_m], "runtime": dict(self.cfg),
+                "follower": dict(self.follower.cfg),
+                "estimator": {"kind": kind, "config": dict(getattr(est, "cfg", {}))}}
+
+    def record(self, sink, code_version="", time_us=0):
+        """Record the app at its boundary into ``sink(topic, time_us, msg)`` (:meth:`Node.record`)."""
+        self.node.record(sink, self.APP, self.recipe_config(), code_version, time_us)
+
     def report(self):
         """Scheduler (rates, watchdog), estimator counters, rejected/dropped samples, failsafe
         engagements, way-points reached."""

@@ -4,11 +4,17 @@ Used by the harness reports and by boards that run CPython (Raspberry Pi) alike.
 
 Foxglove opens these files directly (message encoding ``json``, schema encoding
 ``jsonschema``). Log time is the simulated (or board) time in nanoseconds.
+
+Messages go out in zstd-compressed chunks of ``CHUNK_BYTES`` (uncompressed), each with its CRC:
+a log cut short by a crash or power loss keeps every whole chunk before the cut (at most the last
+``CHUNK_BYTES`` of messages are lost; ``harness replay`` replays such a prefix).
 """
 import json
 import math
 
 from mcap.writer import CompressionType, Writer
+
+CHUNK_BYTES = 64 * 1024
 
 
 def _json_type(value):
@@ -42,7 +48,7 @@ class McapLog:
     def __init__(self, path, library="onboard-runtime"):
         self.path = path
         self._fh = open(path, "wb")
-        self._writer = Writer(self._fh, compression=CompressionType.ZSTD)
+        self._writer = Writer(self._fh, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD)
         self._writer.start(profile="", library=library)
         self._channels = {}
         self._seq = {}

@@ -19,6 +19,19 @@ ratios are checked then, and no group can be added afterwards.
 
 ``node.log(topic, time_us, msg)`` forwards to the log given (an MCAP writer on a host) or does
 nothing without one.
+
+Recording at the app's boundary (:meth:`Node.record`): parts wrap their entry points with
+``node.entry(name, fn)`` and hand what leaves the app to ``node.output(name, time_us, msg)``.
+Once a sink ``sink(topic, time_us, msg)`` is set, the node writes, in the order they happen:
+
+- ``/app/config`` once: ``{"app": name, "config": ..., "code_version": ...}``, what rebuilds the app;
+- ``/app/in/<name>``: every sample that enters an entry point, before the part sees it;
+- ``/app/step``: ``{"time_us", "tick"}`` at the start of every tick (the scheduler's tick index, so
+  ticks skipped after an overrun replay as they ran);
+- ``/app/out/<name>``: every command and estimate the parts output.
+
+``harness replay`` feeds the inputs and steps back in that order to a rebuilt app and compares
+its outputs with the recorded ones.
 """
 from onboard.runtime.scheduler import Scheduler, SchedulerConfigError
 from onboard.runtime.watchdog import Failsafe, Watchdog
@@ -43,6 +56,8 @@ class Node:
         self.parts = []          # (name, part) in the order they were added
         self._part_names = set()
         self.scheduler = None
+        self._recorder = None
+        self.entries = {}        # entry-point name -> the wrapped entry point (node.entry)
 
     # ------------------------------------------------------------ building
     def add(self, name, part):
@@ -85,6 +100,41 @@ class Node:
     @property
     def logging(self):
         return self._log is not None
+
+    # ------------------------------------------------------------ recording at the boundary
+    def entry(self, name, fn):
+        """``fn`` (an entry point taking one sample) wrapped so that, while recording, each sample is
+        written on ``/app/in/<name>`` before ``fn`` sees it."""
+        if name in self.entries:
+            raise NodeConfigError("entry point %r declared twice on node %r" % (name, self.name))
+        topic = "/app/in/" + name
+
+        def entry_point(sample):
+            if self._recorder is not None:
+                self._recorder(topic, sample.time_us, sample)
+            return fn(sample)
+        self.entries[name] = entry_point
+        return entry_point
+
+    def output(self, name, time_us, msg):
+        """A command or estimate leaving the app: written on ``/app/out/<name>`` while recording."""
+        if self._recorder is not None:
+            self._recorder("/app/out/" + name, time_us, msg)
+
+    @property
+    def recording(self):
+        return self._recorder is not None
+
+    def record(self, sink, app, config, code_version="", time_us=0):
+        """Start recording into ``sink(topic, time_us, msg)``: ``/app/config`` now, then every input,
+        tick and output. ``app`` and ``config`` name the recipe and what rebuilds it."""
+        self._recorder = sink
+        sink("/app/config", time_us, {"app": app, "config": config, "code_version": code_version,
+                                      "node": self.name})
+        self.start().tick_hook = self._record_tick
+
+    def _record_tick(self, now_us, tick_index):
+        self._recorder("/app/step", now_us, {"time_us": now_us, "tick": tick_index})
 
     # ------------------------------------------------------------ running
     def start(self):

@@ -72,6 +72,7 @@ class Scheduler:
         if not (0 <= io_groups <= len(self.groups)):
             raise SchedulerConfigError("io_groups must be between 0 and %d, got %r" % (len(self.groups), io_groups))
         self.io_groups = io_groups
+        self.tick_hook = None         # optional fn(now_us, tick_index), called first in every tick (recording)
         self.tick_index = 0
         self.ticks_run = 0
         self.overruns = 0
@@ -86,6 +87,8 @@ class Scheduler:
         """
         if self.start_us is None:
             self.start_us = now_us
+        if self.tick_hook is not None:
+            self.tick_hook(now_us, self.tick_index)
         t_start = now_us
         if self.io_groups == 0 and self.watchdog is not None:
             self.watchdog.check(now_us)

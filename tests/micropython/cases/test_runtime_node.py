@@ -124,3 +124,24 @@ def golden_node_estimates():
         out.extend(row)
     cov = est.estimator.pose_covariance()
     return out + [cov[0], cov[4], cov[8]] + list(est.estimator.x)
+
+
+def _recorded_run():
+    """The node of _node() recording into a list: (topic, time_us) of every record, in order."""
+    node, est, rec = _node(pose_until_us=300000)
+    records = []
+    node.record(lambda topic, time_us, msg: records.append((topic, time_us)), "test", {"rate_hz": 100})
+    node.run(SteppingClock(), 50000)
+    return records
+
+
+def test_recording_writes_inputs_ticks_in_the_order_they_happen():
+    records = _recorded_run()
+    assert records[0] == ("/app/config", 0)
+    # each tick: the step record first, then what the io part feeds through the entry points
+    assert records[1:5] == [("/app/step", 0), ("/app/in/imu", 0), ("/app/in/aiding", 0), ("/app/step", 10000)]
+    assert [t for t, _ in records].count("/app/step") == 5
+
+
+def golden_recording_order():
+    return [t for _, t in _recorded_run()]

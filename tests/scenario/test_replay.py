@@ -1,0 +1,120 @@
+"""Record at the app boundary, replay on the desktop (``python -m harness replay``).
+
+A waypoints run records its ground-robot app into log.mcap; replaying that log rebuilds the app from
+its recorded settings, feeds the recorded inputs and ticks, and gets every output back bit for bit.
+A log whose end is cut or corrupt replays its readable prefix and exits 2; a log whose outputs
+differ from what the app computes exits 3 and names the first differing time; a file that is no
+recording is one line and exit 2.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.replay import EXIT_BAD_LOG, EXIT_DIVERGED, EXIT_IDENTICAL, main_replay
+from onboard.core.samples import ImuSample, PoseSample
+from onboard.runtime.ground_robot import GroundRobotRuntime
+from onboard.runtime.mcap_log import McapLog
+
+pytestmark = pytest.mark.scenario
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A short waypoints run (seed 3, 12 simulated seconds, an aiding dropout inside) and its log."""
+    out = tmp_path_factory.mktemp("wp")
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", "waypoints", "--seed", "3", "--out", str(out),
+                           "--quiet", "--set", "max_duration_s=12", "--set", "aiding.dropout_start_s=4",
+                           "--set", "aiding.dropout_duration_s=1"], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode in (0, 3), proc.stderr
+    return out / "log.mcap"
+
+
+def _replay(log, out, capsys):
+    code = main_replay([str(log), "--out", str(out)])
+    captured = capsys.readouterr()
+    report = json.loads((out / "replay.json").read_text()) if (out / "replay.json").exists() else None
+    return code, captured, report
+
+
+def test_a_recorded_run_replays_bit_exactly(recorded, tmp_path, capsys):
+    code, captured, report = _replay(recorded, tmp_path / "r", capsys)
+    assert code == EXIT_IDENTICAL, captured.err
+    assert report["identical"] and report["app"] == "ground_robot" and report["damage"] is None
+    assert report["ticks"] == 1200 and report["inputs"] > 1200
+    for name in ("estimate", "wheels"):
+        t = report["topics"][name]
+        assert t["logged"] == t["replayed"] > 100 and t["max_abs_diff"] == 0 and t["first_divergence_us"] is None
+    assert (tmp_path / "r" / "replay.png").stat().st_size > 10000
+
+
+@pytest.mark.parametrize("damage", ["cut", "flipped byte"])
+def test_a_damaged_log_replays_its_prefix_and_exits_2(recorded, tmp_path, capsys, damage):
+    data = bytearray(recorded.read_bytes())
+    if damage == "cut":
+        data = data[:len(data) * 2 // 3]
+    else:
+        data[len(data) // 2] ^= 0xFF
+    log = tmp_path / "damaged.mcap"
+    log.write_bytes(bytes(data))
+    code, captured, report = _replay(log, tmp_path / "r", capsys)
+    assert code == EXIT_BAD_LOG
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "cut or corrupt" in err[0] and "Traceback" not in captured.err
+    assert report["damage"] and report["identical"]            # the readable prefix replays identically
+    assert 0 < report["topics"]["wheels"]["replayed"] < 1200 // 2
+
+
+def test_not_a_recording_is_one_line(tmp_path, capsys):
+    junk = tmp_path / "junk.mcap"
+    junk.write_bytes(b"not an mcap file")
+    assert main_replay([str(junk)]) == EXIT_BAD_LOG
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "not a readable MCAP recording" in err[0]
+    assert main_replay([str(tmp_path / "missing.mcap")]) == EXIT_BAD_LOG
+    empty = tmp_path / "empty.mcap"
+    McapLog(str(empty)).close()
+    assert main_replay([str(empty)]) == EXIT_BAD_LOG
+    assert "no app recording" in capsys.readouterr().err
+
+
+class _Motors:
+    def command(self, cmd):
+        pass
+
+    def stop(self, now_us):
+        pass
+
+
+def test_outputs_that_differ_from_the_app_exit_3(tmp_path, capsys):
+    """A recording whose wheel command at 0.5 s was altered: the replay finds it there."""
+    log = McapLog(str(tmp_path / "altered.mcap"))
+
+    def sink(topic, time_us, msg):
+        if topic == "/app/out/wheels" and time_us == 500000:
+            msg = dict(msg.as_dict(), left_radps=msg.left_radps + 1e-9)
+        log.log(topic, time_us, msg)
+
+    app = GroundRobotRuntime([(2.0, 0.0)], _Motors())
+    app.record(sink)
+    for t in range(0, 1000000, 10000):
+        app.on_imu(ImuSample(t + 10000, 10000, (0.0, 0.0, -0.0980665), (0.0, 0.0, 0.0)))
+        if t % 100000 == 0:
+            app.on_pose(PoseSample(t, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+        app.step(t)
+    log.close()
+    code, captured, report = _replay(tmp_path / "altered.mcap", tmp_path / "r", capsys)
+    assert code == EXIT_DIVERGED and "DIVERGED" in captured.out
+    assert report["topics"]["wheels"]["first_divergence_us"] == 500000
+    assert report["topics"]["wheels"]["max_abs_diff"] == pytest.approx(1e-9, rel=1e-3)
+    assert report["topics"]["estimate"]["first_divergence_us"] is None
+
+
+def test_replay_help():
+    proc = subprocess.run([sys.executable, "-m", "harness", "replay", "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and "Exit status" in proc.stdout
