@@ -11,7 +11,16 @@ and the time of the first difference.
 Exit status: 0 identical, 3 diverged, 2 for a file that is not a readable recording or whose end
 is cut or corrupt (the readable prefix is replayed and reported first). Writes ``DIR/replay.json``
 and ``DIR/replay.png`` (logged vs replayed estimate).
+
+Inputs that an app's own drivers read in a tick's io phase (the Pi app's IMU and pose polls) are
+recorded after that tick's ``/app/step``; the rebuilt app's stand-in drivers deliver them in the
+same io phase (``_PolledInputs``), so they reach the estimation before that tick's other groups, as
+they did; on a real-time clock the Pi app also records when its rate groups started
+(``/app/in/clock``, ``TickClock``), and the replayed tick's scheduler reads those times from a
+stand-in clock. ``--impl pure|cython|numpy`` rebuilds an ES-EKF estimator with another
+implementation (default: the recorded one).
 """
+import copy
 import json
 import math
 import os
@@ -21,8 +30,12 @@ import sys
 from mcap.records import Channel, Message, Schema
 from mcap.stream_reader import StreamReader
 
+from boards.rpi.app import CLOCK_ENTRY, RpiGroundRobot
 from onboard.core import samples as sample_types
+from onboard.estimators.eskf_pose import EskfPoseEstimator
 from onboard.estimators.planar_ekf import PlanarEkf
+from onboard.impl import IMPLEMENTATIONS, ImplUnavailable
+from onboard.runtime.estimation import AIDING_INPUT, IMU_INPUT
 from onboard.runtime.ground_robot import GroundRobotRuntime
 
 EXIT_IDENTICAL = 0
@@ -108,19 +121,148 @@ class _ReplayMotors:
     def stop(self, now_us):
         return True
 
+    # the Pi app's motor driver interface: its polls deliver nothing, it reports no faults (the
+    # recorded fault sets arrive at the app's ``motor_faults`` entry point)
+    def start(self, now_us):
+        pass
+
+    def poll(self, now_us):
+        return []
+
+    def faults(self):
+        return ()
+
+    def shutdown(self, now_us):
+        return 0
+
+    def report(self):
+        return {}
+
+
+def _estimator(est):
+    """The recorded estimator (``GroundRobotRuntime.estimator_config``) rebuilt: the planar EKF, or the
+    ES-EKF with its settings, consider sigma and implementation."""
+    if est["kind"] == "planar":
+        return PlanarEkf(est["config"])
+    if est["kind"] == "eskf":
+        try:
+            return EskfPoseEstimator(est["config"], est["impl"], consider_sigma=est["consider_sigma"])
+        except ImplUnavailable as exc:
+            raise ReplayError("cannot rebuild the ESKF estimator: %s" % exc)
+    raise ReplayError("an app with a %r estimator cannot be rebuilt by replay yet" % (est["kind"],))
+
 
 def _ground_robot(config):
-    est = config["estimator"]
-    if est["kind"] != "planar":
-        raise ReplayError("ground_robot with a %r estimator cannot be rebuilt by replay yet" % (est["kind"],))
     return GroundRobotRuntime(config["waypoints_ne_m"], _ReplayMotors(), config["runtime"],
-                              follower_config=config["follower"], estimator=PlanarEkf(est["config"]))
+                              follower_config=config["follower"], estimator=_estimator(config["estimator"]))
+
+
+class _PolledInputs:
+    """The samples a recorded app's io polls read in one tick, handed to the rebuilt app's stand-in
+    drivers for the same tick. ``entries``: the entry-point names those polls feed (and nothing
+    else does). ``clock_entry``: where the app recorded its groups' start times (``TickClock``),
+    handed to :attr:`clock` (the clock the replayed tick's scheduler reads)."""
+
+    def __init__(self, entries, clock_entry=None):
+        self.pending = {name: [] for name in entries}
+        self.clock_entry = clock_entry
+        self.clock = _ReplayClock()
+
+    def stage(self, events, step_index):
+        """Queue the inputs recorded right after the ``/app/step`` at ``events[step_index]`` on the
+        polled entries (what the io polls read in that tick: the io groups run first), and the tick's
+        clock readings recorded before the next ``/app/step``; -> the indexes of the events queued
+        (the replay loop skips them)."""
+        self.clock.start_tick(events[step_index][3]["time_us"])
+        taken = []
+        polling = True
+        for index in range(step_index + 1, len(events)):
+            topic, schema, time_us, data = events[index]
+            if topic == STEP_TOPIC:
+                break
+            name = topic[len(IN_PREFIX):] if topic.startswith(IN_PREFIX) else None
+            if polling and name in self.pending:
+                self.pending[name].append(_decode_sample(schema, data))
+                taken.append(index)
+                continue
+            polling = False
+            if name is not None and name == self.clock_entry:
+                self.clock.readings_us.extend(_decode_sample(schema, data).readings_us)
+                taken.append(index)
+        return taken
+
+    def take(self, name):
+        queue = self.pending[name]
+        self.pending[name] = []
+        return queue
+
+
+class _ReplayClock:
+    """The clock a replayed tick's scheduler reads after each rate group: the readings recorded for
+    that tick, else the tick's time (a tick that took no time)."""
+
+    def __init__(self):
+        self.tick_us = 0
+        self.readings_us = []
+
+    def start_tick(self, tick_us):
+        self.tick_us = tick_us
+        self.readings_us = []
+
+    def now_us(self):
+        return self.readings_us.pop(0) if self.readings_us else self.tick_us
+
+
+class _ReplayImu:
+    """IMU stand-in of a replayed Pi app: ``read`` returns the sample its poll read in this tick."""
+    initialized = True
+
+    def __init__(self, polled, entry):
+        self.polled = polled
+        self.entry = entry
+
+    def read(self, now_us):
+        queue = self.polled.pending[self.entry]
+        return queue.pop(0) if queue else None
+
+
+class _ReplayPoseSource:
+    """Pose-source stand-in of a replayed Pi app: ``poll`` returns the samples read in this tick."""
+
+    def __init__(self, polled, entry):
+        self.polled = polled
+        self.entry = entry
+        self.port = None
+
+    def poll(self, now_us):
+        return self.polled.take(self.entry)
+
+
+def _rpi_ground_robot(config):
+    """The Pi app (boards.rpi.app.RpiGroundRobot) with the same parts and rate groups: motors, IMU and
+    pose source are stand-ins; the IMU and pose polls deliver the samples recorded in their tick."""
+    rpi = config["rpi"]
+    polled = _PolledInputs(([IMU_INPUT] if rpi["has_imu"] else []) + ([AIDING_INPUT] if rpi["has_pose_source"] else []),
+                           clock_entry=CLOCK_ENTRY)
+    app = RpiGroundRobot(config["waypoints_ne_m"], _ReplayMotors(),
+                         imu=_ReplayImu(polled, IMU_INPUT) if rpi["has_imu"] else None,
+                         pose_source=_ReplayPoseSource(polled, AIDING_INPUT) if rpi["has_pose_source"] else None,
+                         runtime_config=config["runtime"], follower_config=config["follower"],
+                         telemetry_rate_hz=rpi["telemetry_rate_hz"], pose_poll_hz=rpi["pose_poll_hz"],
+                         start_us=rpi["start_us"], estimator=_estimator(config["estimator"]))
+    app.replay_polled = polled
+    return app
 
 
 # recorded app name -> fn(config) -> the app (with ``node``), rebuilt as it was recorded. The AVR
 # robot's host app is the ground robot's parts plus the link's poll, whose samples are recorded where
 # they enter the estimation: the ground robot's recipe replays it.
 APPS = {GroundRobotRuntime.APP: _ground_robot, "avr_ground_robot": _ground_robot}
+# the Raspberry Pi app (and the grading dozer on VESC motors, which runs it)
+APPS[RpiGroundRobot.APP] = _rpi_ground_robot
+# the MicroPython boards' app (boards/mp_common/mp_app.py): the ground robot's parts, fed over the line link in
+# lockstep, recorded into the board's ring log (python -m onboard.deploy BOARD --pull-log OUT.mcap)
+APPS["mp_ground_robot"] = _ground_robot
 
 
 # ---------------------------------------------------------------------------------------------- replay
@@ -160,8 +302,26 @@ def _difference(logged, replayed):
     return worst, differs
 
 
-def replay_events(events):
-    """Rebuild the recorded app, feed it the recorded inputs and ticks; -> per-topic comparison."""
+def _with_impl(config, impl):
+    """``config`` with its ES-EKF estimator's implementation replaced by ``impl`` (None: as recorded)."""
+    if impl is None:
+        return config
+    if impl not in IMPLEMENTATIONS:
+        raise ReplayError("unknown implementation %r (choose from %s)" % (impl, ", ".join(IMPLEMENTATIONS)))
+    est = config.get("estimator", {})
+    if est.get("kind") != "eskf":
+        raise ReplayError("--impl picks the ESKF's implementation, but this recording's estimator is %r"
+                          % (est.get("kind"),))
+    config = copy.deepcopy(config)
+    config["estimator"]["impl"] = impl
+    return config
+
+
+def replay_events(events, impl=None, tolerance=0.0):
+    """Rebuild the recorded app, feed it the recorded inputs and ticks; -> per-topic comparison.
+    ``impl``: the ES-EKF implementation for the rebuilt app (pure | cython | numpy; None: as recorded).
+    ``tolerance``: numbers differing by at most this much count as the same (0: bit exact; e.g. 1e-12
+    for a MicroPython board's log); times and counts are always compared exactly."""
     if not events or events[0][0] != CONFIG_TOPIC:
         raise ReplayError("no app recording in this log (its first /app/ record must be %s)" % CONFIG_TOPIC)
     header = events[0][3]
@@ -169,18 +329,23 @@ def replay_events(events):
     if build is None:
         raise ReplayError("recorded app %r is not one replay can rebuild (known: %s)"
                           % (header.get("app"), ", ".join(sorted(APPS))))
-    app = build(header["config"])
+    config = _with_impl(header["config"], impl)
+    app = build(config)
     node = app.node
+    polled = getattr(app, "replay_polled", None)       # inputs the app's io polls read (_PolledInputs)
+    skip = set()
     replayed = {}
 
     def sink(topic, time_us, msg):
         if topic.startswith(OUT_PREFIX):
             replayed.setdefault(topic, []).append((time_us, json.loads(json.dumps(_as_data(msg)))))
 
-    node.record(sink, header["app"], header["config"])
+    node.record(sink, header["app"], config)
     logged = {}
     inputs = 0
-    for topic, schema, time_us, data in events[1:]:
+    for index, (topic, schema, time_us, data) in enumerate(events):
+        if index == 0 or index in skip:
+            continue
         if topic.startswith(IN_PREFIX):
             entry = node.entries.get(topic[len(IN_PREFIX):])
             if entry is None:
@@ -188,8 +353,12 @@ def replay_events(events):
             entry(_decode_sample(schema, data))
             inputs += 1
         elif topic == STEP_TOPIC:
+            if polled is not None:
+                taken = polled.stage(events, index)
+                skip.update(taken)
+                inputs += len(taken)
             node.scheduler.tick_index = data["tick"]
-            node.step(data["time_us"])
+            node.step(data["time_us"], polled.clock if polled is not None else None)
         elif topic.startswith(OUT_PREFIX):
             logged.setdefault(topic, []).append((time_us, data))
     topics = {}
@@ -198,6 +367,8 @@ def replay_events(events):
         worst, first = 0.0, None
         for (t_a, d_a), (t_b, d_b) in zip(a, b):
             diff, differs = _difference(d_a, d_b)
+            if tolerance and diff <= tolerance:
+                differs = False
             if t_a != t_b:
                 differs = True
                 diff = max(diff, abs(t_a - t_b) * 1e-6)
@@ -208,9 +379,13 @@ def replay_events(events):
             first = (a[len(b)][0] if len(a) > len(b) else b[len(a)][0])
         topics[topic[len(OUT_PREFIX):]] = {"logged": len(a), "replayed": len(b), "max_abs_diff": worst,
                                            "first_divergence_us": first}
+    est = config.get("estimator", {})
     return {"app": header["app"], "code_version": header.get("code_version", ""), "inputs": inputs,
+            "estimator": est.get("kind"), "impl": est.get("impl"),
+            "recorded_impl": header["config"].get("estimator", {}).get("impl"),
             "ticks": sum(1 for e in events if e[0] == STEP_TOPIC),
             "identical": all(t["first_divergence_us"] is None for t in topics.values()), "topics": topics,
+            "tolerance": tolerance,
             "estimates": (logged.get(OUT_PREFIX + "estimate", []), replayed.get(OUT_PREFIX + "estimate", []))}
 
 
@@ -234,7 +409,8 @@ def _plot(estimates, path):
 def cmd_replay(args):
     try:
         events, damage = read_recording(args.log)
-        result = replay_events(events)
+        result = replay_events(events, impl=getattr(args, "impl", None),
+                               tolerance=getattr(args, "tolerance", 0.0))
     except ReplayError as exc:
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_BAD_LOG
@@ -250,6 +426,11 @@ def cmd_replay(args):
         print("%-10s logged %6d  replayed %6d  max |diff| %-10.3g first divergence %s"
               % (name, t["logged"], t["replayed"], t["max_abs_diff"],
                  "-" if t["first_divergence_us"] is None else "%.6f s" % (t["first_divergence_us"] * 1e-6)))
+    if result["impl"]:
+        print("estimator %s, implementation %s (recorded: %s)" % (result["estimator"], result["impl"],
+                                                                  result["recorded_impl"]))
+    if result["tolerance"]:
+        print("numbers compared within --tolerance %g" % result["tolerance"])
     print("%s: %d inputs, %d ticks replayed; %s (report: %s)"
           % (result["app"], result["inputs"], result["ticks"],
              "identical" if result["identical"] else "DIVERGED", out_dir))
@@ -273,4 +454,9 @@ def add_parser(sub):
                        "2 not a readable recording or a cut/corrupt one (its readable prefix is replayed).")
     p.add_argument("log", help="an MCAP log with an app recording (e.g. reports/waypoints/log.mcap)")
     p.add_argument("--out", help="report folder (default: replay/ beside the log)")
+    p.add_argument("--impl", choices=IMPLEMENTATIONS, default=None,
+                   help="ES-EKF implementation of the rebuilt app (default: the recorded one)")
+    p.add_argument("--tolerance", type=float, default=0.0, metavar="ABS",
+                   help="numbers differing by at most ABS count as identical (default 0: bit exact; "
+                        "times and counts always exact)")
     p.set_defaults(func=cmd_replay)

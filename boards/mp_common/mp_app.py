@@ -11,6 +11,15 @@ PWM motor driver and the board's io part on one node, from the board's constants
   IMU driver's samples to ``on_imu`` each tick and aiding poses arrive as ``P`` lines.
 
 ``EXIT`` on the link (or Ctrl-C) returns to the REPL.
+
+Flight recorder: with ``board.LOG_BYTES`` > 0 the node records the app at its boundary
+(:meth:`onboard.runtime.node.Node.record`: config, every input, tick and output) into a ring log of
+``LOG_BYTES`` bytes at ``board.LOG_PATH`` (:class:`onboard.runtime.ring_log.RingLogSink`; each boot
+starts a new session in the same preallocated file), as app ``mp_ground_robot`` with the ground
+robot's recipe settings, so ``python -m onboard.deploy BOARD --port PORT --pull-log OUT.mcap`` and
+``python -m harness replay OUT.mcap`` re-run it on the host. Recording starts after ``READY``, is
+closed (flushed) when the app returns or is interrupted, and answers ``LOG`` in lockstep with
+``LOG,records,bytes,wraps,session,error`` (outside the link's own line counts).
 """
 import gc
 import sys
@@ -25,6 +34,9 @@ try:
     import select
 except ImportError:      # pragma: no cover
     select = None
+
+
+APP_NAME = "mp_ground_robot"     # the recipe name ``harness replay`` rebuilds this app by
 
 
 def _write(line):
@@ -85,9 +97,38 @@ def build_app(board, machine):
     return runtime, link, io
 
 
-def lockstep(link, stdin):
+def start_log(board, runtime):
+    """Record the app into the board's ring log (``board.LOG_PATH``, ``board.LOG_BYTES`` bytes of flash,
+    flushed every ``board.LOG_FLUSH_RECORDS`` records). -> (sink or None, error line or None);
+    ``LOG_BYTES`` 0 or absent: no log. A log that cannot be opened leaves the app running unrecorded."""
+    size_bytes = getattr(board, "LOG_BYTES", 0)
+    if not size_bytes:
+        return None, None
+    from onboard.runtime.ring_log import RingLogSink
+    sink = None
+    try:
+        sink = RingLogSink(board.LOG_PATH, size_bytes, flush_records=getattr(board, "LOG_FLUSH_RECORDS", 0))
+        runtime.node.record(sink, APP_NAME, runtime.recipe_config(), "%s/%s" % (board.NAME, board.VERSION), 0)
+    except (OSError, ValueError) as exc:
+        if sink is not None:
+            sink.close()
+        return None, "log disabled: %s" % (exc,)
+    return sink, None
+
+
+def log_fields(log):
+    """``LOG`` reply fields of ``log`` = (sink or None, error or None): records, bytes, wraps, session, error."""
+    sink, error = log
+    if sink is None:
+        return ["0", "0", "0", "0", (error or "no log").replace(",", ";")]
+    return [str(sink.records), str(sink.bytes_written), str(sink.wraps), str(sink.session),
+            (sink.error or "").replace(",", ";")]
+
+
+def lockstep(link, stdin, log=(None, None)):
     """Host-driven time. Also answers ``STATS`` with the board's own timing of T lines
-    (count, total us, max us on time.ticks_us): the runtime step cost on this board."""
+    (count, total us, max us on time.ticks_us): the runtime step cost on this board (recording
+    included), and ``LOG`` with the ring log's counters (:func:`log_fields`)."""
     import time
     n = 0
     total_us = 0
@@ -101,6 +142,11 @@ def lockstep(link, stdin):
             return
         if cmd == b"STATS":
             _write(ll.encode("STATS", [str(n), str(total_us), str(max_us)]))
+            continue
+        if cmd == b"LOG":
+            if log[0] is not None:
+                log[0].flush()
+            _write(ll.encode("LOG", log_fields(log)))
             continue
         t0 = time.ticks_us()
         replies = link.handle_line(line)
@@ -141,6 +187,16 @@ def run_board(board, machine=None):
     _write(ll.encode("READY", [board.NAME, board.VERSION, str(mem_free)]))
     if mem_free < board.RAM_RESERVE_BYTES:
         _write(ll.encode("X", ["heap below reserve: %d < %d" % (mem_free, board.RAM_RESERVE_BYTES)]))
+    log = start_log(board, runtime)
+    try:
+        serve(board, machine, runtime, link, io, log)
+    finally:
+        if log[0] is not None:
+            log[0].close()
+
+
+def serve(board, machine, runtime, link, io, log):
+    """After ``READY``: lockstep when the host says so within ``board.HIL_WAIT_MS``, else run mode."""
     stdin = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin
     first = None
     if select is not None and board.HIL_WAIT_MS > 0:
@@ -154,12 +210,14 @@ def run_board(board, machine=None):
         for reply in link.handle_line(first):
             _write(reply)
         if link.mode == "lockstep":
-            lockstep(link, stdin)
+            lockstep(link, stdin, log)
             return
+    if log[1]:
+        _write(ll.encode("X", [log[1].replace(",", ";")]))
     from mp_drivers import ImuNotFound
     try:
         run_realtime(board, machine, runtime, io, stdin)
     except ImuNotFound as exc:
         # no IMU wired (or a simulated board): stay reachable for a hardware-in-the-loop host
         _write(ll.encode("X", [str(exc)]))
-        lockstep(link, stdin)
+        lockstep(link, stdin, log)

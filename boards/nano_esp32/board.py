@@ -33,3 +33,9 @@ MAX_WHEEL_RADPS = 25.0
 WAYPOINTS_NE_M = ((2.0, 0.0), (2.0, 2.0), (0.0, 2.0))
 # memory budget: heap that must stay free after the runtime is built (bytes)
 RAM_RESERVE_BYTES = const(100000)
+# flight recorder (boards/mp_common/mp_app.py): the app's recording in a ring log on flash, the
+# file preallocated at its full size on the first boot (LOG_BYTES 0: no log). manifest.json's
+# log_path / log_bytes say the same to the deploy's flash check.
+LOG_PATH = "/app_log.bin"
+LOG_BYTES = const(1048576)        # 1 MiB: ~55 s at 100 Hz (~18.5 kB/s of records)
+LOG_FLUSH_RECORDS = const(200)   # flush (a littlefs commit) every 200 records: ~0.65 s at ~310 records/s

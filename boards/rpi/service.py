@@ -6,6 +6,10 @@ Pi's monotonic clock, logs every sample and command to MCAP, and on SIGTERM/SIGI
 (systemd stop, Ctrl-C) leaves the loop, releases the motors (SetCurrent 0 to every
 VESC), logs ``/shutdown`` and closes the MCAP file so it is complete and readable.
 
+With ``log.record = true`` (the default) the app also records itself at its boundary into the
+same log (``/app/...``: settings, every input, tick and command; ``boards.rpi.app.RpiGroundRobot.record``):
+``python -m harness replay LOG.mcap`` re-runs it on a desktop and compares its commands.
+
 ``python -m boards.rpi service-unit`` prints the systemd unit that runs it.
 
 The service opens real devices only. A simulated I2C bus comes from the caller:
@@ -19,13 +23,14 @@ import copy
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import tomllib
 
 from boards.rpi import board as C
-from onboard.core.settings import (NON_NEGATIVE, POSITIVE, TEXT, WAYPOINTS_NE_M, argument, int_at_least, int_within,
-                                   one_of, or_null, range_problem)
+from onboard.core.settings import (BOOLEAN, NON_NEGATIVE, POSITIVE, TEXT, WAYPOINTS_NE_M, argument, int_at_least,
+                                   int_within, one_of, or_null, range_problem)
 
 DEFAULT_CONFIG = {
     "vesc": {
@@ -46,7 +51,7 @@ DEFAULT_CONFIG = {
     "mission": {"waypoints_ne_m": [[2.0, 0.0]]},
     "runtime": {"control_rate_hz": C.CONTROL_RATE_HZ, "wheelbase_m": C.WHEELBASE_M,
                 "wheel_radius_m": C.WHEEL_RADIUS_M, "max_wheel_radps": C.MAX_WHEEL_RADPS},
-    "log": {"dir": "/var/log/onboard-rpi"},
+    "log": {"dir": "/var/log/onboard-rpi", "record": True},
 }
 
 
@@ -79,7 +84,7 @@ SETTING_RANGES = {
     "mission.waypoints_ne_m": WAYPOINTS_NE_M,
     "runtime.control_rate_hz": int_at_least(1), "runtime.wheelbase_m": POSITIVE,
     "runtime.wheel_radius_m": POSITIVE, "runtime.max_wheel_radps": POSITIVE,
-    "log.dir": TEXT,
+    "log.dir": TEXT, "log.record": BOOLEAN,
 }
 
 
@@ -211,6 +216,18 @@ def build_app(cfg, log=None, i2c_buses=None):
     return app, closers
 
 
+def code_version():
+    """The checkout's commit (``git describe --always --dirty``) written with a recording, or "" when
+    the service does not run from a git checkout."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        out = subprocess.run(["git", "-C", repo, "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
 def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=None):
     """Run until SIGTERM/SIGINT (or ``duration_s``); returns the exit code. ``i2c_buses``: see build_app."""
     from boards.rpi.imu_mpu6050 import ImuError
@@ -245,6 +262,10 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=N
             reason = "start failed"
             raise ServiceStartError("cannot start: %s (imu.bus %s, imu.address 0x%02x)"
                                     % (exc, cfg["imu"]["bus"], cfg["imu"]["address"]))
+        if cfg["log"]["record"]:
+            # the app at its boundary into the same log, from before its first tick:
+            # `python -m harness replay LOG.mcap`
+            app.record(mcap.log, code_version(), clock.now_us())
         old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         pose_port = app.pose_source.port if app.pose_source is not None else None
         print("onboard-rpi: running; log %s; pose udp port %s" % (log_file, pose_port), file=out, flush=True)

@@ -32,6 +32,12 @@ Settings of the loop's real parts:
   from the start than the follower's 6 cm acceptance radius, so the dozer turned towards its own position
   error and crept there, and every first decision under noise was made facing off the push direction
   (24-166 deg on the worlds traced; harness/grading/README.md, "The placed start").
+
+Recording: ``GradingEpisode(..., record=sink)`` records the onboard app at its boundary
+(:meth:`onboard.runtime.node.Node.record`: the ground robot, or the Pi app with motors = vesc): its
+IMU and aiding samples, the leg commands (``set_waypoints`` / ``hold`` enter through its ``mission``
+entry point), the VESC driver's fault sets, ticks and commands; ``python -m harness replay`` re-runs it
+(``--impl`` with another ESKF implementation).
 """
 import math
 
@@ -223,7 +229,9 @@ def related_setting_problem(config):
 
 
 class GradingEpisode:
-    def __init__(self, config, random, log=None):
+    def __init__(self, config, random, log=None, record=None, code_version=""):
+        """record: optional ``sink(topic, time_us, msg)`` the onboard app records into from the start
+        (e.g. the run's MCAP log); code_version: written with the recording's settings."""
         imu_cfg, aiding_cfg = noise_config(config)        # "unknown noise scenario" first
         problem = invalid_setting(config)
         if problem:
@@ -262,6 +270,8 @@ class GradingEpisode:
         else:
             self.runtime = GroundRobotRuntime([start], SimMotors(self.robot), runtime_cfg,
                                               follower_config=config["follower"], estimator=estimator)
+        if record is not None:
+            (self.app or self.runtime).record(record, code_version, self.clock.now_us())
         imu = PlanarImu(self.robot, random.stream("imu"), imu_cfg)
         aiding = AidingPoseSensor(lambda: ((self.robot.north_m, self.robot.east_m, 0.0),
                                            (0.0, 0.0, self.robot.yaw_rad)), random.stream("aiding"), aiding_cfg)
@@ -338,7 +348,7 @@ class GradingEpisode:
         return self.blade_edge_ne_m()[0] < self.world.work_north_max_m
 
     def _drive(self, waypoints, timeout_s):
-        self.runtime.set_waypoints(waypoints)
+        self.runtime.set_waypoints(waypoints, time_us=self.clock.now_us())
         deadline = self.clock.now_us() + s_to_us(timeout_s)
         t = self.clock.now_us()
         peak_forward_m3 = self.blade.load_m3
@@ -378,7 +388,7 @@ class GradingEpisode:
     def _run(self, decider):
         if self.cfg["start"] == "placed":
             # placed at the first leg's start: stand still while the filter settles (no blade accounting)
-            self.runtime.hold()
+            self.runtime.hold(time_us=self.clock.now_us())
             self._advance(self.clock.now_us() + s_to_us(self.cfg["start_settle_s"]))
         else:
             # get to the first leg's start on the estimate (no decision, no blade accounting)

@@ -5,7 +5,8 @@ each leg (the learned agent1/agent2 policies plug into the same decider slot).
 Perception is the onboard runtime's estimator on simulated IMU + aiding pose under
 the chosen noise scenario (noise_less, sensor_fusion, extreme; the aiding error held for
 the episode, ag2u eq. 13, or fresh per sample with aiding_error=white); path following uses
-the estimated pose, the blade moves sand on the true pose.
+the estimated pose, the blade moves sand on the true pose. The onboard app records at its boundary
+into log.mcap: ``python -m harness replay REPORT/log.mcap [--impl pure|cython|numpy]`` re-runs it.
 """
 import copy
 
@@ -13,6 +14,7 @@ from harness.config import ConfigError, check_ranges, one_of
 from harness.grading.agents import AGENT_BACKENDS, ModelError, load_decider
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, SETTING_RANGES as EPISODE_RANGES
 from harness.grading.episode import ExpertDecider, GradingEpisode, related_setting_problem
+from harness.replay import code_version
 
 DESCRIPTION = "dozer grades sand piles (ag2u) under a pose-noise scenario; expert or trained agent decides"
 
@@ -39,7 +41,10 @@ def run(config, ctx):
         policy = None if agent == "expert" else load_decider(agent, config["agent_backend"])
     except ModelError as exc:
         raise ConfigError(str(exc))
-    episode = GradingEpisode(config, ctx.random, log=ctx.log)
+    # the onboard app at its boundary into log.mcap (when there is a report): `python -m harness replay`
+    episode = GradingEpisode(config, ctx.random, log=ctx.log,
+                             record=ctx.log if ctx.report is not None else None,
+                             code_version=code_version() if ctx.report is not None else "")
     progress = ctx.progress(config["max_legs"], "grading legs")
 
     def decider(ep):

@@ -14,6 +14,12 @@
 Samples: a robot driving a speed/yaw-rate profile, IMU increments with white noise
 and a constant gyro bias (ag2u eq. 10 reduced to the plane), aiding pose with
 white noise (ag2u eq. 13). ``port`` set: use a real board instead of the virtual one.
+
+``pull_log`` set to an ``OUT.mcap`` path: after the run the board's flight recorder (its ring log,
+``boards/mp_common/mp_app.py``) is asked for its counters (``LOG``), copied with the real mpremote and
+converted (``python -m onboard.deploy BOARD --pull-log``: ``OUT.bin`` and ``OUT.mcap``), and replayed
+on CPython (``harness.replay``); the ``log_*`` metrics report its size and the replay's largest
+difference. Unset (the default), the metrics are the lockstep comparison's only.
 """
 import math
 import os
@@ -36,6 +42,7 @@ DEFAULTS = {
     "tolerance": 1e-9,
     "batch_ticks": 25,
     "deploy_timeout_s": 20.0,
+    "pull_log": "",                # an OUT.mcap path: pull the board's ring log there and replay it
     "imu": {"gyro_noise_radps": 0.002, "accel_noise_mps2": 0.05, "gyro_bias_radps": 0.01},
     "aiding": {"pos_sigma_m": 0.05, "yaw_sigma_rad": 0.02},
 }
@@ -152,7 +159,7 @@ class _Serial:
         self.ser.close()
 
 
-def run_board(port, ticks, batch):
+def run_board(port, ticks, batch, log_query=False):
     from onboard.deploy.device import soft_reset_and_start
     ready = soft_reset_and_start(port, timeout_s=15.0)
     if ready is None:
@@ -173,14 +180,22 @@ def run_board(port, ticks, batch):
         stats = link.read_frame("STATS")
         link.write(ll.encode("Q", []))
         rep = link.read_frame("R")
+        log = None
+        if log_query:
+            link.write(b"LOG\n")
+            log = link.read_frame("LOG")
         link.write(b"EXIT\n")
     finally:
         link.close()
     n, total_us, max_us = (int(v) for v in stats)
     report = dict(zip(rep[0::2], (int(v) for v in rep[1::2])))
-    return out, {"ready": ready.decode(errors="replace"), "wall_s_per_tick": wall_per_tick,
+    info = {}
+    if log is not None:
+        info["board_log"] = {"records": int(log[0]), "bytes": int(log[1]), "wraps": int(log[2]),
+                             "session": int(log[3]), "error": log[4]}
+    return out, dict(info, **{"ready": ready.decode(errors="replace"), "wall_s_per_tick": wall_per_tick,
                  "board_step_mean_us": total_us / max(1, n), "board_step_max_us": max_us,
-                 "board_report": report}
+                 "board_report": report})
 
 
 def compare(board_out, ref_out):
@@ -204,6 +219,7 @@ SETTING_RANGES = {"board": one_of(*list_boards()),
                   "port": ("a serial port path, or empty", lambda v: isinstance(v, str)),
                   "mpy": BOOLEAN, "duration_s": POSITIVE, "tolerance": NON_NEGATIVE, "batch_ticks": int_at_least(1),
                   "deploy_timeout_s": POSITIVE,
+                  "pull_log": ("an .mcap path, or empty", lambda v: isinstance(v, str)),
                   "imu.gyro_noise_radps": NON_NEGATIVE, "imu.accel_noise_mps2": NON_NEGATIVE,
                   "imu.gyro_bias_radps": ANY_NUMBER, "aiding.pos_sigma_m": NON_NEGATIVE,
                   "aiding.yaw_sigma_rad": NON_NEGATIVE}
@@ -226,7 +242,8 @@ def run(config, ctx):
         result = deploy(config["board"], port, mpy=config["mpy"], timeout_s=config["deploy_timeout_s"],
                         log=lambda m: None)
         deploy_s = time.monotonic() - t0
-        board_out, info = run_board(port, ticks, config["batch_ticks"])
+        board_out, info = run_board(port, ticks, config["batch_ticks"], log_query=bool(config["pull_log"]))
+        log_metrics = pull_and_replay(config, port, info) if config["pull_log"] else {}
     finally:
         if vb is not None:
             vb.stop()
@@ -234,10 +251,33 @@ def run(config, ctx):
     for (t_us, v) in board_out[:: max(1, len(board_out) // 200)]:
         ctx.log("/mp_board/state", t_us, {k: v[k] for k in STATE_KEYS})
     success = worst <= config["tolerance"]
-    return {"success": success, "max_abs_diff": worst, "worst_at": where, "ticks": len(ticks),
+    return dict(log_metrics, **{"success": success, "max_abs_diff": worst, "worst_at": where, "ticks": len(ticks),
             "files_deployed": result["files"], "bytes_deployed": result["bytes"],
             "uploaded": result["uploaded"], "deploy_s": deploy_s,
             "board_step_mean_us": info["board_step_mean_us"], "board_step_max_us": info["board_step_max_us"],
             "cpython_step_mean_us": cpython_s_per_tick * 1e6, "link_wall_s_per_tick": info["wall_s_per_tick"],
             "board_report": info["board_report"], "ready": info["ready"],
-            "final_north_m": board_out[-1][1]["north_m"] if board_out else None}
+            "final_north_m": board_out[-1][1]["north_m"] if board_out else None})
+
+
+def pull_and_replay(config, port, info):
+    """Pull the board's ring log to ``config["pull_log"]`` (mpremote), replay it on CPython -> log_* metrics:
+    records and bytes the board wrote (its ``LOG`` counters), bytes per record, records dropped, the
+    replay's ticks, largest output difference and whether every output topic has the logged count."""
+    from harness.replay import read_recording, replay_events
+    from onboard.deploy.pull_log import pull_log
+    board_log = info.get("board_log") or {}
+    pulled = pull_log(config["board"], port, config["pull_log"], timeout_s=config["deploy_timeout_s"],
+                      log=lambda m: None)
+    events, damage = read_recording(config["pull_log"])
+    rep = replay_events(events)
+    topics = rep["topics"].values()
+    records = board_log.get("records", 0)
+    return {"log_records": records, "log_bytes": board_log.get("bytes", 0),
+            "log_bytes_per_record": board_log.get("bytes", 0) / records if records else None,
+            "log_wraps": board_log.get("wraps"), "log_error": board_log.get("error"),
+            "log_dropped": pulled["dropped"], "log_torn": pulled["torn"], "log_summary": pulled["summary"],
+            "log_replay_ticks": rep["ticks"], "log_replay_inputs": rep["inputs"],
+            "log_replay_max_abs_diff": max([t["max_abs_diff"] for t in topics] or [0.0]),
+            "log_replay_counts_match": all(t["logged"] == t["replayed"] for t in topics),
+            "log_replay_damage": damage}

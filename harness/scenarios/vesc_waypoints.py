@@ -10,6 +10,9 @@ simulated MPU-6050 on a simulated I2C bus; the aiding pose is the harness's
 (ag2u eq. 13) sensor. Topologies: ``two_uarts`` (one pty per VESC) or
 ``can_forward`` (right VESC behind the left one, COMM_FORWARD_CAN on one UART).
 Fault injection: unplug/replug a port, raise a VESC fault code.
+
+The app records at its boundary into log.mcap (IMU and pose samples, the driver's fault sets,
+ticks, commands): ``python -m harness replay REPORT/log.mcap`` re-runs it.
 """
 import collections
 import math
@@ -21,6 +24,7 @@ from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least, one_of
 from harness.metrics import path_error_m
+from harness.replay import code_version
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.sim_i2c import PlanarMotionSource, SimI2cBus, SimMpu6050
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
@@ -107,6 +111,7 @@ def _run(config, ctx, tracks, telemetry):
     app = RpiGroundRobot(config["waypoints_ne_m"], motors, imu=imu, runtime_config=runtime_cfg,
                          follower_config=config["follower"], log=ctx.log,
                          telemetry_rate_hz=drive["telemetry_rate_hz"])
+    app.record(ctx.log, code_version())     # the app at its boundary: `python -m harness replay log.mcap`
     app.start(0)
 
     # ---- lockstep world: UART service, then physics, then sensors (same-time order)

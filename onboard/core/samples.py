@@ -179,3 +179,74 @@ class NavState(_Sample):
         self.pos_ned_m = _vec("pos_ned_m", pos_ned_m, 3)
         self.vel_ned_mps = _vec("vel_ned_mps", vel_ned_mps, 3)
         self.euler_rad = _vec("euler_rad", euler_rad, 3)
+
+
+class FaultSet(_Sample):
+    """The faults a driver reports at ``time_us`` (e.g. the VESC driver's ``"link_down:left"``,
+    ``"vesc_fault:right:OVER_TEMP_FET"``): a sorted tuple of names, empty when none. Handed to an
+    app's fault entry point whenever the set changes, so a recording replays the failsafe exactly."""
+    FIELDS = ("time_us", "faults")
+
+    def __init__(self, time_us, faults=()):
+        self.time_us = int(time_us)
+        names = []
+        for f in faults:
+            if not isinstance(f, str) or not f:
+                raise SampleError("faults must be non-empty strings, got %r" % (f,))
+            if f not in names:
+                names.append(f)
+        names.sort()
+        self.faults = tuple(names)
+
+
+# a way-point's (north_m, east_m) or (north_m, east_m, direction) entries (onboard.control.waypoint)
+WAYPOINT_NORTH = 0
+WAYPOINT_EAST = 1
+WAYPOINT_DIRECTION = 2
+
+
+class MissionCmd(_Sample):
+    """A mission command to a way-point driving app at ``time_us``: drive the way-points
+    ``waypoints_ne_m`` (each ``(north_m, east_m)`` or ``(north_m, east_m, direction)``, direction +1
+    forward / -1 reverse, as ``onboard.control.waypoint.WaypointFollower`` takes them), or, with
+    ``hold`` true, stand still where it is (``waypoints_ne_m`` empty) until the next way-points."""
+    FIELDS = ("time_us", "waypoints_ne_m", "hold")
+
+    def __init__(self, time_us, waypoints_ne_m=(), hold=False):
+        self.time_us = int(time_us)
+        self.hold = bool(hold)
+        out = []
+        for w in waypoints_ne_m:
+            try:
+                n = len(w)
+            except TypeError:
+                raise SampleError("a way-point must be (north_m, east_m[, direction]), got %r" % (w,))
+            if n not in (WAYPOINT_DIRECTION, WAYPOINT_DIRECTION + 1):
+                raise SampleError("a way-point must be (north_m, east_m[, direction]), got %r" % (w,))
+            point = (float(w[WAYPOINT_NORTH]), float(w[WAYPOINT_EAST]))
+            for x in point:
+                if x != x or x in (float("inf"), float("-inf")):
+                    raise SampleError("way-point %r is not finite" % (w,))
+            if n > WAYPOINT_DIRECTION:
+                direction = w[WAYPOINT_DIRECTION]
+                if direction not in (1, -1):
+                    raise SampleError("way-point direction must be +1 or -1, got %r" % (direction,))
+                point = point + (int(direction),)
+            out.append(point)
+        if self.hold and out:
+            raise SampleError("a hold command carries no way-points")
+        if not self.hold and not out:
+            raise SampleError("a mission command needs way-points (or hold)")
+        self.waypoints_ne_m = tuple(out)
+
+
+class TickClock(_Sample):
+    """The clock readings (us) a scheduler took in one tick at ``time_us``: after each rate group that
+    ran, in order (``onboard.runtime.scheduler.Scheduler.step``: the next group starts at the reading).
+    On a real-time clock groups start later than the tick; recorded so a replay starts them at the
+    same times."""
+    FIELDS = ("time_us", "readings_us")
+
+    def __init__(self, time_us, readings_us=()):
+        self.time_us = int(time_us)
+        self.readings_us = tuple(int(t) for t in readings_us)

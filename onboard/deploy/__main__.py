@@ -1,4 +1,5 @@
-"""Command line: ``python -m onboard.deploy BOARD --port PORT [--mpy] [--dry-run] [--no-start]``."""
+"""Command line: ``python -m onboard.deploy BOARD --port PORT [--mpy] [--dry-run] [--no-start]``, or
+``python -m onboard.deploy BOARD --port PORT --pull-log OUT.mcap`` (fetch and convert the board's ring log)."""
 import argparse
 import json
 import sys
@@ -9,12 +10,16 @@ from onboard.deploy.build import DeployError, build, list_boards, mpy_cross_vers
 
 EPILOG = """exit status: 0 deployed (or up to date / dry run), 2 bad arguments or board package,
 3 no board on the port or board not responding, 4 MicroPython/.mpy version mismatch,
-5 not enough flash, 6 copy or verification failed (the previous version stays active).
+5 not enough flash, 6 copy or verification failed (the previous version stays active);
+with --pull-log: 7 no log on the board or nothing readable in it, 8 converted but damaged
+(records dropped by CRC, a torn last write, a cut file: the readable records were converted).
 
 examples:
   python -m onboard.deploy pico_rp2040 --port /dev/ttyACM0 --mpy
   python -m onboard.deploy nano_esp32 --port /dev/ttyACM0 --dry-run
   python -m onboard.deploy pico_rp2040 --build-only --mpy      # list the file set, no board
+  python -m onboard.deploy pico_rp2040 --port /dev/ttyACM0 --pull-log run.mcap   # then:
+  python -m harness replay run.mcap
 """
 
 
@@ -35,7 +40,24 @@ def build_parser():
     p.add_argument("--build-only", action="store_true", help="build the file set and list it; no board")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--boards-dir", metavar="DIR", help="folder of board packages (default: boards/)")
+    p.add_argument("--pull-log", metavar="OUT.mcap",
+                   help="deploy nothing: copy the board's ring log (manifest log_path) with mpremote to "
+                        "OUT.bin and convert it to OUT.mcap for `python -m harness replay`")
+    p.add_argument("--log-bin", metavar="FILE",
+                   help="with --pull-log: convert this already copied ring log instead (no board, no --port)")
     return p
+
+
+def _pull_log(args):
+    from onboard.deploy.pull_log import pull_log
+    log = (lambda msg: None) if args.json else print
+    result = pull_log(args.board, args.port, args.pull_log, timeout_s=args.timeout, log=log,
+                      boards_dir=args.boards_dir, log_bin=args.log_bin)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    if result["exit_code"]:
+        print("error: damaged log: %s (the readable records were converted)" % result["summary"], file=sys.stderr)
+    return result["exit_code"]
 
 
 def main(argv=None):
@@ -49,9 +71,16 @@ def main(argv=None):
             extra = " (mpy-cross %s, mpy v%s)" % mpy_cross_version() if args.mpy else ""
             print("%d files, %d bytes%s" % (len(built), total, extra))
             return 0
+        if args.log_bin and not args.pull_log:
+            print("error: --log-bin goes with --pull-log OUT.mcap", file=sys.stderr)
+            return 2
+        if args.pull_log and args.log_bin:
+            return _pull_log(args)
         if not args.port:
             print("error: --port is required (or --build-only)", file=sys.stderr)
             return 2
+        if args.pull_log:
+            return _pull_log(args)
         from onboard.deploy.deployer import deploy
         from onboard.deploy.device import soft_reset_and_start
         log = (lambda msg: None) if args.json else print

@@ -104,6 +104,17 @@ def make_plan(built, probe, stub_hash):
     return plan
 
 
+def log_need_bytes(manifest, probe):
+    """Flash (bytes, whole blocks) the board's ring log (manifest ``log_path``, ``log_bytes``) will still
+    take when the app first starts: all of it when the file is absent, the difference when it is smaller."""
+    size = manifest.get("log_bytes", 0)
+    if not size:
+        return 0
+    block = probe.get("block_bytes") or BLOCK_ROUND
+    have = probe.get("root_files", {}).get(manifest.get("log_path", "").lstrip("/"))
+    return max(0, _blocks(size, block) - (_blocks(have, block) if have else 0))
+
+
 def check_board(manifest, probe, mpy):
     ver = tuple(probe["version"][:2])
     want = tuple(manifest["micropython_version"])
@@ -163,11 +174,14 @@ def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, lo
         return result
     if not plan.up_to_date:
         free = probe["free_bytes"] - manifest.get("flash_reserve_bytes", 0)
-        if plan.need_bytes > free:
-            raise NotEnoughFlash("not enough flash on %s: the deploy needs %d bytes in /%s, %d free "
-                                 "(%d reserved); remove files or deploy with --mpy"
-                                 % (port, plan.need_bytes, plan.staging, max(0, free),
-                                    manifest.get("flash_reserve_bytes", 0)))
+        log_need = log_need_bytes(manifest, probe)
+        result["log_need_bytes"] = log_need
+        if plan.need_bytes + log_need > free:
+            raise NotEnoughFlash("not enough flash on %s: the deploy needs %d bytes in /%s%s, %d free "
+                                 "(%d reserved); remove files, deploy with --mpy or lower LOG_BYTES"
+                                 % (port, plan.need_bytes, plan.staging,
+                                    (" and the ring log %s %d more" % (manifest.get("log_path"), log_need))
+                                    if log_need else "", max(0, free), manifest.get("flash_reserve_bytes", 0)))
         _copy(device, plan, built, stub_bytes)
         result["uploaded"] = len(plan.uploads)
         result["copied_on_board"] = len(plan.local_copies)

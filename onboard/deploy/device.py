@@ -83,7 +83,8 @@ class Device:
         raise error_cls("board script printed no result: %r" % out[-400:])
 
 
-# Runs on the board: version, flash, active slot, file hashes of both slots.
+# Runs on the board: version, flash, active slot, file hashes of both slots, sizes of the files in /
+# (the ring log's, for the flash check).
 PROBE_SCRIPT = r"""
 import sys, os, json, binascii
 try:
@@ -130,12 +131,17 @@ try:
     stub = _h('/main.py')
 except OSError:
     stub = None
+root = {}
+for e in os.ilistdir('/'):
+    if not e[1] & 0x4000:
+        root[e[0]] = os.stat('/' + e[0])[6]
 st = os.statvfs('/')
 impl = sys.implementation
 print('JSON:' + json.dumps({'version': list(impl.version[:3]), 'mpy': getattr(impl, '_mpy', None),
     'machine': getattr(impl, '_machine', sys.platform), 'hashlib': hashlib is not None,
     'block_bytes': st[0], 'free_bytes': st[0] * st[4], 'total_bytes': st[0] * st[2],
-    'active': active, 'stub': stub, 'slots': {'app_a': _slot('app_a'), 'app_b': _slot('app_b')}}))
+    'active': active, 'stub': stub, 'slots': {'app_a': _slot('app_a'), 'app_b': _slot('app_b')},
+    'root_files': root}))
 """
 
 

@@ -9,11 +9,19 @@ Parts (in this order on the node):
 - ``drive`` (:class:`onboard.control.waypoint_drive.WaypointDrive`): rate group ``control``
   (control_rate_hz), way-point follower on the estimated pose -> wheel speeds -> ``motors``.
 
+Mission commands enter through the entry point ``mission`` (a
+:class:`onboard.core.samples.MissionCmd`, recorded on ``/app/in/mission`` while the node records):
+:meth:`GroundRobotRuntime.set_waypoints` (a new way-point list) and :meth:`GroundRobotRuntime.hold`
+(stand still) build one and hand it there.
+
 A stale input engages the node's failsafe and the drive stops the motors. Pass ``node`` to
 add these parts to a node that carries more (the Raspberry Pi app adds its IMU and pose
 drivers and its motor telemetry to the same node: one scheduler, one watchdog).
 """
+import math
+
 from onboard.control.waypoint_drive import WaypointDrive
+from onboard.core.samples import MissionCmd
 from onboard.core.settings import with_defaults
 from onboard.estimators.planar_ekf import PlanarEkf
 from onboard.runtime.estimation import PoseEstimation
@@ -31,6 +39,8 @@ DEFAULTS = {
     "queue_limit": 64,
     "latching_failsafe": False,
 }
+
+MISSION_ENTRY = "mission"
 
 
 class GroundRobotRuntime:
@@ -51,10 +61,35 @@ class GroundRobotRuntime:
         # the parts' entry points and commands, as drivers and missions call them
         self.on_imu = self.estimation.on_imu
         self.on_pose = self.estimation.on_pose
-        self.set_waypoints = self.drive.set_waypoints
-        self.hold = self.drive.hold
+        self.on_mission = node.entry(MISSION_ENTRY, self._on_mission)
+        self._start_us = start_us
         self.step = node.step
         self.run = node.run
+
+    # ------------------------------------------------------------ mission commands (entry point ``mission``)
+    def set_waypoints(self, waypoints_ne_m, time_us=None):
+        """Start a new mission (e.g. the next grading leg) from the current state: way-points
+        ``(north_m, east_m[, direction])``. ``time_us``: when it was issued (default: the nominal time
+        of the node's last tick)."""
+        self.on_mission(MissionCmd(self._last_tick_us() if time_us is None else time_us, waypoints_ne_m))
+
+    def hold(self, time_us=None):
+        """Stand still until the next :meth:`set_waypoints` (the estimator keeps running); ``time_us``
+        as in :meth:`set_waypoints`."""
+        self.on_mission(MissionCmd(self._last_tick_us() if time_us is None else time_us, hold=True))
+
+    def _on_mission(self, cmd):
+        if cmd.hold:
+            self.drive.hold()
+        else:
+            self.drive.set_waypoints(cmd.waypoints_ne_m)
+
+    def _last_tick_us(self):
+        """Nominal time (us) of the node's last tick (its deadline); ``start_us`` before the first."""
+        sched = self.node.scheduler
+        if sched is None or sched.start_us is None or sched.tick_index == 0:
+            return self._start_us
+        return sched.start_us + (sched.tick_index - 1) * sched.period_us
 
     # ------------------------------------------------------------ the parts' state, read by name
     @property
@@ -100,13 +135,25 @@ class GroundRobotRuntime:
     APP = "ground_robot"
 
     def recipe_config(self):
-        """What rebuilds this app (``harness replay``): way-points, runtime and follower settings, and
-        the estimator's kind and settings."""
+        """What rebuilds this app (``harness replay``): way-points (``[north_m, east_m, direction]``),
+        runtime and follower settings, and the estimator (:meth:`estimator_config`)."""
+        follower = self.follower
+        return {"waypoints_ne_m": [[w[0], w[1], d] for w, d in zip(follower.waypoints_ne_m, follower.directions)],
+                "runtime": dict(self.cfg), "follower": dict(follower.cfg), "estimator": self.estimator_config()}
+
+    def estimator_config(self):
+        """The estimator's kind and settings: ``{"kind": "planar", "config"}`` for the planar EKF,
+        ``{"kind": "eskf", "config" (the ES-EKF's full settings), "consider_sigma" (1-sigma of the
+        consider error: m, m, m, rad, rad, rad), "impl" (pure | cython | numpy)}`` for
+        :class:`onboard.estimators.eskf_pose.EskfPoseEstimator`; else its class name and ``cfg``."""
         est = self.estimator
-        kind = "planar" if isinstance(est, PlanarEkf) else type(est).__name__
-        return {"waypoints_ne_m": [list(w) for w in self.follower.waypoints_ne_m], "runtime": dict(self.cfg),
-                "follower": dict(self.follower.cfg),
-                "estimator": {"kind": kind, "config": dict(getattr(est, "cfg", {}))}}
+        if isinstance(est, PlanarEkf):
+            return {"kind": "planar", "config": dict(getattr(est, "cfg", {}))}
+        eskf = getattr(est, "eskf", None)
+        if eskf is not None and hasattr(est, "consider_var"):
+            return {"kind": "eskf", "config": _plain(eskf.cfg), "impl": est.impl,
+                    "consider_sigma": [math.sqrt(v) for v in est.consider_var]}
+        return {"kind": type(est).__name__, "config": _plain(getattr(est, "cfg", {}))}
 
     def record(self, sink, code_version="", time_us=0):
         """Record the app at its boundary into ``sink(topic, time_us, msg)`` (:meth:`Node.record`)."""
@@ -119,3 +166,8 @@ class GroundRobotRuntime:
                 "rejected_samples": self.rejected_samples, "dropped_samples": self.dropped_samples,
                 "failsafe_engagements": self.failsafe.engage_count,
                 "waypoints_reached": self.follower.index}
+
+
+def _plain(cfg):
+    """A settings dict with its vectors as lists (JSON-ready)."""
+    return {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in cfg.items()}

@@ -7,6 +7,10 @@ bounded by a deadline.
 
 Runs with ``imu.bus = "bench-sim"`` go through ``harness.rpi_bench`` (the service with the
 harness's simulated MPU-6050 passed in); ``boards.rpi`` itself never imports the harness.
+
+The service records its app at the boundary into the MCAP log by default (``log.record``): the
+log of the SIGTERM run replays identically with ``python -m harness replay`` (real-time group start
+times included).
 """
 import json
 import os
@@ -50,7 +54,7 @@ def _step_world(ports, sims, last_t):
 
 
 @pytest.mark.timeout(60)
-def test_sigterm_releases_motors_and_closes_mcap(tmp_path):
+def test_sigterm_releases_motors_and_closes_mcap(tmp_path, capsys):
     left, right = SimVesc({"controller_id": 1}), SimVesc({"controller_id": 2})
     ports = [SimVescPort(left, link_path=str(tmp_path / "vesc-left")),
              SimVescPort(right, link_path=str(tmp_path / "vesc-right"))]
@@ -129,6 +133,33 @@ def test_sigterm_releases_motors_and_closes_mcap(tmp_path):
                   "/shutdown"):
         assert topics.get(topic, 0) > 0, (topic, topics)
     assert last_shutdown["reason"] == "SIGTERM" and last_shutdown["motors_released"] == 2
+
+    # the app recorded itself (log.record defaults to true): the desk run replays bit for bit
+    from harness.replay import EXIT_IDENTICAL, main_replay
+    for topic in ("/app/config", "/app/step", "/app/in/imu", "/app/in/aiding", "/app/out/wheels"):
+        assert topics.get(topic, 0) > 0, (topic, topics)
+    code = main_replay([str(log_path), "--out", str(tmp_path / "replay")])
+    captured = capsys.readouterr()
+    assert code == EXIT_IDENTICAL, captured.out + captured.err
+    report = json.loads((tmp_path / "replay" / "replay.json").read_text())
+    assert report["app"] == "rpi_ground_robot" and report["identical"] and report["damage"] is None
+    assert report["topics"]["wheels"]["logged"] == report["topics"]["wheels"]["replayed"] > 10
+    assert report["topics"]["estimate"]["max_abs_diff"] == 0
+
+
+def test_record_switch_off_leaves_no_app_recording(tmp_path):
+    """``log.record = false``: the service logs as before, without the ``/app/`` recording."""
+    from harness.rpi_bench import main
+    cfg = {"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"}, "pose": {"udp_port": -1},
+           "log": {"dir": str(tmp_path / "logs"), "record": False}}
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    log_path = tmp_path / "run.mcap"
+    assert main(["run", "--config", str(path), "--log-file", str(log_path), "--duration-s", "0.3"]) == 0
+    with open(log_path, "rb") as fh:
+        topics = {channel.topic for _s, channel, _m in make_reader(fh).iter_messages()}
+    assert "/imu" in topics and "/shutdown" in topics
+    assert not any(t.startswith("/app/") for t in topics), topics
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")

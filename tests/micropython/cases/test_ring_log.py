@@ -1,0 +1,253 @@
+"""Ring log (onboard.runtime.ring_log): runs under CPython (pytest) and inside MicroPython.
+
+Written samples read back equal and in order; the file never grows past its size; a full log wraps
+(oldest overwritten, the newest run read back); a torn last write and a flipped byte in a middle
+record lose only that record (dropped / torn counted); a second session ignores the first's records.
+"""
+from onboard.core.samples import ImuSample, NavState, PoseSample, WheelCmd
+from onboard.runtime.ring_log import (HEADER_BYTES, RECORD_OVERHEAD_BYTES, RingLogError, RingLogSink, crc32,
+                                      crc32_pure, read_log)
+
+_counter = [0]
+
+
+def _path(name):
+    """A fresh file path: a temporary folder on CPython, /tmp inside MicroPython."""
+    _counter[0] += 1
+    try:
+        import os
+        import tempfile
+        return os.path.join(tempfile.mkdtemp(), name)
+    except ImportError:
+        return "/tmp/ring_%d_%s" % (_counter[0], name)
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _size(path):
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        return f.tell()
+
+
+def _imu(k):
+    dt_us = 10000
+    return ImuSample((k + 1) * dt_us, dt_us, (0.001 * k, -0.002, 0.1 / 3.0), (1e-300, 0.0, -0.5 ** 40 * k))
+
+
+def _tick(sink, k):
+    """One tick as the node records it: an IMU input, the step, two outputs, a pose every 10th."""
+    t_us = (k + 1) * 10000
+    sink("/app/in/imu", t_us, _imu(k))
+    if k % 10 == 0:
+        sink("/app/in/aiding", t_us, PoseSample(t_us, (0.1 * k, 2.0 / 3.0, 0.0), (0.0, 0.0, 0.01 * k)))
+    sink("/app/step", t_us, {"time_us": t_us, "tick": k})
+    sink("/app/out/estimate", t_us, NavState(t_us - 5000, (k * 0.1, 1.0, 0.0), (0.5, 0.0, 0.0),
+                                             (0.0, 0.0, k * 0.01)))
+    sink("/app/out/wheels", t_us, WheelCmd(t_us, 1.0 + k / 7.0, -2.5))
+
+
+def _expected(k):
+    t_us = (k + 1) * 10000
+    out = [("/app/in/imu", t_us, _imu(k))]
+    if k % 10 == 0:
+        out.append(("/app/in/aiding", t_us, PoseSample(t_us, (0.1 * k, 2.0 / 3.0, 0.0), (0.0, 0.0, 0.01 * k))))
+    out.append(("/app/step", t_us, {"time_us": t_us, "tick": k}))
+    out.append(("/app/out/estimate", t_us, NavState(t_us - 5000, (k * 0.1, 1.0, 0.0), (0.5, 0.0, 0.0),
+                                                    (0.0, 0.0, k * 0.01))))
+    out.append(("/app/out/wheels", t_us, WheelCmd(t_us, 1.0 + k / 7.0, -2.5)))
+    return out
+
+
+# payload bytes of each topic's records as _tick writes them (int64 time + doubles; the estimate's time
+# differs from the record's, so it carries the record time too)
+PAYLOAD_BYTES = {"/app/in/imu": 64, "/app/in/aiding": 56, "/app/step": 16, "/app/out/estimate": 88,
+                 "/app/out/wheels": 24}
+
+CONFIG = {"app": "mp_ground_robot", "config": {"runtime": {"imu_rate_hz": 100, "wheelbase_m": 0.3},
+                                               "waypoints_ne_m": [[2.0, 0.0, 1]]},
+          "code_version": "test", "node": "ground_robot"}
+
+
+def _same(got, want):
+    assert len(got) == len(want), (len(got), len(want))
+    for (topic, t_us, _, msg), (w_topic, w_t_us, w_msg) in zip(got, want):
+        assert topic == w_topic and t_us == w_t_us, (topic, t_us, w_topic, w_t_us)
+        assert msg == w_msg, (topic, msg, w_msg)
+
+
+def test_crc32_is_the_zlib_crc():
+    assert crc32(b"123456789") == 0xCBF43926
+    assert crc32_pure(b"123456789") == 0xCBF43926
+    assert crc32_pure(b"6789", crc32_pure(b"12345")) == 0xCBF43926
+
+
+def test_written_records_read_back_in_order_bit_exact():
+    path = _path("log.bin")
+    sink = RingLogSink(path, 64 * 1024, meta_bytes=1024)
+    sink("/app/config", 0, CONFIG)
+    for k in range(40):
+        _tick(sink, k)
+    sink.close()
+    log = read_log(_read(path))
+    assert log.config == CONFIG and log.config_time_us == 0 and log.session == 1 and log.header_ok
+    want = []
+    for k in range(40):
+        want.extend(_expected(k))
+    _same(log.records, want)
+    assert log.dropped == 0 and log.torn == 0 and log.stale == 0 and log.undecodable == 0
+    assert not log.damaged and log.first_seq == 0 and log.last_seq == len(want) - 1
+    assert sink.records == len(want) and sink.wraps == 0
+    # the compact encoding: an IMU record is the 14-byte frame + int64 x2 + 6 doubles
+    assert RECORD_OVERHEAD_BYTES == 14
+    assert _size(path) == 64 * 1024
+
+
+def test_other_field_kinds_and_bad_messages():
+    path = _path("kinds.bin")
+    sink = RingLogSink(path, 8192, meta_bytes=1024)
+    sink("/app/config", 5, CONFIG)
+    sink("/app/in/pose", 7, PoseSample(7, (1.0, 2.0, 3.0), (0.0, 0.1, 0.2), (0.01, 0.02, 0.03)))
+    sink("/app/in/pose", 8, PoseSample(8, (1.0, 2.0, 3.0), (0.0, 0.1, 0.2)))
+    sink("/app/out/flags", 9, {"ok": True, "names": ("a", "b"), "n": -3, "x": float("inf")})
+    sink("/app/out/bad", 9, object())                       # not a sample or dict: counted, skipped
+    sink("/app/out/big", 9, {"n": 1 << 70})                  # beyond int64: as JSON, exact
+    sink.close()
+    assert sink.unencodable == 1
+    sink("/app/out/after", 10, {"n": 1})                     # closed: ignored
+    log = read_log(_read(path))
+    assert log.config_time_us == 5 and len(log.records) == 4 and log.records[3][3] == {"n": 1 << 70}
+    assert log.records[0][3].cov_pos_m2 == (0.01, 0.02, 0.03) and log.records[1][3].cov_pos_m2 is None
+    topic, t_us, type_name, flags = log.records[2]
+    assert topic == "/app/out/flags" and t_us == 9 and type_name == ""
+    assert flags["ok"] is True and flags["names"] == ["a", "b"] and flags["n"] == -3 and flags["x"] == float("inf")
+
+
+def test_full_log_wraps_keeps_the_newest_run_within_its_size():
+    path = _path("wrap.bin")
+    size = 6000
+    sink = RingLogSink(path, size, meta_bytes=1024)
+    sink("/app/config", 0, CONFIG)
+    n_ticks = 120
+    for k in range(n_ticks):
+        _tick(sink, k)
+        assert _size(path) == size
+    sink.close()
+    assert sink.wraps >= 3
+    log = read_log(_read(path))
+    want = []
+    for k in range(n_ticks):
+        want.extend(_expected(k))
+    assert log.config == CONFIG                  # the meta area is never overwritten
+    assert log.dropped == 0 and log.torn == 0 and log.last_seq == len(want) - 1
+    assert 0 < log.first_seq and len(log.records) == log.last_seq - log.first_seq + 1
+    _same(log.records, want[log.first_seq:])
+    # what the data area holds, less at most the zeroed end and the record cut by the newest one
+    held = 0
+    for topic, _, _, _ in log.records:
+        held += RECORD_OVERHEAD_BYTES + PAYLOAD_BYTES[topic]
+    largest = RECORD_OVERHEAD_BYTES + PAYLOAD_BYTES["/app/out/estimate"]
+    assert size - HEADER_BYTES - 1024 - 2 * largest <= held <= size - HEADER_BYTES - 1024
+
+
+def test_a_torn_last_write_loses_only_that_record():
+    path = _path("torn.bin")
+    sink = RingLogSink(path, 16384, meta_bytes=1024)
+    sink("/app/config", 0, CONFIG)
+    for k in range(10):
+        _tick(sink, k)
+    sink.flush()
+    before = _read(path)
+    sink("/app/in/imu", 999, ImuSample(999, 10, (1.0, 2.0, 3.0), (4.0, 5.0, 6.0)))
+    sink.close()
+    after = _read(path)
+    start = 0
+    while before[start] == after[start]:
+        start += 1
+    end = len(after)
+    while before[end - 1] == after[end - 1]:
+        end -= 1
+    cut = (start + end) // 2                      # the write stopped half way
+    torn = after[:cut] + before[cut:]
+    log = read_log(torn)
+    want = []
+    for k in range(10):
+        want.extend(_expected(k))
+    _same(log.records, want)
+    assert log.torn == 1 and log.dropped == 0 and log.damaged
+    # the file cut in the middle of its last record (a pull cut short): same records, torn counted
+    cut_file = read_log(after[:cut])
+    _same(cut_file.records, want)
+    assert cut_file.torn == 1 and cut_file.truncated_bytes == len(after) - cut
+
+
+def test_a_flipped_byte_in_a_middle_record_drops_that_record_only():
+    path = _path("flip.bin")
+    sink = RingLogSink(path, 16384, meta_bytes=1024)
+    sink("/app/config", 0, CONFIG)
+    for k in range(20):
+        _tick(sink, k)
+    sink.close()
+    data = bytearray(_read(path))
+    clean = read_log(bytes(data))
+    want = []
+    for k in range(20):
+        want.extend(_expected(k))
+    _same(clean.records, want)
+    # the 30th record starts after the header, the meta area and 29 records
+    offset = HEADER_BYTES + 1024
+    for topic, _, _ in want[:29]:
+        offset += RECORD_OVERHEAD_BYTES + PAYLOAD_BYTES[topic]
+    data[offset + RECORD_OVERHEAD_BYTES] ^= 0x10
+    log = read_log(bytes(data))
+    assert log.dropped == 1 and log.torn == 0 and log.damaged
+    _same(log.records, want[:29] + want[30:])
+
+
+def test_a_new_session_ignores_the_previous_ones_records():
+    path = _path("sessions.bin")
+    first = RingLogSink(path, 16384, meta_bytes=1024)
+    first("/app/config", 0, CONFIG)
+    for k in range(30):
+        _tick(first, k)
+    first.close()
+    second = RingLogSink(path, 16384, meta_bytes=1024)
+    assert second.session == 2 and not second.created
+    second("/app/config", 0, CONFIG)
+    for k in range(3):
+        _tick(second, k)
+    second.close()
+    log = read_log(_read(path))
+    want = []
+    for k in range(3):
+        want.extend(_expected(k))
+    assert log.session == 2 and log.stale > 0 and log.dropped == 0
+    _same(log.records, want)
+    assert _size(path) == 16384
+
+
+def test_sizes_are_checked():
+    for size in (0, HEADER_BYTES + 1024 + 100):
+        try:
+            RingLogSink(_path("small.bin"), size, meta_bytes=1024)
+        except RingLogError:
+            continue
+        raise AssertionError("size %d accepted" % size)
+    sink = RingLogSink(_path("meta.bin"), 4096, meta_bytes=64)
+    try:
+        sink("/app/config", 0, CONFIG)
+    except RingLogError as exc:
+        assert "meta area" in str(exc)
+    else:
+        raise AssertionError("a config larger than the meta area was accepted")
+    sink.close()
+
+
+def test_an_empty_or_foreign_file_reads_as_no_records():
+    log = read_log(b"")
+    assert log.records == [] and log.config is None and not log.header_ok and log.damaged
+    log = read_log(b"not a ring log" * 100)
+    assert log.records == [] and log.config is None
