@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "harness.crazyflie.cli",
     "harness.grading.sweep",
     "harness.replay",
+    "harness.conformance",
     "harness.training.policy_cli",
 ]
 

@@ -12,54 +12,34 @@ Exit status: 0 identical, 3 diverged, 2 for a file that is not a readable record
 is cut or corrupt (the readable prefix is replayed and reported first). Writes ``DIR/replay.json``
 and ``DIR/replay.png`` (logged vs replayed estimate).
 
-Inputs that an app's own drivers read in a tick's io phase (the Pi app's IMU and pose polls) are
-recorded after that tick's ``/app/step``; the rebuilt app's stand-in drivers deliver them in the
-same io phase (``_PolledInputs``), so they reach the estimation before that tick's other groups, as
-they did; on a real-time clock the Pi app also records when its rate groups started
-(``/app/in/clock``, ``TickClock``), and the replayed tick's scheduler reads those times from a
-stand-in clock. ``--impl pure|cython|numpy`` rebuilds an ES-EKF estimator with another
-implementation (default: the recorded one).
+A tick's ``/app/step`` is recorded after its io groups ran (the drivers an app polls itself, e.g.
+the Pi app's IMU and pose), so what they read that tick is recorded before it; every group of a
+tick gets the tick's time. Replay feeds each input where it was recorded and then steps, and the
+rebuilt app's stand-in drivers read nothing. ``--impl pure|cython|numpy`` rebuilds an ES-EKF
+estimator with another implementation (default: the recorded one).
 """
 import copy
 import json
 import math
 import os
-import subprocess
 import sys
 
 from mcap.records import Channel, Message, Schema
 from mcap.stream_reader import StreamReader
 
-from boards.rpi.app import CLOCK_ENTRY, RpiGroundRobot
-from onboard.core import samples as sample_types
-from onboard.estimators.eskf_pose import EskfPoseEstimator
-from onboard.estimators.planar_ekf import PlanarEkf
+from boards.rpi.app import RpiGroundRobot
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable
-from onboard.runtime.estimation import AIDING_INPUT, IMU_INPUT
 from onboard.runtime.ground_robot import GroundRobotRuntime
+from onboard.runtime.replay_feed import (CONFIG_TOPIC, OUT_PREFIX, STEP_TOPIC, ReplayFeedError, estimator_from_config,
+                                         feed)
 
 EXIT_IDENTICAL = 0
 EXIT_BAD_LOG = 2
 EXIT_DIVERGED = 3
-CONFIG_TOPIC = "/app/config"
-STEP_TOPIC = "/app/step"
-IN_PREFIX = "/app/in/"
-OUT_PREFIX = "/app/out/"
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class ReplayError(ValueError):
     """The log holds no recording this tool can rebuild (one line for the user)."""
-
-
-def code_version():
-    """The checkout's commit (``git describe --always --dirty``), or "" outside a git checkout."""
-    try:
-        out = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -97,20 +77,6 @@ def read_recording(path):
     return events, damage
 
 
-def _decode_sample(schema, data):
-    """A logged sample back into its onboard.core.samples type (null -> NaN: the log writes NaN as null)."""
-    cls = getattr(sample_types, schema, None)
-    if cls is None or not hasattr(cls, "FIELDS"):
-        raise ReplayError("recorded input of unknown sample type %r" % (schema,))
-    args = {}
-    for name in cls.FIELDS:
-        v = data.get(name)
-        if isinstance(v, list):
-            v = [float("nan") if x is None else x for x in v]
-        args[name] = v
-    return cls(**args)
-
-
 # ---------------------------------------------------------------------------------------------- apps
 class _ReplayMotors:
     """Motors of a replayed app: commands go nowhere (the app's outputs are compared instead)."""
@@ -140,16 +106,13 @@ class _ReplayMotors:
 
 
 def _estimator(est):
-    """The recorded estimator (``GroundRobotRuntime.estimator_config``) rebuilt: the planar EKF, or the
-    ES-EKF with its settings, consider sigma and implementation."""
-    if est["kind"] == "planar":
-        return PlanarEkf(est["config"])
-    if est["kind"] == "eskf":
-        try:
-            return EskfPoseEstimator(est["config"], est["impl"], consider_sigma=est["consider_sigma"])
-        except ImplUnavailable as exc:
-            raise ReplayError("cannot rebuild the ESKF estimator: %s" % exc)
-    raise ReplayError("an app with a %r estimator cannot be rebuilt by replay yet" % (est["kind"],))
+    """The recorded estimator rebuilt (:func:`onboard.runtime.replay_feed.estimator_from_config`)."""
+    try:
+        return estimator_from_config(est)
+    except ImplUnavailable as exc:
+        raise ReplayError("cannot rebuild the ESKF estimator: %s" % exc)
+    except ReplayFeedError as exc:
+        raise ReplayError(str(exc))
 
 
 def _ground_robot(config):
@@ -157,101 +120,32 @@ def _ground_robot(config):
                               follower_config=config["follower"], estimator=_estimator(config["estimator"]))
 
 
-class _PolledInputs:
-    """The samples a recorded app's io polls read in one tick, handed to the rebuilt app's stand-in
-    drivers for the same tick. ``entries``: the entry-point names those polls feed (and nothing
-    else does). ``clock_entry``: where the app recorded its groups' start times (``TickClock``),
-    handed to :attr:`clock` (the clock the replayed tick's scheduler reads)."""
-
-    def __init__(self, entries, clock_entry=None):
-        self.pending = {name: [] for name in entries}
-        self.clock_entry = clock_entry
-        self.clock = _ReplayClock()
-
-    def stage(self, events, step_index):
-        """Queue the inputs recorded right after the ``/app/step`` at ``events[step_index]`` on the
-        polled entries (what the io polls read in that tick: the io groups run first), and the tick's
-        clock readings recorded before the next ``/app/step``; -> the indexes of the events queued
-        (the replay loop skips them)."""
-        self.clock.start_tick(events[step_index][3]["time_us"])
-        taken = []
-        polling = True
-        for index in range(step_index + 1, len(events)):
-            topic, schema, time_us, data = events[index]
-            if topic == STEP_TOPIC:
-                break
-            name = topic[len(IN_PREFIX):] if topic.startswith(IN_PREFIX) else None
-            if polling and name in self.pending:
-                self.pending[name].append(_decode_sample(schema, data))
-                taken.append(index)
-                continue
-            polling = False
-            if name is not None and name == self.clock_entry:
-                self.clock.readings_us.extend(_decode_sample(schema, data).readings_us)
-                taken.append(index)
-        return taken
-
-    def take(self, name):
-        queue = self.pending[name]
-        self.pending[name] = []
-        return queue
-
-
-class _ReplayClock:
-    """The clock a replayed tick's scheduler reads after each rate group: the readings recorded for
-    that tick, else the tick's time (a tick that took no time)."""
-
-    def __init__(self):
-        self.tick_us = 0
-        self.readings_us = []
-
-    def start_tick(self, tick_us):
-        self.tick_us = tick_us
-        self.readings_us = []
-
-    def now_us(self):
-        return self.readings_us.pop(0) if self.readings_us else self.tick_us
-
-
 class _ReplayImu:
-    """IMU stand-in of a replayed Pi app: ``read`` returns the sample its poll read in this tick."""
+    """IMU stand-in of a replayed Pi app: reads nothing (the recorded samples are fed at the entry)."""
     initialized = True
 
-    def __init__(self, polled, entry):
-        self.polled = polled
-        self.entry = entry
-
     def read(self, now_us):
-        queue = self.polled.pending[self.entry]
-        return queue.pop(0) if queue else None
+        return None
 
 
 class _ReplayPoseSource:
-    """Pose-source stand-in of a replayed Pi app: ``poll`` returns the samples read in this tick."""
-
-    def __init__(self, polled, entry):
-        self.polled = polled
-        self.entry = entry
-        self.port = None
+    """Pose-source stand-in of a replayed Pi app: receives nothing (the recorded poses are fed)."""
+    port = None
 
     def poll(self, now_us):
-        return self.polled.take(self.entry)
+        return []
 
 
 def _rpi_ground_robot(config):
-    """The Pi app (boards.rpi.app.RpiGroundRobot) with the same parts and rate groups: motors, IMU and
-    pose source are stand-ins; the IMU and pose polls deliver the samples recorded in their tick."""
+    """The Pi app (boards.rpi.app.RpiGroundRobot) with the same parts and rate groups; motors, IMU and
+    pose source are stand-ins (the samples they delivered are recorded at the entry points)."""
     rpi = config["rpi"]
-    polled = _PolledInputs(([IMU_INPUT] if rpi["has_imu"] else []) + ([AIDING_INPUT] if rpi["has_pose_source"] else []),
-                           clock_entry=CLOCK_ENTRY)
-    app = RpiGroundRobot(config["waypoints_ne_m"], _ReplayMotors(),
-                         imu=_ReplayImu(polled, IMU_INPUT) if rpi["has_imu"] else None,
-                         pose_source=_ReplayPoseSource(polled, AIDING_INPUT) if rpi["has_pose_source"] else None,
-                         runtime_config=config["runtime"], follower_config=config["follower"],
-                         telemetry_rate_hz=rpi["telemetry_rate_hz"], pose_poll_hz=rpi["pose_poll_hz"],
-                         start_us=rpi["start_us"], estimator=_estimator(config["estimator"]))
-    app.replay_polled = polled
-    return app
+    return RpiGroundRobot(config["waypoints_ne_m"], _ReplayMotors(),
+                          imu=_ReplayImu() if rpi["has_imu"] else None,
+                          pose_source=_ReplayPoseSource() if rpi["has_pose_source"] else None,
+                          runtime_config=config["runtime"], follower_config=config["follower"],
+                          telemetry_rate_hz=rpi["telemetry_rate_hz"], pose_poll_hz=rpi["pose_poll_hz"],
+                          start_us=rpi["start_us"], estimator=_estimator(config["estimator"]))
 
 
 # recorded app name -> fn(config) -> the app (with ``node``), rebuilt as it was recorded. The AVR
@@ -317,50 +211,18 @@ def _with_impl(config, impl):
     return config
 
 
-def replay_events(events, impl=None, tolerance=0.0):
-    """Rebuild the recorded app, feed it the recorded inputs and ticks; -> per-topic comparison.
-    ``impl``: the ES-EKF implementation for the rebuilt app (pure | cython | numpy; None: as recorded).
-    ``tolerance``: numbers differing by at most this much count as the same (0: bit exact; e.g. 1e-12
-    for a MicroPython board's log); times and counts are always compared exactly."""
-    if not events or events[0][0] != CONFIG_TOPIC:
-        raise ReplayError("no app recording in this log (its first /app/ record must be %s)" % CONFIG_TOPIC)
-    header = events[0][3]
-    build = APPS.get(header.get("app"))
-    if build is None:
-        raise ReplayError("recorded app %r is not one replay can rebuild (known: %s)"
-                          % (header.get("app"), ", ".join(sorted(APPS))))
-    config = _with_impl(header["config"], impl)
-    app = build(config)
-    node = app.node
-    polled = getattr(app, "replay_polled", None)       # inputs the app's io polls read (_PolledInputs)
-    skip = set()
-    replayed = {}
-
-    def sink(topic, time_us, msg):
-        if topic.startswith(OUT_PREFIX):
-            replayed.setdefault(topic, []).append((time_us, json.loads(json.dumps(_as_data(msg)))))
-
-    node.record(sink, header["app"], config)
+def outputs_of(events):
+    """The recorded outputs: ``{"/app/out/<name>": [(time_us, data), ...]}``."""
     logged = {}
-    inputs = 0
-    for index, (topic, schema, time_us, data) in enumerate(events):
-        if index == 0 or index in skip:
-            continue
-        if topic.startswith(IN_PREFIX):
-            entry = node.entries.get(topic[len(IN_PREFIX):])
-            if entry is None:
-                raise ReplayError("recorded input %s has no entry point in the rebuilt app" % topic)
-            entry(_decode_sample(schema, data))
-            inputs += 1
-        elif topic == STEP_TOPIC:
-            if polled is not None:
-                taken = polled.stage(events, index)
-                skip.update(taken)
-                inputs += len(taken)
-            node.scheduler.tick_index = data["tick"]
-            node.step(data["time_us"], polled.clock if polled is not None else None)
-        elif topic.startswith(OUT_PREFIX):
+    for topic, _schema, time_us, data in events:
+        if topic.startswith(OUT_PREFIX):
             logged.setdefault(topic, []).append((time_us, data))
+    return logged
+
+
+def compare_outputs(logged, replayed, tolerance=0.0):
+    """Per output topic (name without the prefix): counts, the largest absolute difference of any
+    number, and the time of the first difference beyond ``tolerance`` (None: none)."""
     topics = {}
     for topic in sorted(set(logged) | set(replayed)):
         a, b = logged.get(topic, []), replayed.get(topic, [])
@@ -379,6 +241,37 @@ def replay_events(events, impl=None, tolerance=0.0):
             first = (a[len(b)][0] if len(a) > len(b) else b[len(a)][0])
         topics[topic[len(OUT_PREFIX):]] = {"logged": len(a), "replayed": len(b), "max_abs_diff": worst,
                                            "first_divergence_us": first}
+    return topics
+
+
+def replay_events(events, impl=None, tolerance=0.0):
+    """Rebuild the recorded app, feed it the recorded inputs and ticks; -> per-topic comparison.
+    ``impl``: the ES-EKF implementation for the rebuilt app (pure | cython | numpy; None: as recorded).
+    ``tolerance``: numbers differing by at most this much count as the same (0: bit exact; e.g. 1e-12
+    for a MicroPython board's log); times and counts are always compared exactly."""
+    if not events or events[0][0] != CONFIG_TOPIC:
+        raise ReplayError("no app recording in this log (its first /app/ record must be %s)" % CONFIG_TOPIC)
+    header = events[0][3]
+    build = APPS.get(header.get("app"))
+    if build is None:
+        raise ReplayError("recorded app %r is not one replay can rebuild (known: %s)"
+                          % (header.get("app"), ", ".join(sorted(APPS))))
+    config = _with_impl(header["config"], impl)
+    app = build(config)
+    node = app.node
+    replayed = {}
+
+    def sink(topic, time_us, msg):
+        if topic.startswith(OUT_PREFIX):
+            replayed.setdefault(topic, []).append((time_us, json.loads(json.dumps(_as_data(msg)))))
+
+    node.record(sink, header["app"], config)
+    logged = outputs_of(events)
+    try:
+        inputs, _ticks = feed(node, events[1:])
+    except ReplayFeedError as exc:
+        raise ReplayError(str(exc))
+    topics = compare_outputs(logged, replayed, tolerance)
     est = config.get("estimator", {})
     return {"app": header["app"], "code_version": header.get("code_version", ""), "inputs": inputs,
             "estimator": est.get("kind"), "impl": est.get("impl"),

@@ -14,17 +14,16 @@ the harness's SimClock in scenarios). Its parts:
   that comes back).
 
 Everything that enters the app from outside passes an entry point (IMU and pose samples the
-estimation's ``imu`` / ``aiding``, fault sets ``motor_faults``, mission commands ``mission``, and,
-on a real-time clock, the times its rate groups started: ``clock``, see :class:`TickClockRecorder`),
-so :meth:`RpiGroundRobot.record` (app ``"rpi_ground_robot"``) records what ``python -m harness
-replay`` needs to re-run it exactly.
+estimation's ``imu`` / ``aiding``, fault sets ``motor_faults``, mission commands ``mission``), so
+:meth:`RpiGroundRobot.record` (app ``"rpi_ground_robot"``) records what ``python -m harness replay``
+needs to re-run it exactly.
 
 ``shutdown(now_us)`` releases the motors, logs ``/shutdown`` and closes the log.
 """
 import json
 import socket
 
-from onboard.core.samples import PoseSample, SampleError, TickClock
+from onboard.core.samples import PoseSample, SampleError
 from onboard.core.settings import with_defaults
 from onboard.runtime.fault_monitor import FaultMonitor
 from onboard.runtime.ground_robot import DEFAULTS as GROUND_ROBOT_DEFAULTS, GroundRobotRuntime
@@ -32,44 +31,6 @@ from onboard.runtime.node import Node
 from onboard.runtime.polling import ImuPoll, PosePoll
 
 FAULT_PREFIX = "motors:"
-CLOCK_ENTRY = "clock"
-
-
-class TickClockRecorder:
-    """The clock ``RpiGroundRobot.run`` hands the scheduler while recording: ``clock``'s readings,
-    and for each tick the readings taken after its rate groups (``Scheduler.step``: each group
-    starts at the previous one's end) go to ``entry`` as a :class:`TickClock` when any differs from
-    the tick's time (a real-time clock; on the simulated clock a tick takes no time and nothing is
-    fed). A tick is what lies between the reading after ``sleep_until_us`` (its time) and the next
-    ``sleep_until_us`` or :meth:`flush`."""
-
-    def __init__(self, clock, entry):
-        self.clock = clock
-        self.entry = entry
-        self._tick_us = None          # time of the tick under way (None: outside a tick)
-        self._readings = []
-        self._tick_next = False
-
-    def now_us(self):
-        t = self.clock.now_us()
-        if self._tick_next:
-            self._tick_next = False
-            self._tick_us = t
-        elif self._tick_us is not None:
-            self._readings.append(t)
-        return t
-
-    def sleep_until_us(self, deadline_us):
-        self.flush()
-        self._tick_next = True
-        return self.clock.sleep_until_us(deadline_us)
-
-    def flush(self):
-        """Feed the tick under way's readings (if any differs from its time) and close it."""
-        if self._tick_us is not None and any(t != self._tick_us for t in self._readings):
-            self.entry(TickClock(self._tick_us, self._readings))
-        self._tick_us = None
-        self._readings = []
 
 
 class UdpPoseSource:
@@ -135,28 +96,13 @@ class RpiGroundRobot:
             self.node.add("pose", PosePoll(pose_source, pose_poll_hz, self.runtime.on_pose))
         self.faults = self.node.add("motors", FaultMonitor(motors, telemetry_rate_hz, prefix=FAULT_PREFIX))
         self.sync_faults = self.faults.sync_faults
-        self.on_clock = self.node.entry(CLOCK_ENTRY, self._on_clock)
         self.step = self.node.step
+        self.run = self.node.run
         self.shut_down = False
 
     @property
     def scheduler(self):
         return self.node.start()
-
-    def run(self, clock, until_us):
-        """Run ticks on ``clock`` until (excluding) ``until_us`` (:meth:`Node.run`); while recording,
-        through a :class:`TickClockRecorder`. Returns the ticks run."""
-        if not self.node.recording:
-            return self.node.run(clock, until_us)
-        recorder = TickClockRecorder(clock, self.on_clock)
-        try:
-            return self.node.run(recorder, until_us)
-        finally:
-            recorder.flush()
-
-    def _on_clock(self, sample):
-        """Entry point ``clock``: the group start times of a tick are an input of the scheduler, which
-        reads them from the clock itself (a replay hands them to it); nothing to do here."""
 
     @property
     def fault_events(self):

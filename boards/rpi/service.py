@@ -23,7 +23,6 @@ import copy
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import tomllib
@@ -216,23 +215,11 @@ def build_app(cfg, log=None, i2c_buses=None):
     return app, closers
 
 
-def code_version():
-    """The checkout's commit (``git describe --always --dirty``) written with a recording, or "" when
-    the service does not run from a git checkout."""
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    try:
-        out = subprocess.run(["git", "-C", repo, "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
 def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=None):
     """Run until SIGTERM/SIGINT (or ``duration_s``); returns the exit code. ``i2c_buses``: see build_app."""
     from boards.rpi.imu_mpu6050 import ImuError
     from onboard.runtime.clock import MonotonicClock
-    from onboard.runtime.mcap_log import McapLog
+    from onboard.runtime.mcap_log import McapLog, code_version
 
     check_i2c_bus(cfg, i2c_buses)           # before the log opens
     try:

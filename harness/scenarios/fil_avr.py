@@ -18,19 +18,20 @@ import time
 
 from boards.arduino import board as AVR
 from boards.arduino.app import AvrGroundRobot
-from harness.replay import code_version
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least, one_of,
                             or_null)
 from harness.fil_avr import PLANT_DEFAULTS, AvrBridge, AvrPlant, ensure_built, open_link, size_report
 from harness.metrics import rms as _rms, tracking_errors
+from harness.scenarios.waypoints import viz_record, viz_start
 from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
 from onboard.core.units import hz_to_period_us, s_to_us
 from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS
+from onboard.runtime.mcap_log import code_version
 
 DESCRIPTION = "way-points with the real AVR firmware (simavr, pty link) as the robot's low level"
 
@@ -112,6 +113,7 @@ def run(config, ctx):
                              log=ctx.log, motors=motors)
         runtime = app.runtime
         app.record(ctx.log, code_version())     # `python -m harness replay log.mcap`
+        viz = viz_start(ctx, config)            # Foxglove views on /viz/... (docs/foxglove/README.md)
         aiding = AidingPoseSensor(lambda: ((robot.north_m, robot.east_m, 0.0), (0.0, 0.0, robot.yaw_rad)),
                                   ctx.random.stream("aiding"), config["aiding"])
         rec = {"t_s": [], "truth": [], "est": [], "yaw_true": [], "yaw_est": [], "duty": [],
@@ -145,6 +147,7 @@ def run(config, ctx):
             ctx.log("/truth", t, {"time_us": t, "pos_ned_m": [robot.north_m, robot.east_m, 0.0],
                                   "yaw_rad": robot.yaw_rad, "duty": [plant.duty_left, plant.duty_right],
                                   "wheels_radps": [robot.left_radps, robot.right_radps]})
+            viz_record(viz, t, robot, nav, runtime.follower.index)
 
         clock.call_every(plant.dt_us, cosim, start_us=plant.dt_us, priority=PRIORITY_PHYSICS)
         clock.call_every(hz_to_period_us(config["aiding"]["rate_hz"]), aiding_tick, priority=PRIORITY_SENSOR)

@@ -14,7 +14,7 @@ from harness.config import ConfigError, check_ranges, one_of
 from harness.grading.agents import AGENT_BACKENDS, ModelError, load_decider
 from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, SETTING_RANGES as EPISODE_RANGES
 from harness.grading.episode import ExpertDecider, GradingEpisode, related_setting_problem
-from harness.replay import code_version
+from onboard.runtime.mcap_log import code_version
 
 DESCRIPTION = "dozer grades sand piles (ag2u) under a pose-noise scenario; expert or trained agent decides"
 

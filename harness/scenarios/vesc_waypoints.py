@@ -24,13 +24,14 @@ from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least, one_of
 from harness.metrics import path_error_m
-from harness.replay import code_version
+from harness.scenarios.waypoints import viz_record, viz_start
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.sim_i2c import PlanarMotionSource, SimI2cBus, SimMpu6050
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
 from harness.vesc_tracks import TOPOLOGIES, TRACK_VESC, SimVescTracks
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
 from onboard.core.units import hz_to_period_us, s_to_us
+from onboard.runtime.mcap_log import code_version
 
 DESCRIPTION = "Pi ground robot drives two simulated VESCs over ptys (VESC UART protocol) to way-points"
 
@@ -112,6 +113,7 @@ def _run(config, ctx, tracks, telemetry):
                          follower_config=config["follower"], log=ctx.log,
                          telemetry_rate_hz=drive["telemetry_rate_hz"])
     app.record(ctx.log, code_version())     # the app at its boundary: `python -m harness replay log.mcap`
+    viz = viz_start(ctx, config)            # Foxglove views on /viz/... (docs/foxglove/README.md)
     app.start(0)
 
     # ---- lockstep world: UART service, then physics, then sensors (same-time order)
@@ -193,6 +195,7 @@ def _run(config, ctx, tracks, telemetry):
         ctx.log("/truth", t, {"time_us": t, "pos_ned_m": [robot.north_m, robot.east_m, 0.0],
                               "yaw_rad": robot.yaw_rad, "speed_mps": robot.speed_mps,
                               "erpm": [left.erpm, right.erpm]})
+        viz_record(viz, t, robot, app.runtime.estimator.nav_state(), app.runtime.follower.index)
 
     clock.call_every(hz_to_period_us(config["record_hz"]), record, priority=PRIORITY_SENSOR + 1)
 

@@ -8,7 +8,6 @@ same entry points a real driver calls. Outcome metrics come from ground truth.
 import math
 
 from harness.metrics import rms, tracking_errors
-from harness.replay import code_version
 from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least
@@ -16,8 +15,10 @@ from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
 from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
 from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
+from onboard.core.rotations import quat_from_euler
 from onboard.core.units import hz_to_period_us, s_to_us
 from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS, GroundRobotRuntime
+from onboard.runtime.mcap_log import code_version
 
 DESCRIPTION = "skid-steer robot follows way-points with IMU + aiding-pose EKF (default scenario)"
 
@@ -56,6 +57,7 @@ def run(config, ctx):
     runtime = GroundRobotRuntime(config["waypoints_ne_m"], motors, runtime_cfg,
                                  follower_config=config["follower"], log=ctx.log)
     runtime.record(ctx.log, code_version())     # the app at its boundary: `python -m harness replay log.mcap`
+    viz = viz_start(ctx, config)                # Foxglove views on /viz/... (docs/foxglove/README.md)
     imu = PlanarImu(robot, ctx.random.stream("imu"), config["imu"])
     aiding = AidingPoseSensor(lambda: ((robot.north_m, robot.east_m, 0.0), (0.0, 0.0, robot.yaw_rad)),
                               ctx.random.stream("aiding"), config["aiding"])
@@ -92,6 +94,7 @@ def run(config, ctx):
         ctx.log("/truth", t, {"time_us": t, "pos_ned_m": [robot.north_m, robot.east_m, 0.0],
                               "yaw_rad": robot.yaw_rad, "speed_mps": robot.speed_mps,
                               "wheels_radps": [robot.left_radps, robot.right_radps]})
+        viz_record(viz, t, robot, nav, runtime.follower.index)
 
     clock.call_every(hz_to_period_us(config["record_hz"]), record, priority=PRIORITY_SENSOR + 1)
 
@@ -133,6 +136,50 @@ def run(config, ctx):
     if ctx.report is not None:
         _plots(ctx.report, rec, config, path_err, est_err, yaw_err)
     return metrics
+
+
+# ---------------------------------------------------------------------------------------------- Foxglove views
+# Topics for Foxglove's 3D panel (frames: onboard.runtime.mcap_log; layout: docs/foxglove/), next to the
+# scenario's own topics, which they leave unchanged. vesc-waypoints and fil-avr write them too.
+VIZ_TF_STATIC = "/viz/tf_static"        # foxglove.FrameTransform world (ENU) -> ned, once at t = 0
+VIZ_TF = "/viz/tf"                      # foxglove.FrameTransform ned -> base_link (true body frame)
+VIZ_TRUTH_POSE = "/viz/truth/pose"      # foxglove.PoseInFrame (ned): ground truth
+VIZ_ESTIMATE_POSE = "/viz/estimate/pose"  # foxglove.PoseInFrame (ned): the onboard estimate
+VIZ_WAYPOINTS = "/viz/waypoints"        # foxglove.SceneUpdate: way-points, start, planned path
+
+
+class _Viz:
+    def __init__(self, mcap, config):
+        self.mcap = mcap
+        self.waypoints_ne_m = config["waypoints_ne_m"]
+        self.start_ne_m = config["vehicle"]["start_ne_m"]
+        self.reached = 0
+
+
+def viz_start(ctx, config):
+    """The run's Foxglove views (None without a log): the static frames and the mission's markers at t = 0."""
+    mcap = getattr(ctx.report, "mcap", None)
+    if mcap is None or not hasattr(mcap, "log_pose"):
+        return None
+    viz = _Viz(mcap, config)
+    mcap.log_frames(VIZ_TF_STATIC, 0)
+    mcap.log_waypoints(VIZ_WAYPOINTS, 0, viz.waypoints_ne_m, viz.start_ne_m, 0)
+    return viz
+
+
+def viz_record(viz, t, robot, nav, reached):
+    """One record tick of the views: true body frame and pose, estimated pose (``nav``, a NavState), and
+    the markers again when another way-point was reached."""
+    if viz is None:
+        return
+    q_true = quat_from_euler(0.0, 0.0, robot.yaw_rad)
+    pos_true = (robot.north_m, robot.east_m, 0.0)
+    viz.mcap.log_body_transform(VIZ_TF, t, pos_true, q_true)
+    viz.mcap.log_pose(VIZ_TRUTH_POSE, t, pos_true, q_true)
+    viz.mcap.log_pose(VIZ_ESTIMATE_POSE, t, nav.pos_ned_m, quat_from_euler(*nav.euler_rad))
+    if reached != viz.reached:
+        viz.reached = reached
+        viz.mcap.log_waypoints(VIZ_WAYPOINTS, t, viz.waypoints_ne_m, viz.start_ne_m, reached)
 
 
 def _plots(report, rec, config, path_err, est_err, yaw_err):

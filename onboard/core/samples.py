@@ -238,15 +238,3 @@ class MissionCmd(_Sample):
         if not self.hold and not out:
             raise SampleError("a mission command needs way-points (or hold)")
         self.waypoints_ne_m = tuple(out)
-
-
-class TickClock(_Sample):
-    """The clock readings (us) a scheduler took in one tick at ``time_us``: after each rate group that
-    ran, in order (``onboard.runtime.scheduler.Scheduler.step``: the next group starts at the reading).
-    On a real-time clock groups start later than the tick; recorded so a replay starts them at the
-    same times."""
-    FIELDS = ("time_us", "readings_us")
-
-    def __init__(self, time_us, readings_us=()):
-        self.time_us = int(time_us)
-        self.readings_us = tuple(int(t) for t in readings_us)

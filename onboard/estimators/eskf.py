@@ -627,6 +627,9 @@ IMPL_MODULES = {"pure": "onboard.estimators.eskf", "cython": "cython_ext.eskf",
 
 
 def make_eskf(config=None, impl=None):
-    """An Eskf of the implementation chosen by ``impl`` or $ONBOARD_IMPL (default pure)."""
+    """An Eskf of the implementation chosen by ``impl`` or $ONBOARD_IMPL (default pure); ``impl="pure"``
+    needs no switch (so it works on MicroPython)."""
+    if impl == "pure":
+        return Eskf(config)
     from onboard import impl as impl_switch     # CPython only (importlib, os)
     return impl_switch.load(IMPL_MODULES, impl).Eskf(config)

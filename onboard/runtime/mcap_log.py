@@ -8,13 +8,51 @@ Foxglove opens these files directly (message encoding ``json``, schema encoding
 Messages go out in zstd-compressed chunks of ``CHUNK_BYTES`` (uncompressed), each with its CRC:
 a log cut short by a crash or power loss keeps every whole chunk before the cut (at most the last
 ``CHUNK_BYTES`` of messages are lost; ``harness replay`` replays such a prefix).
+
+Foxglove views (``McapLog.log_pose``, ``log_transform``, ``log_frames``, ``log_scene``,
+``log_waypoints``) write messages of Foxglove's well-known schemas (``foxglove.PoseInFrame``,
+``foxglove.FrameTransform``, ``foxglove.SceneUpdate``; schema encoding ``jsonschema``, message
+encoding ``json``) next to our own topics, so that Foxglove's 3D panel draws them. By convention the
+harness writes them under ``/viz/...``; our own topics (``/app/...`` included) are not touched.
+
+Frames of the views (Foxglove's 3D panel is right-handed with z up):
+
+- ``world`` (``WORLD_FRAME``): the display frame, ENU: x east, y north, z up. The root of the tree.
+- ``ned`` (``NED_FRAME``): our navigation frame (north, east, down), child of ``world`` with the
+  origins coinciding; the static transform ``world -> ned`` (``log_frames``) is the rotation by
+  pi about (x + y) / sqrt(2) (quaternion x = y = sqrt(1/2), z = w = 0): it maps NED coordinates
+  to ENU ones, (n, e, d) -> (e, n, -d). Poses and markers are written in ``ned`` untouched.
+- ``base_link`` (``BODY_FRAME``): the robot's body frame (FRD: forward, right, down), child of
+  ``ned``: translation ``pos_ned_m``, rotation the quaternion of ``R_body_to_ned``.
+
+A ``foxglove.PoseInFrame`` in ``ned`` carries ``pos_ned_m`` and the quaternion of
+``R_body_to_ned`` as they are (our ``(w, x, y, z)`` written as Foxglove's ``{x, y, z, w}``); Foxglove
+draws a pose's arrow along its +x axis: the robot's forward direction. Timestamps are
+``{sec, nsec}`` of the log time. A view with a non-finite number (an estimate gone NaN) is not
+written: it is counted in ``McapLog.views_dropped``.
 """
 import json
 import math
+import os
+import subprocess
 
 from mcap.writer import CompressionType, Writer
 
+from onboard.core.rotations import quat_from_euler
+
 CHUNK_BYTES = 64 * 1024
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def code_version():
+    """The checkout's commit (``git describe --always --dirty``), written with a recording; "" when the
+    code does not run from a git checkout."""
+    try:
+        out = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
 
 
 def _json_type(value):
@@ -44,6 +82,230 @@ def _clean(value):
     return value
 
 
+# ---------------------------------------------------------------------------------------------- Foxglove views
+# The JSON schemas below are written here from the field layouts Foxglove documents for its message
+# schemas (https://docs.foxglove.dev/docs/visualization/message-schemas/introduction; the layouts of
+# the ``jsonschema/`` folder of the npm package @foxglove/schemas, foxglove_msgs 3.x: FrameTransform as
+# consolidated in 2.0.0, SceneEntity and its primitives as introduced in 2.1.0). Schema names are
+# Foxglove's exactly: its panels recognise a message by that name. Our schemas also list which fields
+# we always write (``required``), a constraint of ours that Foxglove does not need.
+WORLD_FRAME = "world"
+NED_FRAME = "ned"
+BODY_FRAME = "base_link"
+_SQRT_HALF = math.sqrt(0.5)
+# quaternion (w, x, y, z) of the rotation NED -> world (ENU): pi about (x + y) / sqrt(2)
+QUAT_NED_TO_WORLD_WXYZ = (0.0, _SQRT_HALF, _SQRT_HALF, 0.0)
+
+POSE_IN_FRAME = "foxglove.PoseInFrame"
+FRAME_TRANSFORM = "foxglove.FrameTransform"
+SCENE_UPDATE = "foxglove.SceneUpdate"
+LINE_STRIP, LINE_LOOP, LINE_LIST = 0, 1, 2          # foxglove.LineType
+DELETE_MATCHING_ID, DELETE_ALL = 0, 1               # foxglove.SceneEntityDeletionType
+
+
+def _obj(title, properties, required=None):
+    schema = {"type": "object", "properties": properties}
+    if title:
+        schema["title"] = title
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def _num():
+    return {"type": "number"}
+
+
+def _array(items):
+    return {"type": "array", "items": items}
+
+
+def _time_schema(title="time"):
+    sec = {"type": "integer"} if title == "duration" else {"type": "integer", "minimum": 0}
+    return _obj(title, {"sec": sec, "nsec": {"type": "integer", "minimum": 0, "maximum": 999999999}},
+                ("sec", "nsec"))
+
+
+def _xyz_schema(title):
+    return _obj(title, {"x": _num(), "y": _num(), "z": _num()}, ("x", "y", "z"))
+
+
+def _quat_schema():
+    return _obj("foxglove.Quaternion", {"x": _num(), "y": _num(), "z": _num(), "w": _num()}, ("x", "y", "z", "w"))
+
+
+def _pose_schema():
+    return _obj("foxglove.Pose", {"position": _xyz_schema("foxglove.Vector3"), "orientation": _quat_schema()},
+                ("position", "orientation"))
+
+
+def _color_schema():
+    return _obj("foxglove.Color", {"r": _num(), "g": _num(), "b": _num(), "a": _num()}, ("r", "g", "b", "a"))
+
+
+def _enum_schema(title, names):
+    return {"title": title, "oneOf": [{"title": name, "const": i} for i, name in enumerate(names)]}
+
+
+def _sized_primitive(title, extra=None):
+    props = {"pose": _pose_schema(), "size": _xyz_schema("foxglove.Vector3")}
+    props.update(extra or {})
+    props["color"] = _color_schema()
+    return _obj(title, props, ("pose", "size", "color"))
+
+
+def _pose_in_frame_schema():
+    """foxglove.PoseInFrame: timestamp, frame_id, pose {position {x, y, z}, orientation {x, y, z, w}}."""
+    return _obj(POSE_IN_FRAME, {"timestamp": _time_schema(), "frame_id": {"type": "string"}, "pose": _pose_schema()},
+                ("timestamp", "frame_id", "pose"))
+
+
+def _frame_transform_schema():
+    """foxglove.FrameTransform: timestamp, parent_frame_id, child_frame_id, translation, rotation."""
+    return _obj(FRAME_TRANSFORM, {"timestamp": _time_schema(), "parent_frame_id": {"type": "string"},
+                                  "child_frame_id": {"type": "string"},
+                                  "translation": _xyz_schema("foxglove.Vector3"), "rotation": _quat_schema()},
+                ("timestamp", "parent_frame_id", "child_frame_id", "translation", "rotation"))
+
+
+def _scene_update_schema():
+    """foxglove.SceneUpdate: deletions (SceneEntityDeletion[]) and entities (SceneEntity[]) with every
+    primitive list of a SceneEntity (arrows, cubes, spheres, cylinders, lines, triangles, texts, models)."""
+    point3 = _xyz_schema("foxglove.Point3")
+    colors = _array(_color_schema())
+    indices = _array({"type": "integer", "minimum": 0})
+    arrow = _obj("foxglove.ArrowPrimitive", {"pose": _pose_schema(), "shaft_length": _num(), "shaft_diameter": _num(),
+                                             "head_length": _num(), "head_diameter": _num(),
+                                             "color": _color_schema()})
+    line = _obj("foxglove.LinePrimitive", {
+        "type": _enum_schema("foxglove.LineType", ("LINE_STRIP", "LINE_LOOP", "LINE_LIST")),
+        "pose": _pose_schema(), "thickness": _num(), "scale_invariant": {"type": "boolean"},
+        "points": _array(point3), "color": _color_schema(), "colors": colors, "indices": indices},
+        ("type", "pose", "thickness", "scale_invariant", "points", "color", "colors", "indices"))
+    triangles = _obj("foxglove.TriangleListPrimitive", {"pose": _pose_schema(), "points": _array(point3),
+                                                        "color": _color_schema(), "colors": colors,
+                                                        "indices": indices})
+    text = _obj("foxglove.TextPrimitive", {"pose": _pose_schema(), "billboard": {"type": "boolean"},
+                                           "font_size": _num(), "scale_invariant": {"type": "boolean"},
+                                           "color": _color_schema(), "text": {"type": "string"}},
+                ("pose", "billboard", "font_size", "scale_invariant", "color", "text"))
+    model = _obj("foxglove.ModelPrimitive", {"pose": _pose_schema(), "scale": _xyz_schema("foxglove.Vector3"),
+                                             "color": _color_schema(), "override_color": {"type": "boolean"},
+                                             "url": {"type": "string"}, "media_type": {"type": "string"},
+                                             "data": {"type": "string", "contentEncoding": "base64"}})
+    key_value = _obj("foxglove.KeyValuePair", {"key": {"type": "string"}, "value": {"type": "string"}},
+                     ("key", "value"))
+    entity = _obj("foxglove.SceneEntity", {
+        "timestamp": _time_schema(), "frame_id": {"type": "string"}, "id": {"type": "string"},
+        "lifetime": _time_schema("duration"), "frame_locked": {"type": "boolean"}, "metadata": _array(key_value),
+        "arrows": _array(arrow), "cubes": _array(_sized_primitive("foxglove.CubePrimitive")),
+        "spheres": _array(_sized_primitive("foxglove.SpherePrimitive")),
+        "cylinders": _array(_sized_primitive("foxglove.CylinderPrimitive",
+                                             {"bottom_scale": _num(), "top_scale": _num()})),
+        "lines": _array(line), "triangles": _array(triangles), "texts": _array(text), "models": _array(model)},
+        ("timestamp", "frame_id", "id", "lifetime", "frame_locked", "metadata", "arrows", "cubes", "spheres",
+         "cylinders", "lines", "triangles", "texts", "models"))
+    deletion = _obj("foxglove.SceneEntityDeletion", {
+        "timestamp": _time_schema(), "type": _enum_schema("foxglove.SceneEntityDeletionType", ("MATCHING_ID", "ALL")),
+        "id": {"type": "string"}}, ("timestamp", "type", "id"))
+    return _obj(SCENE_UPDATE, {"deletions": _array(deletion), "entities": _array(entity)}, ("deletions", "entities"))
+
+
+# schema name -> its JSON schema (what McapLog registers for a view)
+FOXGLOVE_SCHEMAS = {POSE_IN_FRAME: _pose_in_frame_schema(), FRAME_TRANSFORM: _frame_transform_schema(),
+                    SCENE_UPDATE: _scene_update_schema()}
+
+
+def fox_time(time_us):
+    """Foxglove ``time`` {sec, nsec} of an integer time in microseconds (>= 0)."""
+    t = int(time_us)
+    if t < 0:
+        raise ValueError("a Foxglove timestamp cannot be negative (time_us=%d)" % t)
+    return {"sec": t // 1000000, "nsec": (t % 1000000) * 1000}
+
+
+def fox_vector3(v):
+    return {"x": float(v[0]), "y": float(v[1]), "z": float(v[2])}
+
+
+def fox_quaternion(quat_wxyz):
+    """Our quaternion ``(w, x, y, z)`` as Foxglove's ``{x, y, z, w}``."""
+    w, x, y, z = (float(c) for c in quat_wxyz)
+    return {"x": x, "y": y, "z": z, "w": w}
+
+
+def fox_pose(pos_m, quat_wxyz=(1.0, 0.0, 0.0, 0.0)):
+    return {"position": fox_vector3(pos_m), "orientation": fox_quaternion(quat_wxyz)}
+
+
+def fox_color(rgba):
+    """``(r, g, b, a)``, each 0..1."""
+    return {"r": float(rgba[0]), "g": float(rgba[1]), "b": float(rgba[2]), "a": float(rgba[3])}
+
+
+def sphere(pos_m, diameter_m, rgba):
+    """A foxglove.SpherePrimitive centred at ``pos_m``."""
+    d = float(diameter_m)
+    return {"pose": fox_pose(pos_m), "size": fox_vector3((d, d, d)), "color": fox_color(rgba)}
+
+
+def cube(pos_m, size_m, rgba, quat_wxyz=(1.0, 0.0, 0.0, 0.0)):
+    """A foxglove.CubePrimitive centred at ``pos_m``, ``size_m`` = (x, y, z) edge lengths."""
+    return {"pose": fox_pose(pos_m, quat_wxyz), "size": fox_vector3(size_m), "color": fox_color(rgba)}
+
+
+def line(points_m, thickness_m, rgba, line_type=LINE_STRIP):
+    """A foxglove.LinePrimitive through ``points_m`` (a strip by default), thickness in metres."""
+    return {"type": int(line_type), "pose": fox_pose((0.0, 0.0, 0.0)), "thickness": float(thickness_m),
+            "scale_invariant": False, "points": [fox_vector3(p) for p in points_m], "color": fox_color(rgba),
+            "colors": [], "indices": []}
+
+
+def text(pos_m, label, font_size_m, rgba):
+    """A foxglove.TextPrimitive at ``pos_m`` facing the camera."""
+    return {"pose": fox_pose(pos_m), "billboard": True, "font_size": float(font_size_m), "scale_invariant": False,
+            "color": fox_color(rgba), "text": str(label)}
+
+
+def scene_entity(time_us, entity_id, frame_id=NED_FRAME, spheres=(), cubes=(), lines=(), texts=()):
+    """A foxglove.SceneEntity (every primitive list present; lifetime 0: shown until replaced)."""
+    return {"timestamp": fox_time(time_us), "frame_id": frame_id, "id": str(entity_id),
+            "lifetime": {"sec": 0, "nsec": 0}, "frame_locked": False, "metadata": [], "arrows": [],
+            "cubes": list(cubes), "spheres": list(spheres), "cylinders": [], "lines": list(lines), "triangles": [],
+            "texts": list(texts), "models": []}
+
+
+WAYPOINT_RGBA = (0.85, 0.15, 0.15, 0.9)      # not reached yet
+REACHED_RGBA = (0.15, 0.7, 0.25, 0.9)
+PATH_RGBA = (0.6, 0.6, 0.6, 0.8)
+START_RGBA = (0.2, 0.4, 0.9, 0.9)
+
+
+def waypoint_entities(time_us, waypoints_ne_m, start_ne_m=None, reached=0, frame_id=NED_FRAME):
+    """SceneEntities of a way-point mission in ``ned``: the way-points as spheres (the first ``reached``
+    green, the others red, numbered), the start as a cube, the planned path as a line strip."""
+    pts = [(float(w[0]), float(w[1]), 0.0) for w in waypoints_ne_m]
+    path = ([(float(start_ne_m[0]), float(start_ne_m[1]), 0.0)] if start_ne_m is not None else []) + pts
+    spheres = [sphere(p, 0.2, REACHED_RGBA if i < reached else WAYPOINT_RGBA) for i, p in enumerate(pts)]
+    # labels float above the ground: "up" is -z in ned
+    texts = [text((p[0], p[1], -0.25), str(i + 1), 0.2, (1.0, 1.0, 1.0, 1.0)) for i, p in enumerate(pts)]
+    entities = [scene_entity(time_us, "waypoints", frame_id, spheres=spheres, texts=texts),
+                scene_entity(time_us, "planned_path", frame_id, lines=[line(path, 0.03, PATH_RGBA)])]
+    if start_ne_m is not None:
+        entities.append(scene_entity(time_us, "start", frame_id, cubes=[cube(path[0], (0.15, 0.15, 0.02), START_RGBA)]))
+    return entities
+
+
+def _all_finite(value):
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(_all_finite(v) for v in value)
+    if isinstance(value, dict):
+        return all(_all_finite(v) for v in value.values())
+    return True
+
+
 class McapLog:
     def __init__(self, path, library="onboard-runtime"):
         self.path = path
@@ -54,6 +316,9 @@ class McapLog:
         self._seq = {}
         self.messages = 0
         self.closed = False
+        self._view_schemas = {}      # Foxglove schema name -> schema id
+        self._view_topics = {}       # view topic -> its Foxglove schema name
+        self.views_dropped = 0       # views not written: a non-finite number
 
     def log(self, topic, time_us, message):
         """Log ``message`` (a sample with ``as_dict()`` or a dict) on ``topic`` at ``time_us``."""
@@ -75,6 +340,75 @@ class McapLog:
                                  data=json.dumps(_clean(data), separators=(",", ":")).encode())
         self._seq[topic] += 1
         self.messages += 1
+
+
+    # ------------------------------------------------------------------ Foxglove views
+    def log_view(self, topic, time_us, schema_name, message):
+        """Write ``message`` (a dict of Foxglove schema ``schema_name``, one of ``FOXGLOVE_SCHEMAS``) on
+        ``topic``. Returns False (and counts it in ``views_dropped``) for a message with a non-finite
+        number; raises ValueError for a topic already used with another schema."""
+        schema = FOXGLOVE_SCHEMAS.get(schema_name)
+        if schema is None:
+            raise ValueError("no Foxglove view schema %r (known: %s)" % (schema_name, ", ".join(sorted(FOXGLOVE_SCHEMAS))))
+        if not _all_finite(message):
+            self.views_dropped += 1
+            return False
+        channel = self._channels.get(topic)
+        if channel is None:
+            schema_id = self._view_schemas.get(schema_name)
+            if schema_id is None:
+                schema_id = self._writer.register_schema(name=schema_name, encoding="jsonschema",
+                                                         data=json.dumps(schema).encode())
+                self._view_schemas[schema_name] = schema_id
+            channel = self._writer.register_channel(topic=topic, message_encoding="json", schema_id=schema_id)
+            self._channels[topic] = channel
+            self._seq[topic] = 0
+            self._view_topics[topic] = schema_name
+        elif self._view_topics.get(topic) != schema_name:
+            raise ValueError("topic %r already carries %s, not %s" % (topic, self._view_topics.get(topic, "a sample"),
+                                                                      schema_name))
+        t_ns = int(time_us) * 1000
+        self._writer.add_message(channel_id=channel, log_time=t_ns, publish_time=t_ns, sequence=self._seq[topic],
+                                 data=json.dumps(message, separators=(",", ":")).encode())
+        self._seq[topic] += 1
+        self.messages += 1
+        return True
+
+    def log_pose(self, topic, time_us, pos_ned_m, quat_wxyz=None, yaw_rad=None, frame_id=NED_FRAME):
+        """A ``foxglove.PoseInFrame``: position ``pos_ned_m`` (m) and attitude (the quaternion ``(w, x, y, z)``
+        of ``R_body_to_ned``, or a planar ``yaw_rad``) in ``frame_id`` (``ned``) at ``time_us``."""
+        if (quat_wxyz is None) == (yaw_rad is None):
+            raise ValueError("log_pose takes one of quat_wxyz or yaw_rad")
+        q = quat_wxyz if quat_wxyz is not None else quat_from_euler(0.0, 0.0, float(yaw_rad))
+        return self.log_view(topic, time_us, POSE_IN_FRAME, {"timestamp": fox_time(time_us), "frame_id": frame_id,
+                                                             "pose": fox_pose(pos_ned_m, q)})
+
+    def log_transform(self, topic, time_us, parent_frame_id, child_frame_id, translation_m, quat_wxyz):
+        """A ``foxglove.FrameTransform`` parent -> child: the child's origin ``translation_m`` (m) and the
+        rotation ``quat_wxyz`` mapping child coordinates to parent ones, both in the parent frame."""
+        return self.log_view(topic, time_us, FRAME_TRANSFORM, {
+            "timestamp": fox_time(time_us), "parent_frame_id": parent_frame_id, "child_frame_id": child_frame_id,
+            "translation": fox_vector3(translation_m), "rotation": fox_quaternion(quat_wxyz)})
+
+    def log_body_transform(self, topic, time_us, pos_ned_m, quat_wxyz=None, yaw_rad=None, child_frame_id=BODY_FRAME):
+        """The body frame in ``ned`` as a ``foxglove.FrameTransform`` ``ned -> child_frame_id`` (with the static
+        ``world -> ned`` of :meth:`log_frames`, the world -> body transform)."""
+        if (quat_wxyz is None) == (yaw_rad is None):
+            raise ValueError("log_body_transform takes one of quat_wxyz or yaw_rad")
+        q = quat_wxyz if quat_wxyz is not None else quat_from_euler(0.0, 0.0, float(yaw_rad))
+        return self.log_transform(topic, time_us, NED_FRAME, child_frame_id, pos_ned_m, q)
+
+    def log_frames(self, topic, time_us=0):
+        """The static ``world`` (ENU, z up) -> ``ned`` ``foxglove.FrameTransform`` (see the module docstring)."""
+        return self.log_transform(topic, time_us, WORLD_FRAME, NED_FRAME, (0.0, 0.0, 0.0), QUAT_NED_TO_WORLD_WXYZ)
+
+    def log_scene(self, topic, time_us, entities, deletions=()):
+        """A ``foxglove.SceneUpdate`` of ``entities`` (:func:`scene_entity`) and ``deletions``."""
+        return self.log_view(topic, time_us, SCENE_UPDATE, {"deletions": list(deletions), "entities": list(entities)})
+
+    def log_waypoints(self, topic, time_us, waypoints_ne_m, start_ne_m=None, reached=0):
+        """The mission's markers (:func:`waypoint_entities`) as a ``foxglove.SceneUpdate``."""
+        return self.log_scene(topic, time_us, waypoint_entities(time_us, waypoints_ne_m, start_ne_m, reached))
 
     def close(self):
         if not self.closed:

@@ -26,8 +26,10 @@ Once a sink ``sink(topic, time_us, msg)`` is set, the node writes, in the order 
 
 - ``/app/config`` once: ``{"app": name, "config": ..., "code_version": ...}``, what rebuilds the app;
 - ``/app/in/<name>``: every sample that enters an entry point, before the part sees it;
-- ``/app/step``: ``{"time_us", "tick"}`` at the start of every tick (the scheduler's tick index, so
-  ticks skipped after an overrun replay as they ran);
+- ``/app/step``: ``{"time_us", "tick"}`` for every tick, written after its io groups ran (so what
+  the drivers it polls read in that tick is recorded before it) and before the watchdog check and
+  the other groups; ``tick`` is the scheduler's tick index, so ticks skipped after an overrun
+  replay as they ran. Every group of a tick gets the tick's time;
 - ``/app/out/<name>``: every command and estimate the parts output.
 
 ``harness replay`` feeds the inputs and steps back in that order to a rebuilt app and compares

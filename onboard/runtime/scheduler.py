@@ -72,7 +72,7 @@ class Scheduler:
         if not (0 <= io_groups <= len(self.groups)):
             raise SchedulerConfigError("io_groups must be between 0 and %d, got %r" % (len(self.groups), io_groups))
         self.io_groups = io_groups
-        self.tick_hook = None         # optional fn(now_us, tick_index), called first in every tick (recording)
+        self.tick_hook = None         # optional fn(now_us, tick_index), called after the io groups (recording)
         self.tick_index = 0
         self.ticks_run = 0
         self.overruns = 0
@@ -80,27 +80,30 @@ class Scheduler:
         self.start_us = None
 
     def step(self, now_us, clock=None):
-        """Run the groups due at the current tick with ``now_us``; returns the next deadline (us).
+        """Run the groups due at the current tick; returns the next deadline (us).
 
-        With ``clock`` given, each group's execution time is measured on it
-        (on the simulated clock a group that "takes time" advances it).
+        Every group gets the tick's time ``now_us`` (the time passed in, whatever the groups
+        before it took). The first ``io_groups`` groups (input drivers) run, then the tick is
+        reported to ``tick_hook`` and the watchdog is checked, then the other groups. With
+        ``clock`` given, each group's execution time is measured on it (on the simulated clock a
+        group that "takes time" advances it).
         """
         if self.start_us is None:
             self.start_us = now_us
-        if self.tick_hook is not None:
-            self.tick_hook(now_us, self.tick_index)
         t_start = now_us
-        if self.io_groups == 0 and self.watchdog is not None:
-            self.watchdog.check(now_us)
-        for index, g in enumerate(self.groups):
-            if index == self.io_groups and index > 0 and self.watchdog is not None:
-                self.watchdog.check(t_start)
+        groups = self.groups
+        for index in range(len(groups) + 1):
+            if index == self.io_groups:
+                self._checkpoint(now_us)
+            if index == len(groups):
+                break
+            g = groups[index]
             if self.tick_index % g.divisor == 0:
-                g.fn(t_start)
+                g.fn(now_us)
                 g.runs += 1
                 if g.first_run_us is None:
-                    g.first_run_us = t_start
-                g.last_run_us = t_start
+                    g.first_run_us = now_us
+                g.last_run_us = now_us
                 if clock is not None:
                     t_end = clock.now_us()
                     exec_us = t_end - t_start
@@ -108,11 +111,16 @@ class Scheduler:
                     if exec_us > g.max_exec_us:
                         g.max_exec_us = exec_us
                     t_start = t_end
-        if self.io_groups == len(self.groups) and self.watchdog is not None:
-            self.watchdog.check(t_start)
         self.ticks_run += 1
         self.tick_index += 1
         return self.start_us + self.tick_index * self.period_us
+
+    def _checkpoint(self, now_us):
+        """Between the io groups and the rest: the tick hook (recording), then the watchdog."""
+        if self.tick_hook is not None:
+            self.tick_hook(now_us, self.tick_index)
+        if self.watchdog is not None:
+            self.watchdog.check(now_us)
 
     def run(self, clock, until_us):
         """Run ticks on ``clock`` until (excluding) ``until_us``; returns the number of ticks run."""

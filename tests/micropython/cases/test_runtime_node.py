@@ -138,8 +138,8 @@ def _recorded_run():
 def test_recording_writes_inputs_ticks_in_the_order_they_happen():
     records = _recorded_run()
     assert records[0] == ("/app/config", 0)
-    # each tick: the step record first, then what the io part feeds through the entry points
-    assert records[1:5] == [("/app/step", 0), ("/app/in/imu", 0), ("/app/in/aiding", 0), ("/app/step", 10000)]
+    # each tick: what the io part fed through the entry points in that tick's io phase, then the tick
+    assert records[1:5] == [("/app/in/imu", 0), ("/app/in/aiding", 0), ("/app/step", 0), ("/app/in/imu", 10000)]
     assert [t for t, _ in records].count("/app/step") == 5
 
 

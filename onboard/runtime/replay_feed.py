@@ -1,0 +1,81 @@
+"""Feeding a recording back into a rebuilt app (pure; runs on MicroPython).
+
+A recording (:meth:`onboard.runtime.node.Node.record`) is a sequence of events
+``(topic, schema, time_us, data)`` in the order they happened: ``/app/config`` first, then
+``/app/in/<entry>`` (a sample entering that entry point; ``schema`` names its
+``onboard.core.samples`` type, ``data`` its fields), ``/app/step`` (``{"time_us", "tick"}``) and
+``/app/out/<name>`` (what the app output). :func:`feed` hands the inputs to the rebuilt app's
+entry points and runs its ticks at the recorded times with the recorded tick indexes; the rebuilt
+app's own recording then holds what it output, to compare with the recorded outputs.
+
+:func:`ground_robot_from_config` rebuilds the ground robot's recipe from its recorded settings
+(``GroundRobotRuntime.recipe_config``), the estimator included.
+"""
+from onboard.core import samples as sample_types
+
+CONFIG_TOPIC = "/app/config"
+STEP_TOPIC = "/app/step"
+IN_PREFIX = "/app/in/"
+OUT_PREFIX = "/app/out/"
+NAN = float("nan")
+
+
+class ReplayFeedError(ValueError):
+    """A recorded event the rebuilt app cannot take (unknown sample type or entry point)."""
+
+
+def decode_sample(schema, data):
+    """A recorded sample back into its ``onboard.core.samples`` type (a null number: NaN, as the MCAP
+    log writes non-finite numbers as null)."""
+    cls = getattr(sample_types, schema, None)
+    if cls is None or not hasattr(cls, "FIELDS"):
+        raise ReplayFeedError("recorded input of unknown sample type %r" % (schema,))
+    args = {}
+    for name in cls.FIELDS:
+        v = data.get(name)
+        if isinstance(v, list):
+            v = [NAN if x is None else x for x in v]
+        args[name] = v
+    return cls(**args)
+
+
+def feed(node, events):
+    """Feed ``events`` (after the config) to ``node``: inputs to its entry points, ticks to its
+    scheduler; recorded outputs are skipped. Returns (inputs fed, ticks run)."""
+    inputs = 0
+    ticks = 0
+    entries = node.entries
+    scheduler = node.start()
+    for topic, schema, time_us, data in events:
+        if topic.startswith(IN_PREFIX):
+            entry = entries.get(topic[len(IN_PREFIX):])
+            if entry is None:
+                raise ReplayFeedError("recorded input %s has no entry point in the rebuilt app" % topic)
+            entry(decode_sample(schema, data))
+            inputs += 1
+        elif topic == STEP_TOPIC:
+            scheduler.tick_index = data["tick"]
+            node.step(data["time_us"])
+            ticks += 1
+    return inputs, ticks
+
+
+def estimator_from_config(est):
+    """The estimator a ground robot recorded (``GroundRobotRuntime.estimator_config``): the planar EKF,
+    or the ES-EKF behind :class:`onboard.estimators.eskf_pose.EskfPoseEstimator` with its settings,
+    consider sigma and implementation."""
+    kind = est["kind"]
+    if kind == "planar":
+        from onboard.estimators.planar_ekf import PlanarEkf
+        return PlanarEkf(est["config"])
+    if kind == "eskf":
+        from onboard.estimators.eskf_pose import EskfPoseEstimator
+        return EskfPoseEstimator(est["config"], est["impl"], consider_sigma=est["consider_sigma"])
+    raise ReplayFeedError("an app with a %r estimator cannot be rebuilt yet" % (kind,))
+
+
+def ground_robot_from_config(config, motors):
+    """The ground robot's recipe (``onboard.runtime.ground_robot``) rebuilt from its recorded settings."""
+    from onboard.runtime.ground_robot import GroundRobotRuntime
+    return GroundRobotRuntime(config["waypoints_ne_m"], motors, config["runtime"],
+                              follower_config=config["follower"], estimator=estimator_from_config(config["estimator"]))
