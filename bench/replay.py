@@ -6,7 +6,9 @@ five each:
 - not recording;
 - recording into an in-memory list (the Node's own cost: entry-point wrappers, tick hook, outputs);
 - recording into an MCAP file (onboard.runtime.mcap_log.McapLog: JSON encoding + zstd chunks),
-  what the waypoints scenario and a CPython robot do.
+  what the scenarios and the Raspberry Pi service do;
+- recording into the compact binary ring log (onboard.runtime.ring_log.RingLogSink: packed doubles,
+  CRC-32 per record), what a MicroPython board does and a host could do, converting to MCAP later.
 Also: replaying that MCAP file (read + rebuild + compare) against the simulated time it covers.
 Writes bench/results/replay.json.
 """
@@ -23,6 +25,7 @@ from harness.replay import read_recording, replay_events  # noqa: E402
 from onboard.core.samples import ImuSample, PoseSample  # noqa: E402
 from onboard.runtime.ground_robot import GroundRobotRuntime  # noqa: E402
 from onboard.runtime.mcap_log import McapLog  # noqa: E402
+from onboard.runtime.ring_log import RingLogSink  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "replay.json")
 TICKS = 2000                    # 20 s at the app's 100 Hz base rate
@@ -67,7 +70,7 @@ def run_app(sink, imus, poses):
 def main():
     imus, poses = _samples()
     tmp = tempfile.mkdtemp(prefix="bench-replay-")
-    best = {"none": math.inf, "memory": math.inf, "mcap": math.inf}
+    best = {"none": math.inf, "memory": math.inf, "mcap": math.inf, "ring": math.inf}
     for _ in range(REPEATS):
         best["none"] = min(best["none"], run_app(None, imus, poses))
         records = []
@@ -76,6 +79,9 @@ def main():
         log = McapLog(os.path.join(tmp, "app.mcap"))
         best["mcap"] = min(best["mcap"], run_app(log.log, imus, poses))
         log.close()
+        ring = RingLogSink(os.path.join(tmp, "app.bin"), 4 * 1024 * 1024)
+        best["ring"] = min(best["ring"], run_app(ring, imus, poses))
+        ring.close()
     t0 = time.perf_counter()
     events, damage = read_recording(os.path.join(tmp, "app.mcap"))
     result = replay_events(events)
@@ -84,16 +90,18 @@ def main():
         "tick_us": {k: v * 1e6 for k, v in best.items()},
         "recording_overhead_memory": best["memory"] / best["none"] - 1.0,
         "recording_overhead_mcap": best["mcap"] / best["none"] - 1.0,
+        "recording_overhead_ring_log": best["ring"] / best["none"] - 1.0,
         "records_per_tick": len(records) / TICKS,
         "replay_sim_seconds_per_wall_second": TICKS * 0.01 / replay_s,
         "replay_identical": result["identical"] and damage is None,
     }
     print("%-46s %10s" % ("ground robot app, per tick (best of %d)" % REPEATS, "us"))
     for key, label in (("none", "not recording"), ("memory", "recording into a list"),
-                       ("mcap", "recording into MCAP")):
+                       ("mcap", "recording into MCAP"), ("ring", "recording into the binary ring log")):
         print("%-46s %10.1f" % ("  " + label, results["tick_us"][key]))
     print("%-46s %9.1f %%" % ("recording overhead, list", 100 * results["recording_overhead_memory"]))
     print("%-46s %9.1f %%" % ("recording overhead, MCAP", 100 * results["recording_overhead_mcap"]))
+    print("%-46s %9.1f %%" % ("recording overhead, binary ring log", 100 * results["recording_overhead_ring_log"]))
     print("%-46s %10.1f" % ("records per tick", results["records_per_tick"]))
     print("%-46s %10.1f x real time (identical: %s)" % ("replay of the MCAP recording",
                                                          results["replay_sim_seconds_per_wall_second"],

@@ -349,7 +349,8 @@ class McapLog:
         number; raises ValueError for a topic already used with another schema."""
         schema = FOXGLOVE_SCHEMAS.get(schema_name)
         if schema is None:
-            raise ValueError("no Foxglove view schema %r (known: %s)" % (schema_name, ", ".join(sorted(FOXGLOVE_SCHEMAS))))
+            raise ValueError("no Foxglove view schema %r (known: %s)"
+                             % (schema_name, ", ".join(sorted(FOXGLOVE_SCHEMAS))))
         if not _all_finite(message):
             self.views_dropped += 1
             return False

@@ -28,6 +28,7 @@ except ImportError:          # not in every .venv: the checker below covers what
 FOXGLOVE_NAMES = {POSE_IN_FRAME, FRAME_TRANSFORM, SCENE_UPDATE}
 VIZ_TOPICS = {"/viz/tf_static": FRAME_TRANSFORM, "/viz/tf": FRAME_TRANSFORM, "/viz/truth/pose": POSE_IN_FRAME,
               "/viz/estimate/pose": POSE_IN_FRAME, "/viz/waypoints": SCENE_UPDATE}
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
 
 
@@ -83,15 +84,15 @@ def test_the_checker_catches_what_it_must():
     for bad in ({"frame_id": "ned", "pose": good["pose"]},                          # no timestamp
                 dict(good, timestamp={"sec": 1, "nsec": 1000000000}),                # nsec out of range
                 dict(good, frame_id=3),
-                dict(good, pose={"position": {"x": "1", "y": 0.0, "z": 0.0}, "orientation": good["pose"]["orientation"]})):
+                dict(good, pose={"position": {"x": "1", "y": 0.0, "z": 0.0},
+                                 "orientation": good["pose"]["orientation"]})):
         with pytest.raises(AssertionError):
             _check(schema, bad)
     line = mcap_log.line([(0, 0, 0), (1, 0, 0)], 0.1, (1, 1, 1, 1))
-    _check(mcap_log.FOXGLOVE_SCHEMAS[SCENE_UPDATE]["properties"]["entities"]["items"]["properties"]["lines"]["items"],
-           line)
+    entity = mcap_log.FOXGLOVE_SCHEMAS[SCENE_UPDATE]["properties"]["entities"]["items"]
+    _check(entity["properties"]["lines"]["items"], line)
     with pytest.raises(AssertionError):
-        _check(mcap_log.FOXGLOVE_SCHEMAS[SCENE_UPDATE]["properties"]["entities"]["items"]["properties"]["lines"]["items"],
-               dict(line, type=7))
+        _check(entity["properties"]["lines"]["items"], dict(line, type=7))            # no such LineType
 
 
 def test_views_have_foxglove_schemas_and_validate(tmp_path):
@@ -200,3 +201,12 @@ def test_a_waypoints_run_writes_the_viz_topics_and_keeps_its_metrics(tmp_path):
     truth = [r[6] for r in rows if r[0] == "/truth"][-1]
     assert (last["pose"]["position"]["x"], last["pose"]["position"]["y"]) == tuple(truth["pos_ned_m"][:2])
     assert last["pose"]["position"]["x"] > 0.5                # the robot drove north towards (3, 0)
+
+    # the shipped layout shows topics this run has
+    with open(os.path.join(REPO, "docs", "foxglove", "ground_robot_layout.json")) as fh:
+        layout = json.load(fh)
+    panels = layout["configById"]
+    shown = set(panels["3D!ground"]["topics"])
+    plotted = {p["value"].split(".")[0] for k, v in panels.items() if k.startswith("Plot!") for p in v["paths"]}
+    assert shown == set(VIZ_TOPICS) and plotted <= {r[0] for r in rows} and {"/truth", "/estimate"} <= plotted
+    assert panels["3D!ground"]["followTf"] == "world"
