@@ -16,7 +16,8 @@ A tick's ``/app/step`` is recorded after its io groups ran (the drivers an app p
 the Pi app's IMU and pose), so what they read that tick is recorded before it; every group of a
 tick gets the tick's time. Replay feeds each input where it was recorded and then steps, and the
 rebuilt app's stand-in drivers read nothing. ``--impl pure|cython|numpy`` rebuilds an ES-EKF
-estimator with another implementation (default: the recorded one).
+estimator with another implementation (default: the recorded one), or a swarm member's particle
+filters on other kernels (a swarm member's random draws are recorded inputs: ``random_state``).
 """
 import copy
 import json
@@ -159,6 +160,60 @@ APPS[RpiGroundRobot.APP] = _rpi_ground_robot
 APPS["mp_ground_robot"] = _ground_robot
 
 
+class _ReplayVelocityDriver:
+    """Driver of a replayed swarm member: its commands go nowhere (the app's outputs are compared)."""
+
+    def command(self, setpoint):
+        return True
+
+    def land(self, now_us):
+        return True
+
+
+SWARM_MODEL_KINDS = ("float", "int8", "int8-pure")
+
+
+def _is_swarm_member(config):
+    """Whether ``config`` is a swarm member's recorded settings (``SwarmMember.recipe_config``)."""
+    return isinstance(config, dict) and isinstance(config.get("agent"), dict) and "member" in config
+
+
+def _swarm_member(config):
+    """The swarm member (onboard.swarm.member.SwarmMember) rebuilt from its recorded settings: the recorded
+    models (policy / estimator kinds, folder relative to the repository), particle-filter kernels of the
+    recorded (or ``--impl``'s) implementation, a stand-in driver, and stand-in draws whose state the
+    recorded ``random_state`` inputs set before each decision."""
+    import numpy as np
+
+    from boards.crazyflie.cli import load_models
+    from onboard.estimators import particle_filter as pf_mod
+    from onboard.estimators.particle_filter_numpy import NumpyDraws
+    from onboard.swarm.member import SwarmMember
+
+    models = config.get("models") or {}
+    for key in ("policy", "estimator"):
+        if models.get(key) not in SWARM_MODEL_KINDS:
+            raise ReplayError("the recording names no %s model this replay can load (got %r; known: %s)"
+                              % (key, models.get(key), ", ".join(SWARM_MODEL_KINDS)))
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    model_dir = os.path.join(repo, models.get("dir") or os.path.join("models", "swarm"))
+    for need in ("bearing", "dqn"):
+        if not os.path.isdir(os.path.join(model_dir, need)):
+            raise ReplayError("the recorded models are not here: %s has no %s/ folder" % (model_dir, need))
+    net, dqn = load_models(model_dir, models["policy"], models["estimator"])
+    try:
+        kernels = pf_mod.kernels_for(config.get("impl") or "pure")
+    except ImplUnavailable as exc:
+        raise ReplayError("cannot rebuild the particle filters: %s" % exc)
+    return SwarmMember(dqn, net, NumpyDraws(np.random.default_rng()), config["peers"], _ReplayVelocityDriver(),
+                       config["member"], config["agent"], kernels=kernels, start_us=config["start_us"],
+                       name=config.get("name") or "swarm_member", models=models)
+
+
+# one swarm member of a swarm scenario's flight (harness/swarm/scenario.py: record_member), or any SwarmMember.record
+APPS["swarm_member"] = _swarm_member
+
+
 # ---------------------------------------------------------------------------------------------- replay
 def _as_data(msg):
     return msg.as_dict() if hasattr(msg, "as_dict") else dict(msg)
@@ -197,11 +252,16 @@ def _difference(logged, replayed):
 
 
 def _with_impl(config, impl):
-    """``config`` with its ES-EKF estimator's implementation replaced by ``impl`` (None: as recorded)."""
+    """``config`` with its ES-EKF estimator's implementation (a swarm member: its particle filters'
+    kernels) replaced by ``impl`` (None: as recorded)."""
     if impl is None:
         return config
     if impl not in IMPLEMENTATIONS:
         raise ReplayError("unknown implementation %r (choose from %s)" % (impl, ", ".join(IMPLEMENTATIONS)))
+    if _is_swarm_member(config):
+        config = copy.deepcopy(config)
+        config["impl"] = impl
+        return config
     est = config.get("estimator", {})
     if est.get("kind") != "eskf":
         raise ReplayError("--impl picks the ESKF's implementation, but this recording's estimator is %r"
@@ -273,9 +333,14 @@ def replay_events(events, impl=None, tolerance=0.0):
         raise ReplayError(str(exc))
     topics = compare_outputs(logged, replayed, tolerance)
     est = config.get("estimator", {})
+    if _is_swarm_member(config):            # its particle filters' kernels
+        est = {"kind": "particle_filter", "impl": config.get("impl")}
+        recorded_impl = header["config"].get("impl")
+    else:
+        recorded_impl = header["config"].get("estimator", {}).get("impl")
     return {"app": header["app"], "code_version": header.get("code_version", ""), "inputs": inputs,
             "estimator": est.get("kind"), "impl": est.get("impl"),
-            "recorded_impl": header["config"].get("estimator", {}).get("impl"),
+            "recorded_impl": recorded_impl,
             "ticks": sum(1 for e in events if e[0] == STEP_TOPIC),
             "identical": all(t["first_divergence_us"] is None for t in topics.values()), "topics": topics,
             "tolerance": tolerance,
@@ -348,7 +413,8 @@ def add_parser(sub):
     p.add_argument("log", help="an MCAP log with an app recording (e.g. reports/waypoints/log.mcap)")
     p.add_argument("--out", help="report folder (default: replay/ beside the log)")
     p.add_argument("--impl", choices=IMPLEMENTATIONS, default=None,
-                   help="ES-EKF implementation of the rebuilt app (default: the recorded one)")
+                   help="ES-EKF implementation of the rebuilt app, or a swarm member's particle-filter "
+                        "kernels (default: the recorded one)")
     p.add_argument("--tolerance", type=float, default=0.0, metavar="ABS",
                    help="numbers differing by at most ABS count as identical (default 0: bit exact; "
                         "times and counts always exact)")

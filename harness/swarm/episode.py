@@ -197,8 +197,13 @@ def fixed_layout(m, arena_m):
     return starts, goals
 
 
-def run_episode(config, rng_truth, rng_agents, models=None, seed=1):
-    """Fly one episode in the world ``config["link"]`` picks; returns (metrics dict, records dict)."""
+def run_episode(config, rng_truth, rng_agents, models=None, seed=1, record=None):
+    """Fly one episode in the world ``config["link"]`` picks; returns (metrics dict, records dict).
+
+    ``record``: None, or ``(sink, code_version, drone)``: drone ``drone``'s member is recorded at its
+    boundary into ``sink(topic, time_us, msg)`` (``SwarmMember.record``; ``python -m harness replay``).
+    ``models`` (net, dqn) must then be what ``load_models(config["policy"], config["estimator"])`` gives
+    (the recording names those, in models/swarm)."""
     c = check_config(config)
     m = c["drones"]
     net, dqn = models or load_models(c["policy"], c["estimator"])
@@ -221,13 +226,19 @@ def run_episode(config, rng_truth, rng_agents, models=None, seed=1):
     else:
         world = DirectWorld(m, starts, goal, yaws, rng_truth, c["arena_m"], world_cfg)
     try:
-        met, rec = _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents)
+        met, rec = _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents, record)
     finally:
         t_close = time.perf_counter()
         world.close()
         close_wall_s = time.perf_counter() - t_close
     met["world"]["close_wall_s"] = close_wall_s
     return met, rec
+
+
+def models_description(c):
+    """Which models a flight with settings ``c`` flies (written with a member's recording): the policy and
+    estimator kinds of :func:`load_models` and their folder relative to the repository."""
+    return {"policy": c["policy"], "estimator": c["estimator"], "dir": os.path.relpath(MODEL_DIR, REPO)}
 
 
 def make_members(c, m, world, net, dqn, rng_agents, kernels=None):
@@ -238,14 +249,21 @@ def make_members(c, m, world, net, dqn, rng_agents, kernels=None):
         raise ValueError("the world's period (%d us) is not a whole number of Hz" % period_us)
     member_cfg = {"step_rate_hz": 1000000 // period_us}
     agent_cfg = agent_config(c)
+    models = models_description(c)
     return [SwarmMember(dqn, net, NumpyDraws(rng_agents), [j for j in range(m) if j != i], world.drivers[i],
-                        member_cfg, agent_cfg, kernels=kernels, start_us=world.t0_us, name="drone%d" % i)
+                        member_cfg, agent_cfg, kernels=kernels, start_us=world.t0_us, name="drone%d" % i,
+                        models=models)
             for i in range(m)]
 
 
-def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
+def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents, record=None):
     kernels = pf_mod.kernels_for(c["impl"])
     members = make_members(c, m, world, net, dqn, rng_agents, kernels)
+    if record is not None:
+        sink, code_version, drone = record
+        if not 0 <= drone < m:
+            raise ValueError("cannot record drone %d of a %d-drone flight" % (drone, m))
+        members[drone].record(sink, code_version, world.t0_us)
     agents = [mem.agent for mem in members]
     period_us = world.period_us
     t0_us = world.t0_us                  # the mission's start on the drivers' (and members') clock
@@ -314,7 +332,7 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents):
                 goal_index[i] += 1
                 if goal_index[i] < len(goal_queue[i]):
                     goal[i] = goal_queue[i][goal_index[i]]
-                    members[i].new_goal()                # a new goal: its track starts afresh
+                    members[i].new_goal(t0_us + t_us)    # a new goal: its track starts afresh
                     goal_segment[i] += 1
                     rec["goal_resets"][i].add(k + 1)
         if reached_count >= goals_total:

@@ -10,6 +10,10 @@ estimator convergence per configuration, and ``success`` (every flight successfu
 otherwise).
 Plots: trajectories, estimation error over time per configuration (first flight of each count),
 and the average run of every configuration over all replayed flights (pocket fig. 6).
+
+The run's log (``log.mcap``) holds one member (drone ``record_member``, default 0) of the first flight
+recorded at its boundary: ``python -m harness replay log.mcap`` re-runs it bit for bit,
+``python -m harness conformance log.mcap`` on every particle-filter implementation.
 """
 import math
 import time
@@ -30,6 +34,8 @@ DEFAULTS = {
     "drone_counts": [2, 3, 4],
     "episodes": 1,                   # per drone count (CI); 10 per count reproduces the paper's 30 flights
     "min_separation_ok_m": 0.15,
+    # the member of the first flight recorded at its boundary into the run's log.mcap (-1: none)
+    "record_member": 0,
     "episode": dict({k: v for k, v in ep.DEFAULTS.items() if k not in ("goals", "drones")}, link="cflib"),
     # the larger swarm on the scalable (broadcast) ranging mode; drones = 0 skips it
     "large_swarm": {"drones": 8, "episodes": 1, "uwb_mode": "broadcast", "arena_m": 6.0, "max_duration_s": 60.0},
@@ -64,7 +70,7 @@ DEFAULTS = {
 SETTING_RANGES = dict(
     {"drone_counts": ("a list of integers >= 1", lambda v: isinstance(v, list) and all(
         isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in v)),
-     "episodes": int_at_least(1), "min_separation_ok_m": NON_NEGATIVE,
+     "episodes": int_at_least(1), "min_separation_ok_m": NON_NEGATIVE, "record_member": int_at_least(-1),
      "large_swarm.drones": int_at_least(0), "large_swarm.episodes": int_at_least(1),
      "large_swarm.uwb_mode": one_of(*ep.UWB_MODES), "large_swarm.arena_m": POSITIVE,
      "large_swarm.max_duration_s": POSITIVE, "episode.n_particles": PF_RANGES["n_particles"]},
@@ -91,6 +97,10 @@ def check_config(config, goals="fixed"):
         except ValueError as exc:
             raise ConfigError("setting config.episode.%s%s" % (exc, " (the large swarm's flights)"
                                                                 if where == "large_swarm" else ""))
+    first_drones = config["drone_counts"][0] if config["drone_counts"] else ls["drones"]
+    if config["record_member"] >= first_drones:
+        raise ConfigError("setting config.record_member: the first flight has %d drones (0..%d), got %d"
+                          % (first_drones, first_drones - 1, config["record_member"]))
     n_particles = config["episode"]["n_particles"]
     for name, settings in config["estimators"].items():
         try:
@@ -118,13 +128,18 @@ def run(goals, config, ctx):
                  + (config["large_swarm"]["episodes"] if config["large_swarm"]["drones"] else 0))
     progress = ctx.progress(n_flights, "swarm flights", unit="flights")
     flown = 0
+    # the first flight's member record_member, recorded into the run's log (a report folder only)
+    record = None
+    if config["record_member"] >= 0 and getattr(ctx, "report", None) is not None:
+        from onboard.runtime.mcap_log import code_version
+        record = (ctx.log, code_version(), config["record_member"])
     for m in config["drone_counts"]:
         rows = []
         for e in range(config["episodes"]):
             cfg = _flight_config(config, goals, drones=m)
             met, rec = ep.run_episode(cfg, ctx.random.stream("swarm.truth.%d.%d" % (m, e)),
                                       ctx.random.stream("swarm.agents.%d.%d" % (m, e)), models,
-                                      seed=ctx.seed * 1000 + m * 100 + e)
+                                      seed=ctx.seed * 1000 + m * 100 + e, record=record if flown == 0 else None)
             rows.append(met)
             sim_s += met["sim_time_s"]
             world_reports.append(dict(met["world"], drones=m, episode=e, ranges_used=met["ranges_used"]))
@@ -166,7 +181,7 @@ def run(goals, config, ctx):
                                  max_duration_s=ls["max_duration_s"])
             met, rec = ep.run_episode(cfg, ctx.random.stream("swarm.truth.large.%d" % e),
                                       ctx.random.stream("swarm.agents.large.%d" % e), models,
-                                      seed=ctx.seed * 1000 + 900 + e)
+                                      seed=ctx.seed * 1000 + 900 + e, record=record if flown == 0 else None)
             rows.append(met)
             sim_s += met["sim_time_s"]
             flown += 1

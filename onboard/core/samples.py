@@ -238,3 +238,50 @@ class MissionCmd(_Sample):
         if not self.hold and not out:
             raise SampleError("a mission command needs way-points (or hold)")
         self.waypoints_ne_m = tuple(out)
+
+
+class BodyVelocitySample(_Sample):
+    """Own velocity in the body frame, ``vel_body_mps`` = (forward, right) in m/s, and the body's
+    heading ``yaw_rad`` (rad, from north towards east) in the driver's navigation frame (a swarm
+    member's own-velocity entry point, ``onboard.swarm.member``)."""
+    FIELDS = ("time_us", "vel_body_mps", "yaw_rad")
+
+    def __init__(self, time_us, vel_body_mps, yaw_rad):
+        self.time_us = int(time_us)
+        self.vel_body_mps = _vec("vel_body_mps", vel_body_mps, 2)
+        try:
+            self.yaw_rad = float(yaw_rad)
+        except (TypeError, ValueError):
+            raise SampleError("yaw_rad must be a number, got %r" % (yaw_rad,))
+
+
+class GoalRangeSample(_Sample):
+    """Range to the goal (m): a UWB beacon at the goal, or the distance from the own position fix."""
+    FIELDS = ("time_us", "range_m")
+
+    def __init__(self, time_us, range_m):
+        self.time_us = int(time_us)
+        try:
+            self.range_m = float(range_m)
+        except (TypeError, ValueError):
+            raise SampleError("range_m must be a number, got %r" % (range_m,))
+
+
+class GoalReset(_Sample):
+    """The mission moved the goal at ``time_us`` (the next one of a sequence): its track starts afresh."""
+    FIELDS = ("time_us",)
+
+    def __init__(self, time_us):
+        self.time_us = int(time_us)
+
+
+class RandomState(_Sample):
+    """The state of an app's random draws at ``time_us``, as a JSON string (e.g. a NumPy bit
+    generator's ``state``): recorded before each use, so a replay draws the same numbers."""
+    FIELDS = ("time_us", "state_json")
+
+    def __init__(self, time_us, state_json):
+        self.time_us = int(time_us)
+        if not isinstance(state_json, str) or not state_json:
+            raise SampleError("state_json must be a non-empty JSON string, got %r" % (state_json,))
+        self.state_json = state_json

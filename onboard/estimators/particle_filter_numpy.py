@@ -112,3 +112,19 @@ class NumpyDraws:
 
     def uniforms(self, k):
         return self.gen.random(k)
+
+    def get_state(self):
+        """The generator's state (``bit_generator.state``: a dict of names and whole numbers, JSON-able)."""
+        return self.gen.bit_generator.state
+
+    def set_state(self, state):
+        """Continue from ``state`` (as :meth:`get_state` gave it): the next draws repeat the ones drawn
+        after it was taken. A state of another bit generator (e.g. ``Philox``) swaps in a generator of
+        that kind."""
+        kind = state.get("bit_generator") if isinstance(state, dict) else None
+        if kind != type(self.gen.bit_generator).__name__:
+            bit_generator = getattr(np.random, str(kind), None)
+            if not (isinstance(bit_generator, type) and issubclass(bit_generator, np.random.BitGenerator)):
+                raise ValueError("not the state of a NumPy bit generator: %r" % (kind,))
+            self.gen = np.random.Generator(bit_generator())
+        self.gen.bit_generator.state = state

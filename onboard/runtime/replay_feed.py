@@ -25,17 +25,28 @@ class ReplayFeedError(ValueError):
 
 
 def decode_sample(schema, data):
-    """A recorded sample back into its ``onboard.core.samples`` type (a null number: NaN, as the MCAP
-    log writes non-finite numbers as null)."""
+    """A recorded sample back into its ``onboard.core.samples`` type. The MCAP log writes a non-finite
+    number as null: in a list it comes back as NaN; a single null field is passed as None (an
+    optional field) and, where the type refuses None, as NaN (a refused non-finite input)."""
     cls = getattr(sample_types, schema, None)
     if cls is None or not hasattr(cls, "FIELDS"):
         raise ReplayFeedError("recorded input of unknown sample type %r" % (schema,))
     args = {}
+    nulls = []
     for name in cls.FIELDS:
         v = data.get(name)
         if isinstance(v, list):
             v = [NAN if x is None else x for x in v]
+        elif v is None:
+            nulls.append(name)
         args[name] = v
+    try:
+        return cls(**args)
+    except (TypeError, ValueError):
+        if not nulls:
+            raise
+    for name in nulls:
+        args[name] = NAN
     return cls(**args)
 
 

@@ -2,41 +2,60 @@
 
 Parts (in this order on the node):
 
-- ``inputs`` (:class:`SwarmInputs`): entry points ``on_range(RangeSample)`` (UWB range to a
-  neighbour, m, with the neighbour's reported body velocity, m/s), ``on_velocity(time_us,
-  vel_body_mps, yaw_rad)`` (own body-frame velocity, m/s, and the heading of the body in the
-  driver's navigation frame, rad) and ``on_goal_range(time_us, range_m)`` (range to the goal, m).
-  Queued (bounded: the oldest is dropped and counted); non-finite samples are refused at the
-  entry point (counted, never queued, never feed the watchdog). Watched inputs ``uwb`` (any
-  neighbour range), ``velocity`` and ``goal``: a silent UWB link, velocity source or goal beacon
-  engages the node's failsafe (``stale:uwb`` ...);
+- ``inputs`` (:class:`SwarmInputs`): entry points (``node.entry``, each taking one sample of
+  ``onboard.core.samples``) ``range`` (``RangeSample``: UWB range to a neighbour, m, with the
+  neighbour's reported body velocity, m/s), ``velocity`` (``BodyVelocitySample``: own body-frame
+  velocity, m/s, and the heading of the body in the driver's navigation frame, rad) and
+  ``goal_range`` (``GoalRangeSample``: range to the goal, m); the member's ``on_range(sample)``,
+  ``on_velocity(time_us, vel_body_mps, yaw_rad)`` and ``on_goal_range(time_us, range_m)`` build the
+  sample and call them. Queued (bounded: the oldest is dropped and counted); non-finite samples
+  are refused at the entry point (counted, never queued, never feed the watchdog). Watched inputs
+  ``uwb`` (any neighbour range), ``velocity`` and ``goal``: a silent UWB link, velocity source or
+  goal beacon engages the node's failsafe (``stale:uwb`` ...);
 - ``decision`` (:class:`SwarmDecision`): rate group ``decide`` at ``step_rate_hz`` (the policy
   period, pocket V-B: 10 Hz). Each run feeds the queued inputs to the
   :class:`onboard.swarm.agent.SwarmAgent` in a fixed order - per neighbour in ``peers`` order
   (neighbours first heard of later come after, in the order heard) every range of the period,
   oldest first, the last one marked as the learned estimator's input, or a dropout (no range,
   no velocity) when none came; then the goal ranges; then ``decide`` - so that members sharing
-  one random stream draw from it in the same order as the per-drone loop they replace;
+  one random stream draw from it in the same order as the per-drone loop they replace. Entry
+  point ``goal_reset`` (``GoalReset``; the member's ``new_goal(time_us)``): the mission moved the
+  goal, its track starts afresh. Outputs ``decision`` each period (the agent's body-frame
+  setpoint before the failsafe's override, and its estimate of every tracked object);
 - ``command`` (:class:`VelocityCommand`): rate group ``command`` (same rate, after ``decide``):
   the body-frame setpoint turned into the driver's navigation frame with the last heading and
   sent as ``driver.command(VelocitySetpoint(now_us, (v_north, v_east, 0)))``. While the failsafe
   is engaged (or before the first decision) it commands zero velocity (hover) instead, and the
   agent's setpoint is reset so it resumes from hover; after ``failsafe_land_s`` engaged in a row
-  it calls ``driver.land(now_us)`` once (when the driver has one).
+  it calls ``driver.land(now_us)`` once (when the driver has one). Outputs each command as
+  ``velocity``;
+- ``draws`` (:class:`DrawsState`): io group ``random_state`` at the decision's rate (so it runs
+  before ``decide`` in the same tick), while the node records: the state of the agent's random
+  draws (``draws.get_state()``, when the draws have it) through the entry point ``random_state``
+  (``RandomState``, the state as JSON), whose handler sets it (``draws.set_state``; live it is the
+  state they are in). The draws are an input of the member: the swarm's members share one
+  generator, so what one member draws depends on the others; recorded, a replayed member draws
+  the same numbers alone.
 
 ``driver`` is any object with ``command(setpoint)`` (``boards.crazyflie.driver.CrazyflieDriver``,
 or a simulated world's stand-in). The agent sees times since ``start_us`` (the mission's start,
 us), so its filters run on the mission clock whatever clock the node runs on.
 
+:meth:`SwarmMember.record` records the member at its boundary (app ``swarm_member``; see
+``onboard.runtime.node``): ``python -m harness replay LOG`` rebuilds it from its recorded settings.
+
 Pure Python (no numpy here); the agent's kernels/draws are whatever is passed in.
 """
+import json
 import math
 
-from onboard.core.samples import VelocitySetpoint
+from onboard.core.samples import (BodyVelocitySample, GoalRangeSample, GoalReset, RandomState, SampleError,
+                                  VelocitySetpoint)
 from onboard.core.settings import with_defaults
 from onboard.runtime.node import Node
 from onboard.swarm.agent import GOAL_ID, SwarmAgent
 
+APP = "swarm_member"             # the recipe's name in a recording (/app/config)
 UWB_INPUT = "uwb"
 VELOCITY_INPUT = "velocity"
 GOAL_INPUT = "goal"
@@ -119,17 +138,49 @@ class SwarmInputs:
         self.rejected_samples = 0
         self.dropped_samples = 0
         self._node = None
+        # the entry points (node.entry wraps them at attach: recorded while the node records)
+        self.range_entry = self._range
+        self.velocity_entry = self._velocity
+        self.goal_range_entry = self._goal_range
 
     def attach(self, node):
         self._node = node
         node.watch(UWB_INPUT, self.uwb_timeout_us)
         node.watch(VELOCITY_INPUT, self.velocity_timeout_us)
         node.watch(GOAL_INPUT, self.goal_timeout_us)
+        self.range_entry = node.entry("range", self._range)
+        self.velocity_entry = node.entry("velocity", self._velocity)
+        self.goal_range_entry = node.entry("goal_range", self._goal_range)
 
     # ------------------------------------------------------------ driver entry points
     def on_range(self, sample):
         """A UWB range to neighbour ``sample.peer_id`` (``onboard.core.samples.RangeSample``: range_m,
-        the neighbour's velocity peer_vel_mps in its own body frame, m/s, time_us on the node's clock)."""
+        the neighbour's velocity peer_vel_mps in its own body frame, m/s, time_us on the node's clock)
+        into the entry point ``range``."""
+        self.range_entry(sample)
+
+    def on_velocity(self, time_us, vel_body_mps, yaw_rad):
+        """Own velocity (forward, right) in m/s and the body's heading in the driver's navigation
+        frame (rad, from north towards east; the frame the command goes out in): a
+        ``BodyVelocitySample`` into the entry point ``velocity`` (one that cannot be built is refused)."""
+        try:
+            sample = BodyVelocitySample(time_us, vel_body_mps, yaw_rad)
+        except (SampleError, TypeError, ValueError):
+            self.rejected_samples += 1
+            return
+        self.velocity_entry(sample)
+
+    def on_goal_range(self, time_us, range_m):
+        """Range to the goal (m): a UWB beacon at the goal, or the distance from the own position fix;
+        a ``GoalRangeSample`` into the entry point ``goal_range``."""
+        try:
+            sample = GoalRangeSample(time_us, range_m)
+        except (SampleError, TypeError, ValueError):
+            self.rejected_samples += 1
+            return
+        self.goal_range_entry(sample)
+
+    def _range(self, sample):
         if not (_finite((sample.range_m,)) and _finite(sample.peer_vel_mps) and len(sample.peer_vel_mps) == 2):
             self.rejected_samples += 1
             return
@@ -137,24 +188,22 @@ class SwarmInputs:
         self.ranges_received += 1
         self._node.feed(UWB_INPUT, sample.time_us)
 
-    def on_velocity(self, time_us, vel_body_mps, yaw_rad):
-        """Own velocity (forward, right) in m/s and the body's heading in the driver's navigation
-        frame (rad, from north towards east; the frame the command goes out in)."""
-        if not (len(vel_body_mps) == 2 and _finite(vel_body_mps) and _finite((yaw_rad,))):
+    def _velocity(self, sample):
+        vel, yaw_rad = sample.vel_body_mps, sample.yaw_rad
+        if not (len(vel) == 2 and _finite(vel) and _finite((yaw_rad,))):
             self.rejected_samples += 1
             return
-        self.velocity = (int(time_us), (float(vel_body_mps[FORWARD]), float(vel_body_mps[RIGHT])), float(yaw_rad))
+        self.velocity = (sample.time_us, (vel[FORWARD], vel[RIGHT]), yaw_rad)
         self.velocities_received += 1
-        self._node.feed(VELOCITY_INPUT, time_us)
+        self._node.feed(VELOCITY_INPUT, sample.time_us)
 
-    def on_goal_range(self, time_us, range_m):
-        """Range to the goal (m): a UWB beacon at the goal, or the distance from the own position fix."""
-        if not _finite((range_m,)):
+    def _goal_range(self, sample):
+        if not _finite((sample.range_m,)):
             self.rejected_samples += 1
             return
-        self._enqueue(self.goal_ranges, (int(time_us), float(range_m)))
+        self._enqueue(self.goal_ranges, (sample.time_us, sample.range_m))
         self.goal_ranges_received += 1
-        self._node.feed(GOAL_INPUT, time_us)
+        self._node.feed(GOAL_INPUT, sample.time_us)
 
     def _enqueue(self, queue, item):
         if len(queue) >= self.queue_limit:
@@ -201,9 +250,14 @@ class SwarmDecision:
     def attach(self, node):
         self._node = node
         node.every("decide", self.step_rate_hz, self._decide)
+        self.goal_reset_entry = node.entry("goal_reset", self._goal_reset)
 
-    def new_goal(self):
-        """The goal moved (the next one of a sequence): its track starts afresh at its next range."""
+    def new_goal(self, time_us):
+        """The goal moved at ``time_us`` (the next one of a sequence): its track starts afresh at its
+        next range (a ``GoalReset`` into the entry point ``goal_reset``)."""
+        self.goal_reset_entry(GoalReset(time_us))
+
+    def _goal_reset(self, sample):
         self.agent.forget(GOAL_ID)
         self.inputs.goal_ranges = []
 
@@ -248,12 +302,28 @@ class SwarmDecision:
         self.last_inputs = rows
         setpoint = agent.decide(t_now, vo)
         self.decisions += 1
-        if self._node.failsafe.engaged:
+        node = self._node
+        if node.recording:
+            node.output("decision", now_us, self._decision_output(setpoint))
+        if node.failsafe.engaged:
             # hover on stale inputs; the agent resumes from the speed the drone holds
             self.failsafe_steps += 1
             agent.setpoint_body_mps = (0.0, 0.0)
             setpoint = (0.0, 0.0)
         self.setpoint_body_mps = setpoint
+
+    def _decision_output(self, setpoint):
+        """The agent's setpoint (body frame, m/s; before the failsafe's override) and its estimate
+        (x_m, y_m, yaw_rad in the own body frame) of every tracked object, in the order of their names."""
+        names, ests = [], []
+        tracks = self.agent.tracks
+        for name in sorted(tracks, key=str):
+            est = tracks[name].est
+            if est is not None:
+                names.append(str(name))
+                ests.append([float(v) for v in est])
+        return {"setpoint_body_mps": [float(setpoint[FORWARD]), float(setpoint[RIGHT])],
+                "action": self.agent.last_action, "objects": names, "estimates": ests}
 
     def report(self):
         a = self.agent
@@ -305,6 +375,7 @@ class VelocityCommand:
             vel_ne = body_to_nav(sp, self.decision.heading_rad)
         cmd = VelocitySetpoint(now_us, (vel_ne[NORTH], vel_ne[EAST], 0.0))
         self.last_cmd = cmd
+        self._node.output("velocity", now_us, cmd)
         if self.driver.command(cmd) is False:
             self.refused_commands += 1
         self.commands += 1
@@ -314,16 +385,54 @@ class VelocityCommand:
                 "refused_commands": self.refused_commands, "landings": self.landings}
 
 
+class DrawsState:
+    """Part: io group ``random_state`` - while the node records, the state of ``draws`` at the start of
+    each decision through the entry point ``random_state`` (see the module docstring). Draws without
+    ``get_state``/``set_state`` are not recorded (a replay of such a member may draw other numbers)."""
+
+    def __init__(self, draws, rate_hz):
+        self.draws = draws
+        self.rate_hz = rate_hz
+        self.states_recorded = 0
+        self.states_set = 0
+        self._node = None
+
+    def attach(self, node):
+        self._node = node
+        node.every("random_state", self.rate_hz, self._poll, io=True)
+        self.entry = node.entry("random_state", self._set)
+
+    def _poll(self, now_us):
+        get_state = getattr(self.draws, "get_state", None)
+        if get_state is None or not self._node.recording:
+            return
+        self.states_recorded += 1
+        self.entry(RandomState(now_us, json.dumps(get_state(), sort_keys=True)))
+
+    def _set(self, sample):
+        set_state = getattr(self.draws, "set_state", None)
+        if set_state is not None:
+            set_state(json.loads(sample.state_json))
+            self.states_set += 1
+
+    def report(self):
+        return {"states_recorded": self.states_recorded, "states_set": self.states_set}
+
+
 class SwarmMember:
     """The recipe: ``inputs``, ``decision`` and ``command`` parts on a Node (new, or ``node`` given).
 
     policy, net, draws, agent_config, kernels: the :class:`SwarmAgent`'s (DQN runner, bearing
     estimator, random draws, its settings, particle-filter kernels). peers: neighbour ids known in
     advance (their dropouts are fed from the first period). driver: ``command(VelocitySetpoint)``
-    (and optionally ``land(now_us)``). start_us: the mission's start on the node's clock (us)."""
+    (and optionally ``land(now_us)``). start_us: the mission's start on the node's clock (us).
+    models: what loaded ``policy`` and ``net`` (e.g. ``{"policy": "int8", "estimator": "int8", "dir":
+    "models/swarm"}``), written with a recording so that replay loads the same."""
+
+    APP = APP
 
     def __init__(self, policy, net, draws, peers, driver, config=None, agent_config=None, kernels=None,
-                 start_us=0, node=None, name="swarm_member", log=None):
+                 start_us=0, node=None, name="swarm_member", log=None, models=None):
         cfg = with_defaults(DEFAULTS, config, "SwarmMember")
         rate = cfg["step_rate_hz"]
         if not (isinstance(rate, int) and rate > 0):
@@ -346,6 +455,10 @@ class SwarmMember:
                                                      cfg["goal_timeout_us"], cfg["queue_limit"]))
         self.decision = node.add("decision", SwarmDecision(self.agent, self.inputs, peers, rate, start_us))
         self.command = node.add("command", VelocityCommand(self.decision, driver, rate, cfg["failsafe_land_s"]))
+        self.draws_state = node.add("draws", DrawsState(draws, rate))
+        self.start_us = int(start_us)
+        self.kernels_impl = getattr(kernels, "name", None) if kernels is not None else "pure"
+        self.models = dict(models) if models is not None else None
         # entry points and commands, as drivers and missions call them
         self.on_range = self.inputs.on_range
         self.on_velocity = self.inputs.on_velocity
@@ -357,6 +470,18 @@ class SwarmMember:
     @property
     def failsafe(self):
         return self.node.failsafe
+
+    def recipe_config(self):
+        """What rebuilds this member (before its first input): member and agent settings, neighbours,
+        mission start, particle-filter kernels (``onboard.impl`` name) and the models it flies."""
+        return {"member": dict(self.cfg), "agent": json.loads(json.dumps(self.agent.cfg)),
+                "peers": list(self.decision.peers), "start_us": self.start_us, "impl": self.kernels_impl,
+                "models": self.models, "name": self.node.name}
+
+    def record(self, sink, code_version="", time_us=0):
+        """Record the member at its boundary into ``sink(topic, time_us, msg)`` (app ``swarm_member``;
+        ``onboard.runtime.node.Node.record``); call it before the first input."""
+        self.node.record(sink, APP, self.recipe_config(), code_version, time_us)
 
     def report(self):
         return self.node.report()
