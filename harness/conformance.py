@@ -28,7 +28,7 @@ import sys
 
 from harness.micropython import MicroPythonError, available as micropython_available, onboard_files, run_micropython
 from harness.replay import (EXIT_BAD_LOG, ReplayError, compare_outputs, outputs_of, read_recording,
-                            replay_events)
+                            replay_events, run_subcommand)
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable, load as load_impl
 from onboard.estimators.eskf import IMPL_MODULES as ESKF_IMPL_MODULES
 from onboard.estimators.particle_filter import KERNEL_MODULES as PF_KERNEL_MODULES
@@ -229,10 +229,7 @@ def cmd_conformance(args):
 
 def main_conformance(argv=None):
     """``python -m harness conformance`` with ``argv``; returns the exit status."""
-    import argparse
-    parser = argparse.ArgumentParser(prog="python -m harness")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return cmd_conformance(parser.parse_args(["conformance"] + list(argv or [])))
+    return run_subcommand(add_parser, "conformance", argv)
 
 
 def add_parser(sub):

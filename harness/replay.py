@@ -149,17 +149,6 @@ def _rpi_ground_robot(config):
                           start_us=rpi["start_us"], estimator=_estimator(config["estimator"]))
 
 
-# recorded app name -> fn(config) -> the app (with ``node``), rebuilt as it was recorded. The AVR
-# robot's host app is the ground robot's parts plus the link's poll, whose samples are recorded where
-# they enter the estimation: the ground robot's recipe replays it.
-APPS = {GroundRobotRuntime.APP: _ground_robot, "avr_ground_robot": _ground_robot}
-# the Raspberry Pi app (and the grading dozer on VESC motors, which runs it)
-APPS[RpiGroundRobot.APP] = _rpi_ground_robot
-# the MicroPython boards' app (boards/mp_common/mp_app.py): the ground robot's parts, fed over the line link in
-# lockstep, recorded into the board's ring log (python -m onboard.deploy BOARD --pull-log OUT.mcap)
-APPS["mp_ground_robot"] = _ground_robot
-
-
 class _ReplayVelocityDriver:
     """Driver of a replayed swarm member: its commands go nowhere (the app's outputs are compared)."""
 
@@ -210,8 +199,17 @@ def _swarm_member(config):
                        name=config.get("name") or "swarm_member", models=models)
 
 
-# one swarm member of a swarm scenario's flight (harness/swarm/scenario.py: record_member), or any SwarmMember.record
-APPS["swarm_member"] = _swarm_member
+# recorded app name -> fn(config) -> the app (with ``node``), rebuilt as it was recorded:
+# - ground_robot: onboard.runtime.ground_robot's recipe (the waypoints and grading scenarios);
+# - avr_ground_robot: the AVR robot's host app (boards/arduino/app.py), the ground robot's parts plus the
+#   link's poll, whose samples are recorded where they enter the estimation;
+# - rpi_ground_robot: the Raspberry Pi app and service (boards/rpi; also the grading dozer on VESC motors);
+# - mp_ground_robot: the MicroPython boards' app (boards/mp_common/mp_app.py), recorded into the board's
+#   ring log (python -m onboard.deploy BOARD --pull-log OUT.mcap);
+# - swarm_member: one member of a swarm flight (harness/swarm/scenario.py: record_member), or any
+#   SwarmMember.record.
+APPS = {GroundRobotRuntime.APP: _ground_robot, "avr_ground_robot": _ground_robot,
+        RpiGroundRobot.APP: _rpi_ground_robot, "mp_ground_robot": _ground_robot, "swarm_member": _swarm_member}
 
 
 # ---------------------------------------------------------------------------------------------- replay
@@ -398,12 +396,19 @@ def cmd_replay(args):
     return EXIT_IDENTICAL if result["identical"] else EXIT_DIVERGED
 
 
-def main_replay(argv=None):
-    """``python -m harness replay`` with ``argv`` (for tests and scripts); returns the exit status."""
+def run_subcommand(add, name, argv):
+    """``python -m harness NAME ARGV...`` of the subcommand that ``add(subparsers)`` declares, parsed and
+    run (for tests and scripts); returns its exit status."""
     import argparse
     parser = argparse.ArgumentParser(prog="python -m harness")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return cmd_replay(parser.parse_args(["replay"] + list(argv or [])))
+    add(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args([name] + list(argv or []))
+    return args.func(args)
+
+
+def main_replay(argv=None):
+    """``python -m harness replay`` with ``argv``; returns the exit status."""
+    return run_subcommand(add_parser, "replay", argv)
 
 
 def add_parser(sub):
