@@ -49,8 +49,9 @@ class EskfPoseEstimator:
         covariance it reports and samples from, as a Schmidt-Kalman filter carries consider states
         (the fused pose inherits such an error whole: every aiding sample shares it). None: none."""
         self.eskf = make_eskf(config, impl or None)
-        self.consider_var = [0.0] * ESKF_POSE_DIM if consider_sigma is None else [float(v) ** 2 for v in consider_sigma]
-        if len(self.consider_var) != ESKF_POSE_DIM or not all(v >= 0.0 for v in self.consider_var):
+        self.consider_sigma = [0.0] * ESKF_POSE_DIM if consider_sigma is None else [float(v) for v in consider_sigma]
+        self.consider_var = [v ** 2 for v in self.consider_sigma]
+        if len(self.consider_var) != ESKF_POSE_DIM or not all(v >= 0.0 for v in self.consider_sigma):
             raise ValueError("consider_sigma needs %d non-negative values, got %r" % (ESKF_POSE_DIM, consider_sigma))
         self.impl = self.eskf.impl
         self.numeric_errors = 0

@@ -18,7 +18,6 @@ A stale input engages the node's failsafe and the drive stops the motors. Pass `
 add these parts to a node that carries more (the Raspberry Pi app adds its IMU and pose
 drivers and its motor telemetry to the same node: one scheduler, one watchdog).
 """
-import math
 
 from onboard.control.waypoint_drive import WaypointDrive
 from onboard.core.samples import MissionCmd
@@ -150,9 +149,9 @@ class GroundRobotRuntime:
         if isinstance(est, PlanarEkf):
             return {"kind": "planar", "config": dict(getattr(est, "cfg", {}))}
         eskf = getattr(est, "eskf", None)
-        if eskf is not None and hasattr(est, "consider_var"):
+        if eskf is not None and hasattr(est, "consider_sigma"):
             return {"kind": "eskf", "config": _plain(eskf.cfg), "impl": est.impl,
-                    "consider_sigma": [math.sqrt(v) for v in est.consider_var]}
+                    "consider_sigma": list(est.consider_sigma)}
         return {"kind": type(est).__name__, "config": _plain(getattr(est, "cfg", {}))}
 
     def record(self, sink, code_version="", time_us=0):
