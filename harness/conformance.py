@@ -23,13 +23,13 @@ Writes ``DIR/conformance.json``.
 """
 import json
 import os
-import struct
 import sys
 
 from harness.micropython import MicroPythonError, available as micropython_available, onboard_files, run_micropython
 from harness.replay import (EXIT_BAD_LOG, ReplayError, compare_outputs, outputs_of, read_recording,
                             replay_events, run_subcommand)
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable, load as load_impl
+from onboard.runtime.replay_feed import floats_from_hex, floats_to_hex
 from onboard.estimators.eskf import IMPL_MODULES as ESKF_IMPL_MODULES
 from onboard.estimators.particle_filter import KERNEL_MODULES as PF_KERNEL_MODULES
 
@@ -49,36 +49,12 @@ GROUND_ROBOT_APPS = ("ground_robot", "avr_ground_robot", "rpi_ground_robot", "mp
 # Not a MicroPython target: the member's models run on NumPy / LiteRT.
 SWARM_MEMBER_APP = "swarm_member"
 APP_TOLERANCE = {SWARM_MEMBER_APP: {"numpy": 1e-9}}
-FLOAT_TAG = "f:"                       # a double handed to MicroPython as its 16 hex digits
 MICROPYTHON_HEAP_BYTES = 256 * 1024 * 1024
 
 # Runs inside MicroPython: rebuilds the recipe from /events.json, feeds it, prints its outputs.
 MICROPYTHON_RUN = r"""
 import json
-from onboard.comms.line_link import f64_hex, hex_f64
-from onboard.runtime.replay_feed import OUT_PREFIX, feed, ground_robot_from_config
-
-TAG = %r
-
-
-def unhex(v):
-    if isinstance(v, str) and v.startswith(TAG):
-        return hex_f64(v[len(TAG):])
-    if isinstance(v, list):
-        return [unhex(x) for x in v]
-    if isinstance(v, dict):
-        return {k: unhex(v[k]) for k in v}
-    return v
-
-
-def tohex(v):
-    if isinstance(v, float):
-        return TAG + f64_hex(v)
-    if isinstance(v, (list, tuple)):
-        return [tohex(x) for x in v]
-    if isinstance(v, dict):
-        return {k: tohex(v[k]) for k in v}
-    return v
+from onboard.runtime.replay_feed import OUT_PREFIX, feed, floats_from_hex, floats_to_hex, ground_robot_from_config
 
 
 class Motors:
@@ -91,39 +67,19 @@ class Motors:
 
 with open("/events.json") as fh:
     events = json.load(fh)
-config = unhex(events[0][3]["config"])
+config = floats_from_hex(events[0][3]["config"])
 app = ground_robot_from_config(config, Motors())
 
 
 def sink(topic, time_us, msg):
     if topic.startswith(OUT_PREFIX):
-        print("OUT " + json.dumps([topic, time_us, tohex(msg.as_dict())]))
+        print("OUT " + json.dumps([topic, time_us, floats_to_hex(msg.as_dict())]))
 
 
 app.node.record(sink, "conformance", {})
-feed(app.node, [(e[0], e[1], e[2], unhex(e[3])) for e in events[1:] if not e[0].startswith(OUT_PREFIX)])
+feed(app.node, [(e[0], e[1], e[2], floats_from_hex(e[3])) for e in events[1:] if not e[0].startswith(OUT_PREFIX)])
 print("DONE")
-""" % (FLOAT_TAG,)
-
-
-def _hexed(value):
-    if isinstance(value, float):
-        return FLOAT_TAG + struct.pack("<d", value).hex()
-    if isinstance(value, (list, tuple)):
-        return [_hexed(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _hexed(v) for k, v in value.items()}
-    return value
-
-
-def _unhexed(value):
-    if isinstance(value, str) and value.startswith(FLOAT_TAG):
-        return struct.unpack("<d", bytes.fromhex(value[len(FLOAT_TAG):]))[0]
-    if isinstance(value, list):
-        return [_unhexed(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _unhexed(v) for k, v in value.items()}
-    return value
+"""
 
 
 def run_in_micropython(events):
@@ -135,8 +91,8 @@ def run_in_micropython(events):
     est = header["config"].get("estimator", {})
     if est.get("kind") == "eskf":
         header = dict(header, config=dict(header["config"], estimator=dict(est, impl="pure")))
-    shipped = [[events[0][0], events[0][1], events[0][2], _hexed(header)]]
-    shipped += [[t, s, tu, _hexed(d)] for t, s, tu, d in events[1:] if not t.startswith("/app/out/")]
+    shipped = [[events[0][0], events[0][1], events[0][2], floats_to_hex(header)]]
+    shipped += [[t, s, tu, floats_to_hex(d)] for t, s, tu, d in events[1:] if not t.startswith("/app/out/")]
     files = onboard_files()
     files["/events.json"] = json.dumps(shipped)
     out = run_micropython(MICROPYTHON_RUN, files, heapsize=MICROPYTHON_HEAP_BYTES, timeout_s=1800)
@@ -146,7 +102,7 @@ def run_in_micropython(events):
     for line in out.splitlines():
         if line.startswith("OUT "):
             topic, time_us, data = json.loads(line[4:])
-            replayed.setdefault(topic, []).append((time_us, _unhexed(data)))
+            replayed.setdefault(topic, []).append((time_us, floats_from_hex(data)))
     return replayed
 
 

@@ -32,7 +32,7 @@ from boards.rpi.app import RpiGroundRobot
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable
 from onboard.runtime.ground_robot import GroundRobotRuntime
 from onboard.runtime.replay_feed import (CONFIG_TOPIC, OUT_PREFIX, STEP_TOPIC, ReplayFeedError, estimator_from_config,
-                                         feed)
+                                         feed, ground_robot_from_config)
 
 EXIT_IDENTICAL = 0
 EXIT_BAD_LOG = 2
@@ -106,19 +106,26 @@ class _ReplayMotors:
         return {}
 
 
-def _estimator(est):
-    """The recorded estimator rebuilt (:func:`onboard.runtime.replay_feed.estimator_from_config`)."""
+def _rebuilt(fn, *args):
+    """``fn(*args)``, its rebuild errors (an implementation not built here, an estimator kind replay
+    cannot rebuild) as one-line :class:`ReplayError`."""
     try:
-        return estimator_from_config(est)
+        return fn(*args)
     except ImplUnavailable as exc:
         raise ReplayError("cannot rebuild the ESKF estimator: %s" % exc)
     except ReplayFeedError as exc:
         raise ReplayError(str(exc))
 
 
+def _estimator(est):
+    """The recorded estimator rebuilt (:func:`onboard.runtime.replay_feed.estimator_from_config`)."""
+    return _rebuilt(estimator_from_config, est)
+
+
 def _ground_robot(config):
-    return GroundRobotRuntime(config["waypoints_ne_m"], _ReplayMotors(), config["runtime"],
-                              follower_config=config["follower"], estimator=_estimator(config["estimator"]))
+    """The ground robot's recipe (:func:`onboard.runtime.replay_feed.ground_robot_from_config`) with
+    stand-in motors."""
+    return _rebuilt(ground_robot_from_config, config, _ReplayMotors())
 
 
 class _ReplayImu:

@@ -65,9 +65,8 @@ class WaypointDrive:
         cmd = WheelCmd(now_us, left, right)
         self.last_cmd = cmd
         self.motors.command(cmd)
-        if node.recording:
-            node.output("estimate", now_us, nav)
-            node.output("wheels", now_us, cmd)
+        node.output("estimate", now_us, nav)       # recorded while the node records
+        node.output("wheels", now_us, cmd)
         if node.logging:
             node.log("/estimate", now_us, nav)
             node.log("/cmd/twist", now_us, twist)
@@ -77,8 +76,7 @@ class WaypointDrive:
         self.stop_commands += 1
         self.last_cmd = WheelCmd(now_us, 0.0, 0.0)
         self.motors.stop(now_us)
-        if self._node.recording:
-            self._node.output("wheels", now_us, self.last_cmd)
+        self._node.output("wheels", now_us, self.last_cmd)
         if self._node.logging:
             self._node.log("/cmd/wheels", now_us, self.last_cmd)
 

@@ -22,6 +22,14 @@ def _vec(name, value, length):
     return out
 
 
+def _num(name, value):
+    """A float field, or SampleError naming it."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise SampleError("%s must be a number, got %r" % (name, value))
+
+
 class _Sample:
     FIELDS = ()
 
@@ -249,10 +257,7 @@ class BodyVelocitySample(_Sample):
     def __init__(self, time_us, vel_body_mps, yaw_rad):
         self.time_us = int(time_us)
         self.vel_body_mps = _vec("vel_body_mps", vel_body_mps, 2)
-        try:
-            self.yaw_rad = float(yaw_rad)
-        except (TypeError, ValueError):
-            raise SampleError("yaw_rad must be a number, got %r" % (yaw_rad,))
+        self.yaw_rad = _num("yaw_rad", yaw_rad)
 
 
 class GoalRangeSample(_Sample):
@@ -261,10 +266,7 @@ class GoalRangeSample(_Sample):
 
     def __init__(self, time_us, range_m):
         self.time_us = int(time_us)
-        try:
-            self.range_m = float(range_m)
-        except (TypeError, ValueError):
-            raise SampleError("range_m must be a number, got %r" % (range_m,))
+        self.range_m = _num("range_m", range_m)
 
 
 class GoalReset(_Sample):

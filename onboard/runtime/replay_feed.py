@@ -11,6 +11,7 @@ app's own recording then holds what it output, to compare with the recorded outp
 :func:`ground_robot_from_config` rebuilds the ground robot's recipe from its recorded settings
 (``GroundRobotRuntime.recipe_config``), the estimator included.
 """
+from onboard.comms.line_link import f64_hex, hex_f64
 from onboard.core import samples as sample_types
 
 CONFIG_TOPIC = "/app/config"
@@ -18,6 +19,7 @@ STEP_TOPIC = "/app/step"
 IN_PREFIX = "/app/in/"
 OUT_PREFIX = "/app/out/"
 NAN = float("nan")
+FLOAT_TAG = "f:"            # a double carried as the 16 hex digits of its bits (exact across interpreters)
 
 
 class ReplayFeedError(ValueError):
@@ -48,6 +50,29 @@ def decode_sample(schema, data):
     for name in nulls:
         args[name] = NAN
     return cls(**args)
+
+
+def floats_to_hex(value):
+    """``value`` (nested lists, tuples, dicts) with every float as ``FLOAT_TAG`` + its 16 hex digits, so
+    a JSON hand-over between CPython and MicroPython keeps every bit."""
+    if isinstance(value, float):
+        return FLOAT_TAG + f64_hex(value)
+    if isinstance(value, (list, tuple)):
+        return [floats_to_hex(v) for v in value]
+    if isinstance(value, dict):
+        return {k: floats_to_hex(value[k]) for k in value}
+    return value
+
+
+def floats_from_hex(value):
+    """The inverse of :func:`floats_to_hex` (tuples come back as lists)."""
+    if isinstance(value, str) and value.startswith(FLOAT_TAG):
+        return hex_f64(value[len(FLOAT_TAG):])
+    if isinstance(value, list):
+        return [floats_from_hex(v) for v in value]
+    if isinstance(value, dict):
+        return {k: floats_from_hex(value[k]) for k in value}
+    return value
 
 
 def feed(node, events):
