@@ -29,7 +29,7 @@ from harness.micropython import MicroPythonError, available as micropython_avail
 from harness.replay import (EXIT_BAD_LOG, ReplayError, compare_outputs, outputs_of, read_recording,
                             replay_events, run_subcommand)
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable, load as load_impl
-from onboard.runtime.replay_feed import floats_from_hex, floats_to_hex
+from onboard.runtime.replay_feed import OUT_PREFIX, floats_from_hex, floats_to_hex
 from onboard.estimators.eskf import IMPL_MODULES as ESKF_IMPL_MODULES
 from onboard.estimators.particle_filter import KERNEL_MODULES as PF_KERNEL_MODULES
 
@@ -92,7 +92,7 @@ def run_in_micropython(events):
     if est.get("kind") == "eskf":
         header = dict(header, config=dict(header["config"], estimator=dict(est, impl="pure")))
     shipped = [[events[0][0], events[0][1], events[0][2], floats_to_hex(header)]]
-    shipped += [[t, s, tu, floats_to_hex(d)] for t, s, tu, d in events[1:] if not t.startswith("/app/out/")]
+    shipped += [[t, s, tu, floats_to_hex(d)] for t, s, tu, d in events[1:] if not t.startswith(OUT_PREFIX)]
     files = onboard_files()
     files["/events.json"] = json.dumps(shipped)
     out = run_micropython(MICROPYTHON_RUN, files, heapsize=MICROPYTHON_HEAP_BYTES, timeout_s=1800)

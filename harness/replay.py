@@ -31,8 +31,8 @@ from mcap.stream_reader import StreamReader
 from boards.rpi.app import RpiGroundRobot
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable
 from onboard.runtime.ground_robot import GroundRobotRuntime
-from onboard.runtime.replay_feed import (CONFIG_TOPIC, OUT_PREFIX, STEP_TOPIC, ReplayFeedError, estimator_from_config,
-                                         feed, ground_robot_from_config)
+from onboard.runtime.replay_feed import (CONFIG_TOPIC, OUT_PREFIX, STEP_TOPIC, ReplayFeedError, before_last_tick,
+                                         estimator_from_config, feed, ground_robot_from_config)
 
 EXIT_IDENTICAL = 0
 EXIT_BAD_LOG = 2
@@ -71,8 +71,7 @@ def read_recording(path):
         damage = "%s is cut or corrupt after %d app records (%s%s)" % (
             path, len(events), type(exc).__name__, (": %s" % exc) if str(exc) else "")
         # the last tick's outputs may be lost with the rest: the prefix ends before that tick
-        last_step = max((i for i, e in enumerate(events) if e[0] == STEP_TOPIC), default=len(events))
-        events = events[:last_step]
+        events = before_last_tick(events)
     finally:
         fh.close()
     return events, damage

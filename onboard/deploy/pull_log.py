@@ -18,11 +18,10 @@ import os
 
 from onboard.deploy import device as dev
 from onboard.deploy.build import DeployError, load_manifest
+from onboard.runtime.replay_feed import CONFIG_TOPIC, STEP_TOPIC, before_last_tick
 
 EXIT_NO_LOG = 7           # no log on the board, or nothing readable in it
 EXIT_LOG_DAMAGED = 8      # converted, but records were dropped, torn or undecodable
-CONFIG_TOPIC = "/app/config"
-STEP_TOPIC = "/app/step"
 
 
 class NoLog(DeployError):
@@ -54,12 +53,7 @@ def convert(contents, out_path):
     ``out_path``. -> counts: records written, ticks, and the records left out after the last step."""
     from onboard.runtime.mcap_log import McapLog
     records = contents.records
-    last_step = len(records)
-    for i in range(len(records) - 1, -1, -1):
-        if records[i][0] == STEP_TOPIC:
-            last_step = i
-            break
-    kept = records[:last_step]
+    kept = before_last_tick(records)
     mcap = McapLog(out_path, library="onboard-ring-log")
     try:
         if contents.config is not None:

@@ -39,6 +39,13 @@ from onboard.runtime.scheduler import Scheduler, SchedulerConfigError
 from onboard.runtime.watchdog import Failsafe, Watchdog
 
 
+# topics of a recording at the app's boundary (see the module docstring)
+CONFIG_TOPIC = "/app/config"
+STEP_TOPIC = "/app/step"
+IN_PREFIX = "/app/in/"
+OUT_PREFIX = "/app/out/"
+
+
 class NodeConfigError(ValueError):
     pass
 
@@ -109,7 +116,7 @@ class Node:
         written on ``/app/in/<name>`` before ``fn`` sees it."""
         if name in self.entries:
             raise NodeConfigError("entry point %r declared twice on node %r" % (name, self.name))
-        topic = "/app/in/" + name
+        topic = IN_PREFIX + name
 
         def entry_point(sample):
             if self._recorder is not None:
@@ -121,7 +128,7 @@ class Node:
     def output(self, name, time_us, msg):
         """A command or estimate leaving the app: written on ``/app/out/<name>`` while recording."""
         if self._recorder is not None:
-            self._recorder("/app/out/" + name, time_us, msg)
+            self._recorder(OUT_PREFIX + name, time_us, msg)
 
     @property
     def recording(self):
@@ -131,12 +138,12 @@ class Node:
         """Start recording into ``sink(topic, time_us, msg)``: ``/app/config`` now, then every input,
         tick and output. ``app`` and ``config`` name the recipe and what rebuilds it."""
         self._recorder = sink
-        sink("/app/config", time_us, {"app": app, "config": config, "code_version": code_version,
+        sink(CONFIG_TOPIC, time_us, {"app": app, "config": config, "code_version": code_version,
                                       "node": self.name})
         self.start().tick_hook = self._record_tick
 
     def _record_tick(self, now_us, tick_index):
-        self._recorder("/app/step", now_us, {"time_us": now_us, "tick": tick_index})
+        self._recorder(STEP_TOPIC, now_us, {"time_us": now_us, "tick": tick_index})
 
     # ------------------------------------------------------------ running
     def start(self):

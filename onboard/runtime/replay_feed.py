@@ -13,11 +13,8 @@ app's own recording then holds what it output, to compare with the recorded outp
 """
 from onboard.comms.line_link import f64_hex, hex_f64
 from onboard.core import samples as sample_types
+from onboard.runtime.node import CONFIG_TOPIC, IN_PREFIX, OUT_PREFIX, STEP_TOPIC  # noqa: F401 - re-exported
 
-CONFIG_TOPIC = "/app/config"
-STEP_TOPIC = "/app/step"
-IN_PREFIX = "/app/in/"
-OUT_PREFIX = "/app/out/"
 NAN = float("nan")
 FLOAT_TAG = "f:"            # a double carried as the 16 hex digits of its bits (exact across interpreters)
 
@@ -73,6 +70,15 @@ def floats_from_hex(value):
     if isinstance(value, dict):
         return {k: floats_from_hex(value[k]) for k in value}
     return value
+
+
+def before_last_tick(events):
+    """``events`` (each starting with its topic) up to, not including, the last ``/app/step``: what a
+    log cut short holds for sure (the last tick's outputs may be lost with the rest)."""
+    for i in range(len(events) - 1, -1, -1):
+        if events[i][0] == STEP_TOPIC:
+            return events[:i]
+    return events
 
 
 def feed(node, events):

@@ -39,6 +39,8 @@ stale bytes unlikely. A pure-Python CRC-32 stands in on builds without ``binasci
 import json
 import struct
 
+from onboard.runtime.node import CONFIG_TOPIC
+
 try:
     from binascii import crc32 as _crc32_c
 except ImportError:          # pragma: no cover - a MicroPython build without binascii.crc32
@@ -84,7 +86,6 @@ JSON_LEN_FMT = "<H"
 JSON_LEN_BYTES = 2
 TOPIC_DEF_FMT = "<BB"             # the defined id, number of fields; then layout codes, then text
 
-CONFIG_TOPIC = "/app/config"
 TIME_FIELD = "time_us"
 _STRUCT_ERRORS = (TypeError, ValueError, OverflowError, getattr(struct, "error", ValueError))
 
