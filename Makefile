@@ -98,21 +98,21 @@ train-grading: setup $(STAMPS)/train-venv
 	# and 5 DAgger rounds of 30 episodes; the paper's 64 channels. agent1 learns from the noise-free trajectory (ag2u IV-B:
 	# the expert's episodes and the DAgger rounds without noise); agent2 from sensor-fusion episodes with eq. 1 pose
 	# samples, its DAgger rounds alternating sensor fusion and noise-less (SF, NL, SF, NL, SF). ~1 h per agent on 2 CPU cores
-	$(PY) -m harness.grading.train_policy $(GRADING_RECIPE) --agents agent1 --data-noise noise_less \
+	$(PY) -m harness.training.grading_policy.train_policy $(GRADING_RECIPE) --agents agent1 --data-noise noise_less \
 		--data build/grading/data1200-placed-nl.npz
-	$(PY) -m harness.grading.train_policy $(GRADING_RECIPE) --agents agent2 --dagger-noise sensor_fusion,noise_less \
+	$(PY) -m harness.training.grading_policy.train_policy $(GRADING_RECIPE) --agents agent2 --dagger-noise sensor_fusion,noise_less \
 		--data build/grading/data1200-placed.npz
-	$(PY) -m harness.grading.export_int8 --agent agent1
-	$(PY) -m harness.grading.export_int8 --agent agent2
+	$(PY) -m harness.training.grading_policy.export_int8 --agent agent1
+	$(PY) -m harness.training.grading_policy.export_int8 --agent agent2
 
 # swarm (issue 11): shared DQN (-> int8 .tflite), GRU estimator (float weights -> int8 .tflite);
 # deterministic (fixed iterations / stop step)
 train-swarm: setup $(STAMPS)/train-venv
-	$(PY) -m harness.swarm.train_dqn --env-steps 60000 --stop-at 5000 --batch 30 --lr 1.5e-4 --est-noise 0.2 --critical 0.6 --goal-scale 1.0 --shaping 5 --seed 1
-	$(PY) -m harness.swarm.export_dqn --seed 1
+	$(PY) -m harness.training.swarm_policy.train_dqn --env-steps 60000 --stop-at 5000 --batch 30 --lr 1.5e-4 --est-noise 0.2 --critical 0.6 --goal-scale 1.0 --shaping 5 --seed 1
+	$(PY) -m harness.training.swarm_policy.export_dqn --seed 1
 	# the float estimator learns from drones flown by that DQN (flight-like motion, pocket V-C.1); ~42 min CPU
-	$(PY) -m harness.swarm.train_bearing --hidden 128 --iters 30000 --batch 64 --seq-len 120 --data-scale 16 --data-policy models/swarm/dqn --seed 1
-	$(PY) -m harness.swarm.export_bearing --dir models/swarm/bearing
+	$(PY) -m harness.training.swarm_policy.train_bearing --hidden 128 --iters 30000 --batch 64 --seq-len 120 --data-scale 16 --data-policy models/swarm/dqn --seed 1
+	$(PY) -m harness.training.swarm_policy.export_bearing --dir models/swarm/bearing
 
 clean:
 	rm -rf $(STAMPS) build cython_ext/build cython_ext/*.so cython_ext/*.c reports

@@ -28,9 +28,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from boards.crazyflie.driver import CrazyflieDriver, init_cflib  # noqa: E402
-from harness.crazyflie import crtp  # noqa: E402
-from harness.crazyflie.fleet import SimCrazyflieFleet  # noqa: E402
-from harness.crazyflie.firmware_toc import LOG_VARIABLES  # noqa: E402
+from harness.sim.crazyflie import crtp  # noqa: E402
+from harness.sim.crazyflie.fleet import SimCrazyflieFleet  # noqa: E402
+from harness.sim.crazyflie.firmware_toc import LOG_VARIABLES  # noqa: E402
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO_ROOT, "bench", "results", "crazyflie.json")

@@ -36,11 +36,11 @@ sys.path.insert(0, REPO)
 
 import numpy as np  # noqa: E402
 
-from harness.micropython import available as mp_available, onboard_files, run_micropython  # noqa: E402
-from harness.rng import RunRandom  # noqa: E402
+from harness.sim.micropython import available as mp_available, onboard_files, run_micropython  # noqa: E402
+from harness.sim.rng import RunRandom  # noqa: E402
 from harness.scenarios.ins_eskf import filter_config  # noqa: E402
-from harness.sensors.ins_errors import ImuErrors, aiding_pose, initial_conditions, noise_setting  # noqa: E402
-from harness.trajectory import dozer_legs, generate  # noqa: E402
+from harness.sim.sensors.ins_errors import ImuErrors, aiding_pose, initial_conditions, noise_setting  # noqa: E402
+from harness.sim.trajectory import dozer_legs, generate  # noqa: E402
 from onboard.core.samples import ImuSample, PoseSample  # noqa: E402
 from onboard.estimators.eskf import N_STATE, make_config, make_eskf  # noqa: E402
 

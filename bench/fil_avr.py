@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from boards.arduino import board as C  # noqa: E402
-from harness.fil_avr import AvrBridge, FilRig, LockstepSerial, ensure_built, size_report  # noqa: E402
+from harness.sim.avr_bridge import AvrBridge, FilRig, LockstepSerial, ensure_built, size_report  # noqa: E402
 from harness.scenarios import load  # noqa: E402
 from harness.scenarios.context import RunContext  # noqa: E402
 from onboard.core.samples import WheelCmd  # noqa: E402

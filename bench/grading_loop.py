@@ -24,10 +24,10 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from harness.grading.agents import load_decider  # noqa: E402
-from harness.grading.episode import DEFAULTS, GradingEpisode  # noqa: E402
-from harness.grading.sweep import episode_config, run_cell  # noqa: E402
-from harness.rng import RunRandom  # noqa: E402
+from harness.scenarios.grading.agents import load_decider  # noqa: E402
+from harness.scenarios.grading.episode import DEFAULTS, GradingEpisode  # noqa: E402
+from harness.scenarios.grading.sweep import episode_config, run_cell  # noqa: E402
+from harness.sim.rng import RunRandom  # noqa: E402
 
 
 def run_config(rollouts, seed, estimator, motors, decider=None, max_legs=None, noise="sensor_fusion"):

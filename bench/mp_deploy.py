@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness.config import merge  # noqa: E402
 from harness.scenarios import mp_board  # noqa: E402
 from harness.scenarios.context import RunContext  # noqa: E402
-from harness.virtual_board import VirtualBoard  # noqa: E402
+from harness.sim.virtual_board import VirtualBoard  # noqa: E402
 from onboard.deploy.build import BOARDS_DIR, build  # noqa: E402
 from onboard.deploy.deployer import deploy  # noqa: E402
 

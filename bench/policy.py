@@ -30,7 +30,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from harness.micropython import available, onboard_files, run_micropython  # noqa: E402
+from harness.sim.micropython import available, onboard_files, run_micropython  # noqa: E402
 from harness.training.c_kernel import AVR_F_CPU_HZ, HostCPolicy, build_avr, run_simavr  # noqa: E402
 from onboard.policy.int8_pure import Int8Graph  # noqa: E402
 from onboard.policy.policy import load_model_dir, make_policy  # noqa: E402

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.micropython import available, onboard_files, run_micropython  # noqa: E402
+from harness.sim.micropython import available, onboard_files, run_micropython  # noqa: E402
 from harness.report import RunReport  # noqa: E402
 from harness.scenarios import load  # noqa: E402
 from harness.scenarios.context import RunContext  # noqa: E402

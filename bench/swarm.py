@@ -37,7 +37,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.swarm import episode as ep  # noqa: E402
+from harness.scenarios.swarm import flight as ep  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "swarm.json")
 REPEATS = 4

@@ -1,7 +1,7 @@
 """UWB benchmark: per-pair ranging update rate vs N for the token ring and the broadcast mode,
 and the channel simulator's speed for N = 20. Writes bench/results/uwb.json.
 
-Same radio settings for both modes (harness/radio/uwb_channel.py RADIO_DEFAULTS): DW1000
+Same radio settings for both modes (harness/sim/radio/uwb_channel.py RADIO_DEFAULTS): DW1000
 channel 5, 6.8 Mb/s, PRF 64 MHz, 128-symbol preamble + 8-symbol SFD, +-20 ppm clocks, RX noise
 calibrated to the paper's N(0.0085569 m, 0.061295 m^2); token ring: DS-TWR with 1 ms reply
 delays, 100 us turnaround; broadcast: 1 ms slots. Nodes move at <= 1 m/s in 4 m x 4 m.
@@ -13,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.rng import RunRandom  # noqa: E402
+from harness.sim.rng import RunRandom  # noqa: E402
 from harness.scenarios.uwb_ranging import DEFAULTS, measure  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "uwb.json")

@@ -15,8 +15,8 @@ EXIT_DEPLOY = 4
 # Modules adding their own subcommands: each defines add_parser(subparsers), whose
 # parser sets ``func`` (args -> exit code). One line per tool, listed explicitly.
 COMMAND_MODULES = [
-    "harness.crazyflie.cli",
-    "harness.grading.sweep",
+    "harness.sim.crazyflie.serve_cmd",
+    "harness.scenarios.grading.sweep",
     "harness.replay",
     "harness.conformance",
     "harness.training.policy_cli",

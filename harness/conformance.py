@@ -25,7 +25,7 @@ import json
 import os
 import sys
 
-from harness.micropython import MicroPythonError, available as micropython_available, onboard_files, run_micropython
+from harness.sim.micropython import MicroPythonError, available as micropython_available, onboard_files, run_micropython
 from harness.replay import (EXIT_BAD_LOG, ReplayError, compare_outputs, outputs_of, read_recording,
                             replay_events, run_subcommand)
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable, load as load_impl

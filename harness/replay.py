@@ -212,7 +212,7 @@ def _swarm_member(config):
 # - rpi_ground_robot: the Raspberry Pi app and service (boards/rpi; also the grading dozer on VESC motors);
 # - mp_ground_robot: the MicroPython boards' app (boards/mp_common/mp_app.py), recorded into the board's
 #   ring log (python -m onboard.deploy BOARD --pull-log OUT.mcap);
-# - swarm_member: one member of a swarm flight (harness/swarm/scenario.py: record_member), or any
+# - swarm_member: one member of a swarm flight (harness/scenarios/swarm/study.py: record_member), or any
 #   SwarmMember.record.
 APPS = {GroundRobotRuntime.APP: _ground_robot, "avr_ground_robot": _ground_robot,
         RpiGroundRobot.APP: _rpi_ground_robot, "mp_ground_robot": _ground_robot, "swarm_member": _swarm_member}

@@ -7,7 +7,7 @@ from deep inside the simulation.
 """
 from harness.config import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, UNIT_OPEN, int_at_least, one_of, pair, under,
                             vector)
-from harness.sensors.pose import ERROR_MODELS
+from harness.sim.sensors.pose import ERROR_MODELS
 
 RATE_HZ = int_at_least(1)                       # the runtime scheduler runs whole numbers of Hz
 

@@ -15,7 +15,7 @@ The member (:class:`onboard.swarm.member.SwarmMember`: entry points, the SwarmAg
     j = peer ``range_peer_ids[j]``) of the listed neighbours -> ``on_range``. These log variables
     carry no velocity: the neighbour's velocity is taken as 0 m/s (right for neighbours that
     hover or stand; a moving neighbour's motion then shows up as filter noise). The swarm
-    scenarios (harness/swarm) fly the same member with the velocities the onboard UWB protocol
+    scenarios (harness/scenarios/swarm) fly the same member with the velocities the onboard UWB protocol
     puts in its ranging frames.
 
 - ``cf_setpoints`` (rate group at ``setpoint_rate_hz``, after the member's ``command``):

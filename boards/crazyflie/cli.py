@@ -120,7 +120,7 @@ def build_parser(prog="python -m boards.crazyflie"):
 
 
 def load_models(model_dir, policy="int8", estimator="int8"):
-    """(bearing estimator, DQN runner) from ``model_dir`` (bearing/ and dqn/; see harness/swarm/README.md)."""
+    """(bearing estimator, DQN runner) from ``model_dir`` (bearing/ and dqn/; see harness/scenarios/swarm/README.md)."""
     from onboard.swarm.bearing_net import BearingNet, BearingPolicy
     from onboard.swarm.dqn import DqnFloat
 

@@ -3,7 +3,7 @@
 The bus has ``readfrom_mem(addr, reg, nbytes) -> bytes`` and
 ``writeto_mem(addr, reg, data)`` (the ``machine.I2C`` API): on the Pi that is
 :class:`boards.rpi.i2c_linux.LinuxI2cBus` (``/dev/i2c-1``), in the harness
-``harness.sim_i2c.SimI2cBus`` with a register-level simulated MPU-6050.
+``harness.sim.i2c.SimI2cBus`` with a register-level simulated MPU-6050.
 
 Register map and scales from the InvenSense MPU-6000/6050 register map (rev 4.2):
 WHO_AM_I 0x75 = 0x68, PWR_MGMT_1 0x6B, SMPLRT_DIV 0x19, CONFIG 0x1A (DLPF),

@@ -16,7 +16,7 @@ The service opens real devices only. A simulated I2C bus comes from the caller:
 ``main``/``run_service``/``build_app`` take ``i2c_buses``, a mapping from an ``imu.bus`` name
 to a factory ``factory(address) -> bus`` (the ``machine.I2C`` memory API). Desk runs without
 the IMU wired (``imu.bus = "bench-sim"``) start from the harness, which passes its simulated
-MPU-6050 in: ``python -m harness.rpi_bench run --config ...`` (boards never import harness).
+MPU-6050 in: ``python -m harness.sim.rpi_bench run --config ...`` (boards never import harness).
 """
 import argparse
 import copy
@@ -72,7 +72,7 @@ MOTOR_KEYS = ("name", "port", "controller_id", "can_id", "direction")
 MOTOR_RANGES = {"name": one_of("left", "right"), "port": TEXT, "controller_id": CAN_ID, "can_id": or_null(CAN_ID),
                 "direction": one_of(1, -1)}
 # every setting's value range (onboard.core.settings rules), checked before a port or the log opens;
-# imu.bus: an i2c-dev path, "bench-sim" (the simulated MPU-6050, at rest; only under python -m harness.rpi_bench,
+# imu.bus: an i2c-dev path, "bench-sim" (the simulated MPU-6050, at rest; only under python -m harness.sim.rpi_bench,
 # see BENCH_SIM_BUS) or "none";
 # pose.udp_port: -1 or null for no external pose source, 0 for a free port
 SETTING_RANGES = {
@@ -87,17 +87,17 @@ SETTING_RANGES = {
 }
 
 
-# The simulated MPU-6050's bus name: the harness provides it (harness.rpi_bench passes its factory in i2c_buses).
+# The simulated MPU-6050's bus name: the harness provides it (harness.sim.rpi_bench passes its factory in i2c_buses).
 BENCH_SIM_BUS = "bench-sim"
 
 
 def check_i2c_bus(cfg, i2c_buses=None):
     """Raise ServiceConfigError when ``imu.bus`` names the simulated bus but the caller provides none
-    (``python -m boards.rpi`` runs real devices only; ``python -m harness.rpi_bench`` runs the simulated one)."""
+    (``python -m boards.rpi`` runs real devices only; ``python -m harness.sim.rpi_bench`` runs the simulated one)."""
     name = cfg["imu"]["bus"]
     if name == BENCH_SIM_BUS and name not in (i2c_buses or {}):
         raise ServiceConfigError("setting imu.bus %r is the harness's simulated MPU-6050: run "
-                                 "`python -m harness.rpi_bench run` for desk runs without the IMU" % name)
+                                 "`python -m harness.sim.rpi_bench run` for desk runs without the IMU" % name)
 
 
 def check_config(cfg):

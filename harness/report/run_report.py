@@ -20,6 +20,7 @@ class RunReport:
         self.config = config
         self.mcap = McapLog(os.path.join(out_dir, "log.mcap"))
         self.plots = []
+        self.timing = {}
         self._t0 = time.perf_counter()
 
     def log(self, topic, time_us, message):
@@ -44,13 +45,18 @@ class RunReport:
             fh.write("\n")
         return path
 
+    def add_timing(self, **figures):
+        """Wall-clock figures of the run (s, ratios): they vary from machine to machine, so they go to
+        run.json, never to metrics.json."""
+        self.timing.update(figures)
+
     def finish(self, metrics):
         """Close the log and write metrics.json and run.json; returns the metrics path."""
         self.mcap.close()
         self.write_json("run.json", {
             "scenario": self.scenario, "seed": self.seed, "config": self.config,
             "plots": self.plots, "mcap": "log.mcap", "mcap_messages": self.mcap.messages,
-            "wall_time_s": round(time.perf_counter() - self._t0, 3),
+            "wall_time_s": round(time.perf_counter() - self._t0, 3), "timing": self.timing,
             "python": platform.python_version(),
         })
         return self.write_json("metrics.json", metrics)

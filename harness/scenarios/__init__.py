@@ -11,11 +11,11 @@ import importlib
 
 SCENARIOS = {
     "waypoints": "harness.scenarios.waypoints",
-    "grading": "harness.scenarios.grading",
+    "grading": "harness.scenarios.grading.mission",
     "ins-eskf": "harness.scenarios.ins_eskf",
     "vesc-waypoints": "harness.scenarios.vesc_waypoints",
-    "swarm-fixed": "harness.scenarios.swarm_fixed",
-    "swarm-random": "harness.scenarios.swarm_random",
+    "swarm-fixed": "harness.scenarios.swarm.swarm_fixed",
+    "swarm-random": "harness.scenarios.swarm.swarm_random",
     "fil-avr": "harness.scenarios.fil_avr",
     "mp-board": "harness.scenarios.mp_board",
     "uwb-ranging": "harness.scenarios.uwb_ranging",

@@ -18,16 +18,16 @@ import time
 
 from boards.arduino import board as AVR
 from boards.arduino.app import AvrGroundRobot
-from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
+from harness.sim.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least, one_of,
                             or_null)
-from harness.fil_avr import PLANT_DEFAULTS, AvrBridge, AvrPlant, ensure_built, open_link, size_report
+from harness.sim.avr_bridge import PLANT_DEFAULTS, AvrBridge, AvrPlant, ensure_built, open_link, size_report
 from harness.metrics import rms as _rms, tracking_errors
 from harness.scenarios.waypoints import viz_record, viz_start
-from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
-from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
-from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
+from harness.sim.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
+from harness.sim.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
+from harness.sim.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
 from onboard.core.units import hz_to_period_us, s_to_us
 from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS

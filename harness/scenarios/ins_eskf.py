@@ -23,11 +23,11 @@ import math
 
 import numpy as np
 
-from harness.clock import PRIORITY_SENSOR, SimClock
+from harness.sim.clock import PRIORITY_SENSOR, SimClock
 from harness.config import ANY_NUMBER, POSITIVE, check_ranges, int_at_least, non_empty_list, one_of, vector
-from harness.sensors.ins_errors import (NOISE_SETTINGS, ImuErrors, aiding_pose, initial_conditions,
+from harness.sim.sensors.ins_errors import (NOISE_SETTINGS, ImuErrors, aiding_pose, initial_conditions,
                                         noise_setting)
-from harness.trajectory import PROFILES, dozer_legs, generate, rotvec_of_dcm_array
+from harness.sim.trajectory import PROFILES, dozer_legs, generate, rotvec_of_dcm_array
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.impl import IMPLEMENTATIONS
 from onboard.core.units import US_PER_S, hz_to_period_us
@@ -45,7 +45,7 @@ DEFAULTS = {
     "gyro_increments": "euler",       # euler (consistent with eq. 4a) or rotvec (physical gyro)
     "ic_mode": "random",              # IC errors drawn with the paper's values as 1 sigma, or "fixed" offsets
     "impl": "",                       # pure | cython | numpy; "" = $ONBOARD_IMPL (default pure)
-    "legs": [],                       # [] = harness.trajectory.dozer_legs(duration_s)
+    "legs": [],                       # [] = harness.sim.trajectory.dozer_legs(duration_s)
 }
 
 # Floors keep the filter's covariances positive in the noise-less setting.
@@ -82,7 +82,7 @@ def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, i
              dropouts=(), aiding_at_start=True):
     """Run the INS/ESKF once over ``traj`` under one noise ``setting``; returns the record dict.
 
-    random: harness.rng.RunRandom (streams "imu", "imu-noise", "ic", "aiding"). imu_errors: an
+    random: harness.sim.rng.RunRandom (streams "imu", "imu-noise", "ic", "aiding"). imu_errors: an
     ImuErrors to use instead of drawing one. outliers: {aiding time_us: (n_pos (3), n_att (3))}
     adds n times the innovation's 1-sigma, sqrt(P + R) per axis, to that aiding sample.
     dropouts: [(start_s, end_s)] windows without aiding. aiding_at_start: the aiding

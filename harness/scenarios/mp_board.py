@@ -1,6 +1,6 @@
 """Scenario `mp-board`: the runtime deployed to a (virtual) MicroPython board, checked against CPython.
 
-1. A virtual MicroPython 1.27 board starts on a pty (``harness.virtual_board``).
+1. A virtual MicroPython 1.27 board starts on a pty (``harness.sim.virtual_board``).
 2. ``onboard.deploy`` copies the board package's file set with the real mpremote,
    verifies it by sha256, switches it active and soft-resets the board: its
    ``main.py`` prints ``READY``.
@@ -234,7 +234,7 @@ def run(config, ctx):
     vb = None
     port = config["port"]
     if not port:
-        from harness.virtual_board import VirtualBoard
+        from harness.sim.virtual_board import VirtualBoard
         vb = VirtualBoard().start()
         port = vb.port
     try:

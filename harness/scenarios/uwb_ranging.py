@@ -1,7 +1,7 @@
 """Scenario `uwb-ranging`: N UWB nodes moving in a 4 m x 4 m area, token ring vs broadcast ranging.
 
 Every node runs the onboard UWB protocol (onboard/comms/uwb) on the simulated DW1000 channel
-(harness/radio/uwb_channel.py). Nodes move at constant speed (<= 1 m/s, the paper's cap)
+(harness/sim/radio/uwb_channel.py). Nodes move at constant speed (<= 1 m/s, the paper's cap)
 bouncing off the walls. For each mode and each N: per-pair update rate (range samples a node
 gets for one peer per second, averaged over ordered pairs, after the warm-up) and range error
 against the true distance at the sample time (so motion during the exchange is part of it).
@@ -11,10 +11,10 @@ import time
 
 import numpy as np
 
-from harness.clock import SimClock
+from harness.sim.clock import SimClock
 from harness.config import (NON_NEGATIVE, POSITIVE, ConfigError, check_ranges, int_at_least, non_empty_list, one_of,
                             within)
-from harness.radio.uwb_channel import RADIO_DEFAULTS, UwbNetwork
+from harness.sim.radio.uwb_channel import RADIO_DEFAULTS, UwbNetwork
 from onboard.comms.uwb.node import DEFAULTS as PROTOCOL_DEFAULTS
 
 DESCRIPTION = "UWB ranging: token ring (paper) vs broadcast (scalable), N nodes in 4 m x 4 m"

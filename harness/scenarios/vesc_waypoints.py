@@ -20,15 +20,15 @@ import math
 from boards.rpi import board as C
 from boards.rpi.app import RpiGroundRobot
 from boards.rpi.imu_mpu6050 import Mpu6050
-from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
+from harness.sim.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least, one_of
 from harness.metrics import path_error_m
 from harness.scenarios.waypoints import viz_record, viz_start
-from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
-from harness.sim_i2c import PlanarMotionSource, SimI2cBus, SimMpu6050
-from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
-from harness.vesc_tracks import TOPOLOGIES, TRACK_VESC, SimVescTracks
+from harness.sim.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
+from harness.sim.i2c import PlanarMotionSource, SimI2cBus, SimMpu6050
+from harness.sim.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot
+from harness.sim.vesc_tracks import TOPOLOGIES, TRACK_VESC, SimVescTracks
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
 from onboard.core.units import hz_to_period_us, s_to_us
 from onboard.runtime.mcap_log import code_version

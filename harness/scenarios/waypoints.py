@@ -8,12 +8,12 @@ same entry points a real driver calls. Outcome metrics come from ground truth.
 import math
 
 from harness.metrics import rms, tracking_errors
-from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
+from harness.sim.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
 from harness import setting_ranges as RANGES
 from harness.config import POSITIVE, WAYPOINTS_NE_M, check_ranges, int_at_least
-from harness.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
-from harness.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
-from harness.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
+from harness.sim.sensors.imu import DEFAULTS as IMU_DEFAULTS, PlanarImu
+from harness.sim.sensors.pose import DEFAULTS as POSE_DEFAULTS, AidingPoseSensor
+from harness.sim.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
 from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS
 from onboard.core.rotations import quat_from_euler
 from onboard.core.units import hz_to_period_us, s_to_us

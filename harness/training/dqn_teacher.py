@@ -31,7 +31,7 @@ import sys
 import numpy as np
 
 from harness.config import positive_int
-from harness.rng import RunRandom
+from harness.sim.rng import RunRandom
 from harness.training.quantize import build_mlp_int8, mlp_forward, write_model_dir
 
 N_ACTIONS = 9

@@ -7,6 +7,95 @@ every numeric rule. The harness (scenario settings) and the boards (service conf
 """
 
 
+class ConfigError(ValueError):
+    """A setting is unknown, of the wrong type or outside its range, or a config/data file is malformed;
+    the message is one line for the user."""
+
+
+def _distance(a, b):
+    """Levenshtein edit distance of two strings (difflib is not on MicroPython)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a):
+        prev, row[0] = row[0], i + 1
+        for j, cb in enumerate(b):
+            prev, row[j + 1] = row[j + 1], min(row[j + 1] + 1, row[j] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def closest(name, known):
+    """The entry of ``known`` nearest to ``name`` by edit distance, or None when none is near (more than
+    a third of the name's letters, at least 2, would have to change)."""
+    best, best_d = None, max(2, len(name) // 3) + 1
+    for key in sorted(known):
+        d = _distance(name, key)
+        if d < best_d:
+            best, best_d = key, d
+    return best
+
+
+def _type_ok(default, value):
+    """``value`` may replace ``default``: same kind (an int passes for a float; None takes anything)."""
+    if default is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, (list, tuple))
+    return isinstance(value, type(default))
+
+
+def _finite(value):
+    """False for a NaN or infinite float, also inside lists (e.g. way-points)."""
+    if isinstance(value, float):
+        return value - value == 0
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            if not _finite(v):
+                return False
+    return True
+
+
+def _merged(defaults, overrides, owner, prefix):
+    out = {}
+    for key in defaults:
+        value = defaults[key]
+        out[key] = _merged(value, {}, owner, prefix + key + ".") if isinstance(value, dict) else value
+    for key in overrides:
+        path = prefix + key
+        value = overrides[key]
+        if key not in defaults:
+            near = closest(key, defaults)
+            raise ConfigError("unknown %s setting %r%s" % (
+                owner, path, " (did you mean %r?)" % (prefix + near) if near else
+                " (known: %s)" % ", ".join(sorted(prefix + k for k in defaults))))
+        default = defaults[key]
+        if isinstance(default, dict) and default:
+            if not isinstance(value, dict):
+                raise ConfigError("%s setting %s must be a table of settings, got %r" % (owner, path, value))
+            out[key] = _merged(default, value, owner, path + ".")
+            continue
+        if not _type_ok(default, value):
+            raise ConfigError("%s setting %s must be %s, got %r" % (owner, path, type(default).__name__, value))
+        if not _finite(value):
+            raise ConfigError("%s setting %s must be finite, got %r" % (owner, path, value))
+        out[key] = float(value) if isinstance(default, float) else value
+    return out
+
+
+def checked(defaults, rules, overrides, owner):
+    """The one way a component takes its settings: a copy of ``defaults`` (nested dicts are merged key by
+    key) updated from ``overrides`` (a dict or None), then every ``rules`` entry ({dotted path: rule})
+    checked. Raises :class:`ConfigError` with one line naming ``owner`` and the setting: an unknown key
+    (with the closest known one), a wrong type, a NaN/infinity, or a value outside its rule."""
+    cfg = _merged(defaults, overrides or {}, owner, "")
+    problem = range_problem(cfg, rules)
+    if problem:
+        raise ConfigError("%s setting %s" % (owner, problem))
+    return cfg
+
+
 def with_defaults(defaults, overrides, owner):
     """A copy of ``defaults`` updated from ``overrides``; a key not in ``defaults`` raises
     ValueError naming ``owner`` and the key, so a typo in a config never passes silently."""

@@ -2,7 +2,7 @@
 
 A clock has ``now_us()`` (integer microseconds, monotonic) and
 ``sleep_until_us(deadline_us)``. On hardware that is the board's monotonic clock;
-in tests the harness's simulated clock (``harness.clock.SimClock``), which steps
+in tests the harness's simulated clock (``harness.sim.clock.SimClock``), which steps
 the simulated world instead of sleeping.
 """
 import time

@@ -10,11 +10,11 @@ model file; the committed one has 128) so it is cheap enough to run per neighbou
 Class k covers [-180 + 20 k, -160 + 20 k) degrees; :func:`decode` turns a distribution
 into an angle by the circular mean of the bin centres weighted by the probabilities.
 
-Weights are a ``.npz`` written by ``harness/swarm/train_bearing.py`` (PyTorch GRU layout:
+Weights are a ``.npz`` written by ``harness/training/swarm_policy/train_bearing.py`` (PyTorch GRU layout:
 ``w_ih [3H, 6]``, ``w_hh [3H, H]``, ``b_ih``, ``b_hh`` with gate order r, z, n; head
 ``w_out [36, H]``, ``b_out``; input scaling ``in_scale [6]``). The float runner
 :class:`BearingNet` reproduces torch.nn.GRU's equations; :class:`BearingPolicy` steps the same
-network's int8 ``.tflite`` export (harness/swarm/export_bearing.py) through an ``onboard.policy``
+network's int8 ``.tflite`` export (harness/training/swarm_policy/export_bearing.py) through an ``onboard.policy``
 backend, which is what the flights run.
 """
 import math
@@ -71,7 +71,7 @@ class BearingNet:
     Two cells: ``gru`` (torch.nn.GRU layout, gates r, z, n) and ``rnn`` (Elman, torch.nn.RNN with
     tanh: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)``), told apart by ``w_ih``'s rows (3H or H).
     The ``rnn`` cell needs only FULLY_CONNECTED + TANH, so it exports to an int8 ``.tflite`` that
-    the policy backends run (harness/swarm/export_bearing.py, :class:`BearingPolicy`).
+    the policy backends run (harness/training/swarm_policy/export_bearing.py, :class:`BearingPolicy`).
     """
 
     def __init__(self, weights):
@@ -135,7 +135,7 @@ class BearingNet:
 
 
 class BearingPolicy:
-    """An int8 estimator (``model.tflite`` + card from harness/swarm/export_bearing.py) run by an
+    """An int8 estimator (``model.tflite`` + card from harness/training/swarm_policy/export_bearing.py) run by an
     ``onboard.policy`` backend (LiteRT reference kernels or the pure int8 kernel): same
     ``new_state`` / ``step`` interface as :class:`BearingNet`. Two model layouts: the GRU step
     (inputs x (6) and state h (H); outputs logits and the next state) and the Elman step (one input

@@ -4,11 +4,11 @@ Input ``(vx, vy, dx, dy, ox, oy, dt)``: own body velocity (m/s), goal and neares
 relative position in the body frame (m, from the particle filter), period (s). Output: the
 greedy action (argmax Q) of the nine in onboard.swarm.actions.
 
-Float runner over the ``.npz`` written by harness/swarm/train_dqn.py (``w0 [7, 100]``, ``b0``,
+Float runner over the ``.npz`` written by harness/training/swarm_policy/train_dqn.py (``w0 [7, 100]``, ``b0``,
 ``w1``, ``b1``, ``w2 [100, 9]``, ``b2``; ``x @ w + b``, ReLU between layers): used in training,
 evaluation and as the float reference. Onboard the DQN runs full-int8 through the policy
 pipeline: ``onboard.policy.load_policy("models/swarm/dqn", backend="litert" | "pure")``
-(exported by harness/swarm/export_dqn.py); both have ``act(obs)``.
+(exported by harness/training/swarm_policy/export_dqn.py); both have ``act(obs)``.
 """
 import numpy as np
 

@@ -77,7 +77,7 @@ DEFAULTS = {
 }
 
 # The agent settings a member flies: the swarm scenarios take their defaults from here
-# (harness/swarm/episode.py DEFAULTS says why each has its value), so the standalone member
+# (harness/scenarios/swarm/flight.py DEFAULTS says why each has its value), so the standalone member
 # flies the same agent as the scenarios.
 FLIGHT_AGENT_CONFIG = {
     "mode": "pf", "n_particles": 1000, "warmup_steps": 10, "learned_refresh": "sample", "pf_init": "learned",

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from harness.clock import SimClock
-from harness.crazyflie.fleet import SimCrazyflieFleet
-from harness.crazyflie.lockstep import CflibCounter, Lockstep
+from harness.sim.clock import SimClock
+from harness.sim.crazyflie.fleet import SimCrazyflieFleet
+from harness.sim.crazyflie.lockstep import CflibCounter, Lockstep
 
 pytestmark = [pytest.mark.fil, pytest.mark.timeout(60)]
 

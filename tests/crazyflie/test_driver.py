@@ -8,9 +8,9 @@ import pytest
 from boards.crazyflie.board import CrazyflieConfigError, validate
 from boards.crazyflie.driver import FLYING, LANDED, LINK_LOST, CrazyflieLinkError, CrazyflieSwarm
 from boards.crazyflie.samples import BatterySample
-from harness.clock import SimClock
-from harness.crazyflie.fleet import SimCrazyflieFleet
-from harness.crazyflie.lockstep import Lockstep
+from harness.sim.clock import SimClock
+from harness.sim.crazyflie.fleet import SimCrazyflieFleet
+from harness.sim.crazyflie.lockstep import Lockstep
 from onboard.core.samples import NavState, RangeSample, VelocitySetpoint
 from onboard.runtime.watchdog import Watchdog
 
@@ -222,7 +222,7 @@ def test_lockstep_runs_are_reproducible(rig_factory):
 
 
 def test_one_block_of_a_level_flight_without_vz(rig_factory):
-    """A 2-D swarm logs x, y, z, vx, vy and yaw in one 24-byte block (harness/swarm/worlds.py) and the
+    """A 2-D swarm logs x, y, z, vx, vy and yaw in one 24-byte block (harness/scenarios/swarm/worlds.py) and the
     battery at 1 Hz: the driver builds each NavState from that one packet (vz 0, yaw of the same
     instant), reports the battery once a second, and takes off on it."""
     period_ms = 20
@@ -251,7 +251,7 @@ def test_close_stops_cflibs_dispatcher_while_the_released_link_still_delivers(ri
     import socket
 
     from boards.crazyflie.driver import DISPATCHER_STOP_S
-    from harness.crazyflie import crtp
+    from harness.sim.crazyflie import crtp
     rig = rig_factory(1)
     rig.run(0.1)
     drv, sim = rig.swarm.drivers[0], rig.fleet.drones[0]

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from harness.vehicles.drone2d import Drone2D, Drone2DConfigError
+from harness.sim.vehicles.drone2d import Drone2D, Drone2DConfigError
 
 DT_S = 0.005
 

@@ -12,10 +12,10 @@ import threading
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.crazyflie import crtp
-from harness.crazyflie.fleet import SimCrazyflieFleet
-from harness.crazyflie.sim_drone import SimCrazyflie
-from harness.rng import RunRandom
+from harness.sim.crazyflie import crtp
+from harness.sim.crazyflie.fleet import SimCrazyflieFleet
+from harness.sim.crazyflie.sim_drone import SimCrazyflie
+from harness.sim.rng import RunRandom
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLIENT = ("127.0.0.1", 40000)

@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from harness.crazyflie import crtp
-from harness.crazyflie.sim_drone import (COMMANDER_WDT_SHUTDOWN_US, COMMANDER_WDT_STABILIZE_US, PROTOCOL_VERSION,
+from harness.sim.crazyflie import crtp
+from harness.sim.crazyflie.sim_drone import (COMMANDER_WDT_SHUTDOWN_US, COMMANDER_WDT_STABILIZE_US, PROTOCOL_VERSION,
                                          SimCrazyflie)
 
 CLIENT = ("127.0.0.1", 40000)

@@ -78,6 +78,6 @@ def clink(tmp_path_factory):
 @pytest.fixture(scope="session")
 def fil_built():
     """Firmware (both boards) and bridge built (make is a no-op when up to date)."""
-    from harness.fil_avr import ensure_built
+    from harness.sim.avr_bridge import ensure_built
     ensure_built()
     return True

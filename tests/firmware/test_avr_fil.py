@@ -10,7 +10,7 @@ import pytest
 
 from boards.arduino import board as C
 from boards.arduino import protocol as P
-from harness.fil_avr import AvrBridge, FilRig, LockstepSerial, size_report
+from harness.sim.avr_bridge import AvrBridge, FilRig, LockstepSerial, size_report
 from onboard.comms.transport import TransportClosed
 from onboard.core.samples import WheelCmd
 
@@ -368,7 +368,7 @@ def test_free_running_bridge_serves_a_plain_serial_client(board, fil_built):
     import subprocess
     import time as _time
     from boards.arduino.driver import AvrRobotLink
-    from harness.fil_avr import BRIDGE_BIN, elf_path
+    from harness.sim.avr_bridge import BRIDGE_BIN, elf_path
     from onboard.comms.transport import open_transport
     proc = subprocess.Popen([BRIDGE_BIN, "-m", C.BOARDS[board]["mcu"], "--free-run", "50", elf_path(board)],
                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from boards.arduino import protocol as P
-from harness.micropython import MP_LIB_DIR, available, collect_files, run_micropython
+from harness.sim.micropython import MP_LIB_DIR, available, collect_files, run_micropython
 
 pytestmark = pytest.mark.micropython
 

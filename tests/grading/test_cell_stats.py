@@ -1,8 +1,8 @@
-"""Rollout-bootstrap intervals of the grading sweep's Table I cells (harness.grading.cell_stats)."""
+"""Rollout-bootstrap intervals of the grading sweep's Table I cells (harness.scenarios.grading.cell_stats)."""
 import numpy as np
 import pytest
 
-from harness.grading.cell_stats import paired_gap_interval, success_interval, table1_intervals
+from harness.scenarios.grading.cell_stats import paired_gap_interval, success_interval, table1_intervals
 
 
 def test_fraction_is_the_ratio_of_sums_and_lies_in_its_interval():

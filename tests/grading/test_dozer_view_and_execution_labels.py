@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from harness.grading import dataset
-from harness.grading.observation import ObservationRenderer, with_dozer
-from harness.grading.sand_world import SandWorld
-from harness.grading.train_policy import AGENT_OBSERVATION, DOZER_BODY
+from harness.training.grading_policy import dataset
+from harness.scenarios.grading.observation import ObservationRenderer, with_dozer
+from harness.sim.sand_world import SandWorld
+from harness.training.grading_policy.train_policy import AGENT_OBSERVATION, DOZER_BODY
 
 
 def _dozer_centroid_body_m(renderer, crop):

@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from harness.grading.episode import DEFAULTS, ExpertDecider, GradingEpisode, eskf_config, noise_config
-from harness.rng import RunRandom
+from harness.scenarios.grading.episode import DEFAULTS, ExpertDecider, GradingEpisode, eskf_config, noise_config
+from harness.sim.rng import RunRandom
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.estimators.eskf_pose import EskfPoseEstimator
 from onboard.estimators.planar_ekf import PlanarEkf
@@ -252,7 +252,7 @@ def test_vesc_unplugged_port_stops_the_dozer_via_the_failsafe():
                                            ({"estimator_impl": "fortran"}, "estimator_impl")])
 def test_scenario_grading_bad_settings_are_one_line_config_errors(overrides, key):
     from harness.config import ConfigError, merge
-    from harness.scenarios import grading
+    from harness.scenarios.grading import mission as grading
     from harness.scenarios.context import RunContext
 
     with pytest.raises(ConfigError, match="config.%s" % key):
@@ -261,7 +261,7 @@ def test_scenario_grading_bad_settings_are_one_line_config_errors(overrides, key
 
 def test_scenario_grading_runs_with_vesc_motors():
     from harness.config import merge
-    from harness.scenarios import grading
+    from harness.scenarios.grading import mission as grading
     from harness.scenarios.context import RunContext
 
     cfg = merge(grading.DEFAULTS, {"motors": "vesc", "max_legs": 1})
@@ -298,7 +298,7 @@ def test_dilated_residual_fcn_pure_kernel_against_litert_layer_by_layer():
     bit-exact with LiteRT's reference kernels (CONV_2D with double rounding, ADD single);
     within one step of LiteRT's default XNNPACK kernels (float requantization in ADD)."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    from harness.grading.export_int8 import build_int8
+    from harness.training.grading_policy.export_int8 import build_int8
     from onboard.policy import int8_pure
 
     weights, net = _tiny_fcn()
@@ -328,7 +328,7 @@ def test_dilated_residual_fcn_pure_kernel_against_litert_layer_by_layer():
 
 
 def test_dilation_is_not_ignored_by_either_backend():
-    from harness.grading.export_int8 import build_int8
+    from harness.training.grading_policy.export_int8 import build_int8
     from onboard.policy.policy import make_policy
 
     crops = _pile_crops(10)
@@ -368,7 +368,7 @@ def test_int8_add_is_bit_exact_with_litert():
 def test_conv_patch_path_gives_the_micropython_loop_integers():
     """The CPython fast CONV_2D path (padded patches, sum(map(mul))) vs the plain loop that
     MicroPython runs: identical outputs, incl. stride 2 / VALID / dilation (op coverage model)."""
-    from harness.grading.export_int8 import build_int8
+    from harness.training.grading_policy.export_int8 import build_int8
     from harness.training.fixtures import op_coverage_model
     from onboard.policy import int8_pure
 
@@ -391,9 +391,9 @@ def test_conv_patch_path_gives_the_micropython_loop_integers():
 
 
 def test_export_float_reference_is_the_grading_network():
-    from harness.grading.agents import load_agent
-    from harness.grading.export_int8 import float_forward
-    from harness.grading.fcn import DEFAULTS as FCN_DEFAULTS, forward_numpy
+    from harness.scenarios.grading.agents import load_agent
+    from harness.training.grading_policy.export_int8 import float_forward
+    from harness.training.grading_policy.fcn import DEFAULTS as FCN_DEFAULTS, forward_numpy
 
     for agent in ("agent1", "agent2"):
         weights, card = load_agent(agent)
@@ -408,7 +408,7 @@ def test_export_float_reference_is_the_grading_network():
 def test_int8_export_agrees_with_float_on_expert_crops(tmp_path):
     """Export pipeline end to end on the current float weights (few calibration episodes):
     the int8 argmax way-points stay close to the float ones on held-out crops."""
-    from harness.grading.export_int8 import export
+    from harness.training.grading_policy.export_int8 import export
 
     card = export("agent1", out_dir=str(tmp_path / "int8"), calib_episodes=2, eval_episodes=1, seed=5,
                   pure_crops=1, max_legs=4, log=lambda *a: None)
@@ -425,7 +425,7 @@ def test_int8_export_agrees_with_float_on_expert_crops(tmp_path):
 @pytest.mark.parametrize("agent", ["agent1", "agent2"])
 def test_committed_int8_models_match_their_float_weights(agent):
     import hashlib
-    from harness.grading.agents import MODEL_DIR, load_decider
+    from harness.scenarios.grading.agents import MODEL_DIR, load_decider
 
     folder = os.path.join(MODEL_DIR, agent)
     with open(os.path.join(folder, "weights.npz"), "rb") as fh:
@@ -434,7 +434,7 @@ def test_committed_int8_models_match_their_float_weights(agent):
         card = __import__("json").load(fh)
     assert sha in card["training"]["float_model"], (
         "models/grading/%s/int8 was exported from other float weights: re-run "
-        "`python -m harness.grading.export_int8 --agent %s`" % (agent, agent))
+        "`python -m harness.training.grading_policy.export_int8 --agent %s`" % (agent, agent))
     lit = load_decider(agent, "litert")
     xnn = load_decider(agent, "litert-xnnpack")
     flt = load_decider(agent, "numpy")
@@ -447,7 +447,7 @@ def test_committed_int8_models_match_their_float_weights(agent):
 
 def test_scenario_grading_runs_the_int8_agent_through_litert():
     from harness.config import ConfigError, merge
-    from harness.scenarios import grading
+    from harness.scenarios.grading import mission as grading
     from harness.scenarios.context import RunContext
 
     m = grading.run(merge(grading.DEFAULTS, {"agent": "agent2", "agent_backend": "litert", "max_legs": 2}),
@@ -460,7 +460,7 @@ def test_scenario_grading_runs_the_int8_agent_through_litert():
 
 
 def test_pure_int8_decider_picks_the_litert_way_points_and_missing_exports_are_clear(tmp_path):
-    from harness.grading.agents import ModelError, load_decider
+    from harness.scenarios.grading.agents import ModelError, load_decider
 
     pure = load_decider("agent2", "pure-int8")
     lit = load_decider("agent2", "litert")
@@ -471,7 +471,7 @@ def test_pure_int8_decider_picks_the_litert_way_points_and_missing_exports_are_c
     assert pure.policy.run([q]) == lit.policy.run([q])                  # the committed model, bit-exact
     assert pure.way_point_pixels(crop) == lit.way_point_pixels(crop)
     import shutil
-    from harness.grading.agents import MODEL_DIR
+    from harness.scenarios.grading.agents import MODEL_DIR
     shutil.copytree(os.path.join(MODEL_DIR, "agent1"), tmp_path / "agent1", ignore=shutil.ignore_patterns("int8"))
     with pytest.raises(ModelError, match="export_int8"):
         load_decider("agent1", "litert", model_dir=str(tmp_path))

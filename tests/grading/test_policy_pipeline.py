@@ -4,14 +4,14 @@ import math
 import numpy as np
 import pytest
 
-from harness.grading import dataset
-from harness.grading.agents import ModelError, PolicyDecider, load_agent, refined_peak
-from harness.grading.fcn import conv2d_same, forward_numpy
-from harness.grading.observation import ObservationRenderer
-from harness.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
-from harness.grading.sand_world import SandWorld
-from harness.grading.train_policy import AGENT_OBSERVATION, AGENT_WALL_HEIGHT_M
-from harness.rng import RunRandom
+from harness.training.grading_policy import dataset
+from harness.scenarios.grading.agents import ModelError, PolicyDecider, load_agent, refined_peak
+from harness.training.grading_policy.fcn import conv2d_same, forward_numpy
+from harness.scenarios.grading.observation import ObservationRenderer
+from harness.scenarios.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
+from harness.sim.sand_world import SandWorld
+from harness.training.grading_policy.train_policy import AGENT_OBSERVATION, AGENT_WALL_HEIGHT_M
+from harness.sim.rng import RunRandom
 
 
 def _naive_conv(x, w, b, d):
@@ -94,7 +94,7 @@ def test_decider_reads_float_and_int8_maps_the_same_way():
     """The float decider refines the argmax; with refine_half_window 0 it is the argmax cell; the int8
     decider refines its dequantized maps around the int8 argmax cell (the net's maps alone here: mirror
     averaging is tested below)."""
-    from harness.grading.agents import argmax_maps_nhwc, load_decider
+    from harness.scenarios.grading.agents import argmax_maps_nhwc, load_decider
 
     flt = load_decider("agent2", "numpy")
     lit = load_decider("agent2", "litert")
@@ -124,7 +124,7 @@ def test_mirror_averaging_makes_the_decision_mirror_symmetric():
     and the expert are east-west symmetric): its way-points for a mirrored crop are then the mirror
     images of those for the crop, which the committed net alone does not give; int8 backends average
     their dequantized maps the same way."""
-    from harness.grading.agents import load_decider
+    from harness.scenarios.grading.agents import load_decider
 
     flt = load_decider("agent2", "numpy")
     assert flt.mirror_average
@@ -274,7 +274,7 @@ def test_missing_or_corrupt_model_is_a_clear_error(tmp_path):
 
 
 def test_soft_targets_are_normalised_gaussians_centred_on_the_exact_way_point():
-    from harness.grading.train_policy import soft_targets
+    from harness.training.grading_policy.train_policy import soft_targets
 
     rows, cols = 5, 4
     cells = np.array([divmod(k, cols) for k in range(rows * cols)], dtype=np.float64)
@@ -296,7 +296,7 @@ def test_soft_targets_are_normalised_gaussians_centred_on_the_exact_way_point():
 
 @pytest.mark.parametrize("sigma", ["-1", "nan"])
 def test_training_rejects_a_bad_label_sigma_before_anything_runs(sigma, capsys):
-    from harness.grading import train_policy
+    from harness.training.grading_policy import train_policy
 
     with pytest.raises(SystemExit) as exc:
         train_policy.main(["--label-sigma-cells", sigma])
@@ -305,7 +305,7 @@ def test_training_rejects_a_bad_label_sigma_before_anything_runs(sigma, capsys):
 
 @pytest.mark.parametrize("noise", ["sensor_fusion,noisy", "quiet", "noise_less,"])
 def test_training_rejects_an_unknown_dagger_noise_before_anything_runs(noise, capsys):
-    from harness.grading import train_policy
+    from harness.training.grading_policy import train_policy
 
     with pytest.raises(SystemExit) as exc:
         train_policy.main(["--dagger-noise", noise])
@@ -313,7 +313,7 @@ def test_training_rejects_an_unknown_dagger_noise_before_anything_runs(noise, ca
 
 
 def test_training_refuses_agent2_on_noise_free_data_before_anything_runs(capsys):
-    from harness.grading import train_policy
+    from harness.training.grading_policy import train_policy
 
     with pytest.raises(SystemExit) as exc:
         train_policy.main(["--data-noise", "noise_less", "--agents", "agent1,agent2"])
@@ -325,7 +325,7 @@ def test_training_refuses_agent2_on_noise_free_data_before_anything_runs(capsys)
 def test_training_smoke_behaviour_cloning_then_dagger_writes_a_loadable_agent(tmp_path):
     """Reduced `make train-grading`: both stages (BC, then DAgger resumed from it) end to end."""
     pytest.importorskip("torch")
-    from harness.grading import train_policy
+    from harness.training.grading_policy import train_policy
 
     common = ["--episodes", "2", "--val-episodes", "1", "--threads", "1", "--agents", "agent2",
               "--data", str(tmp_path / "data.npz"), "--mirror", "--workers", "2", "--device", "cpu"]
@@ -362,7 +362,7 @@ def test_training_agent1_on_noise_free_data_keeps_its_own_cache(tmp_path):
     """--data-noise noise_less (agent1 from the paper's noise-free trajectory): the expert drives on the true
     pose, the card says so, and a sensor-fusion cache at the same path is refused, not mixed in."""
     pytest.importorskip("torch")
-    from harness.grading import train_policy
+    from harness.training.grading_policy import train_policy
 
     common = ["--episodes", "2", "--val-episodes", "1", "--threads", "1", "--agents", "agent1", "--workers", "1",
               "--device", "cpu", "--epochs", "1", "--dagger-rounds", "0", "--data", str(tmp_path / "data.npz")]
@@ -383,7 +383,7 @@ def test_episode_chunks_collected_separately_equal_one_collection():
 
 
 def test_mirror_augmentation_flips_crops_and_way_point_labels_together():
-    from harness.grading.train_policy import mirrored
+    from harness.training.grading_policy.train_policy import mirrored
     rng = np.random.default_rng(4)
     rows, cols = AGENT_OBSERVATION["rows"], AGENT_OBSERVATION["cols"]
     crops = rng.normal(size=(3, rows, cols)).astype(np.float32)
@@ -406,7 +406,7 @@ def test_mirror_augmentation_flips_crops_and_way_point_labels_together():
 
 
 def test_dataset_collected_in_worker_processes_equals_one_collection():
-    from harness.grading import dataset
+    from harness.training.grading_policy import dataset
     one = dataset.collect(3, seed=5)
     split = dataset.collect_parallel(3, 5, workers=2)
     assert len(one["true_pose"]) > 0

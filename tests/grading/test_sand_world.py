@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.grading.episode import DEFAULTS, ExpertDecider, GradingEpisode
-from harness.grading.expert import GradingExpert
-from harness.grading.observation import ObservationRenderer
-from harness.grading.sand_world import Blade, SandWorld, blade_step
-from harness.rng import RunRandom
+from harness.scenarios.grading.episode import DEFAULTS, ExpertDecider, GradingEpisode
+from harness.scenarios.grading.expert import GradingExpert
+from harness.scenarios.grading.observation import ObservationRenderer
+from harness.sim.sand_world import Blade, SandWorld, blade_step
+from harness.sim.rng import RunRandom
 
 move = st.tuples(st.floats(0.2, 2.3), st.floats(0.2, 2.3), st.floats(-math.pi, math.pi),
                  st.floats(-0.03, 0.05))
@@ -150,5 +150,5 @@ def test_expert_lanes_setting_is_checked():
         GradingExpert(0.4, {"lanes": "diagonal"})
     cfg = copy.deepcopy(DEFAULTS)
     cfg["expert"]["lanes"] = "diagonal"
-    from harness.grading.episode import invalid_setting
+    from harness.scenarios.grading.episode import invalid_setting
     assert "expert.lanes" in invalid_setting(cfg)

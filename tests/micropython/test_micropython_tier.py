@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from harness.micropython import available, collect_files, onboard_files, run_micropython
+from harness.sim.micropython import available, collect_files, onboard_files, run_micropython
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES_DIR = os.path.join(HERE, "cases")

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from harness import virtual_board
+from harness.sim import virtual_board
 from harness.config import merge
 from harness.replay import EXIT_DIVERGED, EXIT_IDENTICAL, main_replay
 from harness.scenarios import load
@@ -121,7 +121,7 @@ def test_a_flipped_byte_drops_one_record_and_the_rest_converts(pulled, tmp_path,
 
 @needs_board
 def test_no_log_and_no_board_are_one_line_errors(tmp_path):
-    from harness.virtual_board import VirtualBoard
+    from harness.sim.virtual_board import VirtualBoard
     with VirtualBoard() as board:                       # nothing deployed: no log on it
         res = _cli("pico_rp2040", "--port", board.port, "--pull-log", str(tmp_path / "x.mcap"), "--timeout", "20")
     assert res.returncode == EXIT_NO_LOG, res.stdout + res.stderr

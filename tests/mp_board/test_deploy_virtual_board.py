@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from harness import virtual_board
-from harness.virtual_board import VirtualBoard
+from harness.sim import virtual_board
+from harness.sim.virtual_board import VirtualBoard
 from onboard.deploy.build import BOARDS_DIR, REPO_ROOT
 from onboard.deploy.deployer import deploy
 from onboard.deploy.device import PROBE_SCRIPT, Device, soft_reset_and_start
@@ -127,7 +127,7 @@ def test_port_missing_is_a_clear_error_fast():
 
 
 def test_board_not_responding_times_out_with_clear_error():
-    from harness.ptys import PtyPair
+    from harness.sim.ptys import PtyPair
     silent = PtyPair()          # a serial port nobody answers on
     try:
         res = _cli("pico_rp2040", "--port", silent.slave_path, "--timeout", "2", timeout=30)

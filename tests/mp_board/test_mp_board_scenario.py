@@ -1,7 +1,7 @@
 """The runtime deployed to the virtual MicroPython board gives the same outputs as CPython (1e-9)."""
 import pytest
 
-from harness import virtual_board
+from harness.sim import virtual_board
 from harness.config import merge
 from harness.scenarios import load
 from harness.scenarios.context import RunContext

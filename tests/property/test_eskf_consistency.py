@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from scipy.stats import chi2
 
-from harness.rng import RunRandom
+from harness.sim.rng import RunRandom
 from harness.scenarios.ins_eskf import run_case
-from harness.sensors.ins_errors import ImuErrors, noise_setting
-from harness.trajectory import dozer_legs, generate
+from harness.sim.sensors.ins_errors import ImuErrors, noise_setting
+from harness.sim.trajectory import dozer_legs, generate
 from onboard import impl as impl_switch
 from onboard.estimators.eskf import IMPL_MODULES
 

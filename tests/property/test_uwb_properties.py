@@ -2,9 +2,9 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.clock import SimClock
-from harness.radio.uwb_channel import UwbNetwork
-from harness.rng import RunRandom
+from harness.sim.clock import SimClock
+from harness.sim.radio.uwb_channel import UwbNetwork
+from harness.sim.rng import RunRandom
 from onboard.comms.uwb import frames as F
 from onboard.comms.uwb.node import make_node
 from onboard.comms.uwb.token_ring import recovery_bound_us

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from boards.rpi.imu_mpu6050 import ImuError, Mpu6050
-from harness.sim_i2c import SimI2cBus, SimMpu6050
+from harness.sim.i2c import SimI2cBus, SimMpu6050
 from onboard.core.units import G_MPS2
 
 

@@ -5,7 +5,7 @@ This test runs in real time (the service runs on the host's monotonic clock in i
 process), so the simulated VESCs are stepped with wall-clock dt here; every wait is
 bounded by a deadline.
 
-Runs with ``imu.bus = "bench-sim"`` go through ``harness.rpi_bench`` (the service with the
+Runs with ``imu.bus = "bench-sim"`` go through ``harness.sim.rpi_bench`` (the service with the
 harness's simulated MPU-6050 passed in); ``boards.rpi`` itself never imports the harness.
 
 The service records its app at the boundary into the MCAP log by default (``log.record``): the
@@ -25,7 +25,7 @@ import time
 import pytest
 from mcap.reader import make_reader
 
-from harness.sim_vesc import SimVesc, SimVescPort
+from harness.sim.vesc import SimVesc, SimVescPort
 from onboard.comms.vesc import codec
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -61,7 +61,7 @@ def test_sigterm_releases_motors_and_closes_mcap(tmp_path, capsys):
     cfg_path = tmp_path / "rpi.json"
     cfg_path.write_text(json.dumps(_service_config(ports[0].path, ports[1].path)))
     log_path = tmp_path / "run.mcap"
-    proc = subprocess.Popen([sys.executable, "-m", "harness.rpi_bench", "run", "--config", str(cfg_path),
+    proc = subprocess.Popen([sys.executable, "-m", "harness.sim.rpi_bench", "run", "--config", str(cfg_path),
                              "--log-file", str(log_path)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -149,7 +149,7 @@ def test_sigterm_releases_motors_and_closes_mcap(tmp_path, capsys):
 
 def test_record_switch_off_leaves_no_app_recording(tmp_path):
     """``log.record = false``: the service logs as before, without the ``/app/`` recording."""
-    from harness.rpi_bench import main
+    from harness.sim.rpi_bench import main
     cfg = {"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"}, "pose": {"udp_port": -1},
            "log": {"dir": str(tmp_path / "logs"), "record": False}}
     path = tmp_path / "cfg.json"
@@ -228,7 +228,7 @@ def test_a_device_that_cannot_open_is_one_line_and_exit_3(tmp_path, capsys, what
     """The IMU bus missing, no MPU-6050 answering on it, the pose port taken or the log folder not
     writable: exit 3, one line, nothing left open (the MCAP file, when it was opened, is closed and
     readable; when the runtime had been built, it holds the /shutdown record with the motors released)."""
-    from harness.rpi_bench import main
+    from harness.sim.rpi_bench import main
     cfg = {"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"}, "pose": {"udp_port": 0},
            "log": {"dir": str(tmp_path / "logs")}}
     taken = None
@@ -276,15 +276,15 @@ def test_the_board_service_alone_refuses_the_simulated_bus(tmp_path, capsys):
     assert main(["run", "--config", str(path), "--duration-s", "0.1"]) == 2
     err = capsys.readouterr().err
     assert err == ("error: setting imu.bus 'bench-sim' is the harness's simulated MPU-6050: run "
-                   "`python -m harness.rpi_bench run` for desk runs without the IMU\n"), err
+                   "`python -m harness.sim.rpi_bench run` for desk runs without the IMU\n"), err
     assert not (tmp_path / "logs").exists()
 
 
 def test_the_bench_entry_point_passes_the_simulated_bus_in():
-    """harness.rpi_bench hands the service a factory for a bus with an MPU-6050 at the configured address."""
+    """harness.sim.rpi_bench hands the service a factory for a bus with an MPU-6050 at the configured address."""
     from boards.rpi.imu_mpu6050 import Mpu6050
     from boards.rpi.service import BENCH_SIM_BUS
-    from harness.rpi_bench import I2C_BUSES
+    from harness.sim.rpi_bench import I2C_BUSES
     bus = I2C_BUSES[BENCH_SIM_BUS](0x69)
     assert sorted(bus.devices) == [0x69]
     imu = Mpu6050(bus, 0x69, rate_hz=200)

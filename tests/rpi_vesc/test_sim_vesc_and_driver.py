@@ -5,7 +5,7 @@ import pytest
 
 from boards.rpi import board as C
 from boards.rpi.vesc_motors import VescDiffDrive
-from harness.sim_vesc import SimVesc, SimVescPort, speed_step_response
+from harness.sim.vesc import SimVesc, SimVescPort, speed_step_response
 from onboard.comms.transport import SerialTransport
 from onboard.comms.vesc import codec
 from onboard.core.samples import WheelCmd

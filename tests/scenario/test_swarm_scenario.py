@@ -112,7 +112,7 @@ def test_estimator_comparison_replays_every_configuration_per_track():
 def test_average_run_curve_is_pocket_fig6():
     """Mean over the tracks alive at each time since their first estimate; converged when that average stays
     below the threshold for the hold time."""
-    from harness.swarm.scenario import _curve_converged_s, average_run_error
+    from harness.scenarios.swarm.study import _curve_converged_s, average_run_error
     tracks = {"a": [(10.0 + 0.1 * k, 1.0 if k < 20 else 0.2) for k in range(40)],      # 2 s at 1 m, then 0.2 m
               "b": [(3.0 + 0.1 * k, 0.4) for k in range(10)]}                          # 1 s at 0.4 m, then gone
     c = average_run_error(tracks, bin_s=0.5, span_s=4.0)

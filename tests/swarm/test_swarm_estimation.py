@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.swarm.sim import SwarmBatch, relative_pose_body, rot, to_body
+from harness.sim.swarm_arena import SwarmBatch, relative_pose_body, rot, to_body
 from onboard import impl as impl_switch
 from onboard.estimators import particle_filter as pf
 from onboard.estimators.particle_filter_numpy import NumpyDraws

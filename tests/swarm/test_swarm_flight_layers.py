@@ -4,7 +4,7 @@ committed models. Seeded: each is the flight that showed the failure."""
 import numpy as np
 import pytest
 
-from harness.swarm import episode as ep
+from harness.scenarios.swarm import flight as ep
 
 pytestmark = pytest.mark.scenario
 

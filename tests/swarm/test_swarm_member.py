@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from harness.swarm import episode as ep
+from harness.scenarios.swarm import flight as ep
 from onboard.core.samples import RangeSample
 from onboard.estimators.particle_filter_numpy import NumpyDraws
 from onboard.swarm.agent import GOAL_ID, SwarmAgent

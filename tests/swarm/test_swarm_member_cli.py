@@ -1,6 +1,6 @@
 """``python -m boards.crazyflie member``: one swarm member against simulated Crazyflies over the official cflib.
 
-The simulated Crazyflies (harness.crazyflie, what ``python -m harness crazyflies`` serves) run in
+The simulated Crazyflies (harness.sim.crazyflie, what ``python -m harness crazyflies`` serves) run in
 realtime here, in-process, as in tests/crazyflie; the member paces itself on the host's monotonic
 clock for the few seconds it flies (the test itself never sleeps).
 """
@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from boards.crazyflie.cli import main
-from harness.crazyflie.fleet import SimCrazyflieFleet
+from harness.sim.crazyflie.fleet import SimCrazyflieFleet
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

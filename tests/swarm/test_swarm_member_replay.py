@@ -19,8 +19,8 @@ import pytest
 from harness.config import ConfigError, merge
 from harness.conformance import main_conformance
 from harness.replay import EXIT_DIVERGED, EXIT_IDENTICAL, main_replay, read_recording
-from harness.swarm import episode as ep
-from harness.swarm import scenario as swarm_scenario
+from harness.scenarios.swarm import flight as ep
+from harness.scenarios.swarm import study as swarm_scenario
 from onboard.core.samples import RangeSample
 from onboard.estimators.particle_filter_numpy import NumpyDraws
 from onboard.runtime.mcap_log import McapLog

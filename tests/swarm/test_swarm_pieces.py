@@ -6,8 +6,8 @@ import os
 import numpy as np
 import pytest
 
-from harness.swarm import bearing_data as bd
-from harness.swarm.sim import SwarmBatch, setpoints_after, to_body, to_world
+from harness.training.swarm_policy import bearing_data as bd
+from harness.sim.swarm_arena import SwarmBatch, setpoints_after, to_body, to_world
 from onboard.estimators.particle_filter_numpy import NumpyDraws
 from onboard.swarm import actions as A
 from onboard.swarm.agent import GOAL_ID, SwarmAgent
@@ -96,7 +96,7 @@ def test_int8_dqn_through_the_policy_pipeline():
 
     dqn_dir = os.path.join(MODELS, "dqn")
     if not os.path.exists(os.path.join(dqn_dir, "model.tflite")):
-        pytest.fail("committed int8 DQN missing (run `python -m harness.swarm.export_dqn`)")
+        pytest.fail("committed int8 DQN missing (run `python -m harness.training.swarm_policy.export_dqn`)")
     with np.load(os.path.join(dqn_dir, "weights.npz")) as d:
         f = DqnFloat({k: d[k] for k in d.files})
     lite = load_policy(dqn_dir, backend="litert")
@@ -171,7 +171,7 @@ def test_int8_gru_estimator_through_the_policy_pipeline():
 
     model_dir = os.path.join(MODELS, "bearing")
     if not os.path.exists(os.path.join(model_dir, "model.tflite")):
-        pytest.fail("committed int8 estimator missing (run `python -m harness.swarm.export_bearing`)")
+        pytest.fail("committed int8 estimator missing (run `python -m harness.training.swarm_policy.export_bearing`)")
     net = BearingNet.load(os.path.join(model_dir, "weights.npz"))
     assert net.cell == "gru"
     lite = BearingPolicy.load(model_dir, backend="litert")
@@ -201,7 +201,7 @@ def test_int8_gru_estimator_through_the_policy_pipeline():
 def test_elman_cell_still_exports_to_fully_connected_and_tanh():
     """The Elman export (FULLY_CONNECTED + TANH only, for kernels without MUL) on a small random net:
     LiteRT == pure int8 kernel, and each int8 step follows the float step from the same state."""
-    from harness.swarm.export_bearing import build
+    from harness.training.swarm_policy.export_bearing import build
     from onboard.policy.policy import make_policy
     from onboard.swarm.bearing_net import BearingPolicy
 
@@ -349,7 +349,7 @@ def test_collision_guard_horizon_sees_a_closing_neighbour():
 
 
 def test_track_summary_averages_each_track_after_it_converged():
-    from harness.swarm.episode import track_summary
+    from harness.scenarios.swarm.flight import track_summary
     t = [0.1 * k for k in range(60)]
     # converges at 2.0 s (error 0.2 from there), never-converging track, goal track without orientation
     a = [(tk, 2.0 if tk < 2.0 - 1e-9 else 0.2, 90.0 if tk < 2.0 - 1e-9 else 10.0) for tk in t]
@@ -601,7 +601,7 @@ def test_committed_bearing_estimator_quality_on_fresh_dqn_flown_data():
     20-degree bin (the previous GRU(128), trained on a quarter of the data: 28.3 / 29.8 deg, 70 %; the
     GRU(64) before it, on a goal walker: 35.2 / 38.4 deg). Its int8 export, as the flights run it
     (LiteRT): 22.8 / 22.7 deg, 77.9 %."""
-    from harness.swarm.train_bearing import evaluate
+    from harness.training.swarm_policy.train_bearing import evaluate
     from onboard.swarm.bearing_net import BearingPolicy
     from onboard.swarm.dqn import DqnFloat
     q_fn = DqnFloat.load(_committed("dqn")).q_values_batch

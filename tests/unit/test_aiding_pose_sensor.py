@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.sensors.pose import AidingPoseSensor
+from harness.sim.sensors.pose import AidingPoseSensor
 
 TRUE_POS_NED_M = (1.0, -2.0, 0.0)
 TRUE_EULER_RAD = (0.0, 0.0, 0.7)

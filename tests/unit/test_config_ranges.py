@@ -72,12 +72,12 @@ def test_argument_types_from_rules():
 
 
 @pytest.mark.parametrize("module,argv,needle", [
-    ("harness.grading.train_policy", ["--episodes", "0"], "argument --episodes: expected an integer >= 1, got '0'"),
-    ("harness.grading.train_policy", ["--label-sigma-cells", "-1"],
+    ("harness.training.grading_policy.train_policy", ["--episodes", "0"], "argument --episodes: expected an integer >= 1, got '0'"),
+    ("harness.training.grading_policy.train_policy", ["--label-sigma-cells", "-1"],
      "argument --label-sigma-cells: expected a number >= 0"),
-    ("harness.swarm.train_dqn", ["--gamma", "1.5"], "argument --gamma: expected a number in [0, 1], got '1.5'"),
-    ("harness.swarm.train_bearing", ["--lr", "0"], "argument --lr: expected a number > 0, got '0'"),
-    ("harness.grading.export_int8", ["--calib-episodes", "0"], "argument --calib-episodes: expected an integer >= 1"),
+    ("harness.training.swarm_policy.train_dqn", ["--gamma", "1.5"], "argument --gamma: expected a number in [0, 1], got '1.5'"),
+    ("harness.training.swarm_policy.train_bearing", ["--lr", "0"], "argument --lr: expected a number > 0, got '0'"),
+    ("harness.training.grading_policy.export_int8", ["--calib-episodes", "0"], "argument --calib-episodes: expected an integer >= 1"),
 ])
 def test_training_commands_refuse_out_of_range_arguments(capsys, module, argv, needle):
     """Checked while the arguments parse, before any data is generated or a model loads."""

@@ -6,7 +6,7 @@ classes and ``try`` blocks; relative imports are resolved against the importing 
 - ``onboard`` (the runtime) imports neither ``harness`` (the simulation) nor ``boards``
   (the hardware bindings): it runs on every board and in every simulation.
 - ``boards`` never imports ``harness``: a board runs without the simulation installed. A
-  simulated device is handed to a board's code by its caller (e.g. ``harness.rpi_bench``
+  simulated device is handed to a board's code by its caller (e.g. ``harness.sim.rpi_bench``
   passes the simulated I2C bus to ``boards.rpi.service``).
 - ``onboard.core`` (the pure foundation: units, angles, rotations, linalg, samples, settings)
   imports no ``onboard`` package except ``onboard.core`` itself -- not ``onboard.impl``

@@ -6,9 +6,9 @@ import random
 import numpy as np
 import pytest
 
-from harness.sensors.ins_errors import (ImuErrors, aiding_pose, initial_conditions, noise_setting,
+from harness.sim.sensors.ins_errors import (ImuErrors, aiding_pose, initial_conditions, noise_setting,
                                         perturb_attitude)
-from harness.trajectory import TrajectoryError, dozer_legs, generate, rotvec_of_dcm_array, slerp_array
+from harness.sim.trajectory import TrajectoryError, dozer_legs, generate, rotvec_of_dcm_array, slerp_array
 from onboard.core.rotations import (dcm_mul, dcm_to_quat, dcm_transpose, euler_to_dcm, quat_angle_between,
                                     quat_from_euler, quat_slerp, quat_to_rotvec)
 from onboard.core.samples import NavState

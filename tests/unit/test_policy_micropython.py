@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from harness.micropython import available, onboard_files, run_micropython
+from harness.sim.micropython import available, onboard_files, run_micropython
 from onboard.policy.policy import load_model_dir, make_policy
 
 pytestmark = pytest.mark.micropython

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from harness.rng import RunRandom
+from harness.sim.rng import RunRandom
 from harness.training.c_kernel import CKernelUnsupported, HostCPolicy, generate_c
 from harness.training.dqn_teacher import load_float_reference, sample_states, teacher_q, train_mlp
 from harness.training.fixtures import chain_model, op_coverage_model

@@ -1,7 +1,7 @@
 """Simulated clock: ordering, lockstep with the scheduler, no wall time."""
 import pytest
 
-from harness.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock, SimClockError
+from harness.sim.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock, SimClockError
 from onboard.runtime.node import Node
 
 

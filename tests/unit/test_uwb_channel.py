@@ -4,10 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from harness.clock import SimClock
-from harness.radio.uwb_channel import (RADIO_DEFAULTS, RadioConfigError, SimRadio, UwbNetwork, air_time_s,
+from harness.sim.clock import SimClock
+from harness.sim.radio.uwb_channel import (RADIO_DEFAULTS, RadioConfigError, SimRadio, UwbNetwork, air_time_s,
                                        merged_radio, rx_noise_std_s, shr_s)
-from harness.rng import RunRandom
+from harness.sim.rng import RunRandom
 from onboard.comms.uwb import frames as F
 from onboard.comms.uwb import timestamps as T
 from onboard.comms.uwb.node import PAPER_RANGE_MEAN_M, PAPER_RANGE_VAR_M2

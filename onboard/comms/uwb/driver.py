@@ -5,7 +5,7 @@ None: send now; otherwise a DW1000 delayed transmission at that raw radio time),
 back through the board's event loop, which calls :meth:`UwbDriver.on_event` with
 ``("rx", frame_bytes, raw_rx_ticks)``, ``("tx_done", raw_tx_ticks)``, ``("tx_error", reason)``
 or ``("timer",)``. On hardware that is a DW1000 interrupt handler plus a timer; in the harness
-it is :class:`harness.radio.uwb_channel.UwbNetwork`.
+it is :class:`harness.sim.radio.uwb_channel.UwbNetwork`.
 """
 
 

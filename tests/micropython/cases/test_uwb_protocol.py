@@ -2,7 +2,7 @@
 
 ``MiniAir`` is an exact integer model of a few DW1000 radios (picosecond true time, integer
 ppm clock drift, fixed 200 us frames, no noise/loss/collisions) so the same protocol run gives
-bit-identical timestamps in both interpreters. The full channel model is harness/radio.
+bit-identical timestamps in both interpreters. The full channel model is harness/sim/radio.
 """
 from onboard.comms.uwb import timestamps as T
 from onboard.comms.uwb.driver import UwbDriver

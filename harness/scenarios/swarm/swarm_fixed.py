@@ -1,0 +1,13 @@
+"""Scenario `swarm-fixed`: pocket drones fly to fixed goals on UWB ranges, PF + learned estimator + DQN (uwb-pocket-drones VI-B).
+
+See harness/scenarios/swarm/study.py (shared body) and harness/scenarios/swarm/README.md.
+"""
+from harness.scenarios.swarm import study as _swarm
+
+DESCRIPTION = "pocket-drone swarm, fixed goals: UWB ranges -> learned bearing + particle filter -> DQN"
+DEFAULTS = _swarm.DEFAULTS
+SETTING_RANGES = _swarm.SETTING_RANGES
+
+
+def run(config, ctx):
+    return _swarm.run("fixed", config, ctx)

@@ -1,0 +1,123 @@
+"""Simulated I2C bus with a register-level MPU-6050, for the board's real IMU driver.
+
+``SimI2cBus`` has the ``machine.I2C`` memory API the drivers use; devices register
+at an address; a missing address raises OSError (ENODEV/NACK), as on Linux.
+``SimMpu6050`` keeps the chip's register file: configuration writes land in it, and
+``set_motion(specific_force_body_mps2, rate_body_radps)`` writes the data registers
+the way the chip would (sensor axes = board x forward, y left, z up; big-endian
+int16 with the configured full scale, saturating), with optional constant biases.
+``sim_mpu6050_bus(address)`` builds a bus with one chip at rest (desk runs of the Pi service).
+"""
+import errno
+import math
+import struct
+
+from onboard.core.units import G_MPS2
+
+REG_WHO_AM_I = 0x75
+REG_GYRO_CONFIG = 0x1B
+REG_ACCEL_CONFIG = 0x1C
+REG_ACCEL_XOUT_H = 0x3B
+
+
+class SimI2cBus:
+    def __init__(self):
+        self.devices = {}
+        self.transfers = 0
+        self.fail_next = 0                # inject bus errors (count of failing transfers)
+
+    def attach(self, address, device):
+        self.devices[address] = device
+        return device
+
+    def _dev(self, addr):
+        self.transfers += 1
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            raise OSError(errno.EIO, "simulated I2C bus error")
+        dev = self.devices.get(addr)
+        if dev is None:
+            raise OSError(errno.ENXIO, "no device at 0x%02x" % addr)
+        return dev
+
+    def readfrom_mem(self, addr, reg, nbytes):
+        return self._dev(addr).read(reg, nbytes)
+
+    def writeto_mem(self, addr, reg, data):
+        self._dev(addr).write(reg, bytes(data))
+
+
+class SimMpu6050:
+    def __init__(self, who_am_i=0x68, temp_degc=25.0):
+        self.regs = bytearray(128)
+        self.regs[REG_WHO_AM_I] = who_am_i
+        self.regs[0x6B] = 0x40              # sleeps after power-up
+        self.temp_degc = temp_degc
+        self.accel_bias_mps2 = (0.0, 0.0, 0.0)
+        self.gyro_bias_radps = (0.0, 0.0, 0.0)
+        self.set_motion((0.0, 0.0, -G_MPS2), (0.0, 0.0, 0.0))
+
+    def read(self, reg, nbytes):
+        return bytes(self.regs[reg:reg + nbytes])
+
+    def write(self, reg, data):
+        for k, b in enumerate(data):
+            self.regs[reg + k] = b
+
+    @property
+    def awake(self):
+        return not (self.regs[0x6B] & 0x40)
+
+    def set_motion(self, specific_force_body_mps2, rate_body_radps):
+        """Write the data registers from body-FRD specific force (m/s^2) and rate (rad/s)."""
+        afs = (self.regs[REG_ACCEL_CONFIG] >> 3) & 3
+        fs = (self.regs[REG_GYRO_CONFIG] >> 3) & 3
+        lsb_per_mps2 = 16384.0 / (1 << afs) / G_MPS2
+        lsb_per_radps = 131.0 / (1 << fs) / math.radians(1.0)
+        f = specific_force_body_mps2
+        w = rate_body_radps
+        # body FRD -> sensor (x fwd, y left, z up): (x, -y, -z)
+        f_s = (f[0] + self.accel_bias_mps2[0], -f[1] + self.accel_bias_mps2[1], -f[2] + self.accel_bias_mps2[2])
+        w_s = (w[0] + self.gyro_bias_radps[0], -w[1] + self.gyro_bias_radps[1], -w[2] + self.gyro_bias_radps[2])
+
+        def q(v, scale):
+            return max(-32768, min(32767, int(round(v * scale))))
+
+        temp_raw = q(self.temp_degc - 36.53, 340.0)
+        data = struct.pack(">hhhhhhh", q(f_s[0], lsb_per_mps2), q(f_s[1], lsb_per_mps2),
+                           q(f_s[2], lsb_per_mps2), temp_raw, q(w_s[0], lsb_per_radps),
+                           q(w_s[1], lsb_per_radps), q(w_s[2], lsb_per_radps))
+        self.regs[REG_ACCEL_XOUT_H:REG_ACCEL_XOUT_H + 14] = data
+
+
+def sim_mpu6050_bus(address=0x68):
+    """A SimI2cBus with one SimMpu6050 (at rest) at ``address``: the bus factory the Pi service
+    takes for ``imu.bus = "bench-sim"`` (see ``harness.sim.rpi_bench``)."""
+    bus = SimI2cBus()
+    bus.attach(address, SimMpu6050())
+    return bus
+
+
+class PlanarMotionSource:
+    """Specific force and rate (body FRD) of a planar vehicle (north_m, east_m, yaw_rad,
+    vel_ned_mps()), by finite differences between calls, for SimMpu6050.set_motion."""
+
+    def __init__(self, vehicle):
+        self.vehicle = vehicle
+        self._last = None
+
+    def sample(self, now_us):
+        v = self.vehicle
+        state = (now_us, v.yaw_rad, v.vel_ned_mps())
+        last = self._last
+        self._last = state
+        if last is None or now_us <= last[0]:
+            return (0.0, 0.0, -G_MPS2), (0.0, 0.0, 0.0)
+        dt = (now_us - last[0]) * 1e-6
+        dyaw = state[1] - last[1]
+        mid = last[1] + 0.5 * dyaw
+        a_n = (state[2][0] - last[2][0]) / dt
+        a_e = (state[2][1] - last[2][1]) / dt
+        c, s = math.cos(mid), math.sin(mid)
+        f_body = (c * a_n + s * a_e, -s * a_n + c * a_e, -G_MPS2)
+        return f_body, (0.0, 0.0, dyaw / dt)
