@@ -1,0 +1,373 @@
+"""Soil world of the soil paper (full CTL scale, SI units): the hidden truth soil-property fields.
+
+Grid (as ``onboard.soil.grid_map`` and ``harness.sim.sand_world``): ``field[i, j]`` belongs to the cell whose
+centre is at north = (i + 0.5) * cell_m, east = (j + 0.5) * cell_m (NED plane, metres).
+
+Truth properties per cell, in the slots of ``onboard.soil.fee``: cohesion ``c_pa`` [Pa], internal friction
+``phi_rad``, moist unit weight ``gamma_npm3`` [N/m^3], adhesion ``ca_pa`` [Pa], soil-tool friction
+``delta_rad``. They come from a preset per soil type (clay, loam, sand, gravel) interpolated linearly in the
+relative density I_d from 0 % (loosest) to 100 % (densest) (reading aid notes A19; placeholders, the paper's
+Vortex values are not public), over a field of I_d built by one of:
+
+- ``uniform``: one I_d everywhere;
+- ``strip``: ``strip.relative_density_pct`` between ``strip.from_m`` and ``strip.to_m`` along ``strip.axis``
+  (the paper's strip test, section 3.2: clay at 10 % with an 80 % strip);
+- ``patches``: ``patches.count`` discs of random radius and I_d on the background;
+- ``random``: a Gaussian random field with correlation length ``random.correlation_m``, its normal scores
+  mapped uniformly onto ``random.relative_density_pct``;
+- ``file``: a user's file (below).
+
+User files (settings ``regions_file`` and ``npy_files``; every problem is one line,
+:class:`onboard.core.settings.ConfigError`):
+
+- a TOML of geometric regions: top-level ``soil`` and ``relative_density_pct`` (the background, optional) and
+  any property key, then ``[[regions]]`` tables applied in order, each with ``shape = "rectangle"``
+  (``north_m = [lo, hi]``, ``east_m = [lo, hi]``), ``"circle"`` (``centre_ne_m``, ``radius_m``) or
+  ``"polygon"`` (``vertices_ne_m``, cell centres inside by the even-odd rule) and what it sets: ``soil``,
+  ``relative_density_pct`` and/or property keys;
+- one ``.npy`` 2-D array per property, of the grid's shape, replacing that property everywhere.
+
+Property keys in files are the user-facing units: ``c_pa``, ``phi_deg``, ``gamma_npm3``, ``ca_pa``,
+``delta_deg``. A field is refused when it has the wrong shape, holds NaN or infinities, a negative cohesion
+or adhesion, a unit weight <= 0, or friction angles outside [0, 90) deg (phi > 0).
+"""
+import math
+import os
+import tomllib
+
+import numpy as np
+
+from onboard.core.settings import (NON_NEGATIVE, POSITIVE, ConfigError, checked, closest, int_at_least, one_of,
+                                   or_null, pair, within)
+from onboard.soil.fee import THETA_U_NAMES
+
+PROPERTIES = THETA_U_NAMES                 # c_pa, phi_rad, gamma_npm3, ca_pa, delta_rad
+FILE_KEYS = ("c_pa", "phi_deg", "gamma_npm3", "ca_pa", "delta_deg")   # the same, as users write them
+SOILS = ("clay", "loam", "sand", "gravel")
+
+# per soil: (value at I_d = 0 %, value at I_d = 100 %) for c [Pa], phi [deg], gamma [N/m^3]; c_a = ca_ratio c;
+# delta = delta_ratio phi (notes A19). Loose (disturbed) soil: the paper's c_l, phi_l and swell (section 3),
+# gamma_l = 0.8 gamma at I_d = 0.
+PRESETS = {
+    "clay": {"c_pa": (5e3, 30e3), "phi_deg": (20.0, 30.0), "gamma_npm3": (15e3, 19e3), "ca_ratio": 0.5,
+             "delta_ratio": 2.0 / 3.0},
+    "loam": {"c_pa": (2e3, 12e3), "phi_deg": (28.0, 38.0), "gamma_npm3": (14e3, 18e3), "ca_ratio": 0.5,
+             "delta_ratio": 2.0 / 3.0},
+    "sand": {"c_pa": (0.0, 1e3), "phi_deg": (30.0, 42.0), "gamma_npm3": (15e3, 18e3), "ca_ratio": 0.0,
+             "delta_ratio": 2.0 / 3.0},
+    "gravel": {"c_pa": (0.0, 0.0), "phi_deg": (35.0, 45.0), "gamma_npm3": (17e3, 21e3), "ca_ratio": 0.0,
+               "delta_ratio": 2.0 / 3.0},
+}
+LOOSE = {"cohesion_pa": 25.0, "friction_rad": 0.26, "swell": 1.2, "unit_weight_ratio": 0.8}
+
+PERCENT = within(0.0, 100.0)
+DEFAULTS = {
+    "size_m": [24.0, 16.0],           # extent north, east [m] (notes A18)
+    "cell_m": 0.1,
+    "soil": "loam",
+    "relative_density_pct": 50.0,
+    "field": "uniform",               # uniform | strip | patches | random | file
+    "strip": {"axis": "north", "from_m": 8.0, "to_m": 11.0, "relative_density_pct": 80.0},
+    "patches": {"count": 4, "radius_m": [1.0, 3.0], "relative_density_pct": [10.0, 90.0]},
+    "random": {"correlation_m": 2.0, "relative_density_pct": [10.0, 90.0]},
+    "regions_file": None,             # a TOML of regions (field "file")
+    "npy_files": {"c_pa": None, "phi_deg": None, "gamma_npm3": None, "ca_pa": None, "delta_deg": None},
+}
+SETTING_RANGES = {
+    "size_m": pair(POSITIVE),
+    "cell_m": POSITIVE,
+    "soil": one_of(*SOILS),
+    "relative_density_pct": PERCENT,
+    "field": one_of("uniform", "strip", "patches", "random", "file"),
+    "strip.axis": one_of("north", "east"),
+    "strip.from_m": NON_NEGATIVE,
+    "strip.to_m": NON_NEGATIVE,
+    ("strip.from_m", "strip.to_m"): ("in order (from_m < to_m)", lambda a, b: a < b),
+    "strip.relative_density_pct": PERCENT,
+    "patches.count": int_at_least(0),
+    "patches.radius_m": pair(POSITIVE, ordered=True),
+    "patches.relative_density_pct": pair(PERCENT, ordered=True),
+    "random.correlation_m": POSITIVE,
+    "random.relative_density_pct": pair(PERCENT, ordered=True),
+    "regions_file": or_null(("a path", lambda v: isinstance(v, str) and len(v) > 0)),
+    "npy_files.c_pa": or_null(("a path", lambda v: isinstance(v, str) and len(v) > 0)),
+    "npy_files.phi_deg": or_null(("a path", lambda v: isinstance(v, str) and len(v) > 0)),
+    "npy_files.gamma_npm3": or_null(("a path", lambda v: isinstance(v, str) and len(v) > 0)),
+    "npy_files.ca_pa": or_null(("a path", lambda v: isinstance(v, str) and len(v) > 0)),
+    "npy_files.delta_deg": or_null(("a path", lambda v: isinstance(v, str) and len(v) > 0)),
+    ("cell_m", "size_m"): ("a cell at most a quarter of the world's smaller side",
+                           lambda cell, size: cell * 4 <= min(size)),
+}
+
+
+def preset_properties(soil, relative_density_pct):
+    """{property: value or array} of soil ``soil`` at relative density I_d [%] (scalar or array), the
+    properties in SI units (notes A19)."""
+    if soil not in PRESETS:
+        raise ConfigError("unknown soil %r (known: %s)" % (soil, ", ".join(SOILS)))
+    p = PRESETS[soil]
+    u = np.clip(np.asarray(relative_density_pct, dtype=float), 0.0, 100.0) / 100.0
+
+    def lerp(pair_):
+        return pair_[0] + (pair_[1] - pair_[0]) * u
+    c = lerp(p["c_pa"])
+    phi = np.radians(lerp(p["phi_deg"]))
+    return {"c_pa": c, "phi_rad": phi, "gamma_npm3": lerp(p["gamma_npm3"]), "ca_pa": p["ca_ratio"] * c,
+            "delta_rad": p["delta_ratio"] * phi}
+
+
+def loose_properties(soil):
+    """Loose (disturbed) soil of ``soil``: {"cohesion_pa", "friction_rad", "swell", "unit_weight_npm3"}
+    (the paper's fixed c_l, phi_l, s; gamma_l = 0.8 gamma at I_d = 0, notes 5.3)."""
+    gamma0 = PRESETS[soil]["gamma_npm3"][0]
+    return {"cohesion_pa": LOOSE["cohesion_pa"], "friction_rad": LOOSE["friction_rad"], "swell": LOOSE["swell"],
+            "unit_weight_npm3": LOOSE["unit_weight_ratio"] * gamma0}
+
+
+class SoilFields:
+    """The truth property fields: ``self.values[name]`` is an (n_north, n_east) array per property of
+    :data:`PROPERTIES` (SI units); ``relative_density_pct`` and ``soil`` (an array of soil names) record what
+    built them where that is known (None after a .npy replaced a property)."""
+
+    def __init__(self, values, cell_m, relative_density_pct=None, soil=None, where="soil fields"):
+        shape = None
+        for name in PROPERTIES:
+            arr = np.asarray(values[name], dtype=float)
+            if shape is None:
+                shape = arr.shape
+            if arr.shape != shape:
+                raise ConfigError("%s: %s has shape %s, the others %s" % (where, name, arr.shape, shape))
+        self.values = {name: np.array(values[name], dtype=float) for name in PROPERTIES}
+        self.cell_m = float(cell_m)
+        self.shape = shape
+        self.relative_density_pct = relative_density_pct
+        self.soil = soil
+        check_fields(self.values, where)
+
+    def theta_u(self, i, j):
+        """[c, phi, gamma, c_a, delta] of cell (i, j) (``onboard.soil.fee`` slots)."""
+        return [float(self.values[name][i, j]) for name in PROPERTIES]
+
+    def mean_theta_u(self, mask):
+        """[c, phi, gamma, c_a, delta] averaged over the cells of boolean ``mask`` (e.g. a failure wedge)."""
+        return [float(self.values[name][mask].mean()) for name in PROPERTIES]
+
+
+def check_fields(values, where):
+    """Raise ConfigError (one line naming ``where``) unless every property is finite and physical."""
+    for name in PROPERTIES:
+        arr = values[name]
+        if not np.all(np.isfinite(arr)):
+            raise ConfigError("%s: %s holds NaN or infinite values" % (where, name))
+    checks = (("c_pa", lambda a: a >= 0.0, "negative cohesion"),
+              ("ca_pa", lambda a: a >= 0.0, "negative adhesion"),
+              ("gamma_npm3", lambda a: a > 0.0, "a unit weight <= 0"),
+              ("phi_rad", lambda a: (a > 0.0) & (a < 0.5 * math.pi), "a friction angle phi outside (0, 90) deg"),
+              ("delta_rad", lambda a: (a >= 0.0) & (a < 0.5 * math.pi),
+               "a soil-tool friction delta outside [0, 90) deg"))
+    for name, ok, text in checks:
+        bad = ~ok(values[name])
+        if np.any(bad):
+            i, j = np.argwhere(bad)[0]
+            raise ConfigError("%s: %s at cell (%d, %d) (%s = %g)" % (where, text, i, j, name, values[name][i, j]))
+
+
+def _centres(shape, cell_m):
+    n = (np.arange(shape[0]) + 0.5) * cell_m
+    e = (np.arange(shape[1]) + 0.5) * cell_m
+    return np.meshgrid(n, e, indexing="ij")
+
+
+def _grid_shape(cfg):
+    return (int(math.ceil(cfg["size_m"][0] / cfg["cell_m"] - 1e-9)),
+            int(math.ceil(cfg["size_m"][1] / cfg["cell_m"] - 1e-9)))
+
+
+def relative_density_field(cfg, rng):
+    """The I_d field [%] of settings ``cfg`` (fields uniform, strip, patches, random) drawn with numpy
+    Generator ``rng``."""
+    shape = _grid_shape(cfg)
+    base = np.full(shape, float(cfg["relative_density_pct"]))
+    n, e = _centres(shape, cfg["cell_m"])
+    kind = cfg["field"]
+    if kind == "strip":
+        s = cfg["strip"]
+        coord = n if s["axis"] == "north" else e
+        base[(coord >= s["from_m"]) & (coord < s["to_m"])] = s["relative_density_pct"]
+    elif kind == "patches":
+        p = cfg["patches"]
+        for _ in range(p["count"]):
+            cn = rng.uniform(0.0, cfg["size_m"][0])
+            ce = rng.uniform(0.0, cfg["size_m"][1])
+            r = rng.uniform(*p["radius_m"])
+            base[(n - cn) ** 2 + (e - ce) ** 2 <= r * r] = rng.uniform(*p["relative_density_pct"])
+    elif kind == "random":
+        from scipy.special import ndtr
+        r = cfg["random"]
+        white = rng.standard_normal(shape)
+        kn = np.fft.fftfreq(shape[0], d=cfg["cell_m"])[:, None]
+        ke = np.fft.fftfreq(shape[1], d=cfg["cell_m"])[None, :]
+        ell = r["correlation_m"]
+        smooth = np.real(np.fft.ifft2(np.fft.fft2(white) * np.exp(-2.0 * (math.pi * ell) ** 2 * (kn ** 2 + ke ** 2))))
+        std = smooth.std()
+        scores = (smooth - smooth.mean()) / std if std > 0 else np.zeros(shape)
+        lo, hi = r["relative_density_pct"]
+        base = lo + (hi - lo) * ndtr(scores)
+    return base
+
+
+def _region_mask(region, n, e, where):
+    shape = region.get("shape")
+    try:
+        if shape == "rectangle":
+            (n0, n1), (e0, e1) = region["north_m"], region["east_m"]
+            return (n >= n0) & (n < n1) & (e >= e0) & (e < e1)
+        if shape == "circle":
+            cn, ce = region["centre_ne_m"]
+            r = float(region["radius_m"])
+            return (n - cn) ** 2 + (e - ce) ** 2 <= r * r
+        if shape == "polygon":
+            verts = [(float(v[0]), float(v[1])) for v in region["vertices_ne_m"]]
+            if len(verts) < 3:
+                raise ConfigError("%s: a polygon needs at least 3 vertices" % where)
+            inside = np.zeros(n.shape, dtype=bool)
+            for k in range(len(verts)):
+                (na, ea), (nb, eb) = verts[k], verts[(k + 1) % len(verts)]
+                crosses = ((na <= n) & (n < nb)) | ((nb <= n) & (n < na))
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    e_cross = ea + (n - na) * (eb - ea) / (nb - na)
+                inside ^= crosses & (e < e_cross)
+            return inside
+    except KeyError as exc:
+        raise ConfigError("%s: a %s region needs %s" % (where, shape, exc.args[0]))
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError("%s: malformed %s region geometry (%s)" % (where, shape, exc))
+    raise ConfigError("%s: region shape must be rectangle, circle or polygon, got %r" % (where, shape))
+
+
+_REGION_GEOMETRY = {"rectangle": ("north_m", "east_m"), "circle": ("centre_ne_m", "radius_m"),
+                    "polygon": ("vertices_ne_m",)}
+_SETS = ("soil", "relative_density_pct") + FILE_KEYS
+
+
+def _apply(values, mask, table, soil_arr, idd_arr, where):
+    """Set the cells of ``mask`` from a table's soil / relative_density_pct / property keys."""
+    if "soil" in table and table["soil"] not in PRESETS:
+        raise ConfigError("%s: unknown soil %r (known: %s)" % (where, table["soil"], ", ".join(SOILS)))
+    if "relative_density_pct" in table:
+        v = table["relative_density_pct"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 100.0:
+            raise ConfigError("%s: relative_density_pct must be a number in [0, 100], got %r" % (where, v))
+    if "soil" in table or "relative_density_pct" in table:
+        if "soil" in table:
+            soil_arr[mask] = table["soil"]
+        if "relative_density_pct" in table:
+            idd_arr[mask] = float(table["relative_density_pct"])
+        for soil in SOILS:
+            sel = mask & (soil_arr == soil)
+            if np.any(sel):
+                props = preset_properties(soil, idd_arr[sel])
+                for name in PROPERTIES:
+                    values[name][sel] = props[name]
+    for key, name in zip(FILE_KEYS, PROPERTIES):
+        if key in table:
+            v = table[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ConfigError("%s: %s must be a number, got %r" % (where, key, v))
+            values[name][mask] = math.radians(v) if key.endswith("_deg") else float(v)
+
+
+def load_regions(path, shape, cell_m, soil, relative_density_pct):
+    """SoilFields from a TOML of regions (module docstring) on a grid of ``shape`` cells of ``cell_m``, the
+    background from ``soil`` at ``relative_density_pct`` unless the file sets its own."""
+    if not os.path.isfile(path):
+        raise ConfigError("soil field file %s not found" % path)
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError("soil field file %s: not valid TOML: %s" % (path, str(exc).splitlines()[0]))
+    for key in doc:
+        if key not in _SETS + ("regions",):
+            near = closest(key, _SETS + ("regions",))
+            raise ConfigError("soil field file %s: unknown key %r%s" % (path, key,
+                                                                        " (did you mean %r?)" % near if near else ""))
+    n, e = _centres(shape, cell_m)
+    soil_arr = np.full(shape, doc.get("soil", soil), dtype=object)
+    idd_arr = np.full(shape, float(relative_density_pct))
+    values = {name: np.zeros(shape) for name in PROPERTIES}
+    everywhere = np.ones(shape, dtype=bool)
+    _apply(values, everywhere, {"soil": doc.get("soil", soil),
+                                "relative_density_pct": doc.get("relative_density_pct", relative_density_pct)},
+           soil_arr, idd_arr, "soil field file %s" % path)
+    _apply(values, everywhere, {k: doc[k] for k in FILE_KEYS if k in doc}, soil_arr, idd_arr,
+           "soil field file %s" % path)
+    regions = doc.get("regions", [])
+    if not isinstance(regions, list):
+        raise ConfigError("soil field file %s: regions must be an array of tables ([[regions]])" % path)
+    for k, region in enumerate(regions):
+        where = "soil field file %s, region %d" % (path, k + 1)
+        if not isinstance(region, dict):
+            raise ConfigError("%s: must be a table" % where)
+        shape_name = region.get("shape")
+        allowed = ("shape",) + _REGION_GEOMETRY.get(shape_name, ()) + _SETS
+        for key in region:
+            if key not in allowed:
+                near = closest(key, allowed)
+                raise ConfigError("%s: unknown key %r%s" % (where, key, " (did you mean %r?)" % near if near else ""))
+        mask = _region_mask(region, n, e, where)
+        _apply(values, mask, region, soil_arr, idd_arr, where)
+    return SoilFields(values, cell_m, idd_arr, soil_arr, "soil field file %s" % path)
+
+
+def load_npy(path, key, shape):
+    """A property array [SI units] from a user's .npy (``key`` one of FILE_KEYS; degrees converted)."""
+    where = "soil field file %s" % path
+    if not os.path.isfile(path):
+        raise ConfigError("%s not found" % where)
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except Exception as exc:
+        raise ConfigError("%s: not a readable .npy array (%s)" % (where, str(exc).splitlines()[0] if str(exc)
+                                                                  else type(exc).__name__))
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
+        raise ConfigError("%s: a .npy of numbers is needed, got dtype %s" % (where, getattr(arr, "dtype", "?")))
+    if arr.shape != tuple(shape):
+        raise ConfigError("%s: %s needs shape %dx%d (north x east cells), got %s"
+                          % (where, key, shape[0], shape[1], "x".join(str(s) for s in arr.shape)))
+    arr = arr.astype(float)
+    return np.radians(arr) if key.endswith("_deg") else arr
+
+
+def build_fields(config=None, rng=None):
+    """SoilFields from the settings (:data:`DEFAULTS`): the I_d field and the soil preset, or the regions
+    file for field "file"; then every ``npy_files`` entry replaces its property. ``rng``: a numpy Generator
+    (``harness.sim.rng.RunRandom(seed).stream("soil_fields")``), needed for patches and random."""
+    cfg = checked(DEFAULTS, SETTING_RANGES, config, "soil world")
+    shape = _grid_shape(cfg)
+    if cfg["field"] == "file":
+        if cfg["regions_file"] is None and not any(cfg["npy_files"].values()):
+            raise ConfigError("soil world setting field = 'file' needs regions_file or npy_files")
+        if cfg["regions_file"] is not None:
+            fields = load_regions(cfg["regions_file"], shape, cfg["cell_m"], cfg["soil"], cfg["relative_density_pct"])
+            values, idd, soil = fields.values, fields.relative_density_pct, fields.soil
+        else:
+            idd = np.full(shape, float(cfg["relative_density_pct"]))
+            values, soil = preset_properties(cfg["soil"], idd), np.full(shape, cfg["soil"], dtype=object)
+    else:
+        if cfg["field"] in ("patches", "random") and rng is None:
+            raise ValueError("soil world field %r needs a random stream" % cfg["field"])
+        idd = relative_density_field(cfg, rng)
+        values, soil = preset_properties(cfg["soil"], idd), np.full(shape, cfg["soil"], dtype=object)
+    values = {name: np.array(values[name], dtype=float) for name in PROPERTIES}
+    replaced = False
+    for key, name in zip(FILE_KEYS, PROPERTIES):
+        path = cfg["npy_files"][key]
+        if path is not None:
+            values[name] = load_npy(path, key, shape)
+            replaced = True
+    where = "soil fields (%s)" % ", ".join(p for p in [cfg["regions_file"]] + list(cfg["npy_files"].values()) if p) \
+        if cfg["field"] == "file" else "soil fields"
+    return SoilFields(values, cfg["cell_m"], None if replaced else idd, None if replaced else soil, where)
