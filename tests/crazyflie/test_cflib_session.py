@@ -27,7 +27,7 @@ def _check_session(scf, sim):
     assert cf.log.toc.get_element_by_complete_name("pm.state").ctype == "int8_t"
     n_log = sum(len(g) for g in cf.log.toc.toc.values())
     n_par = sum(len(g) for g in cf.param.toc.toc.values())
-    assert n_log == len(sim.log_vars) and n_par == len(sim.params)
+    assert n_log == len(sim.log.variables) and n_par == len(sim.params.params)
     assert cf.param.toc.get_element_by_complete_name("commander.enHighLevel").ctype == "uint8_t"
     assert cf.param.toc.get_element_by_complete_name("deck.bcLoco").get_readable_access() == "RO"
     assert cf.param.toc.get_element_by_complete_name("ring.effect").is_persistent(), "extended types fetched"
@@ -47,7 +47,7 @@ def test_cflib_connects_to_one_and_to_four_drones_and_reads_the_tocs(open_sync):
         for sim in one.drones + four.drones:
             assert sim.stats["malformed"] == 0 and sim.stats["unknown"] == 0 and sim.stats["internal_errors"] == 0
         sim = four.drones[0]
-        assert sim.log_toc_crc != sim.param_toc_crc
+        assert sim.log.toc_crc != sim.params.toc_crc
         open_sync.close_all()
 
 
@@ -85,7 +85,7 @@ def test_param_write_reads_back_and_persistent_store(open_sync):
         param.set_value("posCtlPid.xKp", 3.25)
         assert got.wait(5.0)
         assert param.get_value("posCtlPid.xKp") == "3.25"
-        assert fleet.drones[0]._p("posCtlPid", "xKp").value == 3.25
+        assert fleet.drones[0].param("posCtlPid", "xKp").value == 3.25
         with pytest.raises(AttributeError):
             param.set_value("deck.bcLoco", 0)          # read-only in the TOC: cflib refuses
         # an independent read request returns the written value too

@@ -79,7 +79,7 @@ def test_swarm_connects_streams_samples_flies_to_targets_and_lands(rig_factory):
     for drv, sim in zip(rig.swarm.drivers, rig.fleet.drones):
         assert drv.params_read_back == {"commander.enHighLevel": 1.0, "stabilizer.estimator": 2.0,
                                         "stabilizer.controller": 1.0}
-        assert sim._p("commander", "enHighLevel").value == 1
+        assert sim.param("commander", "enHighLevel").value == 1
     now = rig.run(0.2)
     assert rig.swarm.take_off(now)
     targets = [(1.0, 0.5), (1.5, -0.5), (3.0, 1.0)]
@@ -188,7 +188,7 @@ def test_config_errors_are_clear(rig_factory):
     with pytest.raises(CrazyflieConfigError, match="enHighLevel"):
         validate({"params": {}})
     for bad in (float("inf"), float("nan"), "1.0"):
-        with pytest.raises(CrazyflieConfigError, match="crazyflie.max_speed_mps must be a finite number"):
+        with pytest.raises(CrazyflieConfigError, match="crazyflie setting max_speed_mps must be (finite|a number > 0)"):
             validate({"max_speed_mps": bad})
     with pytest.raises(CrazyflieConfigError, match="not in the drone's parameter TOC"):
         rig_factory(1, config={"params": {"commander.enHighLevel": 1, "nosuch.param": 1}})

@@ -144,7 +144,7 @@ def test_crazyflies_command_prints_uris_and_serves_until_interrupted(open_sync):
     (["--base-port", "-1"], "ports -1..-1 (base port + one per drone) must lie in 0..65535"),
     (["--base-port", "65535", "--count", "2"], "ports 65535..65536 (base port + one per drone) must lie in 0..65535"),
     (["--host", "8.8.8.8"], "simulated Crazyflies bind to loopback only, not '8.8.8.8'"),
-    (["--spacing", "nan"], "setting crazyflie.spacing_m must be finite, got nan"),
+    (["--spacing", "nan"], "crazyflie fleet setting spacing_m must be finite, got nan"),
 ])
 def test_crazyflies_command_refuses_bad_arguments_in_one_line(capsys, argv, needle):
     from harness.cli import main

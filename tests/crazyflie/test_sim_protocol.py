@@ -8,8 +8,11 @@ import struct
 import pytest
 
 from harness.sim.crazyflie import crtp
-from harness.sim.crazyflie.sim_drone import (COMMANDER_WDT_SHUTDOWN_US, COMMANDER_WDT_STABILIZE_US, PROTOCOL_VERSION,
-                                         SimCrazyflie)
+from harness.sim.crazyflie.commander import COMMANDER_WDT_SHUTDOWN_US, COMMANDER_WDT_STABILIZE_US
+from harness.sim.crazyflie.crtp import PROTOCOL_VERSION
+from harness.sim.crazyflie.fleet import SimCrazyflieFleet
+from harness.sim.crazyflie.sim_drone import SimCrazyflie
+from onboard.core.settings import ConfigError
 
 CLIENT = ("127.0.0.1", 40000)
 
@@ -286,3 +289,53 @@ def test_yaw_rate_and_hover_body_frame():
     yaw_rad = math.radians(cf.estimate_xyz_yaw()[3])
     vx, vy = cf.vehicle.vel_north_mps, -cf.vehicle.vel_east_mps
     assert math.atan2(vy, vx) == pytest.approx(yaw_rad, abs=0.05)
+
+
+def _bits(cf):
+    _p, _c, data = one(ask(cf, crtp.PORT_SUPERVISOR, crtp.SUP_CH_INFO, bytes((crtp.SUP_GET_STATE_BITFIELD,))))
+    assert data[0] == 0x80 | crtp.SUP_GET_STATE_BITFIELD
+    return struct.unpack("<H", data[1:3])[0]
+
+
+def test_arming_emergency_stop_and_recovery_through_the_supervisor():
+    cf = SimCrazyflie(config={"arming_required": True})
+    assert _bits(cf) & 0b111 == 0b001, "can be armed, not armed, no auto-arm"
+    hover = struct.pack("<Bffff", crtp.SP_HOVER, 0, 0, 0, 0.5)
+    t = 0
+    for _ in range(50):
+        ask(cf, crtp.PORT_COMMANDER_GENERIC, 0, hover, t)
+        t += 10000
+        cf.advance(t)
+    assert cf.vehicle.height_m == 0.0 and not cf.armed, "the motors wait for an arming request"
+    _p, _c, data = one(ask(cf, crtp.PORT_SUPERVISOR, crtp.SUP_CH_COMMAND, bytes((crtp.SUP_ARM_SYSTEM, 1)), t))
+    assert data == bytes((0x80 | crtp.SUP_ARM_SYSTEM, 1, 1)) and cf.armed
+    t = fly_at(cf, 0.5, t)
+    assert _bits(cf) & (1 << 4), "flying"
+    ask(cf, crtp.PORT_LOCALIZATION, crtp.LOC_CH_GENERIC, bytes((crtp.LOC_EMERGENCY_STOP,)), t)
+    assert cf.stats["emergency_stops"] == 1 and not cf.armed and not cf.vehicle.motors_on
+    assert _bits(cf) & (1 << 6), "locked"
+    ask(cf, crtp.PORT_SUPERVISOR, crtp.SUP_CH_COMMAND, bytes((crtp.SUP_ARM_SYSTEM, 1)), t)
+    assert not cf.armed, "a locked drone does not arm"
+    ask(cf, crtp.PORT_PLATFORM, crtp.PLATFORM_CH_COMMAND, bytes((crtp.PLATFORM_REQUEST_CRASH_RECOVERY,)), t)
+    ask(cf, crtp.PORT_PLATFORM, crtp.PLATFORM_CH_COMMAND, bytes((crtp.PLATFORM_REQUEST_ARMING, 1)), t)
+    assert cf.armed and not _bits(cf) & (1 << 6)
+    assert cf.stats["internal_errors"] == 0
+
+
+@pytest.mark.parametrize("config,needle", [
+    ({"physics_dt": 0.01}, "unknown crazyflie sim setting 'physics_dt' (did you mean 'physics_dt_s'?)"),
+    ({"rssi": 300}, "crazyflie sim setting rssi must be an integer in 0..255, got 300"),
+    ({"physics_dt_s": 0.0}, "crazyflie sim setting physics_dt_s must be a number in [1e-06, 0.1], got 0.0"),
+    ({"arming_required": 1}, "crazyflie sim setting arming_required must be "),
+])
+def test_settings_are_checked_in_one_line(config, needle):
+    with pytest.raises(ConfigError) as err:
+        SimCrazyflie(config=config)
+    assert str(err.value).startswith(needle) and "\n" not in str(err.value)
+
+
+def test_fleet_settings_are_checked_before_anything_starts():
+    with pytest.raises(ConfigError, match=r"crazyflie fleet setting drone\.rssi must be an integer in 0\.\.255"):
+        SimCrazyflieFleet(1, config={"drone": {"rssi": -1}})
+    with pytest.raises(ConfigError, match="unknown crazyflie fleet setting 'spacing'"):
+        SimCrazyflieFleet(1, config={"spacing": 1.0})

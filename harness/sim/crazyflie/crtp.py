@@ -6,7 +6,9 @@ One UDP datagram is one CRTP packet: header byte ``(port << 4) | 0x0C | channel`
 crazyflie-firmware and cflib 0.1.34 use.
 """
 import struct
+import zlib
 
+PROTOCOL_VERSION = 10         # what the platform port answers (crazyflie-firmware CRTP_PROTOCOL_VERSION)
 MAX_DATA = 30
 
 PORT_CONSOLE = 0x00
@@ -211,3 +213,39 @@ def pack_value(fmt, value):
 
 def type_size(fmt):
     return struct.calcsize(fmt)
+
+
+def toc_crc(port, entries):
+    """CRC-32 identifying a table of contents (``entries``: the item bytes as :func:`toc_reply` sends
+    them). Seeded with the port so that the log and param TOCs differ: cflib caches TOCs by CRC only."""
+    crc = zlib.crc32(bytes((port,)))
+    for e in entries:
+        crc = zlib.crc32(e, crc)
+    return crc & 0xFFFFFFFF
+
+
+def toc_reply(port, data, entries, crc, extra_info, stats):
+    """Answer one request on a TOC channel (channel 0 of the log and param ports; firmware log.c and
+    param_logic.c): item count + CRC (+ ``extra_info``) for the info commands, one item for the element
+    commands (v1: 8-bit ids, v2: 16-bit ids). An id past the end is answered with the command byte alone
+    and counted in ``stats["malformed"]``, an unknown command in ``stats["unknown"]``."""
+    cmd = data[0]
+    n = len(entries)
+    if cmd == TOC_CMD_INFO_V2:
+        return [packet(port, 0, struct.pack("<BHI", cmd, n, crc) + extra_info)]
+    if cmd == TOC_CMD_INFO:
+        return [packet(port, 0, struct.pack("<BBI", cmd, min(n, 255), crc) + extra_info)]
+    if cmd == TOC_CMD_ITEM_V2:
+        ident = struct.unpack("<H", data[1:3])[0]
+        if ident >= n:
+            stats["malformed"] += 1
+            return [packet(port, 0, bytes((cmd,)))]
+        return [packet(port, 0, struct.pack("<BH", cmd, ident) + entries[ident])]
+    if cmd == TOC_CMD_ELEMENT:
+        ident = data[1]
+        if ident >= n:
+            stats["malformed"] += 1
+            return [packet(port, 0, bytes((cmd,)))]
+        return [packet(port, 0, bytes((cmd, ident)) + entries[ident])]
+    stats["unknown"] += 1
+    return []

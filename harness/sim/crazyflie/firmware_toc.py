@@ -4,7 +4,8 @@ Names and types are those of the crazyflie-firmware (stateEstimate, stateEstimat
 kalman, stabilizer, pm, ranging, supervisor, sys, radio, ctrltarget log groups;
 commander, stabilizer, kalman, pm, posCtlPid, velCtlPid, ring, deck, firmware
 param groups), so scripts written for a real Crazyflie find what they ask for.
-Each log variable names the simulated quantity it reads (see sim_drone.LOG_SOURCES);
+Each log variable names the simulated quantity it reads (a source key of the services'
+``log_sources()``: vehicle, commander, supervisor, link_service);
 units are the firmware's: metres, m/s, degrees, volts, Gs for stateEstimate.a*,
 millimetres for stateEstimateZ.
 """

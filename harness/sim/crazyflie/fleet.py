@@ -15,32 +15,36 @@ peers beyond ``max_range_m`` stay invalid. Noise comes from ``RunRandom(seed).st
 """
 import math
 
-from harness.config import merge
 from harness.sim.crazyflie.server import SimCrazyflieServer
-from harness.sim.crazyflie.sim_drone import DEFAULTS as DRONE_DEFAULTS, N_RANGES, SimCrazyflie
+from harness.sim.crazyflie.sim_drone import DEFAULTS as DRONE_DEFAULTS, SETTING_RANGES as DRONE_RANGES, SimCrazyflie
+from harness.sim.crazyflie.vehicle import N_RANGES
 from harness.sim.rng import RunRandom
 from harness.sim.vehicles.drone2d import DEFAULTS as VEHICLE_DEFAULTS, Drone2D
+from onboard.core.settings import ANY_NUMBER, BOOLEAN, POSITIVE, TEXT, checked, under, within
 
 RANGE_NOISE_MEAN_M = 0.0085569       # uwb-pocket-drones sec. III
 RANGE_NOISE_VAR_M2 = 0.061295
 
 DEFAULTS = {
-    "host": "127.0.0.1",
-    "base_port": 0,                  # 0: ephemeral ports; 19850 is where cflib scans
-    "spacing_m": 1.0,
-    "tick_s": 0.01,                  # lockstep: physics/log tick on the SimClock
-    "range_noise": True,
-    "max_range_m": 30.0,
-    "drone": {k: v for k, v in DRONE_DEFAULTS.items() if k != "vehicle"},
-    "vehicle": {k: v for k, v in VEHICLE_DEFAULTS.items() if k not in ("start_ne_m",)},
+    "host": "127.0.0.1",             # loopback address the UDP ports bind to
+    "base_port": 0,                  # drone i serves on base_port + i; 0: free ports; 19850 is where cflib scans
+    "spacing_m": 1.0,                # start positions: drone i at (i * spacing_m, 0) north/east (m)
+    "tick_s": 0.01,                  # lockstep: physics/log tick on the SimClock (s)
+    "range_noise": True,             # add the UWB ranging noise to ranging.distance<j>
+    "max_range_m": 30.0,             # peers farther than this give no range (m)
+    "drone": {k: v for k, v in DRONE_DEFAULTS.items() if k != "vehicle"},       # every SimCrazyflie
+    "vehicle": {k: v for k, v in VEHICLE_DEFAULTS.items() if k not in ("start_ne_m",)},   # every Drone2D
 }
+# base_port and host are checked by the server (port range, loopback only)
+SETTING_RANGES = dict({"host": TEXT, "spacing_m": ANY_NUMBER, "tick_s": within(1e-6, 1.0), "range_noise": BOOLEAN,
+                       "max_range_m": POSITIVE}, **under("drone", DRONE_RANGES))
 
 
 class SimCrazyflieFleet:
     def __init__(self, count, seed=1, clock=None, config=None, start_ne_m=None):
         if not (isinstance(count, int) and 1 <= count <= 64):
             raise ValueError("fleet size must be a whole number 1..64, got %r" % (count,))
-        self.cfg = merge(DEFAULTS, config or {}, "crazyflie")
+        self.cfg = checked(DEFAULTS, SETTING_RANGES, config, owner="crazyflie fleet")
         self.count = count
         self.random = RunRandom(seed)
         self.lockstep = clock is not None
