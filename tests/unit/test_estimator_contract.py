@@ -15,6 +15,7 @@ from onboard.core.samples import ImuSample, NavState, PoseSample
 from onboard.estimators import base
 from onboard.estimators.base import (COUNTER_KEYS, POSE_DIM, POSE_EAST, POSE_NORTH, POSE_YAW, EstimatorInputError,
                                      pose_variances)
+from onboard.estimators.boat_ekf import BoatEkf
 from onboard.estimators.eskf import IMPL_MODULES, EskfInputError
 from onboard.estimators.eskf_pose import EskfPoseEstimator
 from onboard.estimators.particle_filter import PfInputError
@@ -35,6 +36,7 @@ def _eskf(impl):
 
 
 ESTIMATORS = [("planar", _planar)] + [("eskf-" + name, _eskf(name)) for name in impl_switch.available(IMPL_MODULES)]
+ESTIMATORS += [("boat", BoatEkf)]
 IDS = [name for name, _make in ESTIMATORS]
 
 

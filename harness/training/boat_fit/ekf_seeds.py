@@ -1,0 +1,47 @@
+"""Seeds of the fitting windows: the boat EKF (``onboard.estimators.boat_ekf``) run over a log
+(RobotX AAVS III-B step 3: "an estimate of what the boat is doing" at each window's first fix).
+
+Row i of the log: the measurements at t_i are fused (GNSS fix where present, heading, yaw rate), the
+state is recorded, then the filter predicts to t_i+1 with the row's thrusts. The filter starts at the
+first row with a fix (position from it, yaw from the heading); rows before have NaN states.
+"""
+import numpy as np
+
+from onboard.estimators.base import EstimatorInputError
+from onboard.estimators.boat_ekf import BoatEkf
+from onboard.vessel.samples import HeadingSample, PositionSample, ThrustSample, YawRateSample
+
+
+def ekf_states(log, ekf=None, params=None):
+    """(rows, 6) EKF states at every row of ``log`` (model slots); ``ekf``: BoatEkf settings, ``params``:
+    nine constants overriding its model (e.g. the previous fit, for the paper's EKF -> fit alternation).
+    Also returns the filter's counters: (states, counters)."""
+    cfg = dict(ekf or {})
+    if params is not None:
+        cfg["model"] = {"c%d" % (i + 1): float(v) for i, v in enumerate(params)}
+    f = BoatEkf(cfg)
+    t_us = np.round(np.asarray(log["time_s"], float) * 1e6).astype(np.int64)
+    n = len(t_us)
+    states = np.full((n, 6), np.nan)
+    north, east = log["gnss_north_m"], log["gnss_east_m"]
+    yaw, rate = log["yaw_rad"], log["yaw_rate_radps"]
+    t_l, t_r = log["thrust_left_n"], log["thrust_right_n"]
+    for i in range(n):
+        t = int(t_us[i])
+        try:
+            if np.isfinite(yaw[i]):
+                f.update_heading(HeadingSample(t, float(yaw[i])))
+            if np.isfinite(north[i]) and np.isfinite(east[i]):
+                f.update_position(PositionSample(t, (float(north[i]), float(east[i]))))
+            if f.initialized and np.isfinite(rate[i]):
+                f.update_yaw_rate(YawRateSample(t, float(rate[i])))
+        except EstimatorInputError:
+            pass
+        if f.initialized:
+            states[i] = f.x
+        if i + 1 < n:
+            try:
+                f.predict(ThrustSample(int(t_us[i + 1]), float(t_l[i]), float(t_r[i])))
+            except EstimatorInputError:
+                pass
+    return states, f.counters()

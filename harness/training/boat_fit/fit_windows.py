@@ -1,0 +1,76 @@
+"""Cut a log into the fitting windows of the RobotX AAVS paper (III-B), as arrays over windows.
+
+A window starts at a GNSS fix (its seed fix: the one fix kept) and spans ``window_s`` (5 s): rows
+s .. s + L - 1 with L = round(window_s / dt). Its targets are the fixes at rows s + 1 .. s + L - 1 (at
+4 Hz, 19 withheld fixes of 20: the paper's 95 %). The next window starts at the first fix at or after
+row s + L, so windows do not overlap. A window with no withheld fix, or that would run past the end
+of the log, is dropped. :func:`time_split` holds back the last windows in time as a test set (the
+paper has none).
+
+Arrays (W windows, L rows): ``start`` (W,) row of the seed fix, ``thrust_n`` (W, L, 2) thrusts applied
+over each row's interval, ``dt_s`` (W, L) the interval lengths, ``target_ne_m`` (W, L, 2) withheld fixes
+(NaN where none), ``mask`` (W, L) True at a withheld fix, ``seed_ne_m`` (W, 2) the kept fixes,
+``t0_s`` (W,) the seed times.
+"""
+import numpy as np
+
+LOG_COLUMNS = ("time_s", "thrust_left_n", "thrust_right_n", "gnss_north_m", "gnss_east_m", "yaw_rad",
+               "yaw_rate_radps")
+
+
+def make_windows(log, window_s=5.0):
+    """The fitting windows of ``log`` (module docstring) as a dict of arrays, plus ``rows`` (L),
+    ``window_s`` and ``withheld_fraction`` (withheld fixes / all fixes inside the windows)."""
+    t = np.asarray(log["time_s"], dtype=float)
+    n = len(t)
+    dt = np.diff(t)
+    dt = np.append(dt, dt[-1] if len(dt) else 0.0)
+    rows = int(round(window_s / float(np.median(dt))))
+    has_fix = np.isfinite(log["gnss_north_m"]) & np.isfinite(log["gnss_east_m"])
+    fix_rows = np.flatnonzero(has_fix)
+    starts = []
+    i = 0
+    while i < len(fix_rows):
+        s = int(fix_rows[i])
+        if s + rows > n:
+            break
+        if has_fix[s + 1:s + rows].any():
+            starts.append(s)
+        i = int(np.searchsorted(fix_rows, s + rows))
+    start = np.array(starts, dtype=int)
+    idx = start[:, None] + np.arange(rows)[None, :]
+    thrust = np.stack([np.asarray(log["thrust_left_n"], float)[idx], np.asarray(log["thrust_right_n"], float)[idx]],
+                      axis=-1)
+    target = np.stack([np.asarray(log["gnss_north_m"], float)[idx], np.asarray(log["gnss_east_m"], float)[idx]],
+                      axis=-1)
+    mask = has_fix[idx].copy()
+    mask[:, 0] = False
+    target[~mask] = np.nan
+    seed_ne = np.stack([np.asarray(log["gnss_north_m"], float)[start], np.asarray(log["gnss_east_m"], float)[start]],
+                       axis=-1)
+    kept = len(start)
+    withheld = int(mask.sum())
+    return {"start": start, "thrust_n": thrust, "dt_s": dt[idx], "target_ne_m": target, "mask": mask,
+            "seed_ne_m": seed_ne, "t0_s": t[start], "rows": rows, "window_s": float(window_s),
+            "withheld_fraction": withheld / float(withheld + kept) if kept else 0.0}
+
+
+def select(windows, which):
+    """The windows picked by ``which`` (index array or boolean mask over windows)."""
+    out = {}
+    for key, value in windows.items():
+        out[key] = value[which] if isinstance(value, np.ndarray) else value
+    return out
+
+
+def time_split(windows, test_fraction=0.2):
+    """(train, test): the last ``test_fraction`` of the windows in time held back as the test set."""
+    w = len(windows["start"])
+    n_test = int(round(test_fraction * w))
+    order = np.argsort(windows["t0_s"], kind="stable")
+    return select(windows, order[:w - n_test]), select(windows, order[w - n_test:])
+
+
+def seeds_at(states, windows):
+    """(W, 6) seed states: rows ``windows["start"]`` of a (rows, 6) state array (e.g. the EKF's)."""
+    return np.asarray(states, dtype=float)[windows["start"]]
