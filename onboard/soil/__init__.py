@@ -4,5 +4,6 @@ grid map with named layers (``grid_map``) and blind mapping of the blade-swept s
 The modules without ``_numpy`` in their name are pure and run on MicroPython (their MicroPython-tier case is
 ``tests/micropython/cases/test_soil_fee_map.py``); ``fee_numpy`` (the FEE over arrays, for windowed
 estimators), ``grid_map_numpy`` (NumPy views of the layers, no copy) and ``blind_map_numpy`` (the erosion
-kernel) are their NumPy companions, imported only on CPython, by the harness.
+kernel) are their NumPy companions, imported only on CPython, by the harness. ``cut_estimator`` (per-cut
+property estimates by bounded nonlinear least squares, NumPy and SciPy) is host-side too: CPython only.
 """

@@ -1,0 +1,323 @@
+"""Per-cut soil-property estimates: windowed bounded nonlinear least squares through the FEE (CPython host
+side: NumPy and SciPy; never imported on MicroPython).
+
+Soil paper: Wagner, Soylemezoglu, Driggs-Campbell, "In-Situ Soil-Property Estimation and Bayesian Mapping
+with a Simulated Compact Track Loader": the FEE of eqs. 1, 2, 4 (``onboard.soil.fee_numpy``), the
+linearisation of eqs. 6-7 (Sigma_F = J Sigma_Theta J^T) and the null-space inflation of eq. 9; reading aid
+``shared/papers/notes/soil.md`` (section 2.4 "Identifiability", decisions A6-A8; section 5.2's
+``soil_nls``). The paper estimates with a learned network; this classical estimator stands beside it.
+
+Over one window (a cut, or part of one) of samples t with the geometry the blind map extracted
+(alpha_t, rho_t, d_t, w_t, Q_t; ``onboard.soil.blind_map.SweepRecord``) and the measured force
+(F_x,t and/or F_z,t; a missing component is NaN), the estimate of Theta = (c, phi, gamma, c_a, delta)
+minimises
+
+    sum_t sum_{i measured} ((F_i,t - F_i^FEE(Theta; theta_k,t)) / s_i,t)^2 + sum_k ((Theta_k - mu_k) / sigma_k)^2
+
+with s_i,t = rel |F_i,t| + abs (the sensor's noise model) and the Gaussian prior (mu, sigma) (by default the
+grid map's layer prior, notes A16), in the scaled unknowns z = (Theta - mu) / sigma, within bounds
+(``scipy.optimize.least_squares``, trust-region reflective). Its covariance is (J^T J / k + I)^-1 in z with J
+the whitened residual Jacobian at the optimum and k = ``correlated_samples`` (the geometry is extracted once
+per sweep, so the samples of a sweep share its error: k of them count as one), times the reduced
+chi-square when that exceeds 1 (model mismatch), mapped back to SI units. Then eq. 9 with the ambiguity
+covariance Sigma^a = the prior's: the variances become max(var, diag(N Sigma^a N^T)), N = I - J^+ J
+(notes A6), Theta scaled by sigma (notes A7), for one of two Jacobians (``eq9.jacobian``):
+
+- ``"whitened"`` (default): J = the whitened window Jacobian d r / d z, whose singular values are the square
+  roots of the window's information along each direction relative to the prior's; a direction below
+  ``eq9.whitened_atol`` (+ rtol s_max) is one the whole window does not pin down;
+- ``"force_rms"``: J = the stacked force Jacobian [N per prior sigma] divided by sqrt(T) (per-sample RMS
+  singular values) with the paper's atol = 1500 N, rtol = 0.05 (section 2.1), which judge a single sample;
+  over a window of T samples they also declare directions null that the window determines well (phi among
+  them on a 5 s cut), so they are not the default here.
+
+A property is flagged as not identifiable with the sensors used (``flags[k]`` True, ``reasons[k]`` saying
+why) when
+
+- delta: F_z is not measured (the force's direction, rho + delta - alpha, needs both components);
+- c and c_a: the rake's span over the window is below ``min_rake_span_rad`` (they enter the FEE only
+  through c N_c + c_a N_ca, whose ratio changes only with rho and alpha);
+- any: its scaled null-space projection diag(N)_k exceeds ``null_fraction`` (eq. 9's unidentifiable
+  directions) or its variance is not reduced below ``unreduced_fraction`` of the prior's.
+A flagged property keeps at least the ambiguity variance.
+"""
+import math
+
+import numpy as np
+
+from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_at_least, one_of, pair, within, \
+    vector, ANY_NUMBER
+from onboard.soil import fee_numpy
+from onboard.soil.fee import DEFAULTS as FEE_LIMITS
+from onboard.soil.fee import N_U, THETA_U_NAMES
+
+DEFAULTS = {
+    # (mean, sigma) of the Gaussian prior per property (the grid map's layer prior, notes A16)
+    "prior": {
+        "c_pa": [15000.0, 15000.0],
+        "phi_rad": [0.5236, 0.2618],
+        "gamma_npm3": [17000.0, 4000.0],
+        "ca_pa": [7500.0, 7500.0],
+        "delta_rad": [0.3054, 0.2182],
+    },
+    "bounds": {
+        "c_pa": [0.0, 60000.0],
+        "phi_rad": [0.09, 0.87],
+        "gamma_npm3": [8000.0, 25000.0],
+        "ca_pa": [0.0, 40000.0],
+        "delta_rad": [0.0, 0.7],
+    },
+    "noise": {"rel_sigma": 0.02, "abs_sigma_n": 200.0},     # s = rel |F| + abs per component
+    "beta": "min_n_gamma",
+    "chi2_scaling": True,
+    "correlated_samples": 6.0,        # samples per independent geometry error (a 0.1 m sweep at 1 m/s)
+    "eq9": {
+        "jacobian": "whitened",       # "whitened" | "force_rms" (module docstring)
+        "whitened_atol": 2.0,         # singular values of d r / d z (sqrt of information / prior's)
+        "whitened_rtol": 1e-4,
+        "force_atol_n": 1500.0,       # the paper's tolerances (section 2.1), N per prior sigma
+        "force_rtol": 0.05,
+    },
+    "min_rake_span_rad": 0.035,       # 2 deg
+    "null_fraction": 0.5,
+    "unreduced_fraction": 0.7,
+    "min_samples": 10,
+    "max_nfev": 200,
+}
+SETTING_RANGES = {
+    "prior.c_pa": vector(2, ANY_NUMBER),
+    "prior.phi_rad": vector(2, ANY_NUMBER),
+    "prior.gamma_npm3": vector(2, ANY_NUMBER),
+    "prior.ca_pa": vector(2, ANY_NUMBER),
+    "prior.delta_rad": vector(2, ANY_NUMBER),
+    "bounds.c_pa": pair(NON_NEGATIVE, ordered=True),
+    "bounds.phi_rad": pair(within(0.01, 1.5), ordered=True),
+    "bounds.gamma_npm3": pair(POSITIVE, ordered=True),
+    "bounds.ca_pa": pair(NON_NEGATIVE, ordered=True),
+    "bounds.delta_rad": pair(within(0.0, 1.5), ordered=True),
+    "noise.rel_sigma": NON_NEGATIVE,
+    "noise.abs_sigma_n": POSITIVE,
+    "beta": one_of("min_n_gamma", "eq11"),
+    "chi2_scaling": BOOLEAN,
+    "correlated_samples": within(1.0, 1000.0),
+    "eq9.jacobian": one_of("whitened", "force_rms"),
+    "eq9.whitened_atol": NON_NEGATIVE,
+    "eq9.whitened_rtol": NON_NEGATIVE,
+    "eq9.force_atol_n": NON_NEGATIVE,
+    "eq9.force_rtol": NON_NEGATIVE,
+    "min_rake_span_rad": NON_NEGATIVE,
+    "null_fraction": within(0.0, 1.0),
+    "unreduced_fraction": within(0.0, 1.0),
+    "min_samples": int_at_least(1),
+    "max_nfev": int_at_least(10),
+}
+
+
+class CutEstimateError(ValueError):
+    """A window cannot be estimated (too few samples, mismatched arrays, non-finite geometry)."""
+
+
+class CutWindow:
+    """Samples of one window, each a 1-D array of the same length: the geometry ``alpha_rad``, ``rho_rad``,
+    ``depth_m``, ``width_m``, ``surcharge_n`` (``onboard.soil.fee`` slots of theta_k) and the measured force
+    ``fx_n`` (horizontal, positive against travel) and ``fz_n`` (vertical, positive down), NaN where a
+    component is not measured; ``time_us`` (optional) the sample times."""
+
+    def __init__(self, alpha_rad, rho_rad, depth_m, width_m, surcharge_n, fx_n, fz_n, time_us=None):
+        arrays = [np.asarray(a, dtype=float).ravel() for a in (alpha_rad, rho_rad, depth_m, width_m, surcharge_n,
+                                                               fx_n, fz_n)]
+        n = arrays[0].size
+        for a in arrays:
+            if a.size != n:
+                raise CutEstimateError("cut window arrays differ in length: %s"
+                                       % ", ".join(str(x.size) for x in arrays))
+        for a, name in zip(arrays[:5], ("alpha", "rho", "depth", "width", "surcharge")):
+            if not np.all(np.isfinite(a)):
+                raise CutEstimateError("cut window geometry %s holds NaN or infinite values" % name)
+        self.alpha_rad, self.rho_rad, self.depth_m, self.width_m, self.surcharge_n, self.fx_n, self.fz_n = arrays
+        self.time_us = None if time_us is None else np.asarray(time_us, dtype=np.int64).ravel()
+
+    def __len__(self):
+        return self.alpha_rad.size
+
+    def theta_k(self):
+        return [self.alpha_rad, self.rho_rad, self.depth_m, self.width_m, self.surcharge_n]
+
+    def select(self, mask):
+        """A new window of the samples where boolean ``mask`` is True."""
+        m = np.asarray(mask, dtype=bool)
+        return CutWindow(self.alpha_rad[m], self.rho_rad[m], self.depth_m[m], self.width_m[m], self.surcharge_n[m],
+                         self.fx_n[m], self.fz_n[m], None if self.time_us is None else self.time_us[m])
+
+
+def window_from_sweeps(records, force_by_time_us, components=("fx", "fz")):
+    """A :class:`CutWindow` from the valid ``SweepRecord`` s of a cut (``onboard.soil.blind_map``: per pose
+    ``times_us``, ``depths_m``, ``surcharge_n``; per sweep ``alpha_rad``, ``rho_rad``, ``width_m``) and the
+    measured force ``force_by_time_us`` {time_us: (fx_n, fz_n)}; each pose time once (a sweep's first pose
+    is the previous sweep's last), poses without a force sample left out; ``components`` names the measured
+    components ("fx", "fz"), the others become NaN."""
+    seen = set()
+    rows = []
+    for rec in records:
+        if not rec.valid:
+            continue
+        for k, t in enumerate(rec.times_us):
+            if t in seen or t not in force_by_time_us:
+                continue
+            seen.add(t)
+            fx, fz = force_by_time_us[t]
+            rows.append((rec.alpha_rad, rec.rho_rad, rec.depths_m[k], rec.width_m, rec.surcharge_n[k],
+                         fx if "fx" in components else math.nan, fz if "fz" in components else math.nan, t))
+    if not rows:
+        return CutWindow([], [], [], [], [], [], [], [])
+    cols = list(zip(*rows))
+    return CutWindow(*cols[:7], time_us=cols[7])
+
+
+class CutEstimate:
+    """One window's estimate: ``theta`` (5 values, ``onboard.soil.fee`` slots, SI units), ``var`` (their
+    variances after eq. 9 and the flags), ``var_data`` (before), ``flags`` (True: not identifiable),
+    ``reasons`` (text per property, "" when identifiable), ``null_diag`` (diag N in scaled units), ``rank``
+    (of the scaled per-sample Jacobian), ``chi2_red``, ``samples``, ``components`` (measured: "fx", "fz"),
+    ``force_mae_n`` and ``force_mae_pct`` (mean |F_meas - F_FEE(theta)| over the measured components, in N
+    and in % of the mean |F_meas|), ``predicted`` ((fx, fz) arrays), ``success``, ``nfev``, ``message``."""
+
+    def as_dict(self):
+        return {"theta": dict(zip(THETA_U_NAMES, (float(v) for v in self.theta))),
+                "sigma": dict(zip(THETA_U_NAMES, (float(math.sqrt(v)) for v in self.var))),
+                "flags": dict(zip(THETA_U_NAMES, (bool(f) for f in self.flags))),
+                "reasons": dict(zip(THETA_U_NAMES, self.reasons)), "rank": int(self.rank),
+                "chi2_red": float(self.chi2_red), "samples": int(self.samples),
+                "force_mae_n": float(self.force_mae_n), "force_mae_pct": float(self.force_mae_pct)}
+
+
+class CutEstimator:
+    """The windowed NLS estimator (module docstring); settings :data:`DEFAULTS`."""
+
+    def __init__(self, config=None):
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "cut estimator")
+        self.config = cfg
+        self.mu = np.array([cfg["prior"][k][0] for k in THETA_U_NAMES], dtype=float)
+        self.sigma = np.array([cfg["prior"][k][1] for k in THETA_U_NAMES], dtype=float)
+        if not np.all(self.sigma > 0.0):
+            raise CutEstimateError("cut estimator prior sigmas must be > 0")
+        self.lo = np.array([cfg["bounds"][k][0] for k in THETA_U_NAMES], dtype=float)
+        self.hi = np.array([cfg["bounds"][k][1] for k in THETA_U_NAMES], dtype=float)
+
+    # the FEE over the window, the rake kept inside the domain so an admissible beta exists
+    def predict(self, theta, window):
+        """(fx_n, fz_n) arrays of the FEE (eqs. 1, 2, 4) with properties ``theta`` over the window."""
+        lim = FEE_LIMITS
+        alpha, rho, d, w, q = window.theta_k()
+        rho = np.minimum(rho, lim["eta_max_rad"] - theta[4] - theta[1] - 2.0 * lim["beta_min_rad"])
+        phi = np.full(alpha.shape, theta[1])
+        delta = np.full(alpha.shape, theta[4])
+        if self.config["beta"] == "eq11":
+            beta = fee_numpy.beta_eq11(phi)
+        else:
+            beta = fee_numpy.beta_star(alpha, rho, phi, delta, lim["beta_min_rad"], lim["eta_max_rad"])[0]
+        theta_u = [theta[0], phi, theta[2], theta[3], delta]
+        _f, fx, fz = fee_numpy.force_from_beta(theta_u, [alpha, rho, d, w, q], beta)
+        return fx, fz
+
+    def estimate(self, window):
+        """The :class:`CutEstimate` of a :class:`CutWindow`; raises CutEstimateError for too few samples
+        or no measured force."""
+        try:
+            from scipy.optimize import least_squares
+        except ImportError:
+            raise CutEstimateError("the cut estimator runs on a host with SciPy (pip install scipy)")
+        cfg = self.config
+        n = len(window)
+        has_x = np.isfinite(window.fx_n)
+        has_z = np.isfinite(window.fz_n)
+        if n < cfg["min_samples"]:
+            raise CutEstimateError("cut window has %d samples, at least %d needed" % (n, cfg["min_samples"]))
+        if not np.any(has_x) and not np.any(has_z):
+            raise CutEstimateError("cut window has no measured force component")
+        nz = cfg["noise"]
+        sx = nz["rel_sigma"] * np.abs(window.fx_n[has_x]) + nz["abs_sigma_n"]
+        sz = nz["rel_sigma"] * np.abs(window.fz_n[has_z]) + nz["abs_sigma_n"]
+        mx, mz = window.fx_n[has_x], window.fz_n[has_z]
+        mu, sig = self.mu, self.sigma
+
+        def residuals(z):
+            theta = mu + sig * z
+            fx, fz = self.predict(theta, window)
+            r = np.concatenate(((mx - fx[has_x]) / sx, (mz - fz[has_z]) / sz, z))
+            return np.where(np.isfinite(r), r, 1e6)
+
+        z_lo = (self.lo - mu) / sig
+        z_hi = (self.hi - mu) / sig
+        z0 = np.clip(np.zeros(N_U), z_lo + 1e-9, z_hi - 1e-9)
+        sol = least_squares(residuals, z0, bounds=(z_lo, z_hi), method="trf", x_scale=1.0,
+                            max_nfev=cfg["max_nfev"])
+        z = sol.x
+        theta = mu + sig * z
+        m_data = int(has_x.sum() + has_z.sum())
+        r_data = sol.fun[:m_data]
+        j_data = sol.jac[:m_data]
+        chi2_red = float(r_data @ r_data) / max(m_data - N_U, 1)
+        info = j_data.T @ j_data / cfg["correlated_samples"] + np.eye(N_U)
+        cov_z = np.linalg.inv(info)
+        if cfg["chi2_scaling"] and chi2_red > 1.0:
+            cov_z = cov_z * chi2_red
+        var_data = np.diag(cov_z) * sig * sig
+        # eq. 9 (notes A6, A7) in the scaled unknowns z, Sigma^a = the prior's (identity in z)
+        e9 = cfg["eq9"]
+        if e9["jacobian"] == "whitened":
+            j_scaled, atol, rtol = j_data, e9["whitened_atol"], e9["whitened_rtol"]
+        else:
+            s_all = np.concatenate((sx, sz))
+            j_scaled = -(j_data * s_all[:, None]) / math.sqrt(n)     # N per prior sigma, per-sample RMS
+            atol, rtol = e9["force_atol_n"], e9["force_rtol"]
+        var_amb = sig * sig
+        var_null_z, rank = fee_numpy.nullspace_variance(j_scaled, np.ones(N_U), atol, rtol)
+        var_null = var_null_z * var_amb
+        proj, _rank = fee_numpy.null_projector(j_scaled, atol, rtol)
+        null_diag = np.diag(proj)
+        var = np.maximum(var_data, var_null)
+        flags = [False] * N_U
+        reasons = [""] * N_U
+        if not np.any(has_z):
+            flags[4] = True
+            reasons[4] = "F_z not measured: the force direction (rho + delta - alpha) is unobserved"
+        rake_span = float(np.ptp(window.rho_rad)) if n else 0.0
+        if rake_span < cfg["min_rake_span_rad"]:
+            for k in (0, 3):
+                flags[k] = True
+                reasons[k] = ("rake span %.2f deg: c and c_a enter only through c N_c + c_a N_ca"
+                              % math.degrees(rake_span))
+        for k in range(N_U):
+            if flags[k]:
+                continue
+            if null_diag[k] > cfg["null_fraction"]:
+                flags[k] = True
+                reasons[k] = "in the null space of the force Jacobian (eq. 9)"
+            elif var_data[k] > cfg["unreduced_fraction"] ** 2 * var_amb[k]:
+                flags[k] = True
+                reasons[k] = "the data hardly reduce its prior variance"
+        for k in range(N_U):
+            if flags[k]:
+                var[k] = max(var[k], var_amb[k])
+        fx, fz = self.predict(theta, window)
+        errs = np.concatenate((np.abs(mx - fx[has_x]), np.abs(mz - fz[has_z])))
+        scale = np.concatenate((np.abs(mx), np.abs(mz)))
+        out = CutEstimate()
+        out.theta = theta
+        out.var = var
+        out.var_data = var_data
+        out.flags = flags
+        out.reasons = reasons
+        out.null_diag = null_diag
+        out.rank = rank
+        out.chi2_red = chi2_red
+        out.samples = n
+        out.components = tuple(c for c, h in (("fx", has_x), ("fz", has_z)) if np.any(h))
+        out.force_mae_n = float(errs.mean())
+        out.force_mae_pct = float(100.0 * errs.mean() / max(scale.mean(), 1e-9))
+        out.predicted = (fx, fz)
+        out.success = bool(sol.success)
+        out.nfev = int(sol.nfev)
+        out.message = str(sol.message)
+        return out
