@@ -1,0 +1,249 @@
+"""The multi-agent grid world of the thesis's leveling algorithms (Cook thesis 4.2): N agents on a
+:class:`harness.sim.voxel_terrain.VoxelTerrain`, each running an onboard behaviour
+(:mod:`onboard.leveling.probabilistic` Alg. 1-2, :mod:`onboard.leveling.memetic` Alg. 3-4).
+
+One **cycle** is one pass of Alg. 1's outer loop: every agent takes one step, in a fresh random order
+each cycle (``order = "random"``, reading aid A6) or by index (``"fixed"``). A probabilistic agent's step
+is one phase (SENSE or ACT), so it moves every second cycle; a memetic agent's step is one gene (A8).
+Per agent step the world
+
+1. hands the agent what it senses: the height of its cell (units), whether it carries a unit, whether its
+   last move happened;
+2. applies the intended operation: a pick-up takes one unit from the cell (refused when the agent
+   already carries one or the cell is empty), a deposit puts the carried unit there (refused when it
+   carries none);
+3. applies the intended move through the occupancy oracle: the agent enters the neighbour cell only if it
+   is on the grid and free (thesis 4.2.1: agents hover, so any height difference is passable).
+
+After each cycle a memetic oracle (Alg. 3/4's external agent) may replace chromosomes, and the level
+condition is checked; a run ends at the level condition or ``max_cycles``.
+
+Counters: ``cycles``, ``pickups`` (= units moved, thesis 4.2.3), ``deposits``, ``moves``,
+``blocked_moves``, ``refused_ops``, ``agent_actions`` (pick-ups + deposits + attempted moves).
+Volume: ``volume_error = terrain volume + carried units - initial volume`` is exactly 0 (an int).
+
+Randomness (one seed, :class:`harness.sim.rng.RunRandom`): streams ``terrain`` (generator), ``placement``
+(distinct start cells and headings), ``order`` (each cycle's permutation: Fisher-Yates, one draw per
+agent but the last) and ``agents`` (every behaviour draw and every new chromosome, in the agents' step
+order). The streams are read through :class:`UniformStream`, so an implementation fed the same
+generator gets the same uniforms.
+"""
+import itertools
+
+from harness.sim.rng import RunRandom
+from harness.sim.voxel_terrain import (LEVEL_DEFAULTS, LEVEL_SETTING_RANGES, VoxelTerrain, build_heights)
+from harness.sim.voxel_terrain import DEFAULTS as TERRAIN_DEFAULTS
+from harness.sim.voxel_terrain import SETTING_RANGES as TERRAIN_SETTING_RANGES
+from onboard.core.settings import ConfigError, checked, int_at_least, one_of, under
+from onboard.leveling import memetic, probabilistic
+from onboard.leveling.grid import DEPOSIT, DIRECTION_STEPS, N_DIRECTIONS, PICK_UP, STAY
+
+ALGORITHMS = ("probabilistic", "ma1", "ma2")
+ORDERS = ("random", "fixed")
+_MEMETIC_BLOCK = {k: v for k, v in memetic.DEFAULTS.items() if k != "variant"}   # variant = algorithm
+
+DEFAULTS = {
+    "agents": 8,
+    "algorithm": "probabilistic",     # probabilistic (Alg. 1-2) | ma1 (Alg. 3) | ma2 (Alg. 4)
+    "order": "random",                # agents' order within a cycle: random (A6) | fixed
+    "max_cycles": 1000000,            # a run stops here if not level
+    "probabilistic": dict(probabilistic.DEFAULTS),
+    "memetic": dict(_MEMETIC_BLOCK),
+    "terrain": dict(TERRAIN_DEFAULTS),
+    "level": dict(LEVEL_DEFAULTS),
+}
+SETTING_RANGES = {"agents": int_at_least(1), "algorithm": one_of(*ALGORITHMS), "order": one_of(*ORDERS),
+                  "max_cycles": int_at_least(0)}
+SETTING_RANGES.update(under("probabilistic", probabilistic.SETTING_RANGES, DEFAULTS["probabilistic"]))
+SETTING_RANGES.update(under("memetic", memetic.SETTING_RANGES, DEFAULTS["memetic"]))
+SETTING_RANGES.update(under("terrain", TERRAIN_SETTING_RANGES))
+SETTING_RANGES.update(under("level", LEVEL_SETTING_RANGES))
+
+
+class UniformStream:
+    """``random()`` over a NumPy Generator's ``random()`` drawn in blocks: the same sequence as
+    ``gen.random(n)`` (block size does not change it); ``random`` is a C-level iterator step."""
+
+    def __init__(self, gen, block=4096):
+        self.gen = gen
+        self.block = int(block)
+
+        def blocks():
+            while True:
+                yield gen.random(self.block).tolist()
+        self.random = itertools.chain.from_iterable(blocks()).__next__
+
+
+def neighbour_table(rows, cols):
+    """Flat list: entry ``idx * 8 + d`` is the cell one step in direction d from cell idx, or -1 off the
+    grid."""
+    table = []
+    for r in range(rows):
+        for c in range(cols):
+            for d in range(N_DIRECTIONS):
+                dr, dc = DIRECTION_STEPS[d]
+                nr, nc = r + dr, c + dc
+                table.append(nr * cols + nc if 0 <= nr < rows and 0 <= nc < cols else -1)
+    return table
+
+
+class LevelingGrid:
+    """The world (see the module docstring). ``config``: DEFAULTS overrides; ``seed``: the run's seed;
+    ``heights``: a 2-D height grid (units) that replaces the terrain settings; ``oracle``: a memetic oracle
+    (any object with ``after_cycle(agents, rand)``) that replaces the variant's default; ``select``: the
+    MA1 oracle's selection (``select(fitnesses) -> agent index``)."""
+
+    def __init__(self, config=None, seed=0, heights=None, oracle=None, select=None):
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "leveling grid")
+        self.cfg = cfg
+        self.seed = int(seed)
+        rr = RunRandom(self.seed)
+        if heights is None:
+            heights = build_heights(cfg["terrain"], rr.stream("terrain"))
+        self.terrain = VoxelTerrain(heights, cfg["level"])
+        t = self.terrain
+        n_agents = cfg["agents"]
+        if n_agents > t.n:
+            raise ConfigError("leveling grid setting agents must be at most the %d cells of the %dx%d terrain, got %d"
+                              % (t.n, t.rows, t.cols, n_agents))
+        self.rand = UniformStream(rr.stream("agents"))
+        self.order_rand = UniformStream(rr.stream("order"))
+        place = rr.stream("placement")
+        cells = place.choice(t.n, size=n_agents, replace=False)
+        headings = place.integers(0, N_DIRECTIONS, size=n_agents)
+        self.pos = [int(c) for c in cells]
+        self.occupied = [-1] * t.n
+        for k, c in enumerate(self.pos):
+            self.occupied[c] = k
+        self.carrying = [False] * n_agents
+        self.moved = [False] * n_agents
+        self.algorithm = cfg["algorithm"]
+        self.oracle = None
+        if self.algorithm == "probabilistic":
+            self.agents = [probabilistic.ProbabilisticAgent(cfg["probabilistic"], int(headings[k]))
+                           for k in range(n_agents)]
+        else:
+            mcfg = dict(cfg["memetic"])
+            mcfg["variant"] = self.algorithm
+            self.agents = [memetic.MemeticAgent(mcfg, self.rand, heading=int(headings[k]))
+                           for k in range(n_agents)]
+            self.oracle = oracle if oracle is not None else memetic.make_oracle(mcfg, select)
+        self._steps = [a.step for a in self.agents]
+        self.order = list(range(n_agents))
+        self.fixed_order = cfg["order"] == "fixed"
+        self.nbr = neighbour_table(t.rows, t.cols)
+        self.cycles = 0
+        self.pickups = 0
+        self.deposits = 0
+        self.moves = 0
+        self.blocked_moves = 0
+        self.refused_ops = 0
+        self.replaced = 0
+        self.cycles_to_level = 0 if t.is_level() else None
+        self.initial_stats = t.stats()
+
+    # ------------------------------------------------------------ stepping
+    def cycle(self):
+        """One cycle of Alg. 1's outer loop (every agent one step); returns True when the terrain is level
+        afterwards."""
+        t = self.terrain
+        h = t.h
+        pos = self.pos
+        occ = self.occupied
+        carrying = self.carrying
+        moved = self.moved
+        agents = self.agents
+        steps = self._steps
+        nbr = self.nbr
+        rand = self.rand
+        order = self.order
+        if not self.fixed_order:
+            u = self.order_rand
+            for i in range(len(order) - 1, 0, -1):
+                j = int(u.random() * (i + 1))
+                order[i], order[j] = order[j], order[i]
+        for k in order:
+            idx = pos[k]
+            op, move = steps[k](h[idx], carrying[k], moved[k], rand)
+            if op == PICK_UP:
+                if not carrying[k] and h[idx] > 0:
+                    t.take(idx)
+                    carrying[k] = True
+                    self.pickups += 1
+                else:
+                    self.refused_ops += 1
+            elif op == DEPOSIT:
+                if carrying[k]:
+                    t.put(idx)
+                    carrying[k] = False
+                    self.deposits += 1
+                else:
+                    self.refused_ops += 1
+            if move == STAY:
+                moved[k] = False
+                continue
+            to = nbr[idx * 8 + move]
+            if to >= 0 and occ[to] < 0:
+                occ[idx] = -1
+                occ[to] = k
+                pos[k] = to
+                moved[k] = True
+                self.moves += 1
+            else:
+                moved[k] = False
+                self.blocked_moves += 1
+        self.cycles += 1
+        if self.oracle is not None:
+            self.replaced += self.oracle.after_cycle(agents, rand)
+        if t.is_level():
+            if self.cycles_to_level is None:
+                self.cycles_to_level = self.cycles
+            return True
+        return False
+
+    def run(self, max_cycles=None):
+        """Cycles until the level condition or ``max_cycles`` (default: the setting); returns
+        :meth:`metrics`."""
+        limit = self.cfg["max_cycles"] if max_cycles is None else int(max_cycles)
+        if self.cycles_to_level is None:
+            cycle = self.cycle
+            while self.cycles < limit:
+                if cycle():
+                    break
+        return self.metrics()
+
+    # ------------------------------------------------------------ results
+    @property
+    def carried_units(self):
+        return sum(1 for c in self.carrying if c)
+
+    def volume_error(self):
+        """Terrain units + carried units - initial units (exactly 0 when volume is conserved)."""
+        t = self.terrain
+        return t.volume + self.carried_units - t.initial_volume
+
+    def metrics(self):
+        t = self.terrain
+        final = t.stats()
+        out = {
+            "algorithm": self.algorithm, "seed": self.seed, "rows": t.rows, "cols": t.cols,
+            "agents": len(self.agents), "level_condition": t.condition, "epsilon_units": t.eps,
+            "level_reached": self.cycles_to_level is not None, "cycles_to_level": self.cycles_to_level,
+            "cycles": self.cycles, "units_moved": self.pickups, "pickups": self.pickups,
+            "deposits": self.deposits, "moves": self.moves, "blocked_moves": self.blocked_moves,
+            "refused_ops": self.refused_ops,
+            "agent_actions": self.pickups + self.deposits + self.moves + self.blocked_moves,
+            "carried_units": self.carried_units, "volume_error": self.volume_error(),
+            "chromosomes_replaced": self.replaced,
+            "bad_inputs": sum(a.bad_inputs for a in self.agents),
+        }
+        for key, value in self.initial_stats.items():
+            out["initial_" + key] = value
+        for key, value in final.items():
+            out["final_" + key] = value
+        return out
+
+
+def run_level_grid(config=None, seed=0, heights=None):
+    """One seeded run; returns its metrics (:meth:`LevelingGrid.metrics`)."""
+    return LevelingGrid(config, seed, heights).run()

@@ -1,0 +1,321 @@
+"""Memetic leveling (Cook thesis 4.2.3, Alg. 3 MA1 and Alg. 4 MA2; pure, MicroPython).
+
+A chromosome is a list of 20 genes, each 0..9: 0-7 move one cell in that direction
+(:mod:`onboard.leveling.grid`), 8 pick up, 9 deposit. It is valid when pick-ups and deposits
+alternate starting with a pick-up and there are as many of each (thesis: "pick-up actions must always
+come before deposit actions, and there must be an equal number"; with a capacity of one unit this is
+alternation).
+
+An agent executes one gene per step (one step per cycle). Actions fail silently: a pick-up happens only
+when the agent carries nothing and its cell is above alpha, a deposit only when it carries a unit and its
+cell is below alpha (the memetic algorithm's local heuristic); a blocked move leaves it in place. alpha is
+the mean of the FIFO of the last ``memory`` sensed heights, sampled with probability ``rho_sense`` on the
+step after each move gene (as Alg. 1 senses after each move; reading aid A9).
+
+Fitness (thesis 4.2.3): f = n_changes / (pickups_total + deposits_total), the totals counting every
+pick-up and deposit gene executed (failed ones too), n_changes the positive ones: a pick-up that removes
+material above alpha, a deposit below alpha with |h_deposit - h_pickup| > 1 (heights after each
+operation, h_pickup of the agent's last pick-up; ``deposit_heights = "before"`` compares them before).
+f = 0 with no pick-up or deposit gene.
+
+Variants (``variant``):
+
+- ``ma1`` (Alg. 3): one chromosome per agent, executed ``executions`` (5) times per evaluation; then the
+  external oracle (:class:`Ma1Oracle`, its selection injectable) keeps the fittest agent's chromosome and
+  gives every other agent a new random valid one;
+- ``ma2`` (Alg. 4): ``pool`` (5) chromosomes per agent, each executed once in turn; after the pool,
+  the oracle (:class:`Ma2Oracle`) replaces those with fitness below ``keep_threshold`` (1.0).
+
+The world applies what :meth:`MemeticAgent.step` intends and calls ``oracle.after_cycle(agents, rand)``
+after every cycle. New chromosomes are drawn by :func:`random_chromosome` (constructive: m pairs with m
+uniform in 1..``max_pairs``, their 2m positions drawn without replacement and sorted, pick-up first, the
+other genes random moves), so none is invalid.
+
+Draws, in this order: a new chromosome draws m, then one per pair position (partial Fisher-Yates), then one
+per move gene in gene order; the first step and every step after a move gene draw one for the sampling;
+genes draw nothing else.
+"""
+from onboard.core.settings import checked, int_at_least, one_of, within
+from onboard.leveling.grid import (DEPOSIT, IDLE, NO_OP, NORTH, N_DIRECTIONS, PICK_UP, STAY, HeightMemory,
+                                   height_ok, random_direction)
+
+VARIANTS = ("ma1", "ma2")
+
+DEFAULTS = {
+    "variant": "ma1",             # ma1 (Alg. 3) | ma2 (Alg. 4)
+    "genes": 20,                  # chromosome length
+    "max_pairs": 10,              # a new chromosome holds 1..max_pairs pick-up/deposit pairs
+    "executions": 5,              # MA1: runs of the chromosome per evaluation
+    "pool": 5,                    # MA2: chromosomes per agent
+    "keep_threshold": 1.0,        # MA2: chromosomes with fitness below this are replaced
+    "rho_sense": 0.01,            # probability of storing the sensed height after a move gene (as Alg. 1)
+    "memory": 8,                  # FIFO length (heights)
+    # a deposit is positive when |h_deposit - h_pickup| > 1 with the heights "after" each operation (thesis
+    # 4.2.3 as written) or "before" them (then it is exactly a unit move that lowers the sum of squared
+    # heights); it only counts in the fitness
+    "deposit_heights": "after",
+}
+SETTING_RANGES = {
+    "variant": one_of(*VARIANTS),
+    "genes": int_at_least(2),
+    "max_pairs": int_at_least(1),
+    "executions": int_at_least(1),
+    "pool": int_at_least(1),
+    "keep_threshold": within(0.0, 1.0),
+    "rho_sense": within(0.0, 1.0),
+    "memory": int_at_least(1),
+    "deposit_heights": one_of("after", "before"),
+    ("max_pairs", "genes"): ("pairs that fit the chromosome (2 * max_pairs <= genes)",
+                             lambda pairs, genes: 2 * pairs <= genes),
+}
+
+
+class ChromosomeError(ValueError):
+    """A chromosome that breaks the thesis's rules (length, genes 0..9, pick-ups and deposits alternating)."""
+
+
+def chromosome_problem(chromosome, genes=20):
+    """Why ``chromosome`` is invalid (one line), or None when it is valid."""
+    if not isinstance(chromosome, (list, tuple)) or len(chromosome) != genes:
+        return "a chromosome must be a list of %d genes, got %r" % (genes, chromosome)
+    carrying = False
+    for i in range(genes):
+        g = chromosome[i]
+        if not isinstance(g, int) or isinstance(g, bool) or g < 0 or g > DEPOSIT:
+            return "gene %d must be an integer 0..9, got %r" % (i, g)
+        if g == PICK_UP:
+            if carrying:
+                return "gene %d: two pick-ups without a deposit between them" % i
+            carrying = True
+        elif g == DEPOSIT:
+            if not carrying:
+                return "gene %d: a deposit before its pick-up" % i
+            carrying = False
+    if carrying:
+        return "the last pick-up has no deposit"
+    return None
+
+
+def is_valid(chromosome, genes=20):
+    return chromosome_problem(chromosome, genes) is None
+
+
+def random_chromosome(rand, genes=20, max_pairs=10):
+    """A random valid chromosome (constructive, see the module docstring for the draws)."""
+    m = 1 + int(rand.random() * max_pairs)
+    if m > max_pairs:
+        m = max_pairs
+    slots = list(range(genes))
+    for i in range(2 * m):
+        j = i + int(rand.random() * (genes - i))
+        if j >= genes:
+            j = genes - 1
+        slots[i], slots[j] = slots[j], slots[i]
+    ops = sorted(slots[:2 * m])
+    chromosome = [-1] * genes
+    for t in range(2 * m):
+        chromosome[ops[t]] = PICK_UP if t % 2 == 0 else DEPOSIT
+    for p in range(genes):
+        if chromosome[p] < 0:
+            chromosome[p] = random_direction(rand)
+    return chromosome
+
+
+def fitness(positives, attempts):
+    """f = n_changes / (pickups_total + deposits_total) (thesis 4.2.3); 0 when nothing was attempted."""
+    return positives / attempts if attempts else 0.0
+
+
+class MemeticAgent:
+    """One agent of MA1/MA2 (see the module docstring). ``pool``: its chromosomes (validated), or None to
+    draw them from ``rand``. After each complete round (every chromosome of the pool executed
+    ``executions`` times) ``round_ready`` is True and ``round_fitness`` holds each chromosome's fitness,
+    for the oracle; the agent goes on with the next round meanwhile."""
+
+    def __init__(self, config=None, rand=None, pool=None, heading=NORTH):
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "MemeticAgent")
+        self.cfg = cfg
+        self.genes = cfg["genes"]
+        self.max_pairs = cfg["max_pairs"]
+        ma1 = cfg["variant"] == "ma1"
+        self.executions = cfg["executions"] if ma1 else 1
+        size = 1 if ma1 else cfg["pool"]
+        self.rho_sense = float(cfg["rho_sense"])
+        self.memory = HeightMemory(cfg["memory"])
+        if not isinstance(heading, int) or isinstance(heading, bool) or not 0 <= heading < N_DIRECTIONS:
+            raise ValueError("heading must be a direction 0..7, got %r" % (heading,))
+        self.heading = heading
+        if pool is None:
+            if rand is None:
+                raise ValueError("MemeticAgent needs its chromosomes or a random source to draw them")
+            pool = [random_chromosome(rand, self.genes, self.max_pairs) for _ in range(size)]
+        if len(pool) != size:
+            raise ChromosomeError("a %s agent holds %d chromosome(s), got %d" % (cfg["variant"], size, len(pool)))
+        self.pool = []
+        for c in pool:
+            self.pool.append(self._checked(c))
+        self.slot = 0                 # chromosome being executed
+        self.gene = 0                 # next gene of it
+        self.runs = 0                 # complete executions of it so far
+        self.positives = 0
+        self.attempts = 0
+        self.round_fitness = [0.0] * size
+        self.round_ready = False
+        self._pick_h = None           # the last pick-up's cell height (units; after it, or before)
+        self._shift = 1 if cfg["deposit_heights"] == "after" else 0
+        self._sense_next = True
+        self._last_move = STAY
+        self.steps = 0
+        self.samples = 0
+        self.replaced = 0
+        self.bad_inputs = 0
+
+    def _checked(self, chromosome):
+        problem = chromosome_problem(chromosome, self.genes)
+        if problem:
+            raise ChromosomeError(problem)
+        return list(chromosome)
+
+    @property
+    def alpha(self):
+        return self.memory.mean()
+
+    @property
+    def chromosome(self):
+        return self.pool[self.slot]
+
+    def replace(self, slot, chromosome):
+        """The oracle hands the agent a new chromosome for ``slot`` (validated). Replacing the one being
+        executed restarts it with fresh counters."""
+        self.pool[slot] = self._checked(chromosome)
+        self.replaced += 1
+        if slot == self.slot:
+            self.gene = 0
+            self.runs = 0
+            self.positives = 0
+            self.attempts = 0
+
+    def step(self, height, carrying, moved, rand):
+        """Execute one gene: returns the intended ``(op, move)``."""
+        if (type(height) is not int or height < 0) and not height_ok(height):
+            self.bad_inputs += 1
+            return IDLE
+        if moved and self._last_move != STAY:
+            self.heading = self._last_move
+        self._last_move = STAY
+        self.steps += 1
+        if self._sense_next and rand.random() < self.rho_sense:
+            self.memory.push(height)
+            self.samples += 1
+        chromosome = self.pool[self.slot]
+        g = chromosome[self.gene]
+        op = NO_OP
+        move = STAY
+        if g < N_DIRECTIONS:
+            move = g
+            self._sense_next = True
+        else:
+            self._sense_next = False
+            self.attempts += 1
+            if g == PICK_UP:
+                if not carrying and self.memory.above(height):
+                    op = PICK_UP
+                    self.positives += 1
+                    self._pick_h = height - self._shift
+            elif carrying and self.memory.below(height):
+                op = DEPOSIT
+                p = self._pick_h
+                if p is not None and abs(height + self._shift - p) > 1:
+                    self.positives += 1
+        self.gene += 1
+        if self.gene == len(chromosome):
+            self.gene = 0
+            self.runs += 1
+            if self.runs == self.executions:
+                self.round_fitness[self.slot] = fitness(self.positives, self.attempts)
+                self.runs = 0
+                self.positives = 0
+                self.attempts = 0
+                self.slot += 1
+                if self.slot == len(self.pool):
+                    self.slot = 0
+                    self.round_ready = True
+        self._last_move = move
+        return op, move
+
+
+def fittest_index(fitnesses):
+    """The index of the highest fitness (the first one on a tie)."""
+    best = 0
+    for i in range(1, len(fitnesses)):
+        if fitnesses[i] > fitnesses[best]:
+            best = i
+    return best
+
+
+class Ma1Oracle:
+    """Alg. 3's agent external to the swarm: once every agent has run its chromosome ``executions``
+    times, ``select(fitnesses) -> index`` (default :func:`fittest_index`) picks the agent that keeps its
+    chromosome; every other agent gets a new random valid one."""
+
+    def __init__(self, config=None, select=None):
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "Ma1Oracle")
+        self.genes = cfg["genes"]
+        self.max_pairs = cfg["max_pairs"]
+        self.select = select or fittest_index
+        self.evaluations = 0
+        self.replaced = 0
+        self.best_fitness = []        # the kept chromosome's fitness at each evaluation
+
+    def after_cycle(self, agents, rand):
+        """Called by the world after every cycle; returns the number of chromosomes replaced."""
+        for a in agents:
+            if not a.round_ready:
+                return 0
+        fits = [a.round_fitness[0] for a in agents]
+        best = self.select(fits)
+        if not isinstance(best, int) or not 0 <= best < len(agents):
+            raise ValueError("the MA1 selection returned %r, not an agent index" % (best,))
+        self.evaluations += 1
+        self.best_fitness.append(fits[best])
+        n = 0
+        for i in range(len(agents)):
+            agents[i].round_ready = False
+            if i != best:
+                agents[i].replace(0, random_chromosome(rand, self.genes, self.max_pairs))
+                n += 1
+        self.replaced += n
+        return n
+
+
+class Ma2Oracle:
+    """Alg. 4's agent external to the swarm: after an agent has run each chromosome of its pool once,
+    every chromosome with fitness below ``keep_threshold`` gets replaced by a new random valid one."""
+
+    def __init__(self, config=None):
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "Ma2Oracle")
+        self.genes = cfg["genes"]
+        self.max_pairs = cfg["max_pairs"]
+        self.keep_threshold = float(cfg["keep_threshold"])
+        self.evaluations = 0
+        self.replaced = 0
+
+    def after_cycle(self, agents, rand):
+        n = 0
+        for a in agents:
+            if not a.round_ready:
+                continue
+            a.round_ready = False
+            self.evaluations += 1
+            for slot in range(len(a.pool)):
+                if a.round_fitness[slot] < self.keep_threshold:
+                    a.replace(slot, random_chromosome(rand, self.genes, self.max_pairs))
+                    n += 1
+        self.replaced += n
+        return n
+
+
+def make_oracle(config=None, select=None):
+    """The oracle of the configured variant (``select`` only for MA1)."""
+    cfg = checked(DEFAULTS, SETTING_RANGES, config, "memetic oracle")
+    return Ma1Oracle(cfg, select) if cfg["variant"] == "ma1" else Ma2Oracle(cfg)
