@@ -12,10 +12,14 @@ from onboard.estimators.boat_ekf import BoatEkf
 from onboard.vessel.samples import HeadingSample, PositionSample, ThrustSample, YawRateSample
 
 
-def ekf_states(log, ekf=None, params=None):
+def ekf_states(log, ekf=None, params=None, on_row=None, fixes=None):
     """(rows, 6) EKF states at every row of ``log`` (model slots); ``ekf``: BoatEkf settings, ``params``:
-    nine constants overriding its model (e.g. the previous fit, for the paper's EKF -> fit alternation).
-    Also returns the filter's counters: (states, counters)."""
+    nine constants overriding its model (e.g. the previous fit, for the paper's EKF -> fit alternation);
+    ``on_row(i, filter)``: called after row i's state is recorded, before the filter predicts to row
+    i + 1 (it may change ``filter.params``: the online fit of ``vessel_rls``); ``fixes``: a list that gets
+    (row, fused, NIS) of every GNSS fix the running filter was given (NIS NaN unless fused by an update;
+    not fused: gated, or starting/restarting the filter). Also returns the filter's counters:
+    (states, counters)."""
     cfg = dict(ekf or {})
     if params is not None:
         cfg["model"] = {"c%d" % (i + 1): float(v) for i, v in enumerate(params)}
@@ -32,13 +36,20 @@ def ekf_states(log, ekf=None, params=None):
             if np.isfinite(yaw[i]):
                 f.update_heading(HeadingSample(t, float(yaw[i])))
             if np.isfinite(north[i]) and np.isfinite(east[i]):
-                f.update_position(PositionSample(t, (float(north[i]), float(east[i]))))
+                was_running = f.initialized
+                updates = f.updates
+                fused = f.update_position(PositionSample(t, (float(north[i]), float(east[i]))))
+                if fixes is not None and was_running:
+                    by_update = fused and f.updates > updates
+                    fixes.append((i, by_update, f.last_nis if by_update else float("nan")))
             if f.initialized and np.isfinite(rate[i]):
                 f.update_yaw_rate(YawRateSample(t, float(rate[i])))
         except EstimatorInputError:
             pass
         if f.initialized:
             states[i] = f.x
+        if on_row is not None:
+            on_row(i, f)
         if i + 1 < n:
             try:
                 f.predict(ThrustSample(int(t_us[i + 1]), float(t_l[i]), float(t_r[i])))

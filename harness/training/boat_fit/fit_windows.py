@@ -10,7 +10,8 @@ paper has none).
 Arrays (W windows, L rows): ``start`` (W,) row of the seed fix, ``thrust_n`` (W, L, 2) thrusts applied
 over each row's interval, ``dt_s`` (W, L) the interval lengths, ``target_ne_m`` (W, L, 2) withheld fixes
 (NaN where none), ``mask`` (W, L) True at a withheld fix, ``seed_ne_m`` (W, 2) the kept fixes,
-``t0_s`` (W,) the seed times.
+``t0_s`` (W,) the seed times, ``target_yaw_rad`` (W, L) the logged headings and ``yaw_mask`` (W, L) where
+they are (row 0 excluded) for the optional heading term of ``vessel_fit.loss_and_grad``.
 """
 import numpy as np
 
@@ -46,11 +47,15 @@ def make_windows(log, window_s=5.0):
     mask = has_fix[idx].copy()
     mask[:, 0] = False
     target[~mask] = np.nan
+    yaw = np.asarray(log["yaw_rad"], float)[idx]
+    yaw_mask = np.isfinite(yaw)
+    yaw_mask[:, 0] = False
     seed_ne = np.stack([np.asarray(log["gnss_north_m"], float)[start], np.asarray(log["gnss_east_m"], float)[start]],
                        axis=-1)
     kept = len(start)
     withheld = int(mask.sum())
     return {"start": start, "thrust_n": thrust, "dt_s": dt[idx], "target_ne_m": target, "mask": mask,
+            "target_yaw_rad": yaw, "yaw_mask": yaw_mask,
             "seed_ne_m": seed_ne, "t0_s": t[start], "rows": rows, "window_s": float(window_s),
             "withheld_fraction": withheld / float(withheld + kept) if kept else 0.0}
 

@@ -140,9 +140,12 @@ def _step_with_sensitivities(X, S, t_l, t_r, dt, c):
 
 
 def loss_and_grad(c, seeds, windows, fit_idx=None, gn_diagonal=False, gn_matrix=False):
-    """(MSE m^2, dMSE/dc over ``fit_idx`` (default all nine)) of the rollouts against the withheld fixes;
-    with ``gn_diagonal`` also the Gauss-Newton diagonal 2/N sum (dp/dc)^2 (the curvature scale per
-    constant), with ``gn_matrix`` instead the whole Gauss-Newton matrix 2/N sum (dp/dc)^T (dp/dc)."""
+    """(objective, d objective/dc over ``fit_idx`` (default all nine)): the MSE (m^2) of the rollouts
+    against the withheld fixes, plus, when ``windows`` carries ``heading_weight`` w > 0 (m^2/rad^2), w times
+    the mean squared (wrapped) yaw error against the logged headings ``target_yaw_rad`` where ``yaw_mask``
+    (an addition of ours: the paper's loss is the position MSE alone). With ``gn_diagonal`` also the
+    Gauss-Newton diagonal (the curvature scale per constant), with ``gn_matrix`` instead the whole
+    Gauss-Newton matrix, 2/N sum J^T J over the residuals (weights included)."""
     fit_idx = list(range(N_PARAM)) if fit_idx is None else list(fit_idx)
     c = [float(v) for v in c]
     thrust, dt, mask = windows["thrust_n"], windows["dt_s"], windows["mask"]
@@ -154,19 +157,26 @@ def loss_and_grad(c, seeds, windows, fit_idx=None, gn_diagonal=False, gn_matrix=
     target_e = windows["target_ne_m"][:, :, 1].T
     rows = thrust.shape[1]
     n_targets = int(mask.sum())
+    yaw = None
+    w = float(windows.get("heading_weight", 0.0) or 0.0)
+    if w > 0 and "yaw_mask" in windows and windows["yaw_mask"].any():
+        yaw = (w, windows["yaw_mask"].T, windows["target_yaw_rad"].T, int(windows["yaw_mask"].sum()))
     with np.errstate(over="ignore", invalid="ignore"):
         return _loss_and_grad(c, seeds, t_l, t_r, dt_t, mask_t, target_n, target_e, rows, n_targets, fit_idx,
-                              gn_diagonal, gn_matrix)
+                              gn_diagonal, gn_matrix, yaw)
 
 
 def _loss_and_grad(c, seeds, t_l, t_r, dt_t, mask_t, target_n, target_e, rows, n_targets, fit_idx, gn_diagonal,
-                   gn_matrix):
+                   gn_matrix, yaw=None):
     X = np.array(seeds, dtype=float).T.copy()
     S = np.zeros((N_STATE, N_PARAM, X.shape[1]))
     total = 0.0
     grad = np.zeros(N_PARAM)
     diag = np.zeros(N_PARAM)
     gn = np.zeros((N_PARAM, N_PARAM))
+    if yaw is not None:
+        w_yaw, yaw_mask_t, target_yaw, n_yaw = yaw
+        a = w_yaw * n_targets / float(n_yaw)          # per-yaw-residual weight in units of the position sum
     for k in range(rows - 1):
         X, S = _step_with_sensitivities(X, S, t_l[k], t_r[k], dt_t[k], c)
         m = mask_t[k + 1]
@@ -180,6 +190,17 @@ def _loss_and_grad(c, seeds, t_l, t_r, dt_t, mask_t, target_n, target_e, rows, n
                 diag += 2.0 * ((s_n * s_n).sum(axis=1) + (s_e * s_e).sum(axis=1))
             if gn_matrix:
                 gn += 2.0 * (s_n @ s_n.T + s_e @ s_e.T)
+        if yaw is not None:
+            my = yaw_mask_t[k + 1]
+            if my.any():
+                res_y = np.mod(X[YAW, my] - target_yaw[k + 1, my] + math.pi, 2.0 * math.pi) - math.pi
+                s_y = S[YAW][:, my]
+                total += a * float(res_y @ res_y)
+                grad += 2.0 * a * (s_y @ res_y)
+                if gn_diagonal:
+                    diag += 2.0 * a * (s_y * s_y).sum(axis=1)
+                if gn_matrix:
+                    gn += 2.0 * a * (s_y @ s_y.T)
     if gn_matrix:
         return total / n_targets, grad[fit_idx] / n_targets, gn[np.ix_(fit_idx, fit_idx)] / n_targets
     if gn_diagonal:
@@ -188,7 +209,7 @@ def _loss_and_grad(c, seeds, t_l, t_r, dt_t, mask_t, target_n, target_e, rows, n
 
 
 def loss(c, seeds, windows):
-    """The MSE (m^2) alone, without sensitivities."""
+    """The position MSE (m^2) alone (no heading term), without sensitivities."""
     states = rollout(c, seeds, windows)
     res = states[..., (NORTH, EAST)] - windows["target_ne_m"]
     m = windows["mask"]

@@ -1,0 +1,125 @@
+"""Boat benchmark (RobotX AAVS reproduction): the truth simulator's speed and the model fit's wall time on a
+1 h log (the paper's data: one hour of lake driving, 720 windows of 5 s).
+
+Side by side in one run:
+
+- truth simulator (``harness.sim.wamv``, 100 Hz, the driving pattern, GNSS/heading/gyro sampled): simulated
+  seconds per wall second in "paper" mode (robotx eqs. 1-6) and "rich" mode (RK4, added mass, wind, waves);
+- the outboards on ptys (``harness.sim.wamv_thrusters.lag_experiment``: the boat's VESC driver at 10 Hz over
+  pyserial, two simulated controllers, 100 Hz motor steps): simulated seconds per wall second;
+- the boat EKF over the whole log (the fit's seeds: ``ekf_seeds.ekf_states``): rows per wall second;
+- one L-BFGS-B fit (``vessel_fit.fit_lbfgsb``) from the VRX priors over the train windows (80 %, the
+  paper-mode log's true states as seeds, so the figure is the optimiser's alone): wall time, loss
+  evaluations, ms per evaluation; goal <= 60 s;
+- the same fit's loss evaluation with the windows split over 2 threads (NumPy releases the GIL in its
+  array loops): the speed-up on this machine's cores.
+
+``--duration`` shortens the log (default 3600 s). Writes bench/results/boat.json.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from harness.sim.wamv_runs import simulate_log  # noqa: E402
+from harness.sim.wamv_thrusters import lag_experiment  # noqa: E402
+from harness.training.boat_fit import vessel_fit as vf  # noqa: E402
+from harness.training.boat_fit.ekf_seeds import ekf_states  # noqa: E402
+from harness.training.boat_fit.fit_windows import make_windows, seeds_at, select, time_split  # noqa: E402
+from onboard.vessel import model as vm  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "boat.json")
+TRUTH = {"c1": 380.0, "c2": 0.7, "c3": 0.2, "c4": 220.0, "c5": 0.35, "c6": 0.3, "c7": 0.5, "c8": 0.3, "c9": -0.01}
+FIT_GOAL_S = 60.0
+SIM_GOAL = 100.0
+
+
+def timed(fn, *args, **kw):
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    out = fn(*args, **kw)
+    return out, time.perf_counter() - t0, time.process_time() - c0
+
+
+def split_loss(pool, parts):
+    """loss_and_grad over window subsets in threads, combined by their target counts."""
+    def run(c):
+        res = list(pool.map(lambda p: vf.loss_and_grad(c, p[0], p[1]), parts))
+        n = [int(p[1]["mask"].sum()) for p in parts]
+        tot = float(sum(n))
+        return (sum(r[0] * k for r, k in zip(res, n)) / tot, sum(r[1] * k for r, k in zip(res, n)) / tot)
+    return run
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=float, default=3600.0, help="log length, simulated s (default 3600)")
+    args = ap.parse_args(argv)
+    dur = args.duration
+    calm = {"outlier_prob": 0.0, "dropout_prob": 0.0, "sigma_m": 0.1}
+    paper_log, paper_wall, paper_cpu = timed(simulate_log, 1, dur, wamv={"mode": "paper", "paper": TRUTH}, gnss=calm)
+    rich_dur = min(dur, 600.0)
+    _, rich_wall, rich_cpu = timed(simulate_log, 1, rich_dur)
+    rows = len(paper_log["time_s"])
+    _, pty_wall, pty_cpu = timed(lag_experiment, 0.2, seed=1, duration_s=120.0)
+    (_, counters), ekf_wall, ekf_cpu = timed(ekf_states, paper_log, ekf={"gnss_sigma_m": 0.1},
+                                             params=vm.params_from(TRUTH))
+    w = make_windows(paper_log)
+    train, _test = time_split(w, 0.2)
+    seeds = seeds_at(paper_log["truth"], train)
+    fit, fit_wall, fit_cpu = timed(vf.fit_lbfgsb, vm.params_from(), seeds, train)
+    rel = vf.relative_errors(fit["params"], vm.params_from(TRUTH))
+    # one loss evaluation: whole vs split over 2 threads
+    c = np.array(vm.params_from())
+    _, one_wall, _ = timed(vf.loss_and_grad, c, seeds, train)
+    half = len(train["start"]) // 2
+    parts = [(seeds[:half], select(train, np.arange(half))), (seeds[half:], select(train, np.arange(half, len(seeds))))]
+    with ThreadPoolExecutor(2) as pool:
+        run = split_loss(pool, parts)
+        (f2, g2), two_wall, _ = timed(run, c)
+    f1, g1 = vf.loss_and_grad(c, seeds, train)
+    assert abs(f2 - f1) <= 1e-9 * abs(f1) and np.allclose(g1, g2, rtol=1e-9)
+    out = {
+        "log_duration_s": dur, "log_rows": rows, "windows": int(len(w["start"])), "train_windows": int(len(seeds)),
+        "truth_sim": {
+            "paper": {"sim_s": dur, "wall_s": paper_wall, "cpu_s": paper_cpu, "sim_s_per_wall_s": dur / paper_wall},
+            "rich": {"sim_s": rich_dur, "wall_s": rich_wall, "cpu_s": rich_cpu, "sim_s_per_wall_s": rich_dur / rich_wall},
+            "goal_sim_s_per_wall_s": SIM_GOAL,
+        },
+        "outboards_on_ptys": {"sim_s": 120.0, "wall_s": pty_wall, "cpu_s": pty_cpu, "sim_s_per_wall_s": 120.0 / pty_wall},
+        "ekf_seeds": {"wall_s": ekf_wall, "cpu_s": ekf_cpu, "rows_per_wall_s": rows / ekf_wall,
+                      "rejected": counters["rejected"]},
+        "fit_lbfgsb": {"wall_s": fit_wall, "cpu_s": fit_cpu, "evals": fit["evals"], "ms_per_eval": 1e3 * fit_wall / fit["evals"],
+                       "loss_m2": fit["loss"], "relative_errors": rel, "goal_s": FIT_GOAL_S,
+                       "wall_over_goal": fit_wall / FIT_GOAL_S},
+        "loss_eval_threads": {"one_thread_s": one_wall, "two_threads_s": two_wall, "speedup": one_wall / two_wall},
+        "fit_plus_ekf_wall_s": fit_wall + ekf_wall,
+        "cpu_count": os.cpu_count(),
+    }
+    print("%-34s %12s %10s %10s" % ("what", "wall s", "cpu s", "ratio"))
+    print("%-34s %12.2f %10.2f %9.1fx" % ("truth sim, paper mode (%g s)" % dur, paper_wall, paper_cpu, dur / paper_wall))
+    print("%-34s %12.2f %10.2f %9.1fx" % ("truth sim, rich mode (%g s)" % rich_dur, rich_wall, rich_cpu,
+                                         rich_dur / rich_wall))
+    print("%-34s %12.2f %10.2f %9.1fx" % ("outboards on ptys + driver (120 s)", pty_wall, pty_cpu, 120.0 / pty_wall))
+    print("%-34s %12.2f %10.2f %9.0f rows/s" % ("boat EKF over the log (%d rows)" % rows, ekf_wall, ekf_cpu,
+                                                rows / ekf_wall))
+    print("%-34s %12.2f %10.2f %9.2f of goal" % ("L-BFGS-B fit (%d windows, %d evals)" % (len(seeds), fit["evals"]),
+                                                fit_wall, fit_cpu, fit_wall / FIT_GOAL_S))
+    print("%-34s %12.3f %10s %9.2fx" % ("one loss eval, 2 threads vs 1", two_wall, "", one_wall / two_wall))
+    print("fit recovered: " + ", ".join("%s %.1f%%" % (k, 100 * v) for k, v in rel.items()))
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w") as fh:
+        json.dump(out, fh, indent=2)
+        fh.write("\n")
+    print("wrote", RESULTS)
+
+
+if __name__ == "__main__":
+    main()
