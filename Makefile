@@ -22,11 +22,12 @@ APT_PACKAGES := python3-venv python3-dev build-essential pkg-config $(NODE_APT) 
 help:
 	@echo "make run    - set up, then run the default scenario ($(SCENARIO)) into $(OUT)/"
 	@echo "make test   - set up, then run the whole test suite"
-	@echo "make setup  - set up only (Debian packages, .venv, node packages, Cython build)"
+	@echo "make setup  - set up only (Debian packages, .venv with the project installed: harness,"
+	@echo "              onboard-deploy, onboard-rpi, onboard-crazyflie commands; node packages, Cython build)"
 	@echo "make bench  - run the benchmarks in bench/ (writes bench/results/*.json)"
 	@echo "make firmware - build the AVR firmware (Uno + 32U4) and the simavr bridge, print flash/RAM"
 
-setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/node $(STAMPS)/cython $(STAMPS)/firmware
+setup: $(STAMPS)/apt $(STAMPS)/venv $(STAMPS)/install $(STAMPS)/node $(STAMPS)/cython $(STAMPS)/firmware
 
 $(STAMPS)/apt: Makefile scripts/ensure_apt.sh
 	@mkdir -p $(STAMPS)
@@ -37,6 +38,12 @@ $(STAMPS)/venv: requirements.lock | $(STAMPS)/apt
 	@mkdir -p $(STAMPS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
+	@touch $@
+
+# the project itself, editable, with its console scripts (harness, onboard-deploy, onboard-rpi,
+# onboard-crazyflie) in .venv/bin: they work from any folder
+$(STAMPS)/install: pyproject.toml $(STAMPS)/venv
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
 	@touch $@
 
 $(STAMPS)/node: package.json package-lock.json | $(STAMPS)/apt

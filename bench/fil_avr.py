@@ -61,9 +61,10 @@ def mission_speed(board):
     mod = load("fil-avr")
     cfg = copy.deepcopy(mod.DEFAULTS)
     cfg["board"] = board
-    m = mod.run(cfg, RunContext(1))
-    return {"success": m["success"], "sim_s": m["sim_time_s"], "wall_s": m["wall_time_s"],
-            "sim_to_wall": m["sim_to_wall"], "path_error_rms_m": m["path_error_rms_m"]}
+    ctx = RunContext(1)
+    m = mod.run(cfg, ctx)
+    return {"success": m["success"], "sim_s": m["sim_time_s"], "wall_s": ctx.timings["wall_time_s"],
+            "sim_to_wall": ctx.timings["sim_to_wall"], "path_error_rms_m": m["path_error_rms_m"]}
 
 
 def round_trips(board):

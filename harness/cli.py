@@ -1,4 +1,5 @@
-"""Command line of the harness: ``python -m harness {run,list,...} --help``."""
+"""Command line of the harness: ``python -m harness {run,list,settings,...} --help`` (also the ``harness``
+console script of the installed project)."""
 import argparse
 import importlib
 import json
@@ -6,11 +7,12 @@ import os
 import sys
 
 from harness import scenarios
-from harness.config import ConfigError, load_file, merge, parse_set
+from harness.config import ConfigError, load_file, non_negative_int, parse_set
 from onboard.deploy.build import DeployError
 
 EXIT_BAD_INPUT = 2
 EXIT_DEPLOY = 4
+EXIT_INTERRUPTED = 130          # Ctrl-C (128 + SIGINT), as a shell reports it
 
 # Modules adding their own subcommands: each defines add_parser(subparsers), whose
 # parser sets ``func`` (args -> exit code). One line per tool, listed explicitly.
@@ -20,7 +22,34 @@ COMMAND_MODULES = [
     "harness.replay",
     "harness.conformance",
     "harness.training.policy_cli",
+    "harness.training.boat_fit.fit_cli",
+    "harness.sweep_cli",
+    "harness.scenarios.leveling.level_sweep",
 ]
+
+RUN_EXAMPLES = """examples:
+  python -m harness run waypoints --reduced                   # a quick run: a few seconds
+  python -m harness run waypoints --seed 3 --out reports/wp3
+  python -m harness run waypoints --set aiding.pos_sigma_m=0.2
+  python -m harness run uwb-ranging --set "n_nodes=[2, 4]"
+  python -m harness settings waypoints                        # every KEY of --set: default, range
+"""
+
+
+HARNESS_EXAMPLES = """examples:
+  python -m harness list                                # the scenarios, one line each
+  python -m harness run waypoints                       # the default run: within a minute
+  python -m harness run waypoints --reduced             # a quick run: a few seconds
+  python -m harness settings waypoints                  # its settings: defaults and ranges
+  python -m harness run --help                          # seeds, settings, the report folder
+"""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument error is one line on stderr (``prog: error: ...; see prog --help``), exit status 2."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, "%s: error: %s (see `%s --help`)\n" % (self.prog, message, self.prog))
 
 
 def _resolve_scenario(arg):
@@ -38,27 +67,39 @@ def _resolve_scenario(arg):
     return arg, {}
 
 
-def cmd_run(args):
+def open_report(out_dir, name, seed, config):
+    """The run's report folder (created with its parents); ConfigError (one line) when it cannot be."""
     from harness.report import RunReport
+    try:
+        return RunReport(out_dir, name, seed, config)
+    except OSError as exc:
+        raise ConfigError("cannot write the report folder %s: %s" % (out_dir, exc.strerror or exc))
+
+
+def cmd_run(args):
     from harness.scenarios.context import RunContext
 
-    name, overrides = _resolve_scenario(args.scenario)
-    module = scenarios.load(name)
-    config = merge(module.DEFAULTS, overrides)
+    name, file_overrides = _resolve_scenario(args.scenario)
+    layers = [file_overrides]
     if args.config:
-        config = merge(config, load_file(args.config))
+        layers.append(load_file(args.config))
     if args.set:
-        config = merge(config, parse_set(args.set))
+        layers.append(parse_set(args.set))
+    module, config = scenarios.prepare(name, *layers, reduced=args.reduced)
     out_dir = args.out or os.path.join("reports", "%s-seed%d" % (name, args.seed))
-    report = RunReport(out_dir, name, args.seed, config)
+    report = open_report(out_dir, name, args.seed, config)
     ctx = RunContext(args.seed, report=report, show_progress=not args.quiet)
-    metrics = module.run(config, ctx)
-    path = report.finish(metrics)
+    try:
+        metrics = module.run(config, ctx)
+        scenarios.check_metrics(name, metrics)
+    except BaseException:
+        report.abandon()
+        raise
+    report.finish(metrics)
     if not args.quiet:
         print(json.dumps(metrics, indent=2, sort_keys=True))
     print("report: %s (metrics.json, %s, log.mcap)" % (out_dir, ", ".join(report.plots) or "no plots"))
-    del path
-    return 0 if metrics.get("success", True) else 3
+    return 0 if metrics["success"] else 3
 
 
 def cmd_list(args):
@@ -100,22 +141,28 @@ def cmd_settings(args):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="python -m harness",
-                                     description="Simulation harness of the onboard runtime.")
+    parser = OneLineParser(prog="python -m harness", description="Simulation harness of the onboard runtime.",
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=HARNESS_EXAMPLES)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run a scenario and write its report folder",
-                       description="Run a scenario; writes DIR/metrics.json, PNG plots and DIR/log.mcap. "
-                                   "Exit 0 on mission success, 3 on mission failure, 2 on bad input, "
-                                   "4 when deploying to a real board fails (mp-board's port: no board there, "
-                                   "not responding, wrong MicroPython, copy failed).")
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES,
+                       description="Run a scenario; writes DIR/metrics.json (outcomes), DIR/run.json (settings,\n"
+                                   "timing), PNG plots and DIR/log.mcap. Settings: the scenario's defaults, then\n"
+                                   "--reduced, the scenario file, --config and --set, all checked before it starts.\n"
+                                   "Exit 0 on mission success, 3 on mission failure, 2 on bad input, 4 when\n"
+                                   "deploying to a real board fails (mp-board's port: no board there, not\n"
+                                   "responding, wrong MicroPython, copy failed).")
     p.add_argument("scenario", help="scenario name (see `list`) or a .toml/.json scenario file")
-    p.add_argument("--seed", type=int, default=1, help="run seed; identical seeds give identical metrics "
-                                                       "(default: 1)")
+    p.add_argument("--seed", type=non_negative_int, default=1,
+                   help="run seed, an integer >= 0; identical seeds give identical metrics.json (default: 1)")
     p.add_argument("--out", metavar="DIR", help="report folder (default: reports/<scenario>-seed<N>)")
     p.add_argument("--config", metavar="FILE", help="settings overrides (.toml or .json)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
-                   help="override one setting, e.g. --set vehicle.max_speed_mps=0.5 (repeatable)")
+                   help="override one setting (repeatable; VALUE is JSON, else a string); `settings SCENARIO` "
+                        "lists every KEY")
+    p.add_argument("--reduced", action="store_true",
+                   help="a quick run of a few seconds: the scenario's REDUCED settings under --config and --set")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no metrics echo")
     p.set_defaults(func=cmd_run)
 
@@ -142,6 +189,12 @@ def main(argv=None):
     except (ConfigError, scenarios.UnknownScenario) as exc:
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_BAD_INPUT
+    except scenarios.ContractError as exc:
+        print("error (in the scenario, not your input): %s" % exc, file=sys.stderr)
+        return EXIT_BAD_INPUT
     except DeployError as exc:
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_DEPLOY
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED

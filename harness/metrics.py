@@ -1,4 +1,4 @@
-"""Outcome metrics computed from ground truth, shared by the ground-robot scenarios."""
+"""Outcome metrics computed from ground truth, shared by the scenarios."""
 import math
 
 from onboard.core.angles import wrap_pi
@@ -19,7 +19,17 @@ def path_error_m(p, polyline):
 
 
 def rms(values):
+    """Root mean square of a sequence of numbers (0.0 when empty); a NumPy array is reduced by NumPy
+    (its pairwise sum), a list in order."""
+    if hasattr(values, "dtype"):
+        import numpy as np
+        return float(np.sqrt(np.mean(values * values))) if values.size else 0.0
     return math.sqrt(sum(v * v for v in values) / len(values)) if values else 0.0
+
+
+def rms_of_squares(squares):
+    """The rms from values already squared (e.g. squared distances dx^2 + dy^2, m^2), 0.0 when empty."""
+    return math.sqrt(sum(squares) / len(squares)) if squares else 0.0
 
 
 def tracking_errors(rec, start_ne_m, waypoints_ne_m):

@@ -1,16 +1,12 @@
-"""Independent jobs in worker processes, results in job order (offline tools: dataset collection, sweeps)."""
+"""Independent jobs, results in job order: a thin call into the sweep runner (:mod:`harness.sweep_runner`),
+so every study runs on its engines (local processes, or Ray when asked)."""
+from harness.sweep_runner import map_ordered
 
 
-def ordered_map(fn, jobs, workers=1):
-    """Yield ``fn(job)`` for each of ``jobs`` in their order: in this process when ``workers`` <= 1,
-    else in up to ``workers`` forked processes (``fn`` must be a module-level function and each job
-    self-contained, e.g. seeded on its own, so the results do not depend on ``workers``)."""
-    jobs = list(jobs)
-    if workers <= 1 or len(jobs) <= 1:
-        for job in jobs:
-            yield fn(job)
-        return
-    import multiprocessing
-
-    with multiprocessing.get_context("fork").Pool(min(int(workers), len(jobs))) as pool:
-        yield from pool.imap(fn, jobs)
+def ordered_map(fn, jobs, workers=1, engine="local", address=None, runner=None):
+    """Yield ``fn(job)`` for each of ``jobs`` in their order (``harness.sweep_runner.map_ordered``): in
+    this process when ``workers`` <= 1, else up to ``workers`` at a time in worker processes, or on Ray with
+    ``engine="ray"`` (``address``: a cluster), or on an open ``runner``. ``fn`` is a module-level function
+    and each job self-contained (seeded on its own), so the results do not depend on where they run; the
+    first job that raises stops the others and its exception is raised here."""
+    yield from map_ordered(fn, [(job,) for job in jobs], workers, engine, address, runner)

@@ -21,5 +21,9 @@ class Progress:
             self._bar.update(step)
             self._last += step
 
+    def stage(self, desc):
+        """Change the bar's label (a run's next stage)."""
+        self._bar.set_description_str(desc)
+
     def close(self):
         self._bar.close()

@@ -352,18 +352,19 @@ def replay_events(events, impl=None, tolerance=0.0):
 
 
 def _plot(estimates, path):
-    import matplotlib
-    matplotlib.use("Agg")
+    """The logged and the replayed position estimates (north over east, m): the logged one wide and pale
+    under the replayed one, so that both stay visible where they agree."""
     import matplotlib.pyplot as plt
+
+    from harness.report.plots import figure, label
     logged, replayed = estimates
-    fig, ax = plt.subplots(figsize=(6, 5))
-    for rows, label, style in ((logged, "logged", "-"), (replayed, "replayed", "--")):
-        ax.plot([d["pos_ned_m"][1] for _, d in rows], [d["pos_ned_m"][0] for _, d in rows], style, label=label)
-    ax.set_title("Estimated position: logged vs replayed")
-    ax.set_xlabel("east (m)")
-    ax.set_ylabel("north (m)")
+    fig, ax = figure(size_in=(6, 5))
+    ax.plot([d["pos_ned_m"][1] for _, d in logged], [d["pos_ned_m"][0] for _, d in logged], "C0", lw=4,
+            alpha=0.35, label="logged")
+    ax.plot([d["pos_ned_m"][1] for _, d in replayed], [d["pos_ned_m"][0] for _, d in replayed], "C1--", lw=1,
+            label="replayed")
     ax.axis("equal")
-    ax.legend()
+    label(ax, "estimated position: logged vs replayed", "east (m)", "north (m)")
     fig.savefig(path, dpi=100)
     plt.close(fig)
 

@@ -11,8 +11,9 @@ The AVR firmware (``firmware/arduino``) drives the motors and streams IMU teleme
 
 ``motors`` defaults to the link itself (its ``command``/``stop``); pass a wrapper to intercept them.
 """
-from onboard.core.settings import with_defaults
-from onboard.runtime.ground_robot import DEFAULTS as GROUND_ROBOT_DEFAULTS, GroundRobotRuntime
+from onboard.core.settings import checked
+from onboard.runtime import ground_robot
+from onboard.runtime.ground_robot import GroundRobotRuntime
 from onboard.runtime.node import Node
 from onboard.runtime.polling import DriverPoll
 
@@ -20,7 +21,7 @@ from onboard.runtime.polling import DriverPoll
 class AvrGroundRobot:
     def __init__(self, waypoints_ne_m, link, runtime_config=None, follower_config=None, log=None, start_us=0,
                  motors=None):
-        cfg = with_defaults(GROUND_ROBOT_DEFAULTS, runtime_config, "AvrGroundRobot runtime")
+        cfg = checked(ground_robot.DEFAULTS, ground_robot.SETTING_RANGES, runtime_config, "AvrGroundRobot runtime")
         self.link = link
         self.node = Node("avr_ground_robot", latching_failsafe=cfg["latching_failsafe"], start_us=start_us, log=log)
         self.node.add("link", DriverPoll(link, cfg["imu_rate_hz"]))

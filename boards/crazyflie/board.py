@@ -8,7 +8,8 @@ streams; the driver knows what to make of stateEstimate.*, pm.*, ranging.*.
 import json
 import os
 
-from onboard.core.settings import is_number
+from onboard.core.settings import (BOOLEAN, NON_NEGATIVE, POSITIVE, ConfigError, checked, int_at_least, is_number,
+                                   one_of)
 
 try:
     import tomllib
@@ -16,8 +17,9 @@ except ImportError:          # pragma: no cover - Python < 3.11
     tomllib = None
 
 
-class CrazyflieConfigError(ValueError):
-    """A board config value is missing, unknown or of the wrong type; one line for the user."""
+# A board config value is unknown, of the wrong type or out of range, or the drone refuses it: the settings
+# error of every component (onboard.core.settings.ConfigError), one line for the user.
+CrazyflieConfigError = ConfigError
 
 
 DEFAULTS = {
@@ -56,54 +58,43 @@ DEFAULTS = {
 _MODES = ("velocity_world", "hover")
 
 
-def _check_number(path, value, positive=True):
-    if not is_number(value):
-        raise CrazyflieConfigError("%s must be a finite number, got %r" % (path, value))
-    if positive and not value > 0:
-        raise CrazyflieConfigError("%s must be positive, got %r" % (path, value))
+def _params_ok(params):
+    return isinstance(params, dict) and all(isinstance(name, str) and name.count(".") == 1 and is_number(value)
+                                            for name, value in params.items())
+
+
+def _log_block_ok(block):
+    if not (isinstance(block, dict) and sorted(block) == ["period_ms", "variables"]):
+        return False
+    period, names = block["period_ms"], block["variables"]
+    return (isinstance(period, int) and not isinstance(period, bool) and 10 <= period <= 2540 and period % 10 == 0
+            and isinstance(names, list) and len(names) > 0
+            and all(isinstance(v, str) and v.count(".") == 1 for v in names))
+
+
+# every setting's value range (onboard.core.settings rules); params and log_blocks are tables replaced whole
+SETTING_RANGES = {
+    "setpoint_rate_hz": ("a number >= 2 (the firmware levels out after 500 ms without a setpoint)",
+                         lambda v: is_number(v) and v >= 2),
+    "setpoint_mode": one_of(*_MODES),
+    "link_timeout_s": POSITIVE, "command_timeout_s": POSITIVE, "connect_timeout_s": POSITIVE,
+    "param_timeout_s": POSITIVE, "max_speed_mps": POSITIVE, "max_climb_mps": POSITIVE,
+    "flight_height_m": POSITIVE, "height_gain_1ps": POSITIVE, "takeoff_time_s": POSITIVE, "land_time_s": POSITIVE,
+    "landed_height_m": POSITIVE, "land_via_high_level": BOOLEAN, "notify_stop_remain_ms": NON_NEGATIVE,
+    "arm": BOOLEAN, "toc_cache_dir": ("a string", lambda v: isinstance(v, str)),
+    "range_peer_ids": ("a list of integers >= 0", lambda v: isinstance(v, list) and all(int_at_least(0)[1](i) for i in v)),
+    "params": ("a table of group.name = number", _params_ok),
+    "log_blocks": ("a non-empty table of blocks {period_ms: a multiple of 10 in 10..2540, variables: group.name "
+                   "strings}", lambda v: isinstance(v, dict) and len(v) > 0 and all(_log_block_ok(b) for b in v.values())),
+    ("land_via_high_level", "params"): ("false, or params with \"commander.enHighLevel\" = 1",
+                                        lambda high_level, params: not high_level
+                                        or params.get("commander.enHighLevel") == 1),
+}
 
 
 def validate(overrides=None):
-    """Defaults merged with ``overrides`` (params and log_blocks replace, others merge); checked."""
-    cfg = json.loads(json.dumps(DEFAULTS))
-    for key, value in (overrides or {}).items():
-        if key not in DEFAULTS:
-            raise CrazyflieConfigError("unknown crazyflie setting %r (known: %s)" % (key, ", ".join(sorted(DEFAULTS))))
-        cfg[key] = value
-    for key in ("setpoint_rate_hz", "link_timeout_s", "command_timeout_s", "connect_timeout_s", "param_timeout_s",
-                "max_speed_mps", "max_climb_mps", "flight_height_m", "height_gain_1ps", "takeoff_time_s",
-                "land_time_s", "landed_height_m"):
-        _check_number("crazyflie." + key, cfg[key])
-    _check_number("crazyflie.notify_stop_remain_ms", cfg["notify_stop_remain_ms"], positive=False)
-    if cfg["setpoint_rate_hz"] < 2:
-        raise CrazyflieConfigError("crazyflie.setpoint_rate_hz must be >= 2 (firmware levels out after 500 ms)")
-    if cfg["setpoint_mode"] not in _MODES:
-        raise CrazyflieConfigError("crazyflie.setpoint_mode must be one of %s, got %r" % (_MODES, cfg["setpoint_mode"]))
-    for key in ("land_via_high_level", "arm"):
-        if not isinstance(cfg[key], bool):
-            raise CrazyflieConfigError("crazyflie.%s must be true or false" % key)
-    if not isinstance(cfg["params"], dict):
-        raise CrazyflieConfigError("crazyflie.params must be a table of name = value")
-    for name, value in cfg["params"].items():
-        if name.count(".") != 1:
-            raise CrazyflieConfigError("crazyflie.params: %r is not a group.name parameter" % name)
-        _check_number("crazyflie.params.%s" % name, value, positive=False)
-    if not isinstance(cfg["log_blocks"], dict) or not cfg["log_blocks"]:
-        raise CrazyflieConfigError("crazyflie.log_blocks must be a non-empty table")
-    for bname, block in cfg["log_blocks"].items():
-        if not isinstance(block, dict) or set(block) != {"period_ms", "variables"}:
-            raise CrazyflieConfigError("crazyflie.log_blocks.%s needs exactly period_ms and variables" % bname)
-        _check_number("crazyflie.log_blocks.%s.period_ms" % bname, block["period_ms"])
-        if block["period_ms"] < 10 or block["period_ms"] > 2540 or block["period_ms"] % 10:
-            raise CrazyflieConfigError("crazyflie.log_blocks.%s.period_ms must be a multiple of 10 in 10..2540"
-                                       % bname)
-        if not block["variables"] or not all(isinstance(v, str) and v.count(".") == 1 for v in block["variables"]):
-            raise CrazyflieConfigError("crazyflie.log_blocks.%s.variables must be group.name strings" % bname)
-    if cfg["land_via_high_level"] and cfg["params"].get("commander.enHighLevel") != 1:
-        raise CrazyflieConfigError("crazyflie.land_via_high_level needs params.\"commander.enHighLevel\" = 1")
-    if not (isinstance(cfg["range_peer_ids"], list) and all(isinstance(i, int) for i in cfg["range_peer_ids"])):
-        raise CrazyflieConfigError("crazyflie.range_peer_ids must be a list of integers")
-    return cfg
+    """DEFAULTS merged with ``overrides`` and checked (params and log_blocks replace the defaults' tables)."""
+    return checked(DEFAULTS, SETTING_RANGES, overrides, "crazyflie")
 
 
 def load(path):

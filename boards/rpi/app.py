@@ -24,9 +24,10 @@ import json
 import socket
 
 from onboard.core.samples import PoseSample, SampleError
-from onboard.core.settings import with_defaults
+from onboard.core.settings import checked
 from onboard.runtime.fault_monitor import FaultMonitor
-from onboard.runtime.ground_robot import DEFAULTS as GROUND_ROBOT_DEFAULTS, GroundRobotRuntime
+from onboard.runtime import ground_robot
+from onboard.runtime.ground_robot import GroundRobotRuntime
 from onboard.runtime.node import Node
 from onboard.runtime.polling import ImuPoll, PosePoll
 
@@ -82,7 +83,7 @@ class RpiGroundRobot:
         self.motors = motors
         self.imu = imu
         self.pose_source = pose_source
-        cfg = with_defaults(GROUND_ROBOT_DEFAULTS, runtime_config, "RpiGroundRobot runtime")
+        cfg = checked(ground_robot.DEFAULTS, ground_robot.SETTING_RANGES, runtime_config, "RpiGroundRobot runtime")
         self.node = Node("rpi_ground_robot", latching_failsafe=cfg["latching_failsafe"], start_us=start_us, log=log)
         self.runtime = GroundRobotRuntime(waypoints_ne_m, motors, cfg, follower_config=follower_config,
                                           estimator=estimator, node=self.node)

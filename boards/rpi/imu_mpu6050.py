@@ -39,6 +39,9 @@ GYRO_RANGES_DPS = (250, 500, 1000, 2000)
 ACCEL_LSB_PER_G_2G = 16384.0
 GYRO_LSB_PER_DPS_250 = 131.0
 INTERNAL_RATE_HZ = 1000                 # sample clock with the DLPF enabled
+# settings rule (onboard.core.settings) of the output rate: the sample clock divided by a whole number
+RATE_HZ_RULE = ("a divisor of %d Hz (the MPU-6050's sample clock)" % INTERNAL_RATE_HZ,
+                lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0 and INTERNAL_RATE_HZ % v == 0)
 
 AXES = {"x": 0, "y": 1, "z": 2}
 

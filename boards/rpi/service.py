@@ -28,8 +28,13 @@ import time
 import tomllib
 
 from boards.rpi import board as C
-from onboard.core.settings import (BOOLEAN, NON_NEGATIVE, POSITIVE, TEXT, WAYPOINTS_NE_M, argument, int_at_least,
-                                   int_within, one_of, or_null, range_problem)
+from boards.rpi.imu_mpu6050 import RATE_HZ_RULE as IMU_RATE_HZ
+from boards.rpi.vesc_motors import DRIVE_SETTING_RANGES
+from onboard.core.settings import (BOOLEAN, NON_NEGATIVE, POSITIVE, RATE_HZ, TEXT, WAYPOINTS_NE_M, ConfigError,
+                                   argument, checked, int_at_least, int_within, one_of, or_null, range_problem,
+                                   setting_problem, under)
+from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS
+from onboard.runtime.scheduler import GROUP_RATES
 
 DEFAULT_CONFIG = {
     "vesc": {
@@ -54,10 +59,6 @@ DEFAULT_CONFIG = {
 }
 
 
-class ServiceConfigError(ValueError):
-    """The config is malformed (exit status 2)."""
-
-
 class ServiceStartError(RuntimeError):
     """A device or file the service needs cannot be opened: the IMU's I2C bus, the pose UDP port, the log,
     or the IMU does not answer (exit status 3; nothing was commanded, whatever had opened is closed again)."""
@@ -75,15 +76,20 @@ MOTOR_RANGES = {"name": one_of("left", "right"), "port": TEXT, "controller_id": 
 # imu.bus: an i2c-dev path, "bench-sim" (the simulated MPU-6050, at rest; only under python -m harness.sim.rpi_bench,
 # see BENCH_SIM_BUS) or "none";
 # pose.udp_port: -1 or null for no external pose source, 0 for a free port
+_AIDING_RATE_HZ = RUNTIME_DEFAULTS["aiding_rate_hz"]
 SETTING_RANGES = {
-    "vesc.baud": int_at_least(1), "vesc.gear_ratio": POSITIVE, "vesc.pole_pairs": int_at_least(1),
-    "vesc.stop_brake_current_a": NON_NEGATIVE, "vesc.telemetry_rate_hz": int_at_least(1),
-    "imu.bus": TEXT, "imu.address": one_of(0x68, 0x69), "imu.rate_hz": int_at_least(1),
-    "pose.udp_port": or_null(int_within(-1, 65535)), "pose.poll_hz": int_at_least(1),
+    "vesc.baud": int_at_least(1), **under("vesc", DRIVE_SETTING_RANGES),
+    "vesc.motors": ("a list of two motor tables", lambda v: isinstance(v, list) and all(isinstance(m, dict) for m in v)),
+    "imu.bus": TEXT, "imu.address": one_of(0x68, 0x69), "imu.rate_hz": IMU_RATE_HZ,
+    "pose.udp_port": or_null(int_within(-1, 65535)), "pose.poll_hz": RATE_HZ,
     "mission.waypoints_ne_m": WAYPOINTS_NE_M,
-    "runtime.control_rate_hz": int_at_least(1), "runtime.wheelbase_m": POSITIVE,
+    "runtime.control_rate_hz": RATE_HZ, "runtime.wheelbase_m": POSITIVE,
     "runtime.wheel_radius_m": POSITIVE, "runtime.max_wheel_radps": POSITIVE,
     "log.dir": TEXT, "log.record": BOOLEAN,
+    # the node's rate groups (with the runtime's aiding group at its default rate)
+    ("imu.rate_hz", "runtime.control_rate_hz", "vesc.telemetry_rate_hz", "pose.poll_hz"):
+        ("%s (with the aiding group at %d Hz)" % (GROUP_RATES[0], _AIDING_RATE_HZ),
+         lambda *rates: GROUP_RATES[1](_AIDING_RATE_HZ, *rates)),
 }
 
 
@@ -92,51 +98,44 @@ BENCH_SIM_BUS = "bench-sim"
 
 
 def check_i2c_bus(cfg, i2c_buses=None):
-    """Raise ServiceConfigError when ``imu.bus`` names the simulated bus but the caller provides none
+    """Raise ConfigError when ``imu.bus`` names the simulated bus but the caller provides none
     (``python -m boards.rpi`` runs real devices only; ``python -m harness.sim.rpi_bench`` runs the simulated one)."""
     name = cfg["imu"]["bus"]
     if name == BENCH_SIM_BUS and name not in (i2c_buses or {}):
-        raise ServiceConfigError("setting imu.bus %r is the harness's simulated MPU-6050: run "
-                                 "`python -m harness.sim.rpi_bench run` for desk runs without the IMU" % name)
+        raise ConfigError("rpi setting imu.bus %r is the harness's simulated MPU-6050: run "
+                          "`python -m harness.sim.rpi_bench run` for desk runs without the IMU" % name)
 
 
 def check_config(cfg):
-    """Raise ServiceConfigError naming the first setting outside its range (SETTING_RANGES, and for each
-    of the two motors MOTOR_RANGES, and the names left and right once each)."""
-    problem = range_problem(cfg, SETTING_RANGES)
-    if problem:
-        raise ServiceConfigError("setting %s" % problem)
+    """Raise ConfigError naming the first setting outside its range (SETTING_RANGES, and for each of the
+    two motors MOTOR_RANGES, and the names left and right once each)."""
+    line = setting_problem(cfg, SETTING_RANGES, "rpi")
+    if line:
+        raise ConfigError(line)
     motors = cfg["vesc"]["motors"]
-    if not (isinstance(motors, list) and all(isinstance(m, dict) for m in motors)):
-        raise ServiceConfigError("setting vesc.motors must be a list of two motor tables, got %r" % (motors,))
     for i, motor in enumerate(motors):
         where = "vesc.motors[%d]" % i
         unknown = sorted(k for k in motor if k not in MOTOR_KEYS)
         missing = [k for k in MOTOR_KEYS if k != "can_id" and k not in motor]
         if unknown or missing:
-            raise ServiceConfigError("setting %s: %s (keys: %s)" % (
+            raise ConfigError("rpi setting %s: %s (keys: %s)" % (
                 where, "unknown key %r" % unknown[0] if unknown else "missing key %r" % missing[0],
                 ", ".join(MOTOR_KEYS)))
-        problem = range_problem(motor, MOTOR_RANGES)
+        problem = range_problem(motor, MOTOR_RANGES, where + ".")
         if problem:
-            raise ServiceConfigError("setting %s.%s" % (where, problem))
+            raise ConfigError("rpi setting %s" % problem)
     names = sorted(m["name"] for m in motors)
     if names != ["left", "right"]:
-        raise ServiceConfigError("setting vesc.motors must name one motor left and one right, got %s"
-                                 % ", ".join(names))
+        raise ConfigError("rpi setting vesc.motors must name one motor left and one right, got %s"
+                          % ", ".join(names))
 
 
-def merge_config(base, override, where="config"):
-    """``base`` updated from ``override``; unknown keys are errors naming the key."""
-    out = copy.deepcopy(base)
-    for key, value in override.items():
-        if key not in out:
-            raise ServiceConfigError("%s: unknown key %r (known: %s)" % (where, key, ", ".join(sorted(out))))
-        if isinstance(out[key], dict) and isinstance(value, dict):
-            out[key] = merge_config(out[key], value, where + "." + key)
-        else:
-            out[key] = value
-    return out
+def merged_config(overrides):
+    """DEFAULT_CONFIG updated from ``overrides`` (tables merged key by key; unknown keys, wrong types and
+    values outside SETTING_RANGES raise ConfigError), then the motors checked (:func:`check_config`)."""
+    cfg = checked(DEFAULT_CONFIG, SETTING_RANGES, overrides, "rpi")
+    check_config(cfg)
+    return cfg
 
 
 def load_config(path):
@@ -150,10 +149,8 @@ def load_config(path):
             with open(path) as fh:
                 data = json.load(fh)
     except (OSError, ValueError) as exc:
-        raise ServiceConfigError("cannot read config %s: %s" % (path, exc))
-    cfg = merge_config(DEFAULT_CONFIG, data)
-    check_config(cfg)
-    return cfg
+        raise ConfigError("cannot read config %s: %s" % (path, exc))
+    return merged_config(data)
 
 
 def build_app(cfg, log=None, i2c_buses=None):
@@ -305,7 +302,7 @@ def service_unit(python, workdir, config, user="pi"):
     """Text of the systemd unit (``/etc/systemd/system/onboard-rpi.service``)."""
     for name, value in (("python", python), ("workdir", workdir), ("config", config)):
         if not os.path.isabs(value):
-            raise ServiceConfigError("%s must be an absolute path, got %r" % (name, value))
+            raise ConfigError("%s must be an absolute path, got %r" % (name, value))
     return UNIT_TEMPLATE.format(python=python, workdir=workdir, config=config, user=user)
 
 
@@ -328,7 +325,8 @@ def main(argv=None, i2c_buses=None, prog="python -m boards.rpi"):
     p.add_argument("--workdir", default=os.getcwd())
     p.add_argument("--config", default="/etc/onboard/rpi.toml")
     p.add_argument("--user", default="pi")
-    p.add_argument("--output", help="write the unit here instead of stdout")
+    p.add_argument("--output", help="write the unit to this file instead of stdout (e.g. "
+                                    "/etc/systemd/system/onboard-rpi.service)")
     sub.add_parser("default-config", help="print the default settings (JSON)")
     args = parser.parse_args(argv)
     try:
@@ -338,14 +336,17 @@ def main(argv=None, i2c_buses=None, prog="python -m boards.rpi"):
             text = service_unit(os.path.abspath(args.python) if os.path.isabs(args.python) else args.python,
                                 args.workdir, args.config, args.user)
             if args.output:
-                with open(args.output, "w") as fh:
-                    fh.write(text)
+                try:
+                    with open(args.output, "w") as fh:
+                        fh.write(text)
+                except OSError as exc:
+                    raise ConfigError("cannot write the unit file %s: %s" % (args.output, exc.strerror or exc))
             else:
                 sys.stdout.write(text)
             return 0
         print(json.dumps(DEFAULT_CONFIG, indent=2))
         return 0
-    except ServiceConfigError as exc:
+    except ConfigError as exc:
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_CONFIG
     except ServiceStartError as exc:

@@ -17,7 +17,8 @@ from boards.rpi import board as C
 from onboard.comms.vesc import codec
 from onboard.comms.vesc.link import VescLink
 from onboard.core.samples import WheelSpeedSample, _Sample
-from onboard.core.settings import with_defaults
+from onboard.core.settings import (BOOLEAN, NON_NEGATIVE, POSITIVE, RATE_HZ, TEXT, checked, int_at_least, int_within,
+                                   one_of, or_null)
 
 MOTOR_DEFAULTS = {
     "name": "left",
@@ -26,6 +27,8 @@ MOTOR_DEFAULTS = {
     "controller_id": C.VESC_LEFT_CONTROLLER_ID,
     "direction": 1,
 }
+MOTOR_SETTING_RANGES = {"name": one_of("left", "right"), "link": TEXT, "can_id": or_null(int_within(0, 254)),
+                        "controller_id": int_within(0, 254), "direction": one_of(1, -1)}
 
 DEFAULTS = {
     "erpm_per_radps": C.ERPM_PER_RADPS,
@@ -36,6 +39,14 @@ DEFAULTS = {
     "command_max_age_us": C.COMMAND_MAX_AGE_US,
     "latch_vesc_faults": True,
 }
+# the drive's settings a board config (and a scenario's drive block) gives: gearing, telemetry, braking
+DRIVE_DEFAULTS = {"gear_ratio": C.GEAR_RATIO, "pole_pairs": C.MOTOR_POLE_PAIRS, "telemetry_rate_hz": C.TELEMETRY_RATE_HZ,
+                  "stop_brake_current_a": C.STOP_BRAKE_CURRENT_A}
+DRIVE_SETTING_RANGES = {"gear_ratio": POSITIVE, "pole_pairs": int_at_least(1), "telemetry_rate_hz": RATE_HZ,
+                        "stop_brake_current_a": NON_NEGATIVE}
+SETTING_RANGES = {"erpm_per_radps": POSITIVE, "max_wheel_radps": POSITIVE, "stop_brake_current_a": NON_NEGATIVE,
+                  "keepalive_period_us": int_at_least(1), "telemetry_timeout_us": int_at_least(1),
+                  "command_max_age_us": int_at_least(1), "latch_vesc_faults": BOOLEAN}
 
 
 class VescTelemetry(_Sample):
@@ -96,13 +107,13 @@ class VescDiffDrive:
     """
 
     def __init__(self, links, motors, config=None, on_telemetry=None, log=None, link_config=None):
-        self.cfg = with_defaults(DEFAULTS, config, "VescDiffDrive")
+        self.cfg = checked(DEFAULTS, SETTING_RANGES, config, "VescDiffDrive")
         self.links = {}
         for name, spec in links.items():
             self.links[name] = spec if isinstance(spec, VescLink) else VescLink(name, spec, link_config)
         self.motors = {}
         for m in motors:
-            mc = with_defaults(MOTOR_DEFAULTS, m, "VESC motor")
+            mc = checked(MOTOR_DEFAULTS, MOTOR_SETTING_RANGES, m, "VESC motor")
             if mc["link"] not in self.links:
                 raise ValueError("motor %s uses unknown link %r" % (mc["name"], mc["link"]))
             self.motors[mc["name"]] = _Motor(mc)

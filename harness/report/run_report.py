@@ -1,7 +1,8 @@
 """The report folder of one run: metrics.json, plots (PNG), log.mcap, run.json.
 
 ``metrics.json`` holds only outcome metrics (identical seeds give identical files);
-``run.json`` holds the run's identity (scenario, seed, config, versions, wall time).
+``run.json`` holds the run's identity (scenario, seed, config, Python version) and its wall-clock figures
+(``wall_time_s`` of the whole run, ``timing``: what the scenario reported with ``ctx.timing``).
 """
 import json
 import os
@@ -12,8 +13,12 @@ from onboard.runtime.mcap_log import McapLog
 
 
 class RunReport:
+    """Creates ``out_dir`` (and its parents) and opens its ``log.mcap``; OSError when it cannot."""
+
     def __init__(self, out_dir, scenario, seed, config):
         self.out_dir = out_dir
+        if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+            raise FileExistsError(17, "a file is there, not a folder", out_dir)
         os.makedirs(out_dir, exist_ok=True)
         self.scenario = scenario
         self.seed = seed
@@ -49,6 +54,10 @@ class RunReport:
         """Wall-clock figures of the run (s, ratios): they vary from machine to machine, so they go to
         run.json, never to metrics.json."""
         self.timing.update(figures)
+
+    def abandon(self):
+        """Close the log and write neither metrics.json nor run.json (the run failed)."""
+        self.mcap.close()
 
     def finish(self, metrics):
         """Close the log and write metrics.json and run.json; returns the metrics path."""

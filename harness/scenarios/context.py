@@ -4,23 +4,37 @@ from harness.sim.rng import RunRandom
 
 
 class RunContext:
-    """seed and its random streams, the report folder (or None), progress on/off."""
+    """The run's seed and its random streams (``random.stream(name)``), the report folder (a
+    :class:`harness.report.RunReport`, or None: nothing is written), progress bars on or off, and the
+    run's wall-clock figures (``timings``)."""
 
     def __init__(self, seed, report=None, show_progress=False):
         self.seed = int(seed)
         self.random = RunRandom(self.seed)
         self.report = report
         self.show_progress = show_progress
+        self.timings = {}
 
     def progress(self, total_s, desc, unit="sim s"):
+        """A progress bar to ``total_s`` of simulated time (``update_to(sim_s)``); another ``unit``
+        (e.g. "flights") counts whole items."""
         return Progress(total_s, desc, enabled=self.show_progress, unit=unit)
 
     def timing(self, **figures):
-        """Record wall-clock figures (run.json's ``timing``); metrics.json takes outcomes only."""
+        """Record wall-clock figures (s, ratios, us per tick): they vary from machine to machine, so they
+        go to run.json's ``timing`` and ``self.timings``, never to metrics.json."""
+        self.timings.update(figures)
         if self.report is not None:
             self.report.add_timing(**figures)
 
     def log(self, topic, time_us, message):
-        """Log to the run's MCAP file when there is a report folder."""
+        """Log ``message`` (a dict, or a sample with ``as_dict()``) on ``topic`` at simulated ``time_us``
+        into the run's MCAP file, when there is a report folder."""
         if self.report is not None:
             self.report.log(topic, time_us, message)
+
+    @property
+    def mcap(self):
+        """The run's :class:`onboard.runtime.mcap_log.McapLog` (Foxglove views: ``log_pose``,
+        ``log_scene``, ...), or None without a report folder."""
+        return getattr(self.report, "mcap", None)

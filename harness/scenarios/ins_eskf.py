@@ -7,8 +7,11 @@ error model (eq. 10); the filter starts from erroneous initial conditions (eqs.
 noise setting of the paper (noise-less, sensor-fusion, extreme), on the simulated
 clock, through the same ``predict(ImuSample)`` / ``update_pose(PoseSample)`` calls
 a board's drivers make. Metrics: position/velocity/attitude/bias errors against
-the truth, NEES and NIS, gated outliers; plots of the errors with the filter's
-3-sigma bounds, of the bias estimates, and of the trajectories.
+the truth, NEES and NIS, gated outliers; ``success``: every setting's estimate stayed
+finite and the noise-less setting (when run) reconstructs the truth. Plots of the errors
+with the filter's 3-sigma bounds, of the bias estimates, and of the trajectories. The log
+(``log.mcap``) holds, per setting, every IMU sample and aiding pose the filter took, its
+estimate and the truth at ``record_hz`` (also as Foxglove poses under ``/viz/<setting>/``).
 
 The aiding sensor samples from t0 on (the first pose arrives with the first IMU
 sample's interval start). Without it, the paper's 4-5 deg initial attitude errors act for
@@ -24,10 +27,13 @@ import math
 import numpy as np
 
 from harness.sim.clock import PRIORITY_SENSOR, SimClock
-from harness.config import ANY_NUMBER, POSITIVE, check_ranges, int_at_least, non_empty_list, one_of, vector
+from harness.config import ANY_NUMBER, POSITIVE, RATE_HZ, non_empty_list, one_of, vector
+from harness.metrics import rms
+from harness.report.plots import figure, label
 from harness.sim.sensors.ins_errors import (NOISE_SETTINGS, ImuErrors, aiding_pose, initial_conditions,
                                         noise_setting)
 from harness.sim.trajectory import PROFILES, dozer_legs, generate, rotvec_of_dcm_array
+from onboard.core.rotations import quat_from_euler
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.impl import IMPLEMENTATIONS
 from onboard.core.units import US_PER_S, hz_to_period_us
@@ -47,6 +53,9 @@ DEFAULTS = {
     "impl": "",                       # pure | cython | numpy; "" = $ONBOARD_IMPL (default pure)
     "legs": [],                       # [] = harness.sim.trajectory.dozer_legs(duration_s)
 }
+
+# a run of a few seconds (`run --reduced`): the three settings over 15 s of the dozer pattern
+REDUCED = {"duration_s": 15.0}
 
 # Floors keep the filter's covariances positive in the noise-less setting.
 _MIN_POS_SIGMA_M = 1e-3
@@ -79,7 +88,7 @@ def make_trajectory(config):
 
 def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, ic_mode="random",
              gyro_increments="euler", imu_errors=None, filter_overrides=None, outliers=None,
-             dropouts=(), aiding_at_start=True):
+             dropouts=(), aiding_at_start=True, log=None, on_progress=None):
     """Run the INS/ESKF once over ``traj`` under one noise ``setting``; returns the record dict.
 
     random: harness.sim.rng.RunRandom (streams "imu", "imu-noise", "ic", "aiding"). imu_errors: an
@@ -89,7 +98,10 @@ def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, i
     sensor also samples at t0 (see the module docstring). Records (at record_hz,
     after any update at the same time): error state e (truth minus estimate, NED
     attitude error as a rotation vector), 1-sigma of every state, NEES; NIS of every
-    fused or gated aiding sample.
+    fused or gated aiding sample. log: None, or ``log(topic, time_us, message)`` (topics ``imu``,
+    ``aiding/pose``, ``estimate``, ``truth``: every sample the filter takes, and at record_hz its
+    NavState and the true pose). on_progress: None, or called with the simulated seconds run so far,
+    once per simulated second.
     """
     cfg = filter_config(setting)
     cfg.update(filter_overrides or {})
@@ -114,7 +126,10 @@ def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, i
 
     def imu_tick(t):
         k = (t - t0) // dt_us
-        eskf.predict(ImuSample(t, dt_us, dvel_l[k - 1], dang_l[k - 1]))
+        sample = ImuSample(t, dt_us, dvel_l[k - 1], dang_l[k - 1])
+        eskf.predict(sample)
+        if log is not None:
+            log("imu", t, sample)
 
     def aiding_tick(t):
         k = (t - t0) // dt_us
@@ -130,7 +145,10 @@ def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, i
             sig = [math.sqrt(pc[i * 6 + i] + r[i]) for i in range(6)]
             pos = [pos[i] + n_pos[i] * sig[i] for i in range(3)]
             euler = [euler[i] + n_att[i] * sig[3 + i] for i in range(3)]
-        fused = eskf.update_pose(PoseSample(t, pos, euler))
+        sample = PoseSample(t, pos, euler)
+        fused = eskf.update_pose(sample)
+        if log is not None:
+            log("aiding/pose", t, sample)
         rec["nis"].append(eskf.last_nis)
         rec["nis_t_s"].append(t / US_PER_S)
         if not fused:
@@ -151,6 +169,10 @@ def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, i
         rec["err"].append(e)
         rec["sigma"].append(np.sqrt(np.maximum(np.diag(P), 0.0)))
         rec["nees"].append(float(e @ np.linalg.solve(P, e)))
+        if log is not None:
+            log("estimate", t, eskf.nav_state())
+            log("truth", t, {"time_us": t, "pos_ned_m": traj.pos_ned_m[k].tolist(),
+                             "vel_ned_mps": traj.vel_ned_mps[k].tolist(), "euler_rad": traj.euler_rad[k].tolist()})
 
     clock = SimClock(t0)
     clock.call_every(dt_us, imu_tick, start_us=t0 + dt_us, priority=PRIORITY_SENSOR)
@@ -158,7 +180,13 @@ def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, i
     clock.call_every(hz_to_period_us(aiding_rate_hz), aiding_tick, start_us=aid_start_us,
                      priority=PRIORITY_SENSOR + 1)
     clock.call_every(hz_to_period_us(record_hz), record, start_us=t0, priority=PRIORITY_SENSOR + 2)
-    clock.advance_to(int(traj.t_us[-1]))
+    end_us = int(traj.t_us[-1])
+    t = t0
+    while t < end_us:                       # one simulated second at a time, for the progress bar
+        t = min(t + US_PER_S, end_us)
+        clock.advance_to(t)
+        if on_progress is not None:
+            on_progress((t - t0) / US_PER_S)
     for key in ("t_s", "nees", "nis", "nis_t_s"):
         rec[key] = np.asarray(rec[key], dtype=float)
     rec["err"] = np.asarray(rec["err"])
@@ -174,11 +202,6 @@ def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, i
     return rec
 
 
-def _rms(a):
-    a = np.asarray(a, dtype=float)
-    return float(np.sqrt(np.mean(a * a))) if a.size else 0.0
-
-
 def case_metrics(rec, settle_s=10.0):
     """Summary numbers of one run_case record (units in the names)."""
     err = rec["err"]
@@ -189,11 +212,11 @@ def case_metrics(rec, settle_s=10.0):
     late = t >= settle_s
     inside = np.abs(err) <= 3.0 * rec["sigma"] + 1e-12
     return {
-        "position_error_rms_m": _rms(pos[late]),
+        "position_error_rms_m": rms(pos[late]),
         "position_error_final_m": float(pos[-1]),
-        "attitude_error_rms_deg": _rms(att[late]),
+        "attitude_error_rms_deg": rms(att[late]),
         "attitude_error_final_deg": float(att[-1]),
-        "velocity_error_rms_mps": _rms(vel[late]),
+        "velocity_error_rms_mps": rms(vel[late]),
         "accel_bias_true_mps2": rec["accel_bias_true_mps2"],
         "accel_bias_est_mps2": rec["accel_bias_est_mps2"],
         "accel_bias_error_final_mps2": [float(v) for v in err[-1, 9:12]],
@@ -208,12 +231,11 @@ def case_metrics(rec, settle_s=10.0):
     }
 
 
-# checked before anything runs (harness.config rules)
 SETTING_RANGES = {
     "settings": non_empty_list(one_of(*NOISE_SETTINGS),
                                "a non-empty list of %s" % ", ".join(sorted(NOISE_SETTINGS))),
-    "duration_s": POSITIVE, "imu_rate_hz": int_at_least(1), "aiding_rate_hz": int_at_least(1),
-    "record_hz": int_at_least(1), "profile": one_of(*PROFILES),
+    "duration_s": POSITIVE, "imu_rate_hz": RATE_HZ, "aiding_rate_hz": RATE_HZ,   # on the microsecond clock
+    "record_hz": RATE_HZ, "profile": one_of(*PROFILES),
     "legs": ("[] (the dozer legs) or a list of [north_m, east_m, down_m, roll_deg, pitch_deg, yaw_deg, duration_s] "
              "rows, the first the start pose",
              lambda v: v == [] or (non_empty_list(vector(7, ANY_NUMBER))[1](v) and len(v) != 1)),
@@ -222,93 +244,108 @@ SETTING_RANGES = {
 }
 
 
+def _case_log(ctx, name):
+    """The log callback of one setting's run_case (None without a report folder): its samples under
+    ``/ins_eskf/<name>/``, the estimate and the truth also as Foxglove poses under ``/viz/<name>/``."""
+    mcap = ctx.mcap
+    if mcap is None:
+        return None
+    prefix = "/ins_eskf/%s/" % name
+
+    def log(topic, time_us, message):
+        mcap.log(prefix + topic, time_us, message)
+        if topic == "estimate":
+            mcap.log_pose("/viz/%s/estimate/pose" % name, time_us, message.pos_ned_m,
+                          quat_from_euler(*message.euler_rad))
+        elif topic == "truth":
+            mcap.log_pose("/viz/%s/truth/pose" % name, time_us, message["pos_ned_m"],
+                          quat_from_euler(*message["euler_rad"]))
+    return log
+
+
 def run(config, ctx):
-    check_ranges(config, SETTING_RANGES)
     traj = make_trajectory(config)
     results = {}
     recs = {}
-    progress = ctx.progress(len(config["settings"]), "ins-eskf")
+    if ctx.mcap is not None:
+        ctx.mcap.log_frames("/viz/tf_static", int(traj.t_us[0]))
+    progress = ctx.progress(traj.duration_s * len(config["settings"]), "ins-eskf")
     for i, name in enumerate(config["settings"]):
         setting = noise_setting(name)
+        done_s = i * traj.duration_s
         rec = run_case(traj, setting, ctx.random, impl=config["impl"] or None,
                        aiding_rate_hz=config["aiding_rate_hz"], record_hz=config["record_hz"],
-                       ic_mode=config["ic_mode"], gyro_increments=config["gyro_increments"])
+                       ic_mode=config["ic_mode"], gyro_increments=config["gyro_increments"],
+                       log=_case_log(ctx, name), on_progress=lambda s: progress.update_to(done_s + s))
         recs[name] = rec
         results[name] = case_metrics(rec)
-        nav = rec["final_nav"]
-        ctx.log("/ins_eskf/%s/final" % name, int(traj.t_us[-1]), {
-            "time_us": nav.time_us, "pos_ned_m": list(nav.pos_ned_m), "euler_rad": list(nav.euler_rad),
-            "pos_true_ned_m": traj.pos_ned_m[-1].tolist(), "euler_true_rad": traj.euler_rad[-1].tolist()})
-        progress.update_to(i + 1)
     progress.close()
     metrics = {"settings": results, "duration_s": traj.duration_s, "imu_rate_hz": config["imu_rate_hz"],
                "aiding_rate_hz": config["aiding_rate_hz"]}
+    finite = all(math.isfinite(r["position_error_final_m"]) for r in results.values())
     if "noise_less" in results:
         nl = results["noise_less"]
         metrics["noise_less_reconstructed"] = (nl["position_error_final_m"] < 1e-3
                                                and nl["attitude_error_final_deg"] < 0.01)
-        metrics["success"] = metrics["noise_less_reconstructed"]
+        metrics["success"] = metrics["noise_less_reconstructed"] and finite
+    else:
+        metrics["success"] = finite
     if ctx.report is not None:
         _plots(ctx.report, traj, recs)
     return metrics
 
 
 def _plots(report, traj, recs):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 6))
+    fig, ax = figure(size_in=(6.5, 6))
     ax.plot(traj.pos_ned_m[:, 1], traj.pos_ned_m[:, 0], "k", lw=2, label="truth")
     for i, (name, rec) in enumerate(recs.items()):
         idx = ((rec["t_s"] * US_PER_S).astype(np.int64) - int(traj.t_us[0])) // traj.dt_us
         est = traj.pos_ned_m[idx] - rec["err"][:, 0:3]
-        ax.plot(est[:, 1], est[:, 0], color="C%d" % i, lw=1, label="estimate, %s" % name)
-    ax.set_xlabel("east [m]")
-    ax.set_ylabel("north [m]")
+        ax.plot(est[:, 1], est[:, 0], color="C%d" % i, lw=1, ls=("-", "--", ":")[i % 3],
+                label="ESKF estimate, %s" % name)
     ax.set_aspect("equal")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title("ins-eskf: dozer trajectory, truth vs ESKF")
+    label(ax, "ins-eskf: dozer trajectory, truth and ESKF estimates", "east (m)", "north (m)")
     report.save_figure(fig, "trajectory")
 
-    rows = (("position error [m]", slice(0, 3), 1.0), ("attitude error [deg]", slice(3, 6), 180.0 / math.pi),
-            ("velocity error [m/s]", slice(6, 9), 1.0), ("accel bias error [m/s^2]", slice(9, 12), 1.0),
-            ("gyro bias error [deg/s]", slice(12, 15), 180.0 / math.pi))
+    rows = (("position error (m)", (0, 3), 1.0), ("attitude error (deg)", (3, 6), 180.0 / math.pi),
+            ("velocity error (m/s)", (6, 9), 1.0), ("accel bias error (m/s^2)", (9, 12), 1.0),
+            ("gyro bias error (deg/s)", (12, 15), 180.0 / math.pi))
     for name, rec in recs.items():
-        fig, axes = plt.subplots(len(rows), 1, figsize=(9, 11), sharex=True)
+        fig, axes = figure(len(rows), 1, title="ins-eskf, %s: truth - estimate (solid) within the filter's "
+                                               "+-3 sigma (dashed)" % name, size_in=(9, 12), sharex=True)
         t = rec["t_s"]
-        for ax, (label, sl, scale) in zip(axes, rows):
-            for j, axis in enumerate("NED" if sl.start < 9 else "xyz"):
-                ax.plot(t, rec["err"][:, sl][:, j] * scale, color="C%d" % j, lw=1, label=axis)
-                ax.plot(t, 3.0 * rec["sigma"][:, sl][:, j] * scale, color="C%d" % j, lw=0.6, ls="--")
-                ax.plot(t, -3.0 * rec["sigma"][:, sl][:, j] * scale, color="C%d" % j, lw=0.6, ls="--")
-            ax.set_ylabel(label, fontsize=8)
-            ax.grid(True, alpha=0.3)
-        axes[0].legend(fontsize=7, loc="upper right", ncol=3)
-        for gt in rec["gated_t_s"]:
-            for ax in axes:
-                ax.axvline(gt, color="red", lw=0.5, alpha=0.5)
-        axes[-1].set_xlabel("time [s]")
-        fig.suptitle("%s: truth - estimate with the filter's +-3 sigma (dashed)" % name)
+        for ax, (ylabel, (lo, hi), scale) in zip(axes, rows):
+            for j, axis in enumerate("NED" if lo < 9 else "xyz"):
+                ax.plot(t, rec["err"][:, lo + j] * scale, color="C%d" % j, lw=1, label=axis)
+                # the axes' bounds often coincide (N and E): dashes offset per axis keep each visible
+                dashes = (0, (3, 6)) if j == 0 else (3 * j, (3, 6))
+                ax.plot(t, 3.0 * rec["sigma"][:, lo + j] * scale, color="C%d" % j, lw=0.8, ls=dashes,
+                        label="+-3 sigma, %s" % axis)
+                ax.plot(t, -3.0 * rec["sigma"][:, lo + j] * scale, color="C%d" % j, lw=0.8, ls=dashes)
+            for n, gt in enumerate(rec["gated_t_s"]):
+                ax.axvline(gt, color="red", lw=0.5, alpha=0.5, label="gated aiding pose" if n == 0 else None)
+            label(ax, ylabel.split(" (")[0], "time (s)" if ax is axes[-1] else "", ylabel, legend=False)
+            ax.legend(fontsize=6, loc="upper right", ncol=4)
         report.save_figure(fig, "errors_%s" % name)
 
-    fig, axes = plt.subplots(2, len(recs), figsize=(4.2 * len(recs), 6), squeeze=False)
-    for c, (name, rec) in enumerate(recs.items()):
+    # settings with IMU biases (the noise-less one has none: its panels would be flat at zero)
+    biased = [(name, rec) for name, rec in recs.items()
+              if any(rec["accel_bias_true_mps2"]) or any(rec["gyro_bias_true_radps"])]
+    if not biased:
+        return
+    fig, axes = figure(2, len(biased), title="ins-eskf: bias estimates (solid) and the true biases (dotted)",
+                       size_in=(4.4 * len(biased), 6.5), squeeze=False)
+    for c, (name, rec) in enumerate(biased):
         t = rec["t_s"]
-        for r, (key, sl, scale, unit) in enumerate((("accel_bias_true_mps2", slice(9, 12), 1.0, "m/s^2"),
-                                                    ("gyro_bias_true_radps", slice(12, 15), 180 / math.pi,
-                                                     "deg/s"))):
+        for r, (key, lo, scale, unit) in enumerate((("accel_bias_true_mps2", 9, 1.0, "m/s^2"),
+                                                    ("gyro_bias_true_radps", 12, 180 / math.pi, "deg/s"))):
             ax = axes[r][c]
             true = np.asarray(rec[key])
             for j in range(3):
-                est = true[j] - rec["err"][:, sl][:, j]
-                ax.plot(t, est * scale, color="C%d" % j, lw=1, label="xyz"[j])
-                ax.axhline(true[j] * scale, color="C%d" % j, lw=0.8, ls=":")
-            ax.set_title("%s: %s bias [%s]" % (name, "accel" if r == 0 else "gyro", unit), fontsize=9)
-            ax.grid(True, alpha=0.3)
-            if r == 1:
-                ax.set_xlabel("time [s]")
-        axes[0][0].legend(fontsize=7)
-    fig.suptitle("bias estimates (solid) vs truth (dotted)")
+                est = true[j] - rec["err"][:, lo + j]
+                ax.plot(t, est * scale, color="C%d" % j, lw=1, label="estimate %s" % "xyz"[j])
+                ax.axhline(true[j] * scale, color="C%d" % j, lw=0.8, ls=":", label="true %s" % "xyz"[j])
+            label(ax, "%s: %s bias" % (name, "accel" if r == 0 else "gyro"), "time (s)",
+                  "%s bias (%s)" % ("accel" if r == 0 else "gyro", unit), legend=False)
+            ax.legend(fontsize=6, ncol=2)
     report.save_figure(fig, "biases")

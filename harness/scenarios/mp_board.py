@@ -20,12 +20,20 @@ white noise (ag2u eq. 13). ``port`` set: use a real board instead of the virtual
 converted (``python -m onboard.deploy BOARD --pull-log``: ``OUT.bin`` and ``OUT.mcap``), and replayed
 on CPython (``harness.replay``); the ``log_*`` metrics report its size and the replay's largest
 difference. Unset (the default), the metrics are the lockstep comparison's only.
+
+Metrics are outcomes (``success``: every number within ``tolerance``); the wall-clock figures (deploy
+time, the board's and CPython's time per tick, the link's wall time per tick) go to run.json's
+``timing``. The log (``log.mcap``) holds every sample sent to the board (``/mp_board/imu``,
+``/mp_board/aiding/pose``), the true pose (``/mp_board/truth``) and the board's answer per tick
+(``/mp_board/board/state``: estimate, pose variances and wheel command), with Foxglove poses under
+``/viz/``.
 """
 import math
 import os
 import time
 
-from harness.config import ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, check_ranges, int_at_least, one_of
+from harness.config import ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, int_at_least, one_of
+from harness.report.plots import figure, label
 from onboard.comms import line_link as ll
 from onboard.deploy.build import list_boards
 from onboard.core.samples import ImuSample, PoseSample
@@ -46,6 +54,9 @@ DEFAULTS = {
     "imu": {"gyro_noise_radps": 0.002, "accel_noise_mps2": 0.05, "gyro_bias_radps": 0.01},
     "aiding": {"pos_sigma_m": 0.05, "yaw_sigma_rad": 0.02},
 }
+
+# a quick run (`run --reduced`): 1 s of lockstep ticks (the deploy to the virtual board takes most of it)
+REDUCED = {"duration_s": 1.0}
 
 
 class _Board:
@@ -74,8 +85,9 @@ class _RecordingMotors:
         self.last = None
 
 
-def make_lines(config, rng_imu, rng_pose, board):
-    """-> list of per-tick lists of lines (bytes) for the host to send."""
+def make_lines(config, rng_imu, rng_pose, board, samples=None):
+    """-> list of per-tick lists of lines (bytes) for the host to send. ``samples``: None, or a list that
+    gets ``(now_us, ImuSample, PoseSample or None, (north_m, east_m, yaw_rad) true)`` per tick."""
     imu_hz = board.IMU_RATE_HZ
     aid_every = imu_hz // board.AIDING_RATE_HZ
     dt_us = 1000000 // imu_hz
@@ -99,13 +111,17 @@ def make_lines(config, rng_imu, rng_pose, board):
         dvel = (accel * dt + rng_imu.normal(0.0, c["accel_noise_mps2"]) * math.sqrt(dt), 0.0, 0.0)
         dang = (0.0, 0.0, (yaw_rate + c["gyro_bias_radps"]) * dt
                 + rng_imu.normal(0.0, c["gyro_noise_radps"]) * math.sqrt(dt))
-        lines = [ll.encode("I", ll.imu_fields(ImuSample(now_us, dt_us, dvel, dang)))]
+        imu = ImuSample(now_us, dt_us, dvel, dang)
+        lines = [ll.encode("I", ll.imu_fields(imu))]
+        pose = None
         if k % aid_every == 0:
             pose = PoseSample(now_us, (north + rng_pose.normal(0.0, a["pos_sigma_m"]),
                                        east + rng_pose.normal(0.0, a["pos_sigma_m"]), 0.0),
                               (0.0, 0.0, yaw + rng_pose.normal(0.0, a["yaw_sigma_rad"])))
             lines.append(ll.encode("P", ll.pose_fields(pose)))
         lines.append(ll.encode("T", [str(now_us)]))
+        if samples is not None:
+            samples.append((now_us, imu, pose, (north, east, yaw)))
         ticks.append(lines)
     return ticks
 
@@ -159,7 +175,9 @@ class _Serial:
         self.ser.close()
 
 
-def run_board(port, ticks, batch, log_query=False):
+def run_board(port, ticks, batch, log_query=False, on_progress=None):
+    """Lockstep over the serial link: ``batch`` ticks of lines at a time, one S-frame answer per tick.
+    on_progress: None, or called with the number of ticks answered so far."""
     from onboard.deploy.device import soft_reset_and_start
     ready = soft_reset_and_start(port, timeout_s=15.0)
     if ready is None:
@@ -175,6 +193,8 @@ def run_board(port, ticks, batch, log_query=False):
             link.write(b"".join(b"".join(lines) for lines in chunk))
             for _ in chunk:
                 out.append(parse_state(link.read_frame("S")))
+            if on_progress is not None:
+                on_progress(len(out))
         wall_per_tick = (time.perf_counter() - t0) / max(1, len(ticks))
         link.write(b"STATS\n")
         stats = link.read_frame("STATS")
@@ -225,12 +245,30 @@ SETTING_RANGES = {"board": one_of(*list_boards()),
                   "aiding.yaw_sigma_rad": NON_NEGATIVE}
 
 
+def _log_samples(ctx, samples, board_out):
+    """Every sample sent, the true pose and the board's answer of every tick into the run's log."""
+    mcap = ctx.mcap
+    if mcap is None:
+        return
+    mcap.log_frames("/viz/tf_static", 0)
+    for (now_us, imu, pose, (north, east, yaw)) in samples:
+        mcap.log("/mp_board/imu", now_us, imu)
+        if pose is not None:
+            mcap.log("/mp_board/aiding/pose", now_us, pose)
+        mcap.log("/mp_board/truth", now_us, {"time_us": now_us, "north_m": north, "east_m": east, "yaw_rad": yaw})
+        mcap.log_pose("/viz/truth/pose", now_us, (north, east, 0.0), yaw_rad=yaw)
+    for t_us, v in board_out:
+        mcap.log("/mp_board/board/state", t_us, dict({"time_us": t_us}, **{k: v[k] for k in STATE_KEYS}))
+        mcap.log_pose("/viz/estimate/pose", t_us, (v["north_m"], v["east_m"], 0.0), yaw_rad=v["yaw_rad"])
+
+
 def run(config, ctx):
     from onboard.deploy.deployer import deploy
-    check_ranges(config, SETTING_RANGES)        # before the virtual board starts
     board = _Board(config["board"])
-    ticks = make_lines(config, ctx.random.stream("imu"), ctx.random.stream("aiding"), board)
+    samples = []
+    ticks = make_lines(config, ctx.random.stream("imu"), ctx.random.stream("aiding"), board, samples)
     ref_out, cpython_s_per_tick = run_cpython(board, ticks)
+    progress = ctx.progress(len(ticks) / board.IMU_RATE_HZ, "mp-board: deploying")
     vb = None
     port = config["port"]
     if not port:
@@ -242,22 +280,46 @@ def run(config, ctx):
         result = deploy(config["board"], port, mpy=config["mpy"], timeout_s=config["deploy_timeout_s"],
                         log=lambda m: None)
         deploy_s = time.monotonic() - t0
-        board_out, info = run_board(port, ticks, config["batch_ticks"], log_query=bool(config["pull_log"]))
+        progress.stage("mp-board: lockstep")
+        board_out, info = run_board(port, ticks, config["batch_ticks"], log_query=bool(config["pull_log"]),
+                                    on_progress=lambda n: progress.update_to(n / board.IMU_RATE_HZ))
         log_metrics = pull_and_replay(config, port, info) if config["pull_log"] else {}
     finally:
+        progress.close()
         if vb is not None:
             vb.stop()
     worst, where = compare(board_out, ref_out)
-    for (t_us, v) in board_out[:: max(1, len(board_out) // 200)]:
-        ctx.log("/mp_board/state", t_us, {k: v[k] for k in STATE_KEYS})
+    _log_samples(ctx, samples, board_out)
+    if ctx.report is not None and board_out:
+        _plots(ctx.report, samples, board_out, ref_out, board.IMU_RATE_HZ)
+    ctx.timing(deploy_s=deploy_s, board_step_mean_us=info["board_step_mean_us"],
+               board_step_max_us=info["board_step_max_us"], cpython_step_mean_us=cpython_s_per_tick * 1e6,
+               link_wall_s_per_tick=info["wall_s_per_tick"])
     success = worst <= config["tolerance"]
     return dict(log_metrics, **{"success": success, "max_abs_diff": worst, "worst_at": where, "ticks": len(ticks),
             "files_deployed": result["files"], "bytes_deployed": result["bytes"],
-            "uploaded": result["uploaded"], "deploy_s": deploy_s,
-            "board_step_mean_us": info["board_step_mean_us"], "board_step_max_us": info["board_step_max_us"],
-            "cpython_step_mean_us": cpython_s_per_tick * 1e6, "link_wall_s_per_tick": info["wall_s_per_tick"],
-            "board_report": info["board_report"], "ready": info["ready"],
+            "uploaded": result["uploaded"], "board_report": info["board_report"], "ready": info["ready"],
             "final_north_m": board_out[-1][1]["north_m"] if board_out else None})
+
+
+def _plots(report, samples, board_out, ref_out, imu_hz):
+    """The path (truth, the board's estimate, CPython's at every half second) and the board's wheel
+    commands over time."""
+    fig, (ax, bx) = figure(1, 2, title="mp-board: the runtime on the MicroPython board vs CPython",
+                           size_in=(12, 4.8))
+    ax.plot([s[3][1] for s in samples], [s[3][0] for s in samples], "k", lw=2.5, alpha=0.35, label="truth")
+    ax.plot([v["east_m"] for _t, v in board_out], [v["north_m"] for _t, v in board_out], "C0", lw=1,
+            label="estimate on the board")
+    every = max(1, imu_hz // 2)
+    ax.plot([v["east_m"] for _t, v in ref_out[::every]], [v["north_m"] for _t, v in ref_out[::every]], "x",
+            color="C3", label="estimate on CPython (every 0.5 s)")
+    ax.set_aspect("equal", adjustable="datalim")
+    label(ax, "path", "east (m)", "north (m)")
+    t_s = [t * 1e-6 for t, _v in board_out]
+    bx.plot(t_s, [v["left_radps"] for _t, v in board_out], "C0", label="left wheel")
+    bx.plot(t_s, [v["right_radps"] for _t, v in board_out], "C1", ls="--", label="right wheel")
+    label(bx, "wheel commands from the board", "time (s)", "wheel speed command (rad/s)")
+    report.save_figure(fig, "board_vs_cpython")
 
 
 def pull_and_replay(config, port, info):

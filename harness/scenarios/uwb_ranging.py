@@ -5,6 +5,10 @@ Every node runs the onboard UWB protocol (onboard/comms/uwb) on the simulated DW
 bouncing off the walls. For each mode and each N: per-pair update rate (range samples a node
 gets for one peer per second, averaged over ordered pairs, after the warm-up) and range error
 against the true distance at the sample time (so motion during the exchange is part of it).
+``success``: every case measured ranges, their mean error within ``MAX_MEAN_ERROR_M`` (a slow
+per-pair rate is a finding, not a failure: the token ring does not scale to 20 nodes). The log (``log.mcap``) holds every range sample
+after the warm-up and the nodes' true positions at 10 Hz, the cases one after another on the log's
+time axis (``/uwb/case`` says where each starts).
 """
 import math
 import time
@@ -12,8 +16,8 @@ import time
 import numpy as np
 
 from harness.sim.clock import SimClock
-from harness.config import (NON_NEGATIVE, POSITIVE, ConfigError, check_ranges, int_at_least, non_empty_list, one_of,
-                            within)
+from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, int_at_least, non_empty_list, one_of, within
+from harness.report.plots import figure, label
 from harness.sim.radio.uwb_channel import RADIO_DEFAULTS, UwbNetwork
 from onboard.comms.uwb.node import DEFAULTS as PROTOCOL_DEFAULTS
 
@@ -30,6 +34,12 @@ DEFAULTS = {
     "radio": {k: RADIO_DEFAULTS[k] for k in ("data_rate_kbps", "prf_mhz", "preamble_symbols",
                                              "clock_drift_ppm_max", "loss_prob", "nlos_pair_fraction")},
 }
+
+# a run of a few seconds (`run --reduced`): both modes, 2 and 4 nodes, 0.5 s each
+REDUCED = {"n_nodes": [2, 4], "duration_s": 0.5}
+MAX_MEAN_ERROR_M = 0.05               # success: |mean range error| of every case at most this (paper: 0.0086 m)
+TRUTH_LOG_PERIOD_US = 100000          # the nodes' true positions in the log: 10 Hz
+PROGRESS_STEP_US = 50000              # the progress bar moves every 0.05 s of simulated time
 
 
 def bouncing_state_fn(n, rng, area_m, max_speed_mps):
@@ -55,17 +65,18 @@ def bouncing_state_fn(n, rng, area_m, max_speed_mps):
     return state
 
 
-def measure(mode, n, config, random, stream_prefix="uwb"):
-    """Run one (mode, N) case; returns its figures (per-pair rate, errors, wall/CPU cost)."""
+def measure(mode, n, config, random, stream_prefix="uwb", log=None, on_progress=None):
+    """Run one (mode, N) case; returns its figures (per-pair rate, errors, simulated seconds per wall and
+    per CPU second). log: None, or ``log(topic, time_us, message)`` (topics ``range``: every range sample
+    after the warm-up, with the true range; ``truth``: every node's position at 10 Hz). on_progress: None,
+    or called with the case's simulated seconds so far (its length: :func:`case_duration_us`)."""
     clock = SimClock()
     protocol = dict(config.get("protocol", {}))
     protocol["mode"] = mode
     state_fn = bouncing_state_fn(n, random.stream("%s.motion.%d" % (stream_prefix, n)), config["area_m"],
                                  config["max_speed_mps"])
     net = UwbNetwork(clock, range(n), random, protocol=protocol, radio=config.get("radio"), state_fn=state_fn)
-    listen_us = PROTOCOL_DEFAULTS["listen_us"] + (n - 1) * PROTOCOL_DEFAULTS["join_stagger_us"]
-    warm_us = int(config["warmup_s"] * 1e6) + (listen_us if mode == "broadcast" else 0)
-    end_us = warm_us + int(config["duration_s"] * 1e6)
+    warm_us, end_us = _case_times_us(mode, n, config)
     errors = []
     counts = {}
 
@@ -73,15 +84,25 @@ def measure(mode, n, config, random, stream_prefix="uwb"):
         if true_us >= warm_us:
             key = (node_id, sample.peer_id)
             counts[key] = counts.get(key, 0) + 1
-            errors.append(sample.range_m - net.true_range_m(node_id, sample.peer_id, true_us))
+            true_m = net.true_range_m(node_id, sample.peer_id, true_us)
+            errors.append(sample.range_m - true_m)
+            if log is not None:
+                log("range", sample.time_us, dict(sample.as_dict(), node_id=node_id, true_range_m=true_m,
+                                                  true_time_us=true_us))
+
+    def log_truth(now_us):
+        log("truth", now_us, {"time_us": now_us, "pos_m": [list(p) for p, _v in
+                                                          (state_fn(now_us)[i] for i in range(n))]})
 
     net.keep_samples = False
     net.on_range.append(on_range)
+    if log is not None:
+        clock.call_every(TRUTH_LOG_PERIOD_US, log_truth, start_us=0)
     net.start()
-    clock.advance_to(warm_us)
+    _advance(clock, warm_us, on_progress)
     frames0 = net.stats["frames"]
     w0, c0 = time.perf_counter(), time.process_time()
-    clock.advance_to(end_us)
+    _advance(clock, end_us, on_progress)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     dur = config["duration_s"]
     pairs = n * (n - 1)
@@ -103,7 +124,29 @@ def measure(mode, n, config, random, stream_prefix="uwb"):
     }
 
 
-# checked before anything runs (harness.config rules)
+def _case_times_us(mode, n, config):
+    """(end of the warm-up, end of the case) in us of one case's simulated time: the broadcast mode
+    listens for the network before it joins (listen_us + (N - 1) * join_stagger_us)."""
+    listen_us = PROTOCOL_DEFAULTS["listen_us"] + (n - 1) * PROTOCOL_DEFAULTS["join_stagger_us"]
+    warm_us = int(config["warmup_s"] * 1e6) + (listen_us if mode == "broadcast" else 0)
+    return warm_us, warm_us + int(config["duration_s"] * 1e6)
+
+
+def case_duration_us(mode, n, config):
+    """Simulated length (us) of one (mode, N) case, warm-up included."""
+    return _case_times_us(mode, n, config)[1]
+
+
+def _advance(clock, end_us, on_progress):
+    """clock.advance_to(end_us) in steps of PROGRESS_STEP_US (the same events in the same order)."""
+    t = clock.now_us()
+    while t < end_us:
+        t = min(t + PROGRESS_STEP_US, end_us)
+        clock.advance_to(t)
+        if on_progress is not None:
+            on_progress(t * 1e-6)
+
+
 SETTING_RANGES = {
     "modes": non_empty_list(one_of("token_ring", "broadcast")), "n_nodes": non_empty_list(int_at_least(2)),
     "duration_s": POSITIVE, "warmup_s": NON_NEGATIVE, "area_m": POSITIVE, "max_speed_mps": NON_NEGATIVE,
@@ -115,46 +158,64 @@ SETTING_RANGES = {
 }
 
 
-def run(config, ctx):
-    check_ranges(config, SETTING_RANGES)
+def check_settings(config):
+    """The warm-up is shorter than the measured time."""
     if config["warmup_s"] >= config["duration_s"]:
         raise ConfigError("setting config.warmup_s must be less than config.duration_s (%r), got %r"
                           % (config["duration_s"], config["warmup_s"]))
-    results = {}
-    for mode in config["modes"]:
-        results[mode] = {}
-        for n in config["n_nodes"]:
-            m = measure(mode, n, config, ctx.random)
-            del m["sim_seconds_per_wall_second"], m["sim_seconds_per_cpu_second"]   # keep metrics reproducible
-            results[mode][str(n)] = m
-            ctx.log("/uwb/case", 0, {"mode": mode, "n": n, "per_pair_hz": m["per_pair_hz"],
-                                      "error_mean_m": m["error_mean_m"], "error_std_m": m["error_std_m"]})
+
+
+def run(config, ctx):
+    cases = [(mode, n) for mode in config["modes"] for n in config["n_nodes"]]
+    total_us = sum(case_duration_us(mode, n, config) for mode, n in cases)
+    progress = ctx.progress(total_us * 1e-6, "uwb-ranging")
+    results = {mode: {} for mode in config["modes"]}
+    speed = {mode: {} for mode in config["modes"]}
+    offset_us = 0                       # where the case starts on the log's (and the progress bar's) time axis
+    for mode, n in cases:
+        ctx.log("/uwb/case", offset_us, {"mode": mode, "n": n, "start_us": offset_us})
+        prefix = "/uwb/%s/n%d/" % (mode, n)
+        log = (lambda topic, t, msg, o=offset_us, p=prefix: ctx.log(p + topic, o + t, msg)) \
+            if ctx.report is not None else None
+        m = measure(mode, n, config, ctx.random, log=log,
+                    on_progress=lambda sim_s, o=offset_us: progress.update_to(o * 1e-6 + sim_s))
+        speed[mode][str(n)] = m.pop("sim_seconds_per_wall_second")
+        m.pop("sim_seconds_per_cpu_second")
+        results[mode][str(n)] = m
+        offset_us += case_duration_us(mode, n, config)
+    progress.close()
+    ctx.timing(sim_seconds_per_wall_second=speed)
     metrics = {"results": results,
                "per_pair_hz": {mode: {str(n): results[mode][str(n)]["per_pair_hz"] for n in config["n_nodes"]}
-                               for mode in config["modes"]}}
+                               for mode in config["modes"]},
+               "success": all(r["samples"] > 0 and abs(r["error_mean_m"]) <= MAX_MEAN_ERROR_M
+                              for by_n in results.values() for r in by_n.values())}
     if ctx.report is not None:
         _plots(ctx.report, config, results)
     return metrics
 
 
+PAPER_ERROR_MEAN_M = 0.0085569         # pocket III-A: range error N(0.0085569 m, 0.061295 m^2)
+PAPER_ERROR_STD_M = math.sqrt(0.061295)
+
+
 def _plots(report, config, results):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    for mode in config["modes"]:
-        ns = config["n_nodes"]
-        ax[0].plot(ns, [results[mode][str(n)]["per_pair_hz"] for n in ns], "o-", label=mode)
-        ax[1].errorbar(ns, [results[mode][str(n)]["error_mean_m"] or 0.0 for n in ns],
+    fig, ax = figure(1, 2, title="uwb-ranging: token ring vs broadcast, N nodes in a %g m x %g m area"
+                     % (config["area_m"], config["area_m"]), size_in=(11.5, 4.4))
+    ns = config["n_nodes"]
+    for k, mode in enumerate(config["modes"]):
+        ax[0].plot(ns, [results[mode][str(n)]["per_pair_hz"] for n in ns], "o-", color="C%d" % k, label=mode)
+        dodge = 0.12 * (k - (len(config["modes"]) - 1) / 2.0)        # side by side, not on top of each other
+        ax[1].errorbar([n + dodge for n in ns], [results[mode][str(n)]["error_mean_m"] or 0.0 for n in ns],
                        yerr=[results[mode][str(n)]["error_std_m"] or 0.0 for n in ns], fmt="o-", capsize=3,
-                       label=mode)
+                       color="C%d" % k, label="%s: mean +- std" % mode)
     ax[0].axhline(20.0, color="k", ls="--", lw=0.8, label="20 Hz target")
     ax[0].set_yscale("log")
-    ax[0].set_xlabel("nodes N")
-    ax[0].set_ylabel("per-pair update rate (Hz)")
-    ax[0].legend()
-    ax[1].axhline(0.0085569, color="k", ls=":", lw=0.8, label="paper mu")
-    ax[1].set_xlabel("nodes N")
-    ax[1].set_ylabel("range error mean +- std (m)")
-    ax[1].legend()
+    label(ax[0], "per-pair update rate", "nodes N", "range samples per pair (Hz)")
+    ax[1].axhline(PAPER_ERROR_MEAN_M, color="k", ls=":", lw=0.8, label="paper's mean error (pocket III-A)")
+    ax[1].axhspan(PAPER_ERROR_MEAN_M - PAPER_ERROR_STD_M, PAPER_ERROR_MEAN_M + PAPER_ERROR_STD_M, color="0.5",
+                  alpha=0.12, label="paper's mean +- std")
+    label(ax[1], "range error (measured - true)", "nodes N", "range error (m)")
+    for a in ax:
+        a.set_xticks(ns)
     report.save_figure(fig, "uwb_rate_and_error_vs_n")

@@ -32,6 +32,7 @@ import time
 
 from boards.arduino import board as C
 from onboard.comms.transport import SerialTransport, Transport, TransportClosed
+from onboard.core.settings import NON_NEGATIVE, POSITIVE, RATE_HZ, checked, int_at_least, one_of
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIRMWARE_DIR = os.path.join(REPO_ROOT, "firmware", "arduino")
@@ -255,6 +256,13 @@ PLANT_DEFAULTS = {
     "imu_model": "noisy",            # "noisy": PlanarImu (ag2u eq. 10); "truth": exact values
     "imu_dlpf_hz": 44.0,             # the chip's digital low-pass (CONFIG = 3 -> ~44 Hz); 0: off
 }
+PLANT_SETTING_RANGES = {
+    "physics_hz": RATE_HZ, "bridge_window_us": int_at_least(1), "motor_no_load_radps": POSITIVE,
+    "imu_update_hz": RATE_HZ, "imu_model": one_of("noisy", "truth"),
+    "imu_dlpf_hz": NON_NEGATIVE,
+    ("physics_hz", "bridge_window_us"): ("a window that is a whole number of physics steps",
+                                         lambda hz, window_us: window_us % (1000000 // hz) == 0),
+}
 
 
 def _clamp_i16(v):
@@ -265,20 +273,13 @@ class AvrPlant:
     """The simulated robot around the firmware: motors, encoders, IMU (see module doc)."""
 
     def __init__(self, bridge, robot, imu=None, config=None):
-        cfg = dict(PLANT_DEFAULTS)
-        for k in (config or {}):
-            if k not in PLANT_DEFAULTS:
-                raise ValueError("unknown AvrPlant setting %r" % (k,))
-            cfg[k] = config[k]
+        cfg = checked(PLANT_DEFAULTS, PLANT_SETTING_RANGES, config, "AvrPlant")
         self.cfg = cfg
         self.bridge = bridge
         self.robot = robot
         self.imu = imu
-        self.dt_us = 1000000 // int(cfg["physics_hz"])
-        self.window_us = int(cfg["bridge_window_us"])
-        if self.window_us < self.dt_us or self.window_us % self.dt_us:
-            raise ValueError("bridge_window_us=%d must be a multiple of the physics step %d us"
-                             % (self.window_us, self.dt_us))
+        self.dt_us = 1000000 // cfg["physics_hz"]
+        self.window_us = cfg["bridge_window_us"]
         self._imu_pending = None
         self._dlpf = None            # low-passed (f_body, w_body)
         self.imu_period_us = 1000000 // int(cfg["imu_update_hz"])
@@ -369,11 +370,8 @@ class FilRig:
         from harness.sim.rng import RunRandom
         from harness.sim.sensors.imu import PlanarImu
         from harness.sim.vehicles.diffdrive import DiffDriveRobot
-        plant_cfg = dict(PLANT_DEFAULTS)
-        plant_cfg.update(plant or {})
-        vehicle_cfg = {"max_wheel_radps": plant_cfg["motor_no_load_radps"]}
-        vehicle_cfg.update(vehicle or {})
-        self.robot = DiffDriveRobot(vehicle_cfg)
+        plant_cfg = checked(PLANT_DEFAULTS, PLANT_SETTING_RANGES, plant, "AvrPlant")
+        self.robot = DiffDriveRobot(dict({"max_wheel_radps": plant_cfg["motor_no_load_radps"]}, **(vehicle or {})))
         imu_model = None
         if plant_cfg["imu_model"] == "noisy":
             imu_model = PlanarImu(self.robot, RunRandom(seed).stream("avr_imu"), imu)

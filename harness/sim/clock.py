@@ -9,6 +9,8 @@ in the order they were scheduled, so runs are reproducible.
 """
 import heapq
 
+from onboard.core.units import hz_to_period_us
+
 # Same-time ordering: physics first, then sensors sample it, then everything else.
 PRIORITY_PHYSICS = 0
 PRIORITY_SENSOR = 10
@@ -67,6 +69,13 @@ class SimClock:
             self.call_at(now_us + period_us, periodic, priority)
 
         self.call_at(first, periodic, priority)
+
+    def every_hz(self, rate_hz, fn, priority=PRIORITY_DEFAULT, start_us=None):
+        """Run ``fn(now_us)`` at ``rate_hz`` (Hz, a rate whose period is a whole number of microseconds,
+        else ValueError) from ``start_us`` (default: now); returns the period (us)."""
+        period_us = hz_to_period_us(rate_hz)
+        self.call_every(period_us, fn, start_us=start_us, priority=priority)
+        return period_us
 
     def advance_to(self, time_us):
         """Fire every event due at or before ``time_us``, then set the time to ``time_us``."""

@@ -12,12 +12,25 @@ import errno
 import math
 import struct
 
+from boards.rpi.imu_mpu6050 import RATE_HZ_RULE
+from onboard.core.settings import NON_NEGATIVE
 from onboard.core.units import G_MPS2
 
 REG_WHO_AM_I = 0x75
 REG_GYRO_CONFIG = 0x1B
 REG_ACCEL_CONFIG = 0x1C
 REG_ACCEL_XOUT_H = 0x3B
+
+# the settings block of a simulated MPU-6050 in a scenario: how often its data registers refresh (and the
+# driver reads them) and its errors
+MPU6050_DEFAULTS = {
+    "rate_hz": 100,                 # data register refreshes per s (the sample clock divided by a whole number)
+    "gyro_bias_sigma_dps": 0.3,     # 1-sigma of the chip's constant gyro bias, drawn once per run
+    "gyro_noise_dps": 0.05,         # 1-sigma white noise per gyro reading
+    "accel_noise_mps2": 0.02,       # 1-sigma white noise per accelerometer reading
+}
+MPU6050_SETTING_RANGES = {"rate_hz": RATE_HZ_RULE, "gyro_bias_sigma_dps": NON_NEGATIVE, "gyro_noise_dps": NON_NEGATIVE,
+                          "accel_noise_mps2": NON_NEGATIVE}
 
 
 class SimI2cBus:

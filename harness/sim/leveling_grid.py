@@ -19,7 +19,8 @@ After each cycle a memetic oracle (Alg. 3/4's external agent) may replace chromo
 condition is checked; a run ends at the level condition or ``max_cycles``.
 
 Counters: ``cycles``, ``pickups`` (= units moved, thesis 4.2.3), ``deposits``, ``moves``,
-``blocked_moves``, ``refused_ops``, ``agent_actions`` (pick-ups + deposits + attempted moves).
+``blocked_moves``, ``refused_ops``, ``units_relocated`` (deposits into another cell than the unit's
+pick-up; a pick-up put back where it was moves nothing), ``agent_actions`` (pick-ups + deposits + attempted moves).
 Volume: ``volume_error = terrain volume + carried units - initial volume`` is exactly 0 (an int).
 
 Randomness (one seed, :class:`harness.sim.rng.RunRandom`): streams ``terrain`` (generator), ``placement``
@@ -134,6 +135,8 @@ class LevelingGrid:
         self.nbr = neighbour_table(t.rows, t.cols)
         self.cycles = 0
         self.pickups = 0
+        self.picked_from = [-1] * n_agents   # cell of each agent's last pick-up
+        self.relocated = 0
         self.deposits = 0
         self.moves = 0
         self.blocked_moves = 0
@@ -170,6 +173,7 @@ class LevelingGrid:
                     t.take(idx)
                     carrying[k] = True
                     self.pickups += 1
+                    self.picked_from[k] = idx
                 else:
                     self.refused_ops += 1
             elif op == DEPOSIT:
@@ -177,6 +181,8 @@ class LevelingGrid:
                     t.put(idx)
                     carrying[k] = False
                     self.deposits += 1
+                    if idx != self.picked_from[k]:
+                        self.relocated += 1
                 else:
                     self.refused_ops += 1
             if move == STAY:
@@ -229,7 +235,8 @@ class LevelingGrid:
             "algorithm": self.algorithm, "seed": self.seed, "rows": t.rows, "cols": t.cols,
             "agents": len(self.agents), "level_condition": t.condition, "epsilon_units": t.eps,
             "level_reached": self.cycles_to_level is not None, "cycles_to_level": self.cycles_to_level,
-            "cycles": self.cycles, "units_moved": self.pickups, "pickups": self.pickups,
+            "cycles": self.cycles, "units_moved": self.pickups, "units_relocated": self.relocated,
+            "pickups": self.pickups,
             "deposits": self.deposits, "moves": self.moves, "blocked_moves": self.blocked_moves,
             "refused_ops": self.refused_ops,
             "agent_actions": self.pickups + self.deposits + self.moves + self.blocked_moves,

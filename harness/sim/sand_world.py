@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, int_at_least, pair
+
 DEFAULTS = {
     "size_m": [2.5, 2.5],
     "cell_m": 0.025,
@@ -33,12 +35,23 @@ DEFAULTS = {
     "repose_deg": 34.0,
     "erosion_iterations": 2,
 }
+SETTING_RANGES = {
+    "size_m": pair(POSITIVE), "cell_m": POSITIVE, "ground_level_m": ANY_NUMBER, "uncleared_tolerance_m": NON_NEGATIVE,
+    "spoil_band_m": POSITIVE, "piles_min": int_at_least(0), "piles_max": int_at_least(0),
+    "pile_volume_m3": pair(POSITIVE, ordered=True), "pile_radius_m": pair(POSITIVE, ordered=True),
+    "pile_margin_m": NON_NEGATIVE, "repose_deg": ("a number in (0, 90)", lambda v: 0.0 < v < 90.0),
+    "erosion_iterations": int_at_least(0),
+    ("piles_min", "piles_max"): ("in order (piles_min <= piles_max)", lambda lo, hi: lo <= hi),
+    ("cell_m", "size_m"): ("a cell at most a quarter of the world's smaller side",
+                           lambda cell, size: cell * 4 <= min(size)),
+    ("spoil_band_m", "size_m"): ("a spoil band narrower than the world's north side",
+                                 lambda band, size: band < size[0]),
+}
 
 
 class SandWorld:
     def __init__(self, config=None, rng=None):
-        cfg = dict(DEFAULTS)
-        cfg.update(config or {})
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "SandWorld")
         self.cfg = cfg
         self.cell_m = float(cfg["cell_m"])
         self.rows = int(round(cfg["size_m"][0] / self.cell_m))

@@ -17,9 +17,12 @@ Vortex values are not public), over a field of I_d built by one of:
   mapped uniformly onto ``random.relative_density_pct``;
 - ``file``: a user's file (below).
 
-User files (settings ``regions_file`` and ``npy_files``; every problem is one line,
+User files (settings ``file``, ``regions_file`` and ``npy_files``; every problem is one line,
 :class:`onboard.core.settings.ConfigError`):
 
+- ``file``: one file of either kind below, by its extension: ``.toml`` (regions) or ``.npz`` (arrays named
+  by the property keys, any subset; the others come from the soil preset at ``relative_density_pct``);
+  it replaces the field builder (``field`` stays "uniform" or is "file");
 - a TOML of geometric regions: top-level ``soil`` and ``relative_density_pct`` (the background, optional) and
   any property key, then ``[[regions]]`` tables applied in order, each with ``shape = "rectangle"``
   (``north_m = [lo, hi]``, ``east_m = [lo, hi]``), ``"circle"`` (``centre_ne_m``, ``radius_m``) or
@@ -70,6 +73,7 @@ DEFAULTS = {
     "strip": {"axis": "north", "from_m": 8.0, "to_m": 11.0, "relative_density_pct": 80.0},
     "patches": {"count": 4, "radius_m": [1.0, 3.0], "relative_density_pct": [10.0, 90.0]},
     "random": {"correlation_m": 2.0, "relative_density_pct": [10.0, 90.0]},
+    "file": None,                     # a user's field file: .toml regions or .npz property arrays
     "regions_file": None,             # a TOML of regions (field "file")
     "npy_files": {"c_pa": None, "phi_deg": None, "gamma_npm3": None, "ca_pa": None, "delta_deg": None},
 }
@@ -89,6 +93,10 @@ SETTING_RANGES = {
     "patches.relative_density_pct": pair(PERCENT, ordered=True),
     "random.correlation_m": POSITIVE,
     "random.relative_density_pct": pair(PERCENT, ordered=True),
+    "file": or_null(("a path ending in .toml or .npz", lambda v: isinstance(v, str)
+                     and v.lower().endswith((".toml", ".npz")))),
+    ("file", "field"): ("a file with field uniform or file (the file replaces the field builder)",
+                        lambda f, kind: f is None or kind in ("uniform", "file")),
     "regions_file": or_null(("a path", lambda v: isinstance(v, str) and len(v) > 0)),
     "npy_files.c_pa": or_null(("a path", lambda v: isinstance(v, str) and len(v) > 0)),
     "npy_files.phi_deg": or_null(("a path", lambda v: isinstance(v, str) and len(v) > 0)),
@@ -341,21 +349,60 @@ def load_npy(path, key, shape):
     return np.radians(arr) if key.endswith("_deg") else arr
 
 
+def load_npz(path, shape, soil, relative_density_pct):
+    """Property arrays [SI units] from a user's .npz (module docstring): each array named by a key of
+    FILE_KEYS replaces that property of the preset ``soil`` at ``relative_density_pct``."""
+    where = "soil field file %s" % path
+    if not os.path.isfile(path):
+        raise ConfigError("%s not found" % where)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except Exception as exc:
+        raise ConfigError("%s: not a readable .npz archive (%s)" % (where, str(exc).splitlines()[0] if str(exc)
+                                                                    else type(exc).__name__))
+    for name in arrays:
+        if name not in FILE_KEYS:
+            near = closest(name, FILE_KEYS)
+            raise ConfigError("%s: unknown array %r (known: %s)%s" % (where, name, ", ".join(FILE_KEYS),
+                                                                     " (did you mean %r?)" % near if near else ""))
+    if not arrays:
+        raise ConfigError("%s: no property arrays (known names: %s)" % (where, ", ".join(FILE_KEYS)))
+    idd = np.full(shape, float(relative_density_pct))
+    values = {name: np.array(v, dtype=float) for name, v in preset_properties(soil, idd).items()}
+    for key, name in zip(FILE_KEYS, PROPERTIES):
+        if key not in arrays:
+            continue
+        arr = arrays[key]
+        if arr.dtype.kind not in "biuf":
+            raise ConfigError("%s: %s must hold numbers, got dtype %s" % (where, key, arr.dtype))
+        if arr.shape != tuple(shape):
+            raise ConfigError("%s: %s needs shape %dx%d (north x east cells), got %s"
+                              % (where, key, shape[0], shape[1], "x".join(str(s) for s in arr.shape)))
+        arr = arr.astype(float)
+        values[name] = np.radians(arr) if key.endswith("_deg") else arr
+    return values
+
+
 def build_fields(config=None, rng=None):
-    """SoilFields from the settings (:data:`DEFAULTS`): the I_d field and the soil preset, or the regions
-    file for field "file"; then every ``npy_files`` entry replaces its property. ``rng``: a numpy Generator
-    (``harness.sim.rng.RunRandom(seed).stream("soil_fields")``), needed for patches and random."""
+    """SoilFields from the settings (:data:`DEFAULTS`): the user's ``file``, or the regions file for field
+    "file", or the I_d field and the soil preset; then every ``npy_files`` entry replaces its property.
+    ``rng``: a numpy Generator (``harness.sim.rng.RunRandom(seed).stream("soil_fields")``), needed for
+    patches and random."""
     cfg = checked(DEFAULTS, SETTING_RANGES, config, "soil world")
     shape = _grid_shape(cfg)
-    if cfg["field"] == "file":
-        if cfg["regions_file"] is None and not any(cfg["npy_files"].values()):
-            raise ConfigError("soil world setting field = 'file' needs regions_file or npy_files")
-        if cfg["regions_file"] is not None:
-            fields = load_regions(cfg["regions_file"], shape, cfg["cell_m"], cfg["soil"], cfg["relative_density_pct"])
-            values, idd, soil = fields.values, fields.relative_density_pct, fields.soil
-        else:
-            idd = np.full(shape, float(cfg["relative_density_pct"]))
-            values, soil = preset_properties(cfg["soil"], idd), np.full(shape, cfg["soil"], dtype=object)
+    user = cfg["file"]
+    regions = user if user is not None and user.lower().endswith(".toml") else cfg["regions_file"]
+    if user is not None and user.lower().endswith(".npz"):
+        values, idd, soil = load_npz(user, shape, cfg["soil"], cfg["relative_density_pct"]), None, None
+    elif regions is not None and (user is not None or cfg["field"] == "file"):
+        fields = load_regions(regions, shape, cfg["cell_m"], cfg["soil"], cfg["relative_density_pct"])
+        values, idd, soil = fields.values, fields.relative_density_pct, fields.soil
+    elif cfg["field"] == "file":
+        if not any(cfg["npy_files"].values()):
+            raise ConfigError("soil world setting field = 'file' needs file, regions_file or npy_files")
+        idd = np.full(shape, float(cfg["relative_density_pct"]))
+        values, soil = preset_properties(cfg["soil"], idd), np.full(shape, cfg["soil"], dtype=object)
     else:
         if cfg["field"] in ("patches", "random") and rng is None:
             raise ValueError("soil world field %r needs a random stream" % cfg["field"])
@@ -368,6 +415,7 @@ def build_fields(config=None, rng=None):
         if path is not None:
             values[name] = load_npy(path, key, shape)
             replaced = True
-    where = "soil fields (%s)" % ", ".join(p for p in [cfg["regions_file"]] + list(cfg["npy_files"].values()) if p) \
-        if cfg["field"] == "file" else "soil fields"
+    files = [p for p in [user, cfg["regions_file"] if user is None else None] + list(cfg["npy_files"].values()) if p]
+    where = "soil field file %s" % ", ".join(files) if files and (user is not None or cfg["field"] == "file") \
+        else "soil fields"
     return SoilFields(values, cfg["cell_m"], None if replaced else idd, None if replaced else soil, where)

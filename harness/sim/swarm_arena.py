@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, int_at_least
 from onboard.estimators.particle_filter import UWB_RANGE_BIAS_M, UWB_RANGE_VAR_M2
 from onboard.swarm.actions import ACCEL_MPS2, DIRECTIONS_BODY, MAX_SPEED_MPS, N_ACTIONS, SLOW_DOWN
 
@@ -34,11 +35,17 @@ DEFAULTS = {
     "range_sigma_m": math.sqrt(UWB_RANGE_VAR_M2),
     "goal_radius_m": 0.15,          # goal counts as reached inside this radius
     "critical_distance_m": 0.5,     # c of pocket eq. 4
-    "obstacle_clip_m": 2.0,
-    "goal_scale_m": 0.0,            # eq. 4 normalisation of d1 (m); 0: the arena side         # DQN obstacle input: farther neighbours are shown at this distance
+    "obstacle_clip_m": 2.0,         # DQN obstacle input: farther neighbours are shown at this distance
+    "goal_scale_m": 0.0,            # eq. 4 normalisation of d1 (m); 0: the arena side
     "start_separation_m": 0.5,
     "goal_separation_m": 0.5,
 }
+SETTING_RANGES = dict({key: POSITIVE for key in ("arena_m", "physics_dt_s", "accel_mps2", "max_speed_mps",
+                                                 "vel_time_constant_s", "max_accel_mps2", "goal_radius_m",
+                                                 "critical_distance_m", "obstacle_clip_m")},
+                      frame_skip=int_at_least(1), wall_margin_m=NON_NEGATIVE, vel_noise_mps=NON_NEGATIVE,
+                      range_bias_m=ANY_NUMBER, range_sigma_m=NON_NEGATIVE, goal_scale_m=NON_NEGATIVE,
+                      start_separation_m=NON_NEGATIVE, goal_separation_m=NON_NEGATIVE)
 
 DIRS = np.array(DIRECTIONS_BODY)
 
@@ -116,11 +123,7 @@ class SwarmBatch:
     """n_envs arenas x n_drones drones; step(actions) advances one policy period."""
 
     def __init__(self, n_envs, n_drones, rng, config=None):
-        cfg = dict(DEFAULTS)
-        for k, v in (config or {}).items():
-            if k not in DEFAULTS:
-                raise ValueError("unknown swarm sim setting %r" % (k,))
-            cfg[k] = v
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "swarm arena")
         if n_drones < 2:
             raise ValueError("a swarm needs >= 2 drones")
         self.cfg = cfg

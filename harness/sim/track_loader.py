@@ -23,8 +23,9 @@ stalls: the blade then carries the drive's force, not the FEE's failure force, a
 Sensors, every step of 1/60 s (``LoaderSample``): chassis pose and speed, track speeds, blade pose and the
 actuator positions (kinematics), the blade force (the paper's simulator force: noise 2 % + 200 N and a
 constant bias per run, assumptions from the notes), a drive-torque path (sprocket torque of both tracks,
-from which :func:`fx_from_drive` recovers the horizontal force only) and a lift-cylinder pressure path
-(the arm's moment balance, from which :func:`fz_from_pressure` recovers the vertical force given F_x).
+from which the onboard ``onboard.soil.machine_forces.fx_from_drive`` recovers the horizontal force only)
+and a lift-cylinder pressure path (the arm's moment balance ``machine_forces.lift_moment_nm``, from which
+``fz_from_pressure`` recovers the vertical force given F_x).
 The front/rear single-beam LIDARs are not simulated here.
 
 Operator (``operator`` settings): cuts ``lanes.count`` parallel lanes (``lanes.passes`` passes each) of
@@ -44,6 +45,7 @@ import numpy as np
 from onboard.core.rotations import dcm_mul, dcm_to_euler, euler_to_dcm
 from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_at_least, pair, within, ANY_NUMBER
 from onboard.soil.blind_map import BladePose
+from onboard.soil.machine_forces import lift_moment_nm
 from harness.sim.blade_force import TruthBladeForce
 
 GRAVITY_MPS2 = 9.80665
@@ -387,10 +389,21 @@ class TrackLoader:
     def run(self, on_sample=None, max_steps=None):
         """Cut the operator's lanes (module docstring), calling ``on_sample(sample)`` for every 60 Hz
         sample; returns the number of steps run. ``max_steps`` stops early."""
+        steps = 0
+        for sample in self.lanes():
+            steps += 1
+            if on_sample is not None:
+                on_sample(sample)
+            if max_steps is not None and steps >= max_steps:
+                break
+        return steps
+
+    def lanes(self):
+        """Generator of the operator's lanes (module docstring): one step of 1/60 s per item, yielding its
+        :class:`LoaderSample`."""
         op = LaneOperator(self.config["operator"], self.operator_rng)
         lanes = self.config["operator"]["lanes"]
         c, s = math.cos(lanes["heading_rad"]), math.sin(lanes["heading_rad"])
-        steps = 0
         off = self.config["blade"]["offset_m"]
         for lane in range(lanes["count"]):
             for npass in range(lanes["passes"]):
@@ -411,59 +424,21 @@ class TrackLoader:
                     cmd, phase = op.commands(self, pose, travelled, lanes["length_m"])
                     if phase == "done":
                         break
-                    sample = self.step(cmd, phase, (lane, npass))
-                    steps += 1
-                    if on_sample is not None:
-                        on_sample(sample)
-                    if max_steps is not None and steps >= max_steps:
-                        return steps
-        return steps
+                    yield self.step(cmd, phase, (lane, npass))
 
 
-def lift_moment_nm(cfg, lift_m, fx_n, fz_n):
-    """Nose-down moment [N m] about the lift arms' pivot that the lift cylinders hold: the blade's weight
-    and the soil's vertical force F_z at the horizontal lever L = offset - pivot_x, and the horizontal
-    force F_x at the vertical lever h = pivot_up - lift (the edge below the pivot):
-    M = (m_b g + F_z) L + F_x h."""
-    b = cfg["blade"]
-    lever = b["offset_m"] - b["pivot_m"][0]
-    h = b["pivot_m"][1] - lift_m
-    return (b["mass_kg"] * GRAVITY_MPS2 + fz_n) * lever + fx_n * h
-
-
-def fz_from_pressure(cfg, pressure_pa, lift_m, fx_n):
-    """The vertical soil force [N, positive down] from the lift-cylinder pressure (the hydraulic route of
-    the paper's section 4): inverts :func:`lift_moment_nm` given the horizontal force ``fx_n`` (from the
-    drive path or another sensor). Broadcasts over arrays."""
-    b = cfg["blade"]
-    lever = b["offset_m"] - b["pivot_m"][0]
-    h = b["pivot_m"][1] - np.asarray(lift_m, dtype=float)
-    moment = np.asarray(pressure_pa, dtype=float) * b["cylinder_arm_m"] * b["cylinder_area_m2"]
-    return (moment - np.asarray(fx_n, dtype=float) * h) / lever - b["mass_kg"] * GRAVITY_MPS2
-
-
-def fx_from_drive(cfg, torque_nm, speed_mps, pitch_rad, dt_s, half_window=6):
-    """The horizontal soil force [N] from the sprocket torque (the dynamics-model route of the paper's
-    section 4; it measures F_x only): F_x = tau / r - c_rr m g cos(pitch) - m g sin(pitch) - m a, the
-    acceleration a from a least-squares slope of the measured speed over +-``half_window`` samples (arrays
-    in time order, spacing ``dt_s``). The rolling resistance ignores F_z's share of the normal load."""
-    tau = np.asarray(torque_nm, dtype=float)
-    v = np.asarray(speed_mps, dtype=float)
-    pitch = np.asarray(pitch_rad, dtype=float)
-    m = cfg["mass_kg"]
-    n = v.size
-    acc = np.zeros(n)
-    for i in range(n):
-        lo, hi = max(0, i - half_window), min(n, i + half_window + 1)
-        if hi - lo >= 2:
-            t = np.arange(lo, hi) * dt_s
-            acc[i] = np.polyfit(t, v[lo:hi], 1)[0]
-    return (tau / cfg["sprocket_radius_m"] - cfg["rolling_resistance"] * m * GRAVITY_MPS2 * np.cos(pitch)
-            - m * GRAVITY_MPS2 * np.sin(pitch) - m * acc)
+def lanes_duration_s(operator):
+    """Rough simulated time [s] of the lanes of the ``operator`` settings (for progress bars): length over
+    the speed setpoint (the random range's middle when random), a 30 % margin, the lift, per lane and
+    pass."""
+    lanes = operator["lanes"]
+    speed = sum(operator["random"]["speed_mps"]) / 2.0 if operator["random"]["enabled"] else operator["speed_mps"]
+    one = min(1.3 * lanes["length_m"] / speed, operator["max_lane_s"]) + operator["lift_s"]
+    return one * lanes["count"] * lanes["passes"]
 
 
 class LaneOperator:
-    """The operator of :meth:`TrackLoader.run` (module docstring); ``config`` is the loader's
+    """The operator of :meth:`TrackLoader.lanes` (module docstring); ``config`` is the loader's
     ``operator`` block, ``rng`` a numpy Generator."""
 
     def __init__(self, config, rng):

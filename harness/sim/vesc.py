@@ -28,6 +28,7 @@ import os
 
 from harness.sim.ptys import PtyPair
 from onboard.comms.vesc import codec
+from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, int_at_least, int_within
 
 DEFAULTS = {
     "controller_id": 1,
@@ -44,6 +45,11 @@ DEFAULTS = {
     "temp_motor_degc": 35.0,
     "motor_resistance_ohm": 0.05,
 }
+SETTING_RANGES = {"controller_id": int_within(0, 255), "speed_time_constant_s": POSITIVE,
+                  "coast_time_constant_s": POSITIVE, "accel_erpm_per_s_per_a": POSITIVE, "current_limit_a": POSITIVE,
+                  "max_erpm": POSITIVE, "timeout_ms": int_at_least(0), "timeout_brake_current_a": NON_NEGATIVE,
+                  "v_in_v": POSITIVE, "kv_erpm_per_v": POSITIVE, "temp_fet_degc": ANY_NUMBER,
+                  "temp_motor_degc": ANY_NUMBER, "motor_resistance_ohm": POSITIVE}
 
 MODE_NONE = "released"
 MODE_DUTY = "duty"
@@ -56,11 +62,7 @@ class SimVesc:
     """One simulated controller and its motor."""
 
     def __init__(self, config=None):
-        cfg = dict(DEFAULTS)
-        for key in (config or {}):
-            if key not in DEFAULTS:
-                raise ValueError("unknown SimVesc setting %r" % (key,))
-            cfg[key] = config[key]
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "SimVesc")
         self.cfg = cfg
         self.controller_id = int(cfg["controller_id"])
         self.erpm = 0.0

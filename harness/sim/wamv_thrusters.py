@@ -14,7 +14,8 @@ pty, behind an interface (:class:`InterfaceVesc`) that
 the motor's shaft follows its speed set-point as a first-order lag (``lag_tau_s``, the SimVesc speed
 loop, unsaturated); the thrust is the thruster's static curve (``onboard.vessel.thrust_map``, the truth
 vessel's ``thrusters`` block) of the shaft speed as a fraction of ``max_erpm``, zero inside the dead
-band, times the side's efficiency. Telemetry (GetValues) is answered at once.
+band, times the side's efficiency; a released or stopped motor (SetCurrent 0, or its own command
+timeout) gives no thrust (the propeller freewheels). Telemetry (GetValues) is answered at once.
 
 Lockstep, no wall time: the harness calls ``service(now_us)`` (the controllers read their UARTs, answer,
 queue commands) and ``step(dt_s, now_us)`` (due commands applied, motors advanced over [now, now + dt),
@@ -28,7 +29,7 @@ import tempfile
 
 import numpy as np
 
-from harness.sim.vesc import DEFAULTS as SIM_VESC_DEFAULTS, SimVesc, SimVescPort
+from harness.sim.vesc import DEFAULTS as SIM_VESC_DEFAULTS, MODE_CURRENT, MODE_NONE, SimVesc, SimVescPort
 from onboard.comms.transport import SerialTransport
 from onboard.comms.vesc import codec
 from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked, int_at_least
@@ -127,9 +128,15 @@ class SimOutboards:
         """Shaft speed of one outboard as a fraction of full throttle (+ forward)."""
         return self.sims[side].erpm / self.cfg["max_erpm"]
 
+    def released(self, side):
+        """True when the motor gives no torque (released, or SetCurrent 0: a stop): the propeller
+        freewheels and gives no thrust."""
+        sim = self.sims[side]
+        return sim.mode == MODE_NONE or (sim.mode == MODE_CURRENT and sim.setpoint == 0.0)
+
     def _thrust(self, side):
         n = self.throttle(side)
-        if abs(n) <= self.dead_band:
+        if abs(n) <= self.dead_band or self.released(side):
             return 0.0
         return self.efficiency[side] * self.curve.static(n)
 

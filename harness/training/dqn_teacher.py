@@ -1,7 +1,7 @@
 """Pocket-drone DQN-shaped policy (7 -> 100 -> 100 -> 9) distilled from a synthetic teacher.
 
-Until the swarm lane trains the real DQN (uwb-pocket-drones-coordination IV-C), this gives
-tests, benchmarks and the AVR kernel a committed model of exactly that shape, trained on
+A small fixed model of the shape of the swarm's DQN (uwb-pocket-drones-coordination IV-C; the
+trained one is models/swarm/dqn): it gives tests, benchmarks and the AVR kernel a committed model, trained on
 something meaningful: the network regresses the action values of a one-step look-ahead
 teacher.
 

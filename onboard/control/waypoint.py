@@ -12,7 +12,7 @@ import math
 from onboard.control.pid import Pid
 from onboard.core.angles import wrap_pi
 from onboard.core.samples import TwistCmd
-from onboard.core.settings import with_defaults
+from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked
 
 DEFAULTS = {
     "cruise_speed_mps": 0.4,
@@ -23,11 +23,14 @@ DEFAULTS = {
     "heading_ki": 0.0,
     "heading_kd": 0.05,
 }
+SETTING_RANGES = {"cruise_speed_mps": POSITIVE, "accept_radius_m": POSITIVE, "slow_radius_m": POSITIVE,
+                  "max_yaw_rate_radps": POSITIVE, "heading_kp": NON_NEGATIVE, "heading_ki": NON_NEGATIVE,
+                  "heading_kd": NON_NEGATIVE}
 
 
 class WaypointFollower:
     def __init__(self, waypoints_ne_m, config=None):
-        cfg = with_defaults(DEFAULTS, config, "WaypointFollower")
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "WaypointFollower")
         if not waypoints_ne_m:
             raise ValueError("way-point list is empty")
         self.cfg = cfg

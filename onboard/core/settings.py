@@ -1,9 +1,18 @@
-"""Component settings (MicroPython-compatible): defaults overridden by a user dict with unknown keys
-rejected, and value-range rules checked before anything runs.
+"""Component settings (MicroPython-compatible): one way to take them, ``checked``.
+
+Every component declares ``DEFAULTS`` (its settings with their default values; units in the names) and
+``SETTING_RANGES`` (``{dotted path: rule}``) side by side and takes its settings with
+``checked(DEFAULTS, SETTING_RANGES, overrides, owner)``: nested blocks merge key by key, an unknown key, a
+wrong type, a NaN/infinity or a value outside its rule raises :class:`ConfigError` with one line naming the
+owner and the setting (for an unknown key, the closest known one).
 
 A rule is (text, predicate): ``predicate(value)`` is True for a valid value and ``text`` completes
-"<setting> must be <text>". Predicates that raise TypeError count as False; NaN and infinities fail
-every numeric rule. The harness (scenario settings) and the boards (service configs) share these.
+"<setting> must be <text>". Predicates that raise TypeError count as False; NaN and infinities fail every
+numeric rule. A rule keyed by a tuple of paths relates settings to each other: ``predicate(*values)`` gets
+their values in that order, and the message is "<a>, <b> must be <text>, got <value a>, <value b>". A rule on
+a path whose default is a table makes that table one value (replaced whole, not merged; its keys are the
+rule's to check), e.g. a table of firmware parameters. The scenarios, the boards and the simulated devices
+share these.
 """
 
 
@@ -23,12 +32,15 @@ def _distance(a, b):
 
 
 def closest(name, known):
-    """The entry of ``known`` nearest to ``name`` by edit distance, or None when none is near (more than
-    a third of the name's letters, at least 2, would have to change)."""
-    best, best_d = None, max(2, len(name) // 3) + 1
+    """The entry of ``known`` nearest to ``name`` by edit distance, or None when none is near: near is at
+    most a third of the name's letters (at least 2) to change, or one of the two beginning the other (at
+    least 3 letters, e.g. a unit suffix left out)."""
+    limit = max(2, len(name) // 3)
+    best, best_d = None, None
     for key in sorted(known):
         d = _distance(name, key)
-        if d < best_d:
+        near = d <= limit or (min(len(name), len(key)) >= 3 and (key.startswith(name) or name.startswith(key)))
+        if near and (best is None or d < best_d):
             best, best_d = key, d
     return best
 
@@ -47,65 +59,71 @@ def _type_ok(default, value):
 
 
 def _finite(value):
-    """False for a NaN or infinite float, also inside lists (e.g. way-points)."""
+    """False for a NaN or infinite float, also inside lists (e.g. way-points) and tables."""
     if isinstance(value, float):
         return value - value == 0
     if isinstance(value, (list, tuple)):
         for v in value:
             if not _finite(v):
                 return False
+    if isinstance(value, dict):
+        for k in value:
+            if not _finite(value[k]):
+                return False
     return True
 
 
-def _merged(defaults, overrides, owner, prefix):
+def _copy(value):
+    """A copy of a default: tables and lists copied all the way down (a component may change its own)."""
+    if isinstance(value, dict):
+        return {k: _copy(value[k]) for k in value}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _merged(defaults, overrides, owner, prefix, rules):
     out = {}
     for key in defaults:
-        value = defaults[key]
-        out[key] = _merged(value, {}, owner, prefix + key + ".") if isinstance(value, dict) else value
+        out[key] = _copy(defaults[key])
+    if not isinstance(overrides, dict):
+        raise ConfigError("%s settings%s must be a table of settings, got %r"
+                          % (owner, " " + prefix[:-1] if prefix else "", overrides))
     for key in overrides:
         path = prefix + key
         value = overrides[key]
         if key not in defaults:
-            near = closest(key, defaults)
+            near = closest(key, defaults) if isinstance(key, str) else None
             raise ConfigError("unknown %s setting %r%s" % (
                 owner, path, " (did you mean %r?)" % (prefix + near) if near else
                 " (known: %s)" % ", ".join(sorted(prefix + k for k in defaults))))
         default = defaults[key]
-        if isinstance(default, dict) and default:
+        ruled = path in rules
+        if isinstance(default, dict) and default and not ruled:
             if not isinstance(value, dict):
                 raise ConfigError("%s setting %s must be a table of settings, got %r" % (owner, path, value))
-            out[key] = _merged(default, value, owner, path + ".")
+            out[key] = _merged(default, value, owner, path + ".", rules)
             continue
-        if not _type_ok(default, value):
+        if not ruled and not _type_ok(default, value):
             raise ConfigError("%s setting %s must be %s, got %r" % (owner, path, type(default).__name__, value))
         if not _finite(value):
             raise ConfigError("%s setting %s must be finite, got %r" % (owner, path, value))
-        out[key] = float(value) if isinstance(default, float) else value
+        if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        out[key] = value
     return out
 
 
 def checked(defaults, rules, overrides, owner):
-    """The one way a component takes its settings: a copy of ``defaults`` (nested dicts are merged key by
-    key) updated from ``overrides`` (a dict or None), then every ``rules`` entry ({dotted path: rule})
-    checked. Raises :class:`ConfigError` with one line naming ``owner`` and the setting: an unknown key
-    (with the closest known one), a wrong type, a NaN/infinity, or a value outside its rule."""
-    cfg = _merged(defaults, overrides or {}, owner, "")
-    problem = range_problem(cfg, rules)
-    if problem:
-        raise ConfigError("%s setting %s" % (owner, problem))
-    return cfg
-
-
-def with_defaults(defaults, overrides, owner):
-    """A copy of ``defaults`` updated from ``overrides``; a key not in ``defaults`` raises
-    ValueError naming ``owner`` and the key, so a typo in a config never passes silently."""
-    cfg = dict(defaults)
-    if overrides:
-        for key in overrides:
-            if key not in defaults:
-                raise ValueError("unknown %s setting %r (known: %s)"
-                                 % (owner, key, ", ".join(sorted(defaults))))
-            cfg[key] = overrides[key]
+    """The one way a component takes its settings: a copy of ``defaults`` (nested tables merged key by key)
+    updated from ``overrides`` (a dict or None), then every rule of ``rules`` ({dotted path or tuple of
+    paths: rule}) checked. Raises :class:`ConfigError` with one line naming ``owner`` and the setting: an
+    unknown key (with the closest known one), a wrong type, a NaN/infinity, or a value outside its rule. A
+    setting with a rule is checked by its rule alone (e.g. ``or_null`` lets null replace a number)."""
+    cfg = _merged(defaults, {} if overrides is None else overrides, owner, "", rules)
+    line = setting_problem(cfg, rules, owner)
+    if line:
+        raise ConfigError(line)
     return cfg
 
 
@@ -114,21 +132,28 @@ def is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v - v == 0
 
 
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 ANY_NUMBER = ("a number", is_number)
 POSITIVE = ("a number > 0", lambda v: is_number(v) and v > 0)
 NON_NEGATIVE = ("a number >= 0", lambda v: is_number(v) and v >= 0)
 BOOLEAN = ("true or false", lambda v: isinstance(v, bool))
 TEXT = ("a non-empty string", lambda v: isinstance(v, str) and len(v) > 0)
 UNIT_OPEN = ("a number in (0, 1]", lambda v: is_number(v) and 0 < v <= 1)
+# a rate of anything run on the microsecond clock (scheduler groups, simulated sensors): whole Hz whose
+# period is a whole number of microseconds
+RATE_HZ = ("a whole number of Hz dividing 1000000 (a whole-microsecond period)",
+           lambda v: _is_int(v) and v >= 1 and 1000000 % v == 0)
 
 
 def int_at_least(lo):
-    return ("an integer >= %d" % lo, lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= lo)
+    return ("an integer >= %d" % lo, lambda v: _is_int(v) and v >= lo)
 
 
 def int_within(lo, hi):
-    return ("an integer in %d..%d" % (lo, hi),
-            lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi)
+    return ("an integer in %d..%d" % (lo, hi), lambda v: _is_int(v) and lo <= v <= hi)
 
 
 def within(lo, hi):
@@ -142,11 +167,11 @@ def one_of(*choices):
 
 
 def vector(count, rule, ordered=False):
-    """A list of ``count`` elements that each follow ``rule`` (and, when ordered, ascend)."""
+    """A list (or tuple) of ``count`` elements that each follow ``rule`` (and, when ordered, ascend)."""
     text, ok = rule
 
     def check(v):
-        return (isinstance(v, list) and len(v) == count and all(ok(x) for x in v)
+        return (isinstance(v, (list, tuple)) and len(v) == count and all(ok(x) for x in v)
                 and (not ordered or all(v[i] <= v[i + 1] for i in range(count - 1))))
     notes = ([text.replace("a number ", "each ")] if text != ANY_NUMBER[0] else []) + (["low first"] if ordered else [])
     return ("a list of %d numbers%s" % (count, " (%s)" % ", ".join(notes) if notes else ""), check)
@@ -173,35 +198,82 @@ def non_empty_list(rule, text=None):
 WAYPOINTS_NE_M = non_empty_list(pair(ANY_NUMBER), "a non-empty list of [north_m, east_m] pairs")
 
 
-def under(prefix, rules, block=None):
-    """``rules`` for a settings block mounted at ``prefix`` (e.g. the vehicle block at "vehicle"); with
-    ``block`` (that block's defaults) only the rules of the settings it has."""
-    return {"%s.%s" % (prefix, path): rule for path, rule in rules.items() if block is None or path in block}
-
-
 _MISSING = object()
 
 
-def range_problem(config, rules):
-    """The first setting of ``config`` outside its rule, as "<path> must be <text>, got <value>"; None when
-    every one is valid. ``rules``: {dotted path: rule}; a path missing from ``config`` is skipped."""
-    for path, rule in rules.items():
+def _lookup(config, path):
+    """The value at dotted ``path`` of nested dicts, or _MISSING."""
+    node = config
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _prefixed(prefix, key):
+    if isinstance(key, tuple):
+        return tuple(prefix + p for p in key)
+    return prefix + key
+
+
+def under(prefix, rules, block=None):
+    """``rules`` for a settings block mounted at ``prefix`` (e.g. the vehicle block at "vehicle"); with
+    ``block`` (that block's defaults) only the rules of the settings it has (a rule relating several
+    settings: when it has all of them)."""
+    out = {}
+    for key, rule in rules.items():
+        paths = key if isinstance(key, tuple) else (key,)
+        if block is None or all(_lookup(block, p) is not _MISSING for p in paths):
+            out[_prefixed(prefix + ".", key)] = rule
+    return out
+
+
+def mounted(defaults, *blocks):
+    """The rules of component blocks where a scenario's ``defaults`` mount them: ``blocks`` are (prefix,
+    rules) pairs, e.g. ("imu", harness.sim.sensors.imu.SETTING_RANGES); each keeps the rules of the
+    settings that scenario's block has (:func:`under`)."""
+    out = {}
+    for prefix, rules in blocks:
+        out.update(under(prefix, rules, _lookup(defaults, prefix)))
+    return out
+
+
+def _problem(config, rules, prefix):
+    """(number of settings, "<path(s)> must be <text>, got <value(s)>") of the first rule ``config``
+    breaks, or None; ``prefix`` is written before every path."""
+    for key, rule in rules.items():
         text, ok = rule
-        node = config
-        for part in path.split("."):
-            if not isinstance(node, dict) or part not in node:
-                node = _MISSING
-                break
-            node = node[part]
-        if node is _MISSING:
+        paths = key if isinstance(key, tuple) else (key,)
+        values = [_lookup(config, p) for p in paths]
+        if any(v is _MISSING for v in values):
             continue
         try:
-            good = ok(node)
+            good = ok(*values)
         except TypeError:
             good = False
         if not good:
-            return "%s must be %s, got %r" % (path, text, node)
+            return len(paths), "%s must be %s, got %s" % (", ".join(prefix + p for p in paths), text,
+                                                         ", ".join(repr(v) for v in values))
     return None
+
+
+def range_problem(config, rules, prefix=""):
+    """The first setting of ``config`` outside its rule, as "<path> must be <text>, got <value>" (for a rule
+    relating several settings "<a>, <b> must be <text>, got <value a>, <value b>"); None when every one is
+    valid. ``rules``: {dotted path or tuple of paths: rule}; a rule whose path is missing from ``config`` is
+    skipped. ``prefix`` is written before every path."""
+    found = _problem(config, rules, prefix)
+    return found[1] if found else None
+
+
+def setting_problem(config, rules, owner=None, prefix=""):
+    """One line for the first setting of ``config`` outside its rule: "[<owner> ]setting <problem>" ("settings"
+    when the rule relates several), or None (see :func:`range_problem`)."""
+    found = _problem(config, rules, prefix)
+    if found is None:
+        return None
+    return "%s%s %s" % (owner + " " if owner else "", "settings" if found[0] > 1 else "setting", found[1])
 
 
 def argument(rule, convert=float):

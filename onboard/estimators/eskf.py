@@ -45,9 +45,9 @@ velocity, biases added; attitude D <- D F(dpsi), re-orthonormalised) and reset t
 zero. (The reset Jacobian G = I - [dpsi/2]x is taken as I, the usual first-order choice.)
 
 Lost-filter restart (not in the paper): a gate alone can lock a diverged filter out for
-good, every later pose then gated while the INS dead-reckons away (seen in a grading
-episode: a 5 deg held aiding heading error, the dozer spinning 75 deg/s in reverse, the
-tilt estimate drifted 2 deg off and the position 250 m rms). When no pose has been
+good, every later pose then gated while the INS dead-reckons away (e.g. a held aiding
+heading error while the vehicle spins fast in reverse drives the tilt estimate off, and
+the position runs away). When no pose has been
 fused for ``gate_reset_s`` while poses keep arriving gated, the filter restarts from
 the gated pose (position and attitude from it, velocity 0 with ``reset_vel_sigma_mps``,
 bias estimates kept, P from the init_* settings), counted in ``resets``.
@@ -61,6 +61,7 @@ import math
 from onboard.core.linalg import is_finite
 from onboard.core.rotations import d2e, e2d
 from onboard.core.samples import NavState
+from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, int_at_least, vector
 from onboard.core.units import G_MPS2
 from onboard.estimators.base import EstimatorInputError
 from onboard.estimators.ins import Strapdown
@@ -114,6 +115,17 @@ DEFAULTS = {
 _VECTOR_KEYS = ("init_pos_sigma_m", "init_att_sigma_rad", "init_vel_sigma_mps",
                 "init_accel_bias_sigma_mps2", "init_gyro_bias_sigma_radps",
                 "pose_pos_sigma_m", "pose_att_sigma_rad")
+SETTING_RANGES = {
+    "gravity_mps2": NON_NEGATIVE, "accel_noise_mps_per_sqrt_s": NON_NEGATIVE,
+    "gyro_noise_rad_per_sqrt_s": NON_NEGATIVE, "accel_bias_walk_mps2_per_sqrt_s": NON_NEGATIVE,
+    "gyro_bias_walk_radps_per_sqrt_s": NON_NEGATIVE,
+    "init_pos_sigma_m": vector(3, NON_NEGATIVE), "init_att_sigma_rad": vector(3, NON_NEGATIVE),
+    "init_vel_sigma_mps": vector(3, NON_NEGATIVE), "init_accel_bias_sigma_mps2": vector(3, NON_NEGATIVE),
+    "init_gyro_bias_sigma_radps": vector(3, NON_NEGATIVE),
+    "pose_pos_sigma_m": vector(3, POSITIVE), "pose_att_sigma_rad": vector(3, POSITIVE),
+    "gate_nis": ANY_NUMBER, "gate_reset_s": NON_NEGATIVE, "reset_vel_sigma_mps": NON_NEGATIVE,
+    "max_imu_dt_us": int_at_least(1),
+}
 
 
 class EskfInputError(EstimatorInputError):
@@ -127,39 +139,11 @@ class EskfNumericError(ArithmeticError):
 
 
 def make_config(config=None):
-    """DEFAULTS merged with ``config``; unknown keys or malformed values raise ValueError."""
-    cfg = {}
-    for key in DEFAULTS:
-        v = DEFAULTS[key]
-        cfg[key] = list(v) if isinstance(v, list) else v
-    if config:
-        for key in config:
-            if key not in DEFAULTS:
-                raise ValueError("unknown Eskf setting %r" % (key,))
-            value = config[key]
-            if key in _VECTOR_KEYS:
-                try:
-                    value = [float(v) for v in value]
-                except TypeError:
-                    raise ValueError("Eskf setting %s must be 3 numbers" % key)
-                if len(value) != 3:
-                    raise ValueError("Eskf setting %s must be 3 numbers, got %d" % (key, len(value)))
-            elif key == "max_imu_dt_us":
-                value = int(value)
-            else:
-                value = float(value)
-            cfg[key] = value
-    for key in cfg:
-        vals = cfg[key] if isinstance(cfg[key], list) else [cfg[key]]
-        for v in vals:
-            if not is_finite((float(v),)) or (v < 0.0 and key != "gate_nis"):
-                raise ValueError("Eskf setting %s must be finite and >= 0, got %r" % (key, cfg[key]))
-    for key in ("pose_pos_sigma_m", "pose_att_sigma_rad"):
-        for v in cfg[key]:
-            if not v > 0.0:
-                raise ValueError("Eskf setting %s must be > 0" % key)
-    if cfg["max_imu_dt_us"] <= 0:
-        raise ValueError("Eskf setting max_imu_dt_us must be > 0")
+    """DEFAULTS merged with ``config`` and checked (:func:`onboard.core.settings.checked`); the 3-vectors
+    come back as lists of floats."""
+    cfg = checked(DEFAULTS, SETTING_RANGES, config, "Eskf")
+    for key in _VECTOR_KEYS:
+        cfg[key] = [float(v) for v in cfg[key]]
     return cfg
 
 

@@ -71,9 +71,9 @@ DEFAULTS = {
     "yaw_noise_radps": 0.5,                # yaw random walk rate (keeps orientation hypotheses alive)
     # the process noise is a random walk: its variance grows linearly with dt, so the position sigma
     # (pos_noise_floor_m + vel_noise_mps * ref) and the yaw sigma (yaw_noise_radps * ref) hold for a step of
-    # ref = noise_reference_dt_s and scale with sqrt(dt / ref). Sigmas linear in dt (0: the old model) let
-    # a filter stepped k times per period (a 2-drone token ring delivers ~7 ranges per pair and 0.1 s)
-    # diffuse k times less: its orientation hypotheses died out (2-drone random flights: 24 deg vs 9 deg)
+    # ref = noise_reference_dt_s and scale with sqrt(dt / ref), so a filter stepped k times per period (a
+    # 2-drone token ring delivers ~7 ranges per pair and 0.1 s) diffuses as much as one stepped once; with
+    # sigmas linear in dt (0) it would diffuse k times less and its orientation hypotheses die out
     "noise_reference_dt_s": 0.1,
     "refresh_range_sigma_m": 0.25,         # new particles: range spread (about the UWB sigma)
     "refresh_bearing_sigma_rad": 0.1745,   # ... bearing spread: half a 20-deg bin ~ 10 deg
@@ -87,9 +87,9 @@ DEFAULTS = {
     # "spread": refresh_fraction new particles while the filter has not converged - the weighted spread of
     # its positions (sqrt of the weighted mean squared distance from the estimate) above refresh_spread_rad
     # times the estimate's distance, i.e. its bearing still uncertain - and refresh_fraction_min once it has:
-    # a converged filter is more precise than the learned estimator (replayed flights, 1000 particles:
-    # learned particles injected after convergence cost ~0.015 m; gated, the hybrid is as precise as the
-    # pure filter). Angular, not in metres: at 4-5 m range a converged cloud spreads ~0.5 m along its arc
+    # a converged filter is more precise than the learned estimator, so learned particles injected after
+    # convergence cost accuracy (docs/results/swarm.md). Angular, not in metres: at 4-5 m range a converged
+    # cloud spreads ~0.5 m along its arc
     "refresh_mode": "fixed",
     "refresh_fraction_min": 0.0,
     "refresh_spread_rad": 0.25,
@@ -103,14 +103,12 @@ DEFAULTS = {
     # lost-filter recovery (not in the paper; 0 = off): after this many consecutive outlier ranges (no
     # particle within outlier_sigmas of the measured range) the filter starts afresh at the measured
     # range (ring, or around the learned estimate); with sigma 0.25 m, three 5-sigma misses in a row do
-    # not happen while tracking, they do when the filter locked onto the mirrored pose (an 8-drone
-    # flight carried a 2-4 m error on one neighbour until the two drones touched)
+    # not happen while tracking, they do when the filter locked onto the mirrored pose
     "reinit_after_outliers": 0,
     # lost-filter restart on the range residual (not in the paper; 0 = off): the low-passed residual
     # ``range - bias - |estimate|`` (factor lost_residual_alpha per range, from 0 at the start) below
     # -lost_residual_m means the estimate sits farther away than the ranges say, range after range,
-    # without any single range being a 5-sigma outlier (a 4-drone flight carried a neighbour 1.5-2.5 m
-    # off for 14 s at 0.8 m range, then flew into it); the filter then starts afresh at the measured
+    # without any single range being a 5-sigma outlier; the filter then starts afresh at the measured
     # range. Only this sign: an unresolved ring posterior has its weighted mean *inside* the ring
     # (positive residual) and must not restart
     "lost_residual_m": 0.0,

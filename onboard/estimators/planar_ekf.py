@@ -21,7 +21,7 @@ import math
 from onboard.core import linalg as la
 from onboard.core.angles import wrap_pi
 from onboard.core.samples import NavState
-from onboard.core.settings import with_defaults
+from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked
 from onboard.estimators.base import EstimatorInputError
 
 # State slots (no magic indexes elsewhere).
@@ -54,11 +54,13 @@ DEFAULTS = {
     "gate_reset_s": 3.0,                     # restart from the pose after this long all gated; 0: never
     "reset_speed_sigma_mps": 1.0,            # speed sigma after such a restart (speed set to 0)
 }
+SETTING_RANGES = dict({key: NON_NEGATIVE for key in DEFAULTS},
+                      pose_pos_sigma_m=POSITIVE, pose_yaw_sigma_rad=POSITIVE, gate_chi2=ANY_NUMBER)
 
 
 class PlanarEkf:
     def __init__(self, config=None):
-        cfg = with_defaults(DEFAULTS, config, "PlanarEkf")
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "PlanarEkf")
         self.cfg = cfg
         self.x = [0.0] * N_STATE
         self.P = la.zeros(N_STATE * N_STATE)

@@ -21,10 +21,11 @@ drivers and its motor telemetry to the same node: one scheduler, one watchdog).
 
 from onboard.control.waypoint_drive import WaypointDrive
 from onboard.core.samples import MissionCmd
-from onboard.core.settings import with_defaults
+from onboard.core.settings import BOOLEAN, POSITIVE, RATE_HZ, checked, int_at_least
 from onboard.estimators.planar_ekf import PlanarEkf
 from onboard.runtime.estimation import PoseEstimation
 from onboard.runtime.node import Node
+from onboard.runtime.scheduler import GROUP_RATES
 
 DEFAULTS = {
     "imu_rate_hz": 100,
@@ -38,6 +39,35 @@ DEFAULTS = {
     "queue_limit": 64,
     "latching_failsafe": False,
 }
+RATES = ("imu_rate_hz", "aiding_rate_hz", "control_rate_hz")      # its rate groups predict, aiding, control
+SETTING_RANGES = {
+    "imu_rate_hz": RATE_HZ, "aiding_rate_hz": RATE_HZ, "control_rate_hz": RATE_HZ,
+    "imu_timeout_us": int_at_least(1), "aiding_timeout_us": int_at_least(1),
+    "wheelbase_m": POSITIVE, "wheel_radius_m": POSITIVE, "max_wheel_radps": POSITIVE,
+    "queue_limit": int_at_least(1), "latching_failsafe": BOOLEAN,
+    RATES: GROUP_RATES,
+}
+
+
+def runtime_config(runtime, imu_rate_hz, aiding_rate_hz, vehicle, max_wheel_radps=None):
+    """The runtime's settings (checked) for a robot: a scenario's ``runtime`` block (the settings it exposes
+    of :data:`DEFAULTS`; None: the defaults), the rates (Hz) at which its IMU and aiding pose arrive, and the
+    geometry of its ``vehicle`` block (``wheelbase_m``, ``wheel_radius_m``, ``max_wheel_radps``;
+    ``max_wheel_radps`` given here instead when the motors' controller caps the wheels, rad/s)."""
+    cfg = dict(runtime or {})
+    cfg.update(imu_rate_hz=imu_rate_hz, aiding_rate_hz=aiding_rate_hz, wheelbase_m=vehicle["wheelbase_m"],
+               wheel_radius_m=vehicle["wheel_radius_m"],
+               max_wheel_radps=vehicle["max_wheel_radps"] if max_wheel_radps is None else max_wheel_radps)
+    return checked(DEFAULTS, SETTING_RANGES, cfg, "GroundRobotRuntime")
+
+
+def rate_rules(imu, aiding, control, *others):
+    """The settings rule relating the rates of a scenario that runs this app: ``imu``, ``aiding``,
+    ``control`` (and ``others``: more rate groups on the same node, e.g. the motors' telemetry) are the
+    dotted paths of the scenario's settings that set them (Hz); together they must be rates one scheduler
+    runs (:data:`onboard.runtime.scheduler.GROUP_RATES`). Each rate's own rule (e.g. ``RATE_HZ``) comes
+    with its block."""
+    return {(imu, aiding, control) + tuple(others): GROUP_RATES}
 
 MISSION_ENTRY = "mission"
 
@@ -45,7 +75,7 @@ MISSION_ENTRY = "mission"
 class GroundRobotRuntime:
     def __init__(self, waypoints_ne_m, motors, config=None, follower_config=None,
                  estimator=None, log=None, start_us=0, node=None):
-        cfg = with_defaults(DEFAULTS, config, "GroundRobotRuntime")
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "GroundRobotRuntime")
         self.cfg = cfg
         self.motors = motors
         if node is None:

@@ -15,6 +15,25 @@ class SchedulerConfigError(ValueError):
     pass
 
 
+def _group_rates_ok(*rates_hz):
+    for r in rates_hz:
+        if not (isinstance(r, int) and not isinstance(r, bool) and r > 0):
+            return False
+    base = max(rates_hz)
+    if 1000000 % base:
+        return False
+    for r in rates_hz:
+        if base % r:
+            return False
+    return True
+
+
+# A settings rule (onboard.core.settings) relating the rates (Hz) of one scheduler's groups: what the
+# Scheduler checks at construction, checked with the other settings before anything starts.
+GROUP_RATES = ("rates one scheduler can run: each divides the fastest, whose period is a whole number of "
+               "microseconds", _group_rates_ok)
+
+
 class RateGroup:
     """A callback ``fn(now_us)`` run at ``rate_hz``; keeps its own statistics."""
 

@@ -5,5 +5,7 @@ The modules without ``_numpy`` in their name are pure and run on MicroPython (th
 ``tests/micropython/cases/test_soil_fee_map.py``); ``fee_numpy`` (the FEE over arrays, for windowed
 estimators), ``grid_map_numpy`` (NumPy views of the layers, no copy) and ``blind_map_numpy`` (the erosion
 kernel) are their NumPy companions, imported only on CPython, by the harness. ``cut_estimator`` (per-cut
-property estimates by bounded nonlinear least squares, NumPy and SciPy) is host-side too: CPython only.
+property estimates by bounded nonlinear least squares, NumPy and SciPy), ``machine_forces`` (the force from
+the drive torque and the lift-cylinder pressure) and ``loader_app`` (the loader's app: blind mapping and
+per-cut estimation as parts on a Node) are host-side too: CPython only.
 """

@@ -24,9 +24,26 @@ Decisions (reading aid notes A1, A11-A14 and ours):
   lies in that footprint and its height above the bottom (Fig. 5's ray test).
 - Alg. 2's slices are the cut cells grouped into one-cell-wide bins across t_hat; each slice fits a line,
   weighted exp(-C_x x), to the *bank* surface (elevation minus loose) on a DDA ray from the edge along
-  t_hat, so the surcharge pile on top of it does not tilt the fit; V^Q is the loose volume within
-  ``pile_length_m`` ahead of the edge (notes A13), at T0 and at T1 (Delta V^Q, GetDeltaVolume).
+  t_hat, so the surcharge pile on top of it does not tilt the fit.
+- The surcharge V^Q (Alg. 1 line 13, GetDeltaVolume) is the pile the blade carries (``surcharge`` =
+  "gathered", the default): the loose volume the blade gathered since the last :meth:`BlindMapper.reset`
+  (the start of a pass): the bank soil it cut, swelled, plus the loose soil that lay in its path before
+  the pass (soil the pass itself deposited ahead and cuts again is already in the pile); less what spills
+  at the blade's ends, ``pile.side_spill_per_m`` pile cross-sections A = V / w per end per metre of
+  forward travel, and what exceeds the blade's capacity w h_v^2 / (2 tan r) (h_v: the face's vertical
+  extent, r: ``pile.repose_rad``, by default phi_l); the spilled soil moves on the map from the pass's soil
+  ahead of the edge to the cells just beyond the ends (windrows). A blade whose edge rises above its pile's
+  face height sqrt(2 A tan r) over the ground just behind the edge leaves the pile behind (V^Q = 0).
+  ``surcharge`` = "ahead" takes notes A13's reading instead, the loose volume within ``pile_length_m``
+  ahead of the edge at T0 and T1: it also counts loose soil the blade has not reached and has no spill or
+  capacity, so it overstates the pile (by 10-25 % on the loader's lanes, docs/results/soil.md).
 - w is the spread of the cut cells across t_hat plus one cell, capped at the blade's projected width.
+- The depth the estimator gets per pose (InterpolateFEEParams) is not one average but two moments over
+  the n slices with a line fit, d_s clipped at 0 where the edge is above a slice's surface: the mean
+  d1 = sum(d_s) / n and the mean square d2 = sum(d_s^2) / n. Eq. 1 summed over slices of one alpha and rho
+  is then exact: gamma w d2 N_gamma + (c N_c + c_a N_ca) w d1 + Q N_Q; Alg. 2's depth-weighted average
+  (``depth_m``, weights exp(C_d d), "somewhat crude" in the paper) would bias gamma against c and c_a
+  when the depth varies along the edge (roll, partial contact).
 - Alg. 3 swells only the bank part of a cut (notes A14): deposit = min(dh, L) + s max(dh - L, 0);
   Get1SigmaMaxDisplacement = s (dh + sigma_a + sigma_SV) (notes A13).
 - Alg. 5: every 4-neighbour pair of the region of interest exchanges loose soil from its higher to its
@@ -45,9 +62,10 @@ swept cells and the DDA rays ahead), so the harness may hand ``BlindMapper`` the
 ``onboard.soil.blind_map_numpy`` (same results, tested), and boards keep the pure one.
 """
 import math
+from array import array
 
 from onboard.core.rotations import euler_to_dcm
-from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_at_least, within
+from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_at_least, one_of, or_null, within
 from onboard.soil.grid_map import ELEVATION, ELEVATION_VAR, LOOSE
 
 GRAVITY_MPS2 = 9.80665
@@ -66,7 +84,12 @@ DEFAULTS = {
     "line_fit_weight_per_m": 2.0,       # C_x of Alg. 2
     "depth_weight_per_m": 10.0,         # C_d of Alg. 2
     "look_ahead_m": 1.0,                # DDA length of the surface points ahead of the edge
-    "pile_length_m": 1.0,               # length ahead of the edge whose loose soil is the surcharge
+    "surcharge": "gathered",            # V^Q: "gathered" (the blade's pile) or "ahead" (notes A13)
+    "pile_length_m": 1.0,               # the pile region ahead of the edge (spill source; "ahead": V^Q)
+    "pile": {
+        "side_spill_per_m": 0.05,       # windrow per end per metre of forward travel [pile cross-sections]
+        "repose_rad": None,             # slope of the pile's face; None: erosion.friction_rad
+    },
     "deposit_search_m": 3.0,            # longest DDA search for a deposit cell
     "loose_unit_weight_npm3": 14000.0,  # gamma_l (surcharge Q = gamma_l V^Q, erosion weight)
     "min_travel_cos": 0.5,              # a sweep is FEE-valid when t_hat . n_hat exceeds this
@@ -92,7 +115,10 @@ SETTING_RANGES = {
     "line_fit_weight_per_m": NON_NEGATIVE,
     "depth_weight_per_m": NON_NEGATIVE,
     "look_ahead_m": POSITIVE,
+    "surcharge": one_of("gathered", "ahead"),
     "pile_length_m": POSITIVE,
+    "pile.side_spill_per_m": within(0.0, 10.0),
+    "pile.repose_rad": or_null(within(0.05, 1.4)),
     "deposit_search_m": POSITIVE,
     "loose_unit_weight_npm3": POSITIVE,
     "min_travel_cos": within(-1.0, 1.0),
@@ -281,13 +307,11 @@ def rake_from_horizontal(pose, t_hat):
     return math.atan2(d[2], back)
 
 
-def pile_volume(grid, pose, t_hat, width_m, pile_length_m):
-    """Loose-soil volume V^Q [m^3] ahead of the blade: the loose layer of the cells within
-    ``pile_length_m`` ahead of the cutting edge along t_hat (DDA rays from points half a cell apart along
-    the edge; notes A13)."""
+def pile_cells(grid, pose, t_hat, width_m, pile_length_m):
+    """Sorted flat indices of the cells within ``pile_length_m`` ahead of the cutting edge along t_hat (DDA
+    rays from points half a cell apart along the edge): the pile region."""
     bl = _Blade(pose, width_m)
     g = grid.cell_m
-    loose = grid.layer(LOOSE)
     n_rays = max(2, int(math.ceil(width_m / (0.5 * g))) + 1)
     cells = {}
     for r in range(n_rays):
@@ -298,10 +322,31 @@ def pile_volume(grid, pose, t_hat, width_m, pile_length_m):
             x = (cn - p[0]) * t_hat[0] + (ce - p[1]) * t_hat[1]
             if 0.0 < x <= pile_length_m:
                 cells[i * grid.n_east + j] = True
+    return sorted(cells)
+
+
+def pile_volume(grid, pose, t_hat, width_m, pile_length_m):
+    """Loose-soil volume [m^3] of the pile region (:func:`pile_cells`): V^Q as notes A13 read it
+    (``surcharge`` = "ahead")."""
+    loose = grid.layer(LOOSE)
     total = 0.0
-    for k in sorted(cells):
+    for k in pile_cells(grid, pose, t_hat, width_m, pile_length_m):
         total += loose[k]
-    return total * g * g
+    return total * grid.cell_m * grid.cell_m
+
+
+def pile_capacity(width_m, face_height_m, repose_rad):
+    """Largest pile [m^3] a blade ``width_m`` wide with a face ``face_height_m`` high (vertically) holds: a
+    wedge at the repose angle up to the face's top, w h^2 / (2 tan r)."""
+    return width_m * face_height_m * face_height_m / (2.0 * math.tan(repose_rad))
+
+
+def pile_face_height(volume_m3, width_m, repose_rad):
+    """Face height [m] of a pile of ``volume_m3`` against a blade ``width_m`` wide, a wedge at the repose
+    angle: sqrt(2 (V / w) tan r)."""
+    if volume_m3 <= 0.0 or width_m <= 0.0:
+        return 0.0
+    return math.sqrt(2.0 * volume_m3 / width_m * math.tan(repose_rad))
 
 
 class _Slice:
@@ -330,10 +375,14 @@ def _depth_average(values, depths, c_d):
 
 class SweepRecord:
     """What one sweep (Alg. 1) found and did. Geometry for the FEE: ``alpha_rad``, ``rho_rad``,
-    ``depth_m`` (at T0), ``width_m``; per pose of the sweep (``times_us``): ``depths_m`` and
-    ``surcharge_m3`` / ``surcharge_n`` (Q = gamma_l V^Q, InterpolateFEEParams). Bookkeeping [m^3]:
+    ``depth_m`` (at T0, Alg. 2's depth-weighted average), ``width_m``; per pose of the sweep (``times_us``):
+    the depth moments over the slices (module docstring) ``depths_m`` (mean) and ``depths_sq_m2`` (mean
+    square), the rake ``rhos_rad`` (the pose's blade attitude with the sweep's alpha) and ``surcharge_m3`` /
+    ``surcharge_n`` (Q = gamma_l V^Q, InterpolateFEEParams). Bookkeeping [m^3]:
     ``cut_m3`` (= ``bank_cut_m3`` + ``loose_cut_m3``), ``deposited_m3`` (= loose cut + swell * bank cut,
-    less ``lost_m3`` carried off the map). ``wedge_cells``: [(flat index, x_m)] of the surface cells ahead
+    less ``lost_m3`` carried off the map), ``gathered_m3`` (loose volume the blade newly gathered into its
+    pile), ``spilled_m3`` (pile volume spilled at the ends, off the carried pile) and ``pile_left`` (True
+    when the blade rose above its pile and left it). ``wedge_cells``: [(flat index, x_m)] of the surface cells ahead
     of the edge with their distance along t_hat (Alg. 4's P, X^t). ``valid`` is True when the sweep cut
     soil edge-first with a positive depth (the FEE's contact-and-failure assumption); else ``reason``."""
 
@@ -354,6 +403,8 @@ class SweepRecord:
         self.surcharge0_m3 = 0.0
         self.delta_surcharge_m3 = 0.0
         self.depths_m = []
+        self.depths_sq_m2 = []
+        self.rhos_rad = []
         self.surcharge_m3 = []
         self.surcharge_n = []
         self.fit_rms_m = 0.0
@@ -364,19 +415,24 @@ class SweepRecord:
         self.loose_cut_m3 = 0.0
         self.deposited_m3 = 0.0
         self.lost_m3 = 0.0
+        self.gathered_m3 = 0.0
+        self.spilled_m3 = 0.0
+        self.pile_left = False
         self.wedge_cells = []
         self.footprint_cells = 0
 
     def theta_k(self, k=-1):
-        """[alpha, rho, d, w, Q] (``onboard.soil.fee`` slots) at pose ``k`` of the sweep (default T1)."""
-        return [self.alpha_rad, self.rho_rad, self.depths_m[k], self.width_m, self.surcharge_n[k]]
+        """[alpha, rho, d, w, Q] (``onboard.soil.fee`` slots) at pose ``k`` of the sweep (default T1), d the
+        slices' mean depth."""
+        return [self.alpha_rad, self.rhos_rad[k], self.depths_m[k], self.width_m, self.surcharge_n[k]]
 
 
 class BlindMapper:
     """Blind mapping on a ``GridMap`` (soil paper Alg. 1): feed blade poses with :meth:`on_blade_pose`;
     a sweep runs whenever the blade has moved ``min_translation_m`` or turned ``min_rotation_rad`` since
     the last one, and returns its :class:`SweepRecord`. Settings: :data:`DEFAULTS`. ``erode_fn``: the
-    erosion kernel, :func:`erode` (pure, the default) or ``onboard.soil.blind_map_numpy.erode`` (CPython)."""
+    erosion kernel, :func:`erode` (pure, the default) or ``onboard.soil.blind_map_numpy.erode`` (CPython).
+    ``carried_m3``: the pile the blade carries now (``surcharge`` = "gathered")."""
 
     def __init__(self, grid, config=None, erode_fn=None):
         self.grid = grid
@@ -385,9 +441,24 @@ class BlindMapper:
         self.poses = []
         self.sweeps = 0
         self.lost_m3 = 0.0
+        self.reset()
 
     def reset(self, pose=None):
+        """Start a pass: forget the poses (keep ``pose`` as the first) and the carried pile; the loose soil
+        on the map now is what the pass finds in its path."""
         self.poses = [] if pose is None else [pose]
+        self.carried_m3 = 0.0
+        self._loose0 = None                 # the loose layer at the pass's first sweep
+        self._native_cut = {}               # flat index -> that loose soil cut since [m]
+
+    def _pass_soil(self, k, loose_k):
+        """Thickness [m] of loose soil on cell ``k`` that the pass itself put there (on top of what it found)."""
+        native = self._loose0[k] - self._native_cut.get(k, 0.0)
+        if native > loose_k:
+            native = loose_k
+        if native < 0.0:
+            native = 0.0
+        return loose_k - native
 
     def on_blade_pose(self, pose):
         """Record ``pose``; returns a SweepRecord when this pose completes a sweep, else None."""
@@ -409,6 +480,14 @@ class BlindMapper:
         record = self.sweep(self.poses)
         self.poses = [self.poses[-1]]
         return record
+
+    def settle(self, centre_ne_m, roi_m, iterations):
+        """Let the loose soil in the square of half size ``roi_m`` [m] around ``centre_ne_m`` (north, east
+        [m]) come to rest once the blade has left: ``iterations`` erosion passes (Alg. 5, eq. 12) without
+        masks. Returns the volume moved [m^3]."""
+        ero = self.config["erosion"]
+        return self.erode_fn(self.grid, centre_ne_m, {}, ero["cohesion_pa"], ero["friction_rad"],
+                             self.config["loose_unit_weight_npm3"], ero["dt_s"], iterations, roi_m)
 
     def _moved(self, p0, p1):
         """CheckMovement (Alg. 1 line 6): edge-centre translation or blade rotation past its threshold."""
@@ -450,10 +529,18 @@ class BlindMapper:
         rec.footprint_cells = len(footprint)
         cells, dh = intersect(grid, footprint, cfg["cut_tolerance_m"])
         rec.cut_cells = len(cells)
-        slices = self._extract(rec, cells, p0, t_hat)
+        if self._loose0 is None:
+            self._loose0 = array("d", grid.layer(LOOSE))
+        slices, fitted = self._extract(rec, cells, p0, t_hat)
         self._cut_and_deposit(rec, cells, dh, mask, m_hat)
-        rec.delta_surcharge_m3 = pile_volume(grid, p1, t_hat, width, cfg["pile_length_m"]) - rec.surcharge0_m3
-        self._interpolate(rec, slices, poses, t_hat)
+        if cfg["surcharge"] == "gathered":
+            rec.surcharge0_m3 = self.carried_m3
+            self.carried_m3 += rec.gathered_m3
+            self._spill(rec, p0, p1, t_hat)
+            rec.delta_surcharge_m3 = self.carried_m3 - rec.surcharge0_m3
+        else:
+            rec.delta_surcharge_m3 = pile_volume(grid, p1, t_hat, width, cfg["pile_length_m"]) - rec.surcharge0_m3
+        self._interpolate(rec, fitted, poses, t_hat)
         if cfg["erosion"]["enabled"] and cfg["erosion"]["iterations"] > 0:
             ero = cfg["erosion"]
             self.erode_fn(grid, (p1.north_m, p1.east_m), mask, ero["cohesion_pa"], ero["friction_rad"],
@@ -472,7 +559,8 @@ class BlindMapper:
         return rec
 
     def _extract(self, rec, cells, p0, t_hat):
-        """ExtractFEEParams (soil paper Alg. 2) into ``rec``; returns the slices kept."""
+        """ExtractFEEParams (soil paper Alg. 2) into ``rec``; returns (the slices of positive depth at T0,
+        every slice with a line fit)."""
         cfg = self.config
         grid = self.grid
         g = grid.cell_m
@@ -480,11 +568,12 @@ class BlindMapper:
         b0 = _Blade(p0, width)
         perp = (-t_hat[1], t_hat[0])
         c0 = b0.centre
-        rec.surcharge0_m3 = pile_volume(grid, p0, t_hat, width, cfg["pile_length_m"])
+        if cfg["surcharge"] == "ahead":
+            rec.surcharge0_m3 = pile_volume(grid, p0, t_hat, width, cfg["pile_length_m"])
         rho_h = rake_from_horizontal(p0, t_hat)
         rec.rho_h_rad = rho_h
         if not cells:
-            return []
+            return [], []
         # lateral coordinate of each cut cell across t_hat, grouped into one-cell bins (the slices)
         bins = {}
         s_min, s_max = _INF, -_INF
@@ -502,12 +591,13 @@ class BlindMapper:
         y_perp = b0.y_axis[0] * perp[0] + b0.y_axis[1] * perp[1]
         rec.width_m = min(s_max - s_min + g, width * abs(y_perp))
         if abs(y_perp) < 1e-6:
-            return []
+            return [], []
         c_x = cfg["line_fit_weight_per_m"]
         bank_h = grid.layer(ELEVATION)
         loose = grid.layer(LOOSE)
         wedge = {}
         slices = []
+        fitted = []
         for b in sorted(bins):
             s_mean = bins[b][0] / bins[b][1]
             lam = min(max(s_mean / y_perp, -0.5 * width), 0.5 * width)
@@ -528,11 +618,12 @@ class BlindMapper:
             if fit is None:
                 continue
             sl = _Slice(lam, tip, fit[0], fit[1], fit[2])
+            fitted.append(sl)
             if sl.depth > 0.0:
                 slices.append(sl)
         rec.wedge_cells = [(k, wedge[k]) for k in sorted(wedge)]
         if not slices:
-            return []
+            return [], fitted
         depths = [sl.depth for sl in slices]
         c_d = cfg["depth_weight_per_m"]
         rec.alpha_rad = _depth_average([sl.alpha for sl in slices], depths, c_d)
@@ -540,7 +631,7 @@ class BlindMapper:
         rec.depth_m = _depth_average(depths, depths, c_d)
         rec.fit_rms_m = sum(sl.rms for sl in slices) / len(slices)
         rec.slices = len(slices)
-        return slices
+        return slices, fitted
 
     def _cut_and_deposit(self, rec, cells, dh, mask, m_hat):
         """CutAndDeposit (soil paper Alg. 3, notes A13-A14) into the map and ``rec``."""
@@ -564,6 +655,10 @@ class BlindMapper:
                     break
             loose_part = min(d, loose[k])
             bank_part = d - loose_part
+            from_pass = min(loose_part, self._pass_soil(k, loose[k]))
+            if loose_part > from_pass:
+                self._native_cut[k] = self._native_cut.get(k, 0.0) + (loose_part - from_pass)
+            rec.gathered_m3 += (loose_part - from_pass + s * bank_part) * area
             sigma_a = math.sqrt(var[k])
             h[k] -= d
             loose[k] = max(loose[k] - d, 0.0)
@@ -582,12 +677,90 @@ class BlindMapper:
             var[target] += 0.25 * dh_max * dh_max
             rec.deposited_m3 += deposit * area
 
-    def _interpolate(self, rec, slices, poses, t_hat):
-        """InterpolateFEEParams (Alg. 1 line 12): the depth at every pose of the sweep from the slices'
-        fitted surface lines, and V^Q growing with the distance travelled from V0^Q to V0^Q + Delta V^Q."""
+    def _spill(self, rec, p0, p1, t_hat):
+        """The carried pile's end spill, capacity overflow and a blade risen above its pile (module
+        docstring) over the sweep T0 -> T1: ``carried_m3`` and the map updated, ``rec`` filled in."""
+        cfg = self.config
+        grid = self.grid
+        if self.carried_m3 <= 0.0:
+            return
+        width = cfg["blade_width_m"]
+        pile = cfg["pile"]
+        repose = cfg["erosion"]["friction_rad"] if pile["repose_rad"] is None else pile["repose_rad"]
+        if repose < 0.05:
+            repose = 0.05
+        r = euler_to_dcm(p1.roll_rad, p1.pitch_rad, p1.yaw_rad)
+        y_len = math.sqrt(r[1] * r[1] + r[4] * r[4])
+        w_eff = width * y_len
+        n1 = _unit2(r[0], r[3]) or t_hat
+        # the ground the blade stands on: half a cell behind the edge (ahead of it lies the pile on the map)
+        ij = grid.index_of(p1.north_m - 0.5 * grid.cell_m * n1[0], p1.east_m - 0.5 * grid.cell_m * n1[1])
+        if ij is not None:
+            ground = grid.layer(ELEVATION)[grid.flat(ij[0], ij[1])]
+            if -p1.down_m - ground >= pile_face_height(self.carried_m3, w_eff, repose):
+                self.carried_m3 = 0.0
+                rec.pile_left = True
+                return
+        if w_eff <= 0.0:
+            return
+        forward = (p1.north_m - p0.north_m) * n1[0] + (p1.east_m - p0.east_m) * n1[1]
+        spill = 0.0
+        if forward > 0.0:
+            spill = min(self.carried_m3, 2.0 * pile["side_spill_per_m"] * self.carried_m3 / w_eff * forward)
+        face = cfg["blade_height_m"] * abs(r[8])
+        over = self.carried_m3 - spill - pile_capacity(w_eff, face, repose)
+        if over > 0.0:
+            spill += over
+        if spill <= 0.0:
+            return
+        self.carried_m3 -= spill
+        rec.spilled_m3 = spill
+        # the spilled soil leaves the pass's soil in the pile region for the cells just beyond the ends
+        h = grid.layer(ELEVATION)
+        loose = grid.layer(LOOSE)
+        var = grid.layer(ELEVATION_VAR)
+        area = grid.cell_m * grid.cell_m
+        source = []
+        total = 0.0
+        for k in pile_cells(grid, p1, t_hat, width, cfg["pile_length_m"]):
+            ps = self._pass_soil(k, loose[k])
+            if ps > 0.0:
+                source.append((k, ps))
+                total += ps
+        if total <= 0.0:
+            return
+        take = spill / area
+        frac = 1.0 if take >= total else take / total
+        moved = 0.0
+        for k, ps in source:
+            dz = ps * frac
+            h[k] -= dz
+            loose[k] -= dz
+            moved += dz
+        moved *= area
+        half = 0.5 * moved / area
+        bl = _Blade(p1, width)
+        y_h = _unit2(r[1], r[4]) or (-n1[1], n1[0])
+        g = grid.cell_m
+        for side in (-1.0, 1.0):
+            pn = bl.centre[0] + side * (0.5 * w_eff + 0.5 * g) * y_h[0] + 0.5 * g * n1[0]
+            pe = bl.centre[1] + side * (0.5 * w_eff + 0.5 * g) * y_h[1] + 0.5 * g * n1[1]
+            cell = grid.index_of(pn, pe)
+            if cell is None:
+                rec.lost_m3 += half * area
+                continue
+            k = grid.flat(cell[0], cell[1])
+            h[k] += half
+            loose[k] += half
+            var[k] += 0.25 * half * half
+
+    def _interpolate(self, rec, fitted, poses, t_hat):
+        """InterpolateFEEParams (Alg. 1 line 12): the depth moments at every pose of the sweep from the
+        slices' fitted surface lines (``fitted``: every slice with a line fit), the rake at every pose (its
+        blade attitude, the sweep's alpha), and V^Q growing with the distance travelled from V0^Q to
+        V0^Q + Delta V^Q."""
         cfg = self.config
         width = cfg["blade_width_m"]
-        c_d = cfg["depth_weight_per_m"]
         dist = [0.0]
         for a in range(1, len(poses)):
             dn = poses[a].north_m - poses[a - 1].north_m
@@ -595,16 +768,22 @@ class BlindMapper:
             dist.append(dist[-1] + math.sqrt(dn * dn + de * de))
         total = dist[-1]
         gamma_l = cfg["loose_unit_weight_npm3"]
-        rec.depths_m, rec.surcharge_m3, rec.surcharge_n = [], [], []
+        rec.depths_m, rec.depths_sq_m2, rec.surcharge_m3, rec.surcharge_n = [], [], [], []
+        rec.rhos_rad = []
+        n = len(fitted)
         for a in range(len(poses)):
+            rec.rhos_rad.append(rake_from_horizontal(poses[a], t_hat) + rec.alpha_rad)
             bl = _Blade(poses[a], width)
-            depths = []
-            for sl in slices:
+            s1 = s2 = 0.0
+            for sl in fitted:
                 tip = bl.edge_point(sl.lam)
                 x = (tip[0] - sl.tip[0]) * t_hat[0] + (tip[1] - sl.tip[1]) * t_hat[1]
-                depths.append((sl.z0 + sl.slope * x - tip[2]) * math.cos(sl.alpha))
-            d = _depth_average(depths, depths, c_d) if slices else None
-            rec.depths_m.append(0.0 if d is None else d)
+                d = (sl.z0 + sl.slope * x - tip[2]) * math.cos(sl.alpha)
+                if d > 0.0:
+                    s1 += d
+                    s2 += d * d
+            rec.depths_m.append(s1 / n if n else 0.0)
+            rec.depths_sq_m2.append(s2 / n if n else 0.0)
             frac = dist[a] / total if total > 0.0 else 1.0
             v = rec.surcharge0_m3 + frac * rec.delta_surcharge_m3
             rec.surcharge_m3.append(v)

@@ -121,20 +121,26 @@ class CutWindow:
     """Samples of one window, each a 1-D array of the same length: the geometry ``alpha_rad``, ``rho_rad``,
     ``depth_m``, ``width_m``, ``surcharge_n`` (``onboard.soil.fee`` slots of theta_k) and the measured force
     ``fx_n`` (horizontal, positive against travel) and ``fz_n`` (vertical, positive down), NaN where a
-    component is not measured; ``time_us`` (optional) the sample times."""
+    component is not measured; ``time_us`` (optional) the sample times; ``depth_sq_m2`` (optional, default
+    depth^2) the mean square depth over the blade's slices, for eq. 1's gamma term (``depth_m`` then is
+    their mean depth; ``onboard.soil.blind_map``)."""
 
-    def __init__(self, alpha_rad, rho_rad, depth_m, width_m, surcharge_n, fx_n, fz_n, time_us=None):
+    def __init__(self, alpha_rad, rho_rad, depth_m, width_m, surcharge_n, fx_n, fz_n, time_us=None,
+                 depth_sq_m2=None):
+        if depth_sq_m2 is None:
+            depth_sq_m2 = np.square(np.asarray(depth_m, dtype=float))
         arrays = [np.asarray(a, dtype=float).ravel() for a in (alpha_rad, rho_rad, depth_m, width_m, surcharge_n,
-                                                               fx_n, fz_n)]
+                                                               fx_n, fz_n, depth_sq_m2)]
         n = arrays[0].size
         for a in arrays:
             if a.size != n:
                 raise CutEstimateError("cut window arrays differ in length: %s"
                                        % ", ".join(str(x.size) for x in arrays))
-        for a, name in zip(arrays[:5], ("alpha", "rho", "depth", "width", "surcharge")):
+        for a, name in zip(arrays[:5] + arrays[7:], ("alpha", "rho", "depth", "width", "surcharge", "depth_sq")):
             if not np.all(np.isfinite(a)):
                 raise CutEstimateError("cut window geometry %s holds NaN or infinite values" % name)
-        self.alpha_rad, self.rho_rad, self.depth_m, self.width_m, self.surcharge_n, self.fx_n, self.fz_n = arrays
+        (self.alpha_rad, self.rho_rad, self.depth_m, self.width_m, self.surcharge_n, self.fx_n, self.fz_n,
+         self.depth_sq_m2) = arrays
         self.time_us = None if time_us is None else np.asarray(time_us, dtype=np.int64).ravel()
 
     def __len__(self):
@@ -147,12 +153,14 @@ class CutWindow:
         """A new window of the samples where boolean ``mask`` is True."""
         m = np.asarray(mask, dtype=bool)
         return CutWindow(self.alpha_rad[m], self.rho_rad[m], self.depth_m[m], self.width_m[m], self.surcharge_n[m],
-                         self.fx_n[m], self.fz_n[m], None if self.time_us is None else self.time_us[m])
+                         self.fx_n[m], self.fz_n[m], None if self.time_us is None else self.time_us[m],
+                         self.depth_sq_m2[m])
 
 
 def window_from_sweeps(records, force_by_time_us, components=("fx", "fz")):
     """A :class:`CutWindow` from the valid ``SweepRecord`` s of a cut (``onboard.soil.blind_map``: per pose
-    ``times_us``, ``depths_m``, ``surcharge_n``; per sweep ``alpha_rad``, ``rho_rad``, ``width_m``) and the
+    ``times_us``, ``depths_m``, ``depths_sq_m2``, ``rhos_rad`` (else the sweep's ``rho_rad``),
+    ``surcharge_n``; per sweep ``alpha_rad``, ``rho_rad``, ``width_m``) and the
     measured force ``force_by_time_us`` {time_us: (fx_n, fz_n)}; each pose time once (a sweep's first pose
     is the previous sweep's last), poses without a force sample left out; ``components`` names the measured
     components ("fx", "fz"), the others become NaN."""
@@ -166,12 +174,14 @@ def window_from_sweeps(records, force_by_time_us, components=("fx", "fz")):
                 continue
             seen.add(t)
             fx, fz = force_by_time_us[t]
-            rows.append((rec.alpha_rad, rec.rho_rad, rec.depths_m[k], rec.width_m, rec.surcharge_n[k],
-                         fx if "fx" in components else math.nan, fz if "fz" in components else math.nan, t))
+            rho = rec.rhos_rad[k] if rec.rhos_rad else rec.rho_rad
+            rows.append((rec.alpha_rad, rho, rec.depths_m[k], rec.width_m, rec.surcharge_n[k],
+                         fx if "fx" in components else math.nan, fz if "fz" in components else math.nan, t,
+                         rec.depths_sq_m2[k]))
     if not rows:
         return CutWindow([], [], [], [], [], [], [], [])
     cols = list(zip(*rows))
-    return CutWindow(*cols[:7], time_us=cols[7])
+    return CutWindow(*cols[:7], time_us=cols[7], depth_sq_m2=cols[8])
 
 
 class CutEstimate:
@@ -217,7 +227,7 @@ class CutEstimator:
         else:
             beta = fee_numpy.beta_star(alpha, rho, phi, delta, lim["beta_min_rad"], lim["eta_max_rad"])[0]
         theta_u = [theta[0], phi, theta[2], theta[3], delta]
-        _f, fx, fz = fee_numpy.force_from_beta(theta_u, [alpha, rho, d, w, q], beta)
+        _f, fx, fz = fee_numpy.force_from_beta(theta_u, [alpha, rho, d, w, q], beta, window.depth_sq_m2)
         return fx, fz
 
     def estimate(self, window):

@@ -32,12 +32,15 @@ def n_factors(alpha_rad, rho_rad, beta_rad, phi_rad, delta_rad):
     return n_gamma, n_c, n_q, n_ca
 
 
-def force_from_beta(theta_u, theta_k, beta_rad):
-    """(f_n, fx_n, fz_n) arrays of soil paper eqs. 1 and 2 for given failure angles."""
+def force_from_beta(theta_u, theta_k, beta_rad, depth_sq_m2=None):
+    """(f_n, fx_n, fz_n) arrays of soil paper eqs. 1 and 2 for given failure angles; ``depth_sq_m2`` (default
+    d^2) replaces d^2 in the gamma term: the mean square depth of a blade cut into slices
+    (``onboard.soil.blind_map``), with d their mean depth."""
     alpha, rho, d, w, q = (np.asarray(theta_k[k], dtype=float) for k in (ALPHA, RHO, DEPTH, WIDTH, SURCHARGE))
     c, phi, gamma, ca, delta = (np.asarray(theta_u[k], dtype=float) for k in (C, PHI, GAMMA, CA, DELTA))
     n_gamma, n_c, n_q, n_ca = n_factors(alpha, rho, beta_rad, phi, delta)
-    f = gamma * d * d * w * n_gamma + c * d * w * n_c + q * n_q + ca * d * w * n_ca
+    d2 = d * d if depth_sq_m2 is None else np.asarray(depth_sq_m2, dtype=float)
+    f = gamma * d2 * w * n_gamma + c * d * w * n_c + q * n_q + ca * d * w * n_ca
     psi = rho + delta - alpha
     return f, f * np.sin(psi), f * np.cos(psi)
 

@@ -80,10 +80,10 @@ DEFAULTS = {
     "guard_horizon_s": 0.0,
     # ... but hover instead of backing off while the neighbour's estimate disagrees with its ranges: the
     # filter's low-passed range residual (ParticleFilter lost_residual_m must be on) beyond this, m (0: off).
-    # Backing off from a wrong estimate chases the neighbour: in a 4-drone flight two drones backed off
-    # from each other in the same direction for 4 s, one on an estimate 0.65 m away at 0.39 m range
-    # (the bearing is unobservable while both move alike), and collided. Hovering leaves the escape to
-    # the drone whose estimate the ranges confirm, and lets the relative motion resolve the bearing
+    # Backing off from a wrong estimate chases the neighbour: two drones can back off from each other in
+    # the same direction (the bearing is unobservable while both move alike) and collide. Hovering leaves
+    # the escape to the drone whose estimate the ranges confirm, and lets the relative motion resolve the
+    # bearing
     "guard_residual_m": 0.0,
     "guard_hold_max_s": 2.0,       # ... for at most this long in a row, then it backs off anyway (no deadlock)
     # range-rate brake (not in the paper; 0 turns it off): hover when a neighbour's ranges alone (least-squares
@@ -94,8 +94,7 @@ DEFAULTS = {
     "brake_min_closing_mps": 0.4,
     "brake_min_samples": 6,
     # detour (not in the paper; 0 turns it off): the DQN alone hovers in front of a neighbour parked
-    # between it and its goal (a local minimum of its avoidance; a 4-drone random-goal flight hovered
-    # 0.7 m from one for 140 s). When the estimated goal distance has not shrunk by stuck_progress_m
+    # between it and its goal (a local minimum of its avoidance). When the estimated goal distance has not shrunk by stuck_progress_m
     # within stuck_window_s (and the goal is farther than detour_min_goal_m), the DQN is shown its goal
     # rotated by detour_angle_deg away from the nearest neighbour's side for detour_s
     "stuck_window_s": 0.0,
@@ -105,15 +104,13 @@ DEFAULTS = {
     "detour_min_goal_m": 0.4,
     # a range-only posterior that has not resolved the bearing yet (a ring of particles, at the start of a
     # flight) has its weighted mean near the drone; the DQN and the guard then see the neighbour as if on
-    # top of it and flee in a random direction (a 3-drone cflib flight came within 0.07 m 3.6 s after
-    # take-off). When the estimate is shorter than this fraction of the measured range, the neighbour is
+    # top of it and flee in a random direction. When the estimate is shorter than this fraction of the measured range, the neighbour is
     # placed at the measured range along the estimate's direction for the DQN and the guard
     # (not in the paper; 0 turns it off)
     "collapsed_estimate_fraction": 0.0,
     # the same for the goal (not in the paper; 0 turns it off): a drone that hovers near its goal on a ring
     # posterior (estimate near the drone, so the DQN and the final approach see the goal as reached) never
-    # moves, so its ranges never resolve the bearing (a 2-drone cflib flight hovered 0.45 m off its goal for
-    # 35 s, its estimate 0.05 m away). When the goal estimate is shorter than this fraction of the smoothed
+    # moves, so its ranges never resolve the bearing. When the goal estimate is shorter than this fraction of the smoothed
     # goal range, it is shown at that range along the estimate's direction: the drone flies, the ranges
     # change, the bearing resolves
     "collapsed_goal_fraction": 0.0,
@@ -123,8 +120,8 @@ DEFAULTS = {
     "collapsed_goal_min_m": 0.3,
     # final approach (not in the paper; 0 turns it off): inside this estimated goal distance the
     # velocity setpoint is approach_gain_per_s * goal estimate, capped at approach_speed_mps, instead of
-    # the DQN's discrete accelerations (trained to a 0.15 m radius on its estimate, it hovered 0.3 m off
-    # a goal for 50 s on a filter estimate that a range-only posterior shrinks towards the drone)
+    # the DQN's discrete accelerations (trained to a 0.15 m radius on its estimate, the DQN can hover short
+    # of a goal whose range-only posterior shrinks towards the drone)
     "approach_radius_m": 0.0,
     "approach_gain_per_s": 1.0,
     "approach_speed_mps": 0.3,

@@ -51,7 +51,7 @@ import math
 
 from onboard.core.samples import (BodyVelocitySample, GoalRangeSample, GoalReset, RandomState, SampleError,
                                   VelocitySetpoint)
-from onboard.core.settings import with_defaults
+from onboard.core.settings import BOOLEAN, NON_NEGATIVE, RATE_HZ, ConfigError, checked, int_at_least
 from onboard.runtime.node import Node
 from onboard.swarm.agent import GOAL_ID, SwarmAgent
 
@@ -75,6 +75,9 @@ DEFAULTS = {
     "queue_limit": 64,               # per queue; the oldest sample is dropped beyond it
     "latching_failsafe": False,
 }
+SETTING_RANGES = {"step_rate_hz": RATE_HZ, "uwb_timeout_us": int_at_least(1), "velocity_timeout_us": int_at_least(1),
+                  "goal_timeout_us": int_at_least(1), "failsafe_land_s": NON_NEGATIVE, "queue_limit": int_at_least(1),
+                  "latching_failsafe": BOOLEAN}
 
 # The agent settings a member flies: the swarm scenarios take their defaults from here
 # (harness/scenarios/swarm/flight.py DEFAULTS says why each has its value), so the standalone member
@@ -89,10 +92,6 @@ FLIGHT_AGENT_CONFIG = {
     "guard_hold_max_s": 2.0, "brake_ttc_s": 1.0, "stuck_window_s": 10.0, "approach_radius_m": 0.5,
     "collapsed_estimate_fraction": 0.5, "collapsed_goal_fraction": 0.5,
 }
-
-
-class MemberConfigError(ValueError):
-    pass
 
 
 def _finite(values):
@@ -433,19 +432,12 @@ class SwarmMember:
 
     def __init__(self, policy, net, draws, peers, driver, config=None, agent_config=None, kernels=None,
                  start_us=0, node=None, name="swarm_member", log=None, models=None):
-        cfg = with_defaults(DEFAULTS, config, "SwarmMember")
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "SwarmMember")
         rate = cfg["step_rate_hz"]
-        if not (isinstance(rate, int) and rate > 0):
-            raise MemberConfigError("step_rate_hz must be a positive whole number of Hz, got %r" % (rate,))
-        for key in ("uwb_timeout_us", "velocity_timeout_us", "goal_timeout_us", "queue_limit"):
-            if not (isinstance(cfg[key], int) and cfg[key] > 0):
-                raise MemberConfigError("%s must be a positive whole number, got %r" % (key, cfg[key]))
-        if not (_finite((cfg["failsafe_land_s"],)) and cfg["failsafe_land_s"] >= 0):
-            raise MemberConfigError("failsafe_land_s must be a number >= 0, got %r" % (cfg["failsafe_land_s"],))
         peers = list(peers)
         for p in peers:
             if not isinstance(p, int):
-                raise MemberConfigError("peer ids must be whole numbers, got %r" % (p,))
+                raise ConfigError("SwarmMember peer ids must be whole numbers, got %r" % (p,))
         self.cfg = cfg
         if node is None:
             node = Node(name, latching_failsafe=cfg["latching_failsafe"], start_us=start_us, log=log)

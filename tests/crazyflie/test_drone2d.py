@@ -3,7 +3,8 @@ import math
 
 import pytest
 
-from harness.sim.vehicles.drone2d import Drone2D, Drone2DConfigError
+from harness.sim.vehicles.drone2d import Drone2D
+from onboard.core.settings import ConfigError
 
 DT_S = 0.005
 
@@ -90,9 +91,9 @@ def test_bad_commands_are_refused_and_state_kept():
     assert d.command_height(float("nan")) is False
     assert d.rejected_commands == 3
     assert d.cmd_vel_ne_mps == (0.2, 0.0)
-    with pytest.raises(Drone2DConfigError):
+    with pytest.raises(ConfigError, match="Drone2D setting max_speed_mps must be a number > 0"):
         Drone2D({"max_speed_mps": 0.0})
-    with pytest.raises(Drone2DConfigError):
+    with pytest.raises(ConfigError, match="unknown Drone2D setting 'no_such'"):
         Drone2D({"no_such": 1})
 
 

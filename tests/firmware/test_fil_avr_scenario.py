@@ -58,3 +58,15 @@ def test_lockstep_runs_are_deterministic(fil_built):
     for key in ("distance_travelled_m", "path_error_rms_m", "estimate_position_error_rms_m",
                 "final_position_error_m", "firmware", "link", "bridge", "cmd_to_telemetry_latency_us"):
         assert a[key] == b[key], key
+
+
+def test_listed_imu_settings_are_the_ones_it_uses():
+    """The firmware's MPU-6050 refreshes at plant.imu_update_hz and the host reads the IMU at the telemetry
+    rate, so the IMU block lists only the chip's errors (ag2u eq. 10): an IMU rate is an unknown setting."""
+    from harness.config import ConfigError
+    from harness.scenarios import prepare
+
+    mod, cfg = prepare("fil-avr")
+    assert "rate_hz" not in cfg["imu"] and set(cfg["imu"]) <= set(mod.IMU_DEFAULTS)
+    with pytest.raises(ConfigError, match="imu.rate_hz"):
+        prepare("fil-avr", {"imu": {"rate_hz": 300}})

@@ -251,12 +251,12 @@ def test_vesc_unplugged_port_stops_the_dozer_via_the_failsafe():
                                            ({"world": {"spoil_band_m": 3.0}}, "world.spoil_band_m"),
                                            ({"estimator_impl": "fortran"}, "estimator_impl")])
 def test_scenario_grading_bad_settings_are_one_line_config_errors(overrides, key):
-    from harness.config import ConfigError, merge
-    from harness.scenarios.grading import mission as grading
-    from harness.scenarios.context import RunContext
+    """The settings are checked before the run (harness.scenarios.prepare: ranges, then check_settings)."""
+    from harness.config import ConfigError
+    from harness.scenarios import prepare
 
     with pytest.raises(ConfigError, match="config.%s" % key):
-        grading.run(merge(grading.DEFAULTS, overrides), RunContext(1))
+        prepare("grading", overrides)
 
 
 def test_scenario_grading_runs_with_vesc_motors():
@@ -447,6 +447,7 @@ def test_committed_int8_models_match_their_float_weights(agent):
 
 def test_scenario_grading_runs_the_int8_agent_through_litert():
     from harness.config import ConfigError, merge
+    from harness.scenarios import prepare
     from harness.scenarios.grading import mission as grading
     from harness.scenarios.context import RunContext
 
@@ -456,7 +457,7 @@ def test_scenario_grading_runs_the_int8_agent_through_litert():
     with pytest.raises(ConfigError, match="agent_backend"):
         grading.run(merge(grading.DEFAULTS, {"agent": "agent2", "agent_backend": "tpu"}), RunContext(1))
     with pytest.raises(ConfigError, match="agent=agent1 or --set agent=agent2"):
-        grading.run(merge(grading.DEFAULTS, {"agent_backend": "litert"}), RunContext(1))     # expert + int8
+        prepare("grading", {"agent_backend": "litert"})             # expert + int8: checked before the run
 
 
 def test_pure_int8_decider_picks_the_litert_way_points_and_missing_exports_are_clear(tmp_path):
@@ -579,3 +580,20 @@ def test_placed_start_without_noise_decides_at_the_start():
     ep.run(rec)
     assert rec.true_pose == pytest.approx(start, abs=1e-9)
     assert rec.est_pose == pytest.approx(start, abs=1e-6)
+
+
+def test_episode_progress_moves_in_simulated_seconds():
+    """The progress bar of a grading run counts simulated seconds (one update per loop step), not legs."""
+    class Seen:
+        def __init__(self):
+            self.values = []
+
+        def update_to(self, sim_s):
+            self.values.append(sim_s)
+
+    seen = Seen()
+    ep = GradingEpisode(_cfg(max_legs=1, estimator="planar"), RunRandom(1), progress=seen)
+    m = ep.run(ExpertDecider(ep.expert))
+    assert seen.values[0] == pytest.approx(0.05) and seen.values == sorted(seen.values)
+    assert seen.values[-1] == pytest.approx(m["episode_time_s"], abs=0.05)
+    assert len(seen.values) > 2 * m["legs"]

@@ -61,6 +61,24 @@ def test_a_grading_run_replays_bit_exactly(recorded, tmp_path, capsys):
         assert t["logged"] == t["replayed"] > 1000 and t["max_abs_diff"] == 0 and t["first_divergence_us"] is None
 
 
+def test_a_grading_run_logs_its_samples_commands_and_truth(recorded):
+    """Besides the app's recording, the run's log holds the simulated samples, the app's estimates and
+    commands, the truth (with the blade's load) every loop step, and one record per leg."""
+    motors, log = recorded
+    counts = {}
+    truth = None
+    with open(log, "rb") as fh:
+        for _s, channel, m in make_reader(fh).iter_messages():
+            counts[channel.topic] = counts.get(channel.topic, 0) + 1
+            if channel.topic == "/truth":
+                truth = json.loads(m.data)
+    for topic in ("/imu", "/aiding/pose", "/estimate", "/cmd/wheels", "/truth"):
+        assert counts.get(topic, 0) > 100, (topic, sorted(counts))
+    assert counts["/grading/leg"] == 2 and "blade_load_m3" in truth and len(truth["pos_ned_m"]) == 3
+    if motors == "vesc":
+        assert counts["/vesc/left/telemetry"] > 100 and counts["/shutdown"] == 1
+
+
 @pytest.mark.parametrize("impl", [i for i in ("cython", "numpy") if i in IMPLS])
 def test_replay_with_another_eskf_implementation(recorded, tmp_path, capsys, impl):
     """Cython is bit-identical to the recorded pure-Python ESKF; NumPy's sums round differently

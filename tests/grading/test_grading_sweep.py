@@ -113,7 +113,7 @@ def test_sweep_settings_reach_every_episode_and_bad_ones_are_refused(tmp_path):
 def test_sweep_cli_reports_a_bad_setting_without_running(tmp_path, capsys):
     from harness.cli import main
     assert main(["grading-sweep", "--rollouts", "1", "--out", str(tmp_path), "--set", "motorz=vesc"]) == 2
-    assert "unknown setting episode.motorz" in capsys.readouterr().err
+    assert "unknown episode setting 'motorz' (did you mean 'motors'?)" in capsys.readouterr().err
     assert not (tmp_path / "table1.json").exists()
 
 

@@ -119,24 +119,10 @@ def test_settings_errors_are_one_line(cfg, needle):
     assert needle in str(info.value) and "\n" not in str(info.value)
 
 
-def test_study_tools_on_a_tiny_grid():
-    from harness.sim.leveling_study import main, repeated_runs, summary, sweep
-    s = summary([1.0, 2.0, 3.0, 4.0])
-    assert s["mean"] == 2.5 and s["median"] == 2.5 and s["min"] == 1.0 and abs(s["ci95"] - 2.0540) < 1e-3
-    tiny = {"agents": 2, "terrain": {"rows": 6, "cols": 6, "features": 2, "max_units": 3}}
-    runs = repeated_runs(tiny, runs=3)
-    assert runs["level_reached"] == 3 and runs["volume_errors"] == [0, 0, 0]
-    out = sweep("probabilistic.rho", [0.2, 0.8], tiny, runs=3)
-    assert [r["value"] for r in out["rows"]] == [0.2, 0.8] and out["argmin"] in (0.2, 0.8)
-    assert min(out["end_ratios"]) == 1.0
-    assert main(["runs", "--runs", "2", "--rows", "6", "--cols", "6", "--agents", "2",
-                 "--set", "terrain.max_units=3"]) == 0
-
-
 @pytest.mark.slow
 def test_thesis_grid_levels_with_exact_volume():
     """The thesis's setting (32x32, 8 agents, fig. 4.1) for two seeds; the 30-seed study is
-    ``python -m harness.sim.leveling_study runs --runs 30``."""
+    ``python -m harness sweep level-grid --seeds 0-29 --workers 2``."""
     for seed in range(2):
         m = run_level_grid({}, seed=seed)
         assert m["level_reached"] and m["final_range_units"] <= 1 and m["volume_error"] == 0

@@ -176,10 +176,11 @@ def test_generated_unit_verifies(tmp_path):
 
 
 def test_service_config_rejects_unknown_keys(tmp_path):
-    from boards.rpi.service import ServiceConfigError, load_config
+    from boards.rpi.service import load_config
+    from onboard.core.settings import ConfigError
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"vesc": {"baudrate": 9600}}))
-    with pytest.raises(ServiceConfigError, match="baudrate"):
+    with pytest.raises(ConfigError, match="unknown rpi setting 'vesc.baudrate' \\(did you mean 'vesc.baud'\\?\\)"):
         load_config(str(bad))
 
 
@@ -188,22 +189,25 @@ _MOTORS = [{"name": "left", "port": "/dev/ttyV0", "controller_id": 1, "direction
 
 
 @pytest.mark.parametrize("override,message", [
-    ({"vesc": {"gear_ratio": 0.0}}, "setting vesc.gear_ratio must be a number > 0, got 0.0"),
-    ({"vesc": {"baud": "fast"}}, "setting vesc.baud must be an integer >= 1, got 'fast'"),
-    ({"imu": {"rate_hz": 0}}, "setting imu.rate_hz must be an integer >= 1, got 0"),
-    ({"imu": {"address": 0x50}}, "setting imu.address must be one of 104, 105, got 80"),
-    ({"pose": {"udp_port": 70000}}, "setting pose.udp_port must be null or an integer in -1..65535, got 70000"),
-    ({"runtime": {"wheelbase_m": float("nan")}}, "setting runtime.wheelbase_m must be a number > 0, got nan"),
+    ({"vesc": {"gear_ratio": 0.0}}, "rpi setting vesc.gear_ratio must be a number > 0, got 0.0"),
+    ({"vesc": {"baud": "fast"}}, "rpi setting vesc.baud must be an integer >= 1, got 'fast'"),
+    ({"imu": {"rate_hz": 0}}, "rpi setting imu.rate_hz must be a divisor of 1000 Hz (the MPU-6050's sample clock), got 0"),
+    ({"imu": {"rate_hz": 300}}, "rpi setting imu.rate_hz must be a divisor of 1000 Hz (the MPU-6050's sample clock), got 300"),
+    ({"runtime": {"control_rate_hz": 40}}, "rpi settings imu.rate_hz, runtime.control_rate_hz, vesc.telemetry_rate_hz, "
+     "pose.poll_hz must be rates one scheduler can run"),
+    ({"imu": {"address": 0x50}}, "rpi setting imu.address must be one of 104, 105, got 80"),
+    ({"pose": {"udp_port": 70000}}, "rpi setting pose.udp_port must be null or an integer in -1..65535, got 70000"),
+    ({"runtime": {"wheelbase_m": float("nan")}}, "rpi setting runtime.wheelbase_m must be finite, got nan"),
     ({"mission": {"waypoints_ne_m": [[1.0, 2.0], [3.0]]}},
-     "setting mission.waypoints_ne_m must be a non-empty list of [north_m, east_m] pairs, got [[1.0, 2.0], [3.0]]"),
+     "rpi setting mission.waypoints_ne_m must be a non-empty list of [north_m, east_m] pairs, got [[1.0, 2.0], [3.0]]"),
     ({"vesc": {"motors": [dict(_MOTORS[0], direction=0), _MOTORS[1]]}},
-     "setting vesc.motors[0].direction must be one of 1, -1, got 0"),
+     "rpi setting vesc.motors[0].direction must be one of 1, -1, got 0"),
     ({"vesc": {"motors": [_MOTORS[0], dict(_MOTORS[1], can_id=255)]}},
-     "setting vesc.motors[1].can_id must be null or an integer in 0..254, got 255"),
-    ({"vesc": {"motors": [_MOTORS[0], dict(_MOTORS[1], cam_id=2)]}}, "setting vesc.motors[1]: unknown key 'cam_id'"),
+     "rpi setting vesc.motors[1].can_id must be null or an integer in 0..254, got 255"),
+    ({"vesc": {"motors": [_MOTORS[0], dict(_MOTORS[1], cam_id=2)]}}, "rpi setting vesc.motors[1]: unknown key 'cam_id'"),
     ({"vesc": {"motors": [_MOTORS[0], dict(_MOTORS[1], name="left")]}},
-     "setting vesc.motors must name one motor left and one right, got left, left"),
-    ({"vesc": {"motors": "left,right"}}, "setting vesc.motors must be a list of two motor tables"),
+     "rpi setting vesc.motors must name one motor left and one right, got left, left"),
+    ({"vesc": {"motors": "left,right"}}, "rpi setting vesc.motors must be a list of two motor tables"),
 ])
 def test_service_config_values_are_checked_before_anything_opens(tmp_path, capsys, override, message):
     """A malformed value is one line naming the setting and exit status 2; no log file, no port opened."""
@@ -275,7 +279,7 @@ def test_the_board_service_alone_refuses_the_simulated_bus(tmp_path, capsys):
                                 "log": {"dir": str(tmp_path / "logs")}}))
     assert main(["run", "--config", str(path), "--duration-s", "0.1"]) == 2
     err = capsys.readouterr().err
-    assert err == ("error: setting imu.bus 'bench-sim' is the harness's simulated MPU-6050: run "
+    assert err == ("error: rpi setting imu.bus 'bench-sim' is the harness's simulated MPU-6050: run "
                    "`python -m harness.sim.rpi_bench run` for desk runs without the IMU\n"), err
     assert not (tmp_path / "logs").exists()
 

@@ -9,8 +9,7 @@ import math
 
 import pytest
 
-from harness.config import merge
-from harness.scenarios import load
+from harness.scenarios import prepare
 from harness.scenarios.context import RunContext
 
 pytestmark = pytest.mark.scenario
@@ -18,11 +17,9 @@ KEYS = ("goals_reached", "goals_total", "min_separation_m", "mean_position_error
 
 
 def _run(name, seed, drone_counts=(2,), large=0, large_s=3.0, **episode):
-    mod = load(name)
-    cfg = merge(mod.DEFAULTS, {"drone_counts": list(drone_counts), "episodes": 1,
-                               "large_swarm": {"drones": large, "max_duration_s": large_s},
-                               "episode": dict({"max_duration_s": 6.0, "compare_estimators": False}, **episode)},
-                name)
+    mod, cfg = prepare(name, {"drone_counts": list(drone_counts), "episodes": 1,
+                              "large_swarm": {"drones": large, "max_duration_s": large_s},
+                              "episode": dict({"max_duration_s": 6.0, "compare_estimators": False}, **episode)})
     return mod.run(cfg, RunContext(seed))
 
 
@@ -79,11 +76,9 @@ def test_same_seed_same_flight_on_every_pf_path():
 def test_estimator_comparison_replays_every_configuration_per_track():
     """The offline replay (pocket VI-A) of a direct-link flight through every configuration of the
     scenario, with convergence over all tracks and the hybrid-vs-pure rows at 100 and 1000 particles."""
-    mod = load("swarm-random")
-    cfg = merge(mod.DEFAULTS, {"drone_counts": [2], "episodes": 1, "large_swarm": {"drones": 0},
-                               "episode": {"max_duration_s": 8.0, "goals_per_drone": 1, "link": "direct",
-                                           "n_particles": 100}},
-                "swarm-random")
+    mod, cfg = prepare("swarm-random", {"drone_counts": [2], "episodes": 1, "large_swarm": {"drones": 0},
+                                        "episode": {"max_duration_s": 8.0, "goals_per_drone": 1, "link": "direct",
+                                                    "n_particles": 100, "compare_estimators": True}})
     m = mod.run(cfg, RunContext(6))
     comp = m["estimator_comparison"]
     for label in ("hybrid-100", "hybrid-100-paper", "pf-100", "learned"):
@@ -155,9 +150,8 @@ def test_bad_settings_are_one_line_config_errors_before_anything_flies(overrides
     from harness.cli import main
     from harness.config import ConfigError
 
-    mod = load("swarm-random")
     with pytest.raises(ConfigError) as exc:
-        mod.run(merge(mod.DEFAULTS, overrides, "config"), RunContext(1))
+        prepare("swarm-random", overrides)
     assert needle in str(exc.value)
     # the same through the command line (one --set per leaf setting)
     def leaves(d, prefix=""):
@@ -174,3 +168,15 @@ def test_bad_settings_are_one_line_config_errors_before_anything_flies(overrides
     assert err.startswith("error: setting config.") or err.startswith("error: nothing to fly"), err
     assert err.count("\n") == 1
     assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("name", ["swarm-fixed", "swarm-random"])
+def test_the_study_settings_file_turns_on_the_larger_swarm_and_the_replays(name):
+    """The defaults fly within a minute; harness/scenarios/swarm/study.toml (`--config`) is the paper's study."""
+    from harness.config import load_file
+    from harness.scenarios.swarm.study import STUDY_CONFIG
+    _mod, default = prepare(name)
+    assert default["large_swarm"]["drones"] == 0 and default["episode"]["compare_estimators"] is False
+    _mod, study = prepare(name, load_file(STUDY_CONFIG))
+    assert study["drone_counts"] == [2, 3, 4] and study["large_swarm"]["drones"] == 8
+    assert study["episode"]["compare_estimators"] is True

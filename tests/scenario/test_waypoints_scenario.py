@@ -72,7 +72,7 @@ def test_unknown_scenario_is_one_line_error():
 @pytest.mark.parametrize("content,needle", [
     ("scenario = \"waypoints\"\n[config\n", "not valid TOML"),
     ("scenario = \"waypoints\"\n[config]\nmax_duration_s = \"long\"\n", "must be float"),
-    ("scenario = \"waypoints\"\n[config]\nbogus = 1\n", "unknown setting config.bogus"),
+    ("scenario = \"waypoints\"\n[config]\nbogus = 1\n", "unknown waypoints setting 'bogus'"),
     ("[config]\nmax_duration_s = 5.0\n", "missing `scenario"),
 ])
 def test_bad_scenario_file_is_one_line_error(tmp_path, content, needle):

@@ -40,7 +40,7 @@ def test_straight_cut_through_flat_ground_moves_exact_volumes(erosion):
     """Blade 1.85 m wide centred at east 2.0 m (edge over east 1.075..2.925: 18 cell centres across), cut
     0.1 m deep from north 1.02 m to 3.02 m (20 cell centres along): 360 cells x 0.1 m x 0.01 m^2 of bank."""
     g = GridMap({"size_m": [6.0, 4.0], "cell_m": 0.1})
-    m = BlindMapper(g, {"erosion": {"enabled": erosion}})
+    m = BlindMapper(g, {"erosion": {"enabled": erosion}, "pile": {"side_spill_per_m": 0.0}})
     records = _drive(m, (1.02, 2.0), 0.0, 2.0, lambda n, e: -0.1, R(10.0))
     bank = sum(r.bank_cut_m3 for r in records)
     assert bank == pytest.approx(0.36, abs=1e-12)
@@ -184,14 +184,72 @@ def test_check_movement_and_bad_poses():
     assert recs and all(r.valid for r in recs[:-1])
 
 
-def test_surcharge_grows_as_the_pile_builds():
+@pytest.mark.parametrize("surcharge", ["gathered", "ahead"])
+def test_surcharge_grows_as_the_pile_builds(surcharge):
     g = GridMap({"size_m": [6.0, 4.0], "cell_m": 0.1})
-    m = BlindMapper(g, {"erosion": {"enabled": False}, "pile_length_m": 1.0})
+    m = BlindMapper(g, {"erosion": {"enabled": False}, "pile_length_m": 1.0, "surcharge": surcharge,
+                        "pile": {"side_spill_per_m": 0.0}})
     records = _drive(m, (1.02, 2.0), 0.0, 1.5, lambda n, e: -0.1, R(10.0))
     vq = [r.surcharge_m3[-1] for r in records]
     assert all(b >= a - 1e-12 for a, b in zip(vq, vq[1:]))
-    assert vq[-1] == pytest.approx(g.volume_m3(LOOSE), rel=1e-9)     # no erosion: the whole pile ahead
+    assert vq[-1] == pytest.approx(g.volume_m3(LOOSE), rel=1e-9)     # no erosion, no spill: the whole pile
     assert records[-2].surcharge_n[-1] == pytest.approx(14000.0 * records[-2].surcharge_m3[-1])
+
+
+def _loose_ground(g, thickness_m):
+    h, loose = g.layer(ELEVATION), g.layer(LOOSE)
+    for k in range(g.size):
+        h[k] += thickness_m
+        loose[k] += thickness_m
+
+
+def test_gathered_surcharge_counts_only_soil_the_blade_gathered():
+    """On 2 cm of loose soil over the bank, a 0.12 m cut (edge 0.10 m into the bank): the carried pile is
+    s x bank + the loose soil in the blade's path, never the loose soil still ahead ("ahead" counts it)."""
+    volumes = {}
+    for mode in ("gathered", "ahead"):
+        g = GridMap({"size_m": [8.0, 4.0], "cell_m": 0.1})
+        _loose_ground(g, 0.02)
+        m = BlindMapper(g, {"erosion": {"enabled": False}, "surcharge": mode, "pile_length_m": 2.0,
+                            "pile": {"side_spill_per_m": 0.0}})
+        records = _drive(m, (1.02, 2.0), 0.0, 2.0, lambda n, e: -0.1, R(10.0))
+        bank = sum(r.bank_cut_m3 for r in records)
+        loose_cut = 360 * 0.02 * 0.01                  # 360 cells' own loose soil (docstring of the straight cut)
+        assert bank == pytest.approx(0.36, abs=1e-9)
+        if mode == "gathered":
+            assert m.carried_m3 == pytest.approx(1.2 * bank + loose_cut, abs=1e-9)
+            assert sum(r.gathered_m3 for r in records) == pytest.approx(m.carried_m3, abs=1e-12)
+        volumes[mode] = records[-2].surcharge_m3[-1]
+    assert volumes["ahead"] > volumes["gathered"] + 0.05       # about 2 m x 1.85 m x 2 cm of loose soil ahead
+
+
+def test_end_spill_and_capacity_move_soil_to_windrows_and_keep_volumes():
+    g = GridMap({"size_m": [10.0, 4.0], "cell_m": 0.1})
+    m = BlindMapper(g, {"erosion": {"enabled": False}, "blade_height_m": 0.4,
+                        "pile": {"side_spill_per_m": 0.1}})
+    records = _drive(m, (1.02, 2.0), 0.0, 6.0, lambda n, e: -0.15, R(10.0))
+    bank = sum(r.bank_cut_m3 for r in records)
+    gathered = sum(r.gathered_m3 for r in records)
+    spilled = sum(r.spilled_m3 for r in records)
+    assert gathered == pytest.approx(1.2 * bank, abs=1e-9)
+    assert m.carried_m3 == pytest.approx(gathered - spilled, abs=1e-9)
+    cap = blind_map.pile_capacity(1.85, 0.4 * math.cos(R(10.0)), 0.26)
+    assert m.carried_m3 <= cap + 1e-9 and spilled > 1.2 * bank - cap
+    assert g.volume_m3(LOOSE) == pytest.approx(1.2 * bank, abs=1e-9)       # moved, never lost
+    heights = g.layer(ELEVATION)
+    windrows = [heights[g.flat(i, j)] for i in range(g.n_north) for j in (10, 29)]  # beyond the ends
+    assert sum(windrows) * 0.01 == pytest.approx(spilled, rel=0.02)
+
+
+def test_a_blade_risen_above_its_pile_leaves_it():
+    g = GridMap({"size_m": [6.0, 4.0], "cell_m": 0.1})
+    m = BlindMapper(g, {"erosion": {"enabled": False}})
+    _drive(m, (1.02, 2.0), 0.0, 1.5, lambda n, e: -0.1, R(10.0))
+    assert m.carried_m3 > 0.1
+    t0 = 200 * DT_US
+    recs = [m.on_blade_pose(BladePose(t0 + k * DT_US, 2.52, 2.0, -0.1 - 0.03 * k, 0.0, R(10.0), 0.0))
+            for k in range(40)]
+    assert any(r is not None and r.pile_left for r in recs) and m.carried_m3 == 0.0
 
 
 def test_slip_happens_exactly_when_eq12_safety_factor_falls_below_one():
@@ -333,3 +391,29 @@ def test_geometry_within_tolerance_on_a_noisy_cross_sloped_surface():
     assert abs(math.degrees(rec.alpha_rad - alpha)) < 0.5
     assert abs(math.degrees(rec.rho_rad - rho_expected)) < 0.5
     assert abs(rec.depth_m - depth) < 0.01
+
+
+def test_depth_moments_of_a_rolled_blade_and_the_rake_at_every_pose():
+    """Flat ground, the edge rolled 3 deg and 0.08 m deep at its centre: the depth along the edge runs
+    linearly from 0.08 - 0.925 tan(3 deg) to 0.08 + 0.925 tan(3 deg), so over the slices the mean depth is
+    0.08 m and the mean square 0.08^2 + (1.85 tan(3 deg))^2 / 12 (eq. 1 summed over slices); the blade
+    tilting back during the sweep changes the rake pose by pose."""
+    g = GridMap({"size_m": [6.0, 4.0], "cell_m": 0.05})
+    m = BlindMapper(g, {"erosion": {"enabled": False}})
+    roll = R(3.0)
+    recs = []
+    for k in range(13):
+        pitch = R(10.0) + R(0.5) * k
+        rec = m.on_blade_pose(BladePose(k * DT_US, 1.0 + 0.01 * k, 2.0, 0.08, roll, pitch, 0.0))
+        if rec is not None:
+            recs.append(rec)
+    rec = recs[0]
+    assert rec.valid, rec.reason
+    half = 0.925 * math.tan(roll)
+    for d1, d2 in zip(rec.depths_m, rec.depths_sq_m2):
+        assert d1 == pytest.approx(0.08, abs=0.002)
+        assert d2 == pytest.approx(0.08 ** 2 + (2 * half) ** 2 / 12.0, rel=0.03)
+        assert d2 > d1 * d1
+    for k, rho in enumerate(rec.rhos_rad):
+        assert rho == pytest.approx(R(80.0) - R(0.5) * k, abs=R(0.3))
+    assert rec.theta_k(0)[1] == rec.rhos_rad[0] and rec.theta_k()[2] == rec.depths_m[-1]

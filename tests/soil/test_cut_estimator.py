@@ -163,6 +163,7 @@ def test_window_from_sweeps_takes_each_pose_once_and_the_measured_components():
         r.alpha_rad, r.rho_rad, r.width_m = 0.01 * k, 1.4, 1.8
         r.times_us = times
         r.depths_m = [0.1 + 0.01 * i for i in range(len(times))]
+        r.depths_sq_m2 = [1.1 * d * d for d in r.depths_m]
         r.surcharge_n = [100.0 * i for i in range(len(times))]
         recs.append(r)
     forces = {t: (1000.0 + t, -200.0 - t) for t in (0, 10, 20, 30, 50)}
@@ -170,6 +171,38 @@ def test_window_from_sweeps_takes_each_pose_once_and_the_measured_components():
     assert w.time_us.tolist() == [0, 10, 20, 30]
     assert w.alpha_rad.tolist() == [0.0, 0.0, 0.0, 0.01]
     assert w.depth_m.tolist() == pytest.approx([0.1, 0.11, 0.12, 0.11])
+    assert w.depth_sq_m2.tolist() == pytest.approx([0.011, 0.01331, 0.01584, 0.01331])
     assert w.fx_n.tolist() == [1000.0, 1010.0, 1020.0, 1030.0]
     assert np.all(np.isnan(w.fz_n))
     assert len(window_from_sweeps([recs[2]], forces)) == 0
+
+
+def test_the_depth_moments_make_a_sliced_blade_exact_and_the_mean_depth_alone_biases_gamma():
+    """Data from a blade cut into 16 slices whose depths spread +-4 cm about the mean (roll, partial
+    contact): the FEE with the slices' mean depth and mean square depth (eq. 1 summed over the slices) fits
+    it exactly and recovers gamma; with the mean depth alone gamma absorbs the missing curvature."""
+    th = _truth("loam", 50.0)
+    rng = np.random.default_rng(8)
+    n = 300
+    t = np.arange(n) / 60.0
+    d = 0.10 + 0.05 * np.sin(2 * np.pi * t / 3.1)
+    rho = R(80.0) + R(8.0) * np.sin(2 * np.pi * t / 4.3)
+    alpha = np.zeros(n)
+    q = np.minimum(2000.0 * t, 5000.0)
+    lam = (np.arange(16) + 0.5) / 16 - 0.5
+    spread = 0.08 * np.sin(2 * np.pi * t / 2.3 + rng.uniform(0, 6))
+    ds = np.maximum(d[:, None] + spread[:, None] * lam[None, :], 0.0)          # slice depths
+    fx = np.zeros(n)
+    fz = np.zeros(n)
+    for s in range(16):
+        _f, sx, sz, _b, _v = fee_numpy.force([np.full(n, v) for v in th], [alpha, rho, ds[:, s], np.full(n, 1.85 / 16),
+                                                                           q / 16])
+        fx += sx
+        fz += sz
+    d1, d2 = ds.mean(axis=1), (ds * ds).mean(axis=1)
+    prior = {"prior": {"gamma_npm3": [17000.0, 40000.0], "c_pa": [15000.0, 1e5], "ca_pa": [7500.0, 1e5]}}
+    exact = CutEstimator(prior).estimate(CutWindow(alpha, rho, d1, np.full(n, 1.85), q, fx, fz, depth_sq_m2=d2))
+    assert exact.force_mae_pct < 0.01
+    assert exact.theta[2] == pytest.approx(th[2], rel=0.01)
+    mean_only = CutEstimator(prior).estimate(CutWindow(alpha, rho, d1, np.full(n, 1.85), q, fx, fz))
+    assert abs(mean_only.theta[2] - th[2]) > 10 * abs(exact.theta[2] - th[2])

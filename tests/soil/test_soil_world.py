@@ -148,7 +148,7 @@ def test_bad_settings_and_missing_files():
         sw.build_fields(_cfg(soil="peat"))
     with pytest.raises(ConfigError, match="strip"):
         sw.build_fields(_cfg(field="strip", strip={"from_m": 3.0, "to_m": 1.0}))
-    with pytest.raises(ConfigError, match="needs regions_file or npy_files"):
+    with pytest.raises(ConfigError, match="needs file, regions_file or npy_files"):
         sw.build_fields(_cfg(field="file"))
     with pytest.raises(ConfigError, match="not found"):
         sw.build_fields(_cfg(field="file", regions_file="/nonexistent/fields.toml"))

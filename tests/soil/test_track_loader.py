@@ -9,7 +9,8 @@ import pytest
 from harness.sim import soil_world as sw
 from harness.sim.rng import RunRandom
 from harness.sim.soil_terrain import SoilTerrain
-from harness.sim.track_loader import TrackLoader, _lag, fx_from_drive, fz_from_pressure, time_of_step_us
+from harness.sim.track_loader import TrackLoader, _lag, time_of_step_us
+from onboard.soil.machine_forces import fx_from_drive, fz_from_pressure
 
 
 def _run(soil="loam", relative_density_pct=50.0, depth_m=0.1, length_m=2.5, seed=1, **operator):

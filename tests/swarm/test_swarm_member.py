@@ -11,7 +11,8 @@ from onboard.core.samples import RangeSample
 from onboard.estimators.particle_filter_numpy import NumpyDraws
 from onboard.swarm.agent import GOAL_ID, SwarmAgent
 from onboard.swarm.bearing_net import BearingNet
-from onboard.swarm.member import FLIGHT_AGENT_CONFIG, MemberConfigError, SwarmMember, body_to_nav, nav_to_body
+from onboard.core.settings import ConfigError
+from onboard.swarm.member import FLIGHT_AGENT_CONFIG, SwarmMember, body_to_nav, nav_to_body
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BEARING = os.path.join(REPO, "models", "swarm", "bearing", "weights.npz")
@@ -178,15 +179,16 @@ def test_bad_samples_are_refused_at_the_entry_points(net):
 
 
 @pytest.mark.parametrize("config,needle", [
-    ({"step_rate_hz": 0}, "step_rate_hz must be a positive whole number of Hz"),
-    ({"uwb_timeout_us": -1}, "uwb_timeout_us must be a positive whole number"),
-    ({"failsafe_land_s": float("nan")}, "failsafe_land_s must be a number >= 0"),
+    ({"step_rate_hz": 0}, "SwarmMember setting step_rate_hz must be a whole number of Hz"),
+    ({"step_rate_hz": 3}, "SwarmMember setting step_rate_hz must be a whole number of Hz dividing 1000000"),
+    ({"uwb_timeout_us": -1}, "SwarmMember setting uwb_timeout_us must be an integer >= 1"),
+    ({"failsafe_land_s": float("nan")}, "SwarmMember setting failsafe_land_s must be finite"),
     ({"nope": 1}, "unknown SwarmMember setting 'nope'"),
 ])
 def test_bad_member_settings_are_refused(net, config, needle):
     with pytest.raises(ValueError, match=needle):
         _member(net, config=config)
-    with pytest.raises(MemberConfigError, match="peer ids must be whole numbers"):
+    with pytest.raises(ConfigError, match="peer ids must be whole numbers"):
         _member(net, peers=("a",))
 
 

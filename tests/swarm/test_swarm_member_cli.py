@@ -96,7 +96,7 @@ def test_bad_board_config_exits_2_and_missing_models_exit_3_in_one_line(capsys, 
     bad.write_text(json.dumps({"crazyflie": {"setpoint_rate_hz": "fast"}}))
     assert main(["member", "--uri", "udp://127.0.0.1:1", "--id", "0", "--board-config", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: crazyflie.setpoint_rate_hz must be a finite number") and err.count("\n") == 1, err
+    assert err.startswith("error: crazyflie setting setpoint_rate_hz must be a number >= 2") and err.count("\n") == 1, err
     assert main(["member", "--uri", "udp://127.0.0.1:1", "--id", "0", "--models", str(tmp_path)]) == 3
     err = capsys.readouterr().err
     assert err.startswith("error: models not found: ") and err.count("\n") == 1, err

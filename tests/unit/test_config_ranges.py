@@ -49,7 +49,7 @@ def test_the_first_bad_setting_is_named_with_its_rule(path, value, needle):
 def test_merge_refuses_non_finite_numbers(value):
     defaults = {"gain": 1.0, "points": [[0.0, 0.0]]}
     key = "points" if isinstance(value, list) else "gain"
-    with pytest.raises(ConfigError, match="setting config.%s must be finite" % key):
+    with pytest.raises(ConfigError, match="config setting %s must be finite" % key):
         merge(defaults, {key: value})
 
 

@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 
 from harness.sim.clock import SimClock
-from harness.sim.radio.uwb_channel import (RADIO_DEFAULTS, RadioConfigError, SimRadio, UwbNetwork, air_time_s,
+from harness.sim.radio.uwb_channel import (RADIO_DEFAULTS, SimRadio, UwbNetwork, air_time_s,
                                        merged_radio, rx_noise_std_s, shr_s)
 from harness.sim.rng import RunRandom
 from onboard.comms.uwb import frames as F
 from onboard.comms.uwb import timestamps as T
 from onboard.comms.uwb.node import PAPER_RANGE_MEAN_M, PAPER_RANGE_VAR_M2
+from onboard.core.settings import ConfigError
 
 C = T.SPEED_OF_LIGHT_MPS
 
@@ -44,9 +45,9 @@ def test_air_time_follows_dw1000_phy():
     assert air_time_s(200, r) > air_time_s(20, r)
     slow = merged_radio({"data_rate_kbps": 110, "prf_mhz": 16, "preamble_symbols": 2048})
     assert air_time_s(20, slow) > 10 * air_time_s(20, r)
-    with pytest.raises(RadioConfigError):
+    with pytest.raises(ConfigError, match="radio setting data_rate_kbps must be one of 110, 850, 6800, got 1000"):
         merged_radio({"data_rate_kbps": 1000})
-    with pytest.raises(RadioConfigError):
+    with pytest.raises(ConfigError, match="unknown radio setting 'no_such_setting'"):
         merged_radio({"no_such_setting": 1})
 
 

@@ -72,6 +72,7 @@ def test_the_thrust_uses_the_truth_vessels_curve_dead_band_and_efficiency():
     sim = SimOutboards({"lag_tau_s": 0.0}, {"dead_band": 0.05, "efficiency_left": 0.9, "efficiency_right": 1.1})
     try:
         sim.sims["left"].erpm, sim.sims["right"].erpm = 0.04 * 10000, 0.5 * 10000
+        sim.sims["left"].mode = sim.sims["right"].mode = "rpm"      # driven (a released motor gives no thrust)
         assert sim._thrust("left") == 0.0
         assert sim._thrust("right") == pytest.approx(1.1 * 80.6)
     finally:

@@ -4,13 +4,11 @@ A policy decider renders the observation at the dozer's *estimated* pose, takes 
 peak of each way-point map and maps it back to the world through that same estimated
 pose (ag2u fig. 1). The peak is the argmax refined to sub-cell precision (local
 soft-argmax, :func:`refined_peak`; not in ag2u, which does not say how a way-point is
-read off its map): the maps are 0.16 m a cell, and on the agents committed at the time the refinement
-raised successful decisions in the 50-rollout sweep from 76 / 74 % to 80 / 84 % without noise
-(agent1 / agent2; harness/scenarios/grading/README.md). Each map is also averaged with the east-west mirror
-of the map the net gives for the mirrored crop (test-time mirror averaging, :meth:`PolicyDecider.maps`;
-not in ag2u either): the sand world and the expert are mirror-symmetric (tested), so both are
-estimates of the same map, and their mean raised successful decisions without noise from 80 / 84 % to
-82 / 87 % (50 rollouts). The episode ends when the environment says the work area is graded (the
+read off its map): the maps are 0.16 m a cell, coarser than the way-points the expert labels. Each map
+is also averaged with the east-west mirror of the map the net gives for the mirrored crop (test-time
+mirror averaging, :meth:`PolicyDecider.maps`; not in ag2u either): the sand world and the expert are
+mirror-symmetric (tested), so both are estimates of the same map. What each bought is measured in
+docs/experiments/grading.md. The episode ends when the environment says the work area is graded (the
 expert's criterion on the true state), not by the agent.
 
 The crop also shows the dozer itself, drawn at its *true* pose (``dozer_body`` in the

@@ -6,7 +6,7 @@ legs), so the interval resamples whole rollouts with replacement (a cluster boot
 interval), not single decisions. Both agents of a scenario run the same worlds (rollout r is world seed
 ``seed * 1000 + r`` for either), so the agent2 - agent1 gap resamples the same rollout indices for both
 (paired). The intervals cover the rollout draw only: they say nothing of how far another training run
-of the same recipe would move a cell (harness/scenarios/grading/EXPERIMENTS.md measures that separately).
+of the same recipe would move a cell (docs/experiments/grading.md measures that separately).
 
 Not in ag2u (its Table I gives point values); numpy's Generator is seeded, so the intervals are
 deterministic for a given ``seed``.

@@ -1,67 +1,69 @@
 """One grading episode (ag2u fig. 1): perception -> observation -> decision -> path following -> sand.
 
-Per leg: the decider picks (green, red) from what it sees, the onboard
-GroundRobotRuntime drives forward to green and reverses to red *on its estimated
-pose* (closed loop, ag2u section III-A), the blade moves sand on the *true* pose.
-The IMU (ag2u eq. 10) and aiding pose (eq. 13) noise come from the named noise
-scenario. A decision is successful when the blade was more than half full during
-the push (ag2u Table I criterion: "over 50 % of the blade capacity is filled with sand,
-i.e., sand will be spread in this leg"), counted while the blade's edge is in the work
-area: sand the blade collects inside the spoil band (sand pushed out earlier) grades
-nothing, so a push through the spoil heap alone is not a successful decision (before
-2026-11-25 the whole forward push counted; see harness/scenarios/grading/README.md).
+Per leg: the decider picks (green, red) from what it sees, the onboard GroundRobotRuntime drives
+forward to green and reverses to red *on its estimated pose* (closed loop, ag2u section III-A), the
+blade moves sand on the *true* pose. The IMU (ag2u eq. 10) and aiding pose (eq. 13) noise come from the
+named noise scenario. A decision is successful when the blade was more than half full during the push
+(ag2u Table I criterion: "over 50 % of the blade capacity is filled with sand, i.e., sand will be spread
+in this leg"), counted while the blade's edge is in the work area: sand the blade collects inside the
+spoil band (sand pushed out earlier) grades nothing, so a push through the spoil heap alone is not a
+successful decision.
 
-Settings of the loop's real parts:
+The dozer lives in a simulated ground world (``harness.sim.ground_world.GroundWorld``: clock, robot,
+IMU, aiding pose) whose physics also moves the blade through the sand world
+(``harness.sim.sand_world``). Settings of the loop's real parts:
 
 - ``estimator``: ``"eskf"`` = strapdown INS + 15-state ES-EKF of ag2u section III-C
-  (``onboard.estimators.eskf.make_eskf``, implementation ``estimator_impl`` or
-  $ONBOARD_IMPL) behind ``onboard.estimators.eskf_pose.EskfPoseEstimator``, or ``"planar"`` = the 6-state
-  planar EKF. Both expose ``nav_state()`` and the 3x3 covariance of (north_m,
-  east_m, yaw_rad) through ``pose_covariance()`` (Sigma of ag2u eq. 1).
-- ``motors``: ``"direct"`` = the runtime commands the simulated base's wheels
-  (SimMotors), or ``"vesc"`` = the Pi board application (boards.rpi.app.RpiGroundRobot)
-  drives two simulated VESCs (harness.sim.vesc) over pseudo-terminals with its VESC
-  UART driver (boards.rpi.vesc_motors: SetRPM, GetValues telemetry, keep-alive,
-  faults -> failsafe); the VESCs' motor eRPM turn the dozer's tracks (as in the
-  ``vesc-waypoints`` scenario). Call :meth:`GradingEpisode.close` (``run`` does) to
-  release the ptys.
-- ``start``: ``"placed"`` (the default) = the dozer is placed at the first leg's start facing north (the
-  push direction) and stands still (``GroundRobotRuntime.hold``) for ``start_settle_s`` while the filter
-  settles; then the first decision. ``"drive"`` = the runtime first drives to that start on its estimate,
-  as before 2026-11-26: with a held aiding error of ~7 cm (sensor fusion, eq. 13) the estimate is farther
-  from the start than the follower's 6 cm acceptance radius, so the dozer turned towards its own position
-  error and crept there, and every first decision under noise was made facing off the push direction
-  (24-166 deg on the worlds traced; harness/scenarios/grading/README.md, "The placed start").
+  (``onboard.estimators.eskf.make_eskf``, implementation ``estimator_impl`` or $ONBOARD_IMPL) behind
+  ``onboard.estimators.eskf_pose.EskfPoseEstimator``, or ``"planar"`` = the 6-state planar EKF. Both
+  expose ``nav_state()`` and the 3x3 covariance of (north_m, east_m, yaw_rad) through
+  ``pose_covariance()`` (Sigma of ag2u eq. 1).
+- ``motors``: ``"direct"`` = the runtime commands the simulated base's wheels (SimMotors), or
+  ``"vesc"`` = the Pi board application (boards.rpi.app.RpiGroundRobot) drives two simulated VESCs
+  over pseudo-terminals with its VESC UART driver (``harness.sim.vesc_tracks``: SetRPM, GetValues
+  telemetry, keep-alive, faults -> failsafe); the VESCs' motor eRPM turn the dozer's tracks. Call
+  :meth:`GradingEpisode.close` (``run`` does) to release the ptys.
+- ``start``: ``"placed"`` (the default) = the dozer is placed at the first leg's start facing north
+  (the push direction) and stands still (``GroundRobotRuntime.hold``) for ``start_settle_s`` while the
+  filter settles; then the first decision. ``"drive"`` = the runtime first drives to that start on its
+  estimate: with a held aiding error larger than the follower's acceptance radius it turns towards its
+  own position error on the way, so the first decision may face off the push direction.
 
 Recording: ``GradingEpisode(..., record=sink)`` records the onboard app at its boundary
 (:meth:`onboard.runtime.node.Node.record`: the ground robot, or the Pi app with motors = vesc): its
 IMU and aiding samples, the leg commands (``set_waypoints`` / ``hold`` enter through its ``mission``
 entry point), the VESC driver's fault sets, ticks and commands; ``python -m harness replay`` re-runs it
-(``--impl`` with another ESKF implementation).
+(``--impl`` with another ESKF implementation). With ``log``, the episode logs the samples (``/imu``,
+``/aiding/pose``), the app's estimates and commands (``/estimate``, ``/cmd/wheels``) and the truth
+(``/truth``, with the blade's load) there too.
 """
 import math
 
 from boards.rpi import board as RPI
 from boards.rpi.app import RpiGroundRobot
-from harness.sim.clock import PRIORITY_PHYSICS, PRIORITY_SENSOR, SimClock
-from harness import setting_ranges as RANGES
-from harness.config import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, int_at_least, one_of, or_null, pair, range_problem,
-                            within)
-from harness.scenarios.grading.expert import DEFAULTS as EXPERT_DEFAULTS, LANE_RULES, GradingExpert
-from harness.scenarios.grading.observation import DEFAULTS as OBS_DEFAULTS, DOZER_BODY_KEYS, ObservationRenderer
-from harness.sim.sand_world import DEFAULTS as WORLD_DEFAULTS, Blade, SandWorld, blade_step
-from harness.sim.sensors.imu import PlanarImu
-from harness.sim.sensors.pose import ERROR_MODELS as AIDING_ERROR_MODELS, AidingPoseSensor
-from harness.sim.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, DiffDriveRobot, SimMotors
+from boards.rpi.vesc_motors import DRIVE_SETTING_RANGES
+from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, RATE_HZ, int_at_least, mounted, one_of, range_problem
+from harness.metrics import rms_of_squares
+from harness.scenarios.grading.expert import DEFAULTS as EXPERT_DEFAULTS, SETTING_RANGES as EXPERT_RANGES, GradingExpert
+from harness.scenarios.grading.observation import DEFAULTS as OBS_DEFAULTS, SETTING_RANGES as OBS_RANGES
+from harness.scenarios.grading.observation import ObservationRenderer
+from harness.sim.ground_world import GroundWorld
+from harness.sim.sand_world import DEFAULTS as WORLD_DEFAULTS, SETTING_RANGES as WORLD_RANGES, Blade, SandWorld
+from harness.sim.sand_world import blade_step
+from harness.sim.sensors.imu import SETTING_RANGES as IMU_RANGES
+from harness.sim.sensors.pose import ERROR_MODELS as AIDING_ERROR_MODELS
+from harness.sim.vehicles.diffdrive import DEFAULTS as VEHICLE_DEFAULTS, SETTING_RANGES as VEHICLE_RANGES, SimMotors
+from harness.sim.vesc import SETTING_RANGES as SIM_VESC_RANGES
 from harness.sim.vesc_tracks import TOPOLOGIES, TRACK_VESC, SimVescTracks
+from onboard.control.waypoint import SETTING_RANGES as FOLLOWER_RANGES
 from onboard.core.angles import wrap_pi
-from onboard.core.units import hz_to_period_us, s_to_us
+from onboard.core.units import s_to_us
 from onboard.estimators.eskf_pose import (MIN_ACCEL_BIAS_SIGMA_MPS2, MIN_ACCEL_NOISE_MPS_PER_SQRT_S,
                                           MIN_ANGLE_SIGMA_RAD, MIN_GYRO_BIAS_SIGMA_RADPS,
                                           MIN_GYRO_NOISE_RAD_PER_SQRT_S, MIN_POS_SIGMA_M, MIN_VEL_SIGMA_MPS,
                                           EskfPoseEstimator)
 from onboard.impl import IMPLEMENTATIONS
-from onboard.runtime.ground_robot import GroundRobotRuntime
+from onboard.runtime.ground_robot import GroundRobotRuntime, runtime_config
 
 # ag2u section IV-B: aiding error of the three scenarios, per axis (eq. 13's Delta p_err / Delta Psi_err;
 # the 1-sigma with aiding_error=white), and whether the IMU errors of eq. 10 apply.
@@ -77,36 +79,36 @@ LOOP_STEP_US = 50000            # the episode advances the runtime and records t
 MOTORS = ("direct", "vesc")
 
 DEFAULTS = {
-    "noise": "sensor_fusion",
+    "noise": "sensor_fusion",           # noise_less | sensor_fusion | extreme (ag2u IV-B: NOISE_SCENARIOS)
     "estimator": "eskf",                # eskf (INS + 15-state ES-EKF, ag2u III-C) | planar (6-state EKF)
     "estimator_impl": "",               # eskf implementation: pure | cython | numpy; "" = $ONBOARD_IMPL
     "motors": "direct",                 # direct (simulated base) | vesc (Pi app + simulated VESCs over ptys)
     "vesc": {"topology": "two_uarts",   # or can_forward (right VESC behind the left one on CAN)
-             "uart_service_hz": 200,    # how often the simulated VESCs read their UART
-             "telemetry_rate_hz": RPI.TELEMETRY_RATE_HZ,
-             "stop_brake_current_a": RPI.STOP_BRAKE_CURRENT_A,
-             "gear_ratio": RPI.GEAR_RATIO, "pole_pairs": RPI.MOTOR_POLE_PAIRS,
+             "uart_service_hz": 200,    # how often the simulated VESCs read their UART (per s)
+             "telemetry_rate_hz": RPI.TELEMETRY_RATE_HZ,            # GetValues polls per s
+             "stop_brake_current_a": RPI.STOP_BRAKE_CURRENT_A,      # brake current when stopping (A)
+             "gear_ratio": RPI.GEAR_RATIO, "pole_pairs": RPI.MOTOR_POLE_PAIRS,     # motor eRPM per wheel rad/s
              "sim": dict(TRACK_VESC)},  # the vesc-waypoints scenario's motor model
-    "heading_sigma_deg": -1.0,          # >= 0 overrides the scenario's yaw noise (fig. 5 sweep)
+    "heading_sigma_deg": -1.0,          # >= 0: the aiding yaw error (deg) instead of the scenario's (ag2u fig. 5)
     "start": "placed",                  # placed: stands at the first start, settles | drive: drives there first
-    "start_settle_s": 3.0,              # placed: standing still this long (the filter settles) before deciding
-    "max_legs": 16,
-    "leg_timeout_s": 25.0,
-    "physics_hz": 200,
+    "start_settle_s": 3.0,              # placed: standing still this long (simulated s) before deciding
+    "max_legs": 16,                     # decisions at most; the episode ends earlier when the expert sees no work
+    "leg_timeout_s": 25.0,              # simulated s a leg (forward to green, back to red) may take
+    "physics_hz": 200,                  # robot and sand physics steps per simulated second
     "erosion_every": 10,                # physics steps between erosion passes
-    "blade_edge_ahead_m": 0.2,
-    "blade": {"width_m": 0.40, "capacity_m3": 0.003},
+    "blade_edge_ahead_m": 0.2,          # blade edge ahead of the dozer's reference point (m)
+    "blade": {"width_m": 0.40, "capacity_m3": 0.003},      # a blade is full at capacity_m3 (ag2u Table I: > half)
     "world": dict(WORLD_DEFAULTS),
     "vehicle": dict(VEHICLE_DEFAULTS),
     "expert": dict(EXPERT_DEFAULTS),
     "observation": dict(OBS_DEFAULTS),
-    "imu": {"rate_hz": 100, "accel_bias_sigma_mps2": 0.05, "gyro_bias_sigma_dps": 0.3,
-            "accel_rw_mps_per_sqrt_s": 0.01, "gyro_rw_dps_per_sqrt_s": 0.02},
-    "aiding_rate_hz": 10,
+    "imu": {"rate_hz": 100, "accel_bias_sigma_mps2": 0.05, "gyro_bias_sigma_dps": 0.3,   # ag2u eq. 10 (zeroed
+            "accel_rw_mps_per_sqrt_s": 0.01, "gyro_rw_dps_per_sqrt_s": 0.02},             # by noise_less)
+    "aiding_rate_hz": 10,               # aiding poses per s (ag2u eq. 13; errors from the noise scenario)
     "aiding_error": "constant",         # constant: eq. 13's error vector held for the episode (as the paper
                                         # writes it, like eq. 11's IC errors) | white: fresh N(0, sigma) per
                                         # sample (harness.sim.sensors.pose)
-    "follower": {"cruise_speed_mps": 0.25, "accept_radius_m": 0.06, "slow_radius_m": 0.25},
+    "follower": {"cruise_speed_mps": 0.25, "accept_radius_m": 0.06, "slow_radius_m": 0.25},  # onboard.control.waypoint
 }
 
 
@@ -148,10 +150,6 @@ def eskf_config(imu_cfg, aiding_cfg):
     }
 
 
-def _rms_of_squares(squares):
-    return math.sqrt(sum(squares) / len(squares)) if squares else 0.0
-
-
 def make_estimator(config, imu_cfg, aiding_cfg):
     """The runtime's estimator for the episode's ``estimator`` setting (None = the runtime's planar EKF)."""
     kind = config["estimator"]
@@ -176,35 +174,20 @@ class ExpertDecider:
                                   episode.cfg["blade_edge_ahead_m"])
 
 
-# value ranges of the episode settings (harness.config rules; the shared blocks from harness.setting_ranges);
-# heading_sigma_deg (< 0: off), ground_level_m and the motor temperatures take any finite number
-SETTING_RANGES = dict(
-    {"estimator": one_of(*ESTIMATORS), "motors": one_of(*MOTORS), "start": one_of(*STARTS),
-     "start_settle_s": NON_NEGATIVE, "noise": one_of(*NOISE_SCENARIOS),
-     "aiding_error": one_of(*AIDING_ERROR_MODELS), "vesc.topology": one_of(*TOPOLOGIES),
-     "estimator_impl": one_of("", *IMPLEMENTATIONS),
-     "max_legs": int_at_least(1), "leg_timeout_s": POSITIVE, "physics_hz": int_at_least(1),
-     "erosion_every": int_at_least(1), "blade_edge_ahead_m": NON_NEGATIVE, "aiding_rate_hz": RANGES.RATE_HZ,
-     "blade.width_m": POSITIVE, "blade.capacity_m3": POSITIVE,
-     "world.size_m": pair(POSITIVE), "world.cell_m": POSITIVE, "world.uncleared_tolerance_m": NON_NEGATIVE,
-     "world.spoil_band_m": POSITIVE, "world.piles_min": int_at_least(0), "world.piles_max": int_at_least(1),
-     "world.pile_volume_m3": pair(POSITIVE, ordered=True), "world.pile_radius_m": pair(POSITIVE, ordered=True),
-     "world.pile_margin_m": NON_NEGATIVE, "world.repose_deg": ("a number in (0, 90)", lambda v: 0.0 < v < 90.0),
-     "world.erosion_iterations": int_at_least(0),
-     "expert.approach_m": NON_NEGATIVE, "expert.into_spoil_m": NON_NEGATIVE, "expert.window_along_m": POSITIVE,
-     "expert.min_target_m3": NON_NEGATIVE, "expert.lane_share": within(0.0, 1.0),
-     "expert.lanes": one_of(*LANE_RULES), "expert.margin_south_m": NON_NEGATIVE,
-     "expert.straight_share": NON_NEGATIVE,
-     "observation.rows": int_at_least(1), "observation.cols": int_at_least(1), "observation.cell_m": POSITIVE,
-     "observation.behind_m": NON_NEGATIVE, "observation.supersample": int_at_least(1),
-     "observation.wall_height_m": NON_NEGATIVE,
-     "observation.dozer_body": or_null(("a table of %s (each >= 0)" % ", ".join(DOZER_BODY_KEYS),
-                                        lambda v: isinstance(v, dict) and sorted(v) == sorted(DOZER_BODY_KEYS)
-                                        and all(NON_NEGATIVE[1](x) for x in v.values()))),
-     "heading_sigma_deg": ANY_NUMBER, "world.ground_level_m": ANY_NUMBER,
-     "vesc.uart_service_hz": POSITIVE},
-    **RANGES.mounted(DEFAULTS, ("vehicle", RANGES.VEHICLE), ("imu", RANGES.IMU), ("follower", RANGES.FOLLOWER),
-                     ("vesc", RANGES.VESC_DRIVE), ("vesc.sim", RANGES.VESC_SIM)))
+# value ranges of the episode settings (harness.config rules; the blocks' rules from their components);
+# heading_sigma_deg (< 0: off) takes any finite number
+SETTING_RANGES = {
+    **{"estimator": one_of(*ESTIMATORS), "motors": one_of(*MOTORS), "start": one_of(*STARTS),
+       "start_settle_s": NON_NEGATIVE, "noise": one_of(*NOISE_SCENARIOS),
+       "aiding_error": one_of(*AIDING_ERROR_MODELS), "vesc.topology": one_of(*TOPOLOGIES),
+       "estimator_impl": one_of("", *IMPLEMENTATIONS),
+       "max_legs": int_at_least(1), "leg_timeout_s": POSITIVE, "physics_hz": RATE_HZ,
+       "erosion_every": int_at_least(1), "blade_edge_ahead_m": NON_NEGATIVE, "aiding_rate_hz": RATE_HZ,
+       "blade.width_m": POSITIVE, "blade.capacity_m3": POSITIVE, "heading_sigma_deg": ANY_NUMBER,
+       "vesc.uart_service_hz": RATE_HZ},
+    **mounted(DEFAULTS, ("world", WORLD_RANGES), ("expert", EXPERT_RANGES), ("observation", OBS_RANGES),
+              ("vehicle", VEHICLE_RANGES), ("imu", IMU_RANGES), ("follower", FOLLOWER_RANGES),
+              ("vesc", DRIVE_SETTING_RANGES), ("vesc.sim", SIM_VESC_RANGES))}
 
 
 def invalid_setting(config):
@@ -229,9 +212,17 @@ def related_setting_problem(config):
 
 
 class GradingEpisode:
-    def __init__(self, config, random, log=None, record=None, code_version=""):
-        """record: optional ``sink(topic, time_us, msg)`` the onboard app records into from the start
-        (e.g. the run's MCAP log); code_version: written with the recording's settings."""
+    """One episode: the sand world (``world``), the dozer in a simulated ground world (``sim``; its
+    ``robot`` and ``clock``), the onboard app (``runtime``; ``app``: the Pi app with motors = vesc, whose
+    simulated VESCs are ``vesc``), the blade, the expert and the observation renderer.
+
+    random: the run's RunRandom (streams "world", "imu", "aiding"). log: ``log(topic, time_us, msg)``
+    for the samples, commands and truth, or None. record: optional ``sink(topic, time_us, msg)`` the
+    onboard app records into from the start (e.g. the run's MCAP log); code_version: written with the
+    recording's settings. progress: ``update_to(sim_s)`` as simulated time advances, or None.
+    """
+
+    def __init__(self, config, random, log=None, record=None, code_version="", progress=None):
         imu_cfg, aiding_cfg = noise_config(config)        # "unknown noise scenario" first
         problem = invalid_setting(config)
         if problem:
@@ -247,74 +238,51 @@ class GradingEpisode:
         self.expert = GradingExpert(self.blade.width_m, config["expert"], self.blade.capacity_m3)
         self.renderer = ObservationRenderer(config["observation"])
         start = self.expert.first_start(self.world, self.target_level_m, config["blade_edge_ahead_m"])
-        vehicle = dict(config["vehicle"])
-        vehicle.update(start_ne_m=list(start), start_yaw_deg=0.0)
-        self.robot = DiffDriveRobot(vehicle)
-        self.clock = SimClock()
-        runtime_cfg = {"imu_rate_hz": imu_cfg["rate_hz"], "aiding_rate_hz": aiding_cfg["rate_hz"],
-                       "wheelbase_m": vehicle["wheelbase_m"], "wheel_radius_m": vehicle["wheel_radius_m"],
-                       "max_wheel_radps": vehicle["max_wheel_radps"]}
-        estimator = make_estimator(config, imu_cfg, aiding_cfg)
-        self.vesc = None
-        self.app = None
-        if config["motors"] == "vesc":
-            vc = config["vesc"]
-            self.vesc = SimVescTracks(vc["sim"], vc["topology"], RPI.erpm_per_radps(vc["gear_ratio"], vc["pole_pairs"]),
-                                      vehicle["max_wheel_radps"], vc["stop_brake_current_a"],
-                                      tmp_prefix="grading-vesc-")
-            self.app = RpiGroundRobot([start], self.vesc.driver, runtime_config=runtime_cfg,
-                                      follower_config=config["follower"],
-                                      telemetry_rate_hz=config["vesc"]["telemetry_rate_hz"], estimator=estimator)
-            self.runtime = self.app.runtime
-            self.app.start(0)
-        else:
-            self.runtime = GroundRobotRuntime([start], SimMotors(self.robot), runtime_cfg,
-                                              follower_config=config["follower"], estimator=estimator)
-        if record is not None:
-            (self.app or self.runtime).record(record, code_version, self.clock.now_us())
-        imu = PlanarImu(self.robot, random.stream("imu"), imu_cfg)
-        aiding = AidingPoseSensor(lambda: ((self.robot.north_m, self.robot.east_m, 0.0),
-                                           (0.0, 0.0, self.robot.yaw_rad)), random.stream("aiding"), aiding_cfg)
-        dt_s = 1.0 / config["physics_hz"]
-        self._steps = 0
-
-        def physics(t):
-            r = self.robot
-            if self.vesc is not None:
-                # the VESCs' motors turn the tracks (no second motor lag in the base model)
-                r.left_radps, r.right_radps = self.vesc.step(dt_s, t)
-                r.left_cmd_radps, r.right_cmd_radps = r.left_radps, r.right_radps
-            r.step(dt_s)
-            blade_step(self.world, self.blade, self.blade_edge_ne_m(), r.yaw_rad, r.speed_mps * dt_s,
-                       self.target_level_m)
-            self._steps += 1
-            if self._steps % config["erosion_every"] == 0:
-                self.world.erode()
-
-        def imu_tick(t):
-            s = imu.sample(t)
-            if s is not None:
-                self.runtime.on_imu(s)
-
-        def aiding_tick(t):
-            s = aiding.sample(t)
-            if s is not None:
-                self.runtime.on_pose(s)
-
-        period = hz_to_period_us(config["physics_hz"])
+        vehicle = dict(config["vehicle"], start_ne_m=list(start), start_yaw_deg=0.0)
+        self.sim = GroundWorld(vehicle, random, log)
+        self.sim.progress = progress
+        self.robot, self.clock = self.sim.robot, self.sim.clock
+        self.vesc = self.app = None
+        self.runtime = self._onboard_app(config, vehicle, imu_cfg, aiding_cfg, [start])
+        self.sim.start(self.app or self.runtime, record=record, code_version=code_version)
         if self.vesc is not None:
-            uart_period = hz_to_period_us(config["vesc"]["uart_service_hz"])
-            self.clock.call_every(uart_period, self.vesc.service, start_us=uart_period,
-                                  priority=PRIORITY_PHYSICS - 1)
-        self.clock.call_every(period, physics, start_us=period, priority=PRIORITY_PHYSICS)
-        self.clock.call_every(hz_to_period_us(imu_cfg["rate_hz"]), imu_tick, priority=PRIORITY_SENSOR)
-        self.clock.call_every(hz_to_period_us(aiding_cfg["rate_hz"]), aiding_tick, priority=PRIORITY_SENSOR)
+            self.vesc.attach(self.sim, config["vesc"]["uart_service_hz"])
+        self._steps = 0
+        self.sim.drive(config["physics_hz"], tracks=self.vesc, after_step=self._move_sand)
+        self.sim.add_imu(imu_cfg, self.runtime.on_imu)
+        self.sim.add_aiding(aiding_cfg, self.runtime.on_pose)
         self.legs = []
         self.path_true = []
         self.path_est = []
         self._pos_err2_m2 = []           # squared estimation errors every LOOP_STEP_US
         self._yaw_err2_rad2 = []
         self.closed = False
+
+    def _onboard_app(self, config, vehicle, imu_cfg, aiding_cfg, waypoints):
+        """The dozer's app for the ``motors`` setting; its ground-robot runtime."""
+        runtime_cfg = runtime_config(None, imu_cfg["rate_hz"], aiding_cfg["rate_hz"], vehicle)
+        estimator = make_estimator(config, imu_cfg, aiding_cfg)
+        if config["motors"] != "vesc":
+            return GroundRobotRuntime(waypoints, SimMotors(self.robot), runtime_cfg, follower_config=config["follower"],
+                                      estimator=estimator, log=self.log)
+        vc = config["vesc"]
+        self.vesc = SimVescTracks(vc["sim"], vc["topology"], RPI.erpm_per_radps(vc["gear_ratio"], vc["pole_pairs"]),
+                                  vehicle["max_wheel_radps"], vc["stop_brake_current_a"], log=self.log,
+                                  tmp_prefix="grading-vesc-")
+        self.app = RpiGroundRobot(waypoints, self.vesc.driver, runtime_config=runtime_cfg,
+                                  follower_config=config["follower"], telemetry_rate_hz=vc["telemetry_rate_hz"],
+                                  estimator=estimator, log=self.log)
+        self.app.start(0)
+        return self.app.runtime
+
+    def _move_sand(self, dt_s, now_us):
+        """After each physics step: the blade moves sand along the dozer's true path; erosion every
+        ``erosion_every`` steps."""
+        r = self.robot
+        blade_step(self.world, self.blade, self.blade_edge_ne_m(), r.yaw_rad, r.speed_mps * dt_s, self.target_level_m)
+        self._steps += 1
+        if self._steps % self.cfg["erosion_every"] == 0:
+            self.world.erode()
 
     def close(self):
         """Release the motors and the VESC ptys (motors = vesc); idempotent."""
@@ -348,32 +316,33 @@ class GradingEpisode:
         return self.blade_edge_ne_m()[0] < self.world.work_north_max_m
 
     def _drive(self, waypoints, timeout_s):
+        """Drive to ``waypoints`` on the estimate for at most ``timeout_s`` (simulated s); (reached, the
+        blade's peak load (m^3) while pushing forward to the first way-point with its edge in the work area)."""
         self.runtime.set_waypoints(waypoints, time_us=self.clock.now_us())
-        deadline = self.clock.now_us() + s_to_us(timeout_s)
-        t = self.clock.now_us()
-        peak_forward_m3 = self.blade.load_m3
-        while self.runtime.mission_complete_us is None and t < deadline:
-            t += LOOP_STEP_US
-            self._step_to(t)
+        peak_forward_m3 = [self.blade.load_m3]
+
+        def each_step(t_us):
+            self._record(t_us)
             if (self.robot.speed_mps >= 0.0 and self.runtime.follower.index == 0
                     and self._blade_edge_in_work_area()):
-                peak_forward_m3 = max(peak_forward_m3, self.blade.load_m3)
-        return self.runtime.mission_complete_us is not None, peak_forward_m3
+                peak_forward_m3[0] = max(peak_forward_m3[0], self.blade.load_m3)
+        reached = self.sim.run(self.clock.now_us() + s_to_us(timeout_s), LOOP_STEP_US,
+                               lambda: self.runtime.mission_complete_us is not None, each_step)
+        return reached, peak_forward_m3[0]
 
     def _advance(self, until_us):
         """Run the loop to ``until_us`` (whatever the runtime does: e.g. holding), in LOOP_STEP_US steps."""
-        t = self.clock.now_us()
-        while t < until_us:
-            t = min(t + LOOP_STEP_US, until_us)
-            self._step_to(t)
+        self.sim.run(until_us, LOOP_STEP_US, each_step=self._record)
 
-    def _step_to(self, t_us):
-        (self.app or self.runtime).run(self.clock, t_us)
+    def _record(self, t_us):
+        """After each loop step: the true and estimated paths, the squared estimation errors, ``/truth``."""
         true, est = self.true_pose(), self.estimated_pose()
         self.path_true.append(true[:2])
         self.path_est.append(est[:2])
         self._pos_err2_m2.append((true[0] - est[0]) ** 2 + (true[1] - est[1]) ** 2)
         self._yaw_err2_rad2.append(wrap_pi(true[2] - est[2]) ** 2)
+        if self.log is not None:
+            self.sim.log_truth(t_us, blade_load_m3=self.blade.load_m3)
 
     def run(self, decider):
         """Drive the episode with ``decider(episode) -> (green, red) | None``; metrics dict.
@@ -395,7 +364,7 @@ class GradingEpisode:
             start = self.expert.first_start(self.world, self.target_level_m, self.cfg["blade_edge_ahead_m"])
             self._drive([start], self.cfg["leg_timeout_s"])
         finished = False
-        for leg in range(self.cfg["max_legs"]):
+        for _leg in range(self.cfg["max_legs"]):
             decision = decider(self)
             if decision is None:
                 finished = True
@@ -410,14 +379,18 @@ class GradingEpisode:
                               "blade_fill_fraction": fill, "successful": fill > 0.5,
                               "uncleared_before_m3": before, "uncleared_after_m3": after,
                               "end_time_s": self.clock.now_us() * 1e-6})
+        return self._metrics(finished)
+
+    def _metrics(self, finished):
         final = self.world.uncleared_volume_m3(self.target_level_m)
         n = len(self.legs)
+        successful = sum(1 for leg in self.legs if leg["successful"])
         out = {
             "finished": finished,
             "legs": n,
-            "successful_decisions": sum(1 for l in self.legs if l["successful"]),
-            "success_fraction": (sum(1 for l in self.legs if l["successful"]) / n) if n else 1.0,
-            "mean_blade_fill_fraction": (sum(l["blade_fill_fraction"] for l in self.legs) / n) if n else 0.0,
+            "successful_decisions": successful,
+            "success_fraction": (successful / n) if n else 1.0,
+            "mean_blade_fill_fraction": (sum(leg["blade_fill_fraction"] for leg in self.legs) / n) if n else 0.0,
             "episode_time_s": self.clock.now_us() * 1e-6,
             "initial_uncleared_m3": self.initial_uncleared_m3,
             "uncleared_m3": final,
@@ -425,8 +398,8 @@ class GradingEpisode:
             "volume_error_m3": self.world.volume_m3() + self.blade.load_m3 - self.initial_volume_m3,
             "sand_cell_updates": self.world.cell_updates,
             "estimator": self.cfg["estimator"],
-            "position_error_rms_m": _rms_of_squares(self._pos_err2_m2),
-            "yaw_error_rms_deg": math.degrees(_rms_of_squares(self._yaw_err2_rad2)),
+            "position_error_rms_m": rms_of_squares(self._pos_err2_m2),
+            "yaw_error_rms_deg": math.degrees(rms_of_squares(self._yaw_err2_rad2)),
             "motors": self.cfg["motors"],
             "runtime": self.runtime.report(),
         }

@@ -22,6 +22,8 @@ import math
 
 import numpy as np
 
+from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked, one_of, within
+
 DEFAULTS = {
     "approach_m": 0.45,           # red point: this far south of the target centre
     "into_spoil_m": 0.3,          # green point: blade edge this far into the spoil band (at 0.1 m the heap
@@ -34,6 +36,9 @@ DEFAULTS = {
     "straight_share": 0.6,        # split: push straight ahead instead of a lane elsewhere above this share of a load
 }
 LANE_RULES = ("window", "split")
+SETTING_RANGES = {"approach_m": NON_NEGATIVE, "into_spoil_m": NON_NEGATIVE, "window_along_m": POSITIVE,
+                  "min_target_m3": NON_NEGATIVE, "lane_share": within(0.0, 1.0), "lanes": one_of(*LANE_RULES),
+                  "margin_south_m": NON_NEGATIVE, "straight_share": NON_NEGATIVE}
 
 
 def _box_sum(a, half_rows, half_cols):
@@ -51,10 +56,7 @@ def _box_sum(a, half_rows, half_cols):
 
 class GradingExpert:
     def __init__(self, blade_width_m, config=None, capacity_m3=0.003):
-        cfg = dict(DEFAULTS)
-        cfg.update(config or {})
-        if cfg["lanes"] not in LANE_RULES:
-            raise ValueError("expert lanes must be one of %s, got %r" % (", ".join(LANE_RULES), cfg["lanes"]))
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "GradingExpert")
         self.cfg = cfg
         self.blade_width_m = blade_width_m
         self.capacity_m3 = capacity_m3

@@ -1,16 +1,17 @@
 """Scenario `grading` (ag2u): a dozer grades randomly dumped sand piles under pose noise.
 
-One episode of the closed loop of ag2u fig. 1 with the heuristic expert deciding
-each leg (the learned agent1/agent2 policies plug into the same decider slot).
-Perception is the onboard runtime's estimator on simulated IMU + aiding pose under
-the chosen noise scenario (noise_less, sensor_fusion, extreme; the aiding error held for
-the episode, ag2u eq. 13, or fresh per sample with aiding_error=white); path following uses
-the estimated pose, the blade moves sand on the true pose. The onboard app records at its boundary
-into log.mcap: ``python -m harness replay REPORT/log.mcap [--impl pure|cython|numpy]`` re-runs it.
+One episode of the closed loop of ag2u fig. 1 (``harness.scenarios.grading.episode``) with the
+heuristic expert or a trained agent (agent1/agent2) deciding each leg. Perception is the onboard
+runtime's estimator on the simulated IMU (ag2u eq. 10) + aiding pose (eq. 13) under the chosen noise
+scenario (noise_less, sensor_fusion, extreme; the aiding error held for the episode, or fresh per sample
+with aiding_error=white); path following uses the estimated pose, the blade moves sand on the true
+pose. The run logs the samples, commands and truth into log.mcap and records the onboard app at its
+boundary there: ``python -m harness replay REPORT/log.mcap [--impl pure|cython|numpy]`` re-runs it.
+Studies over many episodes (Table I, fig. 5) are ``python -m harness.scenarios.grading.sweep``.
 """
 import copy
 
-from harness.config import ConfigError, check_ranges, one_of
+from harness.config import ConfigError, one_of
 from harness.scenarios.grading.agents import AGENT_BACKENDS, ModelError, load_decider
 from harness.scenarios.grading.episode import DEFAULTS as EPISODE_DEFAULTS, SETTING_RANGES as EPISODE_RANGES
 from harness.scenarios.grading.episode import ExpertDecider, GradingEpisode, related_setting_problem
@@ -22,37 +23,42 @@ DEFAULTS = copy.deepcopy(EPISODE_DEFAULTS)
 DEFAULTS["agent"] = "expert"          # expert | agent1 | agent2 (committed models in models/grading/)
 DEFAULTS["agent_backend"] = "numpy"   # numpy (float) | litert | litert-xnnpack | pure-int8 (int8 export)
 
+# a run of a few simulated seconds (the identical-seed test, `run --reduced`): one leg
+REDUCED = {"max_legs": 1, "start_settle_s": 1.0}
 
 # value ranges of the settings (harness.config rules): the episode's and who decides;
-# related_setting_problem adds the checks that relate two settings
+# check_settings adds the checks that relate two settings
 SETTING_RANGES = dict(EPISODE_RANGES, agent=one_of("expert", "agent1", "agent2"), agent_backend=one_of(*AGENT_BACKENDS))
 
 
-def run(config, ctx):
-    check_ranges(config, SETTING_RANGES)
-    agent = config["agent"]
+def check_settings(config):
+    """Settings that are only wrong together: the world's pile counts and sizes, an int8 backend for the
+    expert (which has no model)."""
     problem = related_setting_problem(config)
     if problem:
         raise ConfigError("setting config." + problem)
-    if agent == "expert" and config["agent_backend"] != "numpy":
+    if config["agent"] == "expert" and config["agent_backend"] != "numpy":
         raise ConfigError("setting config.agent_backend=%s runs a trained agent's int8 model, but config.agent is "
                           "expert: add --set agent=agent1 or --set agent=agent2" % config["agent_backend"])
+
+
+def run(config, ctx):
+    agent = config["agent"]
     try:
         policy = None if agent == "expert" else load_decider(agent, config["agent_backend"])
     except ModelError as exc:
         raise ConfigError(str(exc))
-    # the onboard app at its boundary into log.mcap (when there is a report): `python -m harness replay`
-    episode = GradingEpisode(config, ctx.random, log=ctx.log,
-                             record=ctx.log if ctx.report is not None else None,
-                             code_version=code_version() if ctx.report is not None else "")
-    progress = ctx.progress(config["max_legs"], "grading legs")
-
-    def decider(ep):
-        progress.update_to(len(ep.legs))
-        return ExpertDecider(ep.expert)(ep) if policy is None else policy(ep)
-
-    metrics = episode.run(decider)
-    progress.close()
+    # the longest the episode can take (simulated s): the start, then every leg to its timeout
+    bound_s = (config["start_settle_s"] if config["start"] == "placed" else config["leg_timeout_s"]) \
+        + config["max_legs"] * config["leg_timeout_s"]
+    progress = ctx.progress(bound_s, "grading")
+    log = ctx.log if ctx.report is not None else None
+    episode = GradingEpisode(config, ctx.random, log=log, record=log, code_version=code_version() if log else "",
+                             progress=progress)
+    try:
+        metrics = episode.run(ExpertDecider(episode.expert) if policy is None else policy)
+    finally:
+        progress.close()
     metrics["noise"] = config["noise"]
     metrics["agent"] = agent
     metrics["agent_backend"] = "expert" if policy is None else policy.backend
@@ -66,37 +72,36 @@ def run(config, ctx):
 
 
 def _plots(report, episode):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    from harness.report.plots import figure, label
     w = episode.world
     extent = (0.0, w.cols * w.cell_m, 0.0, w.rows * w.cell_m)
-    vmax = max(float(episode.initial_height_m.max()), 1e-3)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
-    for ax, h, title in ((axes[0], episode.initial_height_m, "before"), (axes[1], w.height_m, "after")):
-        im = ax.imshow(h * 100.0, origin="lower", extent=extent, cmap="YlOrBr", vmin=0.0, vmax=vmax * 100.0)
-        ax.axhline(w.work_north_max_m, color="k", ls=":", lw=1)
-        ax.set_title("heightmap %s [cm]" % title)
-        ax.set_xlabel("east [m]")
-        ax.set_ylabel("north [m]")
+    vmax_cm = max(float(episode.initial_height_m.max()), 1e-3) * 100.0
+    fig, axes = figure(1, 2, title="grading: sand height before and after the episode", size_in=(12, 5.4))
+    for ax, h, when in ((axes[0], episode.initial_height_m, "before"), (axes[1], w.height_m, "after")):
+        im = ax.imshow(h * 100.0, origin="lower", extent=extent, cmap="YlOrBr", vmin=0.0, vmax=vmax_cm)
+        ax.axhline(w.work_north_max_m, color="k", ls=":", lw=1, label="spoil band (north of the line)")
     axes[1].plot([p[1] for p in episode.path_true], [p[0] for p in episode.path_true], "C0", lw=1.5,
                  label="dozer (truth)")
     axes[1].plot([p[1] for p in episode.path_est], [p[0] for p in episode.path_est], "C1", lw=0.8,
-                 label="estimate")
-    for leg in episode.legs:
-        axes[1].plot(leg["green_ne_m"][1], leg["green_ne_m"][0], "o", color="green", ms=6)
-        axes[1].plot(leg["red_ne_m"][1], leg["red_ne_m"][0], "o", color="red", ms=6)
-    axes[1].legend(loc="lower right", fontsize=8)
-    fig.colorbar(im, ax=axes, shrink=0.8)
+                 label="onboard estimate")
+    legs = episode.legs
+    if legs:
+        axes[1].plot([l["green_ne_m"][1] for l in legs], [l["green_ne_m"][0] for l in legs], "o", color="green",
+                     ms=6, ls="none", label="push to (green)")
+        axes[1].plot([l["red_ne_m"][1] for l in legs], [l["red_ne_m"][0] for l in legs], "o", color="red",
+                     ms=6, ls="none", label="back to (red)")
+    label(axes[0], "before", "east (m)", "north (m)")
+    label(axes[1], "after %d legs" % len(legs), "east (m)", "north (m)")
+    fig.colorbar(im, ax=axes, shrink=0.8, label="sand height (cm)")
     report.save_figure(fig, "heightmap")
 
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    fills = [l["blade_fill_fraction"] for l in episode.legs]
-    ax.bar(range(1, len(fills) + 1), fills, color=["C2" if f > 0.5 else "C3" for f in fills])
-    ax.axhline(0.5, color="k", ls="--", lw=1, label="success threshold (Table I)")
-    ax.set_xlabel("leg")
-    ax.set_ylabel("blade fill fraction")
+    fig, ax = figure(size_in=(7, 3.8))
+    fills = [l["blade_fill_fraction"] for l in legs]
+    for ok, colour, what in ((True, "C2", "successful (> 0.5)"), (False, "C3", "not successful")):
+        idx = [i + 1 for i, f in enumerate(fills) if (f > 0.5) == ok]
+        if idx:
+            ax.bar(idx, [fills[i - 1] for i in idx], color=colour, label=what)
+    ax.axhline(0.5, color="k", ls="--", lw=1, label="success threshold (ag2u Table I)")
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8)
+    label(ax, "blade fill per leg (peak load / capacity while pushing)", "leg", "blade fill (fraction)")
     report.save_figure(fig, "blade_fill")

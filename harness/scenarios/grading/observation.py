@@ -39,9 +39,18 @@ import math
 
 import numpy as np
 
+from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked, int_at_least, or_null
+
 DEFAULTS = {"rows": 32, "cols": 32, "cell_m": 0.08, "behind_m": 0.3, "supersample": 1, "dozer_body": None,
             "wall_height_m": 0.0}
 DOZER_BODY_KEYS = ("behind_m", "ahead_m", "half_width_m", "height_m")
+SETTING_RANGES = {
+    "rows": int_at_least(1), "cols": int_at_least(1), "cell_m": POSITIVE, "behind_m": NON_NEGATIVE,
+    "supersample": int_at_least(1), "wall_height_m": NON_NEGATIVE,
+    "dozer_body": or_null(("a table of %s (each >= 0)" % ", ".join(DOZER_BODY_KEYS),
+                           lambda v: isinstance(v, dict) and sorted(v) == sorted(DOZER_BODY_KEYS)
+                           and all(NON_NEGATIVE[1](x) for x in v.values()))),
+}
 
 
 class HeightmapView:
@@ -83,28 +92,19 @@ def with_dozer(world, dozer_pose_ne_yaw, body):
 
 class ObservationRenderer:
     def __init__(self, config=None):
-        cfg = dict(DEFAULTS)
-        cfg.update(config or {})
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "ObservationRenderer")
         self.cfg = cfg
         rows, cols, cell = cfg["rows"], cfg["cols"], cfg["cell_m"]
         # body-frame coordinates (forward, right) of every crop pixel centre
         self.forward_m = (rows - 1 - np.arange(rows) + 0.5) * cell - cfg["behind_m"]
         self.right_m = (np.arange(cols) - 0.5 * (cols - 1)) * cell
-        self.supersample = int(cfg.get("supersample", 1))
-        if self.supersample < 1:
-            raise ValueError("observation supersample must be >= 1, got %r" % (cfg.get("supersample"),))
+        self.supersample = cfg["supersample"]
         # sub-sample offsets (m) inside a cell, symmetric about its centre
         ss = self.supersample
         self._sub_offsets_m = ((np.arange(ss) + 0.5) / ss - 0.5) * cell
-        body = cfg.get("dozer_body")
-        if body is not None:
-            missing = [k for k in DOZER_BODY_KEYS if k not in body]
-            if missing or not all(float(body[k]) >= 0.0 for k in DOZER_BODY_KEYS if k in body):
-                raise ValueError("observation dozer_body needs non-negative %s, got %r" % (", ".join(DOZER_BODY_KEYS), body))
+        body = cfg["dozer_body"]
         self.dozer_body = None if body is None else {k: float(body[k]) for k in DOZER_BODY_KEYS}
         self.wall_height_m = float(cfg["wall_height_m"])
-        if not self.wall_height_m >= 0.0:
-            raise ValueError("observation wall_height_m must be >= 0, got %r" % (cfg["wall_height_m"],))
 
     def pixel_to_body(self, row, col):
         """Body-frame (forward_m, right_m) of a crop pixel (fractional indices allowed)."""

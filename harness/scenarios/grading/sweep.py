@@ -25,6 +25,7 @@ from harness.scenarios.grading.cell_stats import success_interval, table1_interv
 from harness.scenarios.grading.episode import (DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode,
                                      invalid_setting)
 from harness.parallel import ordered_map
+from harness.sweep_runner import add_engine_arguments
 from harness.progress import Progress
 from harness.sim.rng import RunRandom
 
@@ -88,8 +89,10 @@ def run_cell_job(payload):
 
 
 def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 50), fig5_rollouts=None,
-          model_dir=None, show_progress=True, episode_overrides=None, agent_backend="numpy", workers=1):
-    """Run every cell (``workers`` processes; the numbers do not depend on it) and write the report."""
+          model_dir=None, show_progress=True, episode_overrides=None, agent_backend="numpy", workers=1,
+          engine="local", address=None):
+    """Run every cell (``workers`` at a time on the sweep runner's ``engine``, ``address`` a Ray cluster's;
+    the numbers do not depend on them) and write the report."""
     base = episode_config(episode_overrides)
     model_dir = model_dir or MODEL_DIR
     for agent in AGENTS:
@@ -104,7 +107,7 @@ def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 5
     fig5 = {agent: [] for agent in AGENTS}
     done = 0
     for job, cell in zip(jobs, ordered_map(run_cell_job, [(job, base, model_dir, agent_backend) for job in jobs],
-                                           workers)):
+                                           workers, engine=engine, address=address)):
         agent, noise, n, _, level = job
         if level < 0.0:
             table[noise][agent] = cell
@@ -200,6 +203,7 @@ def add_parser(sub):
     p.add_argument("--model-dir", default=None,
                    help="agents to sweep: <dir>/agent1, <dir>/agent2 (default: the committed models/grading)")
     p.add_argument("--quiet", action="store_true")
+    add_engine_arguments(p)
     p.set_defaults(func=_cmd)
 
 
@@ -207,7 +211,8 @@ def _cmd(args):
     try:
         table1, table2, _ = sweep(args.out, args.rollouts, args.seed, show_progress=not args.quiet,
                                   episode_overrides=parse_set(args.set), agent_backend=args.agent_backend,
-                                  workers=args.workers, model_dir=args.model_dir)
+                                  workers=args.workers, model_dir=args.model_dir, engine=args.engine,
+                                  address=args.address)
     except (ModelError, ConfigError) as exc:
         print("error: %s" % exc, file=sys.stderr)
         return 2

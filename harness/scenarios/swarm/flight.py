@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from harness.config import BOOLEAN, NON_NEGATIVE, POSITIVE, int_at_least, one_of, range_problem
+from harness.config import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_at_least, one_of, range_problem
 from harness.sim.swarm_arena import relative_pose_body, sample_separated
 from harness.scenarios.swarm.worlds import WORLDS, CflibWorld, DirectWorld
 from onboard.core.samples import RangeSample
@@ -75,45 +75,39 @@ DEFAULTS = {
     "pf_init": AGENT["pf_init"],  # onboard.swarm.agent: hybrid filter start (learned | ring | ring-first)
     "min_confidence": AGENT["min_confidence"],  # agent: hybrid refresh only above this estimator confidence
     # extra ParticleFilter settings: adaptive resampling (resample only when Neff < N/2, weights carried
-    # over otherwise) removed the wrong-mirror lock-ins measured with every-step resampling on replayed
-    # flights (2 of 87 tracks -> 0) and lowered the error after convergence (0.22 -> 0.20 m)
-    # reinit_after_outliers: a filter that three ranges in a row contradict starts afresh (an 8-drone flight
-    # carried a mirrored neighbour estimate, 2-6 m off, for 8 s until the two drones touched)
+    # over otherwise), so a wrong-mirror hypothesis is not locked in by resampling noise;
+    # reinit_after_outliers: a filter that three ranges in a row contradict starts afresh;
     # lost_residual_m: ... and so does one whose estimate stays farther away than the ranges say (low-passed
-    # residual below -0.4 m; a 4-drone flight carried a neighbour 1.5-2.5 m off for 14 s, then flew into it)
-    # refresh_mode spread (hybrid only): the learned particles come in while the filter's bearing is unsure
-    # (weighted spread above 0.25 rad of the estimate's distance), 1 % once it is sure: replayed flights at
-    # 1000 particles, the paper's fixed 10 % cost 0.011-0.014 m against the pure filter, gated +0.006 /
-    # -0.003 m; at 100 particles the gate keeps (and on random goals betters) the hybrid's faster convergence
+    # residual below -0.4 m); refresh_mode spread (hybrid only): the learned particles come in while the
+    # filter's bearing is unsure (weighted spread above 0.25 rad of the estimate's distance), 1 % once it is
+    # sure. Measurements behind each: docs/experiments/swarm.md
     "pf_config": dict(AGENT["pf_config"]),
     "guard_distance_m": AGENT["guard_distance_m"],  # the agent's collision guard (not in the paper; 0: DQN only)
     "guard_on_range": AGENT["guard_on_range"],  # ... fires on the measured range too, not only on the estimate
-    # ... and on the predicted closest approach within this horizon. Over cflib the Crazyflie's velocity
-    # loop lags the setpoint, so a guard on the present distance alone fires too late: 6 random-goal
-    # cflib flights (2-4 drones) had min separations 0.065-0.633 m without it, 0.248-1.253 m with 1 s
+    # ... and on the predicted closest approach within this horizon, s. Over cflib the Crazyflie's velocity
+    # loop lags the setpoint, so a guard on the present distance alone fires too late
     "guard_horizon_s": AGENT["guard_horizon_s"],
     # ... hovers instead while the neighbour's estimate disagrees with its ranges (low-passed residual beyond
-    # 0.15 m, at most 2 s in a row): a 4-drone flight's drones backed off in the same direction for 4 s, one
-    # of them on a wrong estimate, and collided (0.005 m)
+    # 0.15 m, at most 2 s in a row): two drones backing off from each other in the same direction, one on
+    # a wrong estimate, can collide
     "guard_residual_m": AGENT["guard_residual_m"],
     "guard_hold_max_s": AGENT["guard_hold_max_s"],
     # ... and every drone hovers while a neighbour's ranges alone (1 s least-squares rate, no bearing needed)
-    # say contact within 1 s: an 8-drone flight crossed two drones head-on at ~1.3 m/s closing speed on
-    # estimates 0.6-1.0 m off and the guard fired too late (0.049 m); with the brake 10/10 8-drone flights
-    # of two seed sets stay above 0.2 m (8/10 without)
+    # say contact within 1 s: drones crossing head-on on estimates 0.6-1.0 m off close faster than the
+    # guard reacts
     "brake_ttc_s": AGENT["brake_ttc_s"],
     # onboard.swarm.agent detour (not in the paper; 0: off): a drone whose goal estimate has not come
     # 0.3 m closer within this window is shown its goal rotated 60 deg away from its nearest neighbour
-    # for 4 s (the DQN alone hovered for 140 s in front of a drone parked on its path)
+    # for 4 s (the DQN alone hovers in front of a drone parked on its path)
     "stuck_window_s": AGENT["stuck_window_s"],
     # ... final approach: inside 0.5 m of the goal estimate a P controller (1 /s, <= 0.3 m/s) replaces the
-    # DQN (a cflib flight hovered 0.27-0.43 m from its goal for 50 s with the DQN alone)
+    # DQN, which alone can hover a few decimetres short of its goal
     "approach_radius_m": AGENT["approach_radius_m"],
     # ... a neighbour estimate shorter than half the measured range (bearing not resolved yet) is shown to
     # the DQN and the guard at the measured range along its direction
     "collapsed_estimate_fraction": AGENT["collapsed_estimate_fraction"],
     # ... the same for the goal: an estimate shorter than half the smoothed goal range (beyond 0.3 m) is
-    # shown at that range (a drone hovered 0.45 m off its goal for 35 s on an estimate 0.05 m away)
+    # shown at that range, so a drone near its goal on an unresolved posterior keeps flying
     "collapsed_goal_fraction": AGENT["collapsed_goal_fraction"],
     # the goal's filter: a goal stands still, so its relative motion is the own velocity alone, measured
     # with vel_noise_mps (0.05 m/s) - not the 0.15 m/s a neighbour's (own + reported + orientation) needs
@@ -150,11 +144,16 @@ def agent_config(c):
                 goal_pf_config=dict(c["goal_pf_config"]))
 
 
+# the particle filters' settings tables: replaced whole, checked by the agent (onboard.swarm.agent)
+PF_TABLES = {key: ("a table of ParticleFilter settings", lambda v: isinstance(v, dict))
+             for key in ("pf_config", "goal_pf_config")}
+
+
 def check_config(config):
-    """Flight settings (DEFAULTS updated with ``config``) checked before anything flies: ValueError naming
-    the first setting outside its choices or range, including the agent's (onboard.swarm.agent)."""
-    c = dict(DEFAULTS)
-    c.update(config)
+    """Flight settings (DEFAULTS updated with ``config``: unknown keys, wrong types and NaN raise ConfigError)
+    checked before anything flies: ValueError naming the first setting outside its choices or range,
+    including the agent's (onboard.swarm.agent)."""
+    c = checked(DEFAULTS, PF_TABLES, config, "swarm flight")
     problem = range_problem(c, SETTING_RANGES)
     if problem:
         raise ValueError(problem)
@@ -197,13 +196,15 @@ def fixed_layout(m, arena_m):
     return starts, goals
 
 
-def run_episode(config, rng_truth, rng_agents, models=None, seed=1, record=None):
+def run_episode(config, rng_truth, rng_agents, models=None, seed=1, record=None, on_step=None):
     """Fly one episode in the world ``config["link"]`` picks; returns (metrics dict, records dict).
 
     ``record``: None, or ``(sink, code_version, drone)``: drone ``drone``'s member is recorded at its
     boundary into ``sink(topic, time_us, msg)`` (``SwarmMember.record``; ``python -m harness replay``).
     ``models`` (net, dqn) must then be what ``load_models(config["policy"], config["estimator"])`` gives
-    (the recording names those, in models/swarm)."""
+    (the recording names those, in models/swarm). ``on_step``: None, or called once per period before
+    the members step with ``(now_us, t_s, pos, yaw, goal)``: the drivers' clock (us), the mission time
+    (s), every drone's true position (m, north/east) and heading (rad), and its current goal (m)."""
     c = check_config(config)
     m = c["drones"]
     net, dqn = models or load_models(c["policy"], c["estimator"])
@@ -226,7 +227,7 @@ def run_episode(config, rng_truth, rng_agents, models=None, seed=1, record=None)
     else:
         world = DirectWorld(m, starts, goal, yaws, rng_truth, c["arena_m"], world_cfg)
     try:
-        met, rec = _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents, record)
+        met, rec = _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents, record, on_step)
     finally:
         t_close = time.perf_counter()
         world.close()
@@ -256,7 +257,7 @@ def make_members(c, m, world, net, dqn, rng_agents, kernels=None):
             for i in range(m)]
 
 
-def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents, record=None):
+def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents, record=None, on_step=None):
     kernels = pf_mod.kernels_for(c["impl"])
     members = make_members(c, m, world, net, dqn, rng_agents, kernels)
     if record is not None:
@@ -290,6 +291,8 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents, record=
         relg_all, _ = relative_pose_body(pos, yaw, goal)
         rel_all, ryaw_all, relg_all = rel_all.tolist(), ryaw_all.tolist(), relg_all.tolist()
         now_us = t0_us + t_us
+        if on_step is not None:
+            on_step(now_us, t_us * 1e-6, pos, yaw, goal)
         for i, mem in enumerate(members):
             # what drone i's drivers deliver this period, through the member's entry points; its node
             # then steps once: every range to the agent (a neighbour without one: a dropout), the goal
@@ -380,18 +383,21 @@ def _fly(c, m, world, goal, goal_queue, net, dqn, rng_truth, rng_agents, record=
 REPLAY_WARMUP_STEPS = 10
 
 
-def replay_estimators(rec, models, modes, n_particles, seed, warmup_steps=REPLAY_WARMUP_STEPS, impl=None):
+def replay_estimators(rec, models, modes, n_particles, seed, warmup_steps=REPLAY_WARMUP_STEPS, impl=None,
+                      on_progress=None):
     """Offline replay of one flight's sensor records through estimator configurations (pocket VI-A).
 
     ``modes``: agent modes ("hybrid", "pf", "learned") or {label: SwarmAgent settings}.
     Returns {label: {"t_s": [...], "err_m": [...], "err_yaw_deg": [...]}} with per-step mean
-    errors over all (drone, neighbour) pairs and goals (orientation: neighbours only).
+    errors over all (drone, neighbour) pairs and goals (orientation: neighbours only). on_progress: None,
+    or called with the flight seconds replayed so far, summed over the configurations.
     """
     net, dqn = models
     out = {}
     kernels = pf_mod.kernels_for(impl)
     if not isinstance(modes, dict):
         modes = {m: {"mode": m} for m in modes}
+    done_s = 0.0
     for mode, settings in modes.items():
         rng = np.random.default_rng(seed)
         errs, yerrs, ts = [], [], []
@@ -423,7 +429,10 @@ def replay_estimators(rec, models, modes, n_particles, seed, warmup_steps=REPLAY
             ts.append(t_us * 1e-6)
             errs.append(float(np.mean(e_step)) if e_step else float("nan"))
             yerrs.append(float(np.mean(y_step)) if y_step else float("nan"))
+            if on_progress is not None and k % 10 == 9:
+                on_progress(done_s + t_us * 1e-6)
         out[mode] = {"t_s": ts, "err_m": errs, "err_yaw_deg": yerrs, "tracks": tracks}
+        done_s += ts[-1] if ts else 0.0
     return out
 
 

@@ -1,26 +1,32 @@
 """Shared body of the scenarios ``swarm-fixed`` and ``swarm-random`` (uwb-pocket-drones VI).
 
-Runs ``episodes`` seeded flights for each drone count in ``drone_counts``, each drone with its
-own onboard SwarmAgent (learned estimator + particle filters + DQN), then replays the first
-flight of each count offline through the three estimator configurations (pocket VI-A, figs.
-5-6). Metrics: goals_reached, goals_total, min_separation_m, mean_position_error_m and
+Runs ``episodes`` seeded flights for each drone count in ``drone_counts`` (and of the larger swarm,
+``large_swarm``), each drone with its own onboard SwarmAgent (learned estimator + particle filters +
+DQN); with ``episode.compare_estimators`` it replays every flight offline through each estimator
+configuration of ``estimators`` (pocket VI-A, figs. 5-6; the study, ``STUDY_CONFIG``). Metrics: goals_reached, goals_total, min_separation_m, mean_position_error_m and
 mean_orientation_error_deg (per track after it converged, see episode.track_summary; the
 ``*_from_3s`` figures average every track from 3 s on), success rate, per-count details,
 estimator convergence per configuration, and ``success`` (every flight successful: the CLI exits 3
 otherwise).
-Plots: trajectories, estimation error over time per configuration (first flight of each count),
-and the average run of every configuration over all replayed flights (pocket fig. 6).
+Plots: trajectories; with the replays, the estimation error over time per configuration (first flight
+of each count) and the average run of every configuration over all replayed flights (pocket fig. 6).
+Progress bars count each flight's (and replay's) simulated seconds.
 
-The run's log (``log.mcap``) holds one member (drone ``record_member``, default 0) of the first flight
-recorded at its boundary: ``python -m harness replay log.mcap`` re-runs it bit for bit,
-``python -m harness conformance log.mcap`` on every particle-filter implementation.
+The run's log (``log.mcap``) holds the first flight: one member (drone ``record_member``, default 0)
+recorded at its boundary (its ranges, velocities, goal ranges, decisions and velocity commands under
+``/app/``: ``python -m harness replay log.mcap`` re-runs it bit for bit, ``python -m harness
+conformance log.mcap`` on every particle-filter implementation), and every drone's true pose and goal
+per period (``/swarm/truth``; Foxglove markers on ``/viz/swarm``). Wall-clock figures (the run's,
+each world's set-up and close) go to run.json's ``timing``.
 """
 import math
+import os
 import time
 
 import numpy as np
 
 from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, check_ranges, int_at_least, one_of, under
+from harness.report.plots import figure, label
 from harness.scenarios.swarm import flight as ep
 from onboard.estimators.particle_filter import SETTING_RANGES as PF_RANGES
 from onboard.swarm.agent import SETTING_RANGES as AGENT_RANGES, checked_config as agent_checked_config
@@ -30,25 +36,28 @@ from onboard.swarm.agent import SETTING_RANGES as AGENT_RANGES, checked_config a
 FLIGHT_FILTER = {"pf_config": ep.DEFAULTS["pf_config"], "goal_pf_config": ep.DEFAULTS["goal_pf_config"]}
 FIXED_REFRESH = dict(ep.DEFAULTS["pf_config"], refresh_mode="fixed")     # the paper's 10 % at every resampling
 
+# The defaults fly one flight per drone count over cflib + UWB (within a minute on 2 cores); the study of the
+# paper adds the 8-drone swarm and the offline estimator replays: `--config harness/scenarios/swarm/study.toml`
+# (STUDY_CONFIG; ~3 min for swarm-fixed, ~10 min for swarm-random), with `--set episodes=10` its 30 flights.
 DEFAULTS = {
     "drone_counts": [2, 3, 4],
-    "episodes": 1,                   # per drone count (CI); 10 per count reproduces the paper's 30 flights
+    "episodes": 1,                   # flights per drone count
     "min_separation_ok_m": 0.15,
     # the member of the first flight recorded at its boundary into the run's log.mcap (-1: none)
     "record_member": 0,
-    "episode": dict({k: v for k, v in ep.DEFAULTS.items() if k not in ("goals", "drones")}, link="cflib"),
-    # the larger swarm on the scalable (broadcast) ranging mode; drones = 0 skips it
-    "large_swarm": {"drones": 8, "episodes": 1, "uwb_mode": "broadcast", "arena_m": 6.0, "max_duration_s": 60.0},
+    # the flights' settings; compare_estimators: replay each flight offline through `estimators` (the study)
+    "episode": dict({k: v for k, v in ep.DEFAULTS.items() if k not in ("goals", "drones")}, link="cflib",
+                    compare_estimators=False),
+    # the larger swarm on the scalable (broadcast) ranging mode; drones = 0 skips it (the study: 8)
+    "large_swarm": {"drones": 0, "episodes": 1, "uwb_mode": "broadcast", "arena_m": 6.0, "max_duration_s": 60.0},
     # offline replay of every flight's sensor records through these estimator configurations
     # (pocket VI-A, figs. 5-6): the paper's hybrid and pure PF at its particle count, and at 1000
     "estimators": {
         # hybrid: the filter starts at the first range like the pure one and is refreshed around the learned
-        # estimate once it has 3 s of history (measured on 24 replayed cflib flights: the best of the
-        # variants tried at 100 particles); -paper: started around the learned estimate after 1 s (IV-B).
+        # estimate once it has 3 s of history; -paper: started around the learned estimate after 1 s (IV-B).
         # At 100 particles both refresh 10 % at every resampling (pocket IV-B): such a small filter loses
-        # tracks, and the steady refresh brings them back (with the flights' spread gate the random-goal
-        # reports of harness/scenarios/swarm/README.md converged later: median over all tracks 0.3-0.4 s slower, fig. 6
-        # average run 10.5 instead of 8.5 s on one); at 1000 particles the hybrid uses the flights' gate
+        # tracks, and the steady refresh brings them back; at 1000 particles the hybrid uses the flights'
+        # gate (measurements behind these choices: docs/experiments/swarm.md)
         "hybrid-100": dict(FLIGHT_FILTER, mode="hybrid", n_particles=100, pf_init="ring-first", warmup_steps=30,
                            pf_config=FIXED_REFRESH),
         "hybrid-100-paper": dict(FLIGHT_FILTER, mode="hybrid", n_particles=100, learned_refresh="mean",
@@ -112,8 +121,56 @@ def check_config(config, goals="fixed"):
             raise ConfigError("setting config.estimators.%s: %s" % (name, exc))
 
 
+STUDY_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "study.toml")
+
+# a run of a few seconds (`run --reduced`): one 2-drone flight of 4 s over cflib + UWB, no replays
+REDUCED = {"drone_counts": [2], "large_swarm": {"drones": 0},
+           "episode": {"max_duration_s": 4.0, "compare_estimators": False}}
+
+WORLD_TIMING_KEYS = ("setup_wall_s", "close_wall_s")      # wall-clock figures of a world's report (run.json)
+TRUTH_TOPIC = "/swarm/truth"
+VIZ_TOPIC = "/viz/swarm"
+
+
+def _truth_logger(ctx, m):
+    """on_step of the first flight: every drone's true pose and goal into the run's log (None without one)."""
+    mcap = ctx.mcap
+    if mcap is None:
+        return None
+    from onboard.runtime.mcap_log import scene_entity, sphere
+    mcap.log_frames("/viz/tf_static", 0)
+    height_m = -0.5                              # drawn at flight height (up is -z in ned)
+
+    def log(now_us, t_s, pos, yaw, goal):
+        mcap.log(TRUTH_TOPIC, now_us, {"time_us": now_us, "mission_s": t_s, "north_m": pos[:, 0].tolist(),
+                                       "east_m": pos[:, 1].tolist(), "yaw_rad": yaw.tolist(),
+                                       "goal_north_m": goal[:, 0].tolist(), "goal_east_m": goal[:, 1].tolist()})
+        entities = []
+        for i in range(m):
+            rgba = _DRONE_RGBA[i % len(_DRONE_RGBA)]
+            entities.append(scene_entity(now_us, "drone%d" % i, spheres=[
+                sphere((pos[i, 0], pos[i, 1], height_m), 0.1, rgba),
+                sphere((goal[i, 0], goal[i, 1], height_m), 0.06, rgba[:3] + (0.4,))]))
+        mcap.log_scene(VIZ_TOPIC, now_us, entities)
+    return log
+
+
+_DRONE_RGBA = ((0.12, 0.47, 0.71, 1.0), (1.0, 0.5, 0.05, 1.0), (0.17, 0.63, 0.17, 1.0), (0.84, 0.15, 0.16, 1.0),
+               (0.58, 0.4, 0.74, 1.0), (0.55, 0.34, 0.29, 1.0), (0.89, 0.47, 0.76, 1.0), (0.5, 0.5, 0.5, 1.0))
+
+
+def _flight_progress(ctx, desc, total_s, log=None):
+    """(progress bar, on_step) of one flight: the bar counts its simulated seconds; on_step also logs."""
+    bar = ctx.progress(total_s, desc)
+
+    def on_step(now_us, t_s, pos, yaw, goal):
+        bar.update_to(t_s)
+        if log is not None:
+            log(now_us, t_s, pos, yaw, goal)
+    return bar, on_step
+
+
 def run(goals, config, ctx):
-    check_config(config, goals)
     t0 = time.perf_counter()
     models = ep.load_models(config["episode"]["policy"], config["episode"]["estimator"])
     per_count = {}
@@ -126,8 +183,8 @@ def run(goals, config, ctx):
     sim_s = 0.0
     n_flights = (len(config["drone_counts"]) * config["episodes"]
                  + (config["large_swarm"]["episodes"] if config["large_swarm"]["drones"] else 0))
-    progress = ctx.progress(n_flights, "swarm flights", unit="flights")
     flown = 0
+    world_timing = []
     # the first flight's member record_member, recorded into the run's log (a report folder only)
     record = None
     if config["record_member"] >= 0 and getattr(ctx, "report", None) is not None:
@@ -137,20 +194,28 @@ def run(goals, config, ctx):
         rows = []
         for e in range(config["episodes"]):
             cfg = _flight_config(config, goals, drones=m)
+            bar, on_step = _flight_progress(ctx, "flight %d/%d: %d drones" % (flown + 1, n_flights, m),
+                                            cfg["max_duration_s"], _truth_logger(ctx, m) if flown == 0 else None)
             met, rec = ep.run_episode(cfg, ctx.random.stream("swarm.truth.%d.%d" % (m, e)),
                                       ctx.random.stream("swarm.agents.%d.%d" % (m, e)), models,
-                                      seed=ctx.seed * 1000 + m * 100 + e, record=record if flown == 0 else None)
+                                      seed=ctx.seed * 1000 + m * 100 + e, record=record if flown == 0 else None,
+                                      on_step=on_step)
+            bar.close()
             rows.append(met)
             sim_s += met["sim_time_s"]
+            world_timing.append({k: met["world"].pop(k) for k in WORLD_TIMING_KEYS if k in met["world"]})
             world_reports.append(dict(met["world"], drones=m, episode=e, ranges_used=met["ranges_used"]))
             if e == 0:
                 first_recs[m] = rec
             if cfg["compare_estimators"]:
+                bar = ctx.progress(met["sim_time_s"] * len(config["estimators"]),
+                                   "replay %d/%d: %d estimator configurations" % (flown + 1, n_flights,
+                                                                                  len(config["estimators"])))
                 comparisons.setdefault(m, []).append(
                     ep.replay_estimators(rec, models, config["estimators"], cfg["n_particles"], seed=ctx.seed,
-                                         impl=cfg["impl"]))
+                                         impl=cfg["impl"], on_progress=bar.update_to))
+                bar.close()
             flown += 1
-            progress.update_to(flown)
             ok = met["goals_reached"] == met["goals_total"] and met["min_separation_m"] >= config["min_separation_ok_m"]
             totals["successes"] += int(ok)
             totals["episodes"] += 1
@@ -179,13 +244,18 @@ def run(goals, config, ctx):
         for e in range(ls["episodes"]):
             cfg = _flight_config(config, goals, drones=ls["drones"], uwb_mode=ls["uwb_mode"], arena_m=ls["arena_m"],
                                  max_duration_s=ls["max_duration_s"])
+            bar, on_step = _flight_progress(ctx, "flight %d/%d: %d drones" % (flown + 1, n_flights, ls["drones"]),
+                                            cfg["max_duration_s"],
+                                            _truth_logger(ctx, ls["drones"]) if flown == 0 else None)
             met, rec = ep.run_episode(cfg, ctx.random.stream("swarm.truth.large.%d" % e),
                                       ctx.random.stream("swarm.agents.large.%d" % e), models,
-                                      seed=ctx.seed * 1000 + 900 + e, record=record if flown == 0 else None)
+                                      seed=ctx.seed * 1000 + 900 + e, record=record if flown == 0 else None,
+                                      on_step=on_step)
+            bar.close()
+            world_timing.append({k: met["world"].pop(k) for k in WORLD_TIMING_KEYS if k in met["world"]})
             rows.append(met)
             sim_s += met["sim_time_s"]
             flown += 1
-            progress.update_to(flown)
             if e == 0:
                 first_recs["large"] = rec
         ok = [r["goals_reached"] == r["goals_total"] and r["min_separation_m"] >= config["min_separation_ok_m"]
@@ -199,9 +269,10 @@ def run(goals, config, ctx):
             "mean_orientation_error_deg": _mean([r["mean_orientation_error_deg"] for r in rows]),
             "mean_time_to_complete_s": _mean([r["time_to_complete_s"] for r in rows]),
         }
-    progress.close()
     estimator = _compare(comparisons, config)
     wall = time.perf_counter() - t0
+    ctx.timing(wall_time_s=wall, sim_seconds_per_wall_second=sim_s / wall if wall > 0 else None,
+               worlds=world_timing)
     metrics = {
         "goals_reached": totals["goals_reached"],
         "goals_total": totals["goals_total"],
@@ -219,8 +290,6 @@ def run(goals, config, ctx):
         "per_drone_count": per_count,
         "estimator_comparison": estimator,
         "sim_time_s": sim_s,
-        "wall_time_s": wall,
-        "sim_seconds_per_wall_second": sim_s / wall if wall > 0 else None,
         "large_swarm": large,
         "link": config["episode"]["link"],
         "uwb_mode": config["episode"]["uwb_mode"] if config["episode"]["link"] == "cflib" else None,
@@ -358,12 +427,10 @@ def _mean(values):
 
 
 def _plots(report, goals, recs, comparisons, estimator=None):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    from matplotlib.lines import Line2D
     n = len(recs)
-    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 4.5), squeeze=False)
+    fig, axes = figure(1, n, title="swarm-%s: the first flight of each drone count (truth)" % goals,
+                       size_in=(4.8 * n, 5.2), squeeze=False)
     for ax, (key, rec) in zip(axes[0], sorted(recs.items(), key=lambda kv: str(kv[0]))):
         pos = np.array(rec["pos"])
         gl = np.array(rec["goal"])
@@ -373,41 +440,38 @@ def _plots(report, goals, recs, comparisons, estimator=None):
             ax.plot(pos[0, i, 1], pos[0, i, 0], "o", color="C%d" % i)
             ug = np.unique(gl[:, i], axis=0)
             ax.plot(ug[:, 1], ug[:, 0], "*", color="C%d" % i, ms=12)
-        ax.set_title("%s, %d drones%s" % (goals, m, " (scalable ranging)" if key == "large" else ""))
-        ax.set_xlabel("east [m]")
-        ax.set_ylabel("north [m]")
-        ax.set_aspect("equal")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        ax.set_aspect("equal", adjustable="datalim")
+        label(ax, "%d drones%s" % (m, " (scalable ranging)" if key == "large" else ""), "east (m)", "north (m)",
+              legend=False)
+        handles, _labels = ax.get_legend_handles_labels()
+        handles += [Line2D([], [], ls="", marker="o", color="k", label="start"),
+                    Line2D([], [], ls="", marker="*", ms=10, color="k", label="goal")]
+        ax.legend(handles=handles, fontsize=7)
     report.save_figure(fig, "trajectories")
     if comparisons:
-        fig, axes = plt.subplots(2, len(comparisons), figsize=(5 * len(comparisons), 6), squeeze=False, sharex="col")
+        fig, axes = figure(2, len(comparisons), title="swarm-%s: estimation error of the replayed estimator "
+                           "configurations (first flight; mean over all tracks)" % goals,
+                           size_in=(5.5 * len(comparisons), 7), squeeze=False, sharex="col")
         for col, (m, comp) in enumerate(sorted(comparisons.items())):
-            for k, (mode, s) in enumerate(comp.items()):
-                axes[0][col].plot(s["t_s"], s["err_m"], "C%d" % k, label=mode)
-                axes[1][col].plot(s["t_s"], s["err_yaw_deg"], "C%d" % k, label=mode)
-            axes[0][col].set_title("%d drones: estimation error" % m)
-            axes[0][col].set_ylabel("position error [m]")
-            axes[1][col].set_ylabel("orientation error [deg]")
-            axes[1][col].set_xlabel("time [s]")
-            for a in axes[:, col]:
-                a.grid(True, alpha=0.3)
-                a.legend(fontsize=7)
+            for k, (mode, ser) in enumerate(comp.items()):
+                style = ("-", "--", "-.", ":")[k % 4]          # configurations that agree stay visible
+                axes[0][col].plot(ser["t_s"], ser["err_m"], "C%d" % (k % 10), ls=style, lw=1, label=mode)
+                axes[1][col].plot(ser["t_s"], ser["err_yaw_deg"], "C%d" % (k % 10), ls=style, lw=1, label=mode)
+            label(axes[0][col], "%d drones: position" % m, "", "position error (m)")
+            label(axes[1][col], "%d drones: orientation (neighbours)" % m, "mission time (s)",
+                  "orientation error (deg)")
         report.save_figure(fig, "estimation_error")
     if estimator:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        fig, ax = figure(size_in=(7.5, 4.8))
         k = 0
-        for label, row in sorted(estimator.items()):
+        for name, row in sorted(estimator.items()):
             if not isinstance(row, dict) or "average_run_error_m" not in row:
                 continue
             c = row["average_run_error_m"]
             pts = [(t, e) for t, e in zip(c["t_s"], c["error_m"]) if e is not None]
-            ax.plot([t + AVERAGE_RUN_BIN_S / 2 for t, _ in pts], [e for _, e in pts], "C%d" % k, label=label,
-                    ls="-" if label.endswith("100") or label.endswith("1000") else ":")
+            ax.plot([t + AVERAGE_RUN_BIN_S / 2 for t, _ in pts], [e for _, e in pts], "C%d" % (k % 10), label=name,
+                    ls=("-", "--", "-.", ":")[k % 4])
             k += 1
-        ax.set_title("average run (pocket fig. 6): mean error over all tracks of all replayed flights")
-        ax.set_xlabel("time since the track's first estimate [s]")
-        ax.set_ylabel("position error [m]")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        label(ax, "swarm-%s: average run (pocket fig. 6), all tracks of all replayed flights" % goals,
+              "time since the track's first estimate (s)", "mean position error (m)")
         report.save_figure(fig, "average_run_error")

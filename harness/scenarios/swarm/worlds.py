@@ -21,7 +21,7 @@ stamps ranges and ``act`` returns times since then (mission time, us).
 simulator tracks body-frame setpoints, so its drivers (:class:`BodyFrameDriver`) are commanded in the
 drone's own body frame: their heading is 0 rad.
 
-``CflibWorld`` (the deployment path, issue 11 item 4): one SimClock drives
+``CflibWorld`` (the deployment path): one SimClock drives
 ``harness.sim.crazyflie.SimCrazyflieFleet`` (simulated Crazyflies behind real UDP sockets) and
 ``harness.sim.radio.uwb_channel.UwbNetwork`` (DW1000 channel simulator). Each drone's runtime
 talks to its Crazyflie through ``boards.crazyflie.driver`` on the official cflib (take-off,

@@ -1,1 +1,1 @@
-"""Simulated radios. ``uwb_channel``: DW1000-style UWB channel for N nodes (issue 4)."""
+"""Simulated radios. ``uwb_channel``: DW1000-style UWB channel for N nodes."""

@@ -38,6 +38,8 @@ import math
 from onboard.comms.uwb import timestamps as T
 from onboard.comms.uwb.driver import UwbDriver
 from onboard.comms.uwb.node import PAPER_RANGE_MEAN_M, PAPER_RANGE_VAR_M2, make_node
+from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_at_least, one_of,
+                                   within)
 
 C_MPS = T.SPEED_OF_LIGHT_MPS
 
@@ -62,6 +64,17 @@ RADIO_DEFAULTS = {
     "nlos_bias_m": 0.3,
     "trace": False,               # keep every transmission's air interval (tests)
 }
+RADIO_SETTING_RANGES = {
+    "channel": one_of(1, 2, 3, 4, 5, 7), "data_rate_kbps": one_of(110, 850, 6800), "prf_mhz": one_of(16, 64),
+    "preamble_symbols": int_at_least(1), "tx_start_delay_us": NON_NEGATIVE, "rx_event_latency_us": NON_NEGATIVE,
+    "clock_drift_ppm_max": NON_NEGATIVE,
+    "clock_drifts_ppm": ("null or a table {node id: ppm}",
+                         lambda v: v is None or (isinstance(v, dict) and all(ANY_NUMBER[1](x) for x in v.values()))),
+    "antenna_delay_true_ticks": int_at_least(0), "antenna_delay_spread_ticks": int_at_least(0),
+    "range_mean_m": ANY_NUMBER, "range_var_m2": NON_NEGATIVE, "noise": BOOLEAN, "loss_prob": within(0.0, 1.0),
+    "collisions": BOOLEAN, "max_range_m": POSITIVE, "nlos_pair_fraction": within(0.0, 1.0),
+    "nlos_bias_m": NON_NEGATIVE, "trace": BOOLEAN,
+}
 
 _SFD_SYMBOLS = {110: 64, 850: 8, 6800: 8}
 _PREAMBLE_SYMBOL_S = {16: 993.59e-9, 64: 1017.63e-9}
@@ -71,10 +84,6 @@ _PHR_BITS = 21
 _FCS_BYTES = 2
 _RS_BLOCK_BITS = 330
 _RS_PARITY_BITS = 48
-
-
-class RadioConfigError(ValueError):
-    pass
 
 
 def shr_s(radio):
@@ -98,18 +107,8 @@ def rx_noise_std_s(range_var_m2):
 
 
 def merged_radio(overrides=None):
-    cfg = dict(RADIO_DEFAULTS)
-    for k in (overrides or {}):
-        if k not in RADIO_DEFAULTS:
-            raise RadioConfigError("unknown radio setting %r" % (k,))
-        cfg[k] = overrides[k]
-    if cfg["data_rate_kbps"] not in _DATA_BIT_S:
-        raise RadioConfigError("data_rate_kbps must be 110, 850 or 6800")
-    if cfg["prf_mhz"] not in _PREAMBLE_SYMBOL_S:
-        raise RadioConfigError("prf_mhz must be 16 or 64")
-    if not 0.0 <= cfg["loss_prob"] <= 1.0:
-        raise RadioConfigError("loss_prob must be in [0, 1]")
-    return cfg
+    """RADIO_DEFAULTS merged with ``overrides`` and checked (:func:`onboard.core.settings.checked`)."""
+    return checked(RADIO_DEFAULTS, RADIO_SETTING_RANGES, overrides, "radio")
 
 
 class _Clock:

@@ -10,6 +10,7 @@ i.e. integrated specific force (a level IMU at rest reads dvel_z = -g*dt).
 import math
 
 from onboard.core.samples import ImuSample
+from onboard.core.settings import NON_NEGATIVE, RATE_HZ, checked
 from onboard.core.units import G_MPS2
 
 DEFAULTS = {
@@ -19,14 +20,15 @@ DEFAULTS = {
     "accel_rw_mps_per_sqrt_s": 0.01,
     "gyro_rw_dps_per_sqrt_s": 0.02,
 }
+SETTING_RANGES = {"rate_hz": RATE_HZ, "accel_bias_sigma_mps2": NON_NEGATIVE, "gyro_bias_sigma_dps": NON_NEGATIVE,
+                  "accel_rw_mps_per_sqrt_s": NON_NEGATIVE, "gyro_rw_dps_per_sqrt_s": NON_NEGATIVE}
 
 
 class PlanarImu:
     """IMU on a planar vehicle exposing north_m/east_m/yaw_rad/vel_ned_mps()."""
 
     def __init__(self, vehicle, rng, config=None):
-        cfg = dict(DEFAULTS)
-        cfg.update(config or {})
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "PlanarImu")
         self.cfg = cfg
         self.vehicle = vehicle
         self.rng = rng

@@ -20,12 +20,14 @@ import math
 
 import numpy as np
 
+from harness.sim.sensors.imu import DEFAULTS as IMU_DEFAULTS, SETTING_RANGES as IMU_SETTING_RANGES
 from onboard.core.rotations import d2e, dcm_mul, e2d
+from onboard.core.settings import NON_NEGATIVE, ConfigError, checked, closest, under, vector
 
 # ag2u section IV-B. IMU errors: the paper models constant bias + random walk without
-# values; these are a consumer MEMS IMU (same figures as harness.sim.sensors.imu).
-_IMU = {"accel_bias_sigma_mps2": 0.05, "gyro_bias_sigma_dps": 0.3,
-        "accel_rw_mps_per_sqrt_s": 0.01, "gyro_rw_dps_per_sqrt_s": 0.02}
+# values; these are a consumer MEMS IMU (the simulated IMU's, harness.sim.sensors.imu).
+_IMU = {k: IMU_DEFAULTS[k] for k in ("accel_bias_sigma_mps2", "gyro_bias_sigma_dps",
+                                     "accel_rw_mps_per_sqrt_s", "gyro_rw_dps_per_sqrt_s")}
 _NO_IMU = {k: 0.0 for k in _IMU}
 NOISE_SETTINGS = {
     "noise_less": {"ic_pos_m": [0.0, 0.0, 0.0], "ic_vel_mps": [0.0, 0.0, 0.0], "ic_att_deg": [0.0, 0.0, 0.0],
@@ -41,13 +43,20 @@ NOISE_SETTINGS = {
 }
 
 
-def noise_setting(name):
-    """A copy of one of NOISE_SETTINGS (noise_less, sensor_fusion, extreme)."""
+# the value ranges of a noise setting: 1-sigma per axis (m, m/s, deg) and the IMU's error block
+SETTING_RANGES = dict({key: vector(3, NON_NEGATIVE) for key in ("ic_pos_m", "ic_vel_mps", "ic_att_deg", "aiding_pos_m",
+                                                               "aiding_att_deg")},
+                      **under("imu", IMU_SETTING_RANGES, _IMU))
+
+
+def noise_setting(name, overrides=None):
+    """A copy of one of NOISE_SETTINGS (noise_less, sensor_fusion, extreme), with ``overrides`` (its keys)
+    merged in and checked (:func:`onboard.core.settings.checked`)."""
     if name not in NOISE_SETTINGS:
-        raise ValueError("unknown noise setting %r (known: %s)" % (name, ", ".join(sorted(NOISE_SETTINGS))))
-    s = NOISE_SETTINGS[name]
-    out = {k: (list(v) if isinstance(v, list) else dict(v)) for k, v in s.items()}
-    return out
+        near = closest(name, NOISE_SETTINGS) if isinstance(name, str) else None
+        raise ConfigError("unknown noise setting %r (%s)" % (name, "did you mean %r?" % near if near else
+                                                             "known: %s" % ", ".join(sorted(NOISE_SETTINGS))))
+    return checked(NOISE_SETTINGS[name], SETTING_RANGES, overrides, "%s noise" % name)
 
 
 class ImuErrors:

@@ -24,6 +24,7 @@ import math
 
 from onboard.core.rotations import d2e, dcm_mul, e2d
 from onboard.core.samples import PoseSample
+from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, RATE_HZ, checked, one_of, vector
 
 DEFAULTS = {
     "rate_hz": 10,
@@ -35,15 +36,15 @@ DEFAULTS = {
 }
 
 ERROR_MODELS = ("white", "constant")
+SETTING_RANGES = {"rate_hz": RATE_HZ, "pos_sigma_m": NON_NEGATIVE, "att_sigma_deg": vector(3, NON_NEGATIVE),
+                  "dropout_start_s": ANY_NUMBER, "dropout_duration_s": NON_NEGATIVE,
+                  "error_model": one_of(*ERROR_MODELS)}
 
 
 class AidingPoseSensor:
     def __init__(self, truth_fn, rng, config=None):
         """truth_fn() -> (pos_ned_m (3), euler_rad (3)) of the vehicle now."""
-        cfg = dict(DEFAULTS)
-        cfg.update(config or {})
-        if cfg["error_model"] not in ERROR_MODELS:
-            raise ValueError("unknown aiding error_model %r (known: %s)" % (cfg["error_model"], ", ".join(ERROR_MODELS)))
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "AidingPoseSensor")
         self.cfg = cfg
         self._constant_error = None     # (dp_m (3), dpsi_rad (3)) once drawn
         self.truth_fn = truth_fn

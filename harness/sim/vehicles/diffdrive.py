@@ -9,6 +9,7 @@ Frames: NED plane, yaw from north towards east.
 import math
 
 from onboard.control.diffdrive import body_twist
+from onboard.core.settings import ANY_NUMBER, POSITIVE, UNIT_OPEN, checked, pair
 
 DEFAULTS = {
     "wheelbase_m": 0.30,
@@ -19,12 +20,14 @@ DEFAULTS = {
     "start_ne_m": [0.0, 0.0],
     "start_yaw_deg": 0.0,
 }
+SETTING_RANGES = {"wheelbase_m": POSITIVE, "wheel_radius_m": POSITIVE, "motor_time_constant_s": POSITIVE,
+                  "max_wheel_radps": POSITIVE, "turn_efficiency": UNIT_OPEN, "start_ne_m": pair(ANY_NUMBER),
+                  "start_yaw_deg": ANY_NUMBER}
 
 
 class DiffDriveRobot:
     def __init__(self, config=None):
-        cfg = dict(DEFAULTS)
-        cfg.update(config or {})
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "DiffDriveRobot")
         self.cfg = cfg
         self.north_m = float(cfg["start_ne_m"][0])
         self.east_m = float(cfg["start_ne_m"][1])

@@ -25,6 +25,8 @@ Time is passed in: ``step(dt_s)``; the model reads no clock.
 """
 import math
 
+from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, pair
+
 DEFAULTS = {
     "max_speed_mps": 1.0,            # paper: speed capped at 1 m/s
     "max_accel_mps2": 2.0,
@@ -42,6 +44,11 @@ DEFAULTS = {
     "start_yaw_deg": 0.0,
     "start_height_m": 0.0,
 }
+SETTING_RANGES = dict({key: POSITIVE for key in ("max_speed_mps", "max_accel_mps2", "vel_time_constant_s",
+                                                 "yaw_time_constant_s", "max_yaw_rate_radps", "height_time_constant_s",
+                                                 "max_climb_mps", "fall_speed_mps", "battery_full_v")},
+                      ground_eps_m=NON_NEGATIVE, battery_drain_vps=NON_NEGATIVE, battery_empty_v=NON_NEGATIVE,
+                      start_ne_m=pair(ANY_NUMBER), start_yaw_deg=ANY_NUMBER, start_height_m=NON_NEGATIVE)
 
 # Modes of the horizontal and vertical inputs (what the last command was).
 H_VELOCITY = "velocity"
@@ -49,10 +56,6 @@ H_ACCEL = "accel"
 V_HEIGHT = "height"
 V_CLIMB = "climb"
 V_MOTORS_OFF = "motors_off"
-
-
-class Drone2DConfigError(ValueError):
-    pass
 
 
 def _finite(*values):
@@ -70,17 +73,7 @@ class Drone2D:
     """Planar drone with inertia and a speed cap, plus a take-off/land height model."""
 
     def __init__(self, config=None):
-        cfg = dict(DEFAULTS)
-        for key, value in (config or {}).items():
-            if key not in DEFAULTS:
-                raise Drone2DConfigError("unknown Drone2D setting %r (known: %s)"
-                                         % (key, ", ".join(sorted(DEFAULTS))))
-            cfg[key] = value
-        for key in ("max_speed_mps", "max_accel_mps2", "vel_time_constant_s", "yaw_time_constant_s",
-                    "height_time_constant_s", "max_climb_mps", "fall_speed_mps"):
-            if not (_finite(cfg[key]) and cfg[key] > 0):
-                raise Drone2DConfigError("Drone2D setting %s must be a positive number, got %r"
-                                         % (key, cfg[key]))
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "Drone2D")
         self.cfg = cfg
         self.north_m = float(cfg["start_ne_m"][0])
         self.east_m = float(cfg["start_ne_m"][1])

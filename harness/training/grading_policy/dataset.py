@@ -31,8 +31,8 @@ confounded with data volume:
     is displaced by the same error, so the net learns the action that is right for the
     true state (ag2u III-A: open loop, the sub-optimal projection, and closed loop, the
     error fed back to path following), not the one right for the view.
-  - ``"estimate"``: the same world way-points in that crop's frame (the labels of the
-    agents committed before the dozer view: right for the view, blind to the execution error).
+  - ``"estimate"``: the same world way-points in that crop's frame (right for the view,
+    blind to the execution error).
 
 When the observation shows the dozer (``dozer_body`` in the observation config) every
 crop draws it at the recorded true pose, as the overhead camera sees it.
@@ -48,8 +48,8 @@ import numpy as np
 
 from harness.scenarios.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
 from harness.scenarios.grading.observation import HeightmapView, ObservationRenderer
-from harness.parallel import ordered_map
 from harness.sim.rng import RunRandom
+from harness.sweep_runner import Runner
 
 RECORD_KEYS = ("height_m", "true_pose", "est_pose", "est_cov", "green_ne_m", "red_ne_m")
 
@@ -115,22 +115,32 @@ def collect(n_episodes, seed, noise="sensor_fusion", config=None, policy=None, b
     return out
 
 
-def _collect_chunk(job):
-    n_episodes, seed, noise, first_episode, policy, max_legs, config = job
+def _collect_chunk(n_episodes, seed, noise, first_episode, policy, max_legs, config):
+    """One job of ``collect_parallel``: episodes ``first_episode ..`` of a collection."""
     return collect(n_episodes, seed, noise=noise, config=config, policy=policy, max_legs=max_legs,
                    first_episode=first_episode)
 
 
-def collect_parallel(n_episodes, seed, noise="sensor_fusion", workers=1, policy=None, max_legs=None, config=None):
-    """``collect`` split over ``workers`` processes; the chunks are merged in episode order, so the result
-    equals ``collect(n_episodes, seed, noise, config, policy=policy, max_legs=max_legs)`` whatever ``workers``
-    is (DAgger with ``beta`` 0: the policy is deterministic and each episode is seeded on its own)."""
-    workers = max(1, min(int(workers), n_episodes))
-    if workers == 1:
+def _chunks(n, runner):
+    """(start, stop) of ``runner.worker_count()`` contiguous chunks of ``n`` items (at most ``n``)."""
+    parts = max(1, min(runner.worker_count(), n))
+    bounds = [n * w // parts for w in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def collect_parallel(n_episodes, seed, noise="sensor_fusion", workers=1, policy=None, max_legs=None, config=None,
+                     runner=None):
+    """``collect`` split into jobs of the sweep runner (``runner``, a ``harness.sweep_runner.Runner``: its
+    engine and worker count; default: ``workers`` local processes); the chunks are merged in episode order,
+    so the result equals ``collect(n_episodes, seed, noise, config, policy=policy, max_legs=max_legs)`` on
+    any engine and worker count (DAgger with ``beta`` 0: the policy is deterministic and each episode is
+    seeded on its own)."""
+    runner = runner or Runner(workers=workers)
+    chunks = _chunks(n_episodes, runner)
+    if len(chunks) == 1 and runner.engine_name == "local":
         return collect(n_episodes, seed, noise=noise, config=config, policy=policy, max_legs=max_legs)
-    bounds = [n_episodes * w // workers for w in range(workers + 1)]
-    jobs = [(bounds[w + 1] - bounds[w], seed, noise, bounds[w], policy, max_legs, config) for w in range(workers)]
-    return merge(*ordered_map(_collect_chunk, jobs, workers))
+    jobs = [(stop - start, seed, noise, start, policy, max_legs, config) for start, stop in chunks]
+    return merge(*runner.map(_collect_chunk, jobs))
 
 
 def merge(*datasets):
@@ -205,10 +215,9 @@ def eq1_poses(est_pose, est_cov, k, rng):
     return rng.multivariate_normal(est_pose, cov, size=k)
 
 
-def _render_chunk(job):
+def _render_chunk(items, obs_config, label_frame):
     """Crops and labels of some decisions: [(height_m, cell_m, true_pose, poses, green_ne_m, red_ne_m)]
     -> lists."""
-    items, obs_config, label_frame = job
     renderer = ObservationRenderer(obs_config)
     crops, greens, reds = [], [], []
     for height_m, cell_m, true_pose, poses, green_ne_m, red_ne_m in items:
@@ -220,19 +229,22 @@ def _render_chunk(job):
     return crops, greens, reds
 
 
-def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8, workers=1, label_frame="execution"):
+def crops_and_labels(data, agent, rng, obs_config=None, k_samples=8, workers=1, label_frame="execution",
+                     runner=None):
     """(crops float32 [N, rows, cols], green labels int64 [N], red labels int64 [N]): crops_and_points
     with each way-point at its nearest cell (``pixel_labels``)."""
-    crops, greens, reds = crops_and_points(data, agent, rng, obs_config, k_samples, workers, label_frame)
+    crops, greens, reds = crops_and_points(data, agent, rng, obs_config, k_samples, workers, label_frame, runner)
     cols = crops.shape[2]
     return crops, pixel_labels(greens, cols), pixel_labels(reds, cols)
 
 
-def crops_and_points(data, agent, rng, obs_config=None, k_samples=8, workers=1, label_frame="execution"):
+def crops_and_points(data, agent, rng, obs_config=None, k_samples=8, workers=1, label_frame="execution",
+                     runner=None):
     """(crops float32 [N, rows, cols], green points float64 [N, 2], red points float64 [N, 2]): the
     way-points as fractional (row, col) in each crop, clipped to its cells; N = (k_samples + 1) *
     decisions for both agents. The eq. 1 poses are drawn from ``rng`` in decision
-    order first, then the crops are rendered, in ``workers`` processes (the result does not depend on it).
+    order first, then the crops are rendered as jobs of the sweep runner (``runner``; default: ``workers``
+    local processes; the result does not depend on either).
     ``label_frame``: see the module docstring (agent1's crops are at the true pose: the same labels)."""
     if agent not in ("agent1", "agent2"):
         raise ValueError("agent must be agent1 or agent2, got %r" % (agent,))
@@ -251,11 +263,10 @@ def crops_and_points(data, agent, rng, obs_config=None, k_samples=8, workers=1, 
             draws = eq1_poses(data["est_pose"][i], data["est_cov"][i], k_samples, rng)
             poses = [true_pose] + [tuple(p) for p in draws]
         items.append((data["height_m"][i], cell_m, true_pose, poses, data["green_ne_m"][i], data["red_ne_m"][i]))
-    workers = max(1, min(int(workers), n))
-    bounds = [n * w // workers for w in range(workers + 1)]
-    jobs = [(items[bounds[w]:bounds[w + 1]], obs_config, label_frame) for w in range(workers)]
+    runner = runner or Runner(workers=workers)
+    jobs = [(items[start:stop], obs_config, label_frame) for start, stop in _chunks(n, runner)]
     crops, greens, reds = [], [], []
-    for c, g, r in ordered_map(_render_chunk, jobs, workers):
+    for c, g, r in runner.map(_render_chunk, jobs):
         crops += c
         greens += g
         reds += r

@@ -1,4 +1,4 @@
-"""Int8 export of a grading agent's FCN through the policy pipeline (ag2u IV-A; issue 5 tools).
+"""Int8 export of a grading agent's FCN through the policy pipeline (ag2u IV-A).
 
     python -m harness.training.grading_policy.export_int8 --agent agent1|agent2 [--calib-episodes 12]
 

@@ -25,8 +25,8 @@ argmax way-points, written to the card with the training time. Writes
 
 ``--device cuda`` trains on a GPU: the committed 64-channel agents were trained so (``make train-grading
 GRADING_DEVICE=cuda``; the card's ``training.software`` names the GPU and the versions; the weights depend on
-them through float rounding); ``--workers`` also collects the DAgger episodes and renders the crops in worker
-processes (the data do not depend on it).
+them through float rounding); ``--workers`` also collects the DAgger episodes and renders the crops as jobs of
+the sweep runner (``--engine ray`` on a Ray runtime, ``--address`` a cluster's; the data do not depend on either).
 
 Needs PyTorch (``pip install -r requirements-train.txt``); the runtime and the
 tests do not.
@@ -39,13 +39,14 @@ import time
 
 import numpy as np
 
-from harness.config import non_negative_float, non_negative_int, positive_int
+from harness.config import ConfigError, non_negative_float, non_negative_int, positive_int
 from harness.training.grading_policy import dataset
 from harness.scenarios.grading.agents import PolicyDecider
 from harness.scenarios.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, STARTS
 from harness.sim.sensors.pose import ERROR_MODELS as AIDING_ERROR_MODELS
 from harness.training.grading_policy.fcn import DEFAULTS as FCN_DEFAULTS, make_torch_model
 from harness.scenarios.grading.sweep import episode_config
+from harness.sweep_runner import add_engine_arguments, runner_from_args
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 MODEL_DIR = os.path.join(REPO, "models", "grading")
@@ -61,7 +62,7 @@ AGENT_OBSERVATION = {"rows": 20, "cols": 20, "cell_m": 0.16, "behind_m": 1.2, "s
                      "dozer_body": DOZER_BODY}
 # The camera also shows the sandbox's walls (observation.py, wall_height_m; --wall-height-m): the committed
 # agents see them 0.3 m above the target level (above the eroded piles' tops, like the dozer box; make
-# train-grading passes it), since the split expert's recipe (harness/scenarios/grading/EXPERIMENTS.md).
+# train-grading passes it).
 AGENT_WALL_HEIGHT_M = 0.3
 DAGGER_NOISE = {"agent1": "noise_less", "agent2": "sensor_fusion"}
 # noise of the expert episodes a dataset is collected from (--data-noise), as the card states it
@@ -139,10 +140,10 @@ def soft_targets(points, rows, cols, sigma_cells):
 
 
 def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=None, batch=128, log=print,
-          mirror=False, device="cpu", workers=1, label_sigma_cells=0.0, label_frame="execution"):
+          mirror=False, device="cpu", workers=1, label_sigma_cells=0.0, label_frame="execution", runner=None):
     """Weights (dict of float32 arrays) after ``epochs`` passes over the crops of ``data`` (and their
-    mirror images with ``mirror``), trained on torch ``device`` (the crops are rendered in ``workers``
-    processes; the crops do not depend on it). ``label_sigma_cells`` > 0: cross-entropy against a Gaussian
+    mirror images with ``mirror``), trained on torch ``device`` (the crops are rendered on ``runner``, a
+    ``harness.sweep_runner.Runner``, default ``workers`` local processes; the crops do not depend on it). ``label_sigma_cells`` > 0: cross-entropy against a Gaussian
     of that many cells centred on each way-point's exact (sub-cell) position (soft targets, as heatmap
     keypoint detectors train) instead of the nearest cell alone. ``label_frame``: agent2's eq. 1 crop labels (dataset.crops_and_labels)."""
     import torch
@@ -150,7 +151,7 @@ def train(agent, data, seed, epochs, fcn_config, obs_config, k_samples, init=Non
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     crops, greens, reds = dataset.crops_and_points(data, agent, rng, obs_config, k_samples=k_samples,
-                                                   workers=workers, label_frame=label_frame)
+                                                   workers=workers, label_frame=label_frame, runner=runner)
     if label_sigma_cells <= 0.0:                  # hard labels: the nearest cell
         greens, reds = dataset.pixel_labels(greens, obs_config["cols"]), dataset.pixel_labels(reds, obs_config["cols"])
     if mirror:
@@ -244,8 +245,8 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
     if args.epochs > 0 or init is None:
         weights, stats = train(agent, data, args.seed, args.epochs, fcn_config, obs_config, args.k_samples,
                                init=init, batch=args.batch, log=log, mirror=args.mirror, device=args.device,
-                               workers=args.workers, label_sigma_cells=args.label_sigma_cells,
-                               label_frame=args.label_frame)
+                               workers=args.workers or 1, label_sigma_cells=args.label_sigma_cells,
+                               label_frame=args.label_frame, runner=getattr(args, "runner", None))
     else:
         weights, stats = init, {}
     rounds = []
@@ -257,7 +258,8 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
         t1 = time.perf_counter()
         dag = dataset.collect_parallel(args.dagger_episodes, args.seed * 7 + 1000 * (r + 1) + (1 if agent == "agent1"
                                                                                                 else 2),
-                                       noise=dagger_noise, workers=args.workers, policy=policy,
+                                       noise=dagger_noise, workers=args.workers or 1, policy=policy,
+                                       runner=getattr(args, "runner", None),
                                        max_legs=args.dagger_max_legs,
                                        config=collect_settings(args))
         agg = dataset.merge(agg, dag)
@@ -265,8 +267,9 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
             % (agent, r + 1, len(dag["true_pose"]), time.perf_counter() - t1, len(agg["true_pose"])))
         weights, stats = train(agent, agg, args.seed + r + 1, args.dagger_epochs, fcn_config, obs_config,
                                args.k_samples, init=weights, batch=args.batch, log=log, mirror=args.mirror,
-                               device=args.device, workers=args.workers, label_sigma_cells=args.label_sigma_cells,
-                               label_frame=args.label_frame)
+                               device=args.device, workers=args.workers or 1,
+                               label_sigma_cells=args.label_sigma_cells, label_frame=args.label_frame,
+                               runner=getattr(args, "runner", None))
         rounds.append({"episodes": args.dagger_episodes, "noise": dagger_noise,
                        "visited_decisions": int(len(dag["true_pose"])), "epochs": args.dagger_epochs})
         if on_round is not None and r < args.dagger_rounds - 1:
@@ -358,8 +361,8 @@ def main(argv=None):
                          % AGENT_WALL_HEIGHT_M)
     ap.add_argument("--mirror", action="store_true", help="also train on the east-west mirror image of every crop")
     ap.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
-    ap.add_argument("--workers", type=positive_int, default=1, help="processes collecting the expert and DAgger episodes "
-                    "and rendering the training crops (the data do not depend on it)")
+    add_engine_arguments(ap, workers_help="jobs at a time collecting the expert and DAgger episodes and rendering the "
+                         "training crops (default: 1 locally, every CPU of a Ray cluster; the data do not depend on it)")
     ap.add_argument("--device", default="cpu", help="torch device to train on (cpu, cuda, cuda:1, ...); the "
                     "data and the starting weights do not depend on it, the trained weights do (float rounding)")
     ap.add_argument("--agents", default="agent1,agent2")
@@ -389,6 +392,18 @@ def main(argv=None):
         obs_config["dozer_body"] = None
     if args.wall_height_m > 0.0:
         obs_config["wall_height_m"] = args.wall_height_m
+    try:
+        args.runner = runner_from_args(args)
+    except ConfigError as exc:
+        ap.error(str(exc))
+    try:
+        return _train(args, fcn_config, obs_config)
+    finally:
+        args.runner.close()
+
+
+def _train(args, fcn_config, obs_config):
+    """Collect (or load) the data and train every agent of ``args.agents`` on ``args.runner``."""
     t0 = time.perf_counter()
     collect_config = collect_settings(args)
     # what the cached data depend on: a cache collected otherwise (another expert, count or seed) is refused
@@ -404,9 +419,10 @@ def main(argv=None):
             data = {k[len("train_"):]: f[k] for k in f.files if k.startswith("train_")}
             val = {k[len("val_"):]: f[k] for k in f.files if k.startswith("val_")}
     else:
-        data = dataset.collect_parallel(args.episodes, args.seed, args.data_noise, args.workers, config=collect_config)
-        val = dataset.collect_parallel(args.val_episodes, args.seed + 7919, args.data_noise, args.workers,
-                                       config=collect_config)
+        data = dataset.collect_parallel(args.episodes, args.seed, args.data_noise, config=collect_config,
+                                        runner=args.runner)
+        val = dataset.collect_parallel(args.val_episodes, args.seed + 7919, args.data_noise, config=collect_config,
+                                       runner=args.runner)
         if args.data:
             os.makedirs(os.path.dirname(os.path.abspath(args.data)), exist_ok=True)
             tmp = args.data + ".tmp.npz"

@@ -1,4 +1,4 @@
-"""Export the swarm DQN to a full-int8 ``.tflite`` + model card through the policy pipeline (issue 5).
+"""Export the swarm DQN to a full-int8 ``.tflite`` + model card through the policy pipeline.
 
 Reads ``models/swarm/dqn/weights.npz`` (float, written by train_dqn), records representative
 DQN inputs in the 2-D simulator (greedy float policy on its own flights, estimate noise as in

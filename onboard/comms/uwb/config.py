@@ -1,10 +1,11 @@
-"""Settings of the UWB protocol nodes: ``DEFAULTS``, their checks, node-id ranges (pure, MicroPython-compatible).
+"""Settings of the UWB protocol nodes: ``DEFAULTS`` and ``SETTING_RANGES``, node-id ranges (pure, MicroPython-compatible).
 
 Shared by both protocol nodes (``token_ring``, ``broadcast``), by ``node_base.NodeBase`` and by
 ``node.make_node``; it imports no node module. Times are integer microseconds (``_us``),
 antenna delay in DW1000 ticks, ranges in metres.
 """
 from onboard.comms.uwb import frames
+from onboard.core.settings import NON_NEGATIVE, ConfigError, checked, int_at_least, one_of
 
 # Paper's DecaWave ranging error N(mu, sigma^2) (uwb paper III-A).
 PAPER_RANGE_MEAN_M = 0.0085569
@@ -39,32 +40,27 @@ DEFAULTS = {
 RING_MAX_IDS = 32   # token ring membership is a 32-bit bitmap: node ids 0..31
 
 
-class UwbConfigError(ValueError):
-    """A UWB protocol setting is missing or out of range."""
+_POSITIVE_INT = int_at_least(1)
+SETTING_RANGES = {
+    "mode": one_of("token_ring", "broadcast"), "twr": one_of("ds", "ss"),
+    "antenna_delay_ticks": int_at_least(0), "range_std_m": NON_NEGATIVE,
+    "reply_delay_us": _POSITIVE_INT, "frame_margin_us": _POSITIVE_INT, "turnaround_us": int_at_least(0),
+    "exchange_retries": int_at_least(0), "max_missed_holds": _POSITIVE_INT,
+    "token_ack_timeout_us": _POSITIVE_INT, "token_retries": int_at_least(0), "silence_timeout_us": _POSITIVE_INT,
+    "regen_stagger_us": _POSITIVE_INT, "join_slot_us": _POSITIVE_INT,
+    "join_window_slots": ("a divisor of %d" % RING_MAX_IDS,
+                          lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0 and RING_MAX_IDS % v == 0),
+    "lone_period_us": _POSITIVE_INT, "slot_us": _POSITIVE_INT, "neighbour_timeout_us": _POSITIVE_INT,
+    "listen_us": _POSITIVE_INT, "join_stagger_us": int_at_least(0), "max_broadcast_entries": _POSITIVE_INT,
+}
 
 
 def merged_config(overrides=None):
-    cfg = dict(DEFAULTS)
-    if overrides:
-        for k in overrides:
-            if k not in DEFAULTS:
-                raise UwbConfigError("unknown UWB setting %r" % (k,))
-            cfg[k] = overrides[k]
-    if cfg["mode"] not in ("token_ring", "broadcast"):
-        raise UwbConfigError("mode must be 'token_ring' or 'broadcast', got %r" % (cfg["mode"],))
-    if cfg["twr"] not in ("ds", "ss"):
-        raise UwbConfigError("twr must be 'ds' or 'ss', got %r" % (cfg["twr"],))
-    for k in ("reply_delay_us", "frame_margin_us", "token_ack_timeout_us", "silence_timeout_us",
-              "regen_stagger_us", "join_slot_us", "join_window_slots", "lone_period_us", "slot_us",
-              "neighbour_timeout_us", "max_broadcast_entries", "listen_us"):
-        if not cfg[k] > 0:
-            raise UwbConfigError("%s must be positive, got %r" % (k, cfg[k]))
-    if RING_MAX_IDS % cfg["join_window_slots"]:
-        raise UwbConfigError("join_window_slots must divide %d" % RING_MAX_IDS)
-    return cfg
+    """DEFAULTS merged with ``overrides`` and checked (:func:`onboard.core.settings.checked`)."""
+    return checked(DEFAULTS, SETTING_RANGES, overrides, "UWB")
 
 
 def check_node_id(node_id, mode):
     hi = RING_MAX_IDS - 1 if mode == "token_ring" else frames.MAX_NODE_ID
     if not 0 <= node_id <= hi:
-        raise UwbConfigError("node id %r outside 0..%d for mode %s" % (node_id, hi, mode))
+        raise ConfigError("UWB node id %r outside 0..%d for mode %s" % (node_id, hi, mode))

@@ -24,7 +24,7 @@ module, so there is no import cycle.
 """
 # Re-exported: ``onboard.comms.uwb.node.DEFAULTS`` etc. stay valid names.
 from onboard.comms.uwb.config import (DEFAULTS, PAPER_RANGE_MEAN_M, PAPER_RANGE_VAR_M2,  # noqa: F401
-                                      RING_MAX_IDS, UwbConfigError, check_node_id, merged_config)
+                                      RING_MAX_IDS, SETTING_RANGES, check_node_id, merged_config)
 from onboard.comms.uwb.node_base import NodeBase  # noqa: F401
 
 

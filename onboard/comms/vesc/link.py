@@ -8,18 +8,20 @@ here reads a clock or blocks: reads use a zero timeout and are bounded.
 """
 from onboard.comms.transport import TransportClosed, TransportError
 from onboard.comms.vesc import codec
-from onboard.core.settings import with_defaults
+from onboard.core.settings import checked, int_at_least
 
 DEFAULTS = {
     "reconnect_period_us": 500000,
     "rx_frame_timeout_us": 100000,     # a partial frame older than this is dropped (truncated)
     "max_reads_per_poll": 64,          # bounds one receive() call
 }
+SETTING_RANGES = {"reconnect_period_us": int_at_least(1), "rx_frame_timeout_us": int_at_least(1),
+                  "max_reads_per_poll": int_at_least(1)}
 
 
 class VescLink:
     def __init__(self, name, open_fn, config=None):
-        self.cfg = with_defaults(DEFAULTS, config, "VescLink")
+        self.cfg = checked(DEFAULTS, SETTING_RANGES, config, "VescLink")
         self.name = name
         self.open_fn = open_fn
         self.transport = None

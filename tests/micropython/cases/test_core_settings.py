@@ -1,7 +1,7 @@
-"""onboard.core.settings' value-range rules: the same verdicts and messages on CPython and MicroPython."""
-from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, TEXT, UNIT_OPEN, WAYPOINTS_NE_M,
-                                   int_at_least, int_within, non_empty_list, one_of, or_null, pair, range_problem,
-                                   under, vector, within)
+"""onboard.core.settings (checked, the value-range rules): the same verdicts and messages on CPython and MicroPython."""
+from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, RATE_HZ, TEXT, UNIT_OPEN,
+                                   WAYPOINTS_NE_M, ConfigError, checked, closest, int_at_least, int_within,
+                                   non_empty_list, one_of, or_null, pair, range_problem, under, vector, within)
 
 RULES = {"rate_hz": int_at_least(1), "gain": POSITIVE, "margin_m": NON_NEGATIVE, "share": within(0.0, 1.0),
          "mode": one_of("a", "b"), "on": BOOLEAN, "name": TEXT, "offset": ANY_NUMBER, "id": int_within(0, 255),
@@ -61,3 +61,34 @@ def test_each_bad_value_is_named_with_its_rule():
 def test_rules_mount_under_a_prefix():
     rules = under("vehicle", {"mass_kg": POSITIVE})
     assert range_problem({"vehicle": {"mass_kg": 0}}, rules) == "vehicle.mass_kg must be a number > 0, got 0"
+
+
+def _refused(defaults, rules, overrides):
+    try:
+        checked(defaults, rules, overrides, "Thing")
+    except ConfigError as exc:
+        return str(exc)
+    raise AssertionError("accepted %r" % (overrides,))
+
+
+def test_checked_merges_refuses_and_relates_settings():
+    defaults = {"gain": 1.0, "on": True, "block": {"rate_hz": 10, "sigma_m": 0.5}, "table": {"a.b": 1}}
+    rules = {"gain": POSITIVE, "block.rate_hz": RATE_HZ, "block.sigma_m": NON_NEGATIVE,
+             "table": ("a table", lambda v: isinstance(v, dict)),
+             ("gain", "block.rate_hz"): ("a gain below the rate", lambda g, r: g < r)}
+    cfg = checked(defaults, rules, {"gain": 2, "block": {"sigma_m": 0.25}, "table": {"c.d": 2}}, "Thing")
+    assert cfg == {"gain": 2.0, "on": True, "block": {"rate_hz": 10, "sigma_m": 0.25}, "table": {"c.d": 2}}
+    assert isinstance(cfg["gain"], float) and defaults["block"]["sigma_m"] == 0.5
+    assert checked(defaults, rules, None, "Thing") == defaults
+    assert _refused(defaults, rules, {"gian": 2.0}) == "unknown Thing setting 'gian' (did you mean 'gain'?)"
+    assert _refused(defaults, rules, {"block": {"rate_h": 5}}) == \
+        "unknown Thing setting 'block.rate_h' (did you mean 'block.rate_hz'?)"
+    assert _refused(defaults, rules, {"on": 1}) == "Thing setting on must be bool, got 1"
+    assert _refused(defaults, rules, {"gain": float("nan")}) == "Thing setting gain must be finite, got nan"
+    assert _refused(defaults, rules, {"gain": 0}) == "Thing setting gain must be a number > 0, got 0.0"
+    assert _refused(defaults, rules, {"block": {"rate_hz": 3}}) == \
+        "Thing setting block.rate_hz must be a whole number of Hz dividing 1000000 (a whole-microsecond period), got 3"
+    assert _refused(defaults, rules, {"gain": 20.0}) == \
+        "Thing settings gain, block.rate_hz must be a gain below the rate, got 20.0, 10"
+    assert closest("wheelbse_m", ["wheelbase_m", "wheel_radius_m"]) == "wheelbase_m"
+    assert closest("zzzz", ["wheelbase_m"]) is None

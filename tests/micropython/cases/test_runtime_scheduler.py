@@ -4,7 +4,7 @@ The clock here is a minimal stepping clock (time only moves when the scheduler
 sleeps on it), so nothing reads the wall clock.
 """
 from onboard.core.samples import ImuSample, PoseSample, SampleError, WheelCmd
-from onboard.runtime.scheduler import Scheduler, SchedulerConfigError
+from onboard.runtime.scheduler import GROUP_RATES, Scheduler, SchedulerConfigError
 from onboard.runtime.watchdog import Failsafe, Watchdog
 
 
@@ -108,3 +108,15 @@ def golden_scheduler_times():
     sched = Scheduler([("a", 200, lambda t: None), ("b", 40, lambda t: calls.append(t))])
     sched.run(SteppingClock(), 200000)
     return calls
+
+
+def test_the_group_rates_settings_rule_accepts_what_the_scheduler_builds():
+    """GROUP_RATES (checked with the settings, before anything starts) says yes exactly where the
+    Scheduler can be built from those rates."""
+    for rates in ((100, 10, 50), (100, 10, 40), (300, 100, 50), (125, 25, 5), (200, 200, 1), (1, 1, 1), (0, 1, 1)):
+        try:
+            Scheduler([("g%d" % i, r, None) for i, r in enumerate(rates)])
+            built = True
+        except SchedulerConfigError:
+            built = False
+        assert GROUP_RATES[1](*rates) == built, rates

@@ -1,0 +1,381 @@
+"""``python -m harness level-sweep``: the thesis's grid leveling studies (Cook thesis 4.2.2-4.2.3, figs.
+4.2-4.5) on :class:`harness.sim.leveling_grid.LevelingGrid`, through the project's sweep runner.
+
+Studies (``--studies``, default all three):
+
+- ``rho`` (fig. 4.2): cycles to level against the constant pick-up/deposit probability rho
+  (``probabilistic.rho_mode = const``), default rho = 0.1 ... 0.9;
+- ``k`` (fig. 4.3): cycles to level against k of the height-dependent probabilities (h/(k+h))^2,
+  (k/(k+h))^2 (``rho_mode = k``), default k = 1, 2, 4, 6, 8, 10, 12 (units);
+- ``memetic`` (figs. 4.4, 4.5): units moved (pick-ups) and cycles to level of the probabilistic agent
+  (constant rho = 0.3) and the memetic MA1 (Alg. 3) and MA2 (Alg. 4, keep threshold 1.0) on
+  ``--terrains`` (default mounds, ridges, pits), each memetic variant against the probabilistic one by
+  Welch's t-test (two-sided, unequal variances), per terrain and over all terrains pooled.
+
+Each cell runs seeds 0 .. runs-1 (the same terrains and placements in every cell); a run that does not
+level within ``max_cycles`` counts at ``max_cycles`` in the cycle means (``level_reached`` says how many
+did). Means carry their 95 % interval (Student t of the mean, :mod:`harness.sweep_table`). Results do not
+depend on ``--workers``/``--engine``.
+
+Output folder (``--out``, default ``reports/level-sweep``): ``level_sweep.json`` (every summary and each
+run's metrics), ``rho.png``, ``k.png``, ``memetic.png``, ``results.md`` (the tables). ``--quick``: a
+12x12 terrain, 4 agents, 4 runs per cell and fewer values (seconds, for tests and a first look).
+"""
+import json
+import math
+import os
+import sys
+
+from harness.config import ConfigError, positive_int
+from harness.sim.leveling_grid import DEFAULTS as GRID_DEFAULTS, SETTING_RANGES as GRID_RANGES, run_level_grid
+from harness.sim.voxel_terrain import KINDS
+from harness.sweep_runner import add_engine_arguments, runner_from_args
+from harness.sweep_table import number_summary
+
+STUDIES = ("rho", "k", "memetic")
+RHO_VALUES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+K_VALUES = (1, 2, 4, 6, 8, 10, 12)
+ALGORITHMS = ("probabilistic", "ma1", "ma2")
+# --quick: a grid of a few seconds per cell
+QUICK = {"agents": 4, "terrain": {"rows": 12, "cols": 12, "features": 6, "max_units": 6}, "max_cycles": 200000}
+QUICK_RUNS = 4
+QUICK_RHO = (0.1, 0.3, 0.9)
+QUICK_K = (1, 6, 12)
+# what a run keeps in level_sweep.json
+KEPT = ("seed", "level_reached", "cycles_to_level", "cycles", "units_moved", "units_relocated", "agent_actions", "volume_error",
+        "initial_rms_units", "final_range_units")
+
+
+# ------------------------------------------------------------------------------------------ statistics
+def _betacf(a, b, x):
+    """Continued fraction of the regularised incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def betainc(a, b, x):
+    """The regularised incomplete beta function I_x(a, b), 0 <= x <= 1."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def welch(a, b):
+    """Welch's two-sided t-test of mean(a) != mean(b) (unequal variances; as scipy.stats.ttest_ind with
+    equal_var=False): {t, dof, p, mean_a, mean_b, ratio (mean_a / mean_b)}."""
+    na, nb = len(a), len(b)
+    ma, mb = math.fsum(a) / na, math.fsum(b) / nb
+    va = math.fsum((x - ma) ** 2 for x in a) / (na - 1)
+    vb = math.fsum((x - mb) ** 2 for x in b) / (nb - 1)
+    se2 = va / na + vb / nb
+    ratio = ma / mb if mb else None
+    if se2 == 0.0:
+        same = ma == mb
+        return {"t": 0.0 if same else math.copysign(1e300, ma - mb), "dof": float(na + nb - 2),
+                "p": 1.0 if same else 0.0, "mean_a": ma, "mean_b": mb, "ratio": ratio}
+    t = (ma - mb) / math.sqrt(se2)
+    dof = se2 * se2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
+    p = betainc(0.5 * dof, 0.5, dof / (dof + t * t))
+    return {"t": t, "dof": dof, "p": p, "mean_a": ma, "mean_b": mb, "ratio": ratio}
+
+
+# ------------------------------------------------------------------------------------------ jobs
+def run_job(config, seed):
+    """One seeded grid run (a sweep job): the kept metrics (``KEPT``) plus ``cycles_or_limit`` (cycles
+    to level, or the cycles run when it did not level)."""
+    m = run_level_grid(config, seed)
+    out = {k: m[k] for k in KEPT}
+    out["cycles_or_limit"] = m["cycles_to_level"] if m["level_reached"] else m["cycles"]
+    return out
+
+
+def _copy(config):
+    return json.loads(json.dumps(config))
+
+
+def _merge(base, over):
+    out = _copy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _set_path(config, path, value):
+    node = config
+    parts = path.split(".")
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = value
+    return config
+
+
+def _cell_summary(runs):
+    cycles = [r["cycles_or_limit"] for r in runs]
+    units = [r["units_moved"] for r in runs]
+    return {"runs": len(runs), "level_reached": sum(1 for r in runs if r["level_reached"]),
+            "volume_errors": sorted(set(r["volume_error"] for r in runs)),
+            "cycles": number_summary(cycles), "units_moved": number_summary(units),
+            "units_relocated": number_summary([r["units_relocated"] for r in runs]),
+            "agent_actions": number_summary([r["agent_actions"] for r in runs])}
+
+
+def _run_cells(runner, cells, runs):
+    """cells: [(label, config)] -> {label: [run results, seeds 0..runs-1]} (one ordered map)."""
+    args = [(cfg, seed) for _, cfg in cells for seed in range(runs)]
+    results = list(runner.map(run_job, args))
+    return {label: results[i * runs:(i + 1) * runs] for i, (label, _) in enumerate(cells)}
+
+
+def param_sweep(runner, base, path, values, runs):
+    """Cycles to level against the setting ``path`` (figs. 4.2/4.3): {path, values, rows, argmin,
+    end_ratios (mean at the first / last value over the smallest mean), u_shaped}."""
+    cells = [(v, _set_path(_copy(base), path, v)) for v in values]
+    found = _run_cells(runner, cells, runs)
+    rows = [dict(value=v, **_cell_summary(found[v])) for v in values]
+    means = [r["cycles"]["mean"] for r in rows]
+    best = min(range(len(rows)), key=lambda i: means[i])
+    ends = [means[0] / means[best], means[-1] / means[best]]
+    return {"path": path, "values": list(values), "runs": runs, "rows": rows, "argmin": rows[best]["value"],
+            "end_ratios": ends, "u_shaped": 0 < best < len(rows) - 1,
+            "per_run": {str(v): found[v] for v in values}}
+
+
+def memetic_study(runner, base, terrains, runs):
+    """Probabilistic (rho = 0.3) vs MA1 vs MA2 on each terrain kind (figs. 4.4/4.5) with Welch tests of
+    units moved and cycles (each memetic variant against the probabilistic agent)."""
+    cells = []
+    for kind in terrains:
+        for alg in ALGORITHMS:
+            cfg = _merge(base, {"algorithm": alg, "terrain": {"kind": kind}})
+            if alg == "probabilistic":
+                cfg = _merge(cfg, {"probabilistic": {"rho_mode": "const", "rho": 0.3}})
+            cells.append(((kind, alg), cfg))
+    found = _run_cells(runner, cells, runs)
+    table = {kind: {alg: _cell_summary(found[(kind, alg)]) for alg in ALGORITHMS} for kind in terrains}
+    tests = {}
+    for alg in ALGORITHMS[1:]:
+        tests[alg] = {}
+        for scope in list(terrains) + ["pooled"]:
+            kinds = terrains if scope == "pooled" else [scope]
+            mine = [r for k in kinds for r in found[(k, alg)]]
+            prob = [r for k in kinds for r in found[(k, "probabilistic")]]
+            tests[alg][scope] = {
+                metric: welch([r[key] for r in mine], [r[key] for r in prob])
+                for metric, key in (("units_moved", "units_moved"), ("units_relocated", "units_relocated"),
+                                    ("cycles", "cycles_or_limit"))}
+    verdict = {alg: {"fewer_units": tests[alg]["pooled"]["units_moved"]["t"] < 0
+                     and tests[alg]["pooled"]["units_moved"]["p"] < 0.05,
+                     "more_cycles": tests[alg]["pooled"]["cycles"]["t"] > 0
+                     and tests[alg]["pooled"]["cycles"]["p"] < 0.05} for alg in ALGORITHMS[1:]}
+    return {"terrains": list(terrains), "runs": runs, "table": table, "welch": tests, "thesis_holds": verdict,
+            "per_run": {"%s/%s" % key: v for key, v in found.items()}}
+
+
+# ------------------------------------------------------------------------------------------ report
+def _ci(s):
+    return "%.0f [%.0f, %.0f]" % (s["mean"], s["ci95"][0], s["ci95"][1])
+
+
+def markdown(out):
+    lines = ["# level-sweep (Cook thesis figs. 4.2-4.5)", "",
+             "Grid %(rows)dx%(cols)d, %(agents)d agents, %(runs)d seeded runs per cell; cycles: mean "
+             "[95 %% interval]; runs that did not level count at max_cycles = %(max_cycles)d." % out["setup"], ""]
+    for name, title in (("rho", "constant rho (fig. 4.2)"), ("k", "k of the height-dependent probabilities "
+                                                                   "(fig. 4.3)")):
+        s = out.get(name)
+        if not s:
+            continue
+        lines += ["## Cycles to level vs %s" % title, "",
+                  "| %s | levelled | cycles | units moved |" % s["path"], "|---|---|---|---|"]
+        for r in s["rows"]:
+            lines.append("| %s | %d/%d | %s | %s |" % (r["value"], r["level_reached"], r["runs"], _ci(r["cycles"]),
+                                                        _ci(r["units_moved"])))
+        lines += ["", "Minimum at %s; ends / minimum: %.2f, %.2f; U-shaped: %s." % (
+            s["argmin"], s["end_ratios"][0], s["end_ratios"][1], "yes" if s["u_shaped"] else "no"), ""]
+    m = out.get("memetic")
+    if m:
+        lines += ["## Memetic (MA1, MA2) vs probabilistic (rho = 0.3) (figs. 4.4, 4.5)", "",
+                  "| terrain | algorithm | levelled | units moved | units relocated | cycles | agent actions |",
+                  "|---|---|---|---|---|---|---|"]
+        for kind in m["terrains"]:
+            for alg in ALGORITHMS:
+                c = m["table"][kind][alg]
+                lines.append("| %s | %s | %d/%d | %s | %s | %s | %s |" % (kind, alg, c["level_reached"], c["runs"],
+                                                                     _ci(c["units_moved"]), _ci(c["units_relocated"]),
+                                                                     _ci(c["cycles"]),
+                                                                     _ci(c["agent_actions"])))
+        lines += ["", "Welch t-tests against the probabilistic agent (ratio = memetic mean / probabilistic mean):",
+                  "", "| variant | terrain | units ratio | units p | relocated ratio | relocated p | cycles ratio | cycles p |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for alg in ALGORITHMS[1:]:
+            for scope, t in m["welch"][alg].items():
+                u, r, c = t["units_moved"], t["units_relocated"], t["cycles"]
+                lines.append("| %s | %s | %.3f | %.3g | %.3f | %.3g | %.3f | %.3g |" % (
+                    alg, scope, u["ratio"] or 0.0, u["p"], r["ratio"] or 0.0, r["p"], c["ratio"] or 0.0, c["p"]))
+        lines += [""]
+        for alg, v in m["thesis_holds"].items():
+            lines.append("- %s: fewer units moved (p < 0.05): %s; more cycles (p < 0.05): %s"
+                         % (alg, "yes" if v["fewer_units"] else "no", "yes" if v["more_cycles"] else "no"))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _plot_param(out_dir, s, name, xlabel):
+    from harness.report.plots import figure, label
+    fig, ax = figure(1, 1, title="cycles to level vs %s" % name)
+    xs = [r["value"] for r in s["rows"]]
+    means = [r["cycles"]["mean"] for r in s["rows"]]
+    err = [[m - r["cycles"]["ci95"][0] for m, r in zip(means, s["rows"])],
+           [r["cycles"]["ci95"][1] - m for m, r in zip(means, s["rows"])]]
+    ax.errorbar(xs, means, yerr=err, color="C0", marker="o", capsize=3, label="mean, 95 % interval")
+    label(ax, "%d runs per value" % s["runs"], xlabel, "cycles to level")
+    _save(fig, out_dir, name)
+
+
+def _plot_memetic(out_dir, m):
+    from harness.report.plots import figure, label
+    fig, ax = figure(1, 2, title="memetic vs probabilistic (%d runs per terrain)" % m["runs"])
+    width = 0.27
+    for j, alg in enumerate(ALGORITHMS):
+        xs = [i + (j - 1) * width for i in range(len(m["terrains"]))]
+        for a, metric in ((ax[0], "units_moved"), (ax[1], "cycles")):
+            cells = [m["table"][kind][alg][metric] for kind in m["terrains"]]
+            means = [c["mean"] for c in cells]
+            err = [[c["mean"] - c["ci95"][0] for c in cells], [c["ci95"][1] - c["mean"] for c in cells]]
+            a.bar(xs, means, width, yerr=err, capsize=3, color="C%d" % j, label=alg)
+    for a, title, ylabel in ((ax[0], "units moved (fig. 4.4)", "units moved (pick-ups)"),
+                             (ax[1], "cycles to level (fig. 4.5)", "cycles")):
+        a.set_xticks(range(len(m["terrains"])), m["terrains"])
+        label(a, title, "terrain", ylabel)
+    _save(fig, out_dir, "memetic")
+
+
+def _save(fig, out_dir, name):
+    import matplotlib.pyplot as plt
+    fig.savefig(os.path.join(out_dir, name + ".png"), dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def level_sweep(out_dir, studies=STUDIES, runs=30, base=None, rho_values=RHO_VALUES, k_values=K_VALUES,
+                terrains=KINDS, runner=None):
+    """Run ``studies`` and write the report folder; returns the results (``level_sweep.json``)."""
+    from harness.sweep_runner import Runner
+    from onboard.core.settings import checked
+    base = _copy(base or {})
+    cfg = checked(GRID_DEFAULTS, GRID_RANGES, base, "level-sweep")       # one line for a bad --set
+    own = runner is None
+    runner = runner or Runner()
+    out = {"setup": {"rows": cfg["terrain"]["rows"], "cols": cfg["terrain"]["cols"], "agents": cfg["agents"],
+                     "runs": runs, "max_cycles": cfg["max_cycles"], "base": base}}
+    try:
+        if "rho" in studies:
+            out["rho"] = param_sweep(runner, _merge(base, {"probabilistic": {"rho_mode": "const"}}),
+                                     "probabilistic.rho", rho_values, runs)
+        if "k" in studies:
+            out["k"] = param_sweep(runner, _merge(base, {"probabilistic": {"rho_mode": "k"}}),
+                                   "probabilistic.k", k_values, runs)
+        if "memetic" in studies:
+            out["memetic"] = memetic_study(runner, base, terrains, runs)
+    finally:
+        if own:
+            runner.close()
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "level_sweep.json"), "w") as fh:
+        json.dump(out, fh, indent=1, sort_keys=True, allow_nan=False)
+    with open(os.path.join(out_dir, "results.md"), "w") as fh:
+        fh.write(markdown(out))
+    if "rho" in out:
+        _plot_param(out_dir, out["rho"], "rho", "constant pick-up / deposit probability rho")
+    if "k" in out:
+        _plot_param(out_dir, out["k"], "k", "k of (h/(k+h))^2, (k/(k+h))^2 (units)")
+    if "memetic" in out:
+        _plot_memetic(out_dir, out["memetic"])
+    return out
+
+
+# ------------------------------------------------------------------------------------------ command line
+def _values(text, kind):
+    try:
+        return tuple(kind(v) for v in text.split(","))
+    except ValueError:
+        raise ConfigError("level-sweep: expected comma-separated numbers, got %r" % text)
+
+
+def add_parser(sub):
+    p = sub.add_parser("level-sweep", help="thesis figs. 4.2-4.5: cycles vs rho and k, memetic vs probabilistic",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--studies", default=",".join(STUDIES), help="comma-separated subset of %s" % ", ".join(STUDIES))
+    p.add_argument("--runs", type=positive_int, default=None, help="seeded runs per cell (default 30; --quick 4)")
+    p.add_argument("--rho", default=None, help="constant rho values (default %s)" % ",".join(map(str, RHO_VALUES)))
+    p.add_argument("--k", default=None, help="k values, units (default %s)" % ",".join(map(str, K_VALUES)))
+    p.add_argument("--terrains", default=",".join(KINDS), help="terrain kinds of the memetic study")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="grid setting for every run (JSON value), e.g. --set agents=8 (repeatable)")
+    p.add_argument("--quick", action="store_true", help="12x12, 4 agents, 4 runs, 3 values: seconds")
+    p.add_argument("--out", default="reports/level-sweep")
+    add_engine_arguments(p, workers_help="jobs at a time (default 1)")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args):
+    studies = tuple(s for s in args.studies.split(",") if s)
+    bad = [s for s in studies if s not in STUDIES]
+    if bad:
+        raise ConfigError("level-sweep: unknown study %s (one of %s)" % (", ".join(bad), ", ".join(STUDIES)))
+    terrains = tuple(t for t in args.terrains.split(",") if t)
+    bad = [t for t in terrains if t not in KINDS]
+    if bad or not terrains:
+        raise ConfigError("level-sweep: --terrains must be kinds among %s" % ", ".join(KINDS))
+    base = _copy(QUICK) if args.quick else {}
+    for item in args.set:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ConfigError("level-sweep: --set wants KEY=VALUE, got %r" % item)
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+        _set_path(base, key, value)
+    runs = args.runs or (QUICK_RUNS if args.quick else 30)
+    rho = _values(args.rho, float) if args.rho else (QUICK_RHO if args.quick else RHO_VALUES)
+    k = _values(args.k, float) if args.k else (QUICK_K if args.quick else K_VALUES)
+    with runner_from_args(args) as runner:
+        out = level_sweep(args.out, studies, runs, base, rho, k, terrains, runner)
+    print(markdown(out))
+    print("report: %s (level_sweep.json, results.md, %s)" % (
+        args.out, ", ".join("%s.png" % s for s in studies)))
+    return 0
+
+
+if __name__ == "__main__":
+    from harness.cli import main
+    sys.exit(main(["level-sweep"] + sys.argv[1:]))

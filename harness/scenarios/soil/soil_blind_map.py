@@ -1,0 +1,149 @@
+"""Scenario `soil-blind-map`: blind mapping alone (LIDAR off) against the truth heightmap, the soil paper's
+Fig. 10 (section 3): the loader cuts its lanes over mixture-of-Gaussians terrain, the onboard map follows
+the blade from the measured kinematics only (Algs. 1-3, 5), and its height error against the truth surface
+is split into the cut interior, the cut edges and the deposit, with the map's volume error.
+
+Cases (``cases``): ``matched``, the world's loose soil flowing by the onboard erosion model and settings
+(eq. 12 with the paper's c_l = 25 Pa, phi_l = 0.26 rad); ``mismatched``, the paper's case: the world's
+loose soil flows by another law at its own repose (``mismatch``: the "repose" model at 0.6 rad, its pile
+too) while the map keeps the paper's fixed settings. Both cases run the same seed (the same terrain, the
+same operator). Once the last lane is done the blade has left and the loose soil comes to rest: the world
+and the map each run ``settle_iterations`` passes of their own erosion; then the map is compared with the
+truth (zones and volumes: ``harness.scenarios.soil.soil_episode.map_errors``).
+
+Acceptance (reading aid notes H5, our thresholds): matched, interior MAE <= ``acceptance.interior_of_depth``
+of the mean cut depth and volume error <= ``acceptance.volume_error_pct``; mismatched, edge and deposit MAE
+each >= ``acceptance.concentration`` x the interior MAE. Plots: the height error map of each case and the
+MAE per zone. Log (the first case): the machine's samples (``/loader/machine``), the operator's commands
+(``/loader/cmd``), the truth (``/loader/truth``) and every sweep of the map (``/soil/sweep``).
+"""
+import time
+
+import numpy as np
+
+from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, int_at_least, non_empty_list, one_of, under, within
+from harness.report.plots import figure, label
+from harness.scenarios.soil import soil_episode as ep
+from harness.sim.rng import RunRandom
+from harness.sim.track_loader import lanes_duration_s
+
+DESCRIPTION = "soil paper fig. 10: blind mapping alone (LIDAR off) vs the truth heightmap, matched / mismatched erosion"
+
+CASES = ("matched", "mismatched")
+DEFAULTS = {
+    "cases": ["matched", "mismatched"],
+    "mismatch": {"erosion_model": "repose", "repose_rad": 0.6},   # the world's loose soil in case mismatched
+    "edge_cells": 2,                  # cells either side of the cut's border that are its edges
+    "settle_iterations": 0,           # erosion passes of the world and the map once the blade has left
+    "acceptance": {"interior_of_depth": 0.10, "volume_error_pct": 1.0, "concentration": 2.0},
+    "episode": ep.episode_defaults(
+        terrain={"relief": {"count": 5, "height_m": [-0.15, 0.15], "sigma_m": [1.5, 3.0]}},
+        app={"estimation": False}),
+}
+SETTING_RANGES = {
+    "cases": non_empty_list(one_of(*CASES)), "mismatch.erosion_model": one_of("eq12", "repose"),
+    "mismatch.repose_rad": within(0.05, 1.4), "edge_cells": int_at_least(1), "settle_iterations": int_at_least(0),
+    "acceptance.interior_of_depth": POSITIVE, "acceptance.volume_error_pct": NON_NEGATIVE,
+    "acceptance.concentration": POSITIVE}
+SETTING_RANGES.update(under("episode", ep.SETTING_RANGES))
+
+# a run of a few seconds (`run --reduced`): one 3 m lane per case on a small world
+REDUCED = {"episode": {"world": {"size_m": [8.0, 5.0]}, "terrain": {"relief": {"count": 2}},
+                       "loader": {"operator": {"lanes": {"count": 1, "length_m": 3.0}}}}}
+
+
+def check_settings(config):
+    if len(set(config["cases"])) != len(config["cases"]):
+        raise ConfigError("setting config.cases lists a case twice: %s" % config["cases"])
+    ep.check_episode(config["episode"])
+
+
+def case_config(config, case):
+    """The episode settings of ``case``: as configured (matched), or the world's loose soil replaced by
+    ``mismatch`` (its erosion law and repose, its pile's repose)."""
+    episode = ep.merge_blocks(config["episode"], {})
+    if case == "mismatched":
+        m = config["mismatch"]
+        episode["terrain"] = ep.merge_blocks(episode["terrain"], {
+            "erosion": {"model": m["erosion_model"], "repose_rad": m["repose_rad"]},
+            "loose": {"friction_rad": m["repose_rad"]} if m["erosion_model"] == "eq12" else {},
+            "pile": {"repose_rad": m["repose_rad"]}})
+    return episode
+
+
+def settle(episode, iterations):
+    """Once the blade has left, the loose soil of the world and of the onboard map comes to rest: each runs
+    ``iterations`` passes of its own erosion over the whole grid (the map: Alg. 5 with its settings)."""
+    if iterations <= 0:
+        return
+    world, grid = episode.world, episode.grid
+    world.terrain.settle(iterations)
+    centre = (0.5 * grid.n_north * grid.cell_m, 0.5 * grid.n_east * grid.cell_m)
+    episode.app.part("mapping").mapper.settle(centre, 0.5 * max(grid.n_north, grid.n_east) * grid.cell_m + grid.cell_m,
+                                              iterations)
+
+
+def run(config, ctx):
+    results = {}
+    episodes = {}
+    for k, case in enumerate(config["cases"]):
+        episode_cfg = case_config(config, case)
+        progress = ctx.progress(lanes_duration_s(episode_cfg["loader"]["operator"]), "soil-blind-map %s" % case)
+        log = ctx.log if (k == 0 and ctx.report is not None) else None
+        t0 = time.perf_counter()
+        e = ep.run_episode(episode_cfg, RunRandom(ctx.seed), log=log, progress=progress)
+        progress.close()
+        settle(e, config["settle_iterations"])
+        ctx.timing(**{"%s_wall_s" % case: time.perf_counter() - t0,
+                      "%s_blind_map_ms_per_sweep" % case: e.timing["blind_map_ms_per_sweep"]})
+        errors = ep.map_errors(e, config["edge_cells"])
+        errors["sweeps"] = e.app.part("mapping").mapper.sweeps
+        errors["sim_time_s"] = e.sim_s
+        results[case] = errors
+        episodes[case] = e
+    acc = config["acceptance"]
+    checks = {}
+    if "matched" in results:
+        m = results["matched"]
+        checks["matched_interior"] = m["interior_mae_of_depth"] is not None and \
+            m["interior_mae_of_depth"] <= acc["interior_of_depth"]
+        checks["matched_volume"] = m["volume_error_pct"] <= acc["volume_error_pct"]
+    if "mismatched" in results:
+        m = results["mismatched"]
+        checks["mismatched_concentrated"] = all(
+            m[key] is not None and m[key] >= acc["concentration"] for key in ("edges_over_interior",
+                                                                              "deposit_over_interior"))
+    metrics = dict(results)
+    metrics["acceptance"] = checks
+    metrics["success"] = bool(checks) and all(checks.values())
+    if ctx.report is not None:
+        _plots(ctx.report, episodes, results)
+    return metrics
+
+
+def _plots(report, episodes, results):
+    cases = list(episodes)
+    fig, axes = figure(1, len(cases) + 1, title="Blind mapping alone: onboard map - truth surface (soil paper fig. 10)")
+    axes = np.atleast_1d(axes)
+    for ax, case in zip(axes, cases):
+        e = episodes[case]
+        g = e.grid
+        h_map = ep.map_heights(g)
+        err = h_map - e.world.final_surface_m()
+        lim = max(float(np.percentile(np.abs(err), 99)), 1e-3)
+        im = ax.imshow(err, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim,
+                       extent=(0.0, g.n_east * g.cell_m, 0.0, g.n_north * g.cell_m))
+        bar = ax.figure.colorbar(im, ax=ax)
+        bar.set_label("map - truth height (m)")
+        label(ax, "%s erosion" % case, "east (m)", "north (m)")
+    ax = axes[-1]
+    zones = ("interior", "edges", "deposit")
+    x = np.arange(len(zones))
+    width = 0.8 / len(cases)
+    for k, case in enumerate(cases):
+        ax.bar(x + (k - 0.5 * (len(cases) - 1)) * width, [1e3 * results[case][z]["mae_m"] for z in zones], width,
+               label=case)
+    ax.set_xticks(x)
+    ax.set_xticklabels(zones)
+    label(ax, "height MAE per zone", "zone", "MAE (mm)")
+    report.save_figure(fig, "blind_map_error")

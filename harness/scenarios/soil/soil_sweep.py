@@ -1,0 +1,209 @@
+"""Scenario `soil-sweep`: the soil presets x relative density grid with several seeds, the soil paper's
+Fig. 11 analogue (section 3.1): per soil and I_d the mean estimate of every property against the truth
+with the mean stated sigma, and the Spearman correlation of the estimates with I_d.
+
+Every (soil, I_d, seed) is one episode (``harness.scenarios.soil.soil_episode``: one lane by default) whose
+cuts are estimated on the force path (``episode.app.sensor_paths``), run as a job of the project's sweep
+runner (``harness.parallel.ordered_map``: ``workers`` local processes; the results do not depend on it).
+Job seeds: ``seed * 1000 + k`` for the k-th seed of every cell (the cells share their random setpoints
+and sensor noise seed by seed). The first job runs in this process and writes the run's log.
+
+Metrics: ``spearman`` (soil -> property -> Spearman's rho of the cut estimates with I_d; null where the
+truth does not change with I_d, e.g. c of gravel), ``bins`` (soil -> the I_d grid and per property the mean
+estimate, the mean stated sigma and the mean truth per I_d; the force prediction error per I_d),
+``nrmse`` (per property over every cut: RMSE / mean |truth|) and ``best_nrmse``, ``force_mae_pct_max``
+(the worst I_d bin at I_d <= ``acceptance.max_relative_density_pct``). Acceptance (reading aid notes H3,
+H8; ours): Spearman >= ``acceptance.spearman`` for phi in every soil swept and for c and gamma in clay
+and loam; phi the lowest nrmse; the force error bins at most ``acceptance.force_mae_pct``. Plots: the
+Fig. 11 analogue and the Spearman table. A longer study: ``--config harness/scenarios/soil/study.toml``.
+"""
+import time
+
+import numpy as np
+
+from harness.config import ConfigError, POSITIVE, int_at_least, non_empty_list, one_of, under, within
+from harness.parallel import ordered_map
+from harness.report.plots import figure, label
+from harness.scenarios.soil import soil_episode as ep
+from harness.scenarios.soil.soil_homogeneous import UNITS
+from harness.sim.rng import RunRandom
+from harness.sim.soil_world import SOILS
+from onboard.soil.fee import THETA_U_NAMES
+
+DESCRIPTION = "soil paper fig. 11: presets x relative density x seeds, estimates vs I_d, Spearman table"
+
+DEFAULTS = {
+    "soils": list(SOILS),
+    "relative_density_pct": [10.0, 30.0, 50.0, 70.0, 90.0],
+    "seeds": 2,
+    "workers": 2,                     # local processes of the sweep runner (1: in this process)
+    "acceptance": {"spearman": 0.8, "force_mae_pct": 13.0, "max_relative_density_pct": 60.0},
+    "episode": ep.episode_defaults(
+        world={"size_m": [10.0, 5.0]},
+        loader={"operator": {"lanes": {"count": 1, "length_m": 5.0}}}),
+}
+SETTING_RANGES = {
+    "soils": non_empty_list(one_of(*SOILS)),
+    "relative_density_pct": non_empty_list(within(0.0, 100.0), "a non-empty list of numbers in [0, 100]"),
+    "seeds": int_at_least(1), "workers": int_at_least(1),
+    "acceptance.spearman": within(-1.0, 1.0), "acceptance.force_mae_pct": POSITIVE,
+    "acceptance.max_relative_density_pct": within(0.0, 100.0)}
+SETTING_RANGES.update(under("episode", ep.SETTING_RANGES))
+
+# a run of a few seconds (`run --reduced`): two soils at two densities, one 3 m lane each, in this process
+REDUCED = {"soils": ["clay", "sand"], "relative_density_pct": [20.0, 80.0], "seeds": 1, "workers": 1,
+           "episode": {"world": {"size_m": [6.0, 5.0]}, "loader": {"operator": {"lanes": {"length_m": 3.0}}}}}
+
+PHI_SOILS = SOILS                     # phi must follow I_d in every soil swept
+C_GAMMA_SOILS = ("clay", "loam")      # c and gamma in the cohesive soils
+
+
+def check_settings(config):
+    if config["episode"]["world"]["file"] is not None or config["episode"]["world"]["field"] != "uniform":
+        raise ConfigError("setting config.episode.world: the sweep builds uniform worlds of each soil and density "
+                          "(field = uniform, no file)")
+    for key in ("soils", "relative_density_pct"):
+        if len(set(config[key])) != len(config[key]):
+            raise ConfigError("setting config.%s lists a value twice: %s" % (key, config[key]))
+    ep.check_episode(config["episode"])
+
+
+def sweep_job(job):
+    """One episode of the sweep: ``job`` = (episode settings, seed); returns its estimate rows, its
+    simulated seconds and its wall-clock figures."""
+    episode_cfg, seed = job
+    e = ep.run_episode(episode_cfg, RunRandom(seed))
+    return {"rows": e.estimates, "sim_s": e.sim_s, "timing": e.timing}
+
+
+def jobs_of(config, seed):
+    """[(soil, I_d, k, (episode settings, job seed))] of every cell and seed, in order."""
+    out = []
+    for soil in config["soils"]:
+        for idd in config["relative_density_pct"]:
+            cfg = ep.merge_blocks(config["episode"], {"world": {"soil": soil, "relative_density_pct": float(idd)}})
+            for k in range(config["seeds"]):
+                out.append((soil, float(idd), k, (cfg, seed * 1000 + k)))
+    return out
+
+
+def _spearman(x, y):
+    from scipy.stats import spearmanr
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    rho = spearmanr(x, y)[0]
+    return float(rho) if np.isfinite(rho) else None
+
+
+def run(config, ctx):
+    jobs = jobs_of(config, ctx.seed)
+    progress = ctx.progress(len(jobs), "soil-sweep", unit="episodes")
+    t0 = time.perf_counter()
+    first = ep.run_episode(jobs[0][3][0], RunRandom(jobs[0][3][1]), log=ctx.log if ctx.report is not None else None)
+    results = [{"rows": first.estimates, "sim_s": first.sim_s, "timing": first.timing}]
+    progress.update_to(1)
+    for k, res in enumerate(ordered_map(sweep_job, [j[3] for j in jobs[1:]], workers=config["workers"])):
+        results.append(res)
+        progress.update_to(k + 2)
+    progress.close()
+    wall = time.perf_counter() - t0
+    sim = sum(r["sim_s"] for r in results)
+    ctx.timing(sweep_wall_s=wall, episodes=len(jobs), sim_seconds_per_wall_second=sim / max(wall, 1e-9),
+               blind_map_ms_per_sweep=float(np.mean([r["timing"]["blind_map_ms_per_sweep"] for r in results])),
+               estimator_s_per_cut=float(np.mean([r["timing"]["estimator_s_per_cut"] for r in results])))
+    cells = []            # (soil, I_d, row) of every estimated cut
+    for (soil, idd, _k, _job), res in zip(jobs, results):
+        cells.extend((soil, idd, r) for r in res["rows"] if "theta" in r)
+    metrics = summarise(config, cells, len(jobs))
+    if ctx.report is not None and cells:
+        _plots(ctx.report, config, metrics)
+    return metrics
+
+
+def summarise(config, cells, n_jobs):
+    """The sweep's metrics (module docstring) from its estimated cuts ``cells`` [(soil, I_d, row)]."""
+    acc = config["acceptance"]
+    grid = [float(v) for v in config["relative_density_pct"]]
+    metrics = {"episodes": n_jobs, "cuts": len(cells), "spearman": {}, "bins": {}}
+    for soil in config["soils"]:
+        mine = [(idd, r) for s, idd, r in cells if s == soil]
+        metrics["spearman"][soil] = {k: _spearman([i for i, _ in mine], [r["theta"][k] for _, r in mine])
+                                     if mine else None for k in THETA_U_NAMES}
+        bins = {"relative_density_pct": grid, "force_mae_pct": []}
+        for k in THETA_U_NAMES:
+            bins[k] = {"mean": [], "sigma": [], "truth": []}
+        for idd in grid:
+            here = [r for i, r in mine if i == idd]
+            bins["force_mae_pct"].append(float(np.mean([r["force_mae_pct"] for r in here])) if here else None)
+            for k in THETA_U_NAMES:
+                for name, get in (("mean", lambda r: r["theta"][k]), ("sigma", lambda r: r["sigma"][k]),
+                                  ("truth", lambda r: r["truth"][k])):
+                    bins[k][name].append(float(np.mean([get(r) for r in here])) if here else None)
+        metrics["bins"][soil] = bins
+    rows = [r for _s, _i, r in cells]
+    nrmse = {}
+    for k in THETA_U_NAMES:
+        if rows:
+            err = np.array([r["theta"][k] - r["truth"][k] for r in rows])
+            scale = float(np.mean([abs(r["truth"][k]) for r in rows]))
+            nrmse[k] = float(np.sqrt(np.mean(err * err))) / scale if scale > 0 else None
+        else:
+            nrmse[k] = None
+    metrics["nrmse"] = nrmse
+    finite = {k: v for k, v in nrmse.items() if v is not None}
+    metrics["best_nrmse"] = min(finite, key=finite.get) if finite else None
+    low = [v for soil in config["soils"] for idd, v in zip(grid, metrics["bins"][soil]["force_mae_pct"])
+           if v is not None and idd <= acc["max_relative_density_pct"]]
+    metrics["force_mae_pct_max"] = max(low) if low else None
+    sp = metrics["spearman"]
+
+    def above(soils, key):
+        vals = [sp[s][key] for s in soils if s in sp]
+        return bool(vals) and all(v is not None and v >= acc["spearman"] for v in vals)
+    checks = {"phi_spearman": above(PHI_SOILS, "phi_rad"),
+              "c_spearman": above(C_GAMMA_SOILS, "c_pa"),
+              "gamma_spearman": above(C_GAMMA_SOILS, "gamma_npm3"),
+              "phi_best_nrmse": metrics["best_nrmse"] == "phi_rad",
+              "force_mae": (metrics["force_mae_pct_max"] is not None
+                            and metrics["force_mae_pct_max"] <= acc["force_mae_pct"])}
+    metrics["acceptance"] = checks
+    metrics["success"] = all(checks.values())
+    return metrics
+
+
+def _plots(report, config, metrics):
+    soils = config["soils"]
+    fig, axes = figure(len(THETA_U_NAMES), len(soils), title="Estimates against relative density (soil paper fig. 11 "
+                       "analogue): mean over cuts, mean stated sigma, truth",
+                       size_in=(4.2 * len(soils), 3.0 * len(THETA_U_NAMES)), squeeze=False)
+    for col, soil in enumerate(soils):
+        b = metrics["bins"][soil]
+        x = np.array(b["relative_density_pct"])
+        for row, key in enumerate(THETA_U_NAMES):
+            ax = axes[row, col]
+            name, scale, unit = UNITS[key]
+            mean = np.array([np.nan if v is None else scale * v for v in b[key]["mean"]])
+            sig = np.array([np.nan if v is None else scale * v for v in b[key]["sigma"]])
+            truth = np.array([np.nan if v is None else scale * v for v in b[key]["truth"]])
+            ax.fill_between(x, mean - sig, mean + sig, alpha=0.25, color="C0", label="estimate +- sigma")
+            ax.plot(x, mean, "o-", color="C0", label="estimate")
+            ax.plot(x, truth, "k--", label="truth")
+            rho = metrics["spearman"][soil][key]
+            label(ax, "%s, %s (Spearman %s)" % (soil, name, "-" if rho is None else "%.2f" % rho),
+                  "relative density I_d (%)", "%s (%s)" % (name, unit))
+    report.save_figure(fig, "fig11_estimates_vs_density")
+    fig, ax = figure(1, 1, title="Spearman correlation of the estimates with relative density")
+    table = np.array([[np.nan if metrics["spearman"][s][k] is None else metrics["spearman"][s][k]
+                       for k in THETA_U_NAMES] for s in soils])
+    im = ax.imshow(table, cmap="RdYlGn", vmin=-1.0, vmax=1.0, aspect="auto")
+    for i in range(len(soils)):
+        for j in range(len(THETA_U_NAMES)):
+            ax.text(j, i, "-" if np.isnan(table[i, j]) else "%.2f" % table[i, j], ha="center", va="center")
+    ax.set_xticks(range(len(THETA_U_NAMES)))
+    ax.set_xticklabels([UNITS[k][0] for k in THETA_U_NAMES])
+    ax.set_yticks(range(len(soils)))
+    ax.set_yticklabels(soils)
+    bar = fig.colorbar(im, ax=ax)
+    bar.set_label("Spearman rho")
+    label(ax, "Spearman's rho per soil and property", "property", "soil")
+    report.save_figure(fig, "spearman")

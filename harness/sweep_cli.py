@@ -1,0 +1,246 @@
+"""``python -m harness sweep SCENARIO``: a scenario over seeds and a grid of settings, on the sweep runner.
+
+Every cell of the grid (one value of each ``--set KEY=V1,V2,...``) runs once per seed of ``--seeds``; each
+run is one job of :mod:`harness.sweep_runner` (local processes, or Ray), so the numbers do not depend on
+the engine or ``--workers``. The folder (``--out``, default ``reports/sweep-SCENARIO``) gets:
+
+- ``table.json``, ``table.csv``, ``table.md``: every metric of every cell, its mean and 95 % interval over
+  the seeds (:mod:`harness.sweep_table`);
+- ``results.json``: every job's metrics (or its error) in job order: identical for identical seeds;
+- ``run.json``: the engine, each job's wall time and the engine's overhead, the failed jobs' tracebacks;
+- ``jobs/``: each job's result as it finishes; ``--resume DIR`` after an interruption runs only the jobs
+  whose results are not there.
+
+A job that raises (e.g. a setting that is invalid in one cell) is reported with its seed and settings;
+the others complete. Exit 0 when every job ran, 3 when some failed, 2 on bad input, 130 on Ctrl-C.
+"""
+import argparse
+import itertools
+import json
+import os
+import platform
+import sys
+
+from harness import scenarios
+from harness.config import ConfigError, load_file, nested
+from harness.sweep_runner import Runner, add_engine_arguments, scenario_job
+from harness.sweep_table import build_table, cell_label, write_table
+
+EXIT_JOBS_FAILED = 3
+
+EXAMPLES = """examples:
+  python -m harness sweep waypoints --seeds 1-8 --reduced          # 8 quick runs, one cell
+  python -m harness sweep waypoints --seeds 1-20 --set aiding.pos_sigma_m=0.02,0.05,0.2 --workers 2
+  python -m harness sweep waypoints --seeds 1-8 --engine ray --workers 2                # a local Ray runtime
+  python -m harness sweep waypoints --seeds 1-50 --engine ray --address 10.0.0.5:6379   # a Ray cluster
+  python -m harness sweep waypoints --seeds 1-50 --resume reports/sweep-waypoints      # after an interruption
+"""
+
+
+def seed_list(text):
+    """``1-50``, ``3``, ``1,4,10-12`` -> the seeds (integers >= 0, each once, in order)."""
+    seeds = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part[1:]:
+                first, last = part.split("-", 1)
+                first, last = int(first), int(last)
+                if last < first:
+                    raise ValueError
+                seeds.extend(range(first, last + 1))
+            else:
+                seeds.append(int(part))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected seeds like 1-50 or 1,4,10-12 (integers >= 0), got %r" % text)
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError("expected distinct seeds >= 0 like 1-50 or 1,4,10-12, got %r" % text)
+    return seeds
+
+
+def split_values(text):
+    """``0.1,0.2`` -> [0.1, 0.2]; commas inside brackets, braces or quotes do not split (``[1,2],[3]`` is two
+    values); each value is JSON, else a string."""
+    parts, depth, quote, current = [], 0, None, ""
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        current += ch
+    parts.append(current)
+    values = []
+    for part in parts:
+        try:
+            values.append(json.loads(part))
+        except ValueError:
+            values.append(part)
+    return values
+
+
+def sweep_axes(items):
+    """``["a.b=1,2", "c=x"]`` -> {"a.b": [1, 2], "c": ["x"]} (each key once)."""
+    axes = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError("--set expects KEY=VALUE[,VALUE...], got %r" % item)
+        key, text = item.split("=", 1)
+        if not key or key in axes:
+            raise ConfigError("--set %s: %s" % (key, "a key is missing" if not key else "given twice: list its "
+                                                                                      "values in one --set"))
+        axes[key] = split_values(text)
+    return axes
+
+
+def grid(axes):
+    """The cells: one {key: value} per combination of the axes' values (the first axis varies slowest)."""
+    keys = list(axes)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(axes[k] for k in keys))]
+
+
+def overlay(base, over):
+    """A copy of the overrides ``base`` with ``over`` laid on top, table by table (nothing checked)."""
+    out = json.loads(json.dumps(base))
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = overlay(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def check_cells(name, base, cells, reduced):
+    """The problem of each cell's settings (None when fine), checked as a run checks them; ConfigError when
+    every cell is wrong (nothing would run)."""
+    problems = []
+    for settings in cells:
+        try:
+            scenarios.prepare(name, base, nested(settings), reduced=reduced)
+            problems.append(None)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if all(problems):
+        raise ConfigError(problems[0] + (" (and in every other cell)" if len(cells) > 1 else ""))
+    return problems
+
+
+def run_sweep(name, seeds, axes=None, out_dir=None, base=None, reduced=False, runner=None, resume=False,
+              show_progress=False):
+    """Run scenario ``name`` for every seed in every cell of ``axes`` on ``runner`` (default: the local
+    engine, one process) and write the folder; returns ``(table, rows, sweep result)``."""
+    axes = axes or {}
+    scenarios.load(name)
+    base = base or {}
+    cells = grid(axes)
+    problems = check_cells(name, base, cells, reduced)
+    for settings, problem in zip(cells, problems):
+        if problem:
+            print("warning: cell %s: %s (its jobs will be reported as failed)" % (cell_label(settings), problem),
+                  file=sys.stderr)
+    out_dir = out_dir or os.path.join("reports", "sweep-" + name)
+    jobs, where = [], []
+    for c, settings in enumerate(cells):
+        overrides = overlay(base, nested(settings))       # checked in the job (a bad cell fails there)
+        for seed in seeds:
+            jobs.append(scenario_job(name, overrides, seed, reduced))
+            where.append((c, seed))
+    own = runner is None
+    runner = runner or Runner()
+    try:
+        _write_json(out_dir, "sweep.json", {"scenario": name, "seeds": seeds, "axes": axes, "config": base,
+                                            "reduced": reduced}, create=True)
+        result = runner.run(jobs, out_dir=out_dir, resume=resume, show_progress=show_progress,
+                            desc="sweep %s" % name)
+    finally:
+        if own:
+            runner.close()
+    rows = []
+    for (c, seed), outcome in zip(where, result.outcomes):
+        row = {"cell": c, "settings": cells[c], "seed": seed}
+        if outcome is not None and outcome.ok:
+            row["metrics"] = outcome.value
+        else:
+            row["error"] = outcome.error_type if outcome else "NotRun"
+            row["message"] = outcome.message if outcome else "the job did not run"
+        rows.append(row)
+    table = build_table(name, seeds, axes, cells, rows, reduced)
+    write_table(out_dir, table)
+    _write_json(out_dir, "results.json", rows)
+    _write_json(out_dir, "run.json", {"scenario": name, "seeds": seeds, "axes": axes, "config": base,
+                                      "reduced": reduced, "timing": result.timing, "failures": result.failures,
+                                      "python": platform.python_version()})
+    return table, rows, result
+
+
+def _write_json(out_dir, name, data, create=False):
+    if create:
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError("cannot write the sweep folder %s: %s" % (out_dir, exc.strerror or exc))
+    with open(os.path.join(out_dir, name), "w") as fh:
+        json.dump(data, fh, indent=2, allow_nan=False)
+        fh.write("\n")
+
+
+def add_parser(sub):
+    p = sub.add_parser("sweep", help="a scenario over seeds and a grid of settings: one table of every metric",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
+    p.add_argument("scenario", help="scenario name (see `list`)")
+    p.add_argument("--seeds", type=seed_list, default=seed_list("1-10"),
+                   help="run seeds: 1-50, or 1,4,10-12 (default 1-10); the same seeds in every cell")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=V1,V2,...",
+                   help="a setting's values, one cell each (VALUE is JSON, else a string; commas inside [] "
+                        "do not split); several --set make a grid; `settings SCENARIO` lists every KEY")
+    p.add_argument("--config", metavar="FILE", help="settings overrides for every cell (.toml or .json)")
+    p.add_argument("--reduced", action="store_true", help="every run in the scenario's quick REDUCED settings")
+    p.add_argument("--out", metavar="DIR", help="the sweep's folder (default: reports/sweep-SCENARIO)")
+    p.add_argument("--resume", metavar="DIR",
+                   help="finish the interrupted sweep in DIR (same arguments): jobs whose results are there "
+                        "are not run again")
+    add_engine_arguments(p, workers_help="jobs at a time (default: 1 locally, every CPU of a Ray cluster)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no table echo")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args):
+    out_dir = args.out
+    if args.resume:
+        if args.out and os.path.abspath(args.out) != os.path.abspath(args.resume):
+            raise ConfigError("--resume %s and --out %s name different folders" % (args.resume, args.out))
+        if not os.path.isdir(os.path.join(args.resume, "jobs")):
+            raise ConfigError("nothing to resume in %s (no jobs/ folder of a sweep there)" % args.resume)
+        out_dir = args.resume
+    out_dir = out_dir or os.path.join("reports", "sweep-" + args.scenario)
+    axes = sweep_axes(args.set)
+    base = load_file(args.config) if args.config else {}
+    runner = Runner(args.engine, args.workers, args.address)
+    try:
+        table, rows, result = run_sweep(args.scenario, args.seeds, axes, out_dir, base, args.reduced, runner,
+                                        resume=bool(args.resume), show_progress=not args.quiet)
+    except KeyboardInterrupt:
+        print("interrupted: the finished jobs are in %s/jobs; resume with --resume %s" % (out_dir, out_dir),
+              file=sys.stderr)
+        raise
+    finally:
+        runner.close()
+    for row in rows:
+        if "error" in row:
+            print("failed: cell %s, seed %d: %s: %s" % (cell_label(row["settings"]), row["seed"], row["error"],
+                                                      row["message"]), file=sys.stderr)
+    t = result.timing
+    if not args.quiet:
+        with open(os.path.join(out_dir, "table.md")) as fh:
+            print(fh.read())
+    print("sweep: %d jobs on %s, workers %d: %d ran, %d resumed, %d failed; report: %s (table.md, table.csv, "
+          "table.json, results.json, run.json)" % (t["jobs"], t["engine"], t["workers"] or 0, t["ran"], t["resumed"],
+                                                    t["failed"], out_dir))
+    return EXIT_JOBS_FAILED if result.failures else 0

@@ -1,0 +1,285 @@
+"""The loader's soil-mapping app: blind mapping of the blade-swept soil and per-cut property estimates, a
+recipe of two parts on a ``onboard.runtime.node.Node`` (CPython host side: the estimator needs NumPy and
+SciPy; the blind map itself is pure).
+
+Soil paper: Wagner, Soylemezoglu, Driggs-Campbell, "In-Situ Soil-Property Estimation and Bayesian Mapping
+with a Simulated Compact Track Loader": Alg. 1 (per sweep: blind mapping, FEE geometry, then the
+estimator), section 3 (60 Hz observations), section 4 (force from the drive or the hydraulic pressure);
+reading aid ``shared/papers/notes/soil.md`` (section 5.2, "runtime wiring").
+
+Entry point ``on_machine(sample)`` (:class:`MachineSample`, 60 Hz on the loader: the blade pose from the
+kinematics, the force sensors, the operator's phase and lane) feeds the watched input "machine". Parts:
+
+- :class:`BlindMapping`, group "map" (``map_rate_hz``): the queued samples go, in order, through the
+  ``onboard.soil.blind_map.BlindMapper`` on the app's grid map. A new lane or pass (the machine was moved)
+  ends the pass (the mapper is flushed and reset); the end of the operator's cut phase closes the cut: its
+  samples and the sweeps over them go to the estimation part. Every sweep is logged on ``/soil/sweep``.
+- :class:`CutEstimation`, group "estimate" (``estimate_rate_hz``): each closed cut becomes one
+  ``onboard.soil.cut_estimator.CutWindow`` per sensor path (the samples where the machine moved at least
+  ``min_speed_mps``; at least ``min_samples`` of them) and one ``CutEstimate``, output as
+  ``cut_estimate`` (and logged on ``/soil/cut_estimate``); the part keeps them in ``estimates``.
+
+Sensor paths: ``"force"`` (the blade force sensor, F_x and F_z), ``"drive+pressure"`` (F_x from the drive
+torque, F_z from the lift-cylinder pressure given that F_x: ``onboard.soil.machine_forces``),
+``"drive"`` (F_x only); the drive and pressure paths need the machine's constants (``machine``).
+"""
+from onboard.core.settings import (BOOLEAN, ConfigError, NON_NEGATIVE, checked, int_at_least, non_empty_list,
+                                   one_of, under)
+from onboard.runtime.node import Node
+from onboard.soil import blind_map, cut_estimator
+from onboard.soil.blind_map import BladePose, BlindMapper
+
+SENSOR_PATHS = ("force", "drive+pressure", "drive")
+SAMPLE_RATE_HZ = 60
+SWEEP_TOPIC = "/soil/sweep"
+ESTIMATE_TOPIC = "/soil/cut_estimate"
+
+DEFAULTS = {
+    "map_rate_hz": 20,
+    "estimate_rate_hz": 2,
+    "machine_timeout_us": 500000,       # the watched input goes stale after this silence
+    "estimation": True,                 # False: blind mapping only (no estimation part)
+    "sensor_paths": ["force"],
+    "min_speed_mps": 0.05,              # window samples: the machine moving at least this fast
+    "min_samples": 60,                  # fewer window samples: the cut is not estimated
+    "blind_map": dict(blind_map.DEFAULTS),
+    "estimator": dict(cut_estimator.DEFAULTS),
+}
+SETTING_RANGES = dict(
+    {"map_rate_hz": int_at_least(1), "estimate_rate_hz": int_at_least(1), "machine_timeout_us": int_at_least(1),
+     "estimation": BOOLEAN, "sensor_paths": non_empty_list(one_of(*SENSOR_PATHS)), "min_speed_mps": NON_NEGATIVE,
+     "min_samples": int_at_least(10)},
+    **under("blind_map", blind_map.SETTING_RANGES), **under("estimator", cut_estimator.SETTING_RANGES))
+
+
+class MachineSample:
+    """What the loader's sensors read at ``time_us`` (SI units): ``blade_pose`` (``BladePose``: the cutting
+    edge's centre, NED, and the blade's Euler angles, from the kinematics), ``blade_force_n`` (fx, fz: the
+    blade force sensor; fx positive against travel, fz positive down), ``drive_torque_nm`` (sprocket torque of
+    both tracks), ``lift_pressure_pa`` (lift cylinders), ``lift_m`` (lift actuator), ``speed_mps`` (ground
+    speed along the heading), ``pitch_rad`` (chassis pitch), and the operator's ``phase`` ("cut" while the
+    blade works a lane, else "lift") and ``lane`` ((lane, pass) indices)."""
+
+    FIELDS = ("time_us", "blade_pose", "blade_force_n", "drive_torque_nm", "lift_pressure_pa", "lift_m",
+              "speed_mps", "pitch_rad", "phase", "lane")
+
+    def __init__(self, time_us, blade_pose, blade_force_n, drive_torque_nm, lift_pressure_pa, lift_m, speed_mps,
+                 pitch_rad, phase, lane):
+        self.time_us = int(time_us)
+        self.blade_pose = blade_pose
+        self.blade_force_n = (float(blade_force_n[0]), float(blade_force_n[1]))
+        self.drive_torque_nm = float(drive_torque_nm)
+        self.lift_pressure_pa = float(lift_pressure_pa)
+        self.lift_m = float(lift_m)
+        self.speed_mps = float(speed_mps)
+        self.pitch_rad = float(pitch_rad)
+        self.phase = phase
+        self.lane = (int(lane[0]), int(lane[1]))
+
+    def is_finite(self):
+        for v in self.blade_force_n + (self.drive_torque_nm, self.lift_pressure_pa, self.lift_m, self.speed_mps,
+                                       self.pitch_rad):
+            if not (v - v == 0):
+                return False
+        return isinstance(self.blade_pose, BladePose)
+
+    def as_dict(self):
+        p = self.blade_pose
+        return {"time_us": self.time_us,
+                "blade_pose": {"ned_m": [p.north_m, p.east_m, p.down_m],
+                               "euler_rad": [p.roll_rad, p.pitch_rad, p.yaw_rad]},
+                "blade_force_n": list(self.blade_force_n), "drive_torque_nm": self.drive_torque_nm,
+                "lift_pressure_pa": self.lift_pressure_pa, "lift_m": self.lift_m, "speed_mps": self.speed_mps,
+                "pitch_rad": self.pitch_rad, "phase": self.phase, "lane": list(self.lane)}
+
+
+class Cut:
+    """One cut: the operator's cut phase of one lane and pass (``lane``), its ``samples`` (MachineSample)
+    and the ``records`` (SweepRecord) of the sweeps over them."""
+
+    def __init__(self, lane):
+        self.lane = lane
+        self.samples = []
+        self.records = []
+
+
+class BlindMapping:
+    """Part: the blind map on ``grid`` (module docstring); ``config`` the app's settings (:data:`DEFAULTS`),
+    ``erode_fn`` the erosion kernel (``blind_map.erode`` or ``blind_map_numpy.erode``), ``estimation`` the
+    :class:`CutEstimation` part closed cuts go to (None: none)."""
+
+    def __init__(self, grid, config, estimation=None, erode_fn=None):
+        self.config = config
+        self.mapper = BlindMapper(grid, config["blind_map"], erode_fn=erode_fn)
+        self.estimation = estimation
+        self.queue = []
+        self.lane = None
+        self.cut = None
+        self.cuts = 0
+        self.rejected = 0
+        self.node = None
+        self.on_machine = None
+
+    def attach(self, node):
+        self.node = node
+        self.on_machine = node.entry("machine", self._on_machine)
+        node.watch("machine", self.config["machine_timeout_us"])
+        node.every("map", self.config["map_rate_hz"], self._map)
+
+    def _on_machine(self, sample):
+        if not isinstance(sample, MachineSample) or not sample.is_finite():
+            self.rejected += 1
+            return
+        self.node.feed("machine", sample.time_us)
+        self.queue.append(sample)
+
+    def _map(self, now_us):
+        queue, self.queue = self.queue, []
+        for s in queue:
+            if s.lane != self.lane:
+                self._flush()
+                self._close()
+                self.mapper.reset()
+                self.lane = s.lane
+            if s.phase != "cut" and self.cut is not None:
+                self._flush()
+                self._close()
+            if s.phase == "cut" and self.cut is None:
+                self.cut = Cut(s.lane)
+            if self.cut is not None:
+                self.cut.samples.append(s)
+            self._keep(self.mapper.on_blade_pose(s.blade_pose))
+
+    def finish(self):
+        """End of the mission: the last sweep, the last cut closed."""
+        self._flush()
+        self._close()
+
+    def _flush(self):
+        self._keep(self.mapper.flush())
+
+    def _keep(self, rec):
+        if rec is None:
+            return
+        if self.cut is not None:
+            self.cut.records.append(rec)
+        self.node.log(SWEEP_TOPIC, rec.t1_us, sweep_summary(rec))
+
+    def _close(self):
+        if self.cut is None:
+            return
+        self.cuts += 1
+        if self.estimation is not None:
+            self.estimation.submit(self.cut)
+        self.cut = None
+
+    def report(self):
+        return {"sweeps": self.mapper.sweeps, "cuts": self.cuts, "rejected": self.rejected,
+                "lost_m3": self.mapper.lost_m3}
+
+
+def sweep_summary(rec):
+    """A SweepRecord as a log message: its times, validity, FEE geometry and volumes."""
+    return {"t0_us": rec.t0_us, "t1_us": rec.t1_us, "valid": rec.valid, "reason": rec.reason,
+            "alpha_rad": rec.alpha_rad, "rho_rad": rec.rho_rad, "depth_m": rec.depth_m, "width_m": rec.width_m,
+            "surcharge_m3": rec.surcharge_m3[-1] if rec.surcharge_m3 else 0.0, "cut_m3": rec.cut_m3,
+            "bank_cut_m3": rec.bank_cut_m3, "gathered_m3": rec.gathered_m3, "spilled_m3": rec.spilled_m3,
+            "cut_cells": rec.cut_cells}
+
+
+class CutEstimation:
+    """Part: per-cut property estimates (module docstring); ``config`` the app's settings, ``machine`` the
+    machine's constants (``onboard.soil.machine_forces``; needed by the drive and pressure paths)."""
+
+    def __init__(self, config, machine=None):
+        self.config = config
+        self.machine = machine
+        if machine is None and any(p != "force" for p in config["sensor_paths"]):
+            raise ConfigError("loader app: sensor paths %s need the machine's constants"
+                              % ", ".join(p for p in config["sensor_paths"] if p != "force"))
+        self.estimator = cut_estimator.CutEstimator(config["estimator"])
+        self.pending = []
+        self.estimates = []
+        self.node = None
+
+    def attach(self, node):
+        self.node = node
+        node.every("estimate", self.config["estimate_rate_hz"], self._estimate)
+
+    def submit(self, cut):
+        self.pending.append(cut)
+
+    def _estimate(self, now_us):
+        pending, self.pending = self.pending, []
+        for cut in pending:
+            for path in self.config["sensor_paths"]:
+                row = self.estimate(cut, path)
+                self.estimates.append(row)
+                self.node.output("cut_estimate", now_us, row)
+                self.node.log(ESTIMATE_TOPIC, now_us, row)
+
+    def estimate(self, cut, path):
+        """{"lane", "path", "sweeps", "valid_sweeps", "samples", "t0_us", "t1_us"} and the estimate
+        (``CutEstimate.as_dict``) of one cut on one sensor path, or "skipped" with the reason."""
+        window = self.window(cut, path)
+        row = {"lane": list(cut.lane), "path": path, "sweeps": len(cut.records),
+               "valid_sweeps": sum(1 for r in cut.records if r.valid), "samples": len(window),
+               "t0_us": cut.samples[0].time_us if cut.samples else 0,
+               "t1_us": cut.samples[-1].time_us if cut.samples else 0}
+        if len(window) < self.config["min_samples"]:
+            row["skipped"] = "too few samples (%d < %d)" % (len(window), self.config["min_samples"])
+            return row
+        try:
+            est = self.estimator.estimate(window)
+        except cut_estimator.CutEstimateError as exc:
+            row["skipped"] = str(exc)
+            return row
+        row.update(est.as_dict())
+        return row
+
+    def window(self, cut, path):
+        """The cut's CutWindow on sensor path ``path``: its valid sweeps' geometry and the force measured on
+        that path, at the samples where the machine moved at least ``min_speed_mps``."""
+        import numpy as np
+        from onboard.soil.machine_forces import fx_from_drive, fz_from_pressure
+        samples = cut.samples
+        if path == "force":
+            forces = {s.time_us: s.blade_force_n for s in samples}
+            comps = ("fx", "fz")
+        else:
+            dt = 1.0 / SAMPLE_RATE_HZ
+            fx = fx_from_drive(self.machine, [s.drive_torque_nm for s in samples], [s.speed_mps for s in samples],
+                               [s.pitch_rad for s in samples], dt)
+            fz = fz_from_pressure(self.machine, [s.lift_pressure_pa for s in samples], [s.lift_m for s in samples],
+                                  fx)
+            forces = {s.time_us: (float(a), float(b)) for s, a, b in zip(samples, fx, fz)}
+            comps = ("fx", "fz") if path == "drive+pressure" else ("fx",)
+        window = cut_estimator.window_from_sweeps(cut.records, forces, comps)
+        if len(window) == 0:
+            return window
+        speed = {s.time_us: s.speed_mps for s in samples}
+        moving = np.array([speed.get(int(t), 0.0) >= self.config["min_speed_mps"] for t in window.time_us])
+        return window.select(moving)
+
+    def report(self):
+        done = sum(1 for r in self.estimates if "theta" in r)
+        return {"estimates": done, "skipped": len(self.estimates) - done, "pending": len(self.pending)}
+
+
+def checked_config(config=None):
+    """The app's settings (:data:`DEFAULTS` with ``config`` merged in), every rule checked (ConfigError)."""
+    return checked(DEFAULTS, SETTING_RANGES, config, "loader app")
+
+
+def loader_app(grid, config=None, machine=None, erode_fn=None, log=None):
+    """The recipe: a Node "loader" with :class:`CutEstimation` ("estimation", unless the setting
+    ``estimation`` is false) and :class:`BlindMapping` ("mapping") on ``grid`` (a
+    ``onboard.soil.grid_map.GridMap`` holding the surface the machine starts on).
+    ``config``: :data:`DEFAULTS` overrides; ``machine``: the machine's constants; ``erode_fn``: the erosion
+    kernel; ``log``: ``log(topic, time_us, msg)``."""
+    cfg = checked_config(config)
+    node = Node("loader", log=log)
+    estimation = node.add("estimation", CutEstimation(cfg, machine)) if cfg["estimation"] else None
+    node.add("mapping", BlindMapping(grid, cfg, estimation, erode_fn))
+    return node
+

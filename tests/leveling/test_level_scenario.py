@@ -1,0 +1,121 @@
+"""Scenario ``level-grid`` (thesis Alg. 1-4 on the voxel grid) through the CLI, terrain files from a user,
+and the ``level-sweep`` study (figs. 4.2-4.5) in its quick mode with its Welch test."""
+import json
+import math
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+from harness.cli import main
+from harness.scenarios.leveling import level_sweep
+
+
+def _run(tmp_path, capsys, *args):
+    out = tmp_path / "out"
+    code = main(["run", "level-grid", "--quiet", "--out", str(out)] + list(args))
+    err = capsys.readouterr().err
+    return code, err, out
+
+
+def _png_gray8(path, rows):
+    """A minimal 8-bit grayscale PNG written by hand (not by the project's reader's library)."""
+    h, w = len(rows), len(rows[0])
+    raw = b"".join(b"\x00" + bytes(r) for r in rows)
+
+    def chunk(tag, data):
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_reduced_run_levels_with_exact_volume_and_plots(tmp_path, capsys):
+    code, err, out = _run(tmp_path, capsys, "--reduced", "--seed", "1")
+    assert code == 0, err
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["success"] and m["level_reached"] and m["volume_error"] == 0 and m["final_range_units"] <= 1
+    assert m["units_moved"] > 0 and m["cycles_to_level"] == m["cycles"]
+    assert (out / "roughness.png").exists() and (out / "terrain.png").exists()
+
+
+@pytest.mark.parametrize("alg", ["ma1", "ma2"])
+def test_memetic_variants_run(tmp_path, capsys, alg):
+    code, err, out = _run(tmp_path, capsys, "--reduced", "--set", "algorithm=" + alg,
+                          "--set", "terrain.rows=8", "--set", "terrain.cols=8")
+    assert code == 0, err
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["algorithm"] == alg and m["volume_error"] == 0 and m["level_reached"]
+
+
+def test_user_files_level(tmp_path, capsys):
+    npy = tmp_path / "heap.npy"
+    yy, xx = np.mgrid[0:9, 0:11]
+    np.save(npy, np.maximum(0.0, 4.0 - np.hypot(yy - 4, xx - 5)))
+    code, err, out = _run(tmp_path, capsys, "--reduced", "--set", "terrain.file=" + str(npy))
+    m = json.loads((out / "metrics.json").read_text())
+    assert code == 0 and (m["rows"], m["cols"]) == (9, 11) and m["volume_error"] == 0, err
+    png = tmp_path / "ridge.png"
+    _png_gray8(png, [[min(255, 40 * max(0, 4 - abs(c - 5))) for c in range(10)] for _ in range(8)])
+    code, err, out = _run(tmp_path, capsys, "--reduced", "--set", "terrain.file=" + str(png),
+                          "--set", "terrain.height_scale=5")
+    m = json.loads((out / "metrics.json").read_text())
+    assert code == 0 and (m["rows"], m["cols"]) == (8, 10) and m["success"], err
+
+
+@pytest.mark.parametrize("content,needle", [(b"", "is empty"), (b"not a png at all", "terrain file"),
+                                            (None, "not found")])
+def test_bad_terrain_file_is_one_line_and_exit_2(tmp_path, capsys, content, needle):
+    path = tmp_path / "bad.png"
+    if content is not None:
+        path.write_bytes(content)
+    code, err, out = _run(tmp_path, capsys, "--set", "terrain.file=" + str(path))
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
+    assert not (out / "metrics.json").exists()
+
+
+def test_welch_matches_scipy():
+    from scipy import stats
+    a = [3.0, 4.5, 5.1, 6.2, 7.7, 4.4]
+    b = [8.0, 9.5, 7.1, 12.2, 10.0, 9.9, 11.3, 8.8]
+    mine = level_sweep.welch(a, b)
+    ref = stats.ttest_ind(a, b, equal_var=False)
+    assert math.isclose(mine["t"], ref.statistic, rel_tol=1e-12) and math.isclose(mine["p"], ref.pvalue, rel_tol=1e-9)
+    assert level_sweep.welch([1, 1, 1], [1, 1, 1])["p"] == 1.0 and level_sweep.welch([1, 1], [2, 2])["p"] == 0.0
+    for x in (0.01, 0.3, 0.77, 0.99):
+        assert math.isclose(level_sweep.betainc(2.5, 0.5, x), stats.beta.cdf(x, 2.5, 0.5), rel_tol=1e-9)
+
+
+def test_level_sweep_quick(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    code = main(["level-sweep", "--quick", "--runs", "2", "--rho", "0.2,0.8", "--k", "2,8",
+                 "--terrains", "mounds", "--out", str(out), "--set", "terrain.rows=8", "--set", "terrain.cols=8"])
+    text = capsys.readouterr().out
+    assert code == 0 and "Welch" in text
+    res = json.loads((out / "level_sweep.json").read_text())
+    assert [r["value"] for r in res["rho"]["rows"]] == [0.2, 0.8] and res["rho"]["argmin"] in (0.2, 0.8)
+    assert res["k"]["path"] == "probabilistic.k" and min(res["k"]["end_ratios"]) == 1.0
+    table = res["memetic"]["table"]["mounds"]
+    assert set(table) == {"probabilistic", "ma1", "ma2"}
+    assert all(c["volume_errors"] == [0] for c in table.values())
+    assert 0.0 <= res["memetic"]["welch"]["ma1"]["pooled"]["units_moved"]["p"] <= 1.0
+    for name in ("rho.png", "k.png", "memetic.png", "results.md"):
+        assert (out / name).exists()
+
+
+def test_level_sweep_is_the_same_on_two_workers(tmp_path, capsys):
+    args = ["level-sweep", "--quick", "--runs", "2", "--studies", "rho", "--rho", "0.3,0.6",
+            "--set", "terrain.rows=6", "--set", "terrain.cols=6"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    assert main(args + ["--out", str(tmp_path / "b"), "--workers", "2"]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "a" / "level_sweep.json").read_bytes() == (tmp_path / "b" / "level_sweep.json").read_bytes()
+
+
+@pytest.mark.parametrize("args,needle", [(["--studies", "rho,nope"], "unknown study nope"),
+                                         (["--terrains", "hills"], "--terrains"),
+                                         (["--set", "agents=0"], "agents")])
+def test_level_sweep_bad_arguments_exit_2(tmp_path, capsys, args, needle):
+    assert main(["level-sweep", "--quick", "--out", str(tmp_path / "x")] + args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
