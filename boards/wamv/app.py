@@ -1,4 +1,4 @@
-"""The WAM-V boat app (robotx III, issue 43 item 5): a recipe of parts on one ``onboard.runtime.node.Node``.
+"""The WAM-V boat app (RobotX AAVS paper, section III): a recipe of parts on one ``onboard.runtime.node.Node``.
 
 Parts and rate groups (``boards.wamv.board`` rates):
 

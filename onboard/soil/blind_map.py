@@ -36,7 +36,7 @@ Decisions (reading aid notes A1, A11-A14 and ours):
   face height sqrt(2 A tan r) over the ground just behind the edge leaves the pile behind (V^Q = 0).
   ``surcharge`` = "ahead" takes notes A13's reading instead, the loose volume within ``pile_length_m``
   ahead of the edge at T0 and T1: it also counts loose soil the blade has not reached and has no spill or
-  capacity, so it overstates the pile (by 10-25 % on the loader's lanes, docs/results/soil.md).
+  capacity, so it overstates the pile (by 9-23 % on the loader's lanes, docs/results/soil.md).
 - w is the spread of the cut cells across t_hat plus one cell, capped at the blade's projected width.
 - The depth the estimator gets per pose (InterpolateFEEParams) is not one average but two moments over
   the n slices with a line fit, d_s clipped at 0 where the edge is above a slice's surface: the mean

@@ -1,1 +1,1 @@
-"""The boat scenarios (RobotX AAVS paper, issue 43): ``boat-hil-lag`` (``hil_lag``)."""
+"""The boat scenarios (RobotX AAVS paper): ``boat-hil-lag`` (``hil_lag``)."""
