@@ -17,7 +17,6 @@ Side by side in one run:
 ``--duration`` shortens the log (default 3600 s). Writes bench/results/boat.json.
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -34,8 +33,8 @@ from harness.training.boat_fit import vessel_fit as vf  # noqa: E402
 from harness.training.boat_fit.ekf_seeds import ekf_states  # noqa: E402
 from harness.training.boat_fit.fit_windows import make_windows, seeds_at, select, time_split  # noqa: E402
 from onboard.vessel import model as vm  # noqa: E402
+from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "boat.json")
 TRUTH = {"c1": 380.0, "c2": 0.7, "c3": 0.2, "c4": 220.0, "c5": 0.35, "c6": 0.3, "c7": 0.5, "c8": 0.3, "c9": -0.01}
 FIT_GOAL_S = 60.0
 SIM_GOAL = 100.0
@@ -114,11 +113,7 @@ def main(argv=None):
                                                 fit_wall, fit_cpu, fit_wall / FIT_GOAL_S))
     print("%-34s %12.3f %10s %9.2fx" % ("one loss eval, 2 threads vs 1", two_wall, "", one_wall / two_wall))
     print("fit recovered: " + ", ".join("%s %.1f%%" % (k, 100 * v) for k, v in rel.items()))
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as fh:
-        json.dump(out, fh, indent=2)
-        fh.write("\n")
-    print("wrote", RESULTS)
+    write_results("boat", out)
 
 
 if __name__ == "__main__":

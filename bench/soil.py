@@ -17,7 +17,6 @@ mapping alone and of mapping + estimation, and the ratios pure / NumPy and NumPy
 pinned to one CPU of its affinity set (``--all-cores`` leaves it). Writes bench/results/soil.json.
 """
 import argparse
-import json
 import os
 import platform
 import sys
@@ -38,8 +37,8 @@ from harness.config import merge  # noqa: E402
 from onboard.soil import blind_map, blind_map_numpy, loader_app  # noqa: E402
 from onboard.soil.grid_map import ELEVATION, LOOSE, GridMap  # noqa: E402
 from onboard.soil.grid_map_numpy import load  # noqa: E402
+from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "soil.json")
 ROUNDS = 3
 GOAL = 10.0                      # real-time factor the app should reach on one core
 
@@ -156,11 +155,7 @@ def main(argv=None):
                                                                        "keeps up" if out["keeps_up"] else "too slow"))
     print("ratios: pure/numpy %.1fx, numpy/no-erosion %.2fx, ahead/gathered %.2fx; pure vs numpy map max diff %.1e m"
           % (out["pure_over_numpy_ratio"], out["numpy_over_no_erosion_ratio"], out["ahead_over_gathered_ratio"], diff))
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as fh:
-        json.dump(out, fh, indent=2)
-        fh.write("\n")
-    print("wrote", RESULTS)
+    write_results("soil", out)
 
 
 if __name__ == "__main__":

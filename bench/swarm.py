@@ -28,7 +28,6 @@ the radio threads stay on that core instead of waking threads on another one (on
 pinned bench read 1.07-1.42 times the unpinned one over 4 alternating runs).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -38,8 +37,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from harness.scenarios.swarm import flight as ep  # noqa: E402
+from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "swarm.json")
 REPEATS = 4
 DURATION_S = 20.0
 
@@ -115,11 +114,7 @@ def main(argv=None):
     print("headline flights (sim s per wall s, %d repeats): %s" % (REPEATS, " ".join("%.1f" % v for v in head["repeats"])))
     print("cflib + UWB links cost %.1fx over the direct link" % out["cflib_link_cost_ratio"])
     print("headline over the pure direct run (host-speed reference): %.2fx" % out["cflib_over_direct_pure_ratio"])
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as fh:
-        json.dump(out, fh, indent=2)
-        fh.write("\n")
-    print("wrote", RESULTS)
+    write_results("swarm", out)
 
 
 if __name__ == "__main__":
