@@ -55,6 +55,18 @@ def nested(settings):
     return out
 
 
+def overlay(base, over):
+    """A copy of the overrides ``base`` with ``over`` laid on top, table by table (nothing checked: the
+    result is checked where it is merged into a scenario's defaults)."""
+    out = json.loads(json.dumps(base))
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = overlay(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def parse_set(items):
     """``["a.b=1.5", "c=true"]`` -> nested dict; values parsed as JSON, else kept as strings."""
     flat = {}

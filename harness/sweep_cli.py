@@ -22,7 +22,7 @@ import platform
 import sys
 
 from harness import scenarios
-from harness.config import ConfigError, load_file, nested
+from harness.config import ConfigError, load_file, nested, overlay
 from harness.sweep_runner import Runner, add_engine_arguments, scenario_job
 from harness.sweep_table import build_table, cell_label, write_table
 
@@ -104,17 +104,6 @@ def grid(axes):
     """The cells: one {key: value} per combination of the axes' values (the first axis varies slowest)."""
     keys = list(axes)
     return [dict(zip(keys, combo)) for combo in itertools.product(*(axes[k] for k in keys))]
-
-
-def overlay(base, over):
-    """A copy of the overrides ``base`` with ``over`` laid on top, table by table (nothing checked)."""
-    out = json.loads(json.dumps(base))
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = overlay(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 def check_cells(name, base, cells, reduced):

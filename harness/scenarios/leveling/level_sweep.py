@@ -26,7 +26,7 @@ import math
 import os
 import sys
 
-from harness.config import ConfigError, positive_int
+from harness.config import ConfigError, nested, overlay, parse_set, positive_int
 from harness.sim.leveling_grid import DEFAULTS as GRID_DEFAULTS, SETTING_RANGES as GRID_RANGES, run_level_grid
 from harness.sim.voxel_terrain import KINDS
 from harness.sweep_runner import add_engine_arguments, runner_from_args
@@ -115,29 +115,6 @@ def run_job(config, seed):
     return out
 
 
-def _copy(config):
-    return json.loads(json.dumps(config))
-
-
-def _merge(base, over):
-    out = _copy(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def _set_path(config, path, value):
-    node = config
-    parts = path.split(".")
-    for p in parts[:-1]:
-        node = node.setdefault(p, {})
-    node[parts[-1]] = value
-    return config
-
-
 def _cell_summary(runs):
     cycles = [r["cycles_or_limit"] for r in runs]
     units = [r["units_moved"] for r in runs]
@@ -158,7 +135,7 @@ def _run_cells(runner, cells, runs):
 def param_sweep(runner, base, path, values, runs):
     """Cycles to level against the setting ``path`` (figs. 4.2/4.3): {path, values, rows, argmin,
     end_ratios (mean at the first / last value over the smallest mean), u_shaped}."""
-    cells = [(v, _set_path(_copy(base), path, v)) for v in values]
+    cells = [(v, overlay(base, nested({path: v}))) for v in values]
     found = _run_cells(runner, cells, runs)
     rows = [dict(value=v, **_cell_summary(found[v])) for v in values]
     means = [r["cycles"]["mean"] for r in rows]
@@ -175,9 +152,9 @@ def memetic_study(runner, base, terrains, runs):
     cells = []
     for kind in terrains:
         for alg in ALGORITHMS:
-            cfg = _merge(base, {"algorithm": alg, "terrain": {"kind": kind}})
+            cfg = overlay(base, {"algorithm": alg, "terrain": {"kind": kind}})
             if alg == "probabilistic":
-                cfg = _merge(cfg, {"probabilistic": {"rho_mode": "const", "rho": 0.3}})
+                cfg = overlay(cfg, {"probabilistic": {"rho_mode": "const", "rho": 0.3}})
             cells.append(((kind, alg), cfg))
     found = _run_cells(runner, cells, runs)
     table = {kind: {alg: _cell_summary(found[(kind, alg)]) for alg in ALGORITHMS} for kind in terrains}
@@ -290,7 +267,7 @@ def level_sweep(out_dir, studies=STUDIES, runs=30, base=None, rho_values=RHO_VAL
     """Run ``studies`` and write the report folder; returns the results (``level_sweep.json``)."""
     from harness.sweep_runner import Runner
     from onboard.core.settings import checked
-    base = _copy(base or {})
+    base = overlay(base or {}, {})
     cfg = checked(GRID_DEFAULTS, GRID_RANGES, base, "level-sweep")       # one line for a bad --set
     own = runner is None
     runner = runner or Runner()
@@ -298,10 +275,10 @@ def level_sweep(out_dir, studies=STUDIES, runs=30, base=None, rho_values=RHO_VAL
                      "runs": runs, "max_cycles": cfg["max_cycles"], "base": base}}
     try:
         if "rho" in studies:
-            out["rho"] = param_sweep(runner, _merge(base, {"probabilistic": {"rho_mode": "const"}}),
+            out["rho"] = param_sweep(runner, overlay(base, {"probabilistic": {"rho_mode": "const"}}),
                                      "probabilistic.rho", rho_values, runs)
         if "k" in studies:
-            out["k"] = param_sweep(runner, _merge(base, {"probabilistic": {"rho_mode": "k"}}),
+            out["k"] = param_sweep(runner, overlay(base, {"probabilistic": {"rho_mode": "k"}}),
                                    "probabilistic.k", k_values, runs)
         if "memetic" in studies:
             out["memetic"] = memetic_study(runner, base, terrains, runs)
@@ -355,16 +332,7 @@ def _cmd(args):
     bad = [t for t in terrains if t not in KINDS]
     if bad or not terrains:
         raise ConfigError("level-sweep: --terrains must be kinds among %s" % ", ".join(KINDS))
-    base = _copy(QUICK) if args.quick else {}
-    for item in args.set:
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise ConfigError("level-sweep: --set wants KEY=VALUE, got %r" % item)
-        try:
-            value = json.loads(value)
-        except ValueError:
-            pass
-        _set_path(base, key, value)
+    base = overlay(QUICK if args.quick else {}, parse_set(args.set))
     runs = args.runs or (QUICK_RUNS if args.quick else 30)
     rho = _values(args.rho, float) if args.rho else (QUICK_RHO if args.quick else RHO_VALUES)
     k = _values(args.k, float) if args.k else (QUICK_K if args.quick else K_VALUES)
