@@ -26,7 +26,9 @@ import math
 
 import numpy as np
 
+from harness.parallel import ordered_map
 from harness.sim.clock import PRIORITY_SENSOR, SimClock
+from harness.sim.rng import RunRandom
 from harness.config import ANY_NUMBER, POSITIVE, RATE_HZ, non_empty_list, one_of, vector
 from harness.metrics import rms
 from harness.report.plots import figure, label
@@ -200,6 +202,32 @@ def run_case(traj, setting, random, impl=None, aiding_rate_hz=1, record_hz=10, i
     rec["final_nav"] = eskf.nav_state()
     rec["impl"] = eskf.impl
     return rec
+
+
+_TRAJECTORIES = {}
+
+
+def consistency_run(duration_s, setting_name, seed, impl="cython"):
+    """(NEES per epoch, NIS per epoch) of one seeded filter run on the dozer trajectory of ``duration_s``
+    (ag2u IV-A) with 1 Hz aiding: a self-contained sweep job (the trajectory is built once per process)."""
+    if duration_s not in _TRAJECTORIES:
+        _TRAJECTORIES[duration_s] = generate(dozer_legs(duration_s), 100)
+    rec = run_case(_TRAJECTORIES[duration_s], noise_setting(setting_name), RunRandom(seed), impl=impl, record_hz=1)
+    return np.asarray(rec["nees"]), np.asarray(rec["nis"])
+
+
+def monte_carlo_consistency(runs, duration_s=60.0, setting_name="sensor_fusion", first_seed=1000, impl="cython",
+                            runner=None, workers=1):
+    """(NEES, NIS) arrays of shape (runs, epochs) over seeds ``first_seed`` .. ``first_seed + runs - 1``,
+    through the sweep runner (``runner``, else ``workers`` local processes): the same arrays whatever
+    runs them."""
+    jobs = [(duration_s, setting_name, first_seed + run, impl) for run in range(runs)]
+    pairs = list(ordered_map(_consistency_job, jobs, workers=workers, runner=runner))
+    return np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+
+
+def _consistency_job(job):
+    return consistency_run(*job)
 
 
 def case_metrics(rec, settle_s=10.0):

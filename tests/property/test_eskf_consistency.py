@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import chi2
 
 from harness.sim.rng import RunRandom
-from harness.scenarios.ins_eskf import run_case
+from harness.scenarios.ins_eskf import monte_carlo_consistency, run_case
 from harness.sim.sensors.ins_errors import ImuErrors, noise_setting
 from harness.sim.trajectory import dozer_legs, generate
 from onboard import impl as impl_switch
@@ -47,15 +47,9 @@ def test_noise_less_reconstructs_the_trajectory(traj60, impl):
 
 
 @pytest.mark.slow
-def test_nees_and_nis_inside_chi_square_bounds_over_50_runs(traj60):
-    setting = noise_setting("sensor_fusion")
-    nees, nis = [], []
-    for run in range(N_RUNS):
-        rec = run_case(traj60, setting, RunRandom(1000 + run), impl="cython", record_hz=1)
-        nees.append(rec["nees"])
-        nis.append(rec["nis"])
-    nees = np.array(nees)          # (runs, epochs at 0, 1, ..., 60 s, each right after the update)
-    nis = np.array(nis)
+def test_nees_and_nis_inside_chi_square_bounds_over_50_runs():
+    # (runs, epochs at 0, 1, ..., 60 s, each right after the update), through the sweep runner
+    nees, nis = monte_carlo_consistency(N_RUNS, 60.0, "sensor_fusion", first_seed=1000, impl="cython", workers=2)
     anees = nees.mean(axis=0)
     anis = nis.mean(axis=0)
     lo15, hi15 = chi2.ppf([0.025, 0.975], 15 * N_RUNS) / N_RUNS
@@ -69,6 +63,12 @@ def test_nees_and_nis_inside_chi_square_bounds_over_50_runs(traj60):
     # and epoch by epoch, nearly always inside (95 % expected for a consistent filter)
     assert inside_nees >= 0.85
     assert inside_nis >= 0.85
+
+
+def test_monte_carlo_runs_give_the_same_arrays_in_one_or_two_worker_processes():
+    one = monte_carlo_consistency(3, 5.0, "sensor_fusion", first_seed=7, impl="pure", workers=1)
+    two = monte_carlo_consistency(3, 5.0, "sensor_fusion", first_seed=7, impl="pure", workers=2)
+    assert one[0].shape == (3, 6) and np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
