@@ -95,6 +95,17 @@ def mat_vec(a, v, rows, cols):
     return out
 
 
+def columns(a, rows, cols, picks):
+    """The columns ``picks`` (indices) of the rows x cols matrix ``a``: rows x len(picks), e.g. P H^T
+    for a measurement matrix H that selects states."""
+    m = len(picks)
+    out = [0.0] * (rows * m)
+    for i in range(rows):
+        for j in range(m):
+            out[i * m + j] = a[i * cols + picks[j]]
+    return out
+
+
 def transpose(a, rows, cols):
     out = [0.0] * (rows * cols)
     for i in range(rows):

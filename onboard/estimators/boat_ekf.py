@@ -330,10 +330,7 @@ class BoatEkf:
             self.gated += 1
             return False
         # PHt = P H^T (n x m): columns ``slots`` of P; K = PHt S^-1
-        PHt = [0.0] * (n * m)
-        for i in range(n):
-            for a in range(m):
-                PHt[i * m + a] = P[i * n + slots[a]]
+        PHt = la.columns(P, n, n, slots)
         K = la.mat_mul(PHt, S_inv, n, m, m)
         dx = la.mat_vec(K, y, n, m)
         new_x = [x[i] + dx[i] for i in range(n)]

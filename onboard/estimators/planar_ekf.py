@@ -177,10 +177,7 @@ class PlanarEkf:
                 self._restart(pose)
                 return True
             return False
-        PHt = [0.0] * (N_STATE * N_MEAS)
-        for i in range(N_STATE):
-            for j in range(N_MEAS):
-                PHt[i * N_MEAS + j] = P[i * N_STATE + sel[j]]
+        PHt = la.columns(P, N_STATE, N_STATE, sel)
         K = la.mat_mul(PHt, S_inv, N_STATE, N_MEAS, N_MEAS)
         dx = la.mat_vec(K, innov, N_STATE, N_MEAS)
         new_x = [x[i] + dx[i] for i in range(N_STATE)]
