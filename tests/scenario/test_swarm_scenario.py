@@ -180,3 +180,23 @@ def test_the_study_settings_file_turns_on_the_larger_swarm_and_the_replays(name)
     _mod, study = prepare(name, load_file(STUDY_CONFIG))
     assert study["drone_counts"] == [2, 3, 4] and study["large_swarm"]["drones"] == 8
     assert study["episode"]["compare_estimators"] is True
+
+
+def test_study_flights_on_the_sweep_runner_do_not_depend_on_the_worker_count():
+    """The flights after the first are jobs of the sweep runner (study.fly): three 2-drone flights of 2 s,
+    each replayed through one estimator configuration, flown in this process and on a pool of two worker
+    processes give the same metrics (every flight rebuilds its random streams from the run seed and its name)."""
+    def study(workers):
+        mod, cfg = prepare("swarm-fixed", {
+            "drone_counts": [2], "episodes": 3, "workers": workers, "large_swarm": {"drones": 0},
+            "estimators": {"pf-100": {"mode": "pf", "n_particles": 100}},
+            "episode": {"max_duration_s": 2.0, "compare_estimators": True}})
+        ctx = RunContext(5)
+        return mod.run(cfg, ctx), ctx.timings
+
+    inline, inline_timing = study(1)
+    pooled, pooled_timing = study(2)
+    assert inline["episodes"] == 3 and inline["estimator_comparison"] is not None
+    assert json.dumps(inline, sort_keys=True) == json.dumps(pooled, sort_keys=True)
+    assert inline_timing["runner"]["workers"] == 1 and pooled_timing["runner"]["workers"] == 2
+    assert pooled_timing["runner"]["jobs"] == 2 and pooled_timing["runner"]["failed"] == 0

@@ -28,6 +28,8 @@ import numpy as np
 from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, check_ranges, int_at_least, one_of, under
 from harness.report.plots import figure, label
 from harness.scenarios.swarm import flight as ep
+from harness.sim.rng import RunRandom
+from harness.sweep_runner import ENGINES
 from onboard.estimators.particle_filter import SETTING_RANGES as PF_RANGES
 from onboard.swarm.agent import SETTING_RANGES as AGENT_RANGES, checked_config as agent_checked_config
 
@@ -45,6 +47,10 @@ DEFAULTS = {
     "min_separation_ok_m": 0.15,
     # the member of the first flight recorded at its boundary into the run's log.mcap (-1: none)
     "record_member": 0,
+    # the flights after the first run as jobs of the sweep runner: workers at a time on engine "local" (this
+    # machine's processes) or "ray" (a local Ray runtime, or the cluster at $RAY_ADDRESS); same metrics either way
+    "workers": 1,
+    "engine": "local",
     # the flights' settings; compare_estimators: replay each flight offline through `estimators` (the study)
     "episode": dict({k: v for k, v in ep.DEFAULTS.items() if k not in ("goals", "drones")}, link="cflib",
                     compare_estimators=False),
@@ -80,6 +86,7 @@ SETTING_RANGES = dict(
     {"drone_counts": ("a list of integers >= 1", lambda v: isinstance(v, list) and all(
         isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in v)),
      "episodes": int_at_least(1), "min_separation_ok_m": NON_NEGATIVE, "record_member": int_at_least(-1),
+     "workers": int_at_least(1), "engine": one_of(*ENGINES),
      "large_swarm.drones": int_at_least(0), "large_swarm.episodes": int_at_least(1),
      "large_swarm.uwb_mode": one_of(*ep.UWB_MODES), "large_swarm.arena_m": POSITIVE,
      "large_swarm.max_duration_s": POSITIVE, "episode.n_particles": PF_RANGES["n_particles"]},
@@ -170,9 +177,97 @@ def _flight_progress(ctx, desc, total_s, log=None):
     return bar, on_step
 
 
+_MODELS = {}
+
+
+def _models(policy, estimator):
+    """``ep.load_models(policy, estimator)`` once per process (int8 interpreters are not shared across a fork)."""
+    key = (os.getpid(), policy, estimator)
+    if key not in _MODELS:
+        _MODELS[key] = ep.load_models(policy, estimator)
+    return _MODELS[key]
+
+
+def fly(cfg, run_seed, tag, seed, estimators=None, keep_record=False):
+    """One flight of the study as a job of the sweep runner (``harness.sweep_runner``): flies ``cfg`` with the
+    run's random streams ``swarm.truth.<tag>`` and ``swarm.agents.<tag>`` (``RunRandom(run_seed)``, so the flight
+    depends on nothing but its arguments, whatever process runs it) and, with ``estimators``, replays its records
+    through those estimator configurations. Returns (metrics, records or None, replay comparison or None)."""
+    models = _models(cfg["policy"], cfg["estimator"])
+    random = RunRandom(run_seed)
+    met, rec = ep.run_episode(cfg, random.stream("swarm.truth." + tag), random.stream("swarm.agents." + tag), models,
+                              seed=seed)
+    comparison = None
+    if estimators:
+        comparison = ep.replay_estimators(rec, models, estimators, cfg["n_particles"], seed=run_seed, impl=cfg["impl"])
+    return met, (rec if keep_record else None), comparison
+
+
+def _flights(goals, config):
+    """Every flight of the study in order: (group, episode, flight settings, stream tag, flight seed); group is
+    the drone count or "large" (the larger swarm)."""
+    out = []
+    for m in config["drone_counts"]:
+        for e in range(config["episodes"]):
+            out.append((m, e, _flight_config(config, goals, drones=m), "%d.%d" % (m, e), m * 100 + e))
+    ls = config["large_swarm"]
+    if ls["drones"]:
+        for e in range(ls["episodes"]):
+            cfg = _flight_config(config, goals, drones=ls["drones"], uwb_mode=ls["uwb_mode"], arena_m=ls["arena_m"],
+                                 max_duration_s=ls["max_duration_s"])
+            out.append(("large", e, cfg, "large.%d" % e, 900 + e))
+    return out
+
+
+def _fly_first(ctx, config, flight, n_flights, record):
+    """The first flight, in this process: its progress in simulated seconds, its truth on the run's log, its
+    recorded member (``record``), its replays with their own progress bar."""
+    group, _e, cfg, tag, seed = flight
+    drones = cfg["drones"]
+    models = _models(cfg["policy"], cfg["estimator"])
+    bar, on_step = _flight_progress(ctx, "flight 1/%d: %d drones" % (n_flights, drones), cfg["max_duration_s"],
+                                    _truth_logger(ctx, drones))
+    met, rec = ep.run_episode(cfg, ctx.random.stream("swarm.truth." + tag), ctx.random.stream("swarm.agents." + tag),
+                              models, seed=ctx.seed * 1000 + seed, record=record, on_step=on_step)
+    bar.close()
+    comparison = None
+    if cfg["compare_estimators"] and group != "large":
+        bar = ctx.progress(met["sim_time_s"] * len(config["estimators"]),
+                           "replay 1/%d: %d estimator configurations" % (n_flights, len(config["estimators"])))
+        comparison = ep.replay_estimators(rec, models, config["estimators"], cfg["n_particles"], seed=ctx.seed,
+                                          impl=cfg["impl"], on_progress=bar.update_to)
+        bar.close()
+    return met, rec, comparison
+
+
+def _fly_all(ctx, config, flights, record, timing):
+    """[(metrics, records, comparison)] of every flight in order: the first in this process (_fly_first), the
+    others as jobs of the sweep runner on ``config["engine"]`` with ``config["workers"]`` at a time (the
+    metrics do not depend on either: tested); records are kept for each group's first flight (the plots).
+    The runner's wall-clock figures (per-flight wall time, the engine's overhead) go to ``timing["runner"]``."""
+    from harness.sweep_runner import Job, Runner, describe_failure
+    results = [_fly_first(ctx, config, flights[0], len(flights), record)]
+    want_plots = getattr(ctx, "report", None) is not None
+    jobs = [Job(fly, (cfg, ctx.seed, tag, ctx.seed * 1000 + seed,
+                      config["estimators"] if cfg["compare_estimators"] and group != "large" else None,
+                      want_plots and e == 0),
+                info={"seed": ctx.seed, "drones": cfg["drones"], "episode": e}, key=tag)
+            for group, e, cfg, tag, seed in flights[1:]]
+    if jobs:
+        with Runner(config["engine"], config["workers"]) as runner:
+            done = runner.run(jobs, show_progress=ctx.show_progress,
+                              desc="flights 2-%d on %d %s worker(s)" % (len(flights), config["workers"],
+                                                                         config["engine"]))
+        if done.failures:
+            raise RuntimeError("flight failed: " + describe_failure(done.failures[0]) + "\n"
+                               + (done.failures[0]["traceback"] or ""))
+        timing["runner"] = {k: v for k, v in done.timing.items() if k != "per_job"}
+        results.extend(done.results)
+    return results
+
+
 def run(goals, config, ctx):
     t0 = time.perf_counter()
-    models = ep.load_models(config["episode"]["policy"], config["episode"]["estimator"])
     per_count = {}
     totals = {"goals_reached": 0, "goals_total": 0, "min_separation_m": math.inf, "episodes": 0, "successes": 0,
               "tracks": 0, "tracks_converged": 0}
@@ -181,53 +276,41 @@ def run(goals, config, ctx):
     first_recs = {}
     world_reports = []
     sim_s = 0.0
-    n_flights = (len(config["drone_counts"]) * config["episodes"]
-                 + (config["large_swarm"]["episodes"] if config["large_swarm"]["drones"] else 0))
-    flown = 0
     world_timing = []
     # the first flight's member record_member, recorded into the run's log (a report folder only)
     record = None
     if config["record_member"] >= 0 and getattr(ctx, "report", None) is not None:
         from onboard.runtime.mcap_log import code_version
         record = (ctx.log, code_version(), config["record_member"])
+    flights = _flights(goals, config)
+    rows_of = {}
+    runner_timing = {}
+    for (group, e, cfg, _tag, _seed), (met, rec, comparison) in zip(flights, _fly_all(ctx, config, flights, record,
+                                                                                     runner_timing)):
+        rows_of.setdefault(group, []).append(met)
+        sim_s += met["sim_time_s"]
+        world_timing.append({k: met["world"].pop(k) for k in WORLD_TIMING_KEYS if k in met["world"]})
+        if e == 0 and rec is not None:
+            first_recs[group] = rec
+        if group == "large":
+            continue
+        world_reports.append(dict(met["world"], drones=group, episode=e, ranges_used=met["ranges_used"]))
+        if comparison is not None:
+            comparisons.setdefault(group, []).append(comparison)
+        ok = met["goals_reached"] == met["goals_total"] and met["min_separation_m"] >= config["min_separation_ok_m"]
+        totals["successes"] += int(ok)
+        totals["episodes"] += 1
+        totals["goals_reached"] += met["goals_reached"]
+        totals["goals_total"] += met["goals_total"]
+        totals["tracks"] += met["tracks"]["tracks"]
+        totals["tracks_converged"] += met["tracks"]["converged"]
+        totals["min_separation_m"] = min(totals["min_separation_m"], met["min_separation_m"])
+        if met["mean_position_error_m"] is not None:
+            pos_errs.append(met["mean_position_error_m"])
+        if met["mean_orientation_error_deg"] is not None:
+            yaw_errs.append(met["mean_orientation_error_deg"])
     for m in config["drone_counts"]:
-        rows = []
-        for e in range(config["episodes"]):
-            cfg = _flight_config(config, goals, drones=m)
-            bar, on_step = _flight_progress(ctx, "flight %d/%d: %d drones" % (flown + 1, n_flights, m),
-                                            cfg["max_duration_s"], _truth_logger(ctx, m) if flown == 0 else None)
-            met, rec = ep.run_episode(cfg, ctx.random.stream("swarm.truth.%d.%d" % (m, e)),
-                                      ctx.random.stream("swarm.agents.%d.%d" % (m, e)), models,
-                                      seed=ctx.seed * 1000 + m * 100 + e, record=record if flown == 0 else None,
-                                      on_step=on_step)
-            bar.close()
-            rows.append(met)
-            sim_s += met["sim_time_s"]
-            world_timing.append({k: met["world"].pop(k) for k in WORLD_TIMING_KEYS if k in met["world"]})
-            world_reports.append(dict(met["world"], drones=m, episode=e, ranges_used=met["ranges_used"]))
-            if e == 0:
-                first_recs[m] = rec
-            if cfg["compare_estimators"]:
-                bar = ctx.progress(met["sim_time_s"] * len(config["estimators"]),
-                                   "replay %d/%d: %d estimator configurations" % (flown + 1, n_flights,
-                                                                                  len(config["estimators"])))
-                comparisons.setdefault(m, []).append(
-                    ep.replay_estimators(rec, models, config["estimators"], cfg["n_particles"], seed=ctx.seed,
-                                         impl=cfg["impl"], on_progress=bar.update_to))
-                bar.close()
-            flown += 1
-            ok = met["goals_reached"] == met["goals_total"] and met["min_separation_m"] >= config["min_separation_ok_m"]
-            totals["successes"] += int(ok)
-            totals["episodes"] += 1
-            totals["goals_reached"] += met["goals_reached"]
-            totals["goals_total"] += met["goals_total"]
-            totals["tracks"] += met["tracks"]["tracks"]
-            totals["tracks_converged"] += met["tracks"]["converged"]
-            totals["min_separation_m"] = min(totals["min_separation_m"], met["min_separation_m"])
-            if met["mean_position_error_m"] is not None:
-                pos_errs.append(met["mean_position_error_m"])
-            if met["mean_orientation_error_deg"] is not None:
-                yaw_errs.append(met["mean_orientation_error_deg"])
+        rows = rows_of[m]
         per_count[str(m)] = {
             "episodes": len(rows),
             "goals_reached": sum(r["goals_reached"] for r in rows),
@@ -240,24 +323,7 @@ def run(goals, config, ctx):
     large = None
     ls = config["large_swarm"]
     if ls["drones"]:
-        rows = []
-        for e in range(ls["episodes"]):
-            cfg = _flight_config(config, goals, drones=ls["drones"], uwb_mode=ls["uwb_mode"], arena_m=ls["arena_m"],
-                                 max_duration_s=ls["max_duration_s"])
-            bar, on_step = _flight_progress(ctx, "flight %d/%d: %d drones" % (flown + 1, n_flights, ls["drones"]),
-                                            cfg["max_duration_s"],
-                                            _truth_logger(ctx, ls["drones"]) if flown == 0 else None)
-            met, rec = ep.run_episode(cfg, ctx.random.stream("swarm.truth.large.%d" % e),
-                                      ctx.random.stream("swarm.agents.large.%d" % e), models,
-                                      seed=ctx.seed * 1000 + 900 + e, record=record if flown == 0 else None,
-                                      on_step=on_step)
-            bar.close()
-            world_timing.append({k: met["world"].pop(k) for k in WORLD_TIMING_KEYS if k in met["world"]})
-            rows.append(met)
-            sim_s += met["sim_time_s"]
-            flown += 1
-            if e == 0:
-                first_recs["large"] = rec
+        rows = rows_of["large"]
         ok = [r["goals_reached"] == r["goals_total"] and r["min_separation_m"] >= config["min_separation_ok_m"]
               for r in rows]
         large = {
@@ -272,7 +338,7 @@ def run(goals, config, ctx):
     estimator = _compare(comparisons, config)
     wall = time.perf_counter() - t0
     ctx.timing(wall_time_s=wall, sim_seconds_per_wall_second=sim_s / wall if wall > 0 else None,
-               worlds=world_timing)
+               worlds=world_timing, **runner_timing)
     metrics = {
         "goals_reached": totals["goals_reached"],
         "goals_total": totals["goals_total"],
