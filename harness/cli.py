@@ -128,8 +128,11 @@ def cmd_settings(args):
     module = scenarios.load(args.scenario)
     rules = getattr(module, "SETTING_RANGES", {})
     rows = [(path, value, rules[path][0] if path in rules else "-") for path, value in setting_leaves(module.DEFAULTS)]
+    # rules keyed by a tuple of paths relate settings to each other (onboard.core.settings.checked)
+    related = [(list(paths), rule[0]) for paths, rule in rules.items() if isinstance(paths, tuple)]
     if args.json:
-        print(json.dumps({path: {"default": value, "allowed": allowed} for path, value, allowed in rows}, indent=2))
+        print(json.dumps({"settings": {path: {"default": value, "allowed": allowed} for path, value, allowed in rows},
+                          "related": [{"settings": paths, "rule": text} for paths, text in related]}, indent=2))
         return 0
     width = max(len(path) for path, _v, _a in rows)
     for path, value, allowed in rows:
@@ -137,6 +140,10 @@ def cmd_settings(args):
         if len(default) > 40:
             default = default[:37] + "..."
         print("%-*s  %-40s  %s" % (width, path, default, allowed))
+    if related:
+        print("\nrelated settings (checked together):")
+        for paths, text in related:
+            print("  %s: %s" % (", ".join(paths), text))
     return 0
 
 
@@ -173,7 +180,8 @@ def build_parser():
                        description="Print every setting of a scenario (the KEY of --set KEY=VALUE) with its "
                                    "default and the values it takes; a run checks them before anything starts.")
     p.add_argument("scenario", help="scenario name (see `list`)")
-    p.add_argument("--json", action="store_true", help="as JSON: {setting: {default, allowed}}")
+    p.add_argument("--json", action="store_true", help="as JSON: {settings: {KEY: {default, allowed}}, related: "
+                                                            "[{settings: [KEY, ...], rule}]}")
     p.set_defaults(func=cmd_settings)
 
     for mod_name in COMMAND_MODULES:

@@ -88,11 +88,17 @@ def test_settings_command_lists_every_setting_with_its_rule(capsys):
     from harness.scenarios import waypoints
     from onboard.core.settings import RATE_HZ
     assert main(["settings", "waypoints", "--json"]) == 0
-    listed = json.loads(capsys.readouterr().out)
+    out = json.loads(capsys.readouterr().out)
+    listed = out["settings"]
     assert sorted(listed) == sorted(_leaf_paths(waypoints.DEFAULTS))
+    # the rule relating the rates of one scheduler is listed with the settings it relates
+    assert out["related"] == [{"settings": ["imu.rate_hz", "aiding.rate_hz", "runtime.control_rate_hz"],
+                               "rule": waypoints.SETTING_RANGES[("imu.rate_hz", "aiding.rate_hz",
+                                                                 "runtime.control_rate_hz")][0]}]
     assert listed["physics_hz"] == {"default": 1000, "allowed": RATE_HZ[0]}
     assert listed["aiding.error_model"]["allowed"] == "one of 'white', 'constant'"
     assert main(["settings", "waypoints"]) == 0
-    assert "vehicle.wheelbase_m" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "vehicle.wheelbase_m" in text and "related settings (checked together):" in text
     assert main(["settings", "nosuch"]) == 2
     assert "unknown scenario 'nosuch'" in capsys.readouterr().err
