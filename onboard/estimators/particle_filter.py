@@ -36,8 +36,8 @@ This module runs unchanged on MicroPython (lists of floats, ``math`` only).
 """
 import math
 
-from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, UNIT_OPEN, int_at_least, is_number, one_of,
-                                   range_problem, within)
+from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, UNIT_OPEN, checked, int_at_least, is_number,
+                                   one_of, within)
 from onboard.estimators.base import EstimatorInputError
 
 # UWB ranging error model, pocket III-A (DecaWave DWM1000 vs motion capture).
@@ -364,23 +364,17 @@ SETTING_RANGES = dict(
                                      "noise_reference_dt_s")})
 
 
+# the settings related to each other: the adaptive refresh's clamp and the two likelihood averages' rates
+SETTING_RANGES[("refresh_fraction_min", "refresh_fraction")] = (
+    "ordered (refresh_fraction_min <= refresh_fraction)", lambda lo, hi: lo <= hi)
+SETTING_RANGES[("alpha_slow", "alpha_fast")] = ("ordered (alpha_slow < alpha_fast)", lambda slow, fast: slow < fast)
+
+
 def checked_config(config=None):
-    """DEFAULTS updated with config, checked (ValueError on an unknown key, a value outside its range in
-    SETTING_RANGES, refresh_fraction_min above refresh_fraction, or alpha_slow not below alpha_fast)."""
-    cfg = dict(DEFAULTS)
-    if config:
-        for key in config:
-            if key not in DEFAULTS:
-                raise ValueError("unknown ParticleFilter setting %r" % (key,))
-            cfg[key] = config[key]
-    problem = range_problem(cfg, SETTING_RANGES)
-    if problem:
-        raise ValueError(problem)
-    if not cfg["refresh_fraction_min"] <= cfg["refresh_fraction"]:
-        raise ValueError("refresh_fraction_min must be in [0, refresh_fraction]")
-    if not cfg["alpha_slow"] < cfg["alpha_fast"]:
-        raise ValueError("need 0 < alpha_slow < alpha_fast <= 1")
-    return cfg
+    """DEFAULTS updated with config, checked by ``onboard.core.settings.checked`` against SETTING_RANGES:
+    ConfigError (a ValueError) with one line on an unknown key, a wrong type or NaN, a value outside its range,
+    refresh_fraction_min above refresh_fraction, or alpha_slow not below alpha_fast."""
+    return checked(DEFAULTS, SETTING_RANGES, config, "ParticleFilter")
 
 
 def make_filter(config=None, kernels=None):

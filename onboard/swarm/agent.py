@@ -35,7 +35,8 @@ guard sees it), counted in ``negative_ranges``, as the training data's ranges ar
 """
 import math
 
-from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, int_at_least, one_of, range_problem, within
+from onboard.core.settings import (BOOLEAN, NON_NEGATIVE, POSITIVE, ConfigError, checked, int_at_least, one_of,
+                                   within)
 from onboard.estimators.particle_filter import PfInputError, make_filter
 from onboard.estimators.particle_filter import checked_config as pf_checked_config
 from onboard.swarm import actions as act_mod
@@ -168,7 +169,10 @@ SETTING_RANGES = dict(
      "range_smoothing_s": POSITIVE, "brake_window_s": POSITIVE,
      "min_confidence": within(0.0, 1.0), "collapsed_estimate_fraction": within(0.0, 1.0),
      "collapsed_goal_fraction": within(0.0, 1.0),
-     "warmup_steps": int_at_least(0), "brake_min_samples": int_at_least(0), "guard_on_range": BOOLEAN},
+     "warmup_steps": int_at_least(0), "brake_min_samples": int_at_least(0), "guard_on_range": BOOLEAN,
+     # ParticleFilter settings (checked by the filter's own rules in checked_config)
+     "pf_config": ("a table of ParticleFilter settings or null", lambda v: v is None or isinstance(v, dict)),
+     "goal_pf_config": ("a table of ParticleFilter settings or null", lambda v: v is None or isinstance(v, dict))},
     **{key: NON_NEGATIVE for key in (
         "far_obstacle_m", "obstacle_clip_m", "guard_distance_m", "guard_speed_mps", "guard_horizon_s",
         "guard_residual_m", "guard_hold_max_s", "brake_ttc_s", "brake_min_closing_mps", "stuck_window_s",
@@ -177,23 +181,17 @@ SETTING_RANGES = dict(
 
 
 def checked_config(config=None):
-    """DEFAULTS updated with ``config``, checked: ValueError naming the setting on an unknown key, a choice
-    outside its choices, a number outside its range, or a particle-filter setting (pf_config, with
-    goal_pf_config over it for the goal) the filter rejects."""
-    cfg = dict(DEFAULTS)
-    for k, v in (config or {}).items():
-        if k not in DEFAULTS:
-            raise ValueError("unknown SwarmAgent setting %r" % (k,))
-        cfg[k] = v
-    problem = range_problem(cfg, SETTING_RANGES)
-    if problem:
-        raise ValueError(problem)
+    """DEFAULTS updated with ``config``, checked by ``onboard.core.settings.checked``: ConfigError (a ValueError)
+    naming the setting on an unknown key, a wrong type, a choice outside its choices, a number outside its
+    range, or a particle-filter setting (pf_config, with goal_pf_config over it for the goal) the filter
+    rejects."""
+    cfg = checked(DEFAULTS, SETTING_RANGES, config, "SwarmAgent")
     pf_cfg = dict(cfg["pf_config"] or {}, n_particles=cfg["n_particles"])
     for name, extra in (("pf_config", {}), ("goal_pf_config", cfg["goal_pf_config"] or {})):
         try:
             pf_checked_config(dict(pf_cfg, **extra))
         except (ValueError, TypeError) as exc:
-            raise ValueError("%s: %s" % (name, exc))
+            raise ConfigError("SwarmAgent setting %s: %s" % (name, exc))
     return cfg
 
 

@@ -142,8 +142,8 @@ def test_cli_exit_code_says_whether_every_flight_succeeded(tmp_path):
     ({"episode": {"impl": "fortran"}}, "config.episode.impl must be one of"),
     ({"episode": {"pf_config": {"resample_neff_fraction": 0.0}}}, "config.episode.pf_config.resample_neff_fraction must be a number in (0, 1], got 0.0"),
     ({"large_swarm": {"uwb_mode": "mesh"}}, "config.large_swarm.uwb_mode must be one of"),
-    ({"estimators": {"pf-100": {"n_particles": 1}}}, "config.estimators.pf-100: pf_config: n_particles must be an integer >= 2"),
-    ({"estimators": {"learned": {"mode": "oracle"}}}, "config.estimators.learned: mode must be one of"),
+    ({"estimators": {"pf-100": {"n_particles": 1}}}, "config.estimators.pf-100: SwarmAgent setting pf_config: ParticleFilter setting n_particles must be an integer >= 2"),
+    ({"estimators": {"learned": {"mode": "oracle"}}}, "config.estimators.learned: SwarmAgent setting mode must be one of"),
 ])
 def test_bad_settings_are_one_line_config_errors_before_anything_flies(overrides, needle, tmp_path, capsys):
     """Checked before the models load or a drone connects; the CLI prints one line and exits 2."""

@@ -90,9 +90,12 @@ SETTING_RANGES = dict(
      "large_swarm.drones": int_at_least(0), "large_swarm.episodes": int_at_least(1),
      "large_swarm.uwb_mode": one_of(*ep.UWB_MODES), "large_swarm.arena_m": POSITIVE,
      "large_swarm.max_duration_s": POSITIVE, "episode.n_particles": PF_RANGES["n_particles"]},
-    **under("episode", ep.SETTING_RANGES, DEFAULTS["episode"]),
-    **under("episode", AGENT_RANGES, DEFAULTS["episode"]),       # the agent's settings the episode has
-    **under("episode.pf_config", PF_RANGES), **under("episode.goal_pf_config", PF_RANGES))
+    **under("episode", ep.SETTING_RANGES, DEFAULTS["episode"]))
+# the agent's settings the episode has (its particle-filter tables are checked setting by setting, below)
+SETTING_RANGES.update(under("episode", {k: rule for k, rule in AGENT_RANGES.items()
+                                        if k not in ("pf_config", "goal_pf_config")}, DEFAULTS["episode"]))
+SETTING_RANGES.update(under("episode.pf_config", PF_RANGES))
+SETTING_RANGES.update(under("episode.goal_pf_config", PF_RANGES))
 
 
 def check_config(config, goals="fixed"):
