@@ -1,6 +1,7 @@
 """AVR firmware-in-the-loop benchmark (issue 6 figures), both boards measured side by side.
 
-- flash / RAM of the robot_link firmware per board (avr-size, as `make firmware` prints);
+- flash / RAM of the robot_link firmware per board (avr-size, as `make firmware` prints), and of the
+  32U4 leveler build (AltIMU-10 v4, Rover 5 profile, 9600-baud LEVEL_STATE; the fil-leveler scenario);
 - simulated-to-wall-clock speed of the FIL loop at three levels:
     free     simavr alone: firmware idle, 100 ms windows, no host traffic
     lockstep 1 ms (and 5 ms) lockstep windows with the host driver on the pty, simulated
@@ -23,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from boards.arduino import board as C  # noqa: E402
 from harness.sim.avr_bridge import AvrBridge, FilRig, LockstepSerial, ensure_built, size_report  # noqa: E402
+from harness.sim.fil_leveler_world import leveler_size_report  # noqa: E402
 from harness.scenarios import load  # noqa: E402
 from harness.scenarios.context import RunContext  # noqa: E402
 from onboard.core.samples import WheelCmd  # noqa: E402
@@ -143,6 +145,7 @@ def main():
         r["mission"] = mission_speed(b)
         r["round_trip"] = round_trips(b)
         res["boards"][b] = r
+    res["leveler_build"] = {"mcu": C.LEVELER_MCU, "size": leveler_size_report()}
 
     print("AVR firmware-in-the-loop (robot_link), both boards in one run")
     print("%-9s %-11s %14s %12s" % ("board", "mcu", "flash [B]", "RAM [B]"))
@@ -150,6 +153,9 @@ def main():
         s = r["size"]
         print("%-9s %-11s %6d / %5d %5d / %4d" % (b, r["mcu"], s["flash_bytes"], s["flash_max_bytes"],
                                                  s["ram_bytes"], s["ram_max_bytes"]))
+    s = res["leveler_build"]["size"]
+    print("%-9s %-11s %6d / %5d %5d / %4d   (leonardo + AltIMU-10 v4 + Rover 5 + LEVEL_STATE)" % (
+        "leveler", s["mcu"], s["flash_bytes"], s["flash_max_bytes"], s["ram_bytes"], s["ram_max_bytes"]))
     print()
     print("simulated / wall-clock speed")
     print("%-9s %10s %10s %10s %10s %10s %15s" % ("board", "simavr", "free", "lock 1ms", "lock 5ms",
@@ -169,8 +175,11 @@ def main():
         print("%-9s %-32s %8.0f %8s %8.0f" % (b, "wheel cmd -> telemetry echo", r["lockstep"]["cmd_to_telemetry_us_mean"],
                                               "", r["lockstep"]["cmd_to_telemetry_us_max"]))
     u, l = res["boards"]["uno"], res["boards"]["leonardo"]
+    lev = res["leveler_build"]["size"]
     res["ratios"] = {"leonardo_over_uno_flash": l["size"]["flash_bytes"] / u["size"]["flash_bytes"],
-                     "leonardo_over_uno_lockstep_speed": l["lockstep"]["sim_to_wall"] / u["lockstep"]["sim_to_wall"]}
+                     "leonardo_over_uno_lockstep_speed": l["lockstep"]["sim_to_wall"] / u["lockstep"]["sim_to_wall"],
+                     "leveler_over_leonardo_flash": lev["flash_bytes"] / l["size"]["flash_bytes"],
+                     "leveler_over_leonardo_ram": lev["ram_bytes"] / l["size"]["ram_bytes"]}
     print()
     print("ratios:", ", ".join("%s %.2f" % kv for kv in res["ratios"].items()))
     print("int8 policy on the AVR:", res["policy_int8_on_avr"]["note"])

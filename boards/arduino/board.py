@@ -55,3 +55,35 @@ def accel_raw_to_body_mps2(raw):
 def gyro_raw_to_body_radps(raw):
     """MPU-6050 gyro LSBs (chip axes) -> angular rate in body FRD (rad/s)."""
     return tuple(CHIP_TO_BODY_SIGN[i] * raw[i] * GYRO_RADPS_PER_LSB for i in range(3))
+
+
+# ---------------------------------------------------------------- leveler build (firmware/arduino `make leveler`)
+# The thesis's robot (4.3, Table 4.1): the 32U4 board (same pins as "leonardo") with the AltIMU-10 v4, the Dagu
+# Rover 5 profile and a 9600-baud XBee-class link carrying LEVEL_STATE (protocol.py) instead of TELEMETRY.
+LEVELER_BUILD = "leveler"
+LEVELER_MCU = "atmega32u4"
+LEVELER_BOARD_ID = 2
+LEVELER_LINK_BAUD = 9600
+# Dagu Rover 5: 1000 counts per 3 wheel revolutions (ENC_TICKS_PER_REV above), gearbox 86.8:1, 0.25 m/s.
+# The sprocket radius is not in the thesis: an assumption, the same as ROVER5_SPROCKET_RADIUS_MM in config.h.
+ROVER5 = {
+    "gear_ratio": 86.8,
+    "max_speed_mps": 0.25,
+    "sprocket_radius_m": 0.030,
+    "track_gauge_m": 0.19,            # track centre to track centre (assumption)
+    "max_wheel_radps": 8.333,         # config.h MAX_WHEEL_MRADPS: 0.25 m/s / 0.030 m
+    "motor_no_load_radps": 9.3,       # config.h MOTOR_NO_LOAD_MRADPS: 0.28 m/s (1 km/h) / 0.030 m
+}
+# AltIMU-10 v4 (7-bit addresses, WHO_AM_I values) and the ranges the leveler firmware sets.
+ALTIMU = {"lsm303d": (0x1D, 0x49), "l3gd20h": (0x6B, 0xD7), "lps25h": (0x5D, 0xBD)}
+ALTIMU_DEVICES = ("lsm303d", "l3gd20h", "lps25h")      # bit order of IMU_ID's ok_mask
+ALTIMU_ALL_OK = 0x07
+ALTIMU_ACCEL_MPS2_PER_LSB = 0.122e-3 * G_MPS2            # LSM303D at +-4 g (CTRL2 = 0x08)
+ALTIMU_GYRO_RADPS_PER_LSB = math.radians(17.5e-3)       # L3GD20H at +-500 dps (CTRL4 = 0x10)
+ALTIMU_MAG_GAUSS_PER_LSB = 0.160e-3                     # LSM303D at +-4 gauss (CTRL6 = 0x20)
+ALTIMU_PRESSURE_LSB_PER_HPA = 4096.0                    # LPS25H
+ALTIMU_LSM303D_CTRL1 = 0x67
+ALTIMU_LSM303D_CTRL2 = 0x08
+ALTIMU_L3GD20H_CTRL1 = 0x6F
+ALTIMU_L3GD20H_CTRL4 = 0x10
+ALTIMU_LPS25H_CTRL1 = 0xB0

@@ -9,6 +9,11 @@ frames and turns telemetry into the shared sample types at this boundary:
   firmware's own timestamps and the raw MPU-6050 values converted to SI;
 - ``EncoderSample`` (cumulative counts) and ``WheelSpeedSample`` (count deltas / dt).
 
+The leveler build's LEVEL_STATE (algorithm state at 20 Hz over a 9600-baud link: tilt, odometry
+counts, duty, the behaviour's phase) is kept in ``level_state`` and handed to ``on_level_state(msg, now_us)``;
+its IMU_ID (the AltIMU-10 v4 WHO_AM_I handshake) in ``imu_id``. ``set_phase`` sends the phase the
+firmware echoes.
+
 Sample times are on the host clock: the firmware's microsecond timestamps (unwrapped)
 plus an offset that is the smallest host-minus-firmware time seen (the link latency's
 lower envelope), so times are monotonic and never later than ``now_us``.
@@ -40,12 +45,17 @@ class AvrRobotLink:
     and ``log(topic, time_us, msg)`` are optional callables (attributes, may be set later).
     """
 
-    def __init__(self, transport, on_imu=None, on_encoders=None, on_wheel_speed=None, log=None):
+    def __init__(self, transport, on_imu=None, on_encoders=None, on_wheel_speed=None, log=None,
+                 on_level_state=None):
         self.transport = transport
         self.on_imu = on_imu
         self.on_encoders = on_encoders
         self.on_wheel_speed = on_wheel_speed
         self.log = log
+        self.on_level_state = on_level_state
+        self.level_state = None
+        self.level_state_frames = 0
+        self.imu_id = None
         self.decoder = P.FrameDecoder()
         self.link_up = True
         self.tx_seq = 0
@@ -116,6 +126,10 @@ class AvrRobotLink:
         """Open-loop PWM duty in 1/400 (+-400, larger values are clamped by the firmware)."""
         return self._send(P.MSG_DUTY, P.duty_body(left, right), now_us, True)
 
+    def set_phase(self, phase, now_us=None):
+        """Leveler build: the host behaviour's phase (0..255), echoed in LEVEL_STATE."""
+        return self._send(P.MSG_SET_PHASE, P.phase_body(phase), now_us)
+
     def ping(self, now_us):
         return self._send(P.MSG_PING, P.ping_body(now_us & 0xFFFFFFFF), now_us)
 
@@ -178,6 +192,10 @@ class AvrRobotLink:
             self._on_telemetry(msg, now_us)
         elif msg.msg_type == P.MSG_STATUS:
             self.status = msg
+        elif msg.msg_type == P.MSG_LEVEL_STATE:
+            self._on_level_state(msg, now_us)
+        elif msg.msg_type == P.MSG_IMU_ID:
+            self.imu_id = msg
         elif msg.msg_type == P.MSG_PONG:
             self.pong = msg
             self.ping_rtt_us = (now_us - msg.token) & 0xFFFFFFFF
@@ -240,6 +258,23 @@ class AvrRobotLink:
             w = C.gyro_raw_to_body_radps(msg.gyro_raw)
             self.on_imu(ImuSample(t_us, dt_us, [v * dt_s for v in f], [v * dt_s for v in w]))
 
+    def _on_level_state(self, msg, now_us):
+        self.level_state = msg
+        self.level_state_frames += 1
+        self._note_cmd_echo(msg.last_cmd_seq, now_us)
+        if self.on_level_state is not None:
+            self.on_level_state(msg, now_us)
+
+    def _note_cmd_echo(self, seq, now_us):
+        if seq in self._sent_us:
+            lat = now_us - self._sent_us.pop(seq)
+            self.cmd_latency_us = lat
+            self.cmd_latencies_us.append(lat)
+            st = self.cmd_latency_stats
+            st["n"] += 1
+            st["sum_us"] += lat
+            st["max_us"] = max(st["max_us"], lat)
+
     def _link_lost(self):
         self.link_up = False
         self.transport_errors += 1
@@ -258,7 +293,8 @@ class AvrRobotLink:
 
     def counters(self):
         out = {"link_up": self.link_up, "tx_frames": self.tx_frames, "tx_bytes": self.tx_bytes,
-               "telemetry_frames": self.telemetry_frames, "boots": self.boots,
+               "telemetry_frames": self.telemetry_frames, "level_state_frames": self.level_state_frames,
+               "boots": self.boots,
                "protocol_errors": self.protocol_errors, "rx_seq_gaps": self.rx_seq_gaps,
                "transport_errors": self.transport_errors, "rejected_commands": self.rejected_commands,
                "imu_gaps": self.imu_gaps}

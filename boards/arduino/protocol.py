@@ -14,6 +14,14 @@ that starts mid-stream resyncs at the next one. :class:`FrameDecoder` drops and 
 everything that is not a whole valid frame: oversize (more than ``MAX_ENCODED`` bytes
 before a 0x00), COBS structure errors, CRC errors; :func:`decode_message` then rejects
 unknown types and wrong body lengths with :class:`ProtocolError`.
+
+The leveler build (firmware/arduino ``make leveler``) adds SET_PHASE (host -> board), LEVEL_STATE and
+IMU_ID (board -> host) and runs the link at 9600 baud (an XBee-class radio). Link budget, 8N1 = 10 bits a
+byte, so 960 B/s each way: a LEVEL_STATE frame is 2 + 29 + 2 = 33 bytes, COBS + 1 = 34, + the 0x00 = 35
+bytes (36.5 ms on the wire), at most 27.4 Hz. The firmware sends it every 5th 100 Hz tick: 20 Hz x 35 B =
+700 B/s, 73 % of the link, leaving 260 B/s for replies (PONG 14 B, STATUS 38 B). TELEMETRY at 100 Hz
+(37 B -> 3700 B/s) would not fit, so that build does not send it. ``LEVEL_STATE_HZ`` and
+``link_budget(...)`` hold the same arithmetic.
 """
 import struct
 
@@ -34,11 +42,14 @@ MSG_STOP = 0x03
 MSG_PING = 0x04          # uint32 token
 MSG_GET_STATUS = 0x05
 MSG_RESET = 0x06         # b"WDT!"
+MSG_SET_PHASE = 0x07     # u8 phase of the host behaviour, echoed in LEVEL_STATE (leveler build)
 # firmware -> host
 MSG_HELLO = 0x80
 MSG_TELEMETRY = 0x81
 MSG_STATUS = 0x82
 MSG_PONG = 0x83
+MSG_LEVEL_STATE = 0x84   # leveler build: algorithm state at LEVEL_STATE_HZ
+MSG_IMU_ID = 0x85        # leveler build, at boot: WHO_AM_I of LSM303D, L3GD20H, LPS25H + matched mask
 
 RESET_MAGIC = b"WDT!"
 
@@ -68,11 +79,38 @@ STATUS_COUNTERS = ("frames_ok", "crc_errors", "cobs_errors", "oversize", "bad_bo
                    "enc_errors_right", "imu_errors")
 STATUS_FMT = "<I12HHBB"
 PONG_FMT = "<II"
+LEVEL_STATE_FMT = "<IiihhhhhhHBBB"
+LEVEL_STATE_FIELDS = ("t_us", "enc_left_ticks", "enc_right_ticks", "pitch_mrad", "roll_mrad",
+                      "yaw_rate_mradps", "accel_fwd_mmps2", "duty_left", "duty_right", "faults",
+                      "last_cmd_seq", "phase", "tx_dropped")
+IMU_ID_FMT = "<BBBB"
+IMU_ID_FIELDS = ("lsm303d_whoami", "l3gd20h_whoami", "lps25h_whoami", "ok_mask")
+
+# link budget of the leveler build (see the module doc)
+LEVELER_BAUD = 9600
+BITS_PER_BYTE_8N1 = 10
+LEVEL_STATE_DECIMATION = 5            # of the firmware's 100 Hz tick
+LEVEL_STATE_HZ = 20
 
 BODY_LEN = {
     MSG_WHEEL_SPEED: 4, MSG_DUTY: 4, MSG_STOP: 0, MSG_PING: 4, MSG_GET_STATUS: 0, MSG_RESET: 4,
     MSG_HELLO: 4, MSG_TELEMETRY: 31, MSG_STATUS: 32, MSG_PONG: 8,
+    MSG_SET_PHASE: 1, MSG_LEVEL_STATE: 29, MSG_IMU_ID: 4,
 }
+
+
+def wire_bytes(body_len):
+    """Bytes a frame with a ``body_len``-byte body takes on the wire: COBS(2 + body + 2) + 0x00."""
+    n = HEADER_LEN + body_len + CRC_LEN
+    return n + 1 + n // 254 + 1
+
+
+def link_budget(baud, body_len, rate_hz):
+    """(bytes per second the link carries at 8N1, bytes per second the message needs, the most messages
+    per second that fit)."""
+    capacity = baud / BITS_PER_BYTE_8N1
+    per = wire_bytes(body_len)
+    return capacity, per * rate_hz, capacity / per
 
 
 class ProtocolError(ValueError):
@@ -265,6 +303,12 @@ def decode_message(frame):
     if t == MSG_HELLO:
         v = struct.unpack(HELLO_FMT, body)
         return Message(t, frame.seq, "Hello", dict(zip(HELLO_FIELDS, v)))
+    if t == MSG_LEVEL_STATE:
+        return Message(t, frame.seq, "LevelState", dict(zip(LEVEL_STATE_FIELDS, struct.unpack(LEVEL_STATE_FMT, body))))
+    if t == MSG_IMU_ID:
+        return Message(t, frame.seq, "ImuId", dict(zip(IMU_ID_FIELDS, struct.unpack(IMU_ID_FMT, body))))
+    if t == MSG_SET_PHASE:
+        return Message(t, frame.seq, "SetPhase", {"phase": body[0]})
     if t == MSG_PONG:
         v = struct.unpack(PONG_FMT, body)
         return Message(t, frame.seq, "Pong", {"token": v[0], "fw_t_us": v[1]})
@@ -292,6 +336,13 @@ def wheel_speed_body(left_mradps, right_mradps):
 
 def duty_body(left, right):
     return struct.pack("<hh", _i16("left", left), _i16("right", right))
+
+
+def phase_body(phase):
+    v = int(phase)
+    if not 0 <= v <= 255:
+        raise ProtocolError("phase=%r does not fit a byte" % (phase,))
+    return bytes((v,))
 
 
 def ping_body(token):

@@ -19,6 +19,11 @@
  *       OCR_x / (TOP + 1)); DIR_x: direction pin, 1 = reverse)
  *   imu AX AY AZ GX GY GZ TEMP    raw MPU-6050 output registers (int16, chip axes) -> "ok"
  *   imu_present 0|1               the IMU stops / starts answering on the bus     -> "ok"
+ *   altimu AX AY AZ GX GY GZ MX MY MZ P T
+ *                                 raw AltIMU-10 v4 outputs: LSM303D accel and mag, L3GD20H gyro
+ *                                 (int16, chip axes), LPS25H pressure (24-bit, 4096 LSB/hPa) and
+ *                                 temperature (int16)                              -> "ok"
+ *   altimu_present DEV 0|1        DEV = lsm303d | l3gd20h | lps25h stops / starts answering -> "ok"
  *   stats                         "stats key=value ..."
  *   quit                          "bye", then exit
  * Errors are answered "err <reason>"; the bridge keeps running.
@@ -32,6 +37,12 @@
  *   - IMU: an InvenSense MPU-6050 I2C slave at 0x68 (WHO_AM_I 0x75 = 0x68, PWR_MGMT_1 0x6B
  *     resets to SLEEP; the output registers 0x3B..0x48 hold the values the harness set,
  *     frozen while the chip sleeps);
+ *   - AltIMU-10 v4 (the leveler build's sensors), three ST I2C slaves, register by register:
+ *     LSM303D at 0x1D (WHO_AM_I 0x0F = 0x49; accel outputs 0x28..0x2D latched while CTRL1's data rate
+ *     is not power-down, mag outputs 0x08..0x0D while CTRL7's MD bits are 00), L3GD20H at 0x6B (0x0F =
+ *     0xD7; outputs 0x28..0x2D while CTRL1's PD bit is set), LPS25H at 0x5D (0x0F = 0xBD; pressure
+ *     0x28..0x2A and temperature 0x2B..0x2C while CTRL_REG1's PD bit is set). A sub-address with its top
+ *     bit set auto-increments through a burst, as on the chips; outputs little-endian;
  *   - encoders: channel B on its input pin and A^B on the interrupt pin (thesis 4.3.1);
  *   - motors: Timer1 OCR1A/OCR1B/ICR1/TCCR1A and the direction pins are read back.
  *
@@ -252,17 +263,176 @@ static void mpu_write_reg(uint8_t reg, uint8_t v)
         mpu_latch_outputs();
 }
 
+/* ------------------------------------------------------------------ AltIMU-10 v4 on TWI */
+#define ST_WHO_AM_I 0x0F
+#define ST_AUTO_INC 0x80
+enum { ST_LSM303D = 0, ST_L3GD20H, ST_LPS25H, ST_DEVICES };
+
+typedef struct st_dev_t {
+    const char *name;
+    uint8_t addr, whoami;
+    uint8_t ctrl1_reset;             /* CTRL1 (0x20) after power-up */
+    uint8_t regs[128];
+    uint8_t out_latest[2][6];        /* what the harness set: [0] at 0x28.., [1] (LSM303D mag) at 0x08.. */
+    int present;
+    int index;                       /* bytes of the current transfer */
+    int autoinc;
+    uint8_t ptr;
+    uint64_t bytes_read, writes, burst_reads;
+} st_dev_t;
+
+static st_dev_t st_devs[ST_DEVICES] = {
+    {.name = "lsm303d", .addr = 0x1D, .whoami = 0x49, .ctrl1_reset = 0x07, .present = 1},
+    {.name = "l3gd20h", .addr = 0x6B, .whoami = 0xD7, .ctrl1_reset = 0x07, .present = 1},
+    {.name = "lps25h", .addr = 0x5D, .whoami = 0xBD, .ctrl1_reset = 0x00, .present = 1},
+};
+static st_dev_t *st_selected;
+static uint8_t st_selected_addr;
+
+static void st_reset_regs(st_dev_t *d)
+{
+    memset(d->regs, 0, sizeof d->regs);
+    d->regs[ST_WHO_AM_I] = d->whoami;
+    d->regs[0x20] = d->ctrl1_reset;
+    if (d == &st_devs[ST_LSM303D])
+        d->regs[0x26] = 0x02;                    /* CTRL7: magnetometer in power-down */
+}
+
+/* Copy the harness's values into the output registers of the parts that are converting. */
+static void st_latch_outputs(st_dev_t *d)
+{
+    int idx = (int)(d - st_devs);
+    if (idx == ST_LSM303D) {
+        if (d->regs[0x20] & 0xF0)                /* CTRL1 AODR != power-down */
+            memcpy(d->regs + 0x28, d->out_latest[0], 6);
+        if ((d->regs[0x26] & 0x03) == 0)          /* CTRL7 MD = continuous */
+            memcpy(d->regs + 0x08, d->out_latest[1], 6);
+    } else if (idx == ST_L3GD20H) {
+        if (d->regs[0x20] & 0x08)                 /* CTRL1 PD: normal mode */
+            memcpy(d->regs + 0x28, d->out_latest[0], 6);
+    } else if (d->regs[0x20] & 0x80) {            /* LPS25H CTRL_REG1 PD: active */
+        memcpy(d->regs + 0x28, d->out_latest[0], 5);
+    }
+}
+
+static void st_write_reg(st_dev_t *d, uint8_t reg, uint8_t v)
+{
+    d->writes++;
+    reg &= 0x7F;
+    if (reg == ST_WHO_AM_I || (reg >= 0x28 && reg <= 0x2D) || (d == &st_devs[ST_LSM303D] && reg >= 0x08 && reg <= 0x0D))
+        return;                                   /* read-only */
+    d->regs[reg] = v;
+    st_latch_outputs(d);
+}
+
+static st_dev_t *st_find(uint8_t addr7)
+{
+    for (int i = 0; i < ST_DEVICES; i++)
+        if (st_devs[i].addr == addr7 && st_devs[i].present)
+            return &st_devs[i];
+    return NULL;
+}
+
+/* One TWI message for the selected ST device (after its address was acknowledged). */
+static void st_twi(st_dev_t *d, avr_twi_msg_irq_t v)
+{
+    if (v.u.twi.msg & TWI_COND_WRITE) {
+        avr_raise_irq(twi_irq + TWI_IRQ_INPUT, avr_twi_irq_msg(TWI_COND_ACK, st_selected_addr, 1));
+        if (d->index == 0) {
+            d->ptr = v.u.twi.data & 0x7F;
+            d->autoinc = (v.u.twi.data & ST_AUTO_INC) != 0;
+        } else {
+            st_write_reg(d, d->ptr, v.u.twi.data);
+            if (d->autoinc)
+                d->ptr = (d->ptr + 1) & 0x7F;
+        }
+        d->index++;
+    }
+    if (v.u.twi.msg & TWI_COND_READ) {
+        uint8_t data = d->regs[d->ptr];
+        if (d->autoinc)
+            d->ptr = (d->ptr + 1) & 0x7F;
+        d->bytes_read++;
+        avr_raise_irq(twi_irq + TWI_IRQ_INPUT, avr_twi_irq_msg(TWI_COND_READ, st_selected_addr, data));
+    }
+}
+
+static void cmd_altimu(const char *args)
+{
+    long v[11];
+    if (sscanf(args, "%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+               &v[6], &v[7], &v[8], &v[9], &v[10]) != 11) {
+        printf("err usage: altimu AX AY AZ GX GY GZ MX MY MZ P T\n");
+        return;
+    }
+    for (int i = 0; i < 11; i++) {
+        long lo = i == 9 ? -8388608L : -32768L, hi = i == 9 ? 8388607L : 32767L;
+        if (v[i] < lo || v[i] > hi) {
+            printf("err altimu value %ld out of range\n", v[i]);
+            return;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        st_devs[ST_LSM303D].out_latest[0][2 * i] = (uint8_t)v[i];
+        st_devs[ST_LSM303D].out_latest[0][2 * i + 1] = (uint8_t)((uint16_t)v[i] >> 8);
+        st_devs[ST_L3GD20H].out_latest[0][2 * i] = (uint8_t)v[3 + i];
+        st_devs[ST_L3GD20H].out_latest[0][2 * i + 1] = (uint8_t)((uint16_t)v[3 + i] >> 8);
+        st_devs[ST_LSM303D].out_latest[1][2 * i] = (uint8_t)v[6 + i];
+        st_devs[ST_LSM303D].out_latest[1][2 * i + 1] = (uint8_t)((uint16_t)v[6 + i] >> 8);
+    }
+    uint32_t p = (uint32_t)v[9];
+    st_devs[ST_LPS25H].out_latest[0][0] = (uint8_t)p;
+    st_devs[ST_LPS25H].out_latest[0][1] = (uint8_t)(p >> 8);
+    st_devs[ST_LPS25H].out_latest[0][2] = (uint8_t)(p >> 16);
+    st_devs[ST_LPS25H].out_latest[0][3] = (uint8_t)v[10];
+    st_devs[ST_LPS25H].out_latest[0][4] = (uint8_t)((uint16_t)v[10] >> 8);
+    for (int i = 0; i < ST_DEVICES; i++)
+        st_latch_outputs(&st_devs[i]);
+    printf("ok\n");
+}
+
+static void cmd_altimu_present(const char *args)
+{
+    char name[16];
+    int on;
+    if (sscanf(args, "%15s %d", name, &on) != 2) {
+        printf("err usage: altimu_present lsm303d|l3gd20h|lps25h 0|1\n");
+        return;
+    }
+    for (int i = 0; i < ST_DEVICES; i++)
+        if (!strcmp(name, st_devs[i].name)) {
+            st_devs[i].present = on != 0;
+            printf("ok\n");
+            return;
+        }
+    printf("err unknown device '%s'\n", name);
+}
+
 static void twi_hook(struct avr_irq_t *irq, uint32_t value, void *param)
 {
     (void)irq; (void)param;
     avr_twi_msg_irq_t v;
     v.u.v = value;
-    if (v.u.twi.msg & TWI_COND_STOP)
+    if (v.u.twi.msg & TWI_COND_STOP) {
         mpu_selected = 0;
+        st_selected = NULL;
+    }
     if (v.u.twi.msg & TWI_COND_START) {
         mpu_selected = 0;
         mpu_index = 0;
-        if (mpu_present && (v.u.twi.addr >> 1) == MPU_ADDR) {
+        st_selected = NULL;
+        st_dev_t *d = st_find(v.u.twi.addr >> 1);
+        if (d) {
+            st_selected = d;
+            st_selected_addr = v.u.twi.addr;
+            if (v.u.twi.addr & 1) {
+                if (d->autoinc)
+                    d->burst_reads++;
+            } else {
+                d->index = 0;
+            }
+            avr_raise_irq(twi_irq + TWI_IRQ_INPUT, avr_twi_irq_msg(TWI_COND_ACK, st_selected_addr, 1));
+        } else if (mpu_present && (v.u.twi.addr >> 1) == MPU_ADDR) {
             mpu_selected = v.u.twi.addr;
             if (v.u.twi.addr & 1) {
                 if (mpu_ptr == MPU_REG_OUT_FIRST)
@@ -270,6 +440,10 @@ static void twi_hook(struct avr_irq_t *irq, uint32_t value, void *param)
             }
             avr_raise_irq(twi_irq + TWI_IRQ_INPUT, avr_twi_irq_msg(TWI_COND_ACK, mpu_selected, 1));
         }
+    }
+    if (st_selected) {
+        st_twi(st_selected, v);
+        return;
     }
     if (!mpu_selected)
         return;
@@ -298,6 +472,8 @@ static void mpu_init(void)
     avr_connect_irq(twi_irq + TWI_IRQ_INPUT, avr_io_getirq(avr, AVR_IOCTL_TWI_GETIRQ(0), TWI_IRQ_INPUT));
     avr_connect_irq(avr_io_getirq(avr, AVR_IOCTL_TWI_GETIRQ(0), TWI_IRQ_OUTPUT), twi_irq + TWI_IRQ_OUTPUT);
     mpu_reset_regs();
+    for (int i = 0; i < ST_DEVICES; i++)
+        st_reset_regs(&st_devs[i]);
 }
 
 /* ------------------------------------------------------------------ encoders */
@@ -580,7 +756,7 @@ static void cmd_stats(void)
     printf("stats now_us=%llu cycles=%llu rx_bytes=%llu tx_bytes=%llu tx_dropped=%llu uart_fed=%llu "
            "backpressure_waits=%llu resets=%llu imu_burst_reads=%llu imu_bytes_read=%llu imu_writes=%llu "
            "imu_pwr_mgmt_1=%u imu_gyro_config=%u imu_accel_config=%u enc_left=%lld enc_right=%lld "
-           "wall_run_s=%.6f wall_rx_wait_s=%.6f\n",
+           "wall_run_s=%.6f wall_rx_wait_s=%.6f ",
            (unsigned long long)avr_cycles_to_usec(avr, avr->cycle), (unsigned long long)avr->cycle,
            (unsigned long long)rx_total, (unsigned long long)tx_total, (unsigned long long)tx_dropped,
            (unsigned long long)uart_fed, (unsigned long long)backpressure_waits,
@@ -588,6 +764,14 @@ static void cmd_stats(void)
            (unsigned long long)mpu_bytes_read, (unsigned long long)mpu_writes,
            mpu_regs[MPU_REG_PWR_MGMT_1], mpu_regs[0x1B], mpu_regs[0x1C],
            (long long)wheels[0].count, (long long)wheels[1].count, wall_run_s, wall_rx_wait_s);
+    for (int i = 0; i < ST_DEVICES; i++) {
+        const st_dev_t *d = &st_devs[i];
+        printf("%s_ctrl1=%u %s_bytes_read=%llu %s_burst_reads=%llu %s_writes=%llu ", d->name, d->regs[0x20],
+               d->name, (unsigned long long)d->bytes_read, d->name, (unsigned long long)d->burst_reads,
+               d->name, (unsigned long long)d->writes);
+    }
+    printf("lsm303d_ctrl2=%u lsm303d_ctrl7=%u l3gd20h_ctrl4=%u\n", st_devs[ST_LSM303D].regs[0x21],
+           st_devs[ST_LSM303D].regs[0x26], st_devs[ST_L3GD20H].regs[0x23]);
 }
 
 /* Free-running mode (no harness): simulate in 1 ms steps paced to SPEED x wall clock. */
@@ -715,6 +899,10 @@ int main(int argc, char **argv)
             cmd_run(line + 4);
         else if (!strncmp(line, "imu ", 4))
             cmd_imu(line + 4);
+        else if (!strncmp(line, "altimu ", 7))
+            cmd_altimu(line + 7);
+        else if (!strncmp(line, "altimu_present ", 15))
+            cmd_altimu_present(line + 15);
         else if (!strncmp(line, "imu_present ", 12)) {
             mpu_present = atoi(line + 12) != 0;
             printf("ok\n");

@@ -35,6 +35,7 @@ SCENARIOS = {
     "mp-board": "harness.scenarios.mp_board",
     "uwb-ranging": "harness.scenarios.uwb_ranging",
     "level-grid": "harness.scenarios.leveling.level_grid",
+    "fil-leveler": "harness.scenarios.leveling.fil_leveler",
     "boat-hil-lag": "harness.scenarios.boat.hil_lag",
     "soil-blind-map": "harness.scenarios.soil.soil_blind_map",
     "soil-homogeneous": "harness.scenarios.soil.soil_homogeneous",

@@ -36,4 +36,16 @@ void encoders_take_errors(uint8_t *left, uint8_t *right);
 uint8_t imu_init(void);                 /* returns WHO_AM_I (0 when no answer) */
 uint8_t imu_read(int16_t accel[3], int16_t gyro[3]);
 
+#ifdef ROBOT_LINK_IMU_ALTIMU10
+/* AltIMU-10 v4 (altimu.cpp): WHO_AM_I handshake of the LSM303D, L3GD20H and LPS25H, then their set-up.
+ * whoami[i] is what device i answered (0: no answer); returns the mask of devices that matched (bits 0-2). */
+#define ALTIMU_DEVICES 3
+#define ALTIMU_ALL_OK 0x07
+uint8_t altimu_init(uint8_t whoami[ALTIMU_DEVICES]);
+/* Accelerometer and gyro (chip axes, raw LSBs); returns 1 on success. */
+uint8_t altimu_read(int16_t accel[3], int16_t gyro[3]);
+/* Magnetometer (raw LSBs) and pressure (raw 24-bit, 4096 LSB/hPa); returns 1 on success. */
+uint8_t altimu_read_slow(int16_t mag[3], int32_t *pressure_raw);
+#endif
+
 #endif

@@ -48,6 +48,8 @@ extern "C" {
 #define MSG_GET_STATUS_LEN 0
 #define MSG_RESET 0x06         /* 'W' 'D' 'T' '!' -> stop feeding the watchdog (hardware reset) */
 #define MSG_RESET_LEN 4
+#define MSG_SET_PHASE 0x07     /* u8 phase: the host behaviour's state, echoed in LEVEL_STATE (leveler build) */
+#define MSG_SET_PHASE_LEN 1
 
 /* Firmware -> host message types and their body lengths. */
 #define MSG_HELLO 0x80         /* u8 version, u8 board_id, u8 reset_flags (MCUSR), u8 imu_whoami */
@@ -58,6 +60,24 @@ extern "C" {
 #define MSG_STATUS_LEN 32
 #define MSG_PONG 0x83          /* u32 token, u32 firmware time (us) */
 #define MSG_PONG_LEN 8
+#define MSG_LEVEL_STATE 0x84   /* leveler build: algorithm state, see below */
+#define MSG_LEVEL_STATE_LEN 29
+#define MSG_IMU_ID 0x85        /* leveler build, at boot after HELLO: u8 WHO_AM_I of LSM303D, L3GD20H,
+                                  LPS25H (0 = no answer), u8 mask of those that matched (bit 0, 1, 2) */
+#define MSG_IMU_ID_LEN 4
+
+/* LEVEL_STATE (leveler build; the thesis's X-Bee "state of the algorithm each cycle", 4.3):
+ *   u32 t_us, i32 enc_left, i32 enc_right (counts), i16 pitch_mrad, i16 roll_mrad (Z-Y-X Euler angles of
+ *   R_body_to_ned from the complementary tilt filter), i16 yaw_rate_mradps (body z, FRD), i16 accel_fwd_mmps2
+ *   (specific force along body x), i16 duty_left, i16 duty_right (1/400), u16 faults, u8 last_cmd_seq,
+ *   u8 phase (last SET_PHASE), u8 tx_dropped (frames the UART could not take, saturating).
+ * Link budget at 9600 baud, 8N1 (10 bits a byte): 960 B/s each way. A LEVEL_STATE frame is
+ *   type + seq + 29 + CRC 2 = 33 bytes, COBS + 1 = 34, + the 0x00 delimiter = 35 bytes = 36.5 ms on the wire,
+ *   so at most 27.4 Hz fit. The 100 Hz tick is decimated by 5: 20 Hz x 35 B = 700 B/s (73 % of the link),
+ *   leaving 260 B/s for replies (PONG 14 B, STATUS 38 B, HELLO 10 B, IMU_ID 10 B). The 100 Hz TELEMETRY
+ *   (37 B -> 3700 B/s) would not fit: the leveler build does not send it. Downlink: WHEEL_SPEED is 10 B,
+ *   so 10 Hz commands use 100 B/s. A frame that does not fit in the UART's transmit buffer is dropped and
+ *   counted (tx_dropped), never waited for. */
 
 /* Fault flags (telemetry and status). */
 #define FAULT_FAILSAFE   0x0001  /* no valid command for LINK_TIMEOUT_US: motors off */

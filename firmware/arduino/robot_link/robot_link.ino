@@ -16,6 +16,13 @@
  *   - the hardware watchdog resets the MCU when the loop stalls (and on RESET), the reset
  *     cause is reported in HELLO/STATUS.
  * Between events the MCU sleeps (idle mode); every interrupt wakes it.
+ *
+ * Leveler build (-DROBOT_LINK_LEVELER, `make leveler`, 32U4 only): the thesis's robot (4.3). The IMU is an
+ * AltIMU-10 v4 (LSM303D + L3GD20H + LPS25H, WHO_AM_I of each checked at boot and reported in IMU_ID), the
+ * speed limits are the Dagu Rover 5's (config.h), the link runs at 9600 baud (an XBee-class radio) and
+ * carries LEVEL_STATE at 20 Hz (tilt from a complementary filter of accelerometer and gyro, odometry
+ * counts, applied duty, the host behaviour's phase) instead of the 100 Hz TELEMETRY; frames the UART
+ * cannot take are dropped and counted, never waited for. Failsafe and watchdog are unchanged.
  */
 #include <Arduino.h>
 #include <avr/sleep.h>
@@ -60,6 +67,21 @@ static uint8_t imu_whoami;
 static int16_t imu_accel[3], imu_gyro[3];
 static uint32_t next_tick_us;
 
+#ifdef ROBOT_LINK_LEVELER
+static uint8_t altimu_whoami[ALTIMU_DEVICES];
+static uint8_t imu_ok_mask;
+static int16_t imu_mag[3];
+static int32_t imu_pressure_raw;
+static uint8_t slow_count, level_count;
+static uint8_t level_phase;
+static uint8_t tx_dropped;            /* frames the UART could not take (saturating) */
+static float pitch_rad, roll_rad;     /* complementary tilt filter (Z-Y-X Euler angles) */
+static uint8_t tilt_started;
+/* LSM303D at +-4 g: 0.122 mg/LSB; L3GD20H at +-500 dps: 17.5 mdps/LSB */
+#define ACCEL_MMPS2_PER_LSB 1.19641f
+#define GYRO_RADPS_PER_LSB 3.05433e-4f
+#endif
+
 static void inc(uint16_t *c)
 {
     if (*c != 0xFFFF)
@@ -76,6 +98,14 @@ static void send_frame(uint8_t type, const uint8_t *body, uint8_t len)
 {
     uint8_t out[LINK_MAX_ENCODED + 1];
     size_t n = link_encode_frame(type, tx_seq++, body, len, out);
+#ifdef ROBOT_LINK_LEVELER
+    /* a slow radio: drop (the host sees a seq gap) rather than stall the loop */
+    if ((size_t)LINK_SERIAL.availableForWrite() < n) {
+        if (tx_dropped != 0xFF)
+            tx_dropped++;
+        return;
+    }
+#endif
     LINK_SERIAL.write(out, n);
 }
 
@@ -85,6 +115,7 @@ static void send_hello(void)
     send_frame(MSG_HELLO, b, sizeof b);
 }
 
+#ifndef ROBOT_LINK_LEVELER
 static void send_telemetry(uint32_t t_us, int32_t enc_l, int32_t enc_r)
 {
     uint8_t b[MSG_TELEMETRY_LEN];
@@ -102,6 +133,66 @@ static void send_telemetry(uint32_t t_us, int32_t enc_l, int32_t enc_r)
     faults_since_report = 0;
     send_frame(MSG_TELEMETRY, b, sizeof b);
 }
+#endif
+
+#ifdef ROBOT_LINK_LEVELER
+static void send_imu_id(void)
+{
+    uint8_t b[MSG_IMU_ID_LEN] = {altimu_whoami[0], altimu_whoami[1], altimu_whoami[2], imu_ok_mask};
+    send_frame(MSG_IMU_ID, b, sizeof b);
+}
+
+static int16_t clamp16f(float v)
+{
+    if (v > 32767.0f) return 32767;
+    if (v < -32768.0f) return -32768;
+    return (int16_t)lroundf(v);
+}
+
+/* Complementary tilt filter, every tick: Z-Y-X Euler rates from the body rates, blended with the
+ * accelerometer's tilt (gravity direction). Chip axes x forward, y left, z up: body FRD = (x, -y, -z). */
+static void tilt_update(void)
+{
+    float cx = imu_accel[0], cy = imu_accel[1], cz = imu_accel[2];
+    float acc_pitch = atan2f(cx, sqrtf(cy * cy + cz * cz));
+    float acc_roll = atan2f(cy, cz);
+    if (!tilt_started) {
+        pitch_rad = acc_pitch;
+        roll_rad = acc_roll;
+        tilt_started = 1;
+        return;
+    }
+    float p = imu_gyro[0] * GYRO_RADPS_PER_LSB;
+    float q = -imu_gyro[1] * GYRO_RADPS_PER_LSB;
+    float r = -imu_gyro[2] * GYRO_RADPS_PER_LSB;
+    float dt = TICK_PERIOD_US * 1e-6f;
+    float sr = sinf(roll_rad), cr = cosf(roll_rad);
+    float roll_dot = p + (q * sr + r * cr) * tanf(pitch_rad);
+    float pitch_dot = q * cr - r * sr;
+    pitch_rad = TILT_GYRO_WEIGHT * (pitch_rad + pitch_dot * dt) + (1.0f - TILT_GYRO_WEIGHT) * acc_pitch;
+    roll_rad = TILT_GYRO_WEIGHT * (roll_rad + roll_dot * dt) + (1.0f - TILT_GYRO_WEIGHT) * acc_roll;
+}
+
+static void send_level_state(uint32_t t_us, int32_t enc_l, int32_t enc_r)
+{
+    uint8_t b[MSG_LEVEL_STATE_LEN];
+    link_put_u32(b + 0, t_us);
+    link_put_u32(b + 4, (uint32_t)enc_l);
+    link_put_u32(b + 8, (uint32_t)enc_r);
+    link_put_u16(b + 12, (uint16_t)clamp16f(pitch_rad * 1000.0f));
+    link_put_u16(b + 14, (uint16_t)clamp16f(roll_rad * 1000.0f));
+    link_put_u16(b + 16, (uint16_t)clamp16f(-imu_gyro[2] * GYRO_RADPS_PER_LSB * 1000.0f));
+    link_put_u16(b + 18, (uint16_t)clamp16f(imu_accel[0] * ACCEL_MMPS2_PER_LSB));
+    link_put_u16(b + 20, (uint16_t)duty_left);
+    link_put_u16(b + 22, (uint16_t)duty_right);
+    link_put_u16(b + 24, faults | faults_since_report);
+    b[26] = last_cmd_seq;
+    b[27] = level_phase;
+    b[28] = tx_dropped;
+    faults_since_report = 0;
+    send_frame(MSG_LEVEL_STATE, b, sizeof b);
+}
+#endif
 
 static void send_status(void)
 {
@@ -192,6 +283,9 @@ static void handle_frame(const uint8_t *f, uint8_t len)
     case MSG_PING: expected = MSG_PING_LEN; break;
     case MSG_GET_STATUS: expected = MSG_GET_STATUS_LEN; break;
     case MSG_RESET: expected = MSG_RESET_LEN; break;
+#ifdef ROBOT_LINK_LEVELER
+    case MSG_SET_PHASE: expected = MSG_SET_PHASE_LEN; break;
+#endif
     default:
         inc(&n_unknown_type);
         faults_since_report |= FAULT_RX_ERROR;
@@ -252,6 +346,11 @@ static void handle_frame(const uint8_t *f, uint8_t len)
             faults_since_report |= FAULT_RX_ERROR;
         }
         break;
+#ifdef ROBOT_LINK_LEVELER
+    case MSG_SET_PHASE:
+        level_phase = body[0];
+        break;
+#endif
     }
 }
 
@@ -285,12 +384,30 @@ static void tick(uint32_t t_us)
     /* encoder counts at t_us, then the IMU (its burst read takes ~0.4 ms of TWI traffic) */
     int32_t enc_l, enc_r;
     encoders_read(&enc_l, &enc_r);
+#ifdef ROBOT_LINK_LEVELER
+    if (altimu_read(imu_accel, imu_gyro)) {
+        if (imu_ok_mask == ALTIMU_ALL_OK)
+            faults &= (uint16_t)~FAULT_IMU;
+        tilt_update();
+    } else {
+        faults |= FAULT_IMU;
+        inc(&n_imu_errors);
+    }
+    if (++slow_count >= 10) {           /* magnetometer and barometer at 10 Hz */
+        slow_count = 0;
+        if ((imu_ok_mask & 5) == 5 && !altimu_read_slow(imu_mag, &imu_pressure_raw)) {
+            faults |= FAULT_IMU;
+            inc(&n_imu_errors);
+        }
+    }
+#else
     if (imu_read(imu_accel, imu_gyro)) {
         faults &= (uint16_t)~FAULT_IMU;
     } else {
         faults |= FAULT_IMU;
         inc(&n_imu_errors);
     }
+#endif
     uint8_t el, er;
     encoders_take_errors(&el, &er);
     if (el) { faults_since_report |= FAULT_ENC_LEFT; add_sat(&n_enc_err_left, el); }
@@ -301,7 +418,14 @@ static void tick(uint32_t t_us)
         duty_right = speed_step(set_right_cps, &target_right_mc, enc_r);
         motors_set(duty_left, duty_right);
     }
+#ifdef ROBOT_LINK_LEVELER
+    if (++level_count >= LEVEL_STATE_DECIMATION) {
+        level_count = 0;
+        send_level_state(t_us, enc_l, enc_r);
+    }
+#else
     send_telemetry(t_us, enc_l, enc_r);
+#endif
 }
 
 /* ------------------------------------------------------------------ Arduino entry points */
@@ -312,12 +436,22 @@ void setup(void)
     encoders_init();
     link_decoder_init(&rx);
     LINK_SERIAL.begin(LINK_BAUD);
+#ifdef ROBOT_LINK_LEVELER
+    imu_ok_mask = altimu_init(altimu_whoami);
+    imu_whoami = altimu_whoami[0];
+    if (imu_ok_mask != ALTIMU_ALL_OK)
+        faults |= FAULT_IMU;
+#else
     imu_whoami = imu_init();
     if (imu_whoami != IMU_WHOAMI_VALUE)
         faults |= FAULT_IMU;
+#endif
     if (hw_reset_flags & RESET_FLAG_WATCHDOG)
         faults |= FAULT_WDT_RESET;
     send_hello();
+#ifdef ROBOT_LINK_LEVELER
+    send_imu_id();
+#endif
     next_tick_us = micros() + TICK_PERIOD_US;
     set_sleep_mode(SLEEP_MODE_IDLE);
     wdt_enable(WDT_TIMEOUT);

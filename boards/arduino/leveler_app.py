@@ -1,0 +1,96 @@
+"""The host-side app of the thesis's leveling robot (4.3, 7.1.1) on the AVR leveler build: a recipe on one Node.
+
+The firmware (``make leveler``) closes the wheel speed loop, estimates its tilt from the AltIMU-10 v4
+(complementary filter) and streams LEVEL_STATE at 20 Hz over a 9600-baud link. The host runs
+
+- ``link`` (io, ``rate_hz``): ``AvrRobotLink.poll``; each LEVEL_STATE feeds the watched input
+  ``level_state`` and its pitch (rad, Z-Y-X Euler pitch, nose up positive) becomes the behaviour's input;
+- ``hill`` (``rate_hz``): hill-sensing (Cook thesis Alg. 6, :class:`onboard.leveling.hill_sensing.HillSensing`)
+  -> twist -> wheel speeds (thesis 5.1.2, :func:`onboard.control.diffdrive.wheel_speeds`) -> WHEEL_SPEED;
+  the behaviour's mode goes to the board as its phase (SET_PHASE, ``mode + 1``; 0 = no behaviour yet) when
+  it changes. While the failsafe is engaged (LEVEL_STATE stale) the motors are stopped.
+
+``rand`` is any object with ``random()`` (the behaviour's random walk). Time is passed in (``now_us``).
+"""
+from boards.arduino import board as C
+from onboard.control.diffdrive import wheel_speeds
+from onboard.core.samples import WheelCmd
+from onboard.core.settings import POSITIVE, RATE_HZ, checked, int_at_least
+from onboard.leveling.hill_sensing import HillSensing
+from onboard.runtime.node import Node
+from onboard.runtime.polling import DriverPoll
+
+DEFAULTS = {
+    "rate_hz": 20,                                    # link poll and behaviour rate (the LEVEL_STATE rate)
+    "level_state_timeout_us": 200000,                 # no LEVEL_STATE this long: failsafe, motors stopped
+    "track_gauge_m": C.ROVER5["track_gauge_m"],
+    "sprocket_radius_m": C.ROVER5["sprocket_radius_m"],
+    "max_wheel_radps": C.ROVER5["max_wheel_radps"],
+}
+SETTING_RANGES = {"rate_hz": RATE_HZ, "level_state_timeout_us": int_at_least(1), "track_gauge_m": POSITIVE,
+                  "sprocket_radius_m": POSITIVE, "max_wheel_radps": POSITIVE}
+
+
+class HillPart:
+    """Alg. 6 on the board's pitch estimate; commands the motors at ``rate_hz``."""
+
+    def __init__(self, link, motors, rand, cfg, hill_config=None):
+        self.link = link
+        self.motors = motors
+        self.rand = rand
+        self.cfg = cfg
+        self.behaviour = HillSensing(hill_config)
+        self.pitch_rad = None
+        self.sent_phase = None
+        self.commands = 0
+        self.stops = 0
+        self._node = None
+
+    def attach(self, node):
+        self._node = node
+        node.watch("level_state", self.cfg["level_state_timeout_us"])
+        node.every("hill", self.cfg["rate_hz"], self.step)
+
+    def on_level_state(self, msg, now_us):
+        self.pitch_rad = msg.pitch_mrad * 1e-3
+        self._node.feed("level_state", now_us)
+
+    def step(self, now_us):
+        if self._node.failsafe.engaged or self.pitch_rad is None:
+            self.motors.stop(now_us)
+            self.stops += 1
+            return
+        twist = self.behaviour.step(self.pitch_rad, now_us, self.rand)
+        cfg = self.cfg
+        left, right = wheel_speeds(twist.speed_body_mps, twist.yaw_rate_radps, cfg["track_gauge_m"],
+                                   cfg["sprocket_radius_m"], cfg["max_wheel_radps"])
+        cmd = WheelCmd(now_us, left, right)
+        self.motors.command(cmd)
+        self.commands += 1
+        self._node.output("wheel_cmd", now_us, cmd)
+        phase = self.behaviour.mode + 1
+        if phase != self.sent_phase:
+            self.link.set_phase(phase, now_us)
+            self.sent_phase = phase
+
+    def report(self):
+        b = self.behaviour
+        return {"commands": self.commands, "stops": self.stops, "climbs": b.climbs, "spins": b.spins,
+                "behaviour_steps": b.steps, "bad_inputs": b.bad_inputs, "mode": b.mode_name}
+
+
+class AvrLeveler:
+    def __init__(self, link, rand, config=None, hill_config=None, log=None, start_us=0, motors=None):
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "AvrLeveler")
+        self.cfg = cfg
+        self.link = link
+        self.node = Node("avr_leveler", start_us=start_us, log=log)
+        self.node.add("link", DriverPoll(link, cfg["rate_hz"]))
+        self.hill = self.node.add("hill", HillPart(link, motors if motors is not None else link, rand, cfg,
+                                                   hill_config))
+        link.on_level_state = self.hill.on_level_state
+        self.step = self.node.step
+        self.run = self.node.run
+
+    def report(self):
+        return {"node": self.node.report(), "link": self.link.counters()}
