@@ -34,15 +34,35 @@ from onboard.runtime.polling import ImuPoll, PosePoll
 FAULT_PREFIX = "motors:"
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def is_loopback(host):
+    """Whether ``host`` names this machine only (127.0.0.0/8, ``localhost``, ``::1``)."""
+    return host in LOOPBACK_HOSTS or str(host).startswith("127.")
+
+
+class UnsafeInputError(ValueError):
+    """A network input that would let anyone on the robot's network steer it (one line)."""
+
+
 class UdpPoseSource:
     """External pose (mocap, UWB, GNSS bridge) as JSON datagrams on UDP, stamped on receipt.
 
     Datagram: ``{"pos_ned_m": [n, e, d], "euler_rad": [roll, pitch, yaw],
-    "cov_pos_m2": [..3], "cov_att_rad2": [..3]}`` (covariances optional). Malformed
-    datagrams (bad JSON, wrong shapes, NaN/inf) are counted in ``rejected`` and dropped.
+    "cov_pos_m2": [..3], "cov_att_rad2": [..3]}`` (covariances optional), inside a signed frame
+    (:mod:`onboard.comms.signed_frame`) when ``verifier`` is given: unsigned, forged, replayed or
+    reordered datagrams are then dropped and counted by the verifier (``verifier.counts``).
+    Malformed datagrams (bad JSON, wrong shapes, NaN/inf) are counted in ``rejected`` and dropped.
+    Binds loopback unless ``host`` says otherwise, and a non-loopback ``host`` needs a verifier
+    (UnsafeInputError): an unsigned pose input is for a bridge on the robot itself.
     """
 
-    def __init__(self, port, host="0.0.0.0"):
+    def __init__(self, port, host="127.0.0.1", verifier=None):
+        if verifier is None and not is_loopback(host):
+            raise UnsafeInputError("refusing an unsigned pose input on %s: anyone on that network could steer the "
+                                   "robot; give it a key (pose.key_file) or bind 127.0.0.1" % (host,))
+        self.verifier = verifier
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((host, port))
         self.sock.setblocking(False)
@@ -57,6 +77,11 @@ class UdpPoseSource:
                 data = self.sock.recv(4096)
             except (BlockingIOError, InterruptedError):
                 break
+            if self.verifier is not None:
+                data = self.verifier.open(data)
+                if data is None:                # counted by the verifier
+                    self.rejected += 1
+                    continue
             try:
                 msg = json.loads(data.decode("utf-8"))
                 s = PoseSample(now_us, msg["pos_ned_m"], msg["euler_rad"], msg.get("cov_pos_m2"),

@@ -51,7 +51,10 @@ DEFAULT_CONFIG = {
         "telemetry_rate_hz": C.TELEMETRY_RATE_HZ,
     },
     "imu": {"bus": C.I2C_BUS_DEVICE, "address": C.MPU6050_I2C_ADDR, "rate_hz": C.IMU_RATE_HZ},
-    "pose": {"udp_port": C.POSE_UDP_PORT, "poll_hz": 50},
+    # the external pose input: signed frames (onboard.comms.signed_frame) with the key in key_file (hex digits);
+    # signing "off" (explicit) takes unsigned JSON, on a loopback host only
+    "pose": {"udp_port": C.POSE_UDP_PORT, "poll_hz": 50, "host": "127.0.0.1", "key_file": None,
+             "signing": "required"},
     "mission": {"waypoints_ne_m": [[2.0, 0.0]]},
     "runtime": {"control_rate_hz": C.CONTROL_RATE_HZ, "wheelbase_m": C.WHEELBASE_M,
                 "wheel_radius_m": C.WHEEL_RADIUS_M, "max_wheel_radps": C.MAX_WHEEL_RADPS},
@@ -81,7 +84,10 @@ SETTING_RANGES = {
     "vesc.baud": int_at_least(1), **under("vesc", DRIVE_SETTING_RANGES),
     "vesc.motors": ("a list of two motor tables", lambda v: isinstance(v, list) and all(isinstance(m, dict) for m in v)),
     "imu.bus": TEXT, "imu.address": one_of(0x68, 0x69), "imu.rate_hz": IMU_RATE_HZ,
-    "pose.udp_port": or_null(int_within(-1, 65535)), "pose.poll_hz": RATE_HZ,
+    "pose.udp_port": or_null(int_within(-1, 65535)), "pose.poll_hz": RATE_HZ, "pose.host": TEXT,
+    "pose.key_file": or_null(TEXT), "pose.signing": one_of("required", "off"),
+    ("pose.host", "pose.signing"): ("signed on a non-loopback host (pose.signing=off is for 127.0.0.1 only)",
+                                    lambda host, signing: signing == "required" or _is_loopback(host)),
     "mission.waypoints_ne_m": WAYPOINTS_NE_M,
     "runtime.control_rate_hz": RATE_HZ, "runtime.wheelbase_m": POSITIVE,
     "runtime.wheel_radius_m": POSITIVE, "runtime.max_wheel_radps": POSITIVE,
@@ -108,7 +114,8 @@ def check_i2c_bus(cfg, i2c_buses=None):
 
 def check_config(cfg):
     """Raise ConfigError naming the first setting outside its range (SETTING_RANGES, and for each of the
-    two motors MOTOR_RANGES, and the names left and right once each)."""
+    two motors MOTOR_RANGES, and the names left and right once each), or a signed pose input's key file that
+    is missing or malformed."""
     line = setting_problem(cfg, SETTING_RANGES, "rpi")
     if line:
         raise ConfigError(line)
@@ -128,6 +135,12 @@ def check_config(cfg):
     if names != ["left", "right"]:
         raise ConfigError("rpi setting vesc.motors must name one motor left and one right, got %s"
                           % ", ".join(names))
+    if uses_pose_input(cfg):
+        pose_verifier(cfg["pose"])          # the key file: readable, a key (checked again where the input opens)
+
+
+def uses_pose_input(cfg):
+    return cfg["pose"]["udp_port"] is not None and cfg["pose"]["udp_port"] >= 0
 
 
 def merged_config(overrides):
@@ -161,6 +174,8 @@ def build_app(cfg, log=None, i2c_buses=None):
     an i2c-dev path opened here.
     """
     check_i2c_bus(cfg, i2c_buses)
+    use_pose = uses_pose_input(cfg)
+    verifier = pose_verifier(cfg["pose"]) if use_pose else None       # before anything opens: a bad key file
     from boards.rpi.app import RpiGroundRobot, UdpPoseSource
     from boards.rpi.vesc_motors import VescDiffDrive
     from onboard.comms.transport import SerialTransport
@@ -195,9 +210,9 @@ def build_app(cfg, log=None, i2c_buses=None):
             closers.append(bus.close)
         imu = Mpu6050(bus, icfg["address"], rate_hz=icfg["rate_hz"])
     pose = None
-    if cfg["pose"]["udp_port"] is not None and cfg["pose"]["udp_port"] >= 0:
+    if use_pose:
         try:
-            pose = UdpPoseSource(cfg["pose"]["udp_port"])
+            pose = UdpPoseSource(cfg["pose"]["udp_port"], host=cfg["pose"]["host"], verifier=verifier)
         except OSError as exc:
             for close in closers:
                 close()
@@ -210,6 +225,60 @@ def build_app(cfg, log=None, i2c_buses=None):
                          runtime_config=runtime_cfg, log=log,
                          telemetry_rate_hz=vcfg["telemetry_rate_hz"], pose_poll_hz=cfg["pose"]["poll_hz"])
     return app, closers
+
+
+def _is_loopback(host):
+    from boards.rpi.app import is_loopback
+    return is_loopback(host)
+
+
+def pose_verifier(pose_cfg):
+    """The pose input's FrameVerifier (key from ``key_file``; the last accepted counter's mark kept in
+    ``key_file + ".counter"`` across restarts), or None when ``signing`` is "off". ConfigError (one line, exit 2)
+    for a missing or malformed key file: the key itself is never printed or logged."""
+    from onboard.comms.signed_frame import FrameVerifier, SigningError, key_from_hex
+    if pose_cfg["signing"] == "off":
+        return None
+    path = pose_cfg["key_file"]
+    if not path:
+        raise ConfigError("rpi setting pose.key_file: the pose input is signed (pose.signing=required); give it a "
+                          "file of hex key digits (e.g. python3 -c 'import secrets; print(secrets.token_hex(16))' "
+                          "> pose.key), or set pose.signing=off for an unsigned input on 127.0.0.1")
+    try:
+        with open(path) as fh:
+            key = key_from_hex(fh.read())
+    except OSError as exc:
+        raise ConfigError("rpi setting pose.key_file: cannot read %s: %s" % (path, exc.strerror or exc))
+    except SigningError as exc:
+        raise ConfigError("rpi setting pose.key_file: %s: %s" % (path, exc))
+    mark_file = path + ".counter"
+    floor = 0
+    try:
+        with open(mark_file) as fh:
+            floor = int(fh.read().strip() or 0)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as exc:
+        raise ConfigError("rpi setting pose.key_file: the counter file %s is unreadable (%s); delete it only if "
+                          "the key is new" % (mark_file, exc))
+
+    def persist(mark):
+        tmp = mark_file + ".tmp"
+        with open(tmp, "w") as fh:
+            fh.write("%d\n" % mark)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, mark_file)
+    return FrameVerifier({0: key}, floor=floor, persist=persist)
+
+
+def pose_input_line(pose_source):
+    """What the service says of its pose input when it starts (port, signed or not, the key's fingerprint)."""
+    if pose_source is None:
+        return "no pose input"
+    if pose_source.verifier is None:
+        return "pose udp port %d (UNSIGNED: pose.signing=off, loopback only)" % pose_source.port
+    return "pose udp port %d (signed, key %s)" % (pose_source.port, pose_source.verifier.report()["keys"][0])
 
 
 def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=None):
@@ -251,8 +320,7 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=N
             # `python -m harness replay LOG.mcap`
             app.record(mcap.log, code_version(), clock.now_us())
         old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        pose_port = app.pose_source.port if app.pose_source is not None else None
-        print("onboard-rpi: running; log %s; pose udp port %s" % (log_file, pose_port), file=out, flush=True)
+        print("onboard-rpi: running; log %s; %s" % (log_file, pose_input_line(app.pose_source)), file=out, flush=True)
         end_us = None if not duration_s else int(duration_s * 1e6)
         chunk_us = 50000
         while stop["signal"] is None:

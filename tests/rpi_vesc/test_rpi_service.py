@@ -13,6 +13,7 @@ log of the SIGTERM run replays identically with ``python -m harness replay`` (re
 times included).
 """
 import json
+import re
 import os
 import select
 import shutil
@@ -26,18 +27,22 @@ import pytest
 from mcap.reader import make_reader
 
 from harness.sim.vesc import SimVesc, SimVescPort
+from onboard.comms.signed_frame import FrameSigner, key_fingerprint
 from onboard.comms.vesc import codec
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _service_config(left_path, right_path):
+POSE_KEY = bytes(range(7, 39))
+
+
+def _service_config(left_path, right_path, key_file):
     return {
         "vesc": {"motors": [
             {"name": "left", "port": left_path, "controller_id": 1, "direction": 1},
             {"name": "right", "port": right_path, "controller_id": 2, "direction": -1}]},
         "imu": {"bus": "bench-sim"},
-        "pose": {"udp_port": 0},
+        "pose": {"udp_port": 0, "key_file": str(key_file)},
         "mission": {"waypoints_ne_m": [[5.0, 0.0]]},
     }
 
@@ -59,7 +64,9 @@ def test_sigterm_releases_motors_and_closes_mcap(tmp_path, capsys):
     ports = [SimVescPort(left, link_path=str(tmp_path / "vesc-left")),
              SimVescPort(right, link_path=str(tmp_path / "vesc-right"))]
     cfg_path = tmp_path / "rpi.json"
-    cfg_path.write_text(json.dumps(_service_config(ports[0].path, ports[1].path)))
+    key_file = tmp_path / "pose.key"
+    key_file.write_text(POSE_KEY.hex() + "\n")
+    cfg_path.write_text(json.dumps(_service_config(ports[0].path, ports[1].path, key_file)))
     log_path = tmp_path / "run.mcap"
     proc = subprocess.Popen([sys.executable, "-m", "harness.sim.rpi_bench", "run", "--config", str(cfg_path),
                              "--log-file", str(log_path)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
@@ -75,9 +82,12 @@ def test_sigterm_releases_motors_and_closes_mcap(tmp_path, capsys):
             r, _, _ = select.select([proc.stdout], [], [], 0.5)
             if r:
                 line = proc.stdout.readline()
-        pose_port = int(line.rsplit(" ", 1)[1])
-        pose = json.dumps({"pos_ned_m": [0.0, 0.0, 0.0], "euler_rad": [0.0, 0.0, 0.0],
-                           "cov_pos_m2": [0.0025] * 3, "cov_att_rad2": [0.0003] * 3}).encode()
+        found = re.search(r"pose udp port (\d+) \(signed, key ([0-9a-f]{8})\)", line)
+        assert found and found.group(2) == key_fingerprint(POSE_KEY) and POSE_KEY.hex() not in line, line
+        pose_port = int(found.group(1))
+        signer = FrameSigner(POSE_KEY)
+        pose_json = json.dumps({"pos_ned_m": [0.0, 0.0, 0.0], "euler_rad": [0.0, 0.0, 0.0],
+                                "cov_pos_m2": [0.0025] * 3, "cov_att_rad2": [0.0003] * 3}).encode()
         last_t = time.monotonic()
         next_pose = last_t
         driving_since = None
@@ -87,7 +97,7 @@ def test_sigterm_releases_motors_and_closes_mcap(tmp_path, capsys):
             assert proc.poll() is None, proc.stderr.read()
             last_t = _step_world(ports, sims=(left, right), last_t=last_t)
             if last_t >= next_pose:
-                sock.sendto(pose, ("127.0.0.1", pose_port))
+                sock.sendto(signer.frame(pose_json), ("127.0.0.1", pose_port))
                 next_pose = last_t + 0.1
             if left.mode == "rpm" and abs(left.setpoint) > 100 and right.mode == "rpm":
                 driving_since = driving_since or last_t
@@ -197,6 +207,8 @@ _MOTORS = [{"name": "left", "port": "/dev/ttyV0", "controller_id": 1, "direction
      "pose.poll_hz must be rates one scheduler can run"),
     ({"imu": {"address": 0x50}}, "rpi setting imu.address must be one of 104, 105, got 80"),
     ({"pose": {"udp_port": 70000}}, "rpi setting pose.udp_port must be null or an integer in -1..65535, got 70000"),
+    ({"pose": {"host": "0.0.0.0", "signing": "off"}}, "rpi settings pose.host, pose.signing must be signed on a "
+     "non-loopback host (pose.signing=off is for 127.0.0.1 only), got '0.0.0.0', 'off'"),
     ({"runtime": {"wheelbase_m": float("nan")}}, "rpi setting runtime.wheelbase_m must be finite, got nan"),
     ({"mission": {"waypoints_ne_m": [[1.0, 2.0], [3.0]]}},
      "rpi setting mission.waypoints_ne_m must be a non-empty list of [north_m, east_m] pairs, got [[1.0, 2.0], [3.0]]"),
@@ -233,7 +245,7 @@ def test_a_device_that_cannot_open_is_one_line_and_exit_3(tmp_path, capsys, what
     writable: exit 3, one line, nothing left open (the MCAP file, when it was opened, is closed and
     readable; when the runtime had been built, it holds the /shutdown record with the motors released)."""
     from harness.sim.rpi_bench import main
-    cfg = {"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"}, "pose": {"udp_port": 0},
+    cfg = {"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"}, "pose": {"udp_port": 0, "signing": "off"},
            "log": {"dir": str(tmp_path / "logs")}}
     taken = None
     if what == "imu_bus":
@@ -275,7 +287,7 @@ def test_the_board_service_alone_refuses_the_simulated_bus(tmp_path, capsys):
     entry point, exit status 2, nothing opened (no log)."""
     from boards.rpi.service import main
     path = tmp_path / "cfg.json"
-    path.write_text(json.dumps({"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"},
+    path.write_text(json.dumps({"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"}, "pose": {"udp_port": -1},
                                 "log": {"dir": str(tmp_path / "logs")}}))
     assert main(["run", "--config", str(path), "--duration-s", "0.1"]) == 2
     err = capsys.readouterr().err
@@ -296,3 +308,68 @@ def test_the_bench_entry_point_passes_the_simulated_bus_in():
     f_body_mps2, w_body_radps = imu.read_rates()        # at rest, level: specific force up (FRD: -z) only
     assert f_body_mps2[0] == 0.0 and f_body_mps2[1] == 0.0 and f_body_mps2[2] < -9.0
     assert list(w_body_radps) == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("key_text,needle", [
+    (None, "rpi setting pose.key_file: the pose input is signed (pose.signing=required); give it a file of hex key"),
+    ("0011", "rpi setting pose.key_file: %s: a link key must have at least 16 bytes, got 2"),
+    ("not hex at all", "rpi setting pose.key_file: %s: a link key must be hex digits"),
+])
+def test_a_signed_pose_input_without_a_good_key_is_one_line_and_exit_2(tmp_path, capsys, key_text, needle):
+    """The pose input is signed unless pose.signing=off says otherwise: no key file, or a malformed one, stops
+    the service before anything opens (exit 2, one line that never shows key material)."""
+    from harness.sim.rpi_bench import main
+    pose = {"udp_port": 0}
+    key_file = tmp_path / "pose.key"
+    if key_text is not None:
+        key_file.write_text(key_text)
+        pose["key_file"] = str(key_file)
+        needle = needle % key_file
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps({"vesc": {"motors": _MOTORS}, "imu": {"bus": "bench-sim"}, "pose": pose,
+                                "log": {"dir": str(tmp_path / "logs")}}))
+    assert main(["run", "--config", str(path), "--duration-s", "0.1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "logs").exists()
+
+
+def test_the_pose_input_drops_forged_and_replayed_frames(tmp_path):
+    """Signed poses over loopback: the genuine one is taken; a forged one (wrong key), the genuine one again
+    (replay) and an unsigned JSON datagram are dropped and counted, and nothing but the genuine pose arrives.
+    The verifier's mark is saved next to the key, so a restarted input refuses the recorded frame too."""
+    from boards.rpi.app import UdpPoseSource, UnsafeInputError
+    from boards.rpi.service import pose_verifier
+    key_file = tmp_path / "pose.key"
+    key_file.write_text(POSE_KEY.hex())
+    cfg = {"key_file": str(key_file), "signing": "required"}
+    src = UdpPoseSource(0, verifier=pose_verifier(cfg))
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    body = json.dumps({"pos_ned_m": [1, 2, 0], "euler_rad": [0, 0, 0.5]}).encode()
+    genuine = FrameSigner(POSE_KEY).frame(body)
+    try:
+        for data in (genuine, FrameSigner(bytes(32)).frame(body), genuine, body):
+            tx.sendto(data, ("127.0.0.1", src.port))
+        got = []
+        for _ in range(200):                      # bounded: datagrams on loopback arrive at once
+            got.extend(src.poll(5))
+            if len(got) + src.rejected >= 4:
+                break
+        assert [s.pos_ned_m for s in got] == [(1.0, 2.0, 0.0)] and src.rejected == 3
+        c = src.verifier.counts
+        assert (c["accepted"], c["bad_tag"], c["replayed"], c["malformed"]) == (1, 1, 1, 1)
+    finally:
+        src.close()
+    restarted = UdpPoseSource(0, verifier=pose_verifier(cfg))
+    try:
+        tx.sendto(genuine, ("127.0.0.1", restarted.port))
+        for _ in range(200):
+            assert restarted.poll(6) == []
+            if restarted.rejected:
+                break
+        assert restarted.verifier.counts["replayed"] == 1
+    finally:
+        tx.close()
+        restarted.close()
+    with pytest.raises(UnsafeInputError, match="refusing an unsigned pose input on 0.0.0.0"):
+        UdpPoseSource(0, host="0.0.0.0")
