@@ -12,6 +12,12 @@ PWM motor driver and the board's io part on one node, from the board's constants
 
 ``EXIT`` on the link (or Ctrl-C) returns to the REPL.
 
+Signed link: every line the host sends the runtime must be a signed line under the board's link key
+(:func:`link_auth`, ``board.LINK_SIGNING``; provisioned by ``python -m onboard.deploy BOARD --link-key
+FILE``): unsigned, forged, replayed or reordered lines are answered ``X`` and counted
+(``auth_rejected`` in the ``R`` report). ``STATS``, ``LOG`` and ``EXIT`` stay unsigned: they read
+counters or stop the app (motors off), and never move the robot.
+
 Flight recorder: with ``board.LOG_BYTES`` > 0 the node records the app at its boundary
 (:meth:`onboard.runtime.node.Node.record`: config, every input, tick and output) into a ring log of
 ``LOG_BYTES`` bytes at ``board.LOG_PATH`` (:class:`onboard.runtime.ring_log.RingLogSink`; each boot
@@ -25,6 +31,7 @@ import gc
 import sys
 
 from onboard.comms import line_link as ll
+from onboard.comms.signed_frame import FrameVerifier, SigningError, key_from_hex
 from onboard.core.samples import ImuSample
 from onboard.runtime.clock import MonotonicClock
 from onboard.runtime.ground_robot import GroundRobotRuntime
@@ -92,9 +99,40 @@ def build_app(board, machine):
     dir_r = machine.Pin(board.PIN_DIR_RIGHT, machine.Pin.OUT)
     motors = DiffDrivePwm(pwm_l, pwm_r, dir_l, dir_r, board.MAX_WHEEL_RADPS)
     runtime = GroundRobotRuntime(board.WAYPOINTS_NE_M, motors, config=runtime_config(board))
-    link = LinkRuntime(runtime)
+    verifier, require_signed = link_auth(board)
+    link = LinkRuntime(runtime, verifier, require_signed=require_signed)
     io = runtime.node.add("io", BoardIo(board.IMU_RATE_HZ, runtime, link))
     return runtime, link, io
+
+
+def link_auth(board):
+    """(verifier or None, require_signed) of the board's command link: ``board.LINK_SIGNING`` "off" takes
+    unsigned lines; else the key at ``board.LINK_KEY_PATH`` (hex) with the counter mark kept in
+    ``board.LINK_MARK_PATH`` (written to a temporary file and renamed, so a power cut leaves the old mark or
+    the new one). No key, a malformed key or an unreadable mark: (None, True), every line refused."""
+    if getattr(board, "LINK_SIGNING", "required") == "off":
+        return None, False
+    mark_path = board.LINK_MARK_PATH
+    try:
+        with open(board.LINK_KEY_PATH) as fh:
+            key = key_from_hex(fh.read())
+    except (OSError, SigningError):
+        return None, True
+    floor = 0
+    try:
+        with open(mark_path) as fh:
+            floor = int(fh.read().strip())
+    except OSError:
+        floor = 0                       # no mark yet: a key deployed since the last accepted line
+    except ValueError:
+        return None, True
+
+    def persist(mark):
+        import os
+        with open(mark_path + ".tmp", "w") as fh:
+            fh.write("%d\n" % mark)
+        os.rename(mark_path + ".tmp", mark_path)
+    return FrameVerifier({0: key}, floor=floor, persist=persist), True
 
 
 def start_log(board, runtime):

@@ -26,6 +26,13 @@ IMU_RATE_HZ = const(100)
 AIDING_RATE_HZ = const(10)
 CONTROL_RATE_HZ = const(50)
 HIL_WAIT_MS = const(2000)      # wait this long after READY for a host hello (H,lockstep)
+# command link signing (onboard.comms.signed_frame): every host line is a signed line under the key that
+# `python -m onboard.deploy BOARD --port PORT --link-key FILE` provisions at LINK_KEY_PATH; the verifier's
+# counter mark survives reboots in LINK_MARK_PATH. LINK_SIGNING = "off" takes unsigned lines (an explicit
+# choice: a bench board on a cable nobody else can reach); "required" with no key refuses every line
+LINK_SIGNING = "required"
+LINK_KEY_PATH = "/link.key"
+LINK_MARK_PATH = "/link.ctr"
 # robot
 WHEELBASE_M = 0.30
 WHEEL_RADIUS_M = 0.05

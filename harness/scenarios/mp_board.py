@@ -6,8 +6,9 @@
    ``main.py`` prints ``READY``.
 3. The harness sends ``H,lockstep`` and then, per 100 Hz tick, simulated IMU
    samples (``I``), aiding poses at 10 Hz (``P``) and the tick (``T,now_us``) over
-   the serial link (``onboard.comms.line_link``); the board answers each tick with
-   its estimate, pose variances and wheel command (``S``).
+   the serial link (``onboard.comms.line_link``), every line signed with the link key
+   provisioned by the deploy (``link_key``; the board refuses unsigned lines); the board
+   answers each tick with its estimate, pose variances and wheel command (``S``).
 4. The same lines go through the same runtime on CPython; every number must agree
    within ``tolerance`` (1e-9).
 
@@ -32,7 +33,7 @@ import math
 import os
 import time
 
-from harness.config import ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, int_at_least, one_of
+from harness.config import ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, ConfigError, int_at_least, one_of
 from harness.report.plots import figure, label
 from onboard.comms import line_link as ll
 from onboard.deploy.build import list_boards
@@ -51,6 +52,8 @@ DEFAULTS = {
     "batch_ticks": 25,
     "deploy_timeout_s": 20.0,
     "pull_log": "",                # an OUT.mcap path: pull the board's ring log there and replay it
+    # the command link's key (a file of hex digits) provisioned with the deploy; empty: a key made for this run
+    "link_key": "",
     "imu": {"gyro_noise_radps": 0.002, "accel_noise_mps2": 0.05, "gyro_bias_radps": 0.01},
     "aiding": {"pos_sigma_m": 0.05, "yaw_sigma_rad": 0.02},
 }
@@ -175,8 +178,15 @@ class _Serial:
         self.ser.close()
 
 
-def run_board(port, ticks, batch, log_query=False, on_progress=None):
-    """Lockstep over the serial link: ``batch`` ticks of lines at a time, one S-frame answer per tick.
+def _signed(signer, line):
+    """``line`` signed for the board's link, stamped with this host's clock in 10 us units (so the counters
+    stay above the mark a real board kept from earlier runs; the stamps change no number the board computes)."""
+    return ll.sign_line(signer, line, stamp=int(time.time() * 1e5))
+
+
+def run_board(port, ticks, batch, signer, log_query=False, on_progress=None):
+    """Lockstep over the serial link: ``batch`` ticks of lines at a time, one S-frame answer per tick, every line
+    signed by ``signer`` (``onboard.comms.signed_frame.FrameSigner`` of the board's link key).
     on_progress: None, or called with the number of ticks answered so far."""
     from onboard.deploy.device import soft_reset_and_start
     ready = soft_reset_and_start(port, timeout_s=15.0)
@@ -184,13 +194,13 @@ def run_board(port, ticks, batch, log_query=False, on_progress=None):
         raise RuntimeError("board did not print READY after the soft reset")
     link = _Serial(port, 20.0)
     try:
-        link.write(ll.encode("H", ["lockstep"]))
+        link.write(_signed(signer, ll.encode("H", ["lockstep"])))
         link.read_frame("H")
         out = []
         t0 = time.perf_counter()
         for i in range(0, len(ticks), batch):
             chunk = ticks[i:i + batch]
-            link.write(b"".join(b"".join(lines) for lines in chunk))
+            link.write(b"".join(_signed(signer, line) for lines in chunk for line in lines))
             for _ in chunk:
                 out.append(parse_state(link.read_frame("S")))
             if on_progress is not None:
@@ -198,7 +208,7 @@ def run_board(port, ticks, batch, log_query=False, on_progress=None):
         wall_per_tick = (time.perf_counter() - t0) / max(1, len(ticks))
         link.write(b"STATS\n")
         stats = link.read_frame("STATS")
-        link.write(ll.encode("Q", []))
+        link.write(_signed(signer, ll.encode("Q", [])))
         rep = link.read_frame("R")
         log = None
         if log_query:
@@ -240,6 +250,7 @@ SETTING_RANGES = {"board": one_of(*list_boards()),
                   "mpy": BOOLEAN, "duration_s": POSITIVE, "tolerance": NON_NEGATIVE, "batch_ticks": int_at_least(1),
                   "deploy_timeout_s": POSITIVE,
                   "pull_log": ("an .mcap path, or empty", lambda v: isinstance(v, str)),
+                  "link_key": ("a key file path, or empty", lambda v: isinstance(v, str)),
                   "imu.gyro_noise_radps": NON_NEGATIVE, "imu.accel_noise_mps2": NON_NEGATIVE,
                   "imu.gyro_bias_radps": ANY_NUMBER, "aiding.pos_sigma_m": NON_NEGATIVE,
                   "aiding.yaw_sigma_rad": NON_NEGATIVE}
@@ -262,7 +273,26 @@ def _log_samples(ctx, samples, board_out):
         mcap.log_pose("/viz/estimate/pose", t_us, (v["north_m"], v["east_m"], 0.0), yaw_rad=v["yaw_rad"])
 
 
+def check_settings(config):
+    """A ``link_key`` file that cannot be read or holds no key: one line (the key is never shown)."""
+    if config["link_key"]:
+        from onboard.deploy.deployer import BadLinkKey, read_link_key
+        try:
+            read_link_key(config["link_key"])
+        except BadLinkKey as exc:
+            raise ConfigError("setting config.link_key: %s" % exc)
+
+
+def _link_key(config, ctx):
+    """The link key: from the file ``link_key`` names, else 16 bytes made for this run."""
+    if config["link_key"]:
+        from onboard.deploy.deployer import read_link_key
+        return read_link_key(config["link_key"])
+    return bytes(int(b) for b in ctx.random.stream("link-key").integers(0, 256, 16))
+
+
 def run(config, ctx):
+    from onboard.comms.signed_frame import FrameSigner
     from onboard.deploy.deployer import deploy
     board = _Board(config["board"])
     samples = []
@@ -277,11 +307,13 @@ def run(config, ctx):
         port = vb.port
     try:
         t0 = time.monotonic()
+        key = _link_key(config, ctx)
         result = deploy(config["board"], port, mpy=config["mpy"], timeout_s=config["deploy_timeout_s"],
-                        log=lambda m: None)
+                        log=lambda m: None, link_key=key)
         deploy_s = time.monotonic() - t0
         progress.stage("mp-board: lockstep")
-        board_out, info = run_board(port, ticks, config["batch_ticks"], log_query=bool(config["pull_log"]),
+        board_out, info = run_board(port, ticks, config["batch_ticks"], FrameSigner(key),
+                                    log_query=bool(config["pull_log"]),
                                     on_progress=lambda n: progress.update_to(n / board.IMU_RATE_HZ))
         log_metrics = pull_and_replay(config, port, info) if config["pull_log"] else {}
     finally:

@@ -17,6 +17,14 @@ host -> board
   ``P,time_us,n,e,d,roll,pitch,yaw``    PoseSample (pos_ned_m, euler_rad)
   ``T,now_us``                         run the scheduler tick at now_us
   ``Q``                                 ask for the report
+Signed lines (host -> board, on a board with a link key; :mod:`onboard.comms.signed_frame`)::
+
+    ~<hex digits of a signed frame whose payload is the line above without its newline>
+
+The board opens the frame (key, tag, fresh counter) before it decodes the line inside; an
+unsigned, forged, replayed or reordered line is answered ``X,<reason>`` and changes nothing.
+Replies (board -> host) stay unsigned: they are telemetry.
+
 board -> host
   ``READY,<board>,<version>,<mem_free>``  after boot
   ``S,now_us,north,east,yaw,speed,var_n,var_e,var_yaw,left,right``  state after a tick
@@ -29,8 +37,37 @@ import struct
 from onboard.comms.crc import crc16_ccitt_false
 
 
+SIGNED_MARK = b"~"
+
+
 class LinkError(ValueError):
     """A line that is not a valid frame (bad CRC, bad field, unknown tag)."""
+
+
+def sign_line(signer, line, stamp=None):
+    """``line`` (an encoded frame, with or without its newline) as a signed line (bytes, ends with \\n);
+    ``signer`` is a :class:`onboard.comms.signed_frame.FrameSigner` (``stamp``: see its ``frame``)."""
+    if isinstance(line, str):
+        line = line.encode()
+    return SIGNED_MARK + binascii.hexlify(signer.frame(line.strip(), stamp)) + b"\n"
+
+
+def open_signed_line(verifier, line):
+    """The line inside a signed line, or raise LinkError saying why it was dropped (unsigned, not hex, or
+    refused by ``verifier``, an :class:`onboard.comms.signed_frame.FrameVerifier`, which counts it)."""
+    if isinstance(line, str):
+        line = line.encode()
+    line = line.strip()
+    if line[:1] != SIGNED_MARK:
+        raise LinkError("unsigned line")
+    try:
+        frame = binascii.unhexlify(line[1:])
+    except ValueError:
+        raise LinkError("signed line is not hex")
+    inner = verifier.open(frame)
+    if inner is None:
+        raise LinkError("signed line refused (forged; replayed or unknown key)")
+    return inner
 
 
 def f64_hex(x):

@@ -8,14 +8,14 @@ from onboard.core.settings import POSITIVE, argument
 from onboard.deploy.build import DeployError, build, list_boards, mpy_cross_version
 
 
-EPILOG = """exit status: 0 deployed (or up to date / dry run), 2 bad arguments or board package,
+EPILOG = """exit status: 0 deployed (or up to date / dry run), 2 bad arguments, board package or link key,
 3 no board on the port or board not responding, 4 MicroPython/.mpy version mismatch,
 5 not enough flash, 6 copy or verification failed (the previous version stays active);
 with --pull-log: 7 no log on the board or nothing readable in it, 8 converted but damaged
 (records dropped by CRC, a torn last write, a cut file: the readable records were converted).
 
 examples:
-  python -m onboard.deploy pico_rp2040 --port /dev/ttyACM0 --mpy
+  python -m onboard.deploy pico_rp2040 --port /dev/ttyACM0 --mpy --link-key link.key
   python -m onboard.deploy nano_esp32 --port /dev/ttyACM0 --dry-run
   python -m onboard.deploy pico_rp2040 --build-only --mpy      # list the file set, no board
   python -m onboard.deploy pico_rp2040 --port /dev/ttyACM0 --pull-log run.mcap   # then:
@@ -43,6 +43,10 @@ def build_parser():
     p.add_argument("--pull-log", metavar="OUT.mcap",
                    help="deploy nothing: copy the board's ring log (manifest log_path) with mpremote to "
                         "OUT.bin and convert it to OUT.mcap for `python -m harness replay`")
+    p.add_argument("--link-key", metavar="FILE",
+                   help="provision the command link's key (a file of hex digits: python3 -c 'import secrets; "
+                        "print(secrets.token_hex(16))' > link.key); the board refuses unsigned lines, and "
+                        "every line when it has no key")
     p.add_argument("--log-bin", metavar="FILE",
                    help="with --pull-log: convert this already copied ring log instead (no board, no --port)")
     return p
@@ -81,11 +85,12 @@ def main(argv=None):
             return 2
         if args.pull_log:
             return _pull_log(args)
-        from onboard.deploy.deployer import deploy
+        from onboard.deploy.deployer import deploy, read_link_key
         from onboard.deploy.device import soft_reset_and_start
         log = (lambda msg: None) if args.json else print
+        link_key = read_link_key(args.link_key) if args.link_key else None
         result = deploy(args.board, args.port, mpy=args.mpy, dry_run=args.dry_run,
-                        start=False, timeout_s=args.timeout, log=log, boards_dir=args.boards_dir)
+                        start=False, timeout_s=args.timeout, log=log, boards_dir=args.boards_dir, link_key=link_key)
         if not args.dry_run and not args.no_start:
             ready = soft_reset_and_start(args.port, timeout_s=args.timeout)
             result["started"] = ready is not None

@@ -140,8 +140,44 @@ def check_board(manifest, probe, mpy):
         raise VersionMismatch("board firmware has no hashlib.sha256: cannot verify copies")
 
 
-def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, log=print, boards_dir=None):
-    """Deploy ``board``'s file set to the board on ``port``. Returns a result dict (also for dry runs)."""
+class BadLinkKey(DeployError):
+    exit_code = 2
+
+
+def read_link_key(path):
+    """The link key in ``path`` (hex digits, ``onboard.comms.signed_frame.key_from_hex``); BadLinkKey (exit 2)
+    with one line that never shows key material."""
+    from onboard.comms.signed_frame import SigningError, key_from_hex
+    try:
+        with open(path) as fh:
+            return key_from_hex(fh.read())
+    except OSError as exc:
+        raise BadLinkKey("cannot read the link key %s: %s" % (path, exc.strerror or exc))
+    except SigningError as exc:
+        raise BadLinkKey("link key %s: %s" % (path, exc))
+
+
+def provision_link_key(device, key, key_path, log=print):
+    """Copy ``key`` (bytes) to the board's ``key_path`` with mpremote (a 0600 temporary file on the host, removed
+    after: the key never appears on a command line or in the output); returns its fingerprint."""
+    from onboard.comms.signed_frame import key_fingerprint
+    fd, tmp = tempfile.mkstemp(suffix=".key")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(key.hex() + "\n")
+        device.run(["fs", "cp", tmp, ":" + key_path.lstrip("/")], payload_bytes=len(key) * 2 + 1,
+                   error_cls=dev.CopyFailed)
+    finally:
+        os.unlink(tmp)
+    log("link key %s -> %s" % (key_fingerprint(key), key_path))
+    return key_fingerprint(key)
+
+
+def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, log=print, boards_dir=None,
+           link_key=None):
+    """Deploy ``board``'s file set to the board on ``port``. Returns a result dict (also for dry runs).
+    ``link_key``: None, or the command link's key (bytes) to provision at the board's ``LINK_KEY_PATH``
+    (manifest ``link_key_path``, default ``/link.key``), after the files are switched."""
     t0 = time.monotonic()
     manifest, built = build(board, mpy=mpy, boards_dir=boards_dir)
     stub_bytes = dev.STUB.encode()
@@ -197,6 +233,8 @@ def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, lo
                                  % (plan.staging, exc))
         result["switched"] = True
         log("verified %d files by sha256; /active -> %s" % (len(built), plan.staging))
+    if link_key is not None:
+        result["link_key"] = provision_link_key(device, link_key, manifest.get("link_key_path", "/link.key"), log=log)
     if start:
         result["started"] = True
     result["mpremote_calls"] = device.calls

@@ -9,6 +9,11 @@ to the runtime's driver entry points (``on_imu``/``on_pose``), ``T,now_us`` runs
 one scheduler tick at ``now_us`` and answers an ``S`` frame with the estimate,
 its pose variances and the wheel command. A bad line is answered with ``X``,
 counted, and changes nothing.
+
+Signed links: with a ``verifier`` (:class:`onboard.comms.signed_frame.FrameVerifier`) every line must
+be a signed line (:func:`onboard.comms.line_link.sign_line`); with ``require_signed`` and no verifier
+(a board whose link key was never provisioned) every line is refused. Refused lines are counted in
+``auth_rejected`` (and by the verifier, by reason) and answered ``X``.
 """
 from onboard.comms import line_link as ll
 from onboard.core.samples import ImuSample, PoseSample, SampleError
@@ -20,8 +25,11 @@ class LinkRuntime:
     """runtime: a GroundRobotRuntime with a planar EKF (or anything with on_imu/on_pose/step/estimator/last_cmd
     and the counters read below)."""
 
-    def __init__(self, runtime):
+    def __init__(self, runtime, verifier=None, require_signed=False):
         self.runtime = runtime
+        self.verifier = verifier
+        self.require_signed = require_signed or verifier is not None
+        self.auth_rejected = 0
         self.bad_lines = 0
         self.lines = 0
         self.ticks = 0
@@ -30,6 +38,14 @@ class LinkRuntime:
     def handle_line(self, line):
         """One received line -> list of reply lines (bytes)."""
         self.lines += 1
+        if self.require_signed:
+            try:
+                if self.verifier is None:
+                    raise ll.LinkError("no link key on this board (deploy with --link-key)")
+                line = ll.open_signed_line(self.verifier, line)
+            except ll.LinkError as exc:
+                self.auth_rejected += 1
+                return [ll.encode("X", [str(exc).replace(",", ";")])]
         try:
             tag, fields = ll.decode(line)
             return self._dispatch(tag, fields)
@@ -77,7 +93,7 @@ class LinkRuntime:
         for key, val in (("lines", self.lines), ("bad_lines", self.bad_lines), ("ticks", self.ticks),
                          ("predicts", c["predicts"]), ("updates", c["updates"]),
                          ("gated", c["gated"]), ("rejected", rt.rejected_samples),
-                         ("stops", rt.stop_commands)):
+                         ("stops", rt.stop_commands), ("auth_rejected", self.auth_rejected)):
             out.append(key)
             out.append(str(val))
         return out

@@ -55,3 +55,55 @@ def test_floats_cross_the_link_bit_exactly():
         assert ll.hex_f64(ll.f64_hex(x)) == x
     with pytest.raises(ll.LinkError):
         ll.hex_f64("zz" * 8)
+
+
+def _signed_link(key):
+    from onboard.comms.signed_frame import FrameVerifier
+    mod = load("mp-board")
+    board = mod._Board("pico_rp2040")
+    from onboard.runtime.ground_robot import GroundRobotRuntime
+    motors = mod._RecordingMotors()
+    rt = GroundRobotRuntime(board.WAYPOINTS_NE_M, motors, config=runtime_config(board))
+    link = LinkRuntime(rt, FrameVerifier({0: key}) if key else None, require_signed=True)
+    ticks = mod.make_lines(merge(mod.DEFAULTS, {"duration_s": 0.5}), RunContext(1).random.stream("imu"),
+                           RunContext(1).random.stream("aiding"), board)
+    return mod, rt, link, ticks
+
+
+def test_a_signed_link_runs_signed_lines_and_refuses_every_other():
+    """With a link key the board takes signed lines only: the same run as unsigned gives the same state;
+    unsigned, forged (another key), replayed and tampered lines are answered X, counted, and change
+    nothing (no tick runs, no wheel command)."""
+    from onboard.comms.signed_frame import FrameSigner
+    key = bytes(range(40, 72))
+    _mod, rt, link, ticks = _signed_link(key)
+    _mod2, rt_plain, plain, _ = _signed_link(None)
+    plain.require_signed = False
+    signer = FrameSigner(key)
+    sent = []
+    for lines in ticks[:30]:
+        for line in lines:
+            signed = ll.sign_line(signer, line)
+            sent.append(signed)
+            assert not any(r.startswith(b"X,") for r in link.handle_line(signed))
+            plain.handle_line(line)
+    assert link.auth_rejected == 0 and rt.estimator.x == rt_plain.estimator.x and rt.estimator.P == rt_plain.estimator.P
+    x_before, p_before, cmd_before = list(rt.estimator.x), list(rt.estimator.P), rt.last_cmd
+    tick = ll.encode("T", ["999999"])
+    tampered = bytearray(ll.sign_line(signer, tick))
+    tampered[-3] = ord("0") if tampered[-3] != ord("0") else ord("1")
+    refused = [tick, ll.sign_line(FrameSigner(bytes(32)), tick), sent[-1], sent[5], bytes(tampered), b"~zz\n"]
+    for line in refused:
+        replies = link.handle_line(line)
+        assert len(replies) == 1 and replies[0].startswith(b"X,"), replies
+    assert link.auth_rejected == len(refused) and link.ticks == 30 and link.bad_lines == 0
+    assert rt.estimator.x == x_before and rt.estimator.P == p_before and rt.last_cmd is cmd_before
+    assert link.verifier.counts["replayed"] == 2 and link.verifier.counts["bad_tag"] == 2
+
+
+def test_a_board_without_its_link_key_refuses_every_line():
+    _mod, rt, link, ticks = _signed_link(None)
+    for line in ticks[0]:
+        (reply,) = link.handle_line(line)
+        assert reply.startswith(b"X,no link key on this board")
+    assert link.ticks == 0 and rt.last_cmd is None

@@ -81,3 +81,20 @@ def test_bad_keys_and_ids_are_refused_with_one_line():
             raise AssertionError("accepted")
     assert sf.key_from_hex(KEY.hex() + "\n") == KEY
     assert KEY.hex() not in repr(sf.FrameVerifier({0: KEY}).report())
+
+
+def test_signed_lines_of_the_line_link_round_trip_and_refuse_the_rest():
+    from onboard.comms import line_link as ll
+    signer = sf.FrameSigner(KEY)
+    verifier = sf.FrameVerifier({0: KEY})
+    line = ll.encode("T", ["1000"])
+    signed = ll.sign_line(signer, line)
+    assert signed[:1] == b"~" and signed[-1:] == b"\n"
+    assert ll.open_signed_line(verifier, signed) == line.strip()
+    for bad in (line, signed, b"~not hex\n"):
+        try:
+            ll.open_signed_line(verifier, bad)
+        except ll.LinkError:
+            pass
+        else:
+            raise AssertionError("opened %r" % (bad,))
