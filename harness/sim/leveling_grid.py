@@ -28,6 +28,13 @@ Randomness (one seed, :class:`harness.sim.rng.RunRandom`): streams ``terrain`` (
 agent but the last) and ``agents`` (every behaviour draw and every new chromosome, in the agents' step
 order). The streams are read through :class:`UniformStream`, so an implementation fed the same
 generator gets the same uniforms.
+
+Implementation (``impl``, :mod:`onboard.impl`; null: ``$ONBOARD_IMPL``, default pure): ``pure`` runs the
+onboard behaviours above; ``cython`` runs the probabilistic algorithm's cycles in
+:class:`cython_ext.leveling.ProbabilisticKernel` (the same agent and world rules in C, stepping the same
+two PCG64 streams inline), then mirrors its state into these objects after each :meth:`LevelingGrid.advance`,
+so metrics, logs and every counter are the pure path's (same seed, same final grid and cycle counts,
+tested). The memetic variants have no compiled path and run pure under either setting.
 """
 import itertools
 
@@ -35,12 +42,16 @@ from harness.sim.rng import RunRandom
 from harness.sim.voxel_terrain import (LEVEL_DEFAULTS, LEVEL_SETTING_RANGES, VoxelTerrain, build_heights)
 from harness.sim.voxel_terrain import DEFAULTS as TERRAIN_DEFAULTS
 from harness.sim.voxel_terrain import SETTING_RANGES as TERRAIN_SETTING_RANGES
+from onboard import impl as impl_switch
 from onboard.core.settings import ConfigError, checked, int_at_least, one_of, under
 from onboard.leveling import memetic, probabilistic
 from onboard.leveling.grid import DEPOSIT, DIRECTION_STEPS, N_DIRECTIONS, PICK_UP, STAY
 
 ALGORITHMS = ("probabilistic", "ma1", "ma2")
 ORDERS = ("random", "fixed")
+IMPLS = ("pure", "cython")
+KERNEL_MODULES = {"cython": "cython_ext.leveling"}
+KERNEL_MAX_UNITS = 1 << 24            # tallest cell the compiled loop takes (units)
 _MEMETIC_BLOCK = {k: v for k, v in memetic.DEFAULTS.items() if k != "variant"}   # variant = algorithm
 
 DEFAULTS = {
@@ -48,13 +59,14 @@ DEFAULTS = {
     "algorithm": "probabilistic",     # probabilistic (Alg. 1-2) | ma1 (Alg. 3) | ma2 (Alg. 4)
     "order": "random",                # agents' order within a cycle: random (A6) | fixed
     "max_cycles": 1000000,            # a run stops here if not level
+    "impl": None,                     # inner loop: pure | cython (onboard.impl); null: $ONBOARD_IMPL
     "probabilistic": dict(probabilistic.DEFAULTS),
     "memetic": dict(_MEMETIC_BLOCK),
     "terrain": dict(TERRAIN_DEFAULTS),
     "level": dict(LEVEL_DEFAULTS),
 }
 SETTING_RANGES = {"agents": int_at_least(1), "algorithm": one_of(*ALGORITHMS), "order": one_of(*ORDERS),
-                  "max_cycles": int_at_least(0)}
+                  "max_cycles": int_at_least(0), "impl": one_of(None, *IMPLS)}
 SETTING_RANGES.update(under("probabilistic", probabilistic.SETTING_RANGES, DEFAULTS["probabilistic"]))
 SETTING_RANGES.update(under("memetic", memetic.SETTING_RANGES, DEFAULTS["memetic"]))
 SETTING_RANGES.update(under("terrain", TERRAIN_SETTING_RANGES))
@@ -109,6 +121,7 @@ class LevelingGrid:
                               % (t.n, t.rows, t.cols, n_agents))
         self.rand = UniformStream(rr.stream("agents"))
         self.order_rand = UniformStream(rr.stream("order"))
+        self.impl = impl_name(cfg["impl"])
         place = rr.stream("placement")
         cells = place.choice(t.n, size=n_agents, replace=False)
         headings = place.integers(0, N_DIRECTIONS, size=n_agents)
@@ -144,11 +157,94 @@ class LevelingGrid:
         self.replaced = 0
         self.cycles_to_level = 0 if t.is_level() else None
         self.initial_stats = t.stats()
+        self._kernel = None
+        if self.impl == "cython" and self.algorithm == "probabilistic":
+            self._kernel = self._make_kernel(rr)
+
+    # ------------------------------------------------------------ compiled path
+    def _make_kernel(self, rr):
+        """The Cython inner loop, built from this (fresh) world; the two streams' PCG64 states go with it
+        (nothing has been drawn from them yet: UniformStream draws lazily)."""
+        mod = impl_switch.load(KERNEL_MODULES, "cython")
+        if self.terrain.hi > KERNEL_MAX_UNITS:
+            raise ConfigError("leveling grid setting impl: the cython inner loop takes heights up to %d units "
+                              "(its histogram has one slot per unit), got %d; use impl=pure"
+                              % (KERNEL_MAX_UNITS, self.terrain.hi))
+        pcfg = self.cfg["probabilistic"]
+        states = []
+        for name in ("agents", "order"):
+            st = rr.stream(name).bit_generator.state
+            if st["bit_generator"] != "PCG64":
+                raise ConfigError("leveling grid: the cython path needs PCG64 streams, got %s" % st["bit_generator"])
+            states.append((st["state"]["state"], st["state"]["inc"]))
+        t = self.terrain
+        params = {"const_rho": pcfg["rho_mode"] == "const", "rho": pcfg["rho"], "k": pcfg["k"],
+                  "rho_sense": pcfg["rho_sense"], "always_read": pcfg["sense"] == "always_read",
+                  "random_move": pcfg["random_move"], "memory": pcfg["memory"], "fixed_order": self.fixed_order,
+                  "condition": t.condition, "epsilon_units": t.eps}
+        agents = [{"phase": a.phase, "h": a.h, "memory": list(a.memory.values), "heading": a.heading,
+                   "last_move": a._last_move, "steps": a.steps, "samples": a.samples} for a in self.agents]
+        return mod.ProbabilisticKernel(t.h, t.rows, t.cols, self.pos, self.carrying, self.moved, self.picked_from,
+                                       self.order, agents, params, states[0], states[1])
+
+    def _mirror(self):
+        """Copy the kernel's state into the pure objects (terrain, world lists, agents, counters)."""
+        ex = self._kernel.export()
+        c = ex["counters"]
+        self.terrain.mirror(ex["heights"], c["takes"], c["puts"])
+        self.pos[:] = ex["pos"]
+        occ = self.occupied
+        for i in range(len(occ)):
+            occ[i] = -1
+        for k, cell in enumerate(self.pos):
+            occ[cell] = k
+        self.carrying[:] = ex["carrying"]
+        self.moved[:] = ex["moved"]
+        self.picked_from[:] = ex["picked_from"]
+        self.order[:] = ex["order"]
+        for a, s in zip(self.agents, ex["agents"]):
+            a.phase = s["phase"]
+            a.h = s["h"]
+            a.memory.values = list(s["memory"])
+            a.memory.total = sum(s["memory"])
+            a.heading = s["heading"]
+            a._last_move = s["last_move"]
+            a.steps = s["steps"]
+            a.samples = s["samples"]
+        self.cycles = c["cycles"]
+        self.pickups = c["pickups"]
+        self.deposits = c["deposits"]
+        self.relocated = c["relocated"]
+        self.moves = c["moves"]
+        self.blocked_moves = c["blocked_moves"]
+        self.refused_ops = c["refused_ops"]
+
+    def _kernel_advance(self, limit):
+        level = self._kernel.advance(int(limit))
+        self._mirror()
+        if level and self.cycles_to_level is None:
+            self.cycles_to_level = self.cycles
+        return level
+
+    def advance(self, limit):
+        """Cycles until the level condition or ``cycles == limit``; returns True when level (also when it
+        already was). The same cycles as calling :meth:`cycle` in a loop, on either implementation."""
+        if self.cycles_to_level is not None:
+            return True
+        if self._kernel is not None:
+            return self._kernel_advance(limit) if self.cycles < limit else False
+        cycle = self.cycle
+        while self.cycles < limit:
+            if cycle():
+                return True
+        return False
 
     # ------------------------------------------------------------ stepping
     def cycle(self):
         """One cycle of Alg. 1's outer loop (every agent one step); returns True when the terrain is level
         afterwards."""
+        if self._kernel is not None:
+            return self._kernel_advance(self.cycles + 1)
         t = self.terrain
         h = t.h
         pos = self.pos
@@ -211,11 +307,7 @@ class LevelingGrid:
         """Cycles until the level condition or ``max_cycles`` (default: the setting); returns
         :meth:`metrics`."""
         limit = self.cfg["max_cycles"] if max_cycles is None else int(max_cycles)
-        if self.cycles_to_level is None:
-            cycle = self.cycle
-            while self.cycles < limit:
-                if cycle():
-                    break
+        self.advance(limit)
         return self.metrics()
 
     # ------------------------------------------------------------ results
@@ -249,6 +341,18 @@ class LevelingGrid:
         for key, value in final.items():
             out["final_" + key] = value
         return out
+
+
+def impl_name(setting):
+    """The inner loop's implementation: the setting, else $ONBOARD_IMPL, else pure (ConfigError for one
+    this world does not have)."""
+    try:
+        name = impl_switch.selected(setting)
+    except ValueError as exc:
+        raise ConfigError("leveling grid setting impl: %s" % exc)
+    if name not in IMPLS:
+        raise ConfigError("leveling grid setting impl: no %s inner loop (choose from %s)" % (name, ", ".join(IMPLS)))
+    return name
 
 
 def run_level_grid(config=None, seed=0, heights=None):

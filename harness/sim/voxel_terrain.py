@@ -205,15 +205,6 @@ class VoxelTerrain:
         self.rows, self.cols = int(arr.shape[0]), int(arr.shape[1])
         self.n = self.rows * self.cols
         self.h = [int(v) for v in arr.ravel()]
-        h = self.h
-        self.total = sum(h)
-        self.sumsq = sum(v * v for v in h)
-        self.initial_volume = self.total
-        self.hist = {}
-        for v in h:
-            self.hist[v] = self.hist.get(v, 0) + 1
-        self.lo = min(h)
-        self.hi = max(h)
         rows, cols = self.rows, self.cols
         self.nb4 = []                 # 4-neighbours of each cell
         for r in range(rows):
@@ -228,6 +219,21 @@ class VoxelTerrain:
                 if c + 1 < cols:
                     nb.append(r * cols + c + 1)
                 self.nb4.append(tuple(nb))
+        self._recount()
+        self.initial_volume = self.total
+        self.takes = 0
+        self.puts = 0
+
+    def _recount(self):
+        """The statistics (total, sum of squares, histogram, lo, hi, steep pairs) from the heights."""
+        h = self.h
+        self.total = sum(h)
+        self.sumsq = sum(v * v for v in h)
+        self.hist = {}
+        for v in h:
+            self.hist[v] = self.hist.get(v, 0) + 1
+        self.lo = min(h)
+        self.hi = max(h)
         eps = self.eps
         bad = 0
         for i in range(self.n):
@@ -235,8 +241,16 @@ class VoxelTerrain:
                 if j > i and abs(h[i] - h[j]) > eps:
                     bad += 1
         self.bad_pairs = bad          # 4-neighbour pairs steeper than epsilon
-        self.takes = 0
-        self.puts = 0
+
+    def mirror(self, heights, takes, puts):
+        """Take over heights (flat, units) and counters computed elsewhere (the Cython inner loop):
+        the statistics are recounted, the initial volume kept."""
+        if len(heights) != self.n:
+            raise TerrainError("mirror: %d heights for %d cells" % (len(heights), self.n))
+        self.h[:] = [int(v) for v in heights]
+        self._recount()
+        self.takes = int(takes)
+        self.puts = int(puts)
 
     # ------------------------------------------------------------ changes
     def take(self, idx):

@@ -54,6 +54,12 @@ DEFAULTS = {
     # 4.2.3 as written) or "before" them (then it is exactly a unit move that lowers the sum of squared
     # heights); it only counts in the fitness
     "deposit_heights": "after",
+    # alpha: a deposit gene deposits below alpha (the local heuristic; positivity only counts in the
+    # fitness); positive: it deposits only when the deposit is positive (below alpha and the height rule
+    # above), the other reading of "the determination of which is part of the logic within the pick-up and
+    # deposit actions" (thesis 4.2.3). Under "positive" a unit picked up one unit above the final level
+    # has nowhere to go: 16x16 runs with 4 MA1 agents did not level in 3M cycles (docs/results/leveling.md)
+    "deposit_rule": "alpha",
 }
 SETTING_RANGES = {
     "variant": one_of(*VARIANTS),
@@ -65,6 +71,7 @@ SETTING_RANGES = {
     "rho_sense": within(0.0, 1.0),
     "memory": int_at_least(1),
     "deposit_heights": one_of("after", "before"),
+    "deposit_rule": one_of("positive", "alpha"),
     ("max_pairs", "genes"): ("pairs that fit the chromosome (2 * max_pairs <= genes)",
                              lambda pairs, genes: 2 * pairs <= genes),
 }
@@ -163,6 +170,7 @@ class MemeticAgent:
         self.round_ready = False
         self._pick_h = None           # the last pick-up's cell height (units; after it, or before)
         self._shift = 1 if cfg["deposit_heights"] == "after" else 0
+        self._gate = cfg["deposit_rule"] == "positive"
         self._sense_next = True
         self._last_move = STAY
         self.steps = 0
@@ -223,10 +231,12 @@ class MemeticAgent:
                     self.positives += 1
                     self._pick_h = height - self._shift
             elif carrying and self.memory.below(height):
-                op = DEPOSIT
                 p = self._pick_h
                 if p is not None and abs(height + self._shift - p) > 1:
+                    op = DEPOSIT
                     self.positives += 1
+                elif not self._gate:
+                    op = DEPOSIT
         self.gene += 1
         if self.gene == len(chromosome):
             self.gene = 0

@@ -81,6 +81,32 @@ def test_ma2_keeps_fit_chromosomes():
     assert oracle.after_cycle([a], rand) == 0 and a.chromosome == c
 
 
+@pytest.mark.parametrize("heights", ["after", "before"])
+def test_positive_deposit_rule_refuses_put_backs(heights):
+    """deposit_rule = positive: a deposit gene deposits only a positive deposit (below alpha and
+    |h_deposit - h_pickup| > 1); the put-back into the pick-up's cell fails silently and the unit stays
+    carried to a later deposit gene; deposit_rule = alpha puts it back (and counts no positive)."""
+    c = [8, 9] + [0] * 18
+    rand = G.XorShift32(5)
+    ops = {}
+    for rule in ("alpha", "positive"):
+        a = M.MemeticAgent({"executions": 2, "rho_sense": 0.0, "deposit_rule": rule, "deposit_heights": heights},
+                           pool=[c])
+        a.memory.push(5)
+        a.memory.push(6)                                              # alpha 5.5
+        carrying = False
+        seen = []
+        # execution 1: pick up on a 6, the deposit gene on the same cell (now 5); execution 2: the pick-up
+        # gene on a 9, the deposit gene over a pit of 1
+        for h in [6, 5] + [5] * 18 + [9, 1]:
+            op = a.step(h, carrying, False, rand)[0]
+            seen.append(op)
+            carrying = (carrying or op == G.PICK_UP) and op != G.DEPOSIT
+        ops[rule] = (seen[1], seen[20], seen[21], a.positives, a.attempts)
+    assert ops["alpha"] == (G.DEPOSIT, G.PICK_UP, G.DEPOSIT, 3, 4)
+    assert ops["positive"] == (G.NO_OP, G.NO_OP, G.DEPOSIT, 2, 4)
+
+
 @pytest.mark.parametrize("cls,cfg,needle", [
     (P.ProbabilisticAgent, {"rho_sense": -0.1}, "ProbabilisticAgent setting rho_sense must be a number in [0, 1]"),
     (P.ProbabilisticAgent, {"rho_mod": "k"}, "did you mean 'rho_mode'"),

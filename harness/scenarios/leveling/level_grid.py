@@ -19,6 +19,9 @@ Log (``log.mcap``; simulated time = cycles x ``record.cycle_us``, a nominal peri
 timeline): ``/level/terrain`` (roughness, counters) and ``/level/agents`` (each agent's cell, carrying,
 alpha) every ``record.every_cycles``; ``/level/heights`` (the whole grid) every ``record.heights_every``
 records.
+
+Implementation: ``impl`` (pure | cython, null: ``$ONBOARD_IMPL``) picks the probabilistic inner loop
+(:mod:`harness.sim.leveling_grid`); the metrics do not depend on it.
 """
 from harness.sim.leveling_grid import DEFAULTS as GRID_DEFAULTS, SETTING_RANGES as GRID_RANGES, LevelingGrid
 from onboard.core.settings import int_at_least
@@ -80,17 +83,16 @@ def run(config, ctx):
     n_records = 0
     _log_state(ctx, grid, 0, True)
     bar = ctx.progress(limit, "level-grid", unit="cycles")
-    cycle = grid.cycle
     level = grid.cycles_to_level is not None
     while not level and grid.cycles < limit:
-        level = cycle()
-        if level or grid.cycles % every == 0 or grid.cycles == limit:
-            n_records += 1
-            trace["cycle"].append(grid.cycles)
-            trace["rms_units"].append(t.rms_units())
-            trace["range_units"].append(t.range_units())
-            _log_state(ctx, grid, grid.cycles * cycle_us, level or n_records % rec["heights_every"] == 0)
-            bar.update_to(grid.cycles)
+        # to the next record: a multiple of every_cycles, the limit or the level condition
+        level = grid.advance(min(limit, (grid.cycles // every + 1) * every))
+        n_records += 1
+        trace["cycle"].append(grid.cycles)
+        trace["rms_units"].append(t.rms_units())
+        trace["range_units"].append(t.range_units())
+        _log_state(ctx, grid, grid.cycles * cycle_us, level or n_records % rec["heights_every"] == 0)
+        bar.update_to(grid.cycles)
     bar.close()
     m = grid.metrics()
     metrics = {"success": bool(m["level_reached"] and m["volume_error"] == 0)}
