@@ -18,6 +18,7 @@ EXIT_INTERRUPTED = 130          # Ctrl-C (128 + SIGINT), as a shell reports it
 # parser sets ``func`` (args -> exit code). One line per tool, listed explicitly.
 COMMAND_MODULES = [
     "harness.sim.crazyflie.serve_cmd",
+    "harness.sim.vesc_cmd",
     "harness.scenarios.grading.sweep",
     "harness.replay",
     "harness.conformance",

@@ -1,13 +1,13 @@
 """The simulated Crazyflie's log and parameter tables of contents.
 
 Names and types are those of the crazyflie-firmware (stateEstimate, stateEstimateZ,
-kalman, stabilizer, pm, ranging, supervisor, sys, radio, ctrltarget log groups;
+kalman, stabilizer, pm, ranging, supervisor, sys, radio, ctrltarget, gyro, acc log groups;
 commander, stabilizer, kalman, pm, posCtlPid, velCtlPid, ring, deck, firmware
 param groups), so scripts written for a real Crazyflie find what they ask for.
 Each log variable names the simulated quantity it reads (a source key of the services'
 ``log_sources()``: vehicle, commander, supervisor, link_service);
-units are the firmware's: metres, m/s, degrees, volts, Gs for stateEstimate.a*,
-millimetres for stateEstimateZ.
+units are the firmware's: metres, m/s, degrees, volts, Gs for stateEstimate.a* and acc.*,
+deg/s for gyro.*, millimetres for stateEstimateZ.
 """
 from harness.sim.crazyflie.crtp import LOG_TYPE_ID, PARAM_FLAG_RONLY, PARAM_TYPE_ID
 
@@ -82,6 +82,12 @@ LOG_VARIABLES = [
     ("sys", "isTumbled", "uint8_t", "zero"),
     ("radio", "rssi", "uint8_t", "rssi"),
     ("radio", "isConnected", "uint8_t", "one"),
+    ("gyro", "x", "float", "gyro_x_degps"),
+    ("gyro", "y", "float", "gyro_y_degps"),
+    ("gyro", "z", "float", "gyro_z_degps"),
+    ("acc", "x", "float", "acc_x_g"),
+    ("acc", "y", "float", "acc_y_g"),
+    ("acc", "z", "float", "acc_z_g"),
 ]
 
 # (group, name, C type, flags, default, persistent); flags: PARAM_FLAG_RONLY.

@@ -12,6 +12,8 @@ paper's UWB ranging noise N(mu = 0.0085569 m, sigma^2 = 0.061295 m^2) (uwb-pocke
 sec. III), ``ranging.state`` bit j set when that distance is valid; its own slot and
 peers beyond ``max_range_m`` stay invalid. Noise comes from ``RunRandom(seed).stream(
 "crazyflie.range.<i>")``. Drones start on a line along north, ``spacing_m`` apart.
+Drone i's logged estimates carry sensor noise and biases (``sensor_noise.py``; settings
+``drone.sensor_noise``) drawn from ``RunRandom(seed).stream("crazyflie.sensors.<i>")``.
 """
 import math
 
@@ -56,7 +58,8 @@ class SimCrazyflieFleet:
             veh = Drone2D(vcfg)
             dcfg = dict(self.cfg["drone"])
             drone = SimCrazyflie("cf%d" % i, dcfg, vehicle=veh, ranging=self._ranging_for(i),
-                                 start_us=clock.now_us() if clock is not None else 0)
+                                 start_us=clock.now_us() if clock is not None else 0,
+                                 random=self.random.stream("crazyflie.sensors.%d" % i))
             self.vehicles.append(veh)
             self.drones.append(drone)
         self.server = SimCrazyflieServer(self.drones, host=self.cfg["host"], base_port=self.cfg["base_port"],

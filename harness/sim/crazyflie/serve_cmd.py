@@ -10,6 +10,11 @@ import sys
 import threading
 
 
+SENSOR_NOISE_CHOICES = {"all": {"attitude_imu": True, "position_velocity_vbat": True},
+                        "imu": {"attitude_imu": True, "position_velocity_vbat": False},
+                        "off": {"attitude_imu": False, "position_velocity_vbat": False}}
+
+
 def add_parser(sub):
     p = sub.add_parser("crazyflies", help="serve simulated Crazyflies over UDP for cflib",
                        description="Start N simulated Crazyflies on loopback UDP ports; prints one "
@@ -19,8 +24,12 @@ def add_parser(sub):
                    help="first UDP port; drone i gets base+i (default: 19850, where cflib scans; "
                         "0 picks free ports)")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default: 127.0.0.1)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the ranging noise (default: 1)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the ranging and sensor noise (default: 1)")
     p.add_argument("--spacing", type=float, default=1.0, help="start spacing along x in metres (default: 1.0)")
+    p.add_argument("--sensor-noise", choices=SENSOR_NOISE_CHOICES, default="all",
+                   help="seeded noise and biases on the logged estimates: all (attitude, gyro, acc, position, "
+                        "velocity, battery: like a real Crazyflie), imu (attitude, gyro, acc only) or off "
+                        "(exact values) (default: all)")
     p.set_defaults(func=cmd_crazyflies)
 
 
@@ -31,7 +40,8 @@ def cmd_crazyflies(args):
     try:
         fleet = SimCrazyflieFleet(args.count, seed=args.seed,
                                   config={"host": args.host, "base_port": args.base_port,
-                                          "spacing_m": args.spacing})
+                                          "spacing_m": args.spacing,
+                                          "drone": {"sensor_noise": SENSOR_NOISE_CHOICES[args.sensor_noise]}})
         fleet.start()
     except (ValueError, SimServerError) as exc:
         print("error: %s" % exc, file=sys.stderr)

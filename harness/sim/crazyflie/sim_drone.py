@@ -23,38 +23,44 @@ port  service                      module
 ====  ===========================  ====================================================
 
 ``vehicle.SimVehicle`` is the Drone2D as the estimator, sensors and power management see it (frames,
-state estimate, UWB ranges, the log variables' sources). ``advance`` is the firmware's stabilizer loop:
-the commander's step, then a physics step of ``physics_dt_s`` (shortened to land on a log instant),
-then the log packets due. ``stats`` counts packets and events per service (``*.COUNTERS``);
+state estimate, UWB ranges, the log variables' sources); ``sensor_noise.SensorNoise`` adds the seeded
+sensor noise and biases of a real one to what is logged (settings ``sensor_noise``). ``advance`` is the
+firmware's stabilizer loop: the commander's step, then a physics step of ``physics_dt_s`` (shortened to
+land on a log instant), then the log packets due. ``stats`` counts packets and events per service (``*.COUNTERS``);
 ``internal_errors`` must stay 0. Malformed or unknown packets are counted and answered the way the
 firmware answers them (an errno reply where the protocol has one, else nothing).
 """
 import threading
 
-from harness.sim.crazyflie import commander, crtp, link_service, log_service, mem_service, param_service, supervisor
+from harness.sim.crazyflie import (commander, crtp, link_service, log_service, mem_service, param_service,
+                                   sensor_noise, supervisor)
 from harness.sim.crazyflie.vehicle import SimVehicle
+from harness.sim.rng import RunRandom
 from harness.sim.vehicles.drone2d import Drone2D
-from onboard.core.settings import BOOLEAN, checked, int_within, within
+from onboard.core.settings import BOOLEAN, checked, int_within, under, within
 
 DEFAULTS = {
     "physics_dt_s": 0.005,              # longest Drone2D step (s); shortened to land on log instants
     "arming_required": False,           # False: auto-arm like a Crazyflie 2.x; True: wait for an arming request
     "rssi": 40,                         # radio.rssi: received power as the firmware logs it (-dBm)
     "vehicle": {},                      # Drone2D settings (harness.sim.vehicles.drone2d.DEFAULTS), checked there
+    "sensor_noise": dict(sensor_noise.DEFAULTS),   # noise + biases of the logged estimates (sensor_noise.py)
 }
-SETTING_RANGES = {
+SETTING_RANGES = dict({
     "physics_dt_s": within(1e-6, 0.1),
     "arming_required": BOOLEAN,
     "rssi": int_within(0, 255),
-}
+}, **under("sensor_noise", sensor_noise.SETTING_RANGES))
 
 
 class SimCrazyflie:
     """A simulated Crazyflie ``name`` flying ``vehicle`` (a Drone2D; built from ``config["vehicle"]``
     when None). ``ranging(time_us)``: up to 8 UWB distances (m, None: no measurement) for the ranging
-    log group; ``start_us``: the vehicle's time at start."""
+    log group; ``start_us``: the vehicle's time at start; ``random``: the numpy Generator of its sensor
+    noise (the fleet passes its seed's ``crazyflie.sensors.<i>`` stream; None: seed 1's stream of
+    ``name``)."""
 
-    def __init__(self, name="cf0", config=None, vehicle=None, ranging=None, start_us=0):
+    def __init__(self, name="cf0", config=None, vehicle=None, ranging=None, start_us=0, random=None):
         cfg = checked(DEFAULTS, SETTING_RANGES, config, owner="crazyflie sim")
         self.cfg = cfg
         self.name = name
@@ -63,7 +69,11 @@ class SimCrazyflie:
         self.stats = {key: 0 for module in (link_service, log_service, commander, param_service, supervisor)
                       for key in module.COUNTERS}
         self.params = param_service.ParamService(self.stats)
-        self.sim_vehicle = SimVehicle(self.vehicle, self.params, ranging, start_us, cfg["physics_dt_s"])
+        if random is None:
+            random = RunRandom(1).stream("crazyflie.sensors." + name)
+        self.noise = sensor_noise.SensorNoise(cfg["sensor_noise"], random)
+        self.sim_vehicle = SimVehicle(self.vehicle, self.params, ranging, start_us, cfg["physics_dt_s"],
+                                      noise=self.noise)
         self.supervisor = supervisor.Supervisor(self.vehicle, self.params, self.stats, cfg["arming_required"])
         self.commander = commander.Commander(self.sim_vehicle, self.params, self.supervisor, self.stats)
         self.supervisor.commander = self.commander

@@ -6,10 +6,12 @@ in degrees; the Drone2D is NED with height up. Conversion between the two happen
 ``commander`` only. The state estimate is the ground truth plus ``est_offset_m`` (CF frame, m), which a
 write of ``kalman.resetEstimation`` sets so that the estimate restarts at ``kalman.initialX/Y/Z`` (the
 firmware's Kalman reset). ``ranging(time_us)`` gives up to ``N_RANGES`` UWB distances (m, None: no
-measurement), read once per log instant for the ranging log group.
+measurement), read once per log instant for the ranging log group. The logged values pass through
+``noise`` (a ``sensor_noise.SensorNoise``: seeded sensor noise and biases, on the log only; None: exact).
 """
 import math
 
+from harness.sim.crazyflie.sensor_noise import quaternion
 from onboard.core.units import G_MPS2
 
 N_RANGES = 8                            # ranging.distance0..7
@@ -21,9 +23,10 @@ PM_STATE_LOW_POWER = 3                  # pm.state below pm.lowVoltage (firmware
 class SimVehicle:
     """The Drone2D ``model`` integrated in ``physics_dt_us`` steps up to ``time_us`` (us)."""
 
-    def __init__(self, model, params, ranging=None, start_us=0, physics_dt_s=0.005):
+    def __init__(self, model, params, ranging=None, start_us=0, physics_dt_s=0.005, noise=None):
         self.model = model
         self.ranging = ranging
+        self.noise = noise
         self.time_us = int(start_us)
         self.physics_dt_us = max(1, int(round(physics_dt_s * 1e6)))
         self.est_offset_m = [0.0, 0.0, 0.0]   # estimate minus truth, CF frame
@@ -84,37 +87,72 @@ class SimVehicle:
     def flying(self):
         return self.model.airborne and self.model.motors_on
 
-    def log_sources(self):
-        """Sources of the stateEstimate, stateEstimateZ, kalman, stabilizer attitude, pm, ranging and
-        sys.isFlying/isTumbled log variables (units as firmware_toc lists them)."""
+    # ---------------------------------------------------------------- what the log reads (CF frame)
+    def _tilt_deg(self):
+        """(roll, legacy pitch) in degrees a multirotor needs for its horizontal acceleration: nose down to
+        accelerate forward (stateEstimate.pitch is the firmware's legacy pitch, positive nose up), left
+        side down to accelerate left."""
         v = self.model
-        est = self.estimate_xyz_yaw
+        psi = -v.yaw_rad
+        ax, ay = v.acc_north_mps2, -v.acc_east_mps2
+        a_fwd = math.cos(psi) * ax + math.sin(psi) * ay
+        a_left = -math.sin(psi) * ax + math.cos(psi) * ay
+        return -math.degrees(math.atan2(a_left, G_MPS2)), -math.degrees(math.atan2(a_fwd, G_MPS2))
 
-        def est_k(k):
-            return lambda: est()[k]
+    def logged_attitude_deg(self):
+        """(roll, legacy pitch, yaw) in degrees as logged (stabilizer.*, stateEstimate.*)."""
+        roll, pitch = self._tilt_deg()
+        yaw = self.estimate_xyz_yaw()[3]
+        if self.noise is None:
+            return roll, pitch, yaw
+        return self.noise.attitude_deg(self.time_us, roll, pitch, yaw)
 
-        def quat():
-            yaw = math.radians(est()[3])
-            return (math.cos(0.5 * yaw), 0.0, 0.0, math.sin(0.5 * yaw))
+    def logged_position_m(self):
+        xyz = self.estimate_xyz_yaw()[:3]
+        return xyz if self.noise is None else self.noise.position_m(self.time_us, xyz)
+
+    def logged_velocity_mps(self):
+        v = self.model
+        vel = (v.vel_north_mps, -v.vel_east_mps, v.climb_mps)
+        return vel if self.noise is None else self.noise.velocity_mps(self.time_us, vel)
+
+    def logged_world_acc_g(self):
+        v = self.model
+        acc = (v.acc_north_mps2 / G_MPS2, -v.acc_east_mps2 / G_MPS2, 0.0)
+        return acc if self.noise is None else self.noise.world_acc_g(self.time_us, acc)
+
+    def logged_gyro_degps(self):
+        """gyro.x/y/z (deg/s, body x forward, y left, z up): the planar model turns about z only."""
+        rates = (0.0, 0.0, -math.degrees(self.model.yaw_rate_radps))
+        return rates if self.noise is None else self.noise.gyro_degps(self.time_us, rates)
+
+    def logged_acc_g(self):
+        """acc.x/y/z (g, body): the specific force along the thrust axis, 1 g at rest and in a level hover
+        (on the ground the floor's reaction, in the air the thrust that also tilts for acceleration)."""
+        v = self.model
+        f_g = math.hypot(1.0, math.hypot(v.acc_north_mps2, v.acc_east_mps2) / G_MPS2)
+        return (0.0, 0.0, f_g) if self.noise is None else self.noise.acc_g(self.time_us, f_g)
+
+    def logged_vbat_v(self):
+        vbat = self.model.battery_v
+        return vbat if self.noise is None else self.noise.vbat_v(self.time_us, vbat)
+
+    def log_sources(self):
+        """Sources of the stateEstimate, stateEstimateZ, kalman, stabilizer attitude, gyro, acc, pm, ranging
+        and sys.isFlying/isTumbled log variables (units as firmware_toc lists them)."""
+        v = self.model
+
+        def pick(fn, k, scale=1.0):
+            return lambda: scale * fn()[k]
+
+        def quat(k):
+            return lambda: quaternion(*self.logged_attitude_deg())[k]
 
         def body_vel(k):
             def f():
-                psi = -v.yaw_rad
-                vx, vy = v.vel_north_mps, -v.vel_east_mps
+                psi = math.radians(self.logged_attitude_deg()[2])
+                vx, vy, _vz = self.logged_velocity_mps()
                 return (math.cos(psi) * vx + math.sin(psi) * vy, -math.sin(psi) * vx + math.cos(psi) * vy)[k]
-            return f
-
-        def att(k):
-            def f():
-                psi = -v.yaw_rad
-                ax, ay = v.acc_north_mps2, -v.acc_east_mps2
-                a_fwd = math.cos(psi) * ax + math.sin(psi) * ay
-                a_left = -math.sin(psi) * ax + math.cos(psi) * ay
-                # the tilt a multirotor needs for this acceleration: nose down to accelerate forward
-                # (stateEstimate.pitch is the firmware's legacy pitch, positive nose up), left side down
-                # to accelerate left
-                return (-math.degrees(math.atan2(a_left, G_MPS2)),
-                        -math.degrees(math.atan2(a_fwd, G_MPS2)))[k]
             return f
 
         def pm_state():
@@ -126,21 +164,25 @@ class SimVehicle:
                 return 0.0 if d is None else d
             return f
 
+        pos, vel, att = self.logged_position_m, self.logged_velocity_mps, self.logged_attitude_deg
         s = {
-            "x_m": est_k(0), "y_m": est_k(1), "z_m": est_k(2), "yaw_deg": est_k(3),
-            "vx_mps": lambda: v.vel_north_mps, "vy_mps": lambda: -v.vel_east_mps, "vz_mps": lambda: v.climb_mps,
-            "ax_g": lambda: v.acc_north_mps2 / G_MPS2, "ay_g": lambda: -v.acc_east_mps2 / G_MPS2,
-            "az_g": lambda: 0.0,
-            "roll_deg": att(0), "pitch_deg": att(1),
-            "qw": lambda: quat()[0], "qx": lambda: quat()[1], "qy": lambda: quat()[2], "qz": lambda: quat()[3],
-            "x_mm": lambda: 1000.0 * est()[0], "y_mm": lambda: 1000.0 * est()[1], "z_mm": lambda: 1000.0 * est()[2],
-            "vx_mmps": lambda: 1000.0 * v.vel_north_mps, "vy_mmps": lambda: -1000.0 * v.vel_east_mps,
-            "vz_mmps": lambda: 1000.0 * v.climb_mps,
-            "yaw_rate_mradps": lambda: -1000.0 * v.yaw_rate_radps,
+            "x_m": pick(pos, 0), "y_m": pick(pos, 1), "z_m": pick(pos, 2), "yaw_deg": pick(att, 2),
+            "vx_mps": pick(vel, 0), "vy_mps": pick(vel, 1), "vz_mps": pick(vel, 2),
+            "ax_g": pick(self.logged_world_acc_g, 0), "ay_g": pick(self.logged_world_acc_g, 1),
+            "az_g": pick(self.logged_world_acc_g, 2),
+            "roll_deg": pick(att, 0), "pitch_deg": pick(att, 1),
+            "qw": quat(0), "qx": quat(1), "qy": quat(2), "qz": quat(3),
+            "x_mm": pick(pos, 0, 1000.0), "y_mm": pick(pos, 1, 1000.0), "z_mm": pick(pos, 2, 1000.0),
+            "vx_mmps": pick(vel, 0, 1000.0), "vy_mmps": pick(vel, 1, 1000.0), "vz_mmps": pick(vel, 2, 1000.0),
+            "yaw_rate_mradps": pick(self.logged_gyro_degps, 2, 1000.0 * math.pi / 180.0),
             "vx_body_mps": body_vel(0), "vy_body_mps": body_vel(1),
+            "gyro_x_degps": pick(self.logged_gyro_degps, 0), "gyro_y_degps": pick(self.logged_gyro_degps, 1),
+            "gyro_z_degps": pick(self.logged_gyro_degps, 2),
+            "acc_x_g": pick(self.logged_acc_g, 0), "acc_y_g": pick(self.logged_acc_g, 1),
+            "acc_z_g": pick(self.logged_acc_g, 2),
             "var_pos_m2": lambda: 1e-4, "var_vel_m2ps2": lambda: 1e-4,
             "is_flying": lambda: 1 if self.flying() else 0, "zero": lambda: 0,
-            "vbat_v": lambda: v.battery_v, "vbat_mv": lambda: 1000.0 * v.battery_v,
+            "vbat_v": self.logged_vbat_v, "vbat_mv": lambda: 1000.0 * self.logged_vbat_v(),
             "pm_state": pm_state,
             "battery_level": lambda: max(0.0, min(100.0, (v.battery_v - BATTERY_EMPTY_V)
                                                   / (BATTERY_FULL_V - BATTERY_EMPTY_V) * 100.0)),
