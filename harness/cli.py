@@ -8,17 +8,19 @@ import sys
 
 from harness import scenarios
 from harness.config import ConfigError, load_file, non_negative_int, parse_set
+from harness.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, how_it_ended, sigterm_raises
+from harness.progress import close_all
 from onboard.deploy.build import DeployError
 
 EXIT_BAD_INPUT = 2
 EXIT_DEPLOY = 4
-EXIT_INTERRUPTED = 130          # Ctrl-C (128 + SIGINT), as a shell reports it
 
 # Modules adding their own subcommands: each defines add_parser(subparsers), whose
 # parser sets ``func`` (args -> exit code). One line per tool, listed explicitly.
 COMMAND_MODULES = [
     "harness.sim.crazyflie.serve_cmd",
     "harness.sim.vesc_cmd",
+    "harness.sim.avr_cmd",
     "harness.scenarios.grading.sweep",
     "harness.replay",
     "harness.conformance",
@@ -93,8 +95,8 @@ def cmd_run(args):
     try:
         metrics = module.run(config, ctx)
         scenarios.check_metrics(name, metrics)
-    except BaseException:
-        report.abandon()
+    except BaseException as exc:
+        report.abandon(how_it_ended(exc))
         raise
     report.finish(metrics)
     if not args.quiet:
@@ -193,8 +195,17 @@ def build_parser():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    with sigterm_raises():
+        return _run_command(args)
+
+
+def _run_command(args):
     try:
         return args.func(args)
+    except Terminated:
+        close_all()
+        print("terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except (ConfigError, scenarios.UnknownScenario) as exc:
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -205,5 +216,6 @@ def main(argv=None):
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_DEPLOY
     except KeyboardInterrupt:
+        close_all()
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -27,3 +27,10 @@ class Progress:
 
     def close(self):
         self._bar.close()
+
+
+def close_all():
+    """Close every progress bar still shown (a run cut short by Ctrl-C leaves its bars open), so the next line
+    printed starts on a clean line."""
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()

@@ -20,9 +20,11 @@ import json
 import os
 import platform
 import sys
+import time
 
 from harness import scenarios
 from harness.config import ConfigError, load_file, nested, overlay
+from harness.interrupts import how_it_ended
 from harness.sweep_runner import Runner, add_engine_arguments, scenario_job
 from harness.sweep_table import build_table, cell_label, write_table
 
@@ -146,8 +148,19 @@ def run_sweep(name, seeds, axes=None, out_dir=None, base=None, reduced=False, ru
     try:
         _write_json(out_dir, "sweep.json", {"scenario": name, "seeds": seeds, "axes": axes, "config": base,
                                             "reduced": reduced}, create=True)
-        result = runner.run(jobs, out_dir=out_dir, resume=resume, show_progress=show_progress,
-                            desc="sweep %s" % name)
+        t0 = time.perf_counter()
+        try:
+            result = runner.run(jobs, out_dir=out_dir, resume=resume, show_progress=show_progress,
+                                desc="sweep %s" % name)
+        except BaseException as exc:
+            # Ctrl-C / SIGTERM / a crash of the runner itself: the finished jobs are in jobs/ already; say so
+            done = len(os.listdir(os.path.join(out_dir, "jobs"))) if os.path.isdir(os.path.join(out_dir, "jobs")) else 0
+            _write_json(out_dir, "run.json", {
+                "scenario": name, "seeds": seeds, "axes": axes, "config": base, "reduced": reduced,
+                "ended": how_it_ended(exc), "wall_time_s": round(time.perf_counter() - t0, 3),
+                "jobs": len(jobs), "jobs_stored": done, "resume": "run the same command with --resume %s" % out_dir,
+                "python": platform.python_version()})
+            raise
     finally:
         if own:
             runner.close()
@@ -164,7 +177,8 @@ def run_sweep(name, seeds, axes=None, out_dir=None, base=None, reduced=False, ru
     write_table(out_dir, table)
     _write_json(out_dir, "results.json", rows)
     _write_json(out_dir, "run.json", {"scenario": name, "seeds": seeds, "axes": axes, "config": base,
-                                      "reduced": reduced, "timing": result.timing, "failures": result.failures,
+                                      "reduced": reduced, "ended": "finished", "timing": result.timing,
+                                      "failures": result.failures,
                                       "python": platform.python_version()})
     return table, rows, result
 

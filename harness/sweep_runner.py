@@ -183,7 +183,7 @@ class PoolEngine:
         pending = list(indexed_jobs)
         t0 = time.perf_counter()
         pool = concurrent.futures.ProcessPoolExecutor(max_workers=min(self.workers, len(pending)),
-                                                      mp_context=_fork_context())
+                                                      mp_context=_fork_context(), initializer=_worker_signals)
         self.startup_s += time.perf_counter() - t0
         in_flight = {}
         pending.reverse()
@@ -207,12 +207,36 @@ class PoolEngine:
             clean = True
         finally:
             if not clean:                          # stopped early (an error in strict mode, Ctrl-C, a kill)
-                for process in list(getattr(pool, "_processes", {}).values()):
-                    process.terminate()
+                _stop_workers(pool)
             pool.shutdown(wait=True, cancel_futures=True)
 
     def close(self):
         pass
+
+
+def _worker_signals():
+    """In a pool worker: SIGTERM ends it at once (not the parent's handler inherited through the fork) and
+    Ctrl-C, which a terminal sends to the whole process group, is left to the parent (it stops the workers)."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_workers(pool):
+    """Terminate a process pool's workers now. A worker terminated while it wrote its result leaves half a
+    message in the result pipe, and the pool's manager thread would wait for the rest for ever (its read never
+    sees EOF while this process holds the pipe's write end): once every worker is gone, close that end too."""
+    processes = list(getattr(pool, "_processes", {}).values())
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=10.0)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=10.0)
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    if writer is not None:
+        writer.close()
 
 
 def _ray_address(address):

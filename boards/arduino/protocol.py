@@ -9,6 +9,10 @@ Wire format::
     crc   = CRC-16/CCITT-FALSE over type | seq | body (big-endian on the wire)
     body  = fixed-length little-endian fields, one layout per message type
 
+The byte layout of every message, the rates, the failsafe and GET_HELLO (the boot HELLO again, for a
+host that opens the port after boot) are specified in firmware/arduino/PROTOCOL.md; its machine-readable
+layout tables are checked against ``BODY_FMT`` / ``BODY_LEN`` here (tests/firmware/test_protocol_doc.py).
+
 COBS removes every 0x00 from the frame, so 0x00 only ever ends a frame and a receiver
 that starts mid-stream resyncs at the next one. :class:`FrameDecoder` drops and counts
 everything that is not a whole valid frame: oversize (more than ``MAX_ENCODED`` bytes
@@ -43,6 +47,7 @@ MSG_PING = 0x04          # uint32 token
 MSG_GET_STATUS = 0x05
 MSG_RESET = 0x06         # b"WDT!"
 MSG_SET_PHASE = 0x07     # u8 phase of the host behaviour, echoed in LEVEL_STATE (leveler build)
+MSG_GET_HELLO = 0x08     # (empty) -> HELLO again (+ IMU_ID in the leveler build): for a host that joins after boot
 # firmware -> host
 MSG_HELLO = 0x80
 MSG_TELEMETRY = 0x81
@@ -95,7 +100,22 @@ LEVEL_STATE_HZ = 20
 BODY_LEN = {
     MSG_WHEEL_SPEED: 4, MSG_DUTY: 4, MSG_STOP: 0, MSG_PING: 4, MSG_GET_STATUS: 0, MSG_RESET: 4,
     MSG_HELLO: 4, MSG_TELEMETRY: 31, MSG_STATUS: 32, MSG_PONG: 8,
-    MSG_SET_PHASE: 1, MSG_LEVEL_STATE: 29, MSG_IMU_ID: 4,
+    MSG_SET_PHASE: 1, MSG_LEVEL_STATE: 29, MSG_IMU_ID: 4, MSG_GET_HELLO: 0,
+}
+
+# Message names (as in firmware/arduino/PROTOCOL.md, whose layout tables tests compare with the formats above).
+MESSAGE_NAMES = {
+    MSG_WHEEL_SPEED: "WHEEL_SPEED", MSG_DUTY: "DUTY", MSG_STOP: "STOP", MSG_PING: "PING",
+    MSG_GET_STATUS: "GET_STATUS", MSG_RESET: "RESET", MSG_SET_PHASE: "SET_PHASE", MSG_GET_HELLO: "GET_HELLO",
+    MSG_HELLO: "HELLO", MSG_TELEMETRY: "TELEMETRY", MSG_STATUS: "STATUS", MSG_PONG: "PONG",
+    MSG_LEVEL_STATE: "LEVEL_STATE", MSG_IMU_ID: "IMU_ID",
+}
+# Body struct format (little-endian) of every message type; the decoders below use the same ones.
+BODY_FMT = {
+    MSG_WHEEL_SPEED: "<hh", MSG_DUTY: "<hh", MSG_STOP: "<", MSG_PING: "<I", MSG_GET_STATUS: "<",
+    MSG_RESET: "<4s", MSG_SET_PHASE: "<B", MSG_GET_HELLO: "<",
+    MSG_HELLO: HELLO_FMT, MSG_TELEMETRY: TELEMETRY_FMT, MSG_STATUS: STATUS_FMT, MSG_PONG: PONG_FMT,
+    MSG_LEVEL_STATE: LEVEL_STATE_FMT, MSG_IMU_ID: IMU_ID_FMT,
 }
 
 
@@ -320,7 +340,7 @@ def decode_message(frame):
         return Message(t, frame.seq, "Ping", {"token": struct.unpack("<I", body)[0]})
     if t == MSG_RESET:
         return Message(t, frame.seq, "Reset", {"magic": body})
-    return Message(t, frame.seq, {MSG_STOP: "Stop", MSG_GET_STATUS: "GetStatus"}[t], {})
+    return Message(t, frame.seq, {MSG_STOP: "Stop", MSG_GET_STATUS: "GetStatus", MSG_GET_HELLO: "GetHello"}[t], {})
 
 
 def _i16(name, value):

@@ -282,7 +282,8 @@ def pose_input_line(pose_source):
 
 
 def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=None):
-    """Run until SIGTERM/SIGINT (or ``duration_s``); returns the exit code. ``i2c_buses``: see build_app."""
+    """Run until SIGTERM/SIGINT (or ``duration_s``); returns the exit code (0 at the end of ``duration_s``, 130 /
+    143 when SIGINT / SIGTERM stopped it: motors released, log closed either way). ``i2c_buses``: see build_app."""
     from boards.rpi.imu_mpu6050 import ImuError
     from onboard.runtime.clock import MonotonicClock
     from onboard.runtime.mcap_log import McapLog, code_version
@@ -339,7 +340,9 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=N
             signal.signal(sig, handler)
     print("onboard-rpi: stopped (%s); motors released; log closed: %s (%d messages)"
           % (reason, log_file, mcap.messages), file=out, flush=True)
-    return 0
+    # stopped by a signal: 128 + its number (130 SIGINT, 143 SIGTERM), as a shell reports it; the unit file
+    # counts both as a clean stop (SuccessExitStatus)
+    return 128 + stop["signal"] if stop["signal"] is not None else 0
 
 
 UNIT_TEMPLATE = """[Unit]
@@ -356,6 +359,7 @@ Environment=PYTHONUNBUFFERED=1
 ExecStart={python} -m boards.rpi run --config {config}
 # SIGTERM: the runtime releases the motors (SetCurrent 0) and closes its MCAP log
 KillSignal=SIGTERM
+SuccessExitStatus=130 143
 KillMode=mixed
 TimeoutStopSec=5
 Restart=on-failure

@@ -2,7 +2,12 @@
  * avr_bridge - run an AVR firmware ELF in libsimavr with its UART on a pseudo-terminal,
  * simulated time advanced in lockstep with a harness, and the robot's peripherals emulated.
  *
- *   avr_bridge -m atmega328p|atmega32u4 [-f HZ] [-u UART] [--free-run SPEED] firmware.elf
+ *   avr_bridge -m atmega328p|atmega32u4 [-f HZ] [-u UART] [--free-run SPEED] [--drop-unread BYTES] firmware.elf
+ *
+ * --drop-unread BYTES (a port a user opens and closes at will, like a USB serial adapter's): output is
+ * never waited for; when more than BYTES (1..4000) wait unread in the pty, they are discarded (counted
+ * as tx_flushed) so a client that opens the port later reads current data, not a stale backlog.
+ * The environment variable BRIDGE_DROP_UNREAD=BYTES does the same.
  *
  * stdout (first lines):   "pty <slave path>"  then  "ready mcu=<mcu> freq=<hz> uart=<n> board=<id>"
  * stdin: one command per line, each answered by exactly one line on stdout:
@@ -60,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,6 +105,8 @@ static uint64_t tx_total;                   /* bytes written to the pty (AVR -> 
 static uint64_t tx_dropped;                 /* AVR output dropped: reader gone for > 5 s */
 static uint64_t uart_fed;                   /* bytes handed to the simulated UART */
 static uint64_t backpressure_waits;
+static uint64_t tx_flushed;                 /* unread output discarded (--drop-unread) */
+static int drop_unread_limit;               /* 0: back-pressure (lockstep); > 0: --drop-unread BYTES */
 static int uart_xoff;
 static avr_irq_t *uart_in_irq;
 
@@ -137,6 +145,14 @@ static void uart_xon_hook(struct avr_irq_t *irq, uint32_t value, void *param)
 static void flush_output(int block)
 {
     int waited_ms = 0;
+    if (drop_unread_limit > 0) {
+        int queued = 0;
+        block = 0;
+        if (out_len > 0 && ioctl(pty_slave, FIONREAD, &queued) == 0 && queued > drop_unread_limit) {
+            tcflush(pty_slave, TCIFLUSH);       /* nobody reads: the oldest output goes, as on a real port */
+            tx_flushed += (uint64_t)queued;
+        }
+    }
     while (out_len > 0) {
         size_t chunk = out_len;
         if (out_head + chunk > OUT_CAP)
@@ -754,12 +770,12 @@ static void cmd_imu(const char *args)
 static void cmd_stats(void)
 {
     printf("stats now_us=%llu cycles=%llu rx_bytes=%llu tx_bytes=%llu tx_dropped=%llu uart_fed=%llu "
-           "backpressure_waits=%llu resets=%llu imu_burst_reads=%llu imu_bytes_read=%llu imu_writes=%llu "
+           "backpressure_waits=%llu tx_flushed=%llu resets=%llu imu_burst_reads=%llu imu_bytes_read=%llu imu_writes=%llu "
            "imu_pwr_mgmt_1=%u imu_gyro_config=%u imu_accel_config=%u enc_left=%lld enc_right=%lld "
            "wall_run_s=%.6f wall_rx_wait_s=%.6f ",
            (unsigned long long)avr_cycles_to_usec(avr, avr->cycle), (unsigned long long)avr->cycle,
            (unsigned long long)rx_total, (unsigned long long)tx_total, (unsigned long long)tx_dropped,
-           (unsigned long long)uart_fed, (unsigned long long)backpressure_waits,
+           (unsigned long long)uart_fed, (unsigned long long)backpressure_waits, (unsigned long long)tx_flushed,
            (unsigned long long)resets, (unsigned long long)mpu_burst_reads,
            (unsigned long long)mpu_bytes_read, (unsigned long long)mpu_writes,
            mpu_regs[MPU_REG_PWR_MGMT_1], mpu_regs[0x1B], mpu_regs[0x1C],
@@ -802,7 +818,8 @@ int main(int argc, char **argv)
     int uart_opt = -1;
     static struct option longopts[] = {
         {"mcu", required_argument, 0, 'm'}, {"freq", required_argument, 0, 'f'},
-        {"uart", required_argument, 0, 'u'}, {"free-run", required_argument, 0, 'r'}, {0, 0, 0, 0}};
+        {"uart", required_argument, 0, 'u'}, {"free-run", required_argument, 0, 'r'},
+        {"drop-unread", required_argument, 0, 'd'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:f:u:", longopts, NULL)) != -1) {
         switch (c) {
@@ -810,13 +827,18 @@ int main(int argc, char **argv)
         case 'f': freq = strtoul(optarg, NULL, 0); break;
         case 'u': uart_opt = atoi(optarg); break;
         case 'r': free_speed = atof(optarg); break;
+        case 'd':
+            drop_unread_limit = atoi(optarg);
+            if (drop_unread_limit < 1 || drop_unread_limit > 4000)
+                die("--drop-unread takes 1..4000 bytes (what a pty holds unread: 4095)");
+            break;
         default:
-            fprintf(stderr, "usage: %s -m atmega328p|atmega32u4 [-f HZ] [-u UART] [--free-run SPEED] firmware.elf\n", argv[0]);
+            fprintf(stderr, "usage: %s -m atmega328p|atmega32u4 [-f HZ] [-u UART] [--free-run SPEED] [--drop-unread BYTES] firmware.elf\n", argv[0]);
             return 2;
         }
     }
     if (!mcu || optind != argc - 1) {
-        fprintf(stderr, "usage: %s -m atmega328p|atmega32u4 [-f HZ] [-u UART] [--free-run SPEED] firmware.elf\n", argv[0]);
+        fprintf(stderr, "usage: %s -m atmega328p|atmega32u4 [-f HZ] [-u UART] [--free-run SPEED] [--drop-unread BYTES] firmware.elf\n", argv[0]);
         return 2;
     }
     const char *elf = argv[optind];
@@ -825,6 +847,11 @@ int main(int argc, char **argv)
         long cap = atol(getenv("BRIDGE_OUT_CAP"));
         if (cap >= 64 && cap <= OUT_CAP / 2)
             out_limit = (size_t)cap;
+    }
+    if (getenv("BRIDGE_DROP_UNREAD") && !drop_unread_limit) {   /* same as --drop-unread */
+        drop_unread_limit = atoi(getenv("BRIDGE_DROP_UNREAD"));
+        if (drop_unread_limit < 1 || drop_unread_limit > 4000)
+            die("BRIDGE_DROP_UNREAD takes 1..4000 bytes (what a pty holds unread: 4095)");
     }
     if (getenv("BRIDGE_VERBOSE"))
         log_level_max = LOG_DEBUG;
@@ -890,6 +917,9 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    /* Lockstep: the harness on stdin owns this process (EOF or "quit" ends it). Ctrl-C at a terminal
+     * signals the whole process group; the harness handles it and says "quit" after its last "stats". */
+    signal(SIGINT, SIG_IGN);
     char line[512];
     while (fgets(line, sizeof line, stdin)) {
         char *nl = strchr(line, '\n');

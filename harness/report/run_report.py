@@ -55,17 +55,23 @@ class RunReport:
         run.json, never to metrics.json."""
         self.timing.update(figures)
 
-    def abandon(self):
-        """Close the log and write neither metrics.json nor run.json (the run failed)."""
+    def abandon(self, ended):
+        """The run did not finish: close the log (everything recorded so far stays readable) and write run.json
+        saying how it ended (``ended``: e.g. "interrupted by SIGINT", "failed: ValueError") and after how many
+        wall-clock seconds; no metrics.json (a run cut short has no outcomes)."""
         self.mcap.close()
+        self._write_run(ended)
 
     def finish(self, metrics):
         """Close the log and write metrics.json and run.json; returns the metrics path."""
         self.mcap.close()
+        self._write_run("finished")
+        return self.write_json("metrics.json", metrics)
+
+    def _write_run(self, ended):
         self.write_json("run.json", {
-            "scenario": self.scenario, "seed": self.seed, "config": self.config,
+            "scenario": self.scenario, "seed": self.seed, "config": self.config, "ended": ended,
             "plots": self.plots, "mcap": "log.mcap", "mcap_messages": self.mcap.messages,
             "wall_time_s": round(time.perf_counter() - self._t0, 3), "timing": self.timing,
             "python": platform.python_version(),
         })
-        return self.write_json("metrics.json", metrics)

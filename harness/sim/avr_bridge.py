@@ -11,6 +11,9 @@ Pieces:
   counts that make the lockstep deterministic: the bridge waits until it has every byte
   the host wrote before simulating, and the host waits until it has every byte the
   firmware sent before reading.
+- :func:`on_blocks` makes a robot class stand on blocks (wheels turn, chassis still), the plant
+  ``python -m harness avr --plant blocks`` uses (:mod:`harness.sim.avr_cmd`; that command runs the
+  bridge with ``BRIDGE_DROP_UNREAD`` so output nobody reads is discarded instead of stalling it).
 - :class:`AvrPlant` couples the firmware to a simulated :class:`DiffDriveRobot`: PWM duty
   and direction read back from Timer1 drive the motors (duty * no-load speed, the
   robot's first-order motor lag), wheel rotation becomes encoder counts (quadrature
@@ -359,6 +362,23 @@ class AvrPlant:
         return step
 
 
+def on_blocks(robot_cls):
+    """A subclass of the robot class ``robot_cls`` (e.g. :class:`DiffDriveRobot`) standing on blocks: its wheels
+    follow their commands through the same motor lag and limits, the chassis stays where it is (speed and yaw
+    rate 0), so encoders count and the IMU reads the robot at rest (+1 g on the chip's z)."""
+
+    class OnBlocks(robot_cls):
+        def step(self, dt_s):
+            a = 1.0 - math.exp(-dt_s / self.cfg["motor_time_constant_s"])
+            self.left_radps += a * (self.left_cmd_radps - self.left_radps)
+            self.right_radps += a * (self.right_cmd_radps - self.right_radps)
+            self.speed_mps = 0.0
+            self.yaw_rate_radps = 0.0
+
+    OnBlocks.__name__ = "OnBlocks" + robot_cls.__name__
+    return OnBlocks
+
+
 class FilRig:
     """Bridge + host driver + plant, stepped together on one simulated clock (tests, bench).
 
@@ -441,4 +461,4 @@ def open_link(bridge, **driver_kwargs):
 
 
 __all__ = ["AvrBridge", "AvrPlant", "BridgeStep", "FilError", "FilRig", "LockstepSerial", "PLANT_DEFAULTS",
-           "TransportClosed", "elf_path", "ensure_built", "open_link", "size_report"]
+           "TransportClosed", "elf_path", "ensure_built", "on_blocks", "open_link", "size_report"]

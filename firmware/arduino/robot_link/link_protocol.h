@@ -1,7 +1,8 @@
 /*
  * link_protocol.h - the robot link's framing, shared by the sketch and host tests.
  *
- * Wire format (mirrored in boards/arduino/protocol.py):
+ * Wire format (mirrored in boards/arduino/protocol.py; every message's byte layout, the rates and the
+ * failsafe are specified in firmware/arduino/PROTOCOL.md, which tests check against this header):
  *
  *   frame   = COBS(type | seq | body | crc_hi | crc_lo) 0x00
  *   crc     = CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF) over type|seq|body, big-endian
@@ -50,13 +51,15 @@ extern "C" {
 #define MSG_RESET_LEN 4
 #define MSG_SET_PHASE 0x07     /* u8 phase: the host behaviour's state, echoed in LEVEL_STATE (leveler build) */
 #define MSG_SET_PHASE_LEN 1
+#define MSG_GET_HELLO 0x08     /* (empty) -> HELLO again (and IMU_ID in the leveler build), as sent at boot */
+#define MSG_GET_HELLO_LEN 0
 
 /* Firmware -> host message types and their body lengths. */
 #define MSG_HELLO 0x80         /* u8 version, u8 board_id, u8 reset_flags (MCUSR), u8 imu_whoami */
 #define MSG_HELLO_LEN 4
-#define MSG_TELEMETRY 0x81     /* see robot_link.ino: send_telemetry() */
+#define MSG_TELEMETRY 0x81     /* PROTOCOL.md; robot_link.ino: send_telemetry() */
 #define MSG_TELEMETRY_LEN 31
-#define MSG_STATUS 0x82        /* see robot_link.ino: send_status() */
+#define MSG_STATUS 0x82        /* PROTOCOL.md; robot_link.ino: send_status() */
 #define MSG_STATUS_LEN 32
 #define MSG_PONG 0x83          /* u32 token, u32 firmware time (us) */
 #define MSG_PONG_LEN 8

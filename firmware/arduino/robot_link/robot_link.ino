@@ -5,8 +5,8 @@
  * and the ATmega32U4 (Leonardo / A-Star 32U4, link on Serial1).
  *
  * Host link: COBS frames with CRC-16/CCITT-FALSE and sequence numbers (link_protocol.h).
- *   host -> robot  WHEEL_SPEED (mrad/s), DUTY, STOP, PING, GET_STATUS, RESET
- *   robot -> host  HELLO at boot, TELEMETRY at 100 Hz (IMU raw + time, encoder counts,
+ *   host -> robot  WHEEL_SPEED (mrad/s), DUTY, STOP, PING, GET_STATUS, RESET, GET_HELLO
+ *   robot -> host  HELLO at boot and on GET_HELLO, TELEMETRY at 100 Hz (IMU raw + time, encoder counts,
  *                  applied duty, fault flags, last command seq), STATUS, PONG
  * Safety:
  *   - no valid motor command for LINK_TIMEOUT_US -> motors off (FAULT_FAILSAFE) until the
@@ -283,6 +283,7 @@ static void handle_frame(const uint8_t *f, uint8_t len)
     case MSG_PING: expected = MSG_PING_LEN; break;
     case MSG_GET_STATUS: expected = MSG_GET_STATUS_LEN; break;
     case MSG_RESET: expected = MSG_RESET_LEN; break;
+    case MSG_GET_HELLO: expected = MSG_GET_HELLO_LEN; break;
 #ifdef ROBOT_LINK_LEVELER
     case MSG_SET_PHASE: expected = MSG_SET_PHASE_LEN; break;
 #endif
@@ -336,6 +337,12 @@ static void handle_frame(const uint8_t *f, uint8_t len)
     }
     case MSG_GET_STATUS:
         send_status();
+        break;
+    case MSG_GET_HELLO:             /* a host that opened the port after boot missed the boot HELLO */
+        send_hello();
+#ifdef ROBOT_LINK_LEVELER
+        send_imu_id();
+#endif
         break;
     case MSG_RESET:
         if (body[0] == 'W' && body[1] == 'D' && body[2] == 'T' && body[3] == '!') {
