@@ -6,20 +6,125 @@ channel 5, 6.8 Mb/s, PRF 64 MHz, 128-symbol preamble + 8-symbol SFD, +-20 ppm cl
 calibrated to the paper's N(0.0085569 m, 0.061295 m^2); token ring: DS-TWR with 1 ms reply
 delays, 100 us turnaround; broadcast: 1 ms slots. Nodes move at <= 1 m/s in 4 m x 4 m.
 per_pair_hz = range samples one node gets for one peer per second, averaged over ordered pairs.
+
+Simulator speed (N = 20, both modes, the scenario's ``measure`` as ``harness run uwb-ranging`` runs it):
+simulated seconds per wall second and per CPU second of one process, the best of SPEED_REPS runs,
+for the channel simulator (harness.sim.radio.uwb_channel.UwbNetwork) and, interleaved in the same run,
+its plain per-receiver reference (uwb_channel_reference.ReferenceUwbNetwork, identical results:
+checked here too); plus a fixed pure-Python work unit (host reference: compare hosts by it) and the
+share of the run spent in the scenario's motion model (its state_fn, outside the simulator).
+Goal: >= SPEED_GOAL x real time on one core at N = 20 in both modes, judged on simulated seconds per CPU
+second of the process (one core; on this shared host the wall figure also counts the time other jobs
+hold the cores). The host is loaded by other jobs: figures vary from run to run, the ratios measured
+side by side much less.
 """
+import contextlib
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 from harness.sim.rng import RunRandom  # noqa: E402
+from harness.scenarios import uwb_ranging  # noqa: E402
 from harness.scenarios.uwb_ranging import DEFAULTS, measure  # noqa: E402
+from harness.sim.radio.uwb_channel import UwbNetwork  # noqa: E402
+from harness.sim.radio.uwb_channel_reference import ReferenceUwbNetwork  # noqa: E402
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "uwb.json")
 NS = [2, 4, 5, 10, 20]
 MODES = ["token_ring", "broadcast"]
 TARGET_HZ = 20.0
+SPEED_N = 20
+SPEED_GOAL = 30.0                 # simulated seconds per wall second at N = 20, one core
+SPEED_REPS = 5
+SPEED_DURATION_S = 1.0
+WORK_UNIT_LOOPS = 200000
+
+
+@contextlib.contextmanager
+def _channel(net_cls, state_calls=None):
+    """Run the scenario's measure() on ``net_cls``; with ``state_calls`` (a list) also time its state_fn."""
+    saved = uwb_ranging.UwbNetwork, uwb_ranging.bouncing_state_fn
+    uwb_ranging.UwbNetwork = net_cls
+    if state_calls is not None:
+        def timed_state_fn(*args):
+            fn = saved[1](*args)
+
+            def state(now_us):
+                t0 = time.process_time()
+                out = fn(now_us)
+                state_calls.append(time.process_time() - t0)
+                return out
+            return state
+        uwb_ranging.bouncing_state_fn = timed_state_fn
+    try:
+        yield
+    finally:
+        uwb_ranging.UwbNetwork, uwb_ranging.bouncing_state_fn = saved
+
+
+def work_unit_loops_per_s():
+    """Loops of a fixed pure-Python work unit (a method call with dict, attribute, float and int operations)
+    per CPU second: the host reference. Best of three."""
+    class Box:
+        def __init__(self):
+            self.a = 0
+            self.d = {}
+
+        def step(self, k, x):
+            self.a = (self.a * 1103515245 + k) & 0x7FFFFFFF
+            self.d[k & 63] = x * 1.0000001 + 0.5
+            return self.a
+
+    best = None
+    for _ in range(3):
+        b = Box()
+        t0 = time.process_time()
+        x = 0.0
+        for k in range(WORK_UNIT_LOOPS):
+            x += b.step(k, x) * 1e-12
+        dt = time.process_time() - t0
+        best = dt if best is None else min(best, dt)
+    return WORK_UNIT_LOOPS / best
+
+
+def simulator_speed(cfg):
+    """Best-of-SPEED_REPS speed of the channel simulator and of its reference, interleaved, per mode."""
+    cfg = dict(cfg, duration_s=SPEED_DURATION_S)
+    out = {}
+    for mode in MODES:
+        best = {"fast": [0.0, 0.0], "reference": [0.0, 0.0]}
+        results = {}
+        for _ in range(SPEED_REPS):
+            for name, cls in (("fast", UwbNetwork), ("reference", ReferenceUwbNetwork)):
+                with _channel(cls):
+                    r = measure(mode, SPEED_N, cfg, RunRandom(1))
+                best[name][0] = max(best[name][0], r["sim_seconds_per_wall_second"])
+                best[name][1] = max(best[name][1], r["sim_seconds_per_cpu_second"])
+                same = {k: r[k] for k in ("per_pair_hz", "error_mean_m", "error_std_m", "samples", "channel")}
+                if results.setdefault(name, same) != same:
+                    raise SystemExit("uwb: the %s channel gave different results for the same seed" % name)
+        if results["fast"] != results["reference"]:
+            raise SystemExit("uwb: fast and reference channel disagree for %s N=%d: %r vs %r"
+                             % (mode, SPEED_N, results["fast"], results["reference"]))
+        calls = []
+        with _channel(UwbNetwork, calls):
+            t0 = time.process_time()
+            measure(mode, SPEED_N, cfg, RunRandom(1))
+            total = time.process_time() - t0
+        out[mode] = {
+            "sim_seconds_per_wall_second": round(best["fast"][0], 3),
+            "sim_seconds_per_cpu_second": round(best["fast"][1], 3),
+            "reference_sim_seconds_per_wall_second": round(best["reference"][0], 3),
+            "reference_sim_seconds_per_cpu_second": round(best["reference"][1], 3),
+            "speedup_vs_reference_cpu": round(best["fast"][1] / best["reference"][1], 3),
+            "state_fn_share_of_cpu": round(sum(calls) / total, 3),
+            "state_fn_calls": len(calls),
+            "goal_met": best["fast"][1] >= SPEED_GOAL,
+        }
+    return out
 
 
 def main():
@@ -27,14 +132,13 @@ def main():
     cfg["duration_s"] = 3.0
     per_pair = {m: {} for m in MODES}
     rows = []
-    speed = {}
     for mode in MODES:
         for n in NS:
             r = measure(mode, n, cfg, RunRandom(1))
             per_pair[mode][str(n)] = round(r["per_pair_hz"], 3)
             rows.append((mode, n, r))
-            if n == 20:
-                speed[mode] = {"wall": r["sim_seconds_per_wall_second"], "cpu": r["sim_seconds_per_cpu_second"]}
+    host_per_s = work_unit_loops_per_s()
+    speed = simulator_speed(cfg)
     # where the token ring drops below the target (the paper "only scales to five drones")
     sweep = {}
     short = dict(cfg, duration_s=1.5)
@@ -49,14 +153,30 @@ def main():
         print("%-11s %4d %12.2f %14.2f %12.4f %12.4f %10.0f" % (mode, n, r["per_pair_hz"], ratio,
                                                                 r["error_mean_m"], r["error_std_m"], r["frames_per_s"]))
     print("token ring per-pair Hz by N:", sweep, "-> largest N with >= %.0f Hz: %d" % (TARGET_HZ, max_n))
+    print("simulator speed, N = %d, %.1f s simulated, best of %d (simulated s per wall s / per CPU s);"
+          " host reference: %.2f M work-unit loops per CPU s (shared host: loaded by other jobs)"
+          % (SPEED_N, SPEED_DURATION_S, SPEED_REPS, host_per_s * 1e-6))
+    print("%-11s %10s %10s %12s %12s %10s %14s %6s" % ("mode", "wall", "cpu", "ref wall", "ref cpu", "x ref",
+                                                       "state_fn share", "goal"))
     for mode in MODES:
-        print("N=20 %-10s simulated s per wall s: %.2f (per CPU s: %.2f)" % (mode, speed[mode]["wall"],
-                                                                          speed[mode]["cpu"]))
+        v = speed[mode]
+        print("%-11s %10.2f %10.2f %12.2f %12.2f %10.2f %14.2f %6s" % (
+            mode, v["sim_seconds_per_wall_second"], v["sim_seconds_per_cpu_second"],
+            v["reference_sim_seconds_per_wall_second"], v["reference_sim_seconds_per_cpu_second"],
+            v["speedup_vs_reference_cpu"], v["state_fn_share_of_cpu"], "met" if v["goal_met"] else "NOT met"))
+    print("goal: >= %.0f simulated s per CPU s (one core) at N = %d in both modes: %s"
+          % (SPEED_GOAL, SPEED_N, "met" if all(speed[m]["goal_met"] for m in MODES) else "NOT met"))
     out = {
         "per_pair_hz": per_pair,
-        "sim_seconds_per_wall_second": round(min(s["wall"] for s in speed.values()), 3),
-        "sim_seconds_per_wall_second_by_mode": {m: round(speed[m]["wall"], 3) for m in MODES},
-        "sim_seconds_per_cpu_second_by_mode": {m: round(speed[m]["cpu"], 3) for m in MODES},
+        "sim_seconds_per_wall_second": round(min(v["sim_seconds_per_wall_second"] for v in speed.values()), 3),
+        "sim_seconds_per_wall_second_by_mode": {m: speed[m]["sim_seconds_per_wall_second"] for m in MODES},
+        "sim_seconds_per_cpu_second_by_mode": {m: speed[m]["sim_seconds_per_cpu_second"] for m in MODES},
+        "speed_n20": speed,
+        "speed_goal": {"sim_seconds_per_cpu_second_at_n20": SPEED_GOAL, "modes": MODES,
+                       "met": all(speed[m]["goal_met"] for m in MODES)},
+        "host_reference_loops_per_cpu_s": round(host_per_s),
+        "speed_settings": {"n": SPEED_N, "duration_s": SPEED_DURATION_S, "repetitions": SPEED_REPS,
+                           "statistic": "best of the repetitions", "host": "shared 2-core host, loaded"},
         "token_ring_sweep_per_pair_hz": sweep,
         "token_ring_max_n_at_target": max_n,
         "target_per_pair_hz": TARGET_HZ,
@@ -64,11 +184,7 @@ def main():
                         for mode, n, r in rows if n == 10},
         "settings": {"protocol": cfg["protocol"], "radio": cfg["radio"], "duration_s": cfg["duration_s"]},
     }
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as fh:
-        json.dump(out, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    print("wrote", RESULTS)
+    write_results("uwb", out)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ API for a simulation with N nodes (see onboard/comms/uwb/README.md)::
 """
 import math
 
+from harness.sim.clock import PRIORITY_DEFAULT
 from onboard.comms.uwb import timestamps as T
 from onboard.comms.uwb.driver import UwbDriver
 from onboard.comms.uwb.node import PAPER_RANGE_MEAN_M, PAPER_RANGE_VAR_M2, make_node
@@ -42,6 +43,8 @@ from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, 
                                    within)
 
 C_MPS = T.SPEED_OF_LIGHT_MPS
+TICK_HZ = T.TICK_HZ
+MASK_TICKS = T.MASK_TICKS
 
 RADIO_DEFAULTS = {
     "channel": 5,
@@ -165,10 +168,17 @@ class _Node:
         self.clock = clock
         self.ant_true_s = ant_true_ticks / T.TICK_HZ
         self.driver = None
+        self.proto = None          # driver.node: the protocol node (its vel_mps is compared, never written)
         self.alive = False
-        self.timer_key = None      # SimClock key (harness.sim.clock.SimClock.reserve) of the armed timer
-        self.watch = None          # key of this node's earliest queued timer event (<= timer_key)
+        # The armed timer is the SimClock key (time, PRIORITY_DEFAULT, arm_seq) that SimClock.reserve would
+        # have returned when it was armed; its seq is taken then, its time only when it is needed (the time
+        # from deadline_local and arm_now_us, see UwbNetwork._armed_time_us).
+        self.armed = False
+        self.arm_seq = -1
+        self.arm_now_us = 0
         self.deadline_local = None
+        self.watch = None          # key of this node's earliest queued timer event (<= the armed key)
+        self.watch_dl = None       # the deadline (node-local us) the watch key was worked out from
         self.busy_until_s = -1.0
         self.tx_intervals = []     # (commit_s, end_s) of own transmissions (deaf)
         self.pending = None        # _Tx awaiting its tx_done
@@ -185,6 +195,15 @@ class UwbNetwork:
     state_fn: ``state_fn(true_now_us) -> {node_id: (pos_m, vel_mps)}`` (pos 2-D or 3-D, metres;
       vel is what the node reports in its frames, m/s in its own frame); or None and
       :meth:`set_state` is used.
+
+    Speed (the results are those of handing every frame to every node one at a time, see
+    ``uwb_channel_reference``; tests/unit/test_uwb_channel_speedup.py pins them): each frame's end
+    is one pass over the receivers with the per-frame quantities worked out once (sender terms of
+    the RX time, the transmissions it could collide with: usually none), the velocity is handed to
+    a protocol node only when it differs from the one the node holds, and a node's timer (which
+    moves on nearly every frame it hears) takes its place in the event order when it is armed but
+    its time is worked out only when it can matter (it may precede the node's queued timer event,
+    or that event fires).
     """
 
     def __init__(self, clock, node_ids, random, protocol=None, radio=None, state_fn=None):
@@ -250,6 +269,7 @@ class UwbNetwork:
         n.pending = None
         n.vel = None
         n.driver = UwbDriver(make_node(node_id, self.protocol), SimRadio(self, node_id))
+        n.proto = n.driver.node
         now = self.clock.now_us()
         self._set_velocity(n, now)
         samples, deadline = n.driver.start(n.clock.local_us(now))
@@ -259,8 +279,9 @@ class UwbNetwork:
         """``node_id`` stops dead now (no more frames, events or timers)."""
         n = self.nodes[node_id]
         n.alive = False
-        n.timer_key = None
+        n.armed = False
         n.driver = None
+        n.proto = None
         n.pending = None
 
     def protocol_node(self, node_id):
@@ -289,12 +310,24 @@ class UwbNetwork:
         return _dist(self._states[a][0], self._states[b][0])
 
     def _set_velocity(self, n, now_us):
-        self._refresh(now_us)
+        """Hand the node its reported velocity (as NodeBase.set_velocity) unless it holds that very value:
+        a repeated call with equal non-zero finite components changes nothing (zeros go through: the sign
+        of a zero is kept; rejected values go through: they are counted)."""
+        if self.state_fn is not None and self._state_time_us != now_us:
+            self._states = self.state_fn(now_us)
+            self._state_time_us = now_us
         st = self._states.get(n.id)
-        if st is not None and n.driver is not None and st[1] is not n.vel:
+        if st is not None and n.driver is not None:
             v = st[1]
+            if v is n.vel:
+                return
             n.vel = v
-            n.driver.set_velocity(v[0], v[1] if len(v) > 1 else 0.0)
+            vx = v[0]
+            vy = v[1] if len(v) > 1 else 0.0
+            held = n.proto.vel_mps
+            if vx == held[0] and vy == held[1] and vx and vy:
+                return
+            n.driver.set_velocity(vx, vy)
 
     # -- event plumbing ----------------------------------------------------------
     def _handle(self, n, samples, deadline_local, now_us):
@@ -305,22 +338,41 @@ class UwbNetwork:
                 for cb in self.on_range:
                     cb(n.id, s, now_us)
         if deadline_local != n.deadline_local:
-            n.deadline_local = deadline_local
-            n.timer_key = None
-            if deadline_local is not None:
-                t = n.clock.true_us_for(deadline_local)
-                if t <= now_us:
-                    # a deadline already due fires 1 us later: a node that keeps returning a
-                    # past deadline cannot stall simulated time
-                    t = now_us + 1
-                # The timer's place in the event order is taken now (as call_at would), but a node's
-                # deadline moves on nearly every frame it hears (its silence timeout): one queued event
-                # per node, at or before the armed key, waits for it (see _wake) instead of one per move
-                key = self.clock.reserve(t)
-                n.timer_key = key
-                if n.watch is None or key < n.watch:
-                    n.watch = key
-                    self.clock.call_reserved(key, lambda now, n=n, key=key: self._wake(n, key, now))
+            self._arm(n, deadline_local, now_us)
+
+    def _arm(self, n, deadline_local, now_us):
+        """A node's new deadline (node-local us, or None): the timer takes the place in the event order that
+        ``SimClock.reserve`` gives now (as call_at would), at the true time of the deadline (a deadline
+        already due fires 1 us later: a node that keeps returning a past deadline cannot stall simulated
+        time). A node's deadline moves on nearly every frame it hears (its silence timeout): one queued
+        event per node, at or before the armed key, waits for it (see _wake) instead of one per move, and
+        the armed key's time is worked out only when it may come before that event (a later deadline
+        never does: the true time is non-decreasing in the deadline and in the time it was armed)."""
+        n.deadline_local = deadline_local
+        if deadline_local is None:
+            n.armed = False
+            return
+        clock = self.clock
+        seq = clock._seq                 # what clock.reserve(now_us) takes (and its only effect)
+        clock._seq = seq + 1
+        n.armed = True
+        n.arm_seq = seq
+        n.arm_now_us = now_us
+        w = n.watch
+        if w is not None and deadline_local >= n.watch_dl:
+            return
+        key = (self._armed_time_us(n), PRIORITY_DEFAULT, seq)
+        if w is None or key < w:
+            self._queue_wake(n, key)
+
+    def _armed_time_us(self, n):
+        t = n.clock.true_us_for(n.deadline_local)
+        return t if t > n.arm_now_us else n.arm_now_us + 1
+
+    def _queue_wake(self, n, key):
+        n.watch = key
+        n.watch_dl = n.deadline_local
+        self.clock.call_reserved(key, lambda now, n=n, key=key: self._wake(n, key, now))
 
     def _deliver(self, n, event, now_us):
         if not n.alive:
@@ -331,18 +383,16 @@ class UwbNetwork:
 
     def _wake(self, n, key, now_us):
         """A node's queued timer event: fires the timer armed at ``key``, or queues one for the timer armed
-        since at its reserved (later) key, or does nothing (superseded by an earlier event, timer gone)."""
+        since at its (later) key, or does nothing (superseded by an earlier event, timer gone)."""
         if n.watch is not key:
             return
         n.watch = None
-        armed = n.timer_key
-        if armed is None or not n.alive:
+        if not n.armed or not n.alive:
             return
-        if armed is not key:
-            n.watch = armed
-            self.clock.call_reserved(armed, lambda now, n=n, armed=armed: self._wake(n, armed, now))
+        if n.arm_seq != key[2]:
+            self._queue_wake(n, (self._armed_time_us(n), PRIORITY_DEFAULT, n.arm_seq))
             return
-        n.timer_key = None
+        n.armed = False
         n.deadline_local = None          # fired: a new (even equal) deadline is re-armed
         self._deliver(n, ("timer",), now_us)
 
@@ -392,7 +442,11 @@ class UwbNetwork:
         self.clock.call_at(max(t_event, now_us), lambda t, tx=tx: self._frame_end(tx, t))
 
     def _frame_end(self, tx, now_us):
-        s = self.nodes[tx.sender]
+        """The frame ``tx`` has reached every node (the event at its end + RX latency): tx_done to the
+        sender, then every other node in id order either loses it (out of range, deaf, collision, random
+        loss: counted) or gets it with its RX timestamp."""
+        sender = tx.sender
+        s = self.nodes[sender]
         if s.pending is tx:
             s.pending = None
             if s.alive:
@@ -401,50 +455,131 @@ class UwbNetwork:
             return   # sender crashed mid-frame: the frame is cut
         self._prune(tx.start_s - 0.01)
         rc = self.radio
+        stats = self.stats
         self._refresh(now_us)
         states = self._states
+        max_range_m = rc["max_range_m"]
+        collisions = rc["collisions"]
+        loss_prob = rc["loss_prob"]
+        nlos_m = self._nlos_m
+        noise_std = self._noise_std_ticks
+        bias_ticks = self._bias_ticks
+        floor = math.floor
+        hypot = math.hypot
+        c_mps = C_MPS
+        tick_hz = TICK_HZ
+        mask = MASK_TICKS
+        clock = self.clock
+        frame = tx.frame
+        p = tx.pos
+        p3 = len(p) == 3
+        px = p[0]
+        py = p[1]
+        pz = p[2] if p3 else 0.0
+        start_s = tx.start_s
+        end_s = tx.end_s
+        base_s = tx.rmarker_s + s.ant_true_s          # the first two terms of every RX time below
+        # transmissions this frame could collide with anywhere in range (worked out again if the air changes)
+        air = None
+        n_air = -1
+        others = ()
         for rn in self._receivers:
             r = rn.id
-            if r == tx.sender:
+            if r == sender:
                 continue
-            if not rn.alive or r not in states:
+            if not rn.alive:
                 continue
-            d = _dist(tx.pos, states[r][0])
-            if d > rc["max_range_m"]:
-                self.stats["lost_range"] += 1
+            st = states.get(r)
+            if st is None:
                 continue
-            prop_s = d / C_MPS
-            a0 = tx.start_s + prop_s
-            a1 = tx.end_s + prop_s
-            if self._deaf(rn, a0, a1):
-                self.stats["lost_deaf"] += 1
+            q = st[0]
+            if p3 and len(q) == 3:
+                d = math.sqrt((px - q[0]) ** 2 + (py - q[1]) ** 2 + (pz - q[2]) ** 2)
+            else:
+                d = hypot(px - q[0], py - q[1])
+            if d > max_range_m:
+                stats["lost_range"] += 1
                 continue
-            if rc["collisions"] and self._collides(tx, r, states[r][0], a0, a1):
-                self.stats["lost_collision"] += 1
-                continue
-            if rc["loss_prob"] > 0.0 and self._uniform() < rc["loss_prob"]:
-                self.stats["lost_random"] += 1
-                continue
-            extra_m = self._nlos_m.get((tx.sender, r) if tx.sender < r else (r, tx.sender), 0.0)
+            prop_s = d / c_mps
+            a0 = start_s + prop_s
+            a1 = end_s + prop_s
+            ivs = rn.tx_intervals
+            if ivs:
+                deaf = False
+                for c0, c1 in ivs:              # _deaf, inline
+                    if c0 < a1 and a0 < c1:
+                        deaf = True
+                        break
+                if deaf:
+                    stats["lost_deaf"] += 1
+                    continue
+            if collisions:
+                if self._air is not air or len(air) != n_air:
+                    air = self._air
+                    n_air = len(air)
+                    far_s = end_s + max_range_m / C_MPS
+                    others = [o for o in air if o is not tx and o.end_s + 1e-6 >= start_s
+                              and o.start_s - 1e-6 <= far_s]
+                if others and self._collides(others, r, q, a0, a1):
+                    stats["lost_collision"] += 1
+                    continue
+            if loss_prob > 0.0:
+                buf = self._loss_buf
+                if not buf:
+                    buf = self._loss_buf = self._rng_loss.random(4096).tolist()
+                if buf.pop() < loss_prob:
+                    stats["lost_random"] += 1
+                    continue
+            if nlos_m:
+                extra_m = nlos_m.get((sender, r) if sender < r else (r, sender), 0.0)
+            else:
+                extra_m = 0.0
             if self.nlos_fn is not None:
-                extra_m += self.nlos_fn(tx.sender, r, tx.pos, states[r][0])
-            t_rx_s = tx.rmarker_s + s.ant_true_s + prop_s + extra_m / C_MPS + rn.ant_true_s
-            ticks = rn.clock.ticks_f(t_rx_s) + self._bias_ticks
-            if self._noise_std_ticks:
-                ticks += self._noise_std_ticks * self._normal()
-            raw_rx = int(math.floor(ticks + 0.5)) & T.MASK_TICKS
-            self.stats["deliveries"] += 1
-            self._deliver(rn, ("rx", tx.frame, raw_rx), now_us)
+                extra_m += self.nlos_fn(sender, r, p, q)
+            t_rx_s = base_s + prop_s + extra_m / c_mps + rn.ant_true_s
+            c = rn.clock
+            ticks = c.offset_ticks + t_rx_s * c.rate * tick_hz + bias_ticks
+            if noise_std:
+                buf = self._noise_buf
+                if not buf:
+                    buf = self._noise_buf = self._rng_noise.standard_normal(4096).tolist()
+                ticks += noise_std * buf.pop()
+            raw_rx = int(floor(ticks + 0.5)) & mask
+            stats["deliveries"] += 1
+            if not rn.alive:
+                continue
+            v = st[1]                       # _set_velocity: the same states (this time), inline
+            if v is not rn.vel and rn.driver is not None:
+                rn.vel = v
+                vx = v[0]
+                vy = v[1] if len(v) > 1 else 0.0
+                held = rn.proto.vel_mps
+                if not (vx == held[0] and vy == held[1] and vx and vy):
+                    rn.driver.set_velocity(vx, vy)
+            samples, deadline = rn.driver.on_event(("rx", frame, raw_rx),
+                                                   c.offset_us + int(floor(now_us * c.rate)))
+            if samples:
+                for smp in samples:
+                    if self.keep_samples:
+                        self.samples[r].append((now_us, smp))
+                    for cb in self.on_range:
+                        cb(r, smp, now_us)
+            if deadline != rn.deadline_local:
+                # _arm, inline for the usual move of a deadline past the node's queued timer event
+                if deadline is not None and rn.watch is not None and deadline >= rn.watch_dl:
+                    rn.deadline_local = deadline
+                    seq = clock._seq
+                    clock._seq = seq + 1
+                    rn.armed = True
+                    rn.arm_seq = seq
+                    rn.arm_now_us = now_us
+                else:
+                    self._arm(rn, deadline, now_us)
 
-    def _deaf(self, rn, a0, a1):
-        for c0, c1 in rn.tx_intervals:
-            if c0 < a1 and a0 < c1:
-                return True
-        return False
-
-    def _collides(self, tx, r, pos_r, a0, a1):
-        for o in self._air:
-            if o is tx or o.sender == r:
+    def _collides(self, others, r, pos_r, a0, a1):
+        """Whether a transmission in ``others`` (not the frame itself) overlaps [a0, a1] at receiver ``r``."""
+        for o in others:
+            if o.sender == r:
                 continue
             if o.end_s + 1e-6 < a0 or o.start_s - 1e-6 > a1:
                 continue
@@ -456,19 +591,9 @@ class UwbNetwork:
     def _prune(self, before_s):
         if self._air and self._air[0].end_s < before_s:
             self._air = [o for o in self._air if o.end_s >= before_s]
-        for n in self.nodes.values():
+        for n in self._receivers:
             if n.tx_intervals and n.tx_intervals[0][1] < before_s:
                 n.tx_intervals = [iv for iv in n.tx_intervals if iv[1] >= before_s]
-
-    def _normal(self):
-        if not self._noise_buf:
-            self._noise_buf = self._rng_noise.standard_normal(4096).tolist()
-        return self._noise_buf.pop()
-
-    def _uniform(self):
-        if not self._loss_buf:
-            self._loss_buf = self._rng_loss.random(4096).tolist()
-        return self._loss_buf.pop()
 
 
 def _dist(a, b):

@@ -30,6 +30,8 @@ from onboard.comms.uwb import timestamps as T
 from onboard.comms.uwb.node_base import NodeBase
 
 _HIST = 8   # own TX timestamps kept (by seq)
+_MASK = T.MASK_TICKS
+_HALF = T.HALF_WRAP_TICKS
 
 
 class BroadcastNode(NodeBase):
@@ -43,6 +45,7 @@ class BroadcastNode(NodeBase):
         self._hist = {}
         self._nbr = {}        # id -> [seq, rx_ts, reported (q, Rq) or None, heard_us]
         self._active = []     # schedule (ids ascending), refreshed at each own TX and on new ids
+        self._slot_of = {}    # id -> its index in _active
         self._join_wait = 0
         self._join_attempted = False
         self._lcg = (node_id * 2654435761 + 12345) & 0x7FFFFFFF
@@ -105,6 +108,10 @@ class BroadcastNode(NodeBase):
         if self.tx_deadline_us is not None and now_us >= self.tx_deadline_us:
             self._transmit(now_us, acts)
 
+    def _set_active(self, ids):
+        self._active = ids
+        self._slot_of = {i: k for k, i in enumerate(ids)}
+
     def _transmit(self, now_us, acts):
         self.tx_deadline_us = None
         timeout = self.cfg["neighbour_timeout_us"]
@@ -122,7 +129,7 @@ class BroadcastNode(NodeBase):
         f = F.make(F.BCAST, self.id, F.BROADCAST_ID, self.seq, 0, self.vel_mps, tx_prev=prev, entries=entries)
         acts.append(("tx", f.encode(), None))
         self.stats["rounds"] += 1
-        self._active = self.active_ids(now_us)
+        self._set_active(self.active_ids(now_us))
         if self.joined:
             # fallback if nobody else is heard: our next turn one round later
             self.tx_deadline_us = now_us + (len(self._active) + 1) * self.cfg["slot_us"]
@@ -144,13 +151,13 @@ class BroadcastNode(NodeBase):
         if mine is not None and not self.joined:
             self.joined = True               # someone heard us: we are in the schedule
             self.listen_deadline_us = None
-            self._active = []
+            self._set_active([])
         if prev is not None and mine is not None and prev[2] is not None and prev[0] == ((f.seq - 1) & 0xFF) \
                 and f.tx_prev != F.NO_TIMESTAMP:
             self._range(i, f, prev, mine, now_us, acts)
         self._nbr[i] = [f.seq, rx, mine, now_us]
-        if prev is None or i not in self._active:
-            self._active = self.active_ids(now_us)
+        if prev is None or i not in self._slot_of:
+            self._set_active(self.active_ids(now_us))
         self._schedule_after(i, now_us)
 
     def _range(self, i, f, prev, mine, now_us, acts):
@@ -164,12 +171,12 @@ class BroadcastNode(NodeBase):
             return
         rp = prev[1]
         tp = f.tx_prev
-        try:
-            round1 = T.interval_ticks(rp, tq0)
-            reply1 = T.interval_ticks(tp, rq0)
-            round2 = T.interval_ticks(rq, tp)
-            reply2 = T.interval_ticks(tq, rp)
-        except T.TimestampError:
+        # T.interval_ticks of each, all four checked at once: positive and under half a wrap
+        round1 = (rp - tq0) & _MASK
+        reply1 = (tp - rq0) & _MASK
+        round2 = (rq - tp) & _MASK
+        reply2 = (tq - rp) & _MASK
+        if not (0 < round1 < _HALF and 0 < reply1 < _HALF and 0 < round2 < _HALF and 0 < reply2 < _HALF):
             self.stats["bad_timestamps"] += 1
             return
         tof = T.ds_twr_tof_ticks(round1, reply1, round2, reply2)
@@ -180,7 +187,8 @@ class BroadcastNode(NodeBase):
         ids = self._active
         if self.joined:
             n = len(ids)
-            d = (ids.index(self.id) - ids.index(k)) % (n + 1)
+            slot_of = self._slot_of
+            d = (slot_of[self.id] - slot_of[k]) % (n + 1)
             self.tx_deadline_us = now_us + d * slot
             return
         if self.listen_deadline_us is not None or k != ids[-1]:

@@ -143,14 +143,17 @@ class Frame:
     # -- broadcast entries -------------------------------------------------
     def entry_for(self, node_id):
         """(seq, rx_ts) of ``node_id``'s last BCAST as heard by the sender, or None."""
-        if self._index is None:
+        idx = self._index
+        if idx is None:
             e = self._entries
             idx = {}
             for off in range(0, len(e), BCAST_ENTRY_LEN):
-                if e[off] not in idx:
-                    idx[e[off]] = (e[off + 1], _ts_at(e, off + 2))
+                i = e[off]
+                if i not in idx:
+                    idx[i] = (e[off + 1], (e[off + 2] << 32) | (e[off + 3] << 24) | (e[off + 4] << 16)
+                              | (e[off + 5] << 8) | e[off + 6])       # _ts_at(e, off + 2)
             self._index = idx
-        return self._index.get(node_id)
+        return idx.get(node_id)
 
     def entries(self):
         """List of (node_id, seq, rx_ts) for a BCAST frame."""
@@ -162,12 +165,15 @@ class Frame:
 
     def set_entries(self, entries):
         """Set BCAST entries from a sequence of (node_id, seq, rx_ts)."""
-        parts = []
+        out = bytearray()
         for node_id, seq, rx_ts in entries:
             if not 0 <= node_id <= MAX_NODE_ID or not 0 <= seq <= 255:
                 raise FrameError("field", "bad entry id/seq %r/%r" % (node_id, seq))
-            parts.append(bytes((node_id, seq)) + _ts_bytes(rx_ts))
-        self._entries = b"".join(parts)
+            if rx_ts < 0 or rx_ts > _TS_MAX:    # as _ts_bytes, packed with the id and seq at once
+                raise FrameError("field", "timestamp %r outside 40 bits" % (rx_ts,))
+            out.extend(bytes((node_id, seq, (rx_ts >> 32) & 0xFF, (rx_ts >> 24) & 0xFF, (rx_ts >> 16) & 0xFF,
+                              (rx_ts >> 8) & 0xFF, rx_ts & 0xFF)))
+        self._entries = bytes(out)
         self._index = None
 
     # -- codec ---------------------------------------------------------------

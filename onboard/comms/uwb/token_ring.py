@@ -74,6 +74,7 @@ class TokenRingNode(NodeBase):
         cfg = self.cfg
         self.bit = 1 << node_id
         self.reply_ticks = T.us_to_ticks(cfg["reply_delay_us"])
+        self._silence_us = cfg["silence_timeout_us"] + node_id * cfg["regen_stagger_us"]
         self.holder = False
         self.epoch = 0
         self.members = self.bit
@@ -141,8 +142,7 @@ class TokenRingNode(NodeBase):
         return d
 
     def _reset_silence(self, now_us):
-        c = self.cfg
-        self.silence_deadline_us = now_us + c["silence_timeout_us"] + self.id * c["regen_stagger_us"]
+        self.silence_deadline_us = now_us + self._silence_us
 
     def _next_seq(self):
         self.seq = (self.seq + 1) & 0xFF
@@ -346,7 +346,7 @@ class TokenRingNode(NodeBase):
         f = self._decode(data)
         if f is None:
             return
-        self._reset_silence(now_us)
+        self.silence_deadline_us = now_us + self._silence_us     # _reset_silence
         if f.src == self.id:
             self.stats["ignored"] += 1
             return
