@@ -36,6 +36,7 @@ SCENARIOS = {
     "uwb-ranging": "harness.scenarios.uwb_ranging",
     "level-grid": "harness.scenarios.leveling.level_grid",
     "fil-leveler": "harness.scenarios.leveling.fil_leveler",
+    "level-hill": "harness.scenarios.leveling.level_hill",
     "boat-hil-lag": "harness.scenarios.boat.hil_lag",
     "soil-blind-map": "harness.scenarios.soil.soil_blind_map",
     "soil-homogeneous": "harness.scenarios.soil.soil_homogeneous",

@@ -1,0 +1,157 @@
+"""The hill-sensing leveler's onboard app: a recipe of two parts on a :class:`onboard.runtime.node.Node`
+(pure, MicroPython).
+
+- ``tilt`` (:class:`TiltPart`): entry point ``on_imu(ImuSample)`` (recorded on ``/app/in/imu`` while the
+  node records), watched input ``imu``; rate group ``tilt`` (``imu_rate_hz``) runs the queued samples
+  through :class:`onboard.estimators.tilt.TiltEstimator` (accelerometer gravity vector + gyro);
+- ``hill`` (:class:`HillDrive`): rate group ``control`` (``control_rate_hz``): the estimated pitch goes to
+  :class:`onboard.leveling.hill_sensing.HillSensing` (Cook thesis Alg. 6 or its spin-at-peak variant), whose
+  twist becomes track speeds by the thesis's skid-steer mapping (section 5.1.2,
+  :func:`onboard.control.diffdrive.wheel_speeds`), handed to ``motors(WheelCmd)`` and output as
+  ``/app/out/wheels``. While the failsafe is engaged (the IMU went stale) or before the first tilt estimate,
+  the motors get a stop.
+
+The pitch the behaviour sees is the estimator's, never the truth. ``rand`` (anything with ``random()`` in
+[0, 1)) draws the random walk.
+"""
+from onboard.control.diffdrive import wheel_speeds
+from onboard.core.samples import WheelCmd
+from onboard.core.settings import POSITIVE, RATE_HZ, checked, int_at_least, under
+from onboard.estimators import tilt
+from onboard.estimators.tilt import TiltEstimator
+from onboard.leveling import hill_sensing
+from onboard.leveling.hill_sensing import HillSensing
+from onboard.runtime.node import Node
+from onboard.runtime.scheduler import GROUP_RATES
+
+IMU_INPUT = "imu"
+WHEELS_OUTPUT = "wheels"
+
+DEFAULTS = {
+    "imu_rate_hz": 100,
+    "control_rate_hz": 20,
+    "imu_timeout_us": 100000,
+    "queue_limit": 32,
+    "track_gauge_m": 0.19,            # B: distance between the track centre lines (Dagu Rover 5 class)
+    "sprocket_radius_m": 0.03,        # r: drive sprocket radius (not in the thesis: a setting)
+    "max_sprocket_radps": 9.0,        # 0.27 m/s track speed: the Rover 5's 0.25 m/s top speed with margin
+    "tilt": dict(tilt.DEFAULTS),
+    "behaviour": dict(hill_sensing.DEFAULTS),
+}
+SETTING_RANGES = dict(
+    {"imu_rate_hz": RATE_HZ, "control_rate_hz": RATE_HZ, "imu_timeout_us": int_at_least(1),
+     "queue_limit": int_at_least(1), "track_gauge_m": POSITIVE, "sprocket_radius_m": POSITIVE,
+     "max_sprocket_radps": POSITIVE, ("imu_rate_hz", "control_rate_hz"): GROUP_RATES},
+    **under("tilt", tilt.SETTING_RANGES), **under("behaviour", hill_sensing.SETTING_RANGES))
+
+
+class TiltPart:
+    """Part: the tilt estimator fed from the IMU entry point (module docstring)."""
+
+    def __init__(self, config):
+        self.estimator = TiltEstimator(config["tilt"])
+        self.rate_hz = config["imu_rate_hz"]
+        self.timeout_us = config["imu_timeout_us"]
+        self.queue_limit = config["queue_limit"]
+        self.queue = []
+        self.dropped = 0
+        self.rejected = 0
+        self.node = None
+        self.on_imu = self._on_imu
+
+    def attach(self, node):
+        self.node = node
+        self.on_imu = node.entry(IMU_INPUT, self._on_imu)
+        node.watch(IMU_INPUT, self.timeout_us)
+        node.every("tilt", self.rate_hz, self._fuse)
+
+    def _on_imu(self, sample):
+        if not hasattr(sample, "is_finite") or not sample.is_finite():
+            self.rejected += 1                # never fused, never feeds the watchdog
+            return
+        if len(self.queue) >= self.queue_limit:
+            self.queue.pop(0)
+            self.dropped += 1
+        self.queue.append(sample)
+        self.node.feed(IMU_INPUT, sample.time_us)
+
+    def _fuse(self, now_us):
+        queue, self.queue = self.queue, []
+        for s in queue:
+            self.estimator.predict(s)
+
+    @property
+    def pitch_rad(self):
+        """The estimated pitch (rad, positive nose up), None before the first sample."""
+        return self.estimator.pitch_rad if self.estimator.initialized else None
+
+    def report(self):
+        out = self.estimator.counters()
+        out.update(dropped=self.dropped, rejected_at_entry=self.rejected)
+        return out
+
+
+class HillDrive:
+    """Part: Alg. 6 on the estimated pitch -> track speeds -> ``motors`` (module docstring)."""
+
+    def __init__(self, config, tilt_part, motors, rand):
+        self.behaviour = HillSensing(config["behaviour"])
+        self.tilt = tilt_part
+        self.motors = motors
+        self.rand = rand
+        self.rate_hz = config["control_rate_hz"]
+        self.gauge_m = float(config["track_gauge_m"])
+        self.radius_m = float(config["sprocket_radius_m"])
+        self.max_radps = float(config["max_sprocket_radps"])
+        self.stops = 0
+        self.last_cmd = None
+        self.last_pitch_rad = None
+        self.node = None
+
+    def attach(self, node):
+        self.node = node
+        node.every("control", self.rate_hz, self._control)
+
+    def _control(self, now_us):
+        pitch = self.tilt.pitch_rad
+        self.last_pitch_rad = pitch
+        if self.node.failsafe.engaged or pitch is None:
+            self.stops += 1
+            cmd = WheelCmd(now_us, 0.0, 0.0)
+        else:
+            twist = self.behaviour.step(pitch, now_us, self.rand)
+            left, right = wheel_speeds(twist.speed_body_mps, twist.yaw_rate_radps, self.gauge_m, self.radius_m,
+                                       self.max_radps)
+            cmd = WheelCmd(now_us, left, right)
+        self.last_cmd = cmd
+        self.motors(cmd)
+        self.node.output(WHEELS_OUTPUT, now_us, cmd)
+
+    def report(self):
+        b = self.behaviour
+        return {"steps": b.steps, "climbs": b.climbs, "spins": b.spins, "draws": b.draws,
+                "bad_inputs": b.bad_inputs, "stops": self.stops}
+
+
+class HillLevelerApp:
+    """The recipe: ``Node(name)`` + ``tilt`` + ``hill``. ``motors(WheelCmd)`` receives the track speeds
+    (rad/s of the sprockets); ``rand`` draws the random walk; ``config`` as :data:`DEFAULTS`."""
+
+    APP = "hill_leveler"
+
+    def __init__(self, motors, rand, config=None, name="hill_leveler", log=None, start_us=0):
+        cfg = checked(DEFAULTS, SETTING_RANGES, config, "HillLevelerApp")
+        self.cfg = cfg
+        self.node = Node(name, start_us=start_us, log=log)
+        self.tilt = self.node.add("tilt", TiltPart(cfg))
+        self.hill = self.node.add("hill", HillDrive(cfg, self.tilt, motors, rand))
+        self.on_imu = self.tilt.on_imu
+        self.step = self.node.step
+        self.run = self.node.run
+
+    @property
+    def mode_name(self):
+        return self.hill.behaviour.mode_name
+
+    def report(self):
+        return self.node.report()
