@@ -55,6 +55,19 @@ bias estimates kept, P from the init_* settings), counted in ``resets``.
 Bad input (NaN/inf, wrong sizes, non-positive or too large dt, out-of-order IMU
 time, non-positive variances) raises :class:`EskfInputError`, counts ``rejected``
 and leaves the filter exactly as it was.
+
+Batches: ``predict_many(imu_samples)`` runs the samples in order exactly as that many
+``predict`` calls would (bit for bit, the same counters) and returns how many it refused
+instead of raising, so a rate group can hand over its whole IMU queue in one call.
+
+One source for every build: this class holds the configuration, validation,
+initialisation, the restart logic, state access and counters. The numeric work sits
+behind a few hooks (``_setup_state``, ``_reset_nominal``, ``_nominal``/``_set_nominal``,
+``_set_variance``, ``_step`` / ``_propagate``, ``_fuse``) and the attribute ``P``; the
+Cython build (``cython_ext/eskf.pyx``) is a kernel type placed before this class in the
+MRO that replaces only those hooks and the hot entry points (``predict``,
+``predict_many``, ``update_pose``, each handing anything unusual back to this code);
+the NumPy build overrides the covariance algebra (``_propagate``, ``_fuse``).
 """
 import math
 
@@ -92,6 +105,10 @@ STATE_NAMES = ("dp_n_m", "dp_e_m", "dp_d_m", "dpsi_n_rad", "dpsi_e_rad", "dpsi_d
 DEG = math.pi / 180.0
 # chi-square 99.9 % quantile for 6 degrees of freedom: default gate on the pose NIS.
 CHI2_6DOF_999 = 22.457744484825326
+# outcome of the update kernel (_fuse)
+NOT_PD = -1      # innovation covariance not positive definite: nothing changed
+GATED = 0        # NIS above the gate: only last_nis / last_innovation changed
+FUSED = 1
 
 # Defaults: the ag2u sensor-fusion setting (section IV-B) and a consumer-grade IMU.
 DEFAULTS = {
@@ -250,8 +267,6 @@ class Eskf:
 
     def __init__(self, config=None):
         self.cfg = make_config(config)
-        self.ins = Strapdown(gravity_mps2=self.cfg["gravity_mps2"])
-        self.P = [0.0] * (N_STATE * N_STATE)
         self.initialized = False
         self.time_us = 0
         self.last_imu_us = None
@@ -263,13 +278,37 @@ class Eskf:
         self.resets = 0              # lost-filter restarts (gate_reset_s)
         self.last_fused_us = 0       # time of the last pose fused (or of initialisation)
         self.last_nis = -1.0
-        self.last_innovation = [0.0] * N_MEAS
         c = self.cfg
         # per-second noise variances (ag2u eq. 10 densities squared), multiplied by dt per step
         self._var_acc = c["accel_noise_mps_per_sqrt_s"] * c["accel_noise_mps_per_sqrt_s"]
         self._var_gyr = c["gyro_noise_rad_per_sqrt_s"] * c["gyro_noise_rad_per_sqrt_s"]
         self._var_bacc = c["accel_bias_walk_mps2_per_sqrt_s"] * c["accel_bias_walk_mps2_per_sqrt_s"]
         self._var_bgyr = c["gyro_bias_walk_radps_per_sqrt_s"] * c["gyro_bias_walk_radps_per_sqrt_s"]
+        self._setup_state()
+
+    # ------------------------------------------------------------ state hooks (replaced by the kernels)
+    def _setup_state(self):
+        """Nominal INS state at rest, P zero (called once by __init__, after cfg and the _var_* are set)."""
+        self.ins = Strapdown(gravity_mps2=self.cfg["gravity_mps2"])
+        self.P = [0.0] * (N_STATE * N_STATE)
+        self.last_innovation = [0.0] * N_MEAS
+
+    def _reset_nominal(self, pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps):
+        self.ins.reset(pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps)
+
+    def _nominal(self):
+        """(pos_ned_m, vel_ned_mps, D_ned_to_body, accel_bias_mps2, gyro_bias_radps) as sequences of floats."""
+        ins = self.ins
+        return ins.pos_ned_m, ins.vel_ned_mps, ins.D_ned_to_body, ins.accel_bias_mps2, ins.gyro_bias_radps
+
+    def _set_nominal(self, pos_ned_m, vel_ned_mps, D_ned_to_body, accel_bias_mps2, gyro_bias_radps):
+        """Set the nominal state from lists of floats (sizes checked by the caller)."""
+        ins = self.ins
+        ins.pos_ned_m = pos_ned_m
+        ins.vel_ned_mps = vel_ned_mps
+        ins.D_ned_to_body = D_ned_to_body
+        ins.accel_bias_mps2 = accel_bias_mps2
+        ins.gyro_bias_radps = gyro_bias_radps
 
     # ------------------------------------------------------------ set-up
     def initialize(self, time_us, pos_ned_m, vel_ned_mps, euler_rad,
@@ -279,7 +318,7 @@ class Eskf:
         for v in vals:
             if len(v) != 3 or not is_finite((float(v[0]), float(v[1]), float(v[2]))):
                 raise EskfInputError("initial conditions must be 3 finite numbers each, got %r" % (v,))
-        self.ins.reset(pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps)
+        self._reset_nominal(pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps)
         c = self.cfg
         P = [0.0] * (N_STATE * N_STATE)
         for base, key in ((POS, "init_pos_sigma_m"), (ATT, "init_att_sigma_rad"), (VEL, "init_vel_sigma_mps"),
@@ -300,15 +339,12 @@ class Eskf:
     def _restart(self, time_us, pos, euler):
         """Lost-filter restart from a gated pose (module docstring); counted in ``resets``."""
         last_imu_us = self.last_imu_us
-        self.initialize(time_us, pos, (0.0, 0.0, 0.0), euler, self.ins.accel_bias_mps2, self.ins.gyro_bias_radps)
+        self.initialize(time_us, pos, (0.0, 0.0, 0.0), euler, self.accel_bias_mps2, self.gyro_bias_radps)
         self.last_imu_us = last_imu_us          # IMU samples must still move forward in time
         var = self.cfg["reset_vel_sigma_mps"] * self.cfg["reset_vel_sigma_mps"]
         for i in range(3):
             self._set_variance(VEL + i, var)
         self.resets += 1
-
-    def _set_variance(self, i, var):
-        self.P[i * N_STATE + i] = var
 
     # ------------------------------------------------------------ predict
     def predict(self, imu):
@@ -325,13 +361,29 @@ class Eskf:
         if not self.initialized:
             self.skipped += 1
             return False
-        dt = dt_us * 1e-6
-        dv_ned = self.ins.step(dt, dvel, dang)
-        self._propagate(dt, dv_ned)
+        self._step(dt_us * 1e-6, dvel, dang)
         self.time_us = time_us
         self.last_imu_us = time_us
         self.predicts += 1
         return True
+
+    def predict_many(self, imu_samples):
+        """``predict`` for each ImuSample of a sequence, in order: the same results and counters, bit for bit.
+
+        A refused sample (EskfInputError: counted in ``rejected``, state unchanged) does not stop the
+        batch; returns how many were refused.
+        """
+        refused = 0
+        for imu in imu_samples:
+            try:
+                self.predict(imu)
+            except EskfInputError:
+                refused += 1
+        return refused
+
+    def _step(self, dt, dvel, dang):
+        """The numeric part of predict: strapdown (ag2u eqs. 4a-4c), then the covariance propagation."""
+        self._propagate(dt, self.ins.step(dt, dvel, dang))
 
     def _propagate(self, dt, dv_ned):
         """P <- F P F^T + Q with F = I + A dt block-sparse (see module docstring)."""
@@ -427,15 +479,41 @@ class Eskf:
         so does a gated pose that restarts a lost filter (``gate_reset_s``, counted in ``resets``).
         Raises EskfInputError / EskfNumericError with the state unchanged.
         """
+        time_us, pos, euler, r = self._parse_pose(pose)
+        if not self.initialized:
+            return self._first_pose(time_us, pos, euler)
+        return self._fused(self._fuse(pos, euler, r), time_us, pos, euler)
+
+    def _parse_pose(self, pose):
+        """parse_pose, counting a refused sample in ``rejected``."""
         try:
-            time_us, pos, euler, r = parse_pose(pose, self.cfg)
+            return parse_pose(pose, self.cfg)
         except EskfInputError:
             self.rejected += 1
             raise
-        if not self.initialized:
-            self.initialize(time_us, pos, (0.0, 0.0, 0.0), euler,
-                            self.ins.accel_bias_mps2, self.ins.gyro_bias_radps)
+
+    def _first_pose(self, time_us, pos, euler):
+        """Initialise at rest from the first pose (bias estimates kept)."""
+        self.initialize(time_us, pos, (0.0, 0.0, 0.0), euler, self.accel_bias_mps2, self.gyro_bias_radps)
+        return True
+
+    def _fused(self, outcome, time_us, pos, euler):
+        """Counters and the lost-filter restart after the update kernel; update_pose's return value."""
+        if outcome == FUSED:
+            self.updates += 1
+            self.last_fused_us = time_us
             return True
+        if outcome == NOT_PD:
+            self.rejected += 1
+            raise EskfNumericError("innovation covariance is not positive definite")
+        self.gated += 1
+        if self._lost(time_us):
+            self._restart(time_us, pos, euler)
+            return True
+        return False
+
+    def _fuse(self, pos, euler, r):
+        """The update kernel (ag2u eqs. 5b, 6, 9; Joseph form): FUSED, GATED or NOT_PD (state unchanged)."""
         n = N_STATE
         m = N_MEAS
         ins = self.ins
@@ -451,8 +529,7 @@ class Eskf:
             S[a * m + a] += r[a]
         L = cholesky6(S)
         if L is None:
-            self.rejected += 1
-            raise EskfNumericError("innovation covariance is not positive definite")
+            return NOT_PD
         inv_d = [1.0 / L[a * m + a] for a in range(m)]
         # NIS = y^T S^-1 y = |L^-1 y|^2
         w = [0.0] * m
@@ -467,11 +544,7 @@ class Eskf:
         self.last_innovation = y
         gate = self.cfg["gate_nis"]
         if gate > 0.0 and nis > gate:
-            self.gated += 1
-            if self._lost(time_us):
-                self._restart(time_us, pos, euler)
-                return True
-            return False
+            return GATED
         # K^T = S^-1 C with C = H P = P[0:6, :]  (forward then back substitution)
         Kt = [0.0] * (m * n)
         for j in range(n):
@@ -532,9 +605,7 @@ class Eskf:
             bg[i] = bg[i] + dx[BGYR + i]
         ins.correct_attitude([dx[ATT], dx[ATT + 1], dx[ATT + 2]])
         self.P = Pn
-        self.updates += 1
-        self.last_fused_us = time_us
-        return True
+        return FUSED
 
     # ------------------------------------------------------------ outputs
     def nav_state(self, now_us=None):
@@ -543,15 +614,13 @@ class Eskf:
         Later times are dead-reckoned at constant velocity (position only); the
         estimator itself only advances on IMU samples.
         """
-        ins = self.ins
-        p = ins.pos_ned_m
-        v = ins.vel_ned_mps
+        p, v, D, _, _ = self._nominal()
         t = self.time_us
         if now_us is not None and int(now_us) > t:
             h = (int(now_us) - t) * 1e-6
             p = [p[0] + v[0] * h, p[1] + v[1] * h, p[2] + v[2] * h]
             t = int(now_us)
-        return NavState(t, p, v, ins.euler_rad())
+        return NavState(t, p, v, d2e(D))
 
     def covariance(self):
         """15x15 error-state covariance, flat row-major list (order of STATE_NAMES)."""
@@ -561,6 +630,9 @@ class Eskf:
         """6x6 covariance (flat) of (dp_ned_m, dpsi_ned_rad): Sigma for ag2u eq. 1."""
         P = self.P
         return [P[i * N_STATE + j] for i in range(N_MEAS) for j in range(N_MEAS)]
+
+    def _set_variance(self, i, var):
+        self.P[i * N_STATE + i] = var
 
     @property
     def accel_bias_mps2(self):
@@ -576,12 +648,11 @@ class Eskf:
 
     def get_state(self):
         """Everything that defines the filter, as plain lists (for copying between implementations)."""
-        ins = self.ins
-        return {"initialized": self.initialized, "time_us": self.time_us, "last_imu_us": self.last_imu_us,
-                "pos_ned_m": list(ins.pos_ned_m), "vel_ned_mps": list(ins.vel_ned_mps),
-                "D_ned_to_body": list(ins.D_ned_to_body),
-                "accel_bias_mps2": list(ins.accel_bias_mps2), "gyro_bias_radps": list(ins.gyro_bias_radps),
-                "P": list(self.P), "predicts": self.predicts, "updates": self.updates,
+        pos, vel, D, ba, bg = self._nominal()
+        return {"initialized": bool(self.initialized), "time_us": self.time_us, "last_imu_us": self.last_imu_us,
+                "pos_ned_m": list(pos), "vel_ned_mps": list(vel), "D_ned_to_body": list(D),
+                "accel_bias_mps2": list(ba), "gyro_bias_radps": list(bg),
+                "P": self.covariance(), "predicts": self.predicts, "updates": self.updates,
                 "gated": self.gated, "rejected": self.rejected, "skipped": self.skipped,
                 "resets": self.resets, "last_fused_us": self.last_fused_us, "last_nis": self.last_nis}
 
@@ -589,12 +660,8 @@ class Eskf:
         """Restore a dict from get_state() (any implementation's)."""
         if len(state["P"]) != N_STATE * N_STATE or len(state["D_ned_to_body"]) != 9:
             raise EskfInputError("state has the wrong size")
-        ins = self.ins
-        ins.pos_ned_m = [float(v) for v in state["pos_ned_m"]]
-        ins.vel_ned_mps = [float(v) for v in state["vel_ned_mps"]]
-        ins.D_ned_to_body = [float(v) for v in state["D_ned_to_body"]]
-        ins.accel_bias_mps2 = [float(v) for v in state["accel_bias_mps2"]]
-        ins.gyro_bias_radps = [float(v) for v in state["gyro_bias_radps"]]
+        self._set_nominal(*[[float(v) for v in state[key]] for key in (
+            "pos_ned_m", "vel_ned_mps", "D_ned_to_body", "accel_bias_mps2", "gyro_bias_radps")])
         self.P = [float(v) for v in state["P"]]
         self.initialized = bool(state["initialized"])
         self.time_us = int(state["time_us"])

@@ -10,8 +10,8 @@ dense 15x15 NumPy products: P <- F P F^T + Q, Joseph form
 import numpy as np
 
 from onboard.estimators import eskf as _pure
-from onboard.estimators.eskf import (ATT, BACC, BGYR, N_MEAS, N_STATE, POS, VEL, EskfInputError,
-                                     EskfNumericError, attitude_residual, parse_imu, parse_pose)
+from onboard.estimators.eskf import (ATT, BACC, BGYR, FUSED, GATED, N_MEAS, N_STATE, NOT_PD, POS, VEL,
+                                     EskfInputError, EskfNumericError, attitude_residual, parse_imu)
 
 POS_SLICE = slice(POS, POS + 3)
 ATT_SLICE = slice(ATT, ATT + 3)
@@ -71,16 +71,8 @@ class Eskf(_pure.Eskf):
         P += self._q(dt)
         self.P = 0.5 * (P + P.T)
 
-    def update_pose(self, pose):
-        try:
-            time_us, pos, euler, r = parse_pose(pose, self.cfg)
-        except EskfInputError:
-            self.rejected += 1
-            raise
-        if not self.initialized:
-            self.initialize(time_us, pos, (0.0, 0.0, 0.0), euler,
-                            self.ins.accel_bias_mps2, self.ins.gyro_bias_radps)
-            return True
+    def _fuse(self, pos, euler, r):
+        """Update kernel with dense NumPy algebra (ag2u eqs. 5b, 6, 9; Joseph form): FUSED, GATED or NOT_PD."""
         ins = self.ins
         P = self.P
         p_ins = ins.pos_ned_m
@@ -92,19 +84,14 @@ class Eskf(_pure.Eskf):
         try:
             L = np.linalg.cholesky(S)
         except np.linalg.LinAlgError:
-            self.rejected += 1
-            raise EskfNumericError("innovation covariance is not positive definite")
+            return NOT_PD
         w = np.linalg.solve(L, y)
         nis = float(w @ w)
         self.last_nis = nis
         self.last_innovation = [float(v) for v in y]
         gate = self.cfg["gate_nis"]
         if gate > 0.0 and nis > gate:
-            self.gated += 1
-            if self._lost(time_us):
-                self._restart(time_us, pos, euler)
-                return True
-            return False
+            return GATED
         K = np.linalg.solve(S, P[MEAS_SLICE, :]).T                          # P H^T S^-1
         dx = K @ y
         IKH = _I15.copy()
@@ -118,9 +105,7 @@ class Eskf(_pure.Eskf):
             ins.accel_bias_mps2[i] += dx[BACC + i]
             ins.gyro_bias_radps[i] += dx[BGYR + i]
         ins.correct_attitude(dx[ATT:ATT + 3])
-        self.updates += 1
-        self.last_fused_us = time_us
-        return True
+        return FUSED
 
     def _set_variance(self, i, var):
         self.P[i, i] = var
@@ -134,11 +119,6 @@ class Eskf(_pure.Eskf):
 
     def pose_covariance(self):
         return [float(v) for v in self.P[MEAS_SLICE, MEAS_SLICE].ravel()]
-
-    def get_state(self):
-        state = _pure.Eskf.get_state(self)
-        state["P"] = self.covariance()
-        return state
 
     def set_state(self, state):
         _pure.Eskf.set_state(self, state)

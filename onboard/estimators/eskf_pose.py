@@ -34,8 +34,8 @@ ESKF_DPSI_N, ESKF_DPSI_E, ESKF_DPSI_D = DPSI_N, DPSI_E, DPSI_D
 class EskfPoseEstimator:
     """The INS + 15-state ES-EKF (ag2u III-C) behind the runtime's estimator contract (onboard.estimators.base).
 
-    GroundRobotRuntime calls ``predict(ImuSample)``, ``update_pose(PoseSample)``,
-    ``nav_state()``, ``initialized`` and ``counters()``; bad input raises
+    GroundRobotRuntime calls ``predict(ImuSample)`` (or ``predict_many`` with its IMU queue),
+    ``update_pose(PoseSample)``, ``nav_state()``, ``initialized`` and ``counters()``; bad input raises
     EstimatorInputError (the runtime counts it and keeps going), whether the ESKF
     refused the sample (EskfInputError) or its innovation covariance was not
     positive definite (EskfNumericError); the filter is unchanged either way.
@@ -67,6 +67,11 @@ class EskfPoseEstimator:
             return self.eskf.predict(imu)
         except EskfInputError as exc:
             raise EstimatorInputError("ESKF refused IMU sample: %s" % exc)
+
+    def predict_many(self, imu_samples):
+        """``predict`` for each sample in order, bit for bit the same; returns how many were refused
+        (each counted by the ESKF, which keeps its state for them)."""
+        return self.eskf.predict_many(imu_samples)
 
     def update_pose(self, pose):
         if pose.cov_pos_m2 is not None or pose.cov_att_rad2 is not None:

@@ -4,7 +4,8 @@ Entry points called by drivers (real or simulated alike): ``on_imu(ImuSample)``,
 ``on_pose(PoseSample)`` (recorded on ``/app/in/imu`` and ``/app/in/aiding`` while the node records). Samples are queued (bounded: the oldest is dropped and counted)
 and consumed by two rate groups:
 
-- ``predict`` (imu_rate_hz): IMU samples -> ``estimator.predict``
+- ``predict`` (imu_rate_hz): IMU samples -> ``estimator.predict``, or the whole queue at once to
+  ``estimator.predict_many`` where the estimator has one (same results; returns how many it refused)
 - ``aiding`` (aiding_rate_hz): pose samples -> ``estimator.update_pose``
 
 Watched inputs ``imu`` and ``aiding`` are fed with each accepted sample's time. A
@@ -66,6 +67,10 @@ class PoseEstimation:
     def _predict(self, now_us):
         queue = self._imu_queue
         self._imu_queue = []
+        predict_many = getattr(self.estimator, "predict_many", None)
+        if predict_many is not None:            # the whole queue in one call (returns the count refused)
+            self.rejected_samples += predict_many(queue)
+            return
         for s in queue:
             try:
                 self.estimator.predict(s)
