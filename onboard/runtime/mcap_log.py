@@ -7,7 +7,16 @@ Foxglove opens these files directly (message encoding ``json``, schema encoding
 
 Messages go out in zstd-compressed chunks of ``CHUNK_BYTES`` (uncompressed), each with its CRC:
 a log cut short by a crash or power loss keeps every whole chunk before the cut (at most the last
-``CHUNK_BYTES`` of messages are lost; ``harness replay`` replays such a prefix).
+``CHUNK_BYTES`` of messages are lost, plus the ``batch_records`` messages :meth:`McapLog.log` may
+hold; ``harness replay`` replays such a prefix).
+
+Recording cost: :meth:`McapLog.log` only holds the message; every ``batch_records`` messages are
+encoded together (:func:`encode_message`: a fields getter per sample class and the C JSON encoder,
+the same bytes as ``json.dumps`` of ``as_dict()``); a recording Node has them written between its
+ticks (:meth:`onboard.runtime.node.Node.idle`). The encoding still costs ~40 % of a ground robot
+tick on CPython (the float-to-text conversion alone ~9 %), so ``McapLog(path, writer_process=True)``
+moves the encoding, compression and writes to a separate process (:mod:`onboard.runtime.mcap_writer`):
+the app's process then only marshals each batch into a pipe (``bench/replay.py``).
 
 Foxglove views (``McapLog.log_pose``, ``log_transform``, ``log_frames``, ``log_scene``,
 ``log_waypoints``) write messages of Foxglove's well-known schemas (``foxglove.PoseInFrame``,
@@ -32,9 +41,14 @@ draws a pose's arrow along its +x axis: the robot's forward direction. Timestamp
 written: it is counted in ``McapLog.views_dropped``.
 """
 import json
+import marshal
 import math
 import os
+import pickle
+import struct
 import subprocess
+import sys
+from operator import attrgetter, itemgetter
 
 from mcap.writer import CompressionType, Writer
 
@@ -306,41 +320,241 @@ def _all_finite(value):
     return True
 
 
+def _not_json(value):
+    raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+
+
+def _json_encoder():
+    """``encode(obj) -> str``: the C encoder built once (``json.JSONEncoder.encode`` builds it per call)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:          # pragma: no cover - a Python without the json C accelerator
+        return json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+    encode = make(None, _not_json, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+    return lambda obj: "".join(encode(obj, 0))
+
+
+# the JSON encoder of the log's messages: compact separators, ASCII, and no NaN/inf (json.dumps would
+# write ``NaN``): a message with a non-finite number raises ValueError here and goes through _clean
+_ENCODE = _json_encoder()
+BATCH_RECORDS = 256          # messages held before they are encoded and written (McapLog.log)
+
+
+_first = itemgetter(0)
+FRAME_HEAD_FMT = "<I"        # frames to the writer process: length (bytes), then a kind byte and the body
+FRAME_MARSHAL = b"M"
+FRAME_PICKLE = b"P"
+
+
+def _grow_pipe(stream, size_bytes=1 << 20):
+    """A larger pipe buffer to the writer process (Linux ``F_SETPIPE_SZ``), so a burst of batches does
+    not wait for it; a no-op where that cannot be set."""
+    try:
+        import fcntl
+        fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), size_bytes)
+    except (ImportError, OSError, ValueError):
+        pass
+
+
+def _fields_getter(cls):
+    """-> (field names, fn(msg) -> their values) of a sample class (``FIELDS``), or None."""
+    names = getattr(cls, "FIELDS", None)
+    if names is None or not hasattr(cls, "as_dict"):
+        return None
+    names = tuple(names)
+    if len(names) == 1:
+        get = attrgetter(names[0])
+        return names, lambda msg: (get(msg),)
+    return names, attrgetter(*names)
+
+
+def encode_message(message, getters=None):
+    """The JSON bytes ``McapLog`` writes for ``message`` (a sample with ``FIELDS``/``as_dict()`` or a
+    dict): its fields in order, tuples as arrays, NaN/inf as null. ``getters``: a cache (class -> fields
+    getter) to reuse between calls."""
+    cls = type(message)
+    got = getters.get(cls, 0) if getters is not None else 0
+    if got == 0:
+        got = _fields_getter(cls)
+        if getters is not None:
+            getters[cls] = got
+    if got is not None:
+        data = dict(zip(got[0], got[1](message)))
+    elif hasattr(message, "as_dict"):
+        data = message.as_dict()
+    else:
+        data = dict(message)
+    try:
+        text = _ENCODE(data)
+    except ValueError:
+        text = _ENCODE(_clean(data))
+    return text.encode()
+
+
+class McapLogError(OSError):
+    """The MCAP writer process failed (its one line of error)."""
+
+
 class McapLog:
-    def __init__(self, path, library="onboard-runtime"):
+    """MCAP writer of our topics (:meth:`log`) and Foxglove views (:meth:`log_view` ...).
+
+    :meth:`log` is what a recording Node calls for every input, tick and output (``sink(topic,
+    time_us, msg)``), so it only captures the message: up to ``batch_records`` messages are held and
+    then encoded (JSON) and written together, in the order they came (also at :meth:`flush`,
+    :meth:`close` and before any view). A logged message must not be changed afterwards (samples are
+    immutable; a dict is copied, one level deep, when it is logged). A crash loses what is held
+    (at most ``batch_records`` messages) plus the chunk in progress (``CHUNK_BYTES``).
+
+    writer_process: encode and write in a separate process (``python -m onboard.runtime.mcap_writer``,
+    CPython on a Linux host with a core to spare): each batch is marshalled (doubles as 8 bytes;
+    pickled where marshal cannot) and sent to it through a pipe, so the recording process does no
+    JSON, compression or file work. The file is the same. :meth:`close` waits for the process;
+    ``writer_cpu_s`` is then the CPU time (s) it spent writing (its start-up, ~0.1 s, apart). A crash
+    of the recording process loses what is held only: the writer process finishes the file with what
+    it was sent.
+
+    :meth:`write_held` (also :meth:`flush`) writes what is held: a recording Node calls it between
+    ticks (:meth:`onboard.runtime.node.Node.idle`)."""
+
+    def __init__(self, path, library="onboard-runtime", batch_records=BATCH_RECORDS, writer_process=False):
+        if not isinstance(batch_records, int) or batch_records < 1:
+            raise ValueError("batch_records must be a whole number >= 1, got %r" % (batch_records,))
         self.path = path
-        self._fh = open(path, "wb")
-        self._writer = Writer(self._fh, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD)
-        self._writer.start(profile="", library=library)
         self._channels = {}
         self._seq = {}
-        self.messages = 0
+        self._done = 0               # messages written (or sent to the writer process)
         self.closed = False
         self._view_schemas = {}      # Foxglove schema name -> schema id
         self._view_topics = {}       # view topic -> its Foxglove schema name
         self.views_dropped = 0       # views not written: a non-finite number
+        self.batch_records = batch_records
+        self._held = []              # (topic, time_us, message) logged, not yet encoded
+        self._getters = {}           # sample class -> (field names, values getter)
+        self._proc = None
+        self._proc_error = None      # the writer process's error line once it stopped
+        self._log_topics = set()     # topics sent to the writer process
+        self._classes = {}           # sample class -> (its number in the frames sent, values getter)
+        self.writer_cpu_s = None
+        if writer_process:
+            self._fh = self._writer = None
+            self._proc = subprocess.Popen([sys.executable, "-m", "onboard.runtime.mcap_writer", path, library],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          cwd=REPO)
+            _grow_pipe(self._proc.stdin)
+        else:
+            self._fh = open(path, "wb")
+            self._writer = Writer(self._fh, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD)
+            self._writer.start(profile="", library=library)
 
     def log(self, topic, time_us, message):
-        """Log ``message`` (a sample with ``as_dict()`` or a dict) on ``topic`` at ``time_us``."""
-        data = message.as_dict() if hasattr(message, "as_dict") else dict(message)
-        channel = self._channels.get(topic)
-        if channel is None:
-            schema_name = type(message).__name__ if hasattr(message, "as_dict") else topic.strip("/")
-            schema = {"type": "object", "title": schema_name,
-                      "properties": {k: _json_type(v) for k, v in data.items()}}
-            schema_id = self._writer.register_schema(
-                name=schema_name, encoding="jsonschema", data=json.dumps(schema).encode())
-            channel = self._writer.register_channel(topic=topic, message_encoding="json",
-                                                    schema_id=schema_id)
-            self._channels[topic] = channel
-            self._seq[topic] = 0
-        t_ns = int(time_us) * 1000
-        self._writer.add_message(channel_id=channel, log_time=t_ns, publish_time=t_ns,
-                                 sequence=self._seq[topic],
-                                 data=json.dumps(_clean(data), separators=(",", ":")).encode())
-        self._seq[topic] += 1
-        self.messages += 1
+        """Log ``message`` (a sample with ``as_dict()`` or a dict) on ``topic`` at ``time_us`` (us)."""
+        if type(message) is dict:
+            message = dict(message)
+        held = self._held
+        held.append((topic, time_us, message))
+        if len(held) >= self.batch_records:
+            self.write_held()
 
+    @property
+    def messages(self):
+        """Messages logged (views included), held ones too."""
+        return self._done + len(self._held)
+
+    def write_held(self):
+        """Encode and write the held messages (or send them to the writer process), in order."""
+        held = self._held
+        if not held:
+            return
+        self._held = []
+        self._done += len(held)
+        if self._proc is not None:
+            self._send(held)
+            return
+        channels = self._channels
+        seq = self._seq
+        getters = self._getters
+        add = self._writer.add_message
+        for topic, time_us, message in held:
+            channel = channels.get(topic)
+            if channel is None:
+                channel = self._register(topic, message)
+            t_ns = int(time_us) * 1000
+            n = seq[topic]
+            add(channel_id=channel, log_time=t_ns, publish_time=t_ns, sequence=n,
+                data=encode_message(message, getters))
+            seq[topic] = n + 1
+
+    def _send(self, items):
+        """One frame of ``items`` to the writer process (:mod:`onboard.runtime.mcap_writer`): marshal
+        (samples as their class's number and their field values) where every value allows it, else
+        pickle."""
+        if self._proc_error is not None or self._proc.returncode is not None:
+            raise McapLogError("MCAP writer process for %s stopped: %s" % (self.path, self._proc_error))
+        try:
+            body = FRAME_MARSHAL + marshal.dumps(self._plain(items))
+        except (ValueError, TypeError):
+            body = FRAME_PICKLE + pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
+        # every topic sent: a view's is in _view_topics before it is sent (see _send_view)
+        self._log_topics.update(map(_first, items))
+        try:
+            self._proc.stdin.write(struct.pack(FRAME_HEAD_FMT, len(body)) + body)
+            self._proc.stdin.flush()
+        except OSError:
+            self._finish_process()
+            raise McapLogError("MCAP writer process for %s stopped: %s" % (self.path, self._proc_error))
+
+    def _plain(self, items):
+        """``items`` in the form :func:`onboard.runtime.mcap_writer.unmarshal` reads: a sample as
+        ``(topic, time_us, class number, field values)`` after its class's ``(number, (name, fields))``;
+        dicts and views as they are. TypeError for a message of another kind (then the frame is pickled)."""
+        classes = self._classes
+        out = []
+        append = out.append
+        for item in items:
+            msg = item[2]
+            if len(item) == 3 and type(msg) is not dict:
+                known = classes.get(type(msg))
+                if known is None:
+                    got = _fields_getter(type(msg))
+                    if got is None:
+                        raise TypeError("not a sample: %s" % type(msg).__name__)
+                    known = classes[type(msg)] = (len(classes), got[1])
+                    append((known[0], (type(msg).__name__, got[0])))
+                append((item[0], item[1], known[0], known[1](msg)))
+            else:
+                append(item)
+        return out
+
+    def _finish_process(self):
+        """Close the pipe and wait for the writer process; its error line (or None) in ``_proc_error``."""
+        proc = self._proc
+        if proc.returncode is not None:
+            return
+        out, err = proc.communicate()          # closes the pipe: the end of the writer's input
+        if proc.returncode != 0:
+            lines = err.decode(errors="replace").strip().splitlines()
+            self._proc_error = lines[-1] if lines else "exit %d" % proc.returncode
+        else:
+            try:
+                self.writer_cpu_s = float(out.decode().strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                self.writer_cpu_s = None
+
+    def _register(self, topic, message):
+        """The channel of ``topic``, its JSON schema built from its first message."""
+        data = message.as_dict() if hasattr(message, "as_dict") else dict(message)
+        schema_name = type(message).__name__ if hasattr(message, "as_dict") else topic.strip("/")
+        schema = {"type": "object", "title": schema_name,
+                  "properties": {k: _json_type(v) for k, v in data.items()}}
+        schema_id = self._writer.register_schema(
+            name=schema_name, encoding="jsonschema", data=json.dumps(schema).encode())
+        channel = self._writer.register_channel(topic=topic, message_encoding="json", schema_id=schema_id)
+        self._channels[topic] = channel
+        self._seq[topic] = 0
+        return channel
+
+    def flush(self):
+        """Write the held messages (the chunk in progress stays open)."""
+        self.write_held()
 
     # ------------------------------------------------------------------ Foxglove views
     def log_view(self, topic, time_us, schema_name, message):
@@ -354,6 +568,9 @@ class McapLog:
         if not _all_finite(message):
             self.views_dropped += 1
             return False
+        if self._proc is not None:
+            return self._send_view(topic, time_us, schema_name, message)
+        self.write_held()
         channel = self._channels.get(topic)
         if channel is None:
             schema_id = self._view_schemas.get(schema_name)
@@ -372,7 +589,23 @@ class McapLog:
         self._writer.add_message(channel_id=channel, log_time=t_ns, publish_time=t_ns, sequence=self._seq[topic],
                                  data=json.dumps(message, separators=(",", ":")).encode())
         self._seq[topic] += 1
-        self.messages += 1
+        self._done += 1
+        return True
+
+    def _send_view(self, topic, time_us, schema_name, message):
+        """A view for the writer process, held in order with the logged messages; the topic's schema
+        checked here as :meth:`log_view` does."""
+        known = self._view_topics.get(topic)
+        if known is None:
+            self.write_held()
+            if topic in self._log_topics:
+                raise ValueError("topic %r already carries a sample, not %s" % (topic, schema_name))
+            self._view_topics[topic] = schema_name
+        elif known != schema_name:
+            raise ValueError("topic %r already carries %s, not %s" % (topic, known, schema_name))
+        self._held.append((topic, time_us, schema_name, message))
+        if len(self._held) >= self.batch_records:
+            self.write_held()
         return True
 
     def log_pose(self, topic, time_us, pos_ned_m, quat_wxyz=None, yaw_rad=None, frame_id=NED_FRAME):
@@ -412,7 +645,19 @@ class McapLog:
         return self.log_scene(topic, time_us, waypoint_entities(time_us, waypoints_ne_m, start_ne_m, reached))
 
     def close(self):
-        if not self.closed:
+        """Write what is held and finish the file (with a writer process: wait for it; McapLogError
+        with its error line when it failed)."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._proc is not None:
+            self.write_held()
+            self._finish_process()
+            if self._proc_error is not None:
+                raise McapLogError("MCAP writer process for %s failed: %s" % (self.path, self._proc_error))
+            return
+        try:
+            self.write_held()          # a message that cannot be encoded raises here, after the others
+        finally:
             self._writer.finish()
             self._fh.close()
-            self.closed = True

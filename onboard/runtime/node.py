@@ -34,6 +34,13 @@ Once a sink ``sink(topic, time_us, msg)`` is set, the node writes, in the order 
 
 ``harness replay`` feeds the inputs and steps back in that order to a rebuilt app and compares
 its outputs with the recorded ones.
+
+A sink that holds what it is given and writes it in batches (``McapLog``, ``RingLogSink``: a
+``write_held()`` method) writes a batch when it is full, inside the tick that fills it; between
+ticks, :meth:`Node.idle` has it write what it holds, so that the encoding and the writes fall in
+the time the app waits for its next tick instead of in a tick. :meth:`Node.run` calls it before
+each wait; an app stepped by hand calls it after its step (or never: the batches are then written
+in the ticks).
 """
 from onboard.runtime.scheduler import Scheduler, SchedulerConfigError
 from onboard.runtime.watchdog import Failsafe, Watchdog
@@ -66,6 +73,7 @@ class Node:
         self._part_names = set()
         self.scheduler = None
         self._recorder = None
+        self._write_held = None  # the recording sink's write_held(), when it holds what it is given
         self.entries = {}        # entry-point name -> the wrapped entry point (node.entry)
 
     # ------------------------------------------------------------ building
@@ -138,12 +146,19 @@ class Node:
         """Start recording into ``sink(topic, time_us, msg)``: ``/app/config`` now, then every input,
         tick and output. ``app`` and ``config`` name the recipe and what rebuilds it."""
         self._recorder = sink
+        self._write_held = _batch_writer(sink)
         sink(CONFIG_TOPIC, time_us, {"app": app, "config": config, "code_version": code_version,
                                       "node": self.name})
         self.start().tick_hook = self._record_tick
 
     def _record_tick(self, now_us, tick_index):
         self._recorder(STEP_TOPIC, now_us, {"time_us": now_us, "tick": tick_index})
+
+    def idle(self):
+        """Between ticks: the recording sink writes what it holds (see the module docstring)."""
+        write_held = self._write_held
+        if write_held is not None:
+            write_held()
 
     # ------------------------------------------------------------ running
     def start(self):
@@ -162,9 +177,12 @@ class Node:
         return self.scheduler.step(now_us, clock)
 
     def run(self, clock, until_us):
-        """Run ticks on ``clock`` until (excluding) ``until_us``; returns the ticks run."""
+        """Run ticks on ``clock`` until (excluding) ``until_us``; returns the ticks run. While recording
+        into a batching sink, :meth:`idle` runs before each wait for the next tick."""
         if self.scheduler is None:
             self.start()
+        if self._write_held is not None:
+            clock = _IdleFirst(clock, self._write_held)
         return self.scheduler.run(clock, until_us)
 
     @property
@@ -179,3 +197,29 @@ class Node:
             if rep is not None:
                 out[name] = rep()
         return out
+
+
+def _batch_writer(sink):
+    """The ``write_held()`` of a batching sink (the sink, or the object whose bound method it is), or None."""
+    write_held = getattr(sink, "write_held", None)
+    if write_held is None:
+        write_held = getattr(getattr(sink, "__self__", None), "write_held", None)
+    return write_held
+
+
+class _IdleFirst:
+    """``clock`` whose ``sleep_until_us`` first runs ``idle()`` (the recording sink's writes)."""
+
+    def __init__(self, clock, idle):
+        self._clock = clock
+        self._idle = idle
+
+    def now_us(self):
+        return self._clock.now_us()
+
+    def sleep_until_us(self, deadline_us):
+        self._idle()
+        self._clock.sleep_until_us(deadline_us)
+
+    def __getattr__(self, name):
+        return getattr(self._clock, name)

@@ -251,3 +251,93 @@ def test_an_empty_or_foreign_file_reads_as_no_records():
     assert log.records == [] and log.config is None and not log.header_ok and log.damaged
     log = read_log(b"not a ring log" * 100)
     assert log.records == [] and log.config is None
+
+
+def _records_in(path):
+    return read_log(_read(path)).records
+
+
+def test_records_are_held_in_batches_and_a_torn_batch_write_loses_at_most_that_batch():
+    path = _path("batches.bin")
+    batch = 8
+    sink = RingLogSink(path, 64 * 1024, meta_bytes=1024, flush_records=1, batch_records=batch)
+    sink("/app/config", 0, CONFIG)
+    want = []
+    for k in range(12):
+        _tick(sink, k)
+        want.extend(_expected(k))
+        # what a reset now leaves: every record of the batches written, fewer than a batch held
+        on_flash = _records_in(path)
+        assert len(want) - batch < len(on_flash) <= len(want) and len(on_flash) % batch == 0
+        _same(on_flash, want[:len(on_flash)])
+    # a reset in the middle of the next batch's write: the records before the cut survive, the cut one
+    # is the torn last write, the rest of that batch (and what was held after it) is lost
+    before = _read(path)
+    n_before = len(_records_in(path))
+    k = 12
+    while len(_records_in(path)) == n_before:
+        _tick(sink, k)
+        want.extend(_expected(k))
+        k += 1
+    after = _read(path)
+    assert len(_records_in(path)) == n_before + batch
+    start = 0
+    while before[start] == after[start]:
+        start += 1
+    end = len(after)
+    while before[end - 1] == after[end - 1]:
+        end -= 1
+    cut = start + (end - start) * 3 // 5
+    log = read_log(after[:cut] + before[cut:])
+    kept = len(log.records)
+    _same(log.records, want[:kept])
+    assert log.torn == 1 and log.dropped == 0
+    assert n_before <= kept < n_before + batch
+    sink.close()
+    _same(_records_in(path), want)              # close() writes what is held
+
+
+def test_a_known_layout_frames_the_bytes_the_long_way_gives():
+    """A message framed with its topic's last layout (compiled on CPython) gives the bytes the field by
+    field encoding gives, and one of another shape is left to it (None)."""
+    from onboard.runtime.ring_log import _Layout
+    sink = RingLogSink(_path("layouts.bin"), 64 * 1024, meta_bytes=2048, batch_records=1)
+    sink("/app/config", 0, CONFIG)
+    sink("/d", 5, {"time_us": 5, "x": 1.5, "v": (1.0, 2.0), "n": None, "k": -3})
+    lay = sink._layouts[("/d", dict)]
+    same = [{"time_us": 5, "x": -0.0, "v": (3.0, 1e300), "n": None, "k": 1 << 40},
+            {"time_us": 6, "x": 2.0, "v": (0.0, -1.0), "n": None, "k": 0}]
+    other = [{"time_us": 5, "x": 1, "v": (1.0, 2.0), "n": None, "k": -3},          # an int for a float
+             {"time_us": 5, "x": 1.5, "v": (1.0, 2), "n": None, "k": -3},          # an int in a vector
+             {"time_us": 5, "x": 1.5, "v": (1.0, 2.0, 3.0), "n": None, "k": -3},   # another length
+             {"time_us": 5, "x": 1.5, "v": [1.0, 2.0], "n": None, "k": -3},        # a list
+             {"time_us": 5, "x": 1.5, "v": (1.0, 2.0), "n": 0.0, "k": -3},         # None no more
+             {"time_us": 5, "x": 1.5, "v": (1.0, 2.0), "n": None, "k": True},      # a bool for an int
+             {"time_us": 5, "x": 1.5, "v": (1.0, 2.0), "n": None, "k": 1 << 70},   # beyond int64
+             {"time_us": 5, "x": 1.5, "v": (1.0, 2.0), "n": None},                 # a field less
+             {"time_us": 5, "x": 1.5, "v": (1.0, 2.0), "n": None, "k": 1, "z": 0}]  # a field more
+    for msg in same:
+        for t_us in (msg["time_us"], 99):
+            got = lay.frame(msg, t_us, sink.session, sink.records)
+            assert got == _Layout.frame(lay, msg, t_us, sink.session, sink.records)
+            assert got == sink._encode("/d", t_us, msg)
+    for msg in other:
+        assert lay.frame(msg, 5, sink.session, sink.records) is None
+        assert _Layout.frame(lay, msg, 5, sink.session, sink.records) is None
+    sink.close()
+
+
+def test_a_sample_changed_after_it_was_made_decodes_as_its_constructor_makes_it():
+    """For ``onboard.core.samples`` types the known layout checks the shape only: ints in a float vector
+    are packed as doubles, and the record reads back as the sample the constructor would make."""
+    path = _path("changed.bin")
+    sink = RingLogSink(path, 16 * 1024, meta_bytes=1024)
+    sink("/app/config", 0, CONFIG)
+    sink("/app/in/imu", 10, ImuSample(10, 10, (1.0, 2.0, 3.0), (4.0, 5.0, 6.0)))
+    changed = ImuSample(20, 10, (1.0, 2.0, 3.0), (4.0, 5.0, 6.0))
+    changed.dvel_body_mps = (1, 2, 3)
+    sink("/app/in/imu", 20, changed)
+    sink.close()
+    records = _records_in(path)
+    assert len(records) == 2 and records[1][3] == ImuSample(20, 10, (1.0, 2.0, 3.0), (4.0, 5.0, 6.0))
+    assert records[1][3].dvel_body_mps[0] == 1.0 and type(records[1][3].dvel_body_mps[0]) is float

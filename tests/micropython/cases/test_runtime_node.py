@@ -3,6 +3,7 @@
 Parts on one node: the ground robot's estimation part (planar EKF fed IMU and pose
 samples, watched inputs ``imu`` and ``aiding``), and two small parts of this file's own (an io
 part that feeds the samples, a recorder); a stepping clock (time moves only when the node sleeps on it), no wall clock.
+While recording into a batching sink (the ring log), node.run has it write what it holds between ticks.
 """
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.estimators.planar_ekf import PlanarEkf
@@ -145,3 +146,36 @@ def test_recording_writes_inputs_ticks_in_the_order_they_happen():
 
 def golden_recording_order():
     return [t for _, t in _recorded_run()]
+
+
+class _WatchingClock(SteppingClock):
+    """A stepping clock that notes, at each wait for the next tick, how many records the sink wrote."""
+
+    def __init__(self, sink):
+        SteppingClock.__init__(self)
+        self.sink = sink
+        self.written = []
+
+    def sleep_until_us(self, deadline_us):
+        self.written.append(self.sink.records)
+        SteppingClock.sleep_until_us(self, deadline_us)
+
+
+def test_run_has_a_batching_sink_write_what_it_holds_between_ticks():
+    """Node.run calls node.idle() before each wait: a ring log (32 records a batch) has written every
+    record of a tick before the next one starts, and the file holds the recording in order."""
+    from onboard.runtime.ring_log import RingLogSink, read_log
+    from test_ring_log import _path, _read
+    path = _path("node.bin")
+    sink = RingLogSink(path, 16 * 1024, meta_bytes=1024, batch_records=32)
+    node, est, rec = _node(pose_until_us=300000)
+    node.record(sink, "test", {"rate_hz": 100})
+    clock = _WatchingClock(sink)
+    node.run(clock, 50000)
+    want = [t for t, _ in _recorded_run()][1:]
+    # before tick k (k >= 1): the records of ticks 0..k-1, all written
+    steps = [i for i, t in enumerate(want) if t == "/app/step"]
+    assert clock.written == [0] + [steps[k - 1] + 1 for k in range(1, 5)]
+    sink.close()
+    got = read_log(_read(path)).records
+    assert [r[0] for r in got] == want
