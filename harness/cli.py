@@ -8,7 +8,7 @@ import sys
 
 from harness import scenarios
 from harness.config import ConfigError, load_file, non_negative_int, parse_set
-from harness.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, how_it_ended, sigterm_raises
+from harness.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, how_it_ended, signals_raise
 from harness.progress import close_all
 from onboard.deploy.build import DeployError
 
@@ -195,7 +195,7 @@ def build_parser():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
-    with sigterm_raises():
+    with signals_raise():
         return _run_command(args)
 
 

@@ -1,9 +1,12 @@
 """How a harness command is cut short: SIGINT (Ctrl-C) raises KeyboardInterrupt, SIGTERM raises
-:class:`Terminated` (while :func:`sigterm_raises` is in force), so every ``finally`` runs (simulated devices
-and child processes stopped, logs closed) and the command exits 130 or 143 with one line."""
+:class:`Terminated` (while :func:`signals_raise` is in force), so every ``finally`` runs (simulated devices
+and child processes stopped, logs closed) and the command exits 130 or 143 with one line. Both go through
+:func:`onboard.runtime.signal_guard.deliver`: a log writing a batch finishes it first."""
 import contextlib
 import signal
 import threading
+
+from onboard.runtime import signal_guard
 
 EXIT_INTERRUPTED = 130          # Ctrl-C (128 + SIGINT), as a shell reports it
 EXIT_TERMINATED = 143           # SIGTERM (128 + 15)
@@ -14,20 +17,30 @@ class Terminated(BaseException):
 
 
 def _on_sigterm(_signum, _frame):
-    raise Terminated()
+    signal_guard.deliver(Terminated)
+
+
+def _on_sigint(_signum, _frame):
+    signal_guard.deliver(KeyboardInterrupt)
 
 
 @contextlib.contextmanager
-def sigterm_raises():
-    """SIGTERM raises :class:`Terminated` in the main thread inside the block (the previous handler after)."""
+def signals_raise():
+    """SIGTERM raises :class:`Terminated` and SIGINT KeyboardInterrupt in the main thread inside the block (the
+    previous handlers after); a SIGINT that Python was started with ignored stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    old_term = signal.signal(signal.SIGTERM, _on_sigterm)
+    old_int = signal.getsignal(signal.SIGINT)
+    if old_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGTERM, old_term)
+        if old_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, old_int)
 
 
 def how_it_ended(exc):

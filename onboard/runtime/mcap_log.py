@@ -53,6 +53,7 @@ from operator import attrgetter, itemgetter
 from mcap.writer import CompressionType, Writer
 
 from onboard.core.rotations import quat_from_euler
+from onboard.runtime import signal_guard
 
 CHUNK_BYTES = 64 * 1024
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -460,10 +461,16 @@ class McapLog:
         return self._done + len(self._held)
 
     def write_held(self):
-        """Encode and write the held messages (or send them to the writer process), in order."""
-        held = self._held
-        if not held:
+        """Encode and write the held messages (or send them to the writer process), in order. Ctrl-C or SIGTERM
+        arriving meanwhile takes effect when the batch is written (:mod:`onboard.runtime.signal_guard`), so a
+        run cut short keeps every message it counted."""
+        if not self._held:
             return
+        with signal_guard.deferred():
+            self._write_held()
+
+    def _write_held(self):
+        held = self._held
         self._held = []
         self._done += len(held)
         if self._proc is not None:
@@ -586,10 +593,12 @@ class McapLog:
             raise ValueError("topic %r already carries %s, not %s" % (topic, self._view_topics.get(topic, "a sample"),
                                                                       schema_name))
         t_ns = int(time_us) * 1000
-        self._writer.add_message(channel_id=channel, log_time=t_ns, publish_time=t_ns, sequence=self._seq[topic],
-                                 data=json.dumps(message, separators=(",", ":")).encode())
-        self._seq[topic] += 1
-        self._done += 1
+        data = json.dumps(message, separators=(",", ":")).encode()
+        with signal_guard.deferred():
+            self._writer.add_message(channel_id=channel, log_time=t_ns, publish_time=t_ns,
+                                     sequence=self._seq[topic], data=data)
+            self._seq[topic] += 1
+            self._done += 1
         return True
 
     def _send_view(self, topic, time_us, schema_name, message):
@@ -656,8 +665,9 @@ class McapLog:
             if self._proc_error is not None:
                 raise McapLogError("MCAP writer process for %s failed: %s" % (self.path, self._proc_error))
             return
-        try:
-            self.write_held()          # a message that cannot be encoded raises here, after the others
-        finally:
-            self._writer.finish()
-            self._fh.close()
+        with signal_guard.deferred():
+            try:
+                self._write_held()     # a message that cannot be encoded raises here, after the others
+            finally:
+                self._writer.finish()
+                self._fh.close()
