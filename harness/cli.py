@@ -19,6 +19,7 @@ EXIT_DEPLOY = 4
 # parser sets ``func`` (args -> exit code). One line per tool, listed explicitly.
 COMMAND_MODULES = [
     "harness.sim.crazyflie.serve_cmd",
+    "harness.sim.virtual_board_cmd",
     "harness.sim.vesc_cmd",
     "harness.sim.avr_cmd",
     "harness.scenarios.grading.sweep",
