@@ -388,6 +388,15 @@ def encode_message(message, getters=None):
         text = _ENCODE(data)
     except ValueError:
         text = _ENCODE(_clean(data))
+    except TypeError:
+        # a field holding a nested sample (its FIELDS values are not all JSON): the sample's own as_dict()
+        if got is None or not hasattr(message, "as_dict"):
+            raise
+        data = message.as_dict()
+        try:
+            text = _ENCODE(data)
+        except ValueError:
+            text = _ENCODE(_clean(data))
     return text.encode()
 
 

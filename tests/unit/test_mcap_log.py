@@ -133,3 +133,36 @@ def test_a_recording_through_the_writer_process_replays_identically(tmp_path):
     assert damage is None and len(events) == log.messages
     result = replay_events(events)
     assert result["identical"]
+
+
+def test_a_sample_with_a_nested_sample_field_is_written_through_its_as_dict(tmp_path):
+    """A sample whose FIELDS hold another sample (not JSON as it is) is encoded with its own as_dict()."""
+    from mcap.reader import make_reader
+
+    from onboard.runtime.mcap_log import McapLog
+
+    class Inner:
+        FIELDS = ("a_m",)
+
+        def __init__(self):
+            self.a_m = 1.5
+
+        def as_dict(self):
+            return {"a_m": self.a_m}
+
+    class Outer:
+        FIELDS = ("time_us", "inner")
+
+        def __init__(self, t):
+            self.time_us, self.inner = t, Inner()
+
+        def as_dict(self):
+            return {"time_us": self.time_us, "inner": self.inner.as_dict()}
+
+    log = McapLog(str(tmp_path / "n.mcap"))
+    for t in range(3):
+        log.log("/outer", t, Outer(t))
+    log.close()
+    with open(tmp_path / "n.mcap", "rb") as fh:
+        got = [json.loads(m.data) for _s, _c, m in make_reader(fh).iter_messages()]
+    assert got == [{"time_us": t, "inner": {"a_m": 1.5}} for t in range(3)]
