@@ -37,7 +37,13 @@ Decisions (reading aid notes A1, A11-A14 and ours):
   ``surcharge`` = "ahead" takes notes A13's reading instead, the loose volume within ``pile_length_m``
   ahead of the edge at T0 and T1: it also counts loose soil the blade has not reached and has no spill or
   capacity, so it overstates the pile (by 9-23 % on the loader's lanes, docs/results/soil.md).
-- w is the spread of the cut cells across t_hat plus one cell, capped at the blade's projected width.
+- w is the spread of the cut cells across t_hat at the map's resolution: a side ends at the blade's
+  projected end when that end lies before the next cell centre beyond the outermost cut cell (the
+  contact reaches it), else half a cell past that cell; so w = blade width x cos(yaw) in full contact
+  (the paper's section 2.2) and less under partial contact. (The cells' spread plus one cell, capped at
+  the projected width, is short by up to a cell: 1.80 m for the 1.85 m blade on a lane whose centre
+  lies on a cell border, 3 % of w, which the FEE puts on the depth terms only, against the surcharge's,
+  and so on gamma.)
 - The depth the estimator gets per pose (InterpolateFEEParams) is not one average but two moments over
   the n slices with a line fit, d_s clipped at 0 where the edge is above a slice's surface: the mean
   d1 = sum(d_s) / n and the mean square d2 = sum(d_s^2) / n. Eq. 1 summed over slices of one alpha and rho
@@ -589,7 +595,13 @@ class BlindMapper:
             else:
                 bins[b] = [s, 1]
         y_perp = b0.y_axis[0] * perp[0] + b0.y_axis[1] * perp[1]
-        rec.width_m = min(s_max - s_min + g, width * abs(y_perp))
+        # Alg. 2 lines 13-14, the spread of the intersection across t_hat at the map's resolution: a side of
+        # the contact ends at the blade's end when that end lies before the next cell centre beyond the
+        # outermost cut cell (the cells sample the contact every g), else half a cell past that cell
+        half_w = 0.5 * width * abs(y_perp)
+        hi = half_w if half_w < s_max + g else s_max + 0.5 * g
+        lo = -half_w if -half_w > s_min - g else s_min - 0.5 * g
+        rec.width_m = max(0.0, hi - lo)
         if abs(y_perp) < 1e-6:
             return [], []
         c_x = cfg["line_fit_weight_per_m"]

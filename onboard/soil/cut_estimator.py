@@ -16,14 +16,33 @@ minimises
 
 with s_i,t = rel |F_i,t| + abs (the sensor's noise model) and the Gaussian prior (mu, sigma) (by default the
 grid map's layer prior, notes A16), in the scaled unknowns z = (Theta - mu) / sigma, within bounds
-(``scipy.optimize.least_squares``, trust-region reflective). Its covariance is (J^T J / k + I)^-1 in z with J
-the whitened residual Jacobian at the optimum and k = ``correlated_samples`` (the geometry is extracted once
-per sweep, so the samples of a sweep share its error: k of them count as one), times the reduced
-chi-square when that exceeds 1 (model mismatch), mapped back to SI units. Then eq. 9 with the ambiguity
-covariance Sigma^a = the prior's: the variances become max(var, diag(N Sigma^a N^T)), N = I - J^+ J
-(notes A6), Theta scaled by sigma (notes A7), for one of two Jacobians (``eq9.jacobian``):
+(``scipy.optimize.least_squares``, trust-region reflective).
 
-- ``"whitened"`` (default): J = the whitened window Jacobian d r / d z, whose singular values are the square
+The predicted force is F^FEE + F^r with the paper's residual force F^r = (F^r_x, F^r_z) (section 2.1,
+Fig. 3: "a residual force F^r is also directly produced ... and summed with F^FEE", fixed over the
+prediction horizon, kept small by eq. 10's lambda_Fr term): two nuisance unknowns, constant over the
+window, with a zero-mean Gaussian prior of ``residual_force.sigma_n`` per component (eq. 10's
+regulariser as a prior). It takes up what the FEE does not model and is constant over a cut, a force
+sensor's bias above all (which otherwise tilts the measured direction, rho + delta - alpha, and so delta),
+and its uncertainty is carried into the properties' covariance (marginalised), the term the noise model
+alone lacks. Likewise the extracted geometry gets the paper's residual corrections (eq. 10's theta_res,
+"small residual corrections of the FEE parameters extracted via the mapping process"), constant over the
+window: the surcharge Q (1 + q_rel) and the depth d + d_off where the blade cuts, with zero-mean Gaussian
+priors ``known_residuals.surcharge_rel`` and ``.depth_m`` (``known_residuals.enabled``, off by default).
+The FEE's gamma term is 2-4 % of the force on the loader's cuts against 30-70 % for the surcharge term,
+so a surcharge error of 1 % moves gamma by 10-30 %; marginalising these errors puts that into the
+properties' stated variances.
+
+The covariance is (J^T J / k + P)^-1 over (z, z_r) (z_r: the nuisances above in units of their prior
+sigmas, P the identity prior), its z block (the nuisances marginalised), with J the whitened residual
+Jacobian at the optimum and k = ``correlated_samples`` (the geometry is extracted once per sweep, so the
+samples of a sweep share its error: k of them count as one), times the reduced chi-square when that
+exceeds 1 (model mismatch), mapped back to SI units. Then eq. 9 with the ambiguity covariance Sigma^a =
+the prior's: the variances become max(var, diag(N Sigma^a N^T)), N = I - J^+ J (notes A6), Theta scaled
+by sigma (notes A7), for one of two Jacobians (``eq9.jacobian``):
+
+- ``"whitened"`` (default): J = the whitened window Jacobian d r / d z with the nuisances marginalised
+  (J^T J = A_zz - A_zr (A_rr + k I)^-1 A_rz, A = J_all^T J_all), whose singular values are the square
   roots of the window's information along each direction relative to the prior's; a direction below
   ``eq9.whitened_atol`` (+ rtol s_max) is one the whole window does not pin down;
 - ``"force_rms"``: J = the stacked force Jacobian [N per prior sigma] divided by sqrt(T) (per-sample RMS
@@ -70,6 +89,14 @@ DEFAULTS = {
     "noise": {"rel_sigma": 0.02, "abs_sigma_n": 200.0},     # s = rel |F| + abs per component
     "beta": "min_n_gamma",
     "chi2_scaling": True,
+    # the paper's residual force F^r (module docstring): constant over the window, prior N(0, sigma^2) per
+    # component; 200 N is the force sensor's stated constant-bias sigma (harness track_loader sensors)
+    "residual_force": {"enabled": True, "sigma_n": [200.0, 200.0]},
+    # the paper's residual corrections of the extracted geometry (eq. 10's theta_res), constant over the
+    # window: Q (1 + q_rel) and d + d_off; sigmas: the map's carried pile against the world's (within 2 %,
+    # docs/results/soil.md) and the blade position sensor's 3 mm (harness track_loader sensors). Off by
+    # default: on the soil sweep they raise phi's coverage but also its error (docs/results/soil.md)
+    "known_residuals": {"enabled": False, "surcharge_rel": 0.02, "depth_m": 0.003},
     "correlated_samples": 6.0,        # samples per independent geometry error (a 0.1 m sweep at 1 m/s)
     "eq9": {
         "jacobian": "whitened",       # "whitened" | "force_rms" (module docstring)
@@ -99,6 +126,11 @@ SETTING_RANGES = {
     "noise.abs_sigma_n": POSITIVE,
     "beta": one_of("min_n_gamma", "eq11"),
     "chi2_scaling": BOOLEAN,
+    "residual_force.enabled": BOOLEAN,
+    "residual_force.sigma_n": pair(POSITIVE),
+    "known_residuals.enabled": BOOLEAN,
+    "known_residuals.surcharge_rel": POSITIVE,
+    "known_residuals.depth_m": POSITIVE,
     "correlated_samples": within(1.0, 1000.0),
     "eq9.jacobian": one_of("whitened", "force_rms"),
     "eq9.whitened_atol": NON_NEGATIVE,
@@ -187,9 +219,11 @@ def window_from_sweeps(records, force_by_time_us, components=("fx", "fz")):
 class CutEstimate:
     """One window's estimate: ``theta`` (5 values, ``onboard.soil.fee`` slots, SI units), ``var`` (their
     variances after eq. 9 and the flags), ``var_data`` (before), ``flags`` (True: not identifiable),
-    ``reasons`` (text per property, "" when identifiable), ``null_diag`` (diag N in scaled units), ``rank``
+    ``reasons`` (text per property, "" when identifiable), ``residual_force_n`` ((F^r_x, F^r_z), zeros when
+    off) and ``residual_sigma_n`` (their sigmas), ``known_residuals`` ({"surcharge_rel", "depth_m"}: (value,
+    sigma) of the geometry's corrections; empty when off), ``null_diag`` (diag N in scaled units), ``rank``
     (of the scaled per-sample Jacobian), ``chi2_red``, ``samples``, ``components`` (measured: "fx", "fz"),
-    ``force_mae_n`` and ``force_mae_pct`` (mean |F_meas - F_FEE(theta)| over the measured components, in N
+    ``force_mae_n`` and ``force_mae_pct`` (mean |F_meas - F_FEE(theta) - F^r| over the measured components, in N
     and in % of the mean |F_meas|), ``predicted`` ((fx, fz) arrays), ``success``, ``nfev``, ``message``."""
 
     def as_dict(self):
@@ -197,6 +231,9 @@ class CutEstimate:
                 "sigma": dict(zip(THETA_U_NAMES, (float(math.sqrt(v)) for v in self.var))),
                 "flags": dict(zip(THETA_U_NAMES, (bool(f) for f in self.flags))),
                 "reasons": dict(zip(THETA_U_NAMES, self.reasons)), "rank": int(self.rank),
+                "residual_force_n": [float(v) for v in self.residual_force_n],
+                "residual_sigma_n": [float(v) for v in self.residual_sigma_n],
+                "known_residuals": {k: list(v) for k, v in self.known_residuals.items()},
                 "chi2_red": float(self.chi2_red), "samples": int(self.samples),
                 "force_mae_n": float(self.force_mae_n), "force_mae_pct": float(self.force_mae_pct)}
 
@@ -215,10 +252,19 @@ class CutEstimator:
         self.hi = np.array([cfg["bounds"][k][1] for k in THETA_U_NAMES], dtype=float)
 
     # the FEE over the window, the rake kept inside the domain so an admissible beta exists
-    def predict(self, theta, window):
-        """(fx_n, fz_n) arrays of the FEE (eqs. 1, 2, 4) with properties ``theta`` over the window."""
+    def predict(self, theta, window, surcharge_rel=0.0, depth_m=0.0):
+        """(fx_n, fz_n) arrays of the FEE (eqs. 1, 2, 4) with properties ``theta`` over the window, the
+        extracted surcharge scaled by 1 + ``surcharge_rel`` and ``depth_m`` added to the depth where the blade
+        cuts (the paper's residual corrections of the known parameters, eq. 10's theta_res)."""
         lim = FEE_LIMITS
         alpha, rho, d, w, q = window.theta_k()
+        d2 = window.depth_sq_m2
+        if surcharge_rel != 0.0:
+            q = q * (1.0 + surcharge_rel)
+        if depth_m != 0.0:
+            cut = d > 0.0
+            d2 = np.where(cut, np.maximum(d2 + 2.0 * depth_m * d + depth_m * depth_m, 0.0), d2)
+            d = np.where(cut, np.maximum(d + depth_m, 0.0), d)
         rho = np.minimum(rho, lim["eta_max_rad"] - theta[4] - theta[1] - 2.0 * lim["beta_min_rad"])
         phi = np.full(alpha.shape, theta[1])
         delta = np.full(alpha.shape, theta[4])
@@ -227,7 +273,7 @@ class CutEstimator:
         else:
             beta = fee_numpy.beta_star(alpha, rho, phi, delta, lim["beta_min_rad"], lim["eta_max_rad"])[0]
         theta_u = [theta[0], phi, theta[2], theta[3], delta]
-        _f, fx, fz = fee_numpy.force_from_beta(theta_u, [alpha, rho, d, w, q], beta, window.depth_sq_m2)
+        _f, fx, fz = fee_numpy.force_from_beta(theta_u, [alpha, rho, d, w, q], beta, d2)
         return fx, fz
 
     def estimate(self, window):
@@ -250,36 +296,63 @@ class CutEstimator:
         sz = nz["rel_sigma"] * np.abs(window.fz_n[has_z]) + nz["abs_sigma_n"]
         mx, mz = window.fx_n[has_x], window.fz_n[has_z]
         mu, sig = self.mu, self.sigma
+        # nuisance unknowns, each constant over the window with a zero-mean Gaussian prior (module docstring):
+        # the residual force per measured component, the surcharge's relative error, the depth's offset
+        rf = cfg["residual_force"]
+        kr = cfg["known_residuals"]
+        nuis = []
+        if rf["enabled"]:
+            nuis += [(name, sd) for name, sd, h in (("fx", rf["sigma_n"][0], has_x), ("fz", rf["sigma_n"][1], has_z))
+                     if np.any(h)]
+        if kr["enabled"]:
+            nuis += [("surcharge_rel", kr["surcharge_rel"]), ("depth_m", kr["depth_m"])]
+        r_sig = np.array([sd for _name, sd in nuis], dtype=float)
+        n_r = len(nuis)
 
-        def residuals(z):
-            theta = mu + sig * z
-            fx, fz = self.predict(theta, window)
-            r = np.concatenate(((mx - fx[has_x]) / sx, (mz - fz[has_z]) / sz, z))
+        def split(zz):
+            vals = {name: float(zz[N_U + i]) * sd for i, (name, sd) in enumerate(nuis)}
+            return mu + sig * zz[:N_U], vals
+
+        def residuals(zz):
+            theta, v = split(zz)
+            fx, fz = self.predict(theta, window, v.get("surcharge_rel", 0.0), v.get("depth_m", 0.0))
+            r = np.concatenate(((mx - fx[has_x] - v.get("fx", 0.0)) / sx, (mz - fz[has_z] - v.get("fz", 0.0)) / sz,
+                                zz))
             return np.where(np.isfinite(r), r, 1e6)
 
-        z_lo = (self.lo - mu) / sig
-        z_hi = (self.hi - mu) / sig
-        z0 = np.clip(np.zeros(N_U), z_lo + 1e-9, z_hi - 1e-9)
+        z_lo = np.concatenate(((self.lo - mu) / sig, np.full(n_r, -np.inf)))
+        z_hi = np.concatenate(((self.hi - mu) / sig, np.full(n_r, np.inf)))
+        z0 = np.clip(np.zeros(N_U + n_r), z_lo + 1e-9, z_hi - 1e-9)
         sol = least_squares(residuals, z0, bounds=(z_lo, z_hi), method="trf", x_scale=1.0,
                             max_nfev=cfg["max_nfev"])
-        z = sol.x
-        theta = mu + sig * z
+        theta, nv = split(sol.x)
+        res_x, res_z = nv.get("fx", 0.0), nv.get("fz", 0.0)
         m_data = int(has_x.sum() + has_z.sum())
         r_data = sol.fun[:m_data]
-        j_data = sol.jac[:m_data]
-        chi2_red = float(r_data @ r_data) / max(m_data - N_U, 1)
-        info = j_data.T @ j_data / cfg["correlated_samples"] + np.eye(N_U)
-        cov_z = np.linalg.inv(info)
+        j_all = sol.jac[:m_data]
+        chi2_red = float(r_data @ r_data) / max(m_data - N_U - n_r, 1)
+        k_corr = cfg["correlated_samples"]
+        a_all = j_all.T @ j_all
+        cov_all = np.linalg.inv(a_all / k_corr + np.eye(N_U + n_r))
         if cfg["chi2_scaling"] and chi2_red > 1.0:
-            cov_z = cov_z * chi2_red
+            cov_all = cov_all * chi2_red
+        cov_z = cov_all[:N_U, :N_U]                 # the nuisances marginalised
         var_data = np.diag(cov_z) * sig * sig
+        nuis_sigma = dict(zip([name for name, _sd in nuis], np.sqrt(np.diag(cov_all)[N_U:]) * r_sig))
+        # the data's information on z with the nuisances marginalised (their priors kept), a Jacobian for eq. 9
+        a_eff = a_all[:N_U, :N_U]
+        if n_r:
+            a_eff = a_eff - a_all[:N_U, N_U:] @ np.linalg.solve(a_all[N_U:, N_U:] + k_corr * np.eye(n_r),
+                                                               a_all[N_U:, :N_U])
+        ev, vec = np.linalg.eigh(0.5 * (a_eff + a_eff.T))
+        j_data = np.sqrt(np.maximum(ev, 0.0))[:, None] * vec.T
         # eq. 9 (notes A6, A7) in the scaled unknowns z, Sigma^a = the prior's (identity in z)
         e9 = cfg["eq9"]
         if e9["jacobian"] == "whitened":
             j_scaled, atol, rtol = j_data, e9["whitened_atol"], e9["whitened_rtol"]
         else:
             s_all = np.concatenate((sx, sz))
-            j_scaled = -(j_data * s_all[:, None]) / math.sqrt(n)     # N per prior sigma, per-sample RMS
+            j_scaled = -(j_all[:, :N_U] * s_all[:, None]) / math.sqrt(n)   # N per prior sigma, per-sample RMS
             atol, rtol = e9["force_atol_n"], e9["force_rtol"]
         var_amb = sig * sig
         var_null_z, rank = fee_numpy.nullspace_variance(j_scaled, np.ones(N_U), atol, rtol)
@@ -310,7 +383,8 @@ class CutEstimator:
         for k in range(N_U):
             if flags[k]:
                 var[k] = max(var[k], var_amb[k])
-        fx, fz = self.predict(theta, window)
+        fx, fz = self.predict(theta, window, nv.get("surcharge_rel", 0.0), nv.get("depth_m", 0.0))
+        fx, fz = fx + res_x, fz + res_z                 # F^FEE + F^r (Fig. 3)
         errs = np.concatenate((np.abs(mx - fx[has_x]), np.abs(mz - fz[has_z])))
         scale = np.concatenate((np.abs(mx), np.abs(mz)))
         out = CutEstimate()
@@ -319,6 +393,10 @@ class CutEstimator:
         out.var_data = var_data
         out.flags = flags
         out.reasons = reasons
+        out.residual_force_n = (float(res_x), float(res_z))
+        out.residual_sigma_n = (float(nuis_sigma.get("fx", 0.0)), float(nuis_sigma.get("fz", 0.0)))
+        out.known_residuals = {name: (float(nv[name]), float(nuis_sigma[name]))
+                               for name in ("surcharge_rel", "depth_m") if name in nv}
         out.null_diag = null_diag
         out.rank = rank
         out.chi2_red = chi2_red

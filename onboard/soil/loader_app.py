@@ -58,10 +58,9 @@ class MachineSample:
     blade force sensor; fx positive against travel, fz positive down), ``drive_torque_nm`` (sprocket torque of
     both tracks), ``lift_pressure_pa`` (lift cylinders), ``lift_m`` (lift actuator), ``speed_mps`` (ground
     speed along the heading), ``pitch_rad`` (chassis pitch), and the operator's ``phase`` ("cut" while the
-    blade works a lane, else "lift") and ``lane`` ((lane, pass) indices)."""
-
-    FIELDS = ("time_us", "blade_pose", "blade_force_n", "drive_torque_nm", "lift_pressure_pa", "lift_m",
-              "speed_mps", "pitch_rad", "phase", "lane")
+    blade works a lane, else "lift") and ``lane`` ((lane, pass) indices). Logged through :meth:`as_dict`
+    (the pose as a nested table): it declares no ``FIELDS``, the logs' flat-sample form whose values are
+    written as they are, which a ``BladePose`` is not."""
 
     def __init__(self, time_us, blade_pose, blade_force_n, drive_torque_nm, lift_pressure_pa, lift_m, speed_mps,
                  pitch_rad, phase, lane):

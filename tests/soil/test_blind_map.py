@@ -130,6 +130,26 @@ def test_width_shrinks_with_yaw_and_partial_contact():
     assert rec2.width_m == pytest.approx(0.925, abs=0.05)
 
 
+@pytest.mark.parametrize("centre_east_m", [2.0, 2.03, 2.05, 2.075])
+def test_full_contact_width_is_the_blade_width_wherever_the_lane_lies_on_the_grid(centre_east_m):
+    """Alg. 2's w at the map's resolution: the 1.85 m blade covers 18 or 19 cell centres of 0.1 m cells
+    depending on where its centre lies; w is the blade's width in full contact either way (not 1.80 m when
+    the ends fall just short of the next centres), and less under partial contact."""
+    g = GridMap({"size_m": [6.0, 4.0], "cell_m": 0.1})
+    m = BlindMapper(g, {"erosion": {"enabled": False}})
+    records = _drive(m, (1.02, centre_east_m), 0.0, 1.0, lambda n, e: -0.1, R(10.0))
+    assert records and all(r.width_m == pytest.approx(1.85, abs=1e-9) for r in records if r.valid)
+    g2 = GridMap({"size_m": [6.0, 4.0], "cell_m": 0.1})
+    h = g2.layer(ELEVATION)
+    for i in range(g2.n_north):
+        for j in range(g2.n_east):
+            if g2.centre(i, j)[1] > centre_east_m + 0.4:
+                h[g2.flat(i, j)] = -1.0           # a ditch under the blade's right part: 0.4 + 0.925 m in contact
+    m2 = BlindMapper(g2, {"erosion": {"enabled": False}})
+    part = [r for r in _drive(m2, (1.02, centre_east_m), 0.0, 1.0, lambda n, e: -0.1, R(10.0)) if r.valid]
+    assert part and all(r.width_m == pytest.approx(1.325, abs=0.05 + 1e-9) for r in part)
+
+
 def test_one_long_sweep_cuts_every_cell_it_passes_over():
     """No aliasing: a single jump of 1 m and 20 deg of yaw between two poses still tests every cell centre
     under the swept surface; for a pure translation the footprint is the parallelogram exactly."""

@@ -206,3 +206,52 @@ def test_the_depth_moments_make_a_sliced_blade_exact_and_the_mean_depth_alone_bi
     assert exact.theta[2] == pytest.approx(th[2], rel=0.01)
     mean_only = CutEstimator(prior).estimate(CutWindow(alpha, rho, d1, np.full(n, 1.85), q, fx, fz))
     assert abs(mean_only.theta[2] - th[2]) > 10 * abs(exact.theta[2] - th[2])
+
+
+def test_the_residual_force_takes_up_a_constant_sensor_bias_and_delta_stays_covered():
+    """A constant force bias (the paper's residual force F^r, fixed over the window, eq. 10's regulariser
+    as a prior): without F^r it tilts the measured direction and delta's stated sigma misses the error;
+    with F^r the bias is estimated within its sigma, delta's error is within 2 stated sigmas, and its sigma
+    carries the bias's uncertainty (larger than without)."""
+    th = _truth("loam", 50.0)
+    w = synthetic_cut(th, np.random.default_rng(3), extraction_noise=False)
+    fx0, fz0 = CutEstimator({"residual_force": {"enabled": False}}).predict(th, w)
+    noise = np.random.default_rng(4).standard_normal((2, len(w)))
+    bias = (250.0, -400.0)
+    w.fx_n = fx0 + bias[0] + (0.02 * np.abs(fx0) + 200.0) * noise[0]
+    w.fz_n = fz0 + bias[1] + (0.02 * np.abs(fz0) + 200.0) * noise[1]
+    plain = CutEstimator({"residual_force": {"enabled": False}}).estimate(w)
+    with_fr = CutEstimator().estimate(w)
+    err_plain = abs(plain.theta[DELTA] - th[DELTA])
+    err_fr = abs(with_fr.theta[DELTA] - th[DELTA])
+    assert err_plain > 2.0 * math.sqrt(plain.var[DELTA])
+    assert err_fr < 2.0 * math.sqrt(with_fr.var[DELTA]) and err_fr < 0.5 * err_plain
+    assert with_fr.var[DELTA] > plain.var[DELTA]
+    for k in range(2):
+        assert abs(with_fr.residual_force_n[k] - bias[k]) < 2.0 * with_fr.residual_sigma_n[k]
+    assert plain.residual_force_n == (0.0, 0.0)
+    d = with_fr.as_dict()
+    assert len(d["residual_force_n"]) == 2 and d["residual_sigma_n"][1] > 0.0
+    only_x = CutEstimator().estimate(synthetic_cut(th, np.random.default_rng(5), components=("fx",)))
+    assert only_x.residual_force_n[1] == 0.0 and only_x.residual_sigma_n[1] == 0.0
+
+
+def test_the_geometry_corrections_scale_the_surcharge_shift_the_cut_depth_and_are_marginalised():
+    """The paper's residual corrections of the extracted geometry (eq. 10's theta_res): Q (1 + q_rel) and
+    d + d_off where the blade cuts (d^2's moment with it); estimated with their priors and reported with
+    sigmas, which a window that cannot tell them apart from the properties leaves near the priors."""
+    th = _truth("loam", 50.0)
+    w = synthetic_cut(th, np.random.default_rng(6), extraction_noise=False)
+    est = CutEstimator({"known_residuals": {"enabled": True}})
+    fx0, fz0 = est.predict(th, w)
+    w_q = CutWindow(w.alpha_rad, w.rho_rad, w.depth_m, w.width_m, w.surcharge_n * 1.03, w.fx_n, w.fz_n)
+    assert np.allclose(est.predict(th, w_q), est.predict(th, w, surcharge_rel=0.03), rtol=1e-12)
+    w_d = CutWindow(w.alpha_rad, w.rho_rad, w.depth_m + 0.004, w.width_m, w.surcharge_n, w.fx_n, w.fz_n)
+    assert np.allclose(est.predict(th, w_d), est.predict(th, w, depth_m=0.004), rtol=1e-9)
+    assert not np.allclose(est.predict(th, w_d)[0], fx0)
+    e = est.estimate(w)
+    assert set(e.known_residuals) == {"surcharge_rel", "depth_m"}
+    for name, prior in (("surcharge_rel", 0.02), ("depth_m", 0.003)):
+        value, sigma = e.known_residuals[name]
+        assert 0.0 < sigma <= 1.2 * prior and abs(value) < 3.0 * sigma
+    assert CutEstimator().estimate(w).known_residuals == {}

@@ -74,3 +74,28 @@ def test_episode_settings_are_checked():
         merge(ep.DEFAULTS, {"world": {"soil": "peat"}}, "test", ep.SETTING_RANGES)
     with pytest.raises(ConfigError, match="swell"):          # the map's swell is the world's, not a setting
         merge(ep.DEFAULTS, {"app": {"blind_map": {"swell": 1.3}}}, "test", ep.SETTING_RANGES)
+
+
+def test_sweep_summary_reports_coverage_and_the_per_density_means_rank():
+    """soil-sweep's summary from hand-made cut rows: the coverage of the stated sigmas per property (all cuts
+    and per soil) and Spearman's rho of the per-I_d mean estimates beside the per-cut one."""
+    from harness.scenarios.soil import soil_sweep as sw
+    config = {"soils": ["clay"], "relative_density_pct": [10.0, 50.0, 90.0],
+              "acceptance": {"spearman": 0.8, "force_mae_pct": 13.0, "max_relative_density_pct": 60.0}}
+    cells = []
+    for idd, est in ((10.0, [1.0, 3.0]), (50.0, [2.5, 2.1]), (90.0, [2.6, 4.0])):
+        for e in est:
+            theta = {k: e for k in THETA_U_NAMES}
+            truth = {k: idd / 40.0 for k in THETA_U_NAMES}
+            sigma = {k: 0.6 for k in THETA_U_NAMES}
+            cells.append(("clay", idd, {"theta": theta, "truth": truth, "sigma": sigma, "force_mae_pct": 3.0}))
+    m = sw.summarise(config, cells, 3)
+    err = np.abs(np.array([r["theta"]["c_pa"] - r["truth"]["c_pa"] for _s, _i, r in cells]))
+    for scope in ("all", "clay"):
+        cov = m["coverage"][scope]["c_pa"]
+        assert cov["coverage_1s"] == pytest.approx(np.mean(err <= 0.6))
+        assert cov["coverage_2s"] == pytest.approx(np.mean(err <= 1.2))
+        assert 0.0 < cov["coverage_1s"] < cov["coverage_2s"] <= 1.0
+    assert m["spearman_bins"]["clay"]["c_pa"] == pytest.approx(1.0)      # means 2.0, 2.3, 3.3
+    assert m["spearman"]["clay"]["c_pa"] < 0.8                              # the cuts themselves overlap
+    assert sw.coverage([])["phi_rad"] == {"coverage_1s": None, "coverage_2s": None}
