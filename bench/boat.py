@@ -3,6 +3,11 @@
 
 Side by side in one run:
 
+- the closed-loop boat scenario (``boat-hil-lag``'s closed loop at zero latency: the truth WAM-V, NMEA GNSS,
+  heading and gyro, the boat app on its Node with the boat EKF and the heading/speed controller, both
+  outboards as simulated VESCs on ptys driven over pyserial), ``--closed-loop`` simulated seconds in one
+  process (one core): simulated seconds per wall second and per CPU second of this process (goal >= 100x;
+  the pty round trips also cost kernel time outside the process, which a loaded machine stretches);
 - truth simulator (``harness.sim.wamv``, 100 Hz, the driving pattern, GNSS/heading/gyro sampled): simulated
   seconds per wall second in "paper" mode (robotx eqs. 1-6) and "rich" mode (RK4, added mass, wind, waves);
 - the outboards on ptys (``harness.sim.wamv_thrusters.lag_experiment``: the boat's VESC driver at 10 Hz over
@@ -14,7 +19,8 @@ Side by side in one run:
 - the same fit's loss evaluation with the windows split over 2 threads (NumPy releases the GIL in its
   array loops): the speed-up on this machine's cores.
 
-``--duration`` shortens the log (default 3600 s). Writes bench/results/boat.json.
+``--duration`` shortens the log (default 3600 s). The machine's load average is recorded before and after
+(other processes share the cores; compare the ratios of one run). Writes bench/results/boat.json.
 """
 import argparse
 import os
@@ -27,6 +33,9 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from harness.scenarios import prepare  # noqa: E402
+from harness.scenarios.boat.hil_lag import closed_loop  # noqa: E402
+from harness.scenarios.context import RunContext  # noqa: E402
 from harness.sim.wamv_runs import simulate_log  # noqa: E402
 from harness.sim.wamv_thrusters import lag_experiment  # noqa: E402
 from harness.training.boat_fit import vessel_fit as vf  # noqa: E402
@@ -60,8 +69,13 @@ def split_loss(pool, parts):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=float, default=3600.0, help="log length, simulated s (default 3600)")
+    ap.add_argument("--closed-loop", type=float, default=120.0, help="closed-loop run, simulated s (default 120)")
     args = ap.parse_args(argv)
     dur = args.duration
+    load_before = os.getloadavg()
+    cl_dur = args.closed_loop
+    _, cl_config = prepare("boat-hil-lag", {"duration_s": cl_dur, "latencies_s": [0.0]})
+    (cl_rms, _), cl_wall, cl_cpu = timed(closed_loop, RunContext(1), 0.0, cl_config, lambda *a: None, False, 0)
     calm = {"outlier_prob": 0.0, "dropout_prob": 0.0, "sigma_m": 0.1}
     paper_log, paper_wall, paper_cpu = timed(simulate_log, 1, dur, wamv={"mode": "paper", "paper": TRUTH}, gnss=calm)
     rich_dur = min(dur, 600.0)
@@ -86,6 +100,9 @@ def main(argv=None):
     f1, g1 = vf.loss_and_grad(c, seeds, train)
     assert abs(f2 - f1) <= 1e-9 * abs(f1) and np.allclose(g1, g2, rtol=1e-9)
     out = {
+        "closed_loop": {"sim_s": cl_dur, "wall_s": cl_wall, "cpu_s": cl_cpu, "sim_s_per_wall_s": cl_dur / cl_wall,
+                        "sim_s_per_cpu_s": cl_dur / cl_cpu, "heading_error_rms_deg": cl_rms,
+                        "goal_sim_s_per_wall_s": SIM_GOAL},
         "log_duration_s": dur, "log_rows": rows, "windows": int(len(w["start"])), "train_windows": int(len(seeds)),
         "truth_sim": {
             "paper": {"sim_s": dur, "wall_s": paper_wall, "cpu_s": paper_cpu, "sim_s_per_wall_s": dur / paper_wall},
@@ -101,8 +118,11 @@ def main(argv=None):
         "loss_eval_threads": {"one_thread_s": one_wall, "two_threads_s": two_wall, "speedup": one_wall / two_wall},
         "fit_plus_ekf_wall_s": fit_wall + ekf_wall,
         "cpu_count": os.cpu_count(),
+        "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},
     }
     print("%-34s %12s %10s %10s" % ("what", "wall s", "cpu s", "ratio"))
+    print("%-34s %12.2f %10.2f %9.1fx (%.1fx per cpu s)" % ("closed-loop boat app (%g s)" % cl_dur, cl_wall, cl_cpu,
+                                                           cl_dur / cl_wall, cl_dur / cl_cpu))
     print("%-34s %12.2f %10.2f %9.1fx" % ("truth sim, paper mode (%g s)" % dur, paper_wall, paper_cpu, dur / paper_wall))
     print("%-34s %12.2f %10.2f %9.1fx" % ("truth sim, rich mode (%g s)" % rich_dur, rich_wall, rich_cpu,
                                          rich_dur / rich_wall))
@@ -113,6 +133,8 @@ def main(argv=None):
                                                 fit_wall, fit_cpu, fit_wall / FIT_GOAL_S))
     print("%-34s %12.3f %10s %9.2fx" % ("one loss eval, 2 threads vs 1", two_wall, "", one_wall / two_wall))
     print("fit recovered: " + ", ".join("%s %.1f%%" % (k, 100 * v) for k, v in rel.items()))
+    print("load average (1 min): %.2f before, %.2f after, %d cpus" % (load_before[0], os.getloadavg()[0],
+                                                                     os.cpu_count()))
     write_results("boat", out)
 
 

@@ -15,9 +15,9 @@ Parts and rate groups (``boards.wamv.board`` rates):
 - ``safety`` (BASE_RATE_HZ): while the failsafe is engaged, both outboards are stopped (SetCurrent 0)
   at once and then at every control period.
 
-Watched inputs (the node's watchdog, checked every base tick): ``gnss``, ``imu`` (yaw rate),
-``outboard_left``, ``outboard_right`` (telemetry replies): a stale one engages the failsafe, so both
-thrusters are stopped within one base period of the timeout (the run scenario ``boat-hil-lag`` measures
+Watched inputs (the node's watchdog, checked every base tick): ``gnss``, ``imu`` (yaw rate), ``heading``
+(the compass / INS yaw), ``outboard_left``, ``outboard_right`` (telemetry replies): a stale one engages the
+failsafe, so both thrusters are stopped within one base period of the timeout (the run scenario ``boat-hil-lag`` measures
 the time from a cut link to both thrusters at zero).
 
 Recording (``record``): ``/app/in/gnss``, ``/app/in/heading``, ``/app/in/yaw_rate``, ``/app/out/thrust``
@@ -47,6 +47,7 @@ DEFAULTS = {
     "gnss_poll_hz": board.GNSS_POLL_HZ,
     "gnss_timeout_us": board.GNSS_TIMEOUT_US,
     "imu_timeout_us": board.IMU_TIMEOUT_US,
+    "heading_timeout_us": board.HEADING_TIMEOUT_US,
     "outboard_timeout_us": board.OUTBOARD_TIMEOUT_US,
     "ekf": {},
     "controller": {},
@@ -76,9 +77,10 @@ class GnssNmea:
 class Estimation:
     """The boat EKF on the node: entries gnss / heading / yaw_rate, predict every base tick."""
 
-    def __init__(self, ekf, thrust_map, base_rate_hz, gnss_timeout_us, imu_timeout_us):
+    def __init__(self, ekf, thrust_map, base_rate_hz, gnss_timeout_us, imu_timeout_us, heading_timeout_us):
         self.ekf, self.thrust_map, self.rate_hz = ekf, thrust_map, base_rate_hz
         self.gnss_timeout_us, self.imu_timeout_us = gnss_timeout_us, imu_timeout_us
+        self.heading_timeout_us = heading_timeout_us
         self.commands = (0.0, 0.0)          # throttles the controller sent, held
         self.thrust_n = (0.0, 0.0)
         self.bad_samples = 0
@@ -88,6 +90,7 @@ class Estimation:
         self.node = node
         node.watch("gnss", self.gnss_timeout_us)
         node.watch("imu", self.imu_timeout_us)
+        node.watch("heading", self.heading_timeout_us)
         self.on_gnss = node.entry(lt.GNSS_ENTRY, self._on_gnss)
         self.on_heading = node.entry(lt.HEADING_ENTRY, self._on_heading)
         self.on_yaw_rate = node.entry(lt.YAW_RATE_ENTRY, self._on_yaw_rate)
@@ -106,7 +109,8 @@ class Estimation:
             self.node.feed("gnss", s.time_us)
 
     def _on_heading(self, s):
-        self._fuse(self.ekf.update_heading, s)
+        if self._fuse(self.ekf.update_heading, s):
+            self.node.feed("heading", s.time_us)
 
     def _on_yaw_rate(self, s):
         if self._fuse(self.ekf.update_yaw_rate, s):
@@ -220,7 +224,7 @@ class WamvApp:
         self.frame = nmea.LocalFrame(*cfg["origin_deg"])
         ekf_cfg = dict({"gnss_sigma_m": cfg["gnss_sigma_m"]}, **cfg["ekf"])
         self.estimation = Estimation(BoatEkf(ekf_cfg), ThrustMap(cfg["thrust_map"]), cfg["base_rate_hz"],
-                                     cfg["gnss_timeout_us"], cfg["imu_timeout_us"])
+                                     cfg["gnss_timeout_us"], cfg["imu_timeout_us"], cfg["heading_timeout_us"])
         node.add("estimation", self.estimation)
         self.gnss = node.add("gnss", GnssNmea(gnss_transport, self.frame, self.estimation.on_gnss,
                                               cfg["gnss_poll_hz"], cfg["gnss_sigma_m"]))

@@ -16,6 +16,7 @@ GNSS_POLL_HZ = 20                   # read the GNSS serial port
 
 GNSS_TIMEOUT_US = 600000            # a 4 Hz stream missing two fixes and more is stale
 IMU_TIMEOUT_US = 100000             # yaw rate at 100 Hz
+HEADING_TIMEOUT_US = 300000         # compass / INS heading at 10 Hz: three missing samples
 OUTBOARD_TIMEOUT_US = 150000        # telemetry at CONTROL_RATE_HZ: one missing reply and a half
 GNSS_SIGMA_M = 0.5                  # per-axis fix noise the EKF assumes (HDOP x UERE, RTK-less)
 ARM_M = 1.027                       # half the distance between the outboards (VRX WAM-V)

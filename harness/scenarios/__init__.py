@@ -38,6 +38,8 @@ SCENARIOS = {
     "fil-leveler": "harness.scenarios.leveling.fil_leveler",
     "level-hill": "harness.scenarios.leveling.level_hill",
     "boat-hil-lag": "harness.scenarios.boat.hil_lag",
+    "boat-ekf": "harness.scenarios.boat.boat_ekf",
+    "boat-model-fit": "harness.scenarios.boat.model_fit",
     "soil-blind-map": "harness.scenarios.soil.soil_blind_map",
     "soil-homogeneous": "harness.scenarios.soil.soil_homogeneous",
     "soil-sweep": "harness.scenarios.soil.soil_sweep",

@@ -150,6 +150,26 @@ class Wamv:
         self.wave_phase_rad = [float(p) for p in self.rng.uniform(0.0, 2.0 * math.pi, n)]
         self.wave_phase2_rad = [float(p) for p in self.rng.uniform(0.0, 2.0 * math.pi, n)]
         self.wave_gain = math.sqrt(2.0 / n)
+        # rich mode constants, looked up once: (arm, m + a_u, m + a_v, a_v - a_u, I_z + a_r, damping X, Y, N)
+        h = cfg["hull"]
+        m = h["mass_kg"]
+        self._hull = (thr["arm_m"], m + h["added_mass_surge_kg"], m + h["added_mass_sway_kg"],
+                      h["added_mass_sway_kg"] - h["added_mass_surge_kg"],
+                      h["yaw_inertia_kgm2"] + h["added_inertia_yaw_kgm2"],
+                      h["surge_drag_lin_n_per_mps"], h["surge_drag_quad_n_per_mps2"],
+                      h["sway_drag_lin_n_per_mps"], h["sway_drag_quad_n_per_mps2"],
+                      h["yaw_drag_lin_nm_per_radps"], h["yaw_drag_quad_nm_per_radps2"])
+        self._wind = cfg["wind"]
+        if cfg["wind"]["gust_sigma_mps"] > 0.0:
+            a = math.exp(-self.dt_s / cfg["wind"]["gust_tau_s"])
+            self._gust_gain = (a, cfg["wind"]["gust_sigma_mps"] * math.sqrt(1.0 - a * a))
+        else:
+            self._gust_gain = None
+        self._wind_from_cos = math.cos(math.radians(cfg["wind"]["from_deg"]))
+        self._wind_from_sin = math.sin(math.radians(cfg["wind"]["from_deg"]))
+        self._waves_on = wv["force_n"] > 0.0 or wv["moment_nm"] > 0.0
+        self._waves_from_rad = math.radians(wv["from_deg"])
+        self._wave_cache = {}
         if self.mode == "rich":
             # relative-velocity state (u_r, v_r) replaces the over-ground surge/sway internally
             uc, vc = self._current_body(s[vm.YAW])
@@ -233,25 +253,47 @@ class Wamv:
 
     # ------------------------------------------------------------ rich dynamics
     def _gust_step(self):
-        w = self.cfg["wind"]
-        if w["gust_sigma_mps"] <= 0.0:
+        """First-order Gauss-Markov gust: g' = a g + sigma sqrt(1 - a^2) w, a = exp(-dt / tau)."""
+        if self._gust_gain is None:
             return
-        a = math.exp(-self.dt_s / w["gust_tau_s"])
-        self.gust_mps = a * self.gust_mps + w["gust_sigma_mps"] * math.sqrt(1.0 - a * a) * float(
-            self.rng.standard_normal())
+        a, gain = self._gust_gain
+        self.gust_mps = a * self.gust_mps + gain * float(self.rng.standard_normal())
 
-    def disturbance(self, s, t_s):
-        """(X_n, Y_n, N_nm) of wind and waves on the body (FRD) at state ``s`` (internal slots) and time."""
+    def _waves(self, t_s):
+        """(force N, moment Nm) of the wave sinusoids at ``t_s`` (before the direction terms); the last two
+        times are kept (RK4 asks for t + dt/2 twice and for t + dt again at the next step)."""
+        cache = self._wave_cache
+        if t_s in cache:
+            return cache[t_s]
+        wv = self.cfg["waves"]
+        f = m = 0.0
+        sin = math.sin
+        for w, p1, p2 in zip(self.wave_freq_radps, self.wave_phase_rad, self.wave_phase2_rad):
+            wt = w * t_s
+            f += sin(wt + p1)
+            m += sin(wt + p2)
+        f *= self.wave_gain * wv["force_n"]
+        m *= self.wave_gain * wv["moment_nm"]
+        if len(cache) >= 2:
+            cache.clear()
+        cache[t_s] = (f, m)
+        return f, m
+
+    def disturbance(self, s, t_s, cos_yaw=None, sin_yaw=None):
+        """(X_n, Y_n, N_nm) of wind and waves on the body (FRD) at state ``s`` (internal slots) and time
+        (``cos_yaw``, ``sin_yaw``: of s's yaw when the caller has them)."""
         yaw = s[vm.YAW]
-        cfg = self.cfg
         x_f = y_f = n_m = 0.0
-        wind = cfg["wind"]
+        wind = self._wind
         speed = wind["speed_mps"] + self.gust_mps
         if speed > 0.0:
-            frm = math.radians(wind["from_deg"])
-            wn, we = -speed * math.cos(frm), -speed * math.sin(frm)       # air velocity (towards), NED
-            c, sn = math.cos(yaw), math.sin(yaw)
-            uc, vc = self._current_body(yaw)
+            wn, we = -speed * self._wind_from_cos, -speed * self._wind_from_sin     # air velocity (towards), NED
+            if cos_yaw is None:
+                c, sn = math.cos(yaw), math.sin(yaw)
+            else:
+                c, sn = cos_yaw, sin_yaw
+            cn, ce = self.current_ned_mps
+            uc, vc = c * cn + sn * ce, -sn * cn + c * ce                   # the current in the body frame
             u_g, v_g = s[vm.SURGE] + uc, s[vm.SWAY] + vc
             u_rw = u_g - (c * wn + sn * we)                               # hull relative to the air, body
             v_rw = v_g - (-sn * wn + c * we)
@@ -261,15 +303,9 @@ class Wamv:
             x_f += -q * wind["cx"] * math.cos(g) * wind["frontal_area_m2"]
             y_f += q * wind["cy"] * math.sin(g) * wind["lateral_area_m2"]
             n_m += q * wind["cn"] * math.sin(2.0 * g) * wind["lateral_area_m2"] * wind["length_m"]
-        wv = cfg["waves"]
-        if wv["force_n"] > 0.0 or wv["moment_nm"] > 0.0:
-            rel = math.radians(wv["from_deg"]) + math.pi - yaw             # travel direction relative to the bow
-            f = m = 0.0
-            for i in range(len(self.wave_freq_radps)):
-                f += math.sin(self.wave_freq_radps[i] * t_s + self.wave_phase_rad[i])
-                m += math.sin(self.wave_freq_radps[i] * t_s + self.wave_phase2_rad[i])
-            f *= self.wave_gain * wv["force_n"]
-            m *= self.wave_gain * wv["moment_nm"]
+        if self._waves_on:
+            rel = self._waves_from_rad + math.pi - yaw                     # travel direction relative to the bow
+            f, m = self._waves(t_s)
             x_f += f * math.cos(rel)
             y_f += f * math.sin(rel)
             n_m += m * math.sin(2.0 * rel)
@@ -277,21 +313,18 @@ class Wamv:
 
     def derivative(self, s, thrust, t_s):
         """d/dt of the internal state (yaw, r, north, east, u_r, v_r) in rich mode (module docstring)."""
-        h = self.cfg["hull"]
-        arm = self.cfg["thrusters"]["arm_m"]
-        m = h["mass_kg"]
-        a_u, a_v, a_r = h["added_mass_surge_kg"], h["added_mass_sway_kg"], h["added_inertia_yaw_kgm2"]
+        (arm, m_au, m_av, a_vu, inertia, x_lin, x_quad, y_lin, y_quad, n_lin, n_quad) = self._hull
         yaw, r, u, v = s[vm.YAW], s[vm.YAW_RATE], s[vm.SURGE], s[vm.SWAY]
-        dx, dy, dn = self.disturbance(s, t_s)
+        c, sn = math.cos(yaw), math.sin(yaw)
+        dx, dy, dn = self.disturbance(s, t_s, c, sn)
         x_f = thrust[0] + thrust[1] + dx
         n_f = arm * (thrust[0] - thrust[1]) + dn
-        d_u = (h["surge_drag_lin_n_per_mps"] + h["surge_drag_quad_n_per_mps2"] * abs(u)) * u
-        d_v = (h["sway_drag_lin_n_per_mps"] + h["sway_drag_quad_n_per_mps2"] * abs(v)) * v
-        d_r = (h["yaw_drag_lin_nm_per_radps"] + h["yaw_drag_quad_nm_per_radps2"] * abs(r)) * r
-        du = (x_f + (m + a_v) * v * r - d_u) / (m + a_u)
-        dv = (dy - (m + a_u) * u * r - d_v) / (m + a_v)
-        dr = (n_f - (a_v - a_u) * u * v - d_r) / (h["yaw_inertia_kgm2"] + a_r)
-        c, sn = math.cos(yaw), math.sin(yaw)
+        d_u = (x_lin + x_quad * abs(u)) * u
+        d_v = (y_lin + y_quad * abs(v)) * v
+        d_r = (n_lin + n_quad * abs(r)) * r
+        du = (x_f + m_av * v * r - d_u) / m_au
+        dv = (dy - m_au * u * r - d_v) / m_av
+        dr = (n_f - a_vu * u * v - d_r) / inertia
         cn, ce = self.current_ned_mps
         out = [0.0] * vm.N_STATE
         out[vm.YAW] = r
@@ -303,11 +336,14 @@ class Wamv:
         return out
 
     def _rk4(self, s, thrust, t_s, dt):
-        k1 = self.derivative(s, thrust, t_s)
-        k2 = self.derivative([s[i] + 0.5 * dt * k1[i] for i in range(6)], thrust, t_s + 0.5 * dt)
-        k3 = self.derivative([s[i] + 0.5 * dt * k2[i] for i in range(6)], thrust, t_s + 0.5 * dt)
-        k4 = self.derivative([s[i] + dt * k3[i] for i in range(6)], thrust, t_s + dt)
-        return [s[i] + dt / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]) for i in range(6)]
+        half = 0.5 * dt
+        sixth = dt / 6.0
+        derivative = self.derivative
+        k1 = derivative(s, thrust, t_s)
+        k2 = derivative([a + half * b for a, b in zip(s, k1)], thrust, t_s + half)
+        k3 = derivative([a + half * b for a, b in zip(s, k2)], thrust, t_s + half)
+        k4 = derivative([a + dt * b for a, b in zip(s, k3)], thrust, t_s + dt)
+        return [a + sixth * (b1 + 2.0 * b2 + 2.0 * b3 + b4) for a, b1, b2, b3, b4 in zip(s, k1, k2, k3, k4)]
 
 
 # ---------------------------------------------------------------- driving pattern

@@ -8,7 +8,8 @@ e^T P^-1 e of the full state once per ``record_s`` and the NIS of every fused GN
 with the EKF's process noise (:func:`paper_noise_settings`) the filter's models are exact, so NEES and
 NIS follow chi-square distributions with 6 and 2 degrees of freedom (the consistency tests). The
 start state is drawn from the EKF's initial covariance around ``start``, as the filter assumes.
-Randomness: ``RunRandom(seed)`` streams "wamv", "pattern", "start", "gnss", "heading", "gyro".
+Randomness: ``RunRandom(seed)`` streams "wamv", "pattern", "start", "gnss", "heading", "gyro", "bad" (the
+bad inputs :func:`ekf_run` offers when asked; they change nothing else).
 """
 import math
 
@@ -21,7 +22,7 @@ from onboard.core.angles import wrap_pi
 from onboard.estimators.base import EstimatorInputError
 from onboard.estimators.boat_ekf import BoatEkf
 from onboard.vessel import model as vm
-from onboard.vessel.samples import ThrustSample
+from onboard.vessel.samples import HeadingSample, PositionSample, ThrustSample, YawRateSample
 from onboard.vessel.thrust_map import ThrustMap
 
 
@@ -47,15 +48,56 @@ def nees(x_true, x_est, P):
     return float(e @ np.linalg.solve(np.array(P).reshape(vm.N_STATE, vm.N_STATE), e))
 
 
+BAD_INPUT_KINDS = ("nan_position", "inf_heading", "nan_yaw_rate", "nan_thrust", "old_position", "old_heading",
+                   "old_yaw_rate", "old_thrust")
+
+
+def bad_inputs(now_us, rng, older_us=(1000, 200000)):
+    """One sample of each of ``BAD_INPUT_KINDS`` at the filter's time ``now_us``: non-finite values
+    (NaN/inf in a fix, a heading, a yaw rate, a thrust) and samples stamped ``older_us`` (uniform, us)
+    before it (out of order; a thrust not later than the filter). [(kind, method name, sample)]."""
+    nan, inf = float("nan"), float("inf")
+    old = now_us - int(rng.integers(older_us[0], older_us[1]))
+    north, east = (float(v) for v in rng.normal(0.0, 10.0, 2))
+    return [("nan_position", "update_position", PositionSample(now_us, (north, nan))),
+            ("inf_heading", "update_heading", HeadingSample(now_us, inf)),
+            ("nan_yaw_rate", "update_yaw_rate", YawRateSample(now_us, nan)),
+            ("nan_thrust", "predict", ThrustSample(now_us + 10000, nan, 100.0)),
+            ("old_position", "update_position", PositionSample(old, (north, east))),
+            ("old_heading", "update_heading", HeadingSample(old, float(rng.uniform(-3.0, 3.0)))),
+            ("old_yaw_rate", "update_yaw_rate", YawRateSample(old, float(rng.normal(0.0, 0.1)))),
+            ("old_thrust", "predict", ThrustSample(now_us, 50.0, 50.0))]
+
+
+def offer_bad_inputs(filt, samples):
+    """Offer ``samples`` (:func:`bad_inputs`) to the filter one by one; (offered, refused: raised
+    EstimatorInputError, counted in ``rejected`` and every other counter, the state, covariance, time and
+    held thrusts unchanged)."""
+    refused = 0
+    for _kind, method, sample in samples:
+        before = (list(filt.x), list(filt.P), filt.time_us, list(filt.thrust_n), filt.counters())
+        try:
+            getattr(filt, method)(sample)
+        except EstimatorInputError:
+            after = filt.counters()
+            ok_counts = after.pop("rejected") == before[4].pop("rejected") + 1 and after == before[4]
+            if ok_counts and (filt.x, filt.P, filt.time_us, filt.thrust_n) == before[:4]:
+                refused += 1
+    return len(samples), refused
+
+
 def ekf_run(seed, duration_s=20.0, mode="paper", ekf=None, wamv=None, gnss=None, heading=None, gyro=None,
-            start=None, record_s=1.0):
+            start=None, record_s=1.0, bad_every_s=None):
     """Run the EKF for ``duration_s`` simulated seconds; returns a dict of numpy arrays and counters:
     ``t_s`` (record times), ``nees``, ``err`` (state errors, model slots), ``sigma`` (1 sigma per slot),
     ``min_eig`` and ``asym`` (smallest eigenvalue and largest |P - P^T| of the covariance), ``nis_gnss``
     (NIS of each fused fix), ``gated_t_s``, ``counters`` (the EKF's), ``ekf`` (the filter).
     ``ekf``/``wamv``/``gnss``/``heading``/``gyro``: settings overrides; ``start``: the truth start
     block's mean (defaults to 0 at 1 m/s north). In paper mode the truth uses the EKF's constants and,
-    unless ``wamv`` sets it, its process noise."""
+    unless ``wamv`` sets it, its process noise. ``bad_every_s``: every that many simulated seconds (after
+    the step's measurements) the filter is offered :func:`bad_inputs` (stream "bad"), which leave it as it
+    was, so the run is the same with or without them; ``bad_offered`` / ``bad_refused`` count them (refused:
+    raised, counted, state unchanged; :func:`offer_bad_inputs`)."""
     rr = RunRandom(seed)
     filt = BoatEkf(ekf)
     cfg = filt.cfg
@@ -84,6 +126,10 @@ def ekf_run(seed, duration_s=20.0, mode="paper", ekf=None, wamv=None, gnss=None,
     filt.initialize(0, mean)
     record_us = int(round(record_s * 1e6))
     next_record_us = 0
+    bad_us = int(round(bad_every_s * 1e6)) if bad_every_s else None
+    next_bad_us = bad_us
+    bad_rng = rr.stream("bad")
+    bad = [0, 0]
     out = {"t_s": [], "nees": [], "err": [], "sigma": [], "min_eig": [], "asym": [], "nis_gnss": [], "gated_t_s": []}
     for k in range(len(commands)):
         boat.command(*commands[k])
@@ -107,6 +153,11 @@ def ekf_run(seed, duration_s=20.0, mode="paper", ekf=None, wamv=None, gnss=None,
                     filt.update_yaw_rate(sample)
             except EstimatorInputError:
                 pass
+        if bad_us is not None and now >= next_bad_us and filt.initialized:
+            next_bad_us += bad_us
+            offered, refused = offer_bad_inputs(filt, bad_inputs(now, bad_rng))
+            bad[0] += offered
+            bad[1] += refused
         if now >= next_record_us:
             next_record_us += record_us
             x_true = boat.state()
@@ -119,6 +170,7 @@ def ekf_run(seed, duration_s=20.0, mode="paper", ekf=None, wamv=None, gnss=None,
             out["asym"].append(float(np.abs(P - P.T).max()))
     rec = {key: np.array(value) for key, value in out.items()}
     rec["counters"] = filt.counters()
+    rec["bad_offered"], rec["bad_refused"] = bad
     rec["ekf"] = filt
     return rec
 

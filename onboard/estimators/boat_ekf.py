@@ -66,7 +66,10 @@ HEADING_SLOTS = (YAW,)
 YAW_RATE_SLOTS = (YAW_RATE,)
 POSE_SLOTS = (NORTH, EAST, YAW)
 
-# Nonzero columns of each row of F = d step / d x (model.jacobian_state), for the sparse F P F^T.
+# Nonzero columns of each row of F = d step / d x (model.jacobian_state), for the sparse F P F^T
+# (``BoatEkf._propagate`` writes it out for the slot order YAW .. SWAY = 0 .. 5).
+if (YAW, YAW_RATE, NORTH, EAST, SURGE, SWAY) != (0, 1, 2, 3, 4, 5):
+    raise ImportError("boat_ekf._propagate assumes the model's slot order yaw, yaw rate, north, east, surge, sway")
 _F_NONZERO = (
     (YAW, YAW_RATE),                    # YAW
     (YAW_RATE, SURGE, SWAY),            # YAW_RATE
@@ -235,35 +238,67 @@ class BoatEkf:
 
     # ------------------------------------------------------------ predict
     def _propagate(self, to_us):
-        """Model steps from self.time_us to ``to_us`` with self.thrust_n held (robotx eqs. 1-6)."""
-        n = N_STATE
+        """Model steps from self.time_us to ``to_us`` with self.thrust_n held (robotx eqs. 1-6):
+        x' = f(x, T), P' = F P F^T + Q dt, written out over the nonzeros of F (``_F_NONZERO``; names
+        pIJ, fIJ, fpIJ = (F P)IJ, oIJ = P'IJ with I, J the slots YAW .. SWAY = 0 .. 5), each sum in the
+        order of ``_F_NONZERO``."""
+        q0, q1, q2, q3, q4, q5 = self.q_density
         while self.time_us < to_us:
             dt_us = min(self.max_step_us, to_us - self.time_us)
             dt = dt_us * 1e-6
-            F = vm.jacobian_state(self.x, self.thrust_n, self.params, dt)
-            self.x = vm.step(self.x, self.thrust_n, self.params, dt)
-            P = self.P
-            FP = [0.0] * (n * n)
-            for i in range(n):
-                oi = i * n
-                for k in _F_NONZERO[i]:
-                    fik = F[oi + k]
-                    ok = k * n
-                    for j in range(n):
-                        FP[oi + j] += fik * P[ok + j]
-            out = [0.0] * (n * n)
-            for i in range(n):
-                oi = i * n
-                for j in range(i, n):
-                    oj = j * n
-                    s = 0.0
-                    for k in _F_NONZERO[j]:
-                        s += FP[oi + k] * F[oj + k]
-                    out[oi + j] = s
-                    out[oj + i] = s
-            for i in range(n):
-                out[i * n + i] += self.q_density[i] * dt
-            self.P = out
+            self.x, F = vm.step_with_jacobian(self.x, self.thrust_n, self.params, dt)
+            (p00, p01, p02, p03, p04, p05, p10, p11, p12, p13, p14, p15, p20, p21, p22, p23, p24, p25,
+             p30, p31, p32, p33, p34, p35, p40, p41, p42, p43, p44, p45, p50, p51, p52, p53, p54, p55) = self.P
+            f00 = F[0]; f01 = F[1]; f11 = F[7]; f14 = F[10]
+            f15 = F[11]; f20 = F[12]; f22 = F[14]; f24 = F[16]
+            f25 = F[17]; f30 = F[18]; f33 = F[21]; f34 = F[22]
+            f35 = F[23]; f41 = F[25]; f44 = F[28]; f45 = F[29]
+            f51 = F[31]; f54 = F[34]; f55 = F[35]
+            fp00 = f00 * p00 + f01 * p10; fp01 = f00 * p01 + f01 * p11
+            fp02 = f00 * p02 + f01 * p12; fp03 = f00 * p03 + f01 * p13
+            fp04 = f00 * p04 + f01 * p14; fp05 = f00 * p05 + f01 * p15
+            fp10 = f11 * p10 + f14 * p40 + f15 * p50; fp11 = f11 * p11 + f14 * p41 + f15 * p51
+            fp12 = f11 * p12 + f14 * p42 + f15 * p52; fp13 = f11 * p13 + f14 * p43 + f15 * p53
+            fp14 = f11 * p14 + f14 * p44 + f15 * p54; fp15 = f11 * p15 + f14 * p45 + f15 * p55
+            fp20 = f20 * p00 + f22 * p20 + f24 * p40 + f25 * p50; fp21 = f20 * p01 + f22 * p21 + f24 * p41 + f25 * p51
+            fp22 = f20 * p02 + f22 * p22 + f24 * p42 + f25 * p52; fp23 = f20 * p03 + f22 * p23 + f24 * p43 + f25 * p53
+            fp24 = f20 * p04 + f22 * p24 + f24 * p44 + f25 * p54; fp25 = f20 * p05 + f22 * p25 + f24 * p45 + f25 * p55
+            fp30 = f30 * p00 + f33 * p30 + f34 * p40 + f35 * p50; fp31 = f30 * p01 + f33 * p31 + f34 * p41 + f35 * p51
+            fp32 = f30 * p02 + f33 * p32 + f34 * p42 + f35 * p52; fp33 = f30 * p03 + f33 * p33 + f34 * p43 + f35 * p53
+            fp34 = f30 * p04 + f33 * p34 + f34 * p44 + f35 * p54; fp35 = f30 * p05 + f33 * p35 + f34 * p45 + f35 * p55
+            fp40 = f41 * p10 + f44 * p40 + f45 * p50; fp41 = f41 * p11 + f44 * p41 + f45 * p51
+            fp42 = f41 * p12 + f44 * p42 + f45 * p52; fp43 = f41 * p13 + f44 * p43 + f45 * p53
+            fp44 = f41 * p14 + f44 * p44 + f45 * p54; fp45 = f41 * p15 + f44 * p45 + f45 * p55
+            fp50 = f51 * p10 + f54 * p40 + f55 * p50; fp51 = f51 * p11 + f54 * p41 + f55 * p51
+            fp52 = f51 * p12 + f54 * p42 + f55 * p52; fp53 = f51 * p13 + f54 * p43 + f55 * p53
+            fp54 = f51 * p14 + f54 * p44 + f55 * p54; fp55 = f51 * p15 + f54 * p45 + f55 * p55
+            o00 = fp00 * f00 + fp01 * f01 + q0 * dt
+            o01 = fp01 * f11 + fp04 * f14 + fp05 * f15
+            o02 = fp00 * f20 + fp02 * f22 + fp04 * f24 + fp05 * f25
+            o03 = fp00 * f30 + fp03 * f33 + fp04 * f34 + fp05 * f35
+            o04 = fp01 * f41 + fp04 * f44 + fp05 * f45
+            o05 = fp01 * f51 + fp04 * f54 + fp05 * f55
+            o11 = fp11 * f11 + fp14 * f14 + fp15 * f15 + q1 * dt
+            o12 = fp10 * f20 + fp12 * f22 + fp14 * f24 + fp15 * f25
+            o13 = fp10 * f30 + fp13 * f33 + fp14 * f34 + fp15 * f35
+            o14 = fp11 * f41 + fp14 * f44 + fp15 * f45
+            o15 = fp11 * f51 + fp14 * f54 + fp15 * f55
+            o22 = fp20 * f20 + fp22 * f22 + fp24 * f24 + fp25 * f25 + q2 * dt
+            o23 = fp20 * f30 + fp23 * f33 + fp24 * f34 + fp25 * f35
+            o24 = fp21 * f41 + fp24 * f44 + fp25 * f45
+            o25 = fp21 * f51 + fp24 * f54 + fp25 * f55
+            o33 = fp30 * f30 + fp33 * f33 + fp34 * f34 + fp35 * f35 + q3 * dt
+            o34 = fp31 * f41 + fp34 * f44 + fp35 * f45
+            o35 = fp31 * f51 + fp34 * f54 + fp35 * f55
+            o44 = fp41 * f41 + fp44 * f44 + fp45 * f45 + q4 * dt
+            o45 = fp41 * f51 + fp44 * f54 + fp45 * f55
+            o55 = fp51 * f51 + fp54 * f54 + fp55 * f55 + q5 * dt
+            self.P = [o00, o01, o02, o03, o04, o05,
+                      o01, o11, o12, o13, o14, o15,
+                      o02, o12, o22, o23, o24, o25,
+                      o03, o13, o23, o33, o34, o35,
+                      o04, o14, o24, o34, o44, o45,
+                      o05, o15, o25, o35, o45, o55]
             self.time_us += dt_us
 
     def _stale(self, time_us):
@@ -304,6 +339,8 @@ class BoatEkf:
     def _fuse(self, time_us, slots, z, r_vars, gate):
         """Fuse measurement ``z`` of the state slots ``slots`` (variances ``r_vars``) at the filter's
         time; the yaw slot's residual is wrapped. Returns True when fused, False when gated."""
+        if len(slots) == 1:
+            return self._fuse_scalar(time_us, slots[0], z[0], r_vars[0], gate)
         n = N_STATE
         m = len(slots)
         x = self.x
@@ -359,6 +396,58 @@ class BoatEkf:
                 for j in range(n):
                     out[i * n + j] += kr * K[j * m + a]
         self.P = la.symmetrize(out, n)
+        self.x = new_x
+        self.updates += 1
+        return True
+
+    def _fuse_scalar(self, time_us, slot, z, r, gate):
+        """:meth:`_fuse` of one measured slot (heading, yaw rate): the same arithmetic in the same order
+        without the general matrix helpers (S = P_ss + r, K = P_:s / S; Joseph form row by row,
+        P = (I - K H) P (I - K H)^T + K r K^T, then (P + P^T) / 2), written out over the six columns."""
+        n = N_STATE
+        x = self.x
+        P = self.P
+        y = z - x[slot]
+        if slot == YAW:
+            y = wrap_pi(y)
+        S = P[slot * n + slot] + r
+        if not S > 0.0:
+            self._refuse("innovation covariance at %d us is not positive definite" % time_us)
+        S_inv = 1.0 / S
+        nis = 0.0 + y * (0.0 + S_inv * y)
+        self.last_nis = nis
+        self.last_innovation = [y]
+        if gate > 0 and nis > gate:
+            self.gated += 1
+            return False
+        K = [0.0 + P[i * n + slot] * S_inv for i in range(n)]
+        new_x = [x[i] + (0.0 + K[i] * y) for i in range(n)]
+        new_x[YAW] = wrap_pi(new_x[YAW])
+        k0, k1, k2, k3, k4, k5 = K
+        ps = slot * n
+        s0, s1, s2, s3, s4, s5 = P[ps], P[ps + 1], P[ps + 2], P[ps + 3], P[ps + 4], P[ps + 5]
+        ps_slot = P[ps + slot]
+        rows = []
+        for i in range(n):
+            oi = i * n
+            ki = K[i]
+            bis = P[oi + slot] - ki * ps_slot
+            kr = ki * r
+            rows.append((P[oi] - ki * s0 - bis * k0 + kr * k0, P[oi + 1] - ki * s1 - bis * k1 + kr * k1,
+                         P[oi + 2] - ki * s2 - bis * k2 + kr * k2, P[oi + 3] - ki * s3 - bis * k3 + kr * k3,
+                         P[oi + 4] - ki * s4 - bis * k4 + kr * k4, P[oi + 5] - ki * s5 - bis * k5 + kr * k5))
+        r0, r1, r2, r3, r4, r5 = rows
+        v01 = 0.5 * (r0[1] + r1[0]); v02 = 0.5 * (r0[2] + r2[0]); v03 = 0.5 * (r0[3] + r3[0])
+        v04 = 0.5 * (r0[4] + r4[0]); v05 = 0.5 * (r0[5] + r5[0]); v12 = 0.5 * (r1[2] + r2[1])
+        v13 = 0.5 * (r1[3] + r3[1]); v14 = 0.5 * (r1[4] + r4[1]); v15 = 0.5 * (r1[5] + r5[1])
+        v23 = 0.5 * (r2[3] + r3[2]); v24 = 0.5 * (r2[4] + r4[2]); v25 = 0.5 * (r2[5] + r5[2])
+        v34 = 0.5 * (r3[4] + r4[3]); v35 = 0.5 * (r3[5] + r5[3]); v45 = 0.5 * (r4[5] + r5[4])
+        self.P = [r0[0], v01, v02, v03, v04, v05,
+                  v01, r1[1], v12, v13, v14, v15,
+                  v02, v12, r2[2], v23, v24, v25,
+                  v03, v13, v23, r3[3], v34, v35,
+                  v04, v14, v24, v34, r4[4], v45,
+                  v05, v15, v25, v35, v45, r5[5]]
         self.x = new_x
         self.updates += 1
         return True

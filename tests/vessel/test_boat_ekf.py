@@ -248,3 +248,15 @@ def test_contract_predict_with_an_imu_sample_holds_the_thrusts_and_fuses_the_gyr
     assert f.x == g.x and f.P == g.P and f.predicts == 2 and f.updates == 1
     with pytest.raises(EstimatorInputError):
         f.predict(ImuSample(20000, 10000, (0.0, 0.0, -0.098), (0.0, 0.0, 0.0)))
+
+
+def test_vessel_samples_is_finite_agrees_with_the_shared_check():
+    from onboard.core.samples import _Sample
+    values = (0.0, -1.5, 3e300, float("nan"), float("inf"), float("-inf"))
+    variances = (None, 0.25, float("nan"), float("inf"))
+    samples = [ThrustSample(1, a, b) for a in values for b in values]
+    samples += [PositionSample(1, (a, b), v) for a in values for b in values for v in variances]
+    samples += [HeadingSample(1, a, v) for a in values for v in variances]
+    samples += [YawRateSample(1, a, v) for a in values for v in variances]
+    assert all(s.is_finite() == _Sample.is_finite(s) for s in samples)
+    assert sum(s.is_finite() for s in samples) == 9 + 9 * 2 + 3 * 2 + 3 * 2

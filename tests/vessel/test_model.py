@@ -193,3 +193,14 @@ def test_first_order_lag_reaches_63_percent_after_tau():
 def test_thrust_map_settings_are_checked(settings, needle):
     with pytest.raises(ConfigError, match=needle):
         ThrustMap(settings)
+
+
+def test_step_with_jacobian_is_step_and_jacobian_state_exactly():
+    rng = random.Random(5)
+    c = vm.params_from()
+    for _ in range(200):
+        x = [rng.gauss(0.0, s) for s in (2.0, 0.5, 50.0, 50.0, 2.0, 0.5)]
+        thrust = [rng.uniform(-100.0, 250.0), rng.uniform(-100.0, 250.0)]
+        dt = rng.uniform(0.001, 0.05)
+        assert vm.step_with_jacobian(x, thrust, c, dt) == (vm.step(x, thrust, c, dt),
+                                                           vm.jacobian_state(x, thrust, c, dt))

@@ -71,3 +71,24 @@ def test_allocation_keeps_the_moment_and_limits():
     assert abs((t_l - t_r) * 1.027 - 100.0) < 1e-6
     cl, cr = ctl.step(0.5, 1.0, 0.0, 0.0, 1.0, 0)
     assert cl > cr                                   # heading to the right: more left thrust
+
+
+def test_a_silent_heading_source_alone_stops_both_thrusters():
+    """The compass / INS heading is a watched input: with GNSS and gyro alive, a heading source that goes
+    quiet engages the failsafe (stale:heading) and both thrusters give zero within 250 ms of its timeout."""
+    w, app = _world()
+    try:
+        w.start(app)
+        w.run(3000000, 1000000)
+        assert not app.failsafe.engaged and w.outboards.thrust_n[0] > 0
+        heading = [s for s in w.sensors if getattr(s, "model", None) is w.heading_model]
+        assert len(heading) == 1
+        heading[0].entry = lambda sample: None
+        timeout_us = app.config["heading_timeout_us"]
+        w.run(3000000 + timeout_us - 150000, 10000)
+        assert not app.failsafe.engaged                 # not stale yet (the last sample came before 3 s)
+        w.run(3000000 + timeout_us + 250000, 10000)
+        assert app.failsafe.engaged and sorted(app.failsafe.reasons) == ["stale:heading"]
+        assert w.outboards.thrust_n == (0.0, 0.0)
+    finally:
+        w.close()

@@ -5,6 +5,8 @@ Row i of the log: the measurements at t_i are fused (GNSS fix where present, hea
 state is recorded, then the filter predicts to t_i+1 with the row's thrusts. The filter starts at the
 first row with a fix (position from it, yaw from the heading); rows before have NaN states.
 """
+import math
+
 import numpy as np
 
 from onboard.estimators.base import EstimatorInputError
@@ -24,35 +26,42 @@ def ekf_states(log, ekf=None, params=None, on_row=None, fixes=None):
     if params is not None:
         cfg["model"] = {"c%d" % (i + 1): float(v) for i, v in enumerate(params)}
     f = BoatEkf(cfg)
-    t_us = np.round(np.asarray(log["time_s"], float) * 1e6).astype(np.int64)
+    # the columns as Python lists (the same float values; scalar access to lists is what the loop needs)
+    t_us = np.round(np.asarray(log["time_s"], float) * 1e6).astype(np.int64).tolist()
     n = len(t_us)
-    states = np.full((n, 6), np.nan)
-    north, east = log["gnss_north_m"], log["gnss_east_m"]
-    yaw, rate = log["yaw_rad"], log["yaw_rate_radps"]
-    t_l, t_r = log["thrust_left_n"], log["thrust_right_n"]
+    rows = []
+    north, east = _floats(log["gnss_north_m"]), _floats(log["gnss_east_m"])
+    yaw, rate = _floats(log["yaw_rad"]), _floats(log["yaw_rate_radps"])
+    t_l, t_r = _floats(log["thrust_left_n"]), _floats(log["thrust_right_n"])
+    nan_row = [math.nan] * 6
+    finite = math.isfinite
     for i in range(n):
-        t = int(t_us[i])
+        t = t_us[i]
         try:
-            if np.isfinite(yaw[i]):
-                f.update_heading(HeadingSample(t, float(yaw[i])))
-            if np.isfinite(north[i]) and np.isfinite(east[i]):
+            if finite(yaw[i]):
+                f.update_heading(HeadingSample(t, yaw[i]))
+            if finite(north[i]) and finite(east[i]):
                 was_running = f.initialized
                 updates = f.updates
-                fused = f.update_position(PositionSample(t, (float(north[i]), float(east[i]))))
+                fused = f.update_position(PositionSample(t, (north[i], east[i])))
                 if fixes is not None and was_running:
                     by_update = fused and f.updates > updates
                     fixes.append((i, by_update, f.last_nis if by_update else float("nan")))
-            if f.initialized and np.isfinite(rate[i]):
-                f.update_yaw_rate(YawRateSample(t, float(rate[i])))
+            if f.initialized and finite(rate[i]):
+                f.update_yaw_rate(YawRateSample(t, rate[i]))
         except EstimatorInputError:
             pass
-        if f.initialized:
-            states[i] = f.x
+        rows.append(f.x if f.initialized else nan_row)
         if on_row is not None:
             on_row(i, f)
         if i + 1 < n:
             try:
-                f.predict(ThrustSample(int(t_us[i + 1]), float(t_l[i]), float(t_r[i])))
+                f.predict(ThrustSample(t_us[i + 1], t_l[i], t_r[i]))
             except EstimatorInputError:
                 pass
+    states = np.array(rows, dtype=float).reshape(n, 6)
     return states, f.counters()
+
+
+def _floats(column):
+    return np.asarray(column, dtype=float).tolist()
