@@ -91,20 +91,19 @@ def params_dict(params):
     return {PARAM_NAMES[i]: params[i] for i in range(N_PARAM)}
 
 
-def step(x, thrust_n, params, dt_s):
-    """State after one explicit step of ``dt_s`` seconds under thrusts (T_l, T_r) in N held over the
-    step (robotx eqs. 1-6, NED/FRD form of the module docstring); yaw wrapped to [-pi, pi)."""
-    c = params
+def _trig(x, dt_s):
+    """(cos yaw, sin yaw, cos(r dt), sin(r dt)): the sines and cosines a step and its Jacobian share."""
+    r_dt = x[YAW_RATE] * dt_s
+    return math.cos(x[YAW]), math.sin(x[YAW]), math.cos(r_dt), math.sin(r_dt)
+
+
+def _next_state(x, thrust_n, c, dt_s, cy, sy, cr, sr):
     yaw = x[YAW]
     r = x[YAW_RATE]
     u = x[SURGE]
     v = x[SWAY]
     t_l = thrust_n[THRUST_LEFT]
     t_r = thrust_n[THRUST_RIGHT]
-    cy = math.cos(yaw)
-    sy = math.sin(yaw)
-    cr = math.cos(r * dt_s)
-    sr = math.sin(r * dt_s)
     out = [0.0] * N_STATE
     out[YAW] = wrap_pi(yaw + r * dt_s)
     out[YAW_RATE] = r + dt_s * ((t_l - t_r) / c[C1] - c[C2] * r - c[C3] * r * abs(r) - 2.0 * c[C9] * u * v)
@@ -115,17 +114,10 @@ def step(x, thrust_n, params, dt_s):
     return out
 
 
-def jacobian_state(x, thrust_n, params, dt_s):
-    """d step / d x: flat 6x6 (row = output slot, column = state slot) of robotx eqs. 1-6 (NED/FRD)."""
-    c = params
-    yaw = x[YAW]
+def _state_jacobian(x, c, dt_s, cy, sy, cr, sr):
     r = x[YAW_RATE]
     u = x[SURGE]
     v = x[SWAY]
-    cy = math.cos(yaw)
-    sy = math.sin(yaw)
-    cr = math.cos(r * dt_s)
-    sr = math.sin(r * dt_s)
     n = N_STATE
     f = [0.0] * (n * n)
     f[YAW * n + YAW] = 1.0
@@ -150,49 +142,22 @@ def jacobian_state(x, thrust_n, params, dt_s):
     return f
 
 
+def step(x, thrust_n, params, dt_s):
+    """State after one explicit step of ``dt_s`` seconds under thrusts (T_l, T_r) in N held over the
+    step (robotx eqs. 1-6, NED/FRD form of the module docstring); yaw wrapped to [-pi, pi)."""
+    return _next_state(x, thrust_n, params, dt_s, *_trig(x, dt_s))
+
+
+def jacobian_state(x, thrust_n, params, dt_s):
+    """d step / d x: flat 6x6 (row = output slot, column = state slot) of robotx eqs. 1-6 (NED/FRD)."""
+    return _state_jacobian(x, params, dt_s, *_trig(x, dt_s))
+
+
 def step_with_jacobian(x, thrust_n, params, dt_s):
     """(:func:`step`, :func:`jacobian_state`) of one step with their sines and cosines computed once: the
     same numbers as the two calls (robotx eqs. 1-6; the EKF's predict)."""
-    c = params
-    yaw = x[YAW]
-    r = x[YAW_RATE]
-    u = x[SURGE]
-    v = x[SWAY]
-    t_l = thrust_n[THRUST_LEFT]
-    t_r = thrust_n[THRUST_RIGHT]
-    cy = math.cos(yaw)
-    sy = math.sin(yaw)
-    cr = math.cos(r * dt_s)
-    sr = math.sin(r * dt_s)
-    out = [0.0] * N_STATE
-    out[YAW] = wrap_pi(yaw + r * dt_s)
-    out[YAW_RATE] = r + dt_s * ((t_l - t_r) / c[C1] - c[C2] * r - c[C3] * r * abs(r) - 2.0 * c[C9] * u * v)
-    out[NORTH] = x[NORTH] + dt_s * (u * cy - v * sy)
-    out[EAST] = x[EAST] + dt_s * (u * sy + v * cy)
-    out[SURGE] = u * cr + v * sr + dt_s * ((t_l + t_r) / c[C4] - c[C5] * u - c[C6] * u * abs(u))
-    out[SWAY] = v * cr - u * sr + dt_s * (-c[C7] * v - c[C8] * v * abs(v))
-    n = N_STATE
-    f = [0.0] * (n * n)
-    f[YAW * n + YAW] = 1.0
-    f[YAW * n + YAW_RATE] = dt_s
-    f[YAW_RATE * n + YAW_RATE] = 1.0 - dt_s * (c[C2] + 2.0 * c[C3] * abs(r))
-    f[YAW_RATE * n + SURGE] = -2.0 * dt_s * c[C9] * v
-    f[YAW_RATE * n + SWAY] = -2.0 * dt_s * c[C9] * u
-    f[NORTH * n + YAW] = -dt_s * (u * sy + v * cy)
-    f[NORTH * n + NORTH] = 1.0
-    f[NORTH * n + SURGE] = dt_s * cy
-    f[NORTH * n + SWAY] = -dt_s * sy
-    f[EAST * n + YAW] = dt_s * (u * cy - v * sy)
-    f[EAST * n + EAST] = 1.0
-    f[EAST * n + SURGE] = dt_s * sy
-    f[EAST * n + SWAY] = dt_s * cy
-    f[SURGE * n + YAW_RATE] = dt_s * (v * cr - u * sr)
-    f[SURGE * n + SURGE] = cr - dt_s * (c[C5] + 2.0 * c[C6] * abs(u))
-    f[SURGE * n + SWAY] = sr
-    f[SWAY * n + YAW_RATE] = -dt_s * (v * sr + u * cr)
-    f[SWAY * n + SURGE] = -sr
-    f[SWAY * n + SWAY] = cr - dt_s * (c[C7] + 2.0 * c[C8] * abs(v))
-    return out, f
+    trig = _trig(x, dt_s)
+    return _next_state(x, thrust_n, params, dt_s, *trig), _state_jacobian(x, params, dt_s, *trig)
 
 
 def jacobian_thrust(x, thrust_n, params, dt_s):
