@@ -16,7 +16,7 @@ OUT ?= reports/$(SCENARIO)
 # node/npm come from Debian only where no node is installed (a nodesource node bundles npm).
 NODE_APT := $(if $(shell command -v node && command -v npm),,nodejs npm)
 APT_PACKAGES := python3-venv python3-dev build-essential pkg-config $(NODE_APT) \
-	gcc-avr avr-libc binutils-avr arduino-core-avr simavr libsimavr2 libelf-dev
+	gcc-avr avr-libc binutils-avr arduino-core-avr simavr libsimavr2 libelf-dev avrdude
 
 .PHONY: help setup run test test-fast bench clean firmware train-grading train-swarm
 help:
@@ -59,16 +59,19 @@ $(STAMPS)/cython: $(CYTHON_SOURCES) $(STAMPS)/venv
 # AVR firmware (firmware/arduino, Debian avr-gcc + arduino-core-avr) and the simavr bridge
 # (firmware/simavr_bridge, libsimavr) for the firmware-in-the-loop tier.
 FIRMWARE_SOURCES := $(wildcard firmware/arduino/Makefile firmware/arduino/robot_link/*) \
-	$(wildcard firmware/simavr_bridge/Makefile firmware/simavr_bridge/*.c)
+	$(wildcard firmware/simavr_bridge/Makefile firmware/simavr_bridge/*.c) \
+	$(wildcard firmware/optiboot/Makefile firmware/optiboot/*.c)
 $(STAMPS)/firmware: $(FIRMWARE_SOURCES) | $(STAMPS)/apt
 	@mkdir -p $(STAMPS)
-	$(MAKE) -s -C firmware/arduino
+	$(MAKE) -s -C firmware/arduino sim
 	$(MAKE) -s -C firmware/simavr_bridge
+	$(MAKE) -s -C firmware/optiboot
 	@touch $@
 
 firmware: | $(STAMPS)/apt
-	$(MAKE) -s -C firmware/arduino all
+	$(MAKE) -s -C firmware/arduino sim
 	$(MAKE) -s -C firmware/simavr_bridge
+	$(MAKE) -s -C firmware/optiboot
 	@mkdir -p $(STAMPS) && touch $(STAMPS)/firmware
 
 run: setup
@@ -123,4 +126,4 @@ train-swarm: setup $(STAMPS)/train-venv
 
 clean:
 	rm -rf $(STAMPS) build cython_ext/build cython_ext/*.so cython_ext/*.c reports
-	rm -rf firmware/arduino/build firmware/simavr_bridge/build
+	rm -rf firmware/arduino/build firmware/simavr_bridge/build firmware/optiboot/build

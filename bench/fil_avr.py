@@ -23,7 +23,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from boards.arduino import board as C  # noqa: E402
-from harness.sim.avr_bridge import AvrBridge, FilRig, LockstepSerial, ensure_built, size_report  # noqa: E402
+from harness.sim.avr_bridge import AvrBridge, FilRig, LockstepSerial, ensure_built, sim_signer, size_report  # noqa: E402
 from harness.sim.fil_leveler_world import leveler_size_report  # noqa: E402
 from harness.scenarios import load  # noqa: E402
 from harness.scenarios.context import RunContext  # noqa: E402
@@ -86,7 +86,7 @@ def round_trips(board):
     with AvrBridge(board) as bridge:
         ser = LockstepSerial(bridge.pty_path).open()
         from boards.arduino.driver import AvrRobotLink
-        link = AvrRobotLink(ser)
+        link = AvrRobotLink(ser, signer=sim_signer())         # the firmware takes signed commands only
         t = 0
         while t < 50000:
             t += 1000

@@ -10,7 +10,14 @@ The AVR firmware (``firmware/arduino``) drives the motors and streams IMU teleme
   ``WheelCmd`` over the link; motors stopped while the failsafe is engaged).
 
 ``motors`` defaults to the link itself (its ``command``/``stop``); pass a wrapper to intercept them.
+
+:func:`open_signed_link` makes the driver with the link key from the app's key file (the file the firmware
+was built with, ``make KEY=file``): its commands carry the signature the firmware checks, with a counter
+that follows the host's wall clock (firmware/arduino/PROTOCOL.md section 10).
 """
+from boards.arduino.driver import AvrRobotLink
+from boards.arduino.link_key import CommandSigner, read_key_file, stamp_base_10us
+from onboard.comms.signed_frame import SigningError
 from onboard.core.settings import checked
 from onboard.runtime import ground_robot
 from onboard.runtime.ground_robot import GroundRobotRuntime
@@ -40,3 +47,16 @@ class AvrGroundRobot:
 
     def report(self):
         return {"runtime": self.runtime.report(), "link": self.link.counters()}
+
+
+def open_signed_link(transport, key_file, key_id, unix_time_us, now_us, signing=True, **driver_kwargs):
+    """The AVR driver on ``transport`` signing with the key in ``key_file`` as ``key_id``. ``unix_time_us``
+    and ``now_us``: the wall clock and the runtime clock read once at start-up (the counter's stamp base).
+    ``signing=False`` (only for a firmware built with SIGNING=off) sends bare commands and needs no key.
+    A missing or malformed key file raises SigningError (one line, naming the file, never the key)."""
+    if not signing:
+        return AvrRobotLink(transport, signer=None, **driver_kwargs)
+    if not key_file:
+        raise SigningError("the AVR link needs its key file (or signing off, for a SIGNING=off firmware)")
+    signer = CommandSigner(read_key_file(key_file), key_id, stamp_base=stamp_base_10us(unix_time_us, now_us))
+    return AvrRobotLink(transport, signer=signer, **driver_kwargs)

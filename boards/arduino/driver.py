@@ -18,6 +18,12 @@ Sample times are on the host clock: the firmware's microsecond timestamps (unwra
 plus an offset that is the smallest host-minus-firmware time seen (the link latency's
 lower envelope), so times are monotonic and never later than ``now_us``.
 
+Signed commands: with a ``signer`` (:class:`boards.arduino.link_key.CommandSigner`: the link key, its id
+and a counter that follows the host's wall clock) every command that moves the robot or changes its
+state (``protocol.SIGNED_TYPES``) carries the SipHash-2-4 signature trailer the firmware checks; queries
+(PING, GET_STATUS, GET_HELLO) go unsigned. Without one, commands go bare: only a firmware built with
+SIGNING=off obeys them (``signing_mismatch()`` says when HELLO and the driver disagree).
+
 Bad input never escapes as an exception from ``poll``/``command``/``stop``: corrupt
 frames and bad messages are dropped and counted, a non-finite wheel command is refused
 (counted) and a STOP sent instead, and a vanished port (``TransportClosed``) marks the
@@ -46,8 +52,9 @@ class AvrRobotLink:
     """
 
     def __init__(self, transport, on_imu=None, on_encoders=None, on_wheel_speed=None, log=None,
-                 on_level_state=None):
+                 on_level_state=None, signer=None):
         self.transport = transport
+        self.signer = signer
         self.on_imu = on_imu
         self.on_encoders = on_encoders
         self.on_wheel_speed = on_wheel_speed
@@ -91,6 +98,8 @@ class AvrRobotLink:
         if not self.link_up:
             return None
         seq = self.tx_seq
+        if self.signer is not None and msg_type in P.SIGNED_TYPES:
+            body = bytes(body) + self.signer.trailer(msg_type, seq, body, now_us)
         frame = P.encode_frame(msg_type, seq, body)
         try:
             self.transport.write(frame)
@@ -129,6 +138,19 @@ class AvrRobotLink:
     def set_phase(self, phase, now_us=None):
         """Leveler build: the host behaviour's phase (0..255), echoed in LEVEL_STATE."""
         return self._send(P.MSG_SET_PHASE, P.phase_body(phase), now_us)
+
+    def signing_mismatch(self):
+        """None when the board's HELLO and this driver agree on signing (or no HELLO yet), else one line."""
+        if self.hello is None:
+            return None
+        board_signs = bool(self.hello.signing)
+        if board_signs and self.signer is None:
+            return "the board checks signed commands (key id %d) but the host has no link key" % self.hello.key_id
+        if board_signs and self.hello.key_id != self.signer.key_id:
+            return "the board's key id is %d, the host signs with key id %d" % (self.hello.key_id, self.signer.key_id)
+        if not board_signs and self.signer is not None:
+            return "the board was built with SIGNING=off: its commands are not authenticated"
+        return None
 
     def ping(self, now_us):
         return self._send(P.MSG_PING, P.ping_body(now_us & 0xFFFFFFFF), now_us)
@@ -297,6 +319,7 @@ class AvrRobotLink:
                "boots": self.boots,
                "protocol_errors": self.protocol_errors, "rx_seq_gaps": self.rx_seq_gaps,
                "transport_errors": self.transport_errors, "rejected_commands": self.rejected_commands,
-               "imu_gaps": self.imu_gaps}
+               "imu_gaps": self.imu_gaps, "signed_commands": self.signer.signed if self.signer else 0,
+               "signing": self.signer is not None}
         out.update({"rx_" + k: v for k, v in self.decoder.counters().items()})
         return out

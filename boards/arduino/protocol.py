@@ -23,15 +23,27 @@ The leveler build (firmware/arduino ``make leveler``) adds SET_PHASE (host -> bo
 IMU_ID (board -> host) and runs the link at 9600 baud (an XBee-class radio). Link budget, 8N1 = 10 bits a
 byte, so 960 B/s each way: a LEVEL_STATE frame is 2 + 29 + 2 = 33 bytes, COBS + 1 = 34, + the 0x00 = 35
 bytes (36.5 ms on the wire), at most 27.4 Hz. The firmware sends it every 5th 100 Hz tick: 20 Hz x 35 B =
-700 B/s, 73 % of the link, leaving 260 B/s for replies (PONG 14 B, STATUS 38 B). TELEMETRY at 100 Hz
+700 B/s, 73 % of the link, leaving 260 B/s for replies (PONG 14 B, STATUS 46 B). TELEMETRY at 100 Hz
 (37 B -> 3700 B/s) would not fit, so that build does not send it. ``LEVEL_STATE_HZ`` and
 ``link_budget(...)`` hold the same arithmetic.
+
+Signed commands: the messages that move the robot or change its state (``SIGNED_TYPES``: WHEEL_SPEED,
+DUTY, STOP, RESET, SET_PHASE) carry a ``SIG_LEN``-byte trailer after their body (firmware
+``link_sign.h``)::
+
+    type | seq | body | key_id | counter (u48 LE) | tag (8 bytes)        then the CRC, COBS as usual
+    tag = SipHash-2-4(key, type | seq | body | key_id | counter)     (onboard.comms.siphash)
+
+``sign_trailer`` / ``encode_signed_frame`` build it; ``decode_message`` accepts a command with or without
+it (``fields["counter"]`` etc. when present). Telemetry (firmware -> host) is not signed. A firmware built
+with signing (HELLO ``signing`` = 1) drops a command without a valid trailer and counts it in STATUS.
 """
 import struct
 
 from onboard.comms.crc import crc16_ccitt_false
+from onboard.comms.siphash import siphash24
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 MAX_BODY = 40
 HEADER_LEN = 2
@@ -58,6 +70,15 @@ MSG_IMU_ID = 0x85        # leveler build, at boot: WHO_AM_I of LSM303D, L3GD20H,
 
 RESET_MAGIC = b"WDT!"
 
+# signed commands (firmware link_sign.h)
+SIGNED_TYPES = (MSG_WHEEL_SPEED, MSG_DUTY, MSG_STOP, MSG_RESET, MSG_SET_PHASE)
+SIG_KEY_ID_LEN = 1
+SIG_COUNTER_LEN = 6
+SIG_TAG_LEN = 8
+SIG_LEN = SIG_KEY_ID_LEN + SIG_COUNTER_LEN + SIG_TAG_LEN
+SIG_COUNTER_MAX = (1 << 48) - 1
+KEY_LEN = 16
+
 # fault flags
 FAULT_FAILSAFE = 0x0001
 FAULT_CLAMPED = 0x0002
@@ -74,15 +95,16 @@ FAULT_NAMES = (
 )
 
 # Body layouts (struct formats, little-endian) and their field names.
-HELLO_FMT = "<BBBB"
-HELLO_FIELDS = ("version", "board_id", "reset_flags", "imu_whoami")
+HELLO_FMT = "<BBBBBB"
+HELLO_FIELDS = ("version", "board_id", "reset_flags", "imu_whoami", "signing", "key_id")
 TELEMETRY_FMT = "<Iii3h3hhhHB"
 TELEMETRY_FIELDS = ("t_us", "enc_left_ticks", "enc_right_ticks", "accel_raw", "gyro_raw",
                     "duty_left", "duty_right", "faults", "last_cmd_seq")
 STATUS_COUNTERS = ("frames_ok", "crc_errors", "cobs_errors", "oversize", "bad_body",
                    "unknown_type", "seq_gaps", "failsafe_trips", "clamped", "enc_errors_left",
                    "enc_errors_right", "imu_errors")
-STATUS_FMT = "<I12HHBB"
+SIG_COUNTERS = ("sig_unsigned", "sig_bad_tag", "sig_replayed", "sig_bad_len")
+STATUS_FMT = "<I12HHBB4H"
 PONG_FMT = "<II"
 LEVEL_STATE_FMT = "<IiihhhhhhHBBB"
 LEVEL_STATE_FIELDS = ("t_us", "enc_left_ticks", "enc_right_ticks", "pitch_mrad", "roll_mrad",
@@ -99,7 +121,7 @@ LEVEL_STATE_HZ = 20
 
 BODY_LEN = {
     MSG_WHEEL_SPEED: 4, MSG_DUTY: 4, MSG_STOP: 0, MSG_PING: 4, MSG_GET_STATUS: 0, MSG_RESET: 4,
-    MSG_HELLO: 4, MSG_TELEMETRY: 31, MSG_STATUS: 32, MSG_PONG: 8,
+    MSG_HELLO: 6, MSG_TELEMETRY: 31, MSG_STATUS: 40, MSG_PONG: 8,
     MSG_SET_PHASE: 1, MSG_LEVEL_STATE: 29, MSG_IMU_ID: 4, MSG_GET_HELLO: 0,
 }
 
@@ -120,7 +142,8 @@ BODY_FMT = {
 
 
 def wire_bytes(body_len):
-    """Bytes a frame with a ``body_len``-byte body takes on the wire: COBS(2 + body + 2) + 0x00."""
+    """Bytes a frame with a ``body_len``-byte body takes on the wire: COBS(2 + body + 2) + 0x00 (for a signed
+    command pass ``body_len + SIG_LEN``)."""
     n = HEADER_LEN + body_len + CRC_LEN
     return n + 1 + n // 254 + 1
 
@@ -195,6 +218,51 @@ def encode_frame(msg_type, seq, body=b""):
     raw = bytes((msg_type, seq)) + body
     crc = crc16_ccitt_false(raw)
     return cobs_encode(raw + bytes((crc >> 8, crc & 0xFF))) + b"\x00"
+
+
+def sign_trailer(key, key_id, counter, msg_type, seq, body):
+    """The signature trailer of a command: key_id | counter (u48 LE) | SipHash-2-4 tag over
+    type | seq | body | key_id | counter."""
+    if not (0 <= key_id <= 0xFF):
+        raise ProtocolError("key_id must be 0..255, got %r" % (key_id,))
+    if not (0 <= counter <= SIG_COUNTER_MAX):
+        raise ProtocolError("counter must be 0..2^48-1, got %r" % (counter,))
+    head = bytes((msg_type, seq)) + bytes(body) + bytes((key_id,)) + bytes(
+        [(counter >> (8 * k)) & 0xFF for k in range(SIG_COUNTER_LEN)])
+    return head[HEADER_LEN + len(body):] + siphash24(key, head)
+
+
+def encode_signed_frame(key, key_id, counter, msg_type, seq, body=b""):
+    """A whole signed command frame for the wire."""
+    body = bytes(body)
+    return encode_frame(msg_type, seq, body + sign_trailer(key, key_id, counter, msg_type, seq, body))
+
+
+def split_signature(frame):
+    """(body, key_id, counter, tag) of a signed command :class:`Frame`, or None when its body is not a
+    signed one (wrong type or length)."""
+    t = frame.msg_type
+    if t not in SIGNED_TYPES or len(frame.body) != BODY_LEN[t] + SIG_LEN:
+        return None
+    n = BODY_LEN[t]
+    sig = frame.body[n:]
+    counter = 0
+    for k in range(SIG_COUNTER_LEN - 1, -1, -1):
+        counter = (counter << 8) | sig[SIG_KEY_ID_LEN + k]
+    return frame.body[:n], sig[0], counter, bytes(sig[SIG_KEY_ID_LEN + SIG_COUNTER_LEN:])
+
+
+def verify_signature(key, frame):
+    """True when ``frame`` is a signed command whose tag verifies under ``key`` (any counter)."""
+    parts = split_signature(frame)
+    if parts is None:
+        return False
+    body, key_id, counter, tag = parts
+    want = sign_trailer(key, key_id, counter, frame.msg_type, frame.seq, body)[-SIG_TAG_LEN:]
+    diff = 0
+    for a, b in zip(want, tag):
+        diff |= a ^ b
+    return diff == 0
 
 
 class Frame:
@@ -302,6 +370,15 @@ def decode_message(frame):
     body = frame.body
     if t not in BODY_LEN:
         raise ProtocolError("unknown message type 0x%02x" % t)
+    sig = split_signature(frame)
+    if sig is not None:
+        msg = decode_message(Frame(t, frame.seq, sig[0]))
+        msg.fields["key_id"] = sig[1]
+        msg.fields["counter"] = sig[2]
+        msg.fields["tag"] = sig[3]
+        for k in ("key_id", "counter", "tag"):
+            setattr(msg, k, msg.fields[k])
+        return msg
     if len(body) != BODY_LEN[t]:
         raise ProtocolError("message type 0x%02x needs a %d-byte body, got %d"
                             % (t, BODY_LEN[t], len(body)))
@@ -319,6 +396,8 @@ def decode_message(frame):
         fields["faults"] = v[13]
         fields["reset_flags"] = v[14]
         fields["board_id"] = v[15]
+        for i in range(len(SIG_COUNTERS)):
+            fields[SIG_COUNTERS[i]] = v[16 + i]
         return Message(t, frame.seq, "Status", fields)
     if t == MSG_HELLO:
         v = struct.unpack(HELLO_FMT, body)

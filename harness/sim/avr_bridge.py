@@ -42,6 +42,25 @@ FIRMWARE_DIR = os.path.join(REPO_ROOT, "firmware", "arduino")
 BRIDGE_DIR = os.path.join(REPO_ROOT, "firmware", "simavr_bridge")
 BRIDGE_BIN = os.path.join(BRIDGE_DIR, "build", "avr_bridge")
 MPU_TEMP_RAW_25C = int(round((25.0 - 36.53) * 340.0))   # MPU-6050: T = raw / 340 + 36.53 degC
+# The simulation's link key (signed commands, firmware/arduino/PROTOCOL.md section 10): a fixed test key
+# that `make -C firmware/arduino sim` derives the same way, writes to build/sim_link.key (never committed)
+# and builds the firmware with; the host driver signs with it. Simulated time is the counter's clock:
+# stamp = now_us // 10.
+SIM_KEY_ID = 1
+SIM_KEY_FILE = os.path.join(FIRMWARE_DIR, "build", "sim_link.key")
+SIM_STAMP_BASE = 0
+
+
+def sim_key():
+    """The simulation's 16-byte link key (a test key: the same on every machine, so runs are reproducible)."""
+    import hashlib
+    return hashlib.sha256(b"robot_link simulation test key").digest()[:16]
+
+
+def sim_signer(counter=0):
+    """A host CommandSigner with the simulation key, its counter following simulated time."""
+    from boards.arduino.link_key import CommandSigner
+    return CommandSigner(sim_key(), SIM_KEY_ID, stamp_base=SIM_STAMP_BASE, counter=counter)
 
 
 class FilError(RuntimeError):
@@ -62,9 +81,10 @@ def size_report(board):
 
 
 def ensure_built(quiet=True):
-    """Run make for the firmware (both boards) and the bridge; raises FilError on failure."""
-    for path in (FIRMWARE_DIR, BRIDGE_DIR):
-        proc = subprocess.run(["make", "-s", "-C", path], capture_output=True, text=True)
+    """Run make for the firmware (every board, with the simulation's test key: `make sim`) and the bridge; raises
+    FilError on failure."""
+    for path, args in ((FIRMWARE_DIR, ["sim"]), (BRIDGE_DIR, [])):
+        proc = subprocess.run(["make", "-s", "-C", path] + args, capture_output=True, text=True)
         if proc.returncode != 0:
             raise FilError("building %s failed:\n%s%s" % (path, proc.stdout, proc.stderr))
         if not quiet:
@@ -454,11 +474,15 @@ class FilRig:
 
 
 def open_link(bridge, **driver_kwargs):
-    """A LockstepSerial on the bridge's pty and an AvrRobotLink driver on it."""
+    """A LockstepSerial on the bridge's pty and an AvrRobotLink driver on it (signing with the simulation
+    key unless ``signer`` is given; ``signer=None`` sends bare commands)."""
     from boards.arduino.driver import AvrRobotLink
+    if "signer" not in driver_kwargs:
+        driver_kwargs["signer"] = sim_signer()
     serial = LockstepSerial(bridge.pty_path).open()
     return serial, AvrRobotLink(serial, **driver_kwargs)
 
 
 __all__ = ["AvrBridge", "AvrPlant", "BridgeStep", "FilError", "FilRig", "LockstepSerial", "PLANT_DEFAULTS",
-           "TransportClosed", "elf_path", "ensure_built", "on_blocks", "open_link", "size_report"]
+           "SIM_KEY_ID", "TransportClosed", "elf_path", "ensure_built", "on_blocks", "open_link", "sim_key",
+           "sim_signer", "size_report"]

@@ -11,7 +11,8 @@ cannot keep up it runs as fast as it can and the counters say how fast that was.
 Prints the firmware UART's pty path on one line of stdout (flushed), serves until SIGINT/SIGTERM, then
 prints its counters as one JSON line on stderr. Binds nothing but a pseudo-terminal. The wire protocol is
 firmware/arduino/PROTOCOL.md; a client that opens the port after boot sends GET_HELLO to get the HELLO
-again. Output nobody reads is discarded once ``UNREAD_LIMIT_BYTES`` wait in the pty (a client opening the
+again; its commands are signed with the simulator's test key (``firmware/arduino/build/sim_link.key``, key
+id 1, PROTOCOL.md section 10). Output nobody reads is discarded once ``UNREAD_LIMIT_BYTES`` wait in the pty (a client opening the
 port later reads current frames, not a stale backlog).
 """
 import argparse
@@ -38,7 +39,9 @@ EXAMPLES = """examples:
 
 Open the printed path with any serial client (pyserial: serial.Serial(path, 115200); the leveler build
 runs at 9600 baud). Frames, messages and rates: firmware/arduino/PROTOCOL.md. Send GET_HELLO (type 0x08,
-empty body) to get the boot HELLO again; motor commands must repeat within 250 ms (failsafe).
+empty body) to get the boot HELLO again; motor commands must repeat within 250 ms (failsafe). Commands
+that move the robot are signed (PROTOCOL.md section 10): the simulated firmware is built with the test
+key in firmware/arduino/build/sim_link.key (key id 1; a test key, not one for a robot).
 
 On exit it prints its counters on stderr as one JSON line, e.g.
   {"board": "uno", "plant": "blocks", "sim_s": 12.5, "speed_achieved": 0.99, "rx_bytes": 410, ...}

@@ -2,9 +2,11 @@
 
 The client below is written from firmware/arduino/PROTOCOL.md alone and deliberately imports nothing from
 ``boards`` or ``harness``: frame = COBS(type | seq | body | CRC-16/CCITT-FALSE big-endian) + 0x00, bodies
-little-endian (HELLO 0x80 <BBBB, TELEMETRY 0x81 <Iii3h3hhhHB, LEVEL_STATE 0x84 <IiihhhhhhHBBB, IMU_ID 0x85
+little-endian (HELLO 0x80 <BBBBBB, TELEMETRY 0x81 <Iii3h3hhhHB, LEVEL_STATE 0x84 <IiihhhhhhHBBB, IMU_ID 0x85
 <BBBB; GET_HELLO 0x08 and WHEEL_SPEED 0x01 <hh from the host). It opens the port after the firmware booted,
-so it asks for HELLO with GET_HELLO. Correctness never waits on the wall clock: every wait polls with a
+so it asks for HELLO with GET_HELLO. Its commands (WHEEL_SPEED, STOP) carry the signature trailer of
+PROTOCOL.md section 10 (key id, u48 counter from its wall clock in 10 us units, SipHash-2-4 tag; the MAC
+from ``onboard.comms.siphash``) under the simulator's test key file named there. Correctness never waits on the wall clock: every wait polls with a
 generous hang guard.
 """
 import json
@@ -19,11 +21,14 @@ import time
 import pytest
 import serial
 
+from onboard.comms.siphash import siphash24
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HANG_GUARD_S = 60.0
 
 GET_HELLO, WHEEL_SPEED, STOP = 0x08, 0x01, 0x03
 HELLO, TELEMETRY, LEVEL_STATE, IMU_ID = 0x80, 0x81, 0x84, 0x85
+SIM_KEY_FILE = os.path.join(REPO_ROOT, "firmware", "arduino", "build", "sim_link.key")
 ACCEL_LSB_PER_G = 8192                     # MPU-6050 at +-4 g
 LSM303D_LSB_PER_G = 1.0 / 0.122e-3         # leveler: LSM303D at 0.122 mg/LSB
 
@@ -71,8 +76,14 @@ class Client:
         self.frames = []                   # (type, seq, body) of every valid frame received
         self.seen = 0                      # frames[:seen] were looked at by wait_for
 
-    def send(self, msg_type, body=b""):
+    def send(self, msg_type, body=b"", signed=False):
         raw = bytes((msg_type, self.seq)) + body
+        if signed:                         # PROTOCOL.md section 10: key_id | counter (u48 LE) | tag
+            with open(SIM_KEY_FILE) as f:
+                key = bytes.fromhex(f.read().strip())
+            self.counter = max(getattr(self, "counter", 0) + 1, time.time_ns() // 10000)
+            raw += bytes((self.key_id,)) + self.counter.to_bytes(6, "little")
+            raw += siphash24(key, raw)
         crc = crc16_ccitt_false(raw)
         self.port.write(cobs_encode(raw + bytes((crc >> 8, crc & 0xFF))) + b"\x00")
         self.seq = (self.seq + 1) & 0xFF
@@ -167,8 +178,9 @@ def test_uno_client_from_the_document_gets_hello_moves_wheels_reads_1g(uno_groun
         # telemetry flows, so the boot HELLO is past: a HELLO now is the answer to GET_HELLO
         client.send(GET_HELLO)
         _t, _s, body = client.wait_for(lambda f: f[0] == HELLO, "HELLO after GET_HELLO")
-        version, board_id, reset_flags, whoami = struct.unpack("<BBBB", body)
-        assert (version, board_id, whoami) == (1, 1, 0x68)
+        version, board_id, reset_flags, whoami, signing, key_id = struct.unpack("<BBBBBB", body)
+        assert (version, board_id, whoami, signing) == (2, 1, 0x68, 1)
+        client.key_id = key_id
         assert reset_flags & 0x01                  # power-on
 
         # 4 rad/s forward on both wheels, repeated (failsafe 250 ms) until both encoders passed 150 counts
@@ -176,7 +188,7 @@ def test_uno_client_from_the_document_gets_hello_moves_wheels_reads_1g(uno_groun
 
         def command():
             if not sent or time.monotonic() - sent[-1] > 0.05:
-                client.send(WHEEL_SPEED, struct.pack("<hh", 4000, 4000))
+                client.send(WHEEL_SPEED, struct.pack("<hh", 4000, 4000), signed=True)
                 sent.append(time.monotonic())
 
         _t, _s, body = client.wait_for(
@@ -185,7 +197,7 @@ def test_uno_client_from_the_document_gets_hello_moves_wheels_reads_1g(uno_groun
         moving = telemetry(body)
         assert moving["duty_left"] > 0 and moving["duty_right"] > 0
         assert not moving["faults"] & 0x0080
-        client.send(STOP)
+        client.send(STOP, signed=True)
         client.poll()
     finally:
         client.close()
@@ -207,14 +219,15 @@ def test_leveler_on_blocks_answers_get_hello_with_imu_id_and_wheels_turn_in_plac
             assert abs(rest["pitch_mrad"]) < 30 and abs(rest["roll_mrad"]) < 30      # level: gravity on z
             client.send(GET_HELLO)                 # frames after a LEVEL_STATE: the boot HELLO is past
             _t, _s, hello = client.wait_for(lambda f: f[0] == HELLO, "HELLO after GET_HELLO")
-            assert struct.unpack("<BBBB", hello)[:2] == (1, 2)
+            assert struct.unpack("<BBBBBB", hello)[:2] == (2, 2) and hello[4] == 1
+            client.key_id = hello[5]
             _t, _s, imu_id = client.wait_for(lambda f: f[0] == IMU_ID, "IMU_ID after HELLO")
             assert struct.unpack("<BBBB", imu_id) == (0x49, 0xD7, 0xBD, 7)
             sent = []
 
             def command():
                 if not sent or time.monotonic() - sent[-1] > 0.05:
-                    client.send(WHEEL_SPEED, struct.pack("<hh", 3000, -3000))
+                    client.send(WHEEL_SPEED, struct.pack("<hh", 3000, -3000), signed=True)
                     sent.append(time.monotonic())
 
             _t, _s, body = client.wait_for(

@@ -20,7 +20,7 @@ def telemetry(seq, t_us, enc=(0, 0), accel=(0, 0, 8192), gyro=(0, 0, 0), faults=
 
 
 def hello(seq=0, reset_flags=1):
-    return P.encode_frame(P.MSG_HELLO, seq, bytes((1, 1, reset_flags, 0x68)))
+    return P.encode_frame(P.MSG_HELLO, seq, bytes((P.PROTOCOL_VERSION, 1, reset_flags, 0x68, 1, 1)))
 
 
 @pytest.fixture

@@ -24,6 +24,9 @@ def assert_clean_link(m):
     link = m["link"]
     assert link["rx_crc_errors"] == link["rx_cobs_errors"] == link["rx_seq_gaps"] == 0
     assert link["protocol_errors"] == 0 and link["imu_gaps"] == 0
+    # every command went signed and the firmware dropped none of them
+    assert link["signing"] and link["signed_commands"] > 0
+    assert fw["sig_unsigned"] == fw["sig_bad_tag"] == fw["sig_replayed"] == fw["sig_bad_len"] == 0
     assert m["bridge"]["tx_dropped"] == 0 and m["bridge"]["resets"] == 0
 
 

@@ -159,6 +159,11 @@ def test_constants_match_codec_and_firmware_header():
     assert doc["MAX_ENCODED"] == P.MAX_ENCODED == defs["LINK_MAX_ENCODED"]
     assert doc["LINK_BAUD"] == B.LINK_BAUD
     assert doc["LEVELER_BAUD"] == P.LEVELER_BAUD == B.LEVELER_LINK_BAUD
+    with open(os.path.join(os.path.dirname(HEADER), "link_sign.h")) as f:
+        sign_h = f.read()
+    parts = [int(re.search(r"^#define LINK_SIG_%s_LEN (\d+)" % k, sign_h, re.M).group(1))
+             for k in ("KEY_ID", "COUNTER", "TAG")]
+    assert doc["SIG_LEN"] == P.SIG_LEN == sum(parts)
 
 
 def test_worked_examples_are_what_codec_and_firmware_encode(clink):

@@ -14,6 +14,11 @@
  * (more than LINK_MAX_ENCODED bytes before a 0x00), COBS structure errors, CRC errors,
  * unknown types and wrong body lengths.
  *
+ * Host -> firmware commands that move the robot or change its state (WHEEL_SPEED, DUTY, STOP, RESET,
+ * SET_PHASE) carry a signature trailer after their body (key id, 48-bit counter, SipHash-2-4 tag:
+ * link_sign.h); the body lengths below are without it. Queries (PING, GET_STATUS, GET_HELLO) and all
+ * firmware -> host messages (telemetry) are not signed.
+ *
  * Plain C99, no AVR headers: it also compiles for the host (tests load it with ctypes).
  */
 #ifndef ROBOT_LINK_PROTOCOL_H
@@ -26,7 +31,7 @@
 extern "C" {
 #endif
 
-#define LINK_PROTOCOL_VERSION 1
+#define LINK_PROTOCOL_VERSION 2
 
 /* Sizes (bytes). A decoded frame is type + seq + body + 2 CRC bytes. */
 #define LINK_MAX_BODY 40
@@ -55,12 +60,13 @@ extern "C" {
 #define MSG_GET_HELLO_LEN 0
 
 /* Firmware -> host message types and their body lengths. */
-#define MSG_HELLO 0x80         /* u8 version, u8 board_id, u8 reset_flags (MCUSR), u8 imu_whoami */
-#define MSG_HELLO_LEN 4
+#define MSG_HELLO 0x80         /* u8 version, u8 board_id, u8 reset_flags (MCUSR), u8 imu_whoami,
+                                  u8 signing (0 off, 1 SipHash-2-4 signed commands), u8 key_id */
+#define MSG_HELLO_LEN 6
 #define MSG_TELEMETRY 0x81     /* PROTOCOL.md; robot_link.ino: send_telemetry() */
 #define MSG_TELEMETRY_LEN 31
 #define MSG_STATUS 0x82        /* PROTOCOL.md; robot_link.ino: send_status() */
-#define MSG_STATUS_LEN 32
+#define MSG_STATUS_LEN 40
 #define MSG_PONG 0x83          /* u32 token, u32 firmware time (us) */
 #define MSG_PONG_LEN 8
 #define MSG_LEVEL_STATE 0x84   /* leveler build: algorithm state, see below */
@@ -77,9 +83,10 @@ extern "C" {
  * Link budget at 9600 baud, 8N1 (10 bits a byte): 960 B/s each way. A LEVEL_STATE frame is
  *   type + seq + 29 + CRC 2 = 33 bytes, COBS + 1 = 34, + the 0x00 delimiter = 35 bytes = 36.5 ms on the wire,
  *   so at most 27.4 Hz fit. The 100 Hz tick is decimated by 5: 20 Hz x 35 B = 700 B/s (73 % of the link),
- *   leaving 260 B/s for replies (PONG 14 B, STATUS 38 B, HELLO 10 B, IMU_ID 10 B). The 100 Hz TELEMETRY
- *   (37 B -> 3700 B/s) would not fit: the leveler build does not send it. Downlink: WHEEL_SPEED is 10 B,
- *   so 10 Hz commands use 100 B/s. A frame that does not fit in the UART's transmit buffer is dropped and
+ *   leaving 260 B/s for replies (PONG 14 B, STATUS 46 B, HELLO 12 B, IMU_ID 10 B). The 100 Hz TELEMETRY
+ *   (37 B -> 3700 B/s) would not fit: the leveler build does not send it. Downlink: a signed WHEEL_SPEED
+ *   is 10 + 15 = 25 B (26.0 ms at 9600 baud, 2.2 ms at 115200), so 10 Hz commands use 250 B/s of the
+ *   960 B/s downlink; the firmware checks its tag in 0.66 ms (10622 cycles, PROTOCOL.md section 10). A frame that does not fit in the UART's transmit buffer is dropped and
  *   counted (tx_dropped), never waited for. */
 
 /* Fault flags (telemetry and status). */
