@@ -84,6 +84,10 @@ class Watchdog:
         for name in self._inputs:
             inp = self._inputs[name]
             ref = inp.last_feed_us if inp.last_feed_us is not None else self.start_us
+            if ref > now_us:
+                # fed with a stamp ahead of this clock (the sender's clock jumped): counted as fed now, so
+                # silence after it trips within the timeout instead of after the jump
+                ref = inp.last_feed_us = now_us
             is_stale = now_us - ref > inp.timeout_us
             if is_stale:
                 stale.append(name)
