@@ -21,7 +21,15 @@ to 1 s on it) are one-off costs reported apart, with the figure that includes th
 divide by this process's CPU time (cflib runs its own threads; on one core the CPU figure is the
 bound). Writes bench/results/swarm.json.
 
-The issue's target is >= 20 "on one core": the process (and the threads it starts: cflib's, the
+The goal (``GOAL``): >= 50 simulated seconds per second of one core, judged on
+``sim_seconds_per_cpu_second``: the cflib/cython mission (first to last period) over the CPU time of the
+whole process (every thread: the main loop, cflib's, the simulated fleet's server), best of the repeats;
+the JSON says whether it is met. On this shared host the wall figures also count the time other jobs
+hold the core. ``host_reference_loops_per_cpu_s`` is a fixed pure-Python work unit per CPU second
+(bench/uwb.py's unit, the best of its measurements before and after the flights of the same run):
+runs on different hosts compare by ``sim_seconds_per_cpu_second_per_host_mloops``.
+
+"On one core": the process (and the threads it starts: cflib's, the
 simulated fleet's server) is pinned to one CPU of its affinity set before anything runs
 (``--all-cores`` leaves it on every CPU). On one core the hand-offs between the main thread and
 the radio threads stay on that core instead of waking threads on another one (on a 2-core host the
@@ -38,19 +46,31 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from harness.scenarios.swarm import flight as ep  # noqa: E402
 from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
+from uwb import work_unit_loops_per_s  # noqa: E402 (the host reference, the same work unit as bench/uwb.py)
 
 REPEATS = 4
 DURATION_S = 20.0
+GOAL = 50.0                 # simulated seconds per second of one core, cflib link, cython kernels
 
 
 def flight(link, impl, models, n_particles):
     cfg = {"drones": 4, "goals": "fixed", "impl": impl, "compare_estimators": False, "max_duration_s": DURATION_S,
            "link": link, "n_particles": n_particles}
+    marks = []                   # (mission time s, process CPU s, wall s) at every period's start
+
+    def on_step(_now_us, t_s, *_truth):
+        marks.append((t_s, time.process_time(), time.perf_counter()))
+
     t0 = time.perf_counter()
     c0 = time.process_time()
-    met, _ = ep.run_episode(cfg, np.random.default_rng(1), np.random.default_rng(2), models, seed=1)
+    met, _ = ep.run_episode(cfg, np.random.default_rng(1), np.random.default_rng(2), models, seed=1,
+                            on_step=on_step)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
+    # the mission from its first period's start to its last one's: CPU of the whole process (every thread)
+    span_sim = marks[-1][0] - marks[0][0]
+    span_cpu = marks[-1][1] - marks[0][1]
+    span_wall_marks = marks[-1][2] - marks[0][2]
     w = met["world"]
     sim_s = met["sim_time_s"] + w["takeoff_sim_s"]
     span_wall = wall - w["setup_wall_s"] - w["close_wall_s"]
@@ -59,6 +79,7 @@ def flight(link, impl, models, n_particles):
             "setup_wall_s": w["setup_wall_s"], "close_wall_s": w["close_wall_s"],
             "mission_sim_s": met["sim_time_s"], "mission_wall_s": span_wall,
             "sim_per_wall_mission": met["sim_time_s"] / span_wall,
+            "sim_per_cpu_mission": span_sim / span_cpu, "sim_per_wall_mission_steps": span_sim / span_wall_marks,
             "sim_per_wall_total": sim_s / wall, "sim_per_cpu_total": sim_s / cpu,
             "goals": "%d/%d" % (met["goals_reached"], met["goals_total"])}
 
@@ -69,6 +90,8 @@ def best(link, impl, models, n_particles=100):
     runs = [flight(link, impl, models, n_particles) for _ in range(REPEATS)]
     top = dict(max(runs, key=lambda r: r["sim_per_wall_mission"]))
     top["repeats"] = sorted(r["sim_per_wall_mission"] for r in runs)
+    top["best_sim_per_cpu_mission"] = max(r["sim_per_cpu_mission"] for r in runs)
+    top["repeats_cpu"] = sorted(r["sim_per_cpu_mission"] for r in runs)
     return top
 
 
@@ -87,13 +110,23 @@ def main(argv=None):
     ap.add_argument("--all-cores", action="store_true", help="do not pin the process to one CPU")
     args = ap.parse_args(argv)
     cpus = None if args.all_cores else pin_to_one_cpu()
+    host_per_s = work_unit_loops_per_s()
     models = ep.load_models(ep.DEFAULTS["policy"], ep.DEFAULTS["estimator"])
     n = ep.DEFAULTS["n_particles"]
     res = {"cflib/cython": best("cflib", "cython", models, n)}
     for impl in ("cython", "numpy", "pure"):
         res["direct/%s" % impl] = best("direct", impl, models, n)
     head = res["cflib/cython"]
+    host_after = work_unit_loops_per_s()
+    per_cpu = head["best_sim_per_cpu_mission"]
     out = {
+        "goal": {"sim_seconds_per_cpu_second": GOAL, "met": per_cpu >= GOAL,
+                 "judged_on": "sim_seconds_per_cpu_second (cflib/cython mission, best of the repeats, process "
+                              "CPU of every thread on one pinned core)"},
+        "sim_seconds_per_cpu_second": per_cpu,
+        "host_reference_loops_per_cpu_s": round(max(host_per_s, host_after)),
+        "host_reference_before_after": [round(host_per_s), round(host_after)],
+        "sim_seconds_per_cpu_second_per_host_mloops": per_cpu / (max(host_per_s, host_after) * 1e-6),
         "sim_seconds_per_wall_second": head["sim_per_wall_mission"],
         "sim_seconds_per_wall_second_median": float(np.median(head["repeats"])),
         "sim_seconds_per_wall_second_incl_connect_close": head["sim_per_wall_total"],
@@ -102,18 +135,22 @@ def main(argv=None):
         # the headline over the pure-Python direct run of the same process: a host-speed reference for
         # comparing runs taken on this drifting host at different times (rough: that run drifts too)
         "cflib_over_direct_pure_ratio": head["sim_per_wall_mission"] / res["direct/pure"]["sim_per_wall_mission"],
-        "target": 20.0, "drones": 4, "n_particles": n, "flight_s": DURATION_S, "repeats": REPEATS,
+        "drones": 4, "n_particles": n, "flight_s": DURATION_S, "repeats": REPEATS,
         "cpu_count": os.cpu_count(), "pinned_cpus": cpus, "runs": res,
     }
-    print("%-14s %10s %10s %10s %9s %9s %7s" % ("link/pf impl", "sim/wall", "incl.setup", "sim/cpu", "setup s", "close s",
-                                                "goals"))
+    print("%-14s %10s %10s %10s %10s %9s %9s %7s" % ("link/pf impl", "sim/wall", "sim/cpu", "incl.setup",
+                                                     "cpu incl.", "setup s", "close s", "goals"))
     for k, r in res.items():
-        print("%-14s %10.1f %10.1f %10.1f %9.2f %9.2f %7s" % (k, r["sim_per_wall_mission"], r["sim_per_wall_total"],
-                                                         r["sim_per_cpu_total"], r["setup_wall_s"], r["close_wall_s"],
-                                                         r["goals"]))
+        print("%-14s %10.1f %10.1f %10.1f %10.1f %9.2f %9.2f %7s" % (
+            k, r["sim_per_wall_mission"], r["best_sim_per_cpu_mission"], r["sim_per_wall_total"],
+            r["sim_per_cpu_total"], r["setup_wall_s"], r["close_wall_s"], r["goals"]))
     print("headline flights (sim s per wall s, %d repeats): %s" % (REPEATS, " ".join("%.1f" % v for v in head["repeats"])))
     print("cflib + UWB links cost %.1fx over the direct link" % out["cflib_link_cost_ratio"])
     print("headline over the pure direct run (host-speed reference): %.2fx" % out["cflib_over_direct_pure_ratio"])
+    print("host reference: %.2f M work-unit loops per CPU s (before %.2f, after %.2f; bench/uwb.py's unit)"
+          % (out["host_reference_loops_per_cpu_s"] * 1e-6, host_per_s * 1e-6, host_after * 1e-6))
+    print("goal: >= %.0f sim s per CPU s (cflib/cython mission, one core): %.1f -> %s"
+          % (GOAL, per_cpu, "met" if out["goal"]["met"] else "NOT met"))
     write_results("swarm", out)
 
 

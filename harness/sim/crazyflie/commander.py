@@ -63,6 +63,7 @@ class Commander:
         self.ll_relaxed = False
         self.hl = None
         self._wdt_phase = 0                  # 0 ok, 1 levelled, 2 shut down
+        self._applied = None                 # (ll, Drone2D command fields) a velocity_world step left behind
         self.target = {"x": 0.0, "y": 0.0, "z": 0.0, "vx": 0.0, "vy": 0.0, "vz": 0.0}
         self._en_high_level = params.get("commander", "enHighLevel")
         self._stop = params.get("stabilizer", "stop")
@@ -240,10 +241,17 @@ class Commander:
         if kind == "stop":
             v.motors_off()
         elif kind == "velocity_world":
+            # the same setpoint on a vehicle whose commands nothing changed since: the commands below would
+            # set the same fields to the same values (setpoints are finite: _set_ll refuses the rest)
+            applied = self._applied
+            if applied is not None and applied[0] is ll and applied[1] == (
+                    v.h_mode, v.cmd_vel_ne_mps, v.cmd_yaw_rate_radps, v.v_mode, v.cmd_climb_mps):
+                return
             vx, vy, vz, yawrate = vals
             body.command_world_velocity(vx, vy, yawrate)
             v.command_climb(vz)
             t.update(vx=vx, vy=vy, vz=vz)
+            self._applied = (ll, (v.h_mode, v.cmd_vel_ne_mps, v.cmd_yaw_rate_radps, v.v_mode, v.cmd_climb_mps))
         elif kind == "hover":
             bx, by, yawrate, z = vals
             psi = v.yaw_rad * -1.0          # CCW yaw of the CF frame

@@ -6,7 +6,9 @@ still in flight. ``Lockstep.advance(dt_us)`` does three things, each a bounded w
 
 1. uplink barrier: every packet each client has sent so far has been served by its drone
    (``drone.stats["rx_packets"] >= client.packets_sent``);
-2. ``clock.advance(dt_us)``: physics steps and log packets that fall due (SimClock events);
+2. ``clock.advance(dt_us)``: physics steps and log packets that fall due (SimClock events); the
+   fleet's server holds the log packets during the advance and sends them together at its end
+   (``SimCrazyflieServer.hold_sends``: the client threads wake once the caller is about to wait);
 3. downlink barrier: each client has received every log packet its drone sent
    (``client.wait_log_count(drone.stats["log_packets"])``), skipped for silent drones.
 
@@ -77,7 +79,12 @@ class Lockstep:
 
     def advance(self, dt_us):
         self.sync_uplink()
-        self.clock.advance(dt_us)
+        server = self.fleet.server
+        server.hold_sends()
+        try:
+            self.clock.advance(dt_us)
+        finally:
+            server.send_held()
         self.sync_downlink()
         self.steps += 1
         return self.clock.now_us()

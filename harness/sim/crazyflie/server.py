@@ -75,6 +75,7 @@ class SimCrazyflieServer:
         self.started = False
         self._clients = {}         # socket index -> {client address: None}, the last MAX_CLIENTS new clients
         self._linger = False
+        self._held = None          # hold_sends(): [(socket index, [(client, datagram), ...]), ...] not sent yet
 
     # ---------------------------------------------------------------- life cycle
     @property
@@ -159,11 +160,31 @@ class SimCrazyflieServer:
         sim_clock.call_every(int(tick_us), self.tick, priority=PRIORITY_PHYSICS)
 
     def tick(self, now_us):
-        """Advance every drone to ``now_us`` and send its due log packets."""
+        """Advance every drone to ``now_us`` and send its due log packets (or hold them, see hold_sends)."""
+        held = self._held
         for i, drone in enumerate(self.drones):
             out = drone.advance(now_us)
             if out:                      # most ticks send no log packet
-                self._send_all(i, out)
+                if held is not None:
+                    held.append((i, out))
+                else:
+                    self._send_all(i, out)
+
+    def hold_sends(self):
+        """Lockstep: keep the log packets that ``tick`` makes until :meth:`send_held`.
+
+        Each datagram wakes a client's receive thread, which then waits for the interpreter lock while
+        the caller goes on integrating; sent together at the end of a clock advance, they wake the
+        clients once the caller is about to wait for them. Contents, per-drone order and the clients'
+        view at the end of the advance are the same as with immediate sends."""
+        if self._held is None:
+            self._held = []
+
+    def send_held(self):
+        """Send what was held since :meth:`hold_sends` (in the order it was made) and stop holding."""
+        held, self._held = self._held, None
+        for i, out in held or ():
+            self._send_all(i, out)
 
     def wait_until(self, predicate, timeout_s=2.0):
         """Wait (bounded) until ``predicate()`` holds; re-checked after every packet served."""
