@@ -205,6 +205,57 @@ def test_nmea_parser():
     assert false_accepts == 0
 
 
+def test_avr_link_host_decoder_and_signed_commands():
+    """The AVR link's host decoder (COBS frames, CRC-16) on mutated signed commands: nothing escapes, the decoder
+    keeps working, and no mutated command that decodes carries a tag that verifies (SipHash-2-4, 64 bits)
+    unless it is the original command."""
+    import struct
+
+    from boards.arduino import protocol as avr
+    key = bytes(range(16))
+    rng = np.random.default_rng(8)
+    commands = []
+    for k in range(200):
+        body = struct.pack("<hh", int(rng.integers(-3000, 3000)), int(rng.integers(-3000, 3000)))
+        frame = avr.encode_signed_frame(key, 1, 1000 + k, avr.MSG_WHEEL_SPEED, k % 256, body)
+        commands.append((frame, (avr.MSG_WHEEL_SPEED, k % 256, body)))
+    dec = avr.FrameDecoder()
+    false_accepts = 0
+    for k in range(N):
+        frame, original = commands[k % len(commands)]
+        bad = _detectable(frame[:-1], rng) + b"\x00" if k % 2 else _rough(frame, rng)
+        for got in dec.feed(bad):
+            parts = avr.split_signature(got)
+            if parts is not None and avr.verify_signature(key, got) and (got.msg_type, got.seq, parts[0]) != original:
+                false_accepts += 1
+        dec.feed(b"\x00")                            # end whatever the mutation left open
+    assert false_accepts == 0
+    (got,) = dec.feed(commands[0][0])
+    assert avr.verify_signature(key, got)
+
+
+def test_crtp_server_of_the_simulated_crazyflie():
+    """The simulated Crazyflie's CRTP server on random datagrams and on garbage addressed to every port: every
+    datagram answered or counted, no internal error, the vehicle's state finite, replies within CRTP's size."""
+    from harness.sim.crazyflie import crtp
+    from harness.sim.crazyflie.sim_drone import SimCrazyflie
+    drone = SimCrazyflie()
+    client = ("127.0.0.1", 40000)
+    ports = (crtp.PORT_PARAM, crtp.PORT_LOG, crtp.PORT_COMMANDER, crtp.PORT_COMMANDER_GENERIC, crtp.PORT_SETPOINT_HL,
+             crtp.PORT_MEM, crtp.PORT_PLATFORM, crtp.PORT_SUPERVISOR, crtp.PORT_LOCALIZATION, crtp.PORT_LINKCTRL)
+    rng = np.random.default_rng(9)
+    for k in range(N):
+        data = bytes(rng.integers(0, 256, int(rng.integers(0, 31)), dtype=np.uint8))
+        datagram = data if k % 2 else crtp.packet(ports[k % len(ports)], int(rng.integers(0, 4)), data)
+        replies = drone.handle(datagram, drone.time_us, client)
+        assert all(1 <= len(r) <= 1 + crtp.MAX_DATA for r in replies)
+        if k % 100 == 0:
+            drone.advance(drone.time_us + 10000)
+    assert drone.stats["rx_packets"] == N and drone.stats["internal_errors"] == 0
+    v = drone.vehicle
+    assert all(math.isfinite(x) for x in (v.north_m, v.east_m, v.height_m, v.vel_north_mps, v.vel_east_mps))
+
+
 @pytest.mark.parametrize("ext", ["toml", "json"])
 def test_config_file_reader(tmp_path, ext):
     from harness.config import ConfigError, load_file
@@ -245,3 +296,37 @@ def test_terrain_file_reader(tmp_path, ext):
             assert "\n" not in str(exc)
             continue
         assert h.ndim == 2 and h.size > 0 and (h >= 0).all()
+
+
+def test_boat_log_readers_csv_and_mcap(tmp_path):
+    """The boat-fit log readers (a user's CSV, or an MCAP recording) on mutated logs: a ConfigError of one line,
+    or a log whose numbers are finite."""
+    from harness.config import ConfigError
+    from harness.training.boat_fit.boat_log import read_csv_bytes, read_mcap_bytes
+    from harness.training.boat_fit.fit_windows import LOG_COLUMNS
+    from onboard.runtime.mcap_log import McapLog
+    rng = np.random.default_rng(10)
+    rows = [",".join(LOG_COLUMNS)]
+    for k in range(40):
+        rows.append(",".join("%.3f" % (0.1 * k if c == "time_s" else rng.normal()) for c in LOG_COLUMNS))
+    csv_good = ("\n".join(rows) + "\n").encode()
+    for k in range(N_FILES * 10):
+        bad = _rough(csv_good, rng) if k % 2 else _detectable(csv_good, rng)
+        try:
+            log = read_csv_bytes(bad, "fuzz.csv")
+        except ConfigError as exc:
+            assert "\n" not in str(exc)
+            continue
+        assert isinstance(log, dict)
+    path = tmp_path / "good.mcap"
+    mcap = McapLog(str(path))
+    for k in range(40):
+        mcap.log("/boat/log", k * 100000, {"time_s": 0.1 * k, "thrust_left_n": 10.0, "thrust_right_n": 12.0})
+    mcap.close()
+    mcap_good = path.read_bytes()
+    for k in range(N_FILES):
+        bad = _rough(mcap_good, rng) if k % 2 else _detectable(mcap_good, rng)
+        try:
+            read_mcap_bytes(bad, "fuzz.mcap")
+        except ConfigError as exc:
+            assert "\n" not in str(exc)

@@ -45,6 +45,29 @@ def read_log(path):
 
 
 # ---------------------------------------------------------------------------------------------- CSV
+class _CheckedRows:
+    """A csv.reader whose parse errors (a stray carriage return in a field, a NUL) are one-line ConfigErrors
+    naming the line."""
+
+    def __init__(self, reader, name):
+        self.reader = reader
+        self.name = name
+
+    @property
+    def line_num(self):
+        return self.reader.line_num
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        try:
+            return next(self.reader)
+        except csv.Error as exc:
+            raise ConfigError("%s: line %d: not a CSV row (%s)" % (self.name, self.reader.line_num + 1,
+                                                                   str(exc).split(" - ")[0]))
+
+
 def read_csv_bytes(data, name="log"):
     """The checked log of a CSV file's bytes (module docstring)."""
     if b"\x00" in data[:4096]:
@@ -53,7 +76,7 @@ def read_csv_bytes(data, name="log"):
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError("%s: not a UTF-8 text CSV (byte %d)" % (name, exc.start))
-    rows = csv.reader(io.StringIO(text))
+    rows = _CheckedRows(csv.reader(io.StringIO(text)), name)
     header = None
     for header in rows:
         if any(cell.strip() for cell in header):
