@@ -29,8 +29,15 @@ kernels below, the NumPy kernels (``particle_filter_numpy``) and the Cython kern
 (``cython_ext.pf_kernels``) compute the same numbers from the same draws; pick one
 with :func:`kernels_for` (``onboard.impl`` switch, CPython only) or pass ``kernels=``.
 :func:`make_filter` builds the filter for a kernels choice: :class:`ParticleFilter` on the
-pure or NumPy kernels, the Cython module's compiled copy of the whole class on the Cython
-ones (one C call per step; same numbers and counters on the same draws).
+pure or NumPy kernels, the Cython module's ``filter_class`` on the Cython ones.
+
+One source for every build: :class:`ParticleFilter` holds the configuration, input checks,
+initialisation, the cycle's decisions (outliers, restarts, refresh count, adaptive
+resampling), state access and counters. The numeric work sits behind a few hooks
+(``_setup_state``, ``_spawn``, ``_predict``, ``_resample``, ``_spread_m``) and the particle
+attributes; the Cython build (``cython_ext/pf_kernels.pyx``) is a kernel type placed before
+this class in the MRO that replaces only those hooks and ``step``'s input checks for
+well-formed input (anything else comes back to :meth:`ParticleFilter.step`).
 
 This module runs unchanged on MicroPython (lists of floats, ``math`` only).
 """
@@ -378,9 +385,10 @@ def checked_config(config=None):
 
 
 def make_filter(config=None, kernels=None):
-    """A particle filter on these kernels: the kernels module's compiled whole-filter class where it has
-    one (``filter_class``, the Cython path: one C call per step), else :class:`ParticleFilter`.
-    Both compute the same numbers from the same draws (tests/unit/test_particle_filter_paths.py)."""
+    """A particle filter on these kernels: the kernels module's ``filter_class`` where it has one (the
+    Cython path: this module's class over the kernel type holding the particles in C), else
+    :class:`ParticleFilter`. Both compute the same numbers from the same draws
+    (tests/unit/test_particle_filter_paths.py, tests/unit/test_pf_one_source.py)."""
     cls = getattr(kernels, "filter_class", None) or ParticleFilter
     return cls(config, kernels=kernels)
 
@@ -404,16 +412,6 @@ class ParticleFilter:
         self.k = kernels if kernels is not None else PURE
         self.inv_two_var_m2 = 1.0 / (2.0 * cfg["range_var_m2"])
         self._outlier_e2_m2 = cfg["outlier_sigmas"] ** 2 * cfg["range_var_m2"]
-        alloc_ = self.k.alloc
-        self.xs = alloc_(n)
-        self.ys = alloc_(n)
-        self.yaws = alloc_(n)
-        self.ws = alloc_(n)
-        self.lws = alloc_(n)             # log-weights carried between resamplings (0 = uniform)
-        self._xs2 = alloc_(n)
-        self._ys2 = alloc_(n)
-        self._yaws2 = alloc_(n)
-        self.est = alloc_(EST_LEN)
         self.initialized = False
         self.time_us = None
         self.steps = 0
@@ -428,18 +426,32 @@ class ParticleFilter:
         self._outlier_run = 0
         self.residual_lp_m = 0.0         # low-passed range residual of the estimate (lost_residual_m), m
         self.lost_restarts = 0           # restarts by the residual check
+        self._setup_state()
 
-    # ---------------------------------------------------------- set-up
-    def initialize(self, now_us, range_m, draws, learned=None):
-        """Spawn particles: around the learned (bearing, yaw) if given (pocket IV-B), else on a ring."""
-        self._check_range(range_m, allow_none=False)
+    # ---------------------------------------------------------- state hooks (replaced by a kernel class)
+    def _setup_state(self):
+        """The particle buffers (called once by __init__, after cfg, n and the kernels are set)."""
+        n = self.n
+        alloc_ = self.k.alloc
+        self.xs = alloc_(n)
+        self.ys = alloc_(n)
+        self.yaws = alloc_(n)
+        self.ws = alloc_(n)
+        self.lws = alloc_(n)             # log-weights carried between resamplings (0 = uniform)
+        self._xs2 = alloc_(n)
+        self._ys2 = alloc_(n)
+        self._yaws2 = alloc_(n)
+        self.est = alloc_(EST_LEN)
+
+    def _spawn(self, range_m, draws, learned):
+        """New particles for range_m (float, checked): around learned = (bearing_rad, rel_yaw_rad) floats
+        (pocket IV-B) or, None, on a ring; log-weights back to 0."""
         k = self.k
         c = self.cfg
         if learned is not None:
-            bearing_rad, yaw_rad = self._check_learned(learned)
             noise = k.as_buffer(draws.normals(PARTICLE_DIM * self.n))
             k.refresh(self.xs, self.ys, self.yaws, 0, self.n, range_m - c["range_bias_m"],
-                      bearing_rad, yaw_rad, c["refresh_range_sigma_m"],
+                      learned[0], learned[1], c["refresh_range_sigma_m"],
                       c["refresh_bearing_sigma_rad"], c["refresh_yaw_sigma_rad"], noise)
         else:
             normals = k.as_buffer(draws.normals(self.n))
@@ -447,6 +459,52 @@ class ParticleFilter:
             k.init_ring(self.xs, self.ys, self.yaws, self.n, range_m - c["range_bias_m"],
                         c["refresh_range_sigma_m"], normals, uniforms)
         self.lws = k.alloc(self.n)
+
+    def _predict(self, dt_s, vxo, vyo, vxp, vyp, range_m, draws, sigma_pos_m, sigma_yaw_rad):
+        """Propagate and weight the particles (predict_weight); range_m None keeps the prior weights.
+        Returns the estimate buffer (EST_* slots), which resampling leaves as it is."""
+        noise = self.k.as_buffer(draws.normals(PARTICLE_DIM * self.n))
+        if range_m is None:
+            self.k.predict_weight(self.xs, self.ys, self.yaws, self.ws, self.lws, self.n, dt_s, vxo, vyo, vxp,
+                                  vyp, 0.0, 0.0, 0.0, noise, sigma_pos_m, sigma_yaw_rad, self.est)
+        else:
+            self.k.predict_weight(self.xs, self.ys, self.yaws, self.ws, self.lws, self.n, dt_s, vxo, vyo, vxp,
+                                  vyp, range_m, self.cfg["range_bias_m"], self.inv_two_var_m2, noise,
+                                  sigma_pos_m, sigma_yaw_rad, self.est)
+        return self.est
+
+    def _resample(self, n_new, range_m, learned, draws):
+        """Systematic resampling of n - n_new particles (weights back to uniform) and n_new new ones
+        around the learned (bearing_rad, rel_yaw_rad) estimate (pocket IV-B)."""
+        c = self.cfg
+        k = self.k
+        n = self.n
+        u0 = draws.uniforms(1)[0]
+        k.resample(self.xs, self.ys, self.yaws, self.ws, n, n - n_new, u0,
+                   self._xs2, self._ys2, self._yaws2)
+        self.xs, self._xs2 = self._xs2, self.xs
+        self.ys, self._ys2 = self._ys2, self.ys
+        self.yaws, self._yaws2 = self._yaws2, self.yaws
+        self.lws = k.alloc(n)
+        if n_new:
+            fresh = k.as_buffer(draws.normals(PARTICLE_DIM * n_new))
+            k.refresh(self.xs, self.ys, self.yaws, n - n_new, n_new,
+                      range_m - c["range_bias_m"], learned[0], learned[1],
+                      c["refresh_range_sigma_m"], c["refresh_bearing_sigma_rad"],
+                      c["refresh_yaw_sigma_rad"], fresh)
+
+    def _spread_m(self):
+        """Weighted spread of the positions about the last estimate, m (weighted_spread)."""
+        e = self.est
+        return self.k.weighted_spread(self.xs, self.ys, self.ws, self.n, e[EST_X], e[EST_Y], e[EST_SW])
+
+    # ---------------------------------------------------------- set-up
+    def initialize(self, now_us, range_m, draws, learned=None):
+        """Spawn particles: around the learned (bearing, yaw) if given (pocket IV-B), else on a ring."""
+        self._check_range(range_m, allow_none=False)
+        if learned is not None:
+            learned = self._check_learned(learned)       # (bearing_rad, rel_yaw_rad) as floats
+        self._spawn(float(range_m), draws, learned)
         self.time_us = int(now_us)
         self.initialized = True
         self.steps = 0
@@ -473,9 +531,12 @@ class ParticleFilter:
         self._check_range(range_m, allow_none=True)
         if learned is not None:
             learned = self._check_learned(learned)       # (bearing_rad, rel_yaw_rad) as floats
+        return self._cycle(now_us, vxo, vyo, vxp, vyp, range_m, draws, learned)
+
+    def _cycle(self, now_us, vxo, vyo, vxp, vyp, range_m, draws, learned):
+        """The cycle of :meth:`step` on checked input: now_us an int not before time_us, the velocities
+        finite floats, range_m None or a finite number >= 0, learned None or two finite floats."""
         c = self.cfg
-        k = self.k
-        n = self.n
         dt_s = (now_us - self.time_us) * 1e-6
         ref_s = c["noise_reference_dt_s"]
         if ref_s > 0.0:
@@ -486,16 +547,11 @@ class ParticleFilter:
         else:
             sigma_pos_m = c["pos_noise_floor_m"] + c["vel_noise_mps"] * dt_s
             sigma_yaw_rad = c["yaw_noise_radps"] * dt_s
-        noise = k.as_buffer(draws.normals(PARTICLE_DIM * n))
+        est = self._predict(dt_s, vxo, vyo, vxp, vyp, range_m, draws, sigma_pos_m, sigma_yaw_rad)
         if range_m is None:
-            k.predict_weight(self.xs, self.ys, self.yaws, self.ws, self.lws, n, dt_s, vxo, vyo, vxp, vyp,
-                             0.0, 0.0, 0.0, noise, sigma_pos_m, sigma_yaw_rad, self.est)
             self.predict_only += 1
         else:
-            k.predict_weight(self.xs, self.ys, self.yaws, self.ws, self.lws, n, dt_s, vxo, vyo, vxp, vyp,
-                             range_m, c["range_bias_m"], self.inv_two_var_m2, noise,
-                             sigma_pos_m, sigma_yaw_rad, self.est)
-            if self.est[EST_E2_MIN] > self._outlier_e2_m2:
+            if est[EST_E2_MIN] > self._outlier_e2_m2:
                 self.outliers += 1
                 self._outlier_run += 1
             else:
@@ -503,7 +559,7 @@ class ParticleFilter:
             if c["reinit_after_outliers"] and self._outlier_run >= c["reinit_after_outliers"]:
                 return self._restart(now_us, range_m, draws, learned)
             if c["lost_residual_m"] > 0.0:
-                ex, ey = self.est[EST_X], self.est[EST_Y]
+                ex, ey = est[EST_X], est[EST_Y]
                 res_m = range_m - c["range_bias_m"] - math.sqrt(ex * ex + ey * ey)
                 self.residual_lp_m += c["lost_residual_alpha"] * (res_m - self.residual_lp_m)
                 if self.residual_lp_m < -c["lost_residual_m"]:
@@ -511,13 +567,15 @@ class ParticleFilter:
                     return self._restart(now_us, range_m, draws, learned)
             n_new = self._refresh_count() if learned is not None else 0
             frac = c["resample_neff_fraction"]
-            if frac >= 1.0 or self.est[EST_NEFF] < frac * n:
+            if frac >= 1.0 or est[EST_NEFF] < frac * self.n:
+                self.last_refresh = n_new
+                self.resamples += 1
                 self._resample(n_new, range_m, learned, draws)
             else:
                 self.last_refresh = 0                  # keep the weights: no resampling, no refresh
         self.time_us = now_us
         self.steps += 1
-        return self.estimate()
+        return (est[EST_X], est[EST_Y], est[EST_YAW])         # the estimate(), before resampling
 
     def _restart(self, now_us, range_m, draws, learned):
         """Lost: particles afresh at range_m (ring, or around the learned estimate), weighted by that
@@ -525,33 +583,9 @@ class ParticleFilter:
         self.initialize(now_us, range_m, draws, learned=learned)
         self.reinitializations += 1
         self._outlier_run = 0
-        noise = self.k.as_buffer(draws.normals(PARTICLE_DIM * self.n))
-        self.k.predict_weight(self.xs, self.ys, self.yaws, self.ws, self.lws, self.n, 0.0, 0.0, 0.0, 0.0, 0.0,
-                              range_m, self.cfg["range_bias_m"], self.inv_two_var_m2, noise, 0.0, 0.0, self.est)
+        self._predict(0.0, 0.0, 0.0, 0.0, 0.0, range_m, draws, 0.0, 0.0)
         self.steps += 1
         return self.estimate()
-
-    def _resample(self, n_new, range_m, learned, draws):
-        """Systematic resampling of n - n_new particles (weights back to uniform) and n_new new ones
-        around the learned (bearing_rad, rel_yaw_rad) estimate (pocket IV-B)."""
-        c = self.cfg
-        k = self.k
-        n = self.n
-        self.last_refresh = n_new
-        self.resamples += 1
-        u0 = draws.uniforms(1)[0]
-        k.resample(self.xs, self.ys, self.yaws, self.ws, n, n - n_new, u0,
-                   self._xs2, self._ys2, self._yaws2)
-        self.xs, self._xs2 = self._xs2, self.xs
-        self.ys, self._ys2 = self._ys2, self.ys
-        self.yaws, self._yaws2 = self._yaws2, self.yaws
-        self.lws = k.alloc(n)
-        if n_new:
-            fresh = k.as_buffer(draws.normals(PARTICLE_DIM * n_new))
-            k.refresh(self.xs, self.ys, self.yaws, n - n_new, n_new,
-                      range_m - c["range_bias_m"], learned[0], learned[1],
-                      c["refresh_range_sigma_m"], c["refresh_bearing_sigma_rad"],
-                      c["refresh_yaw_sigma_rad"], fresh)
 
     def _refresh_count(self):
         """Particles to put around the learned estimate this step (fixed, augmented-MCL adaptive, or spread-gated)."""
@@ -560,7 +594,7 @@ class ParticleFilter:
             return self.n_refresh
         e = self.est
         if c["refresh_mode"] == "spread":
-            spread_m = self.k.weighted_spread(self.xs, self.ys, self.ws, self.n, e[EST_X], e[EST_Y], e[EST_SW])
+            spread_m = self._spread_m()
             unsure = spread_m > c["refresh_spread_rad"] * math.sqrt(e[EST_X] * e[EST_X] + e[EST_Y] * e[EST_Y])
             frac = c["refresh_fraction"] if unsure else c["refresh_fraction_min"]
             return int(round(frac * self.n))
