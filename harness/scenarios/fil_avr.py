@@ -20,8 +20,8 @@ import time
 from boards.arduino import board as AVR
 from boards.arduino.app import AvrGroundRobot
 from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, RATE_HZ, WAYPOINTS_NE_M, mounted, one_of, or_null
-from harness.sim.avr_bridge import (PLANT_DEFAULTS, PLANT_SETTING_RANGES, AvrBridge, AvrPlant, ensure_built, open_link,
-                                    size_report)
+from harness.sim.avr_bridge import (PLANT_DEFAULTS, PLANT_SETTING_RANGES, AvrBridge, AvrPlant, DroppableMotors,
+                                    ensure_built, open_link, size_report)
 from harness.sim.clock import PRIORITY_PHYSICS
 from harness.sim.ground_world import GroundWorld, plot_over_time, plot_trajectory
 from harness.sim.sensors.imu import DEFAULTS as IMU_DEFAULTS, SETTING_RANGES as IMU_RANGES
@@ -58,27 +58,6 @@ DEFAULTS = {
 REDUCED = {"max_duration_s": 3.0, "waypoints_ne_m": [[0.5, 0.0]]}
 
 
-class _DroppableMotors:
-    """The runtime's motors: the AVR link, with a switch that stops commands reaching it."""
-
-    def __init__(self, link):
-        self.link = link
-        self.muted = False
-        self.dropped = 0
-
-    def command(self, wheel_cmd):
-        if self.muted:
-            self.dropped += 1
-            return None
-        return self.link.command(wheel_cmd)
-
-    def stop(self, now_us):
-        if self.muted:
-            self.dropped += 1
-            return None
-        return self.link.stop(now_us)
-
-
 # checked before the firmware is built or simavr starts (harness.config rules; the blocks' rules from their
 # components); link_dropout.start_s is null (none) or a time
 SETTING_RANGES = {**{"board": one_of(*sorted(AVR.BOARDS)), "max_duration_s": POSITIVE, "record_hz": RATE_HZ,
@@ -98,7 +77,7 @@ def run(config, ctx):
     try:
         serial, link = open_link(bridge, log=ctx.log)
         plant = AvrPlant(bridge, world.robot, world.imu_model(config["imu"]), config["plant"])
-        motors = _DroppableMotors(link)
+        motors = DroppableMotors(link)
         app = AvrGroundRobot(config["waypoints_ne_m"], link,
                              runtime_config(config["runtime"], 1000000 // AVR.TELEMETRY_PERIOD_US,
                                             config["aiding"]["rate_hz"], config["vehicle"], AVR.MAX_WHEEL_RADPS),

@@ -473,6 +473,28 @@ class FilRig:
         self.close()
 
 
+class DroppableMotors:
+    """An app's motors: the AVR link, with a switch (``muted``) that stops commands reaching it (a simulated link
+    cut between the host app and the board); dropped commands are counted."""
+
+    def __init__(self, link):
+        self.link = link
+        self.muted = False
+        self.dropped = 0
+
+    def command(self, wheel_cmd):
+        if self.muted:
+            self.dropped += 1
+            return None
+        return self.link.command(wheel_cmd)
+
+    def stop(self, now_us):
+        if self.muted:
+            self.dropped += 1
+            return None
+        return self.link.stop(now_us)
+
+
 def open_link(bridge, **driver_kwargs):
     """A LockstepSerial on the bridge's pty and an AvrRobotLink driver on it (signing with the simulation
     key unless ``signer`` is given; ``signer=None`` sends bare commands)."""

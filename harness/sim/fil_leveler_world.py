@@ -36,7 +36,7 @@ import numpy as np
 
 from boards.arduino import board as C
 from harness.sim.avr_bridge import (FIRMWARE_DIR, PLANT_DEFAULTS, PLANT_SETTING_RANGES, AvrBridge, AvrPlant,
-                                    BridgeStep, open_link)
+                                    BridgeStep, FilRig, open_link)
 from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked, int_at_least, pair, within
 from onboard.core.units import G_MPS2
 
@@ -350,8 +350,9 @@ class LevelerPlant(AvrPlant):
         return st
 
 
-class LevelerRig:
-    """Leveler bridge + driver + plant on one simulated clock (tests, bench); like avr_bridge.FilRig."""
+class LevelerRig(FilRig):
+    """Leveler bridge + driver + plant on one simulated clock (tests, bench): :class:`FilRig`'s stepping on the
+    leveler build, the mound terrain and the Rover 5."""
 
     def __init__(self, seed=1, terrain=None, plant=None, vehicle=None):
         from harness.sim.rng import RunRandom
@@ -370,45 +371,4 @@ class LevelerRig:
                                   plant_cfg)
         self.t_us = 0
         self.messages = []
-
-    def step(self):
-        t = self.t_us + self.plant.dt_us
-        st = self.plant.step(t, self.serial.tx_bytes)
-        if st is not None:
-            self.serial.sync_rx(st.tx_bytes)
-        self.t_us = t
-        msgs = self.link.poll(t)
-        self.messages.extend(msgs)
-        return msgs
-
-    def run_for(self, dt_us, each_step=None):
-        end = self.t_us + int(dt_us)
-        while self.t_us < end:
-            if each_step is not None:
-                each_step(self)
-            self.step()
-
-    def run_until(self, predicate, timeout_us, each_step=None):
-        end = self.t_us + int(timeout_us)
-        while self.t_us < end:
-            if each_step is not None:
-                each_step(self)
-            self.step()
-            if predicate(self):
-                return True
-        return False
-
-    def of_type(self, name):
-        return [m for m in self.messages if m.name == name]
-
-    def close(self):
-        try:
-            self.serial.close()
-        finally:
-            self.bridge.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        self.keep_messages = True

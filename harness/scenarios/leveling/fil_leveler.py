@@ -20,7 +20,7 @@ from boards.arduino import board as AVR
 from boards.arduino import protocol as P
 from boards.arduino.leveler_app import DEFAULTS as HOST_DEFAULTS, SETTING_RANGES as HOST_RANGES, AvrLeveler
 from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, RATE_HZ, mounted, or_null
-from harness.sim.avr_bridge import ensure_built, open_link
+from harness.sim.avr_bridge import DroppableMotors, ensure_built, open_link
 from harness.sim.fil_leveler_world import (LEVELER_PLANT_DEFAULTS, LEVELER_PLANT_RANGES, TERRAIN_DEFAULTS,
                                            TERRAIN_RANGES, LevelerBridge, LevelerPlant, MoundTerrain,
                                            leveler_size_report, rover5_vehicle)
@@ -55,27 +55,6 @@ SETTING_RANGES = {**{"max_duration_s": POSITIVE, "record_hz": RATE_HZ, "start_ne
                             ("hill", HILL_RANGES), ("host", HOST_RANGES))}
 
 
-class _DroppableMotors:
-    """The app's motors: the link, with a switch that stops commands reaching it."""
-
-    def __init__(self, link):
-        self.link = link
-        self.muted = False
-        self.dropped = 0
-
-    def command(self, wheel_cmd):
-        if self.muted:
-            self.dropped += 1
-            return None
-        return self.link.command(wheel_cmd)
-
-    def stop(self, now_us):
-        if self.muted:
-            self.dropped += 1
-            return None
-        return self.link.stop(now_us)
-
-
 def run(config, ctx):
     ensure_built()
     wall_start = time.perf_counter()
@@ -91,7 +70,7 @@ def run(config, ctx):
     try:
         serial, link = open_link(bridge, log=ctx.log)
         plant = LevelerPlant(bridge, robot, terrain, ctx.random.stream("leveler_imu"), config["plant"])
-        motors = _DroppableMotors(link)
+        motors = DroppableMotors(link)
         app = AvrLeveler(link, ctx.random.stream("hill_sensing"), config["host"], config["hill"], log=ctx.log,
                          motors=motors)
         on_state = link.on_level_state
