@@ -251,15 +251,7 @@ class AvrRobotLink:
         if self._offset_us is None or lag < self._offset_us:
             self._offset_us = lag
         t_us = fw_t + self._offset_us
-        seq = msg.last_cmd_seq
-        if seq in self._sent_us:
-            lat = now_us - self._sent_us.pop(seq)
-            self.cmd_latency_us = lat
-            self.cmd_latencies_us.append(lat)
-            st = self.cmd_latency_stats
-            st["n"] += 1
-            st["sum_us"] += lat
-            st["max_us"] = max(st["max_us"], lat)
+        self._note_cmd_echo(msg.last_cmd_seq, now_us)
         if self.on_encoders is not None:
             self.on_encoders(EncoderSample(t_us, msg.enc_left_ticks, msg.enc_right_ticks))
         last = self._last_tel
