@@ -34,6 +34,11 @@ def _argv(line):
     if not match:
         return None
     words = shlex.split(match.group(1), comments=True)
+    # a shell redirection or "&" ends the command's own arguments (``harness avr >pty.txt &``)
+    for k, word in enumerate(words):
+        if word in ("&", "|", "&&", ";") or re.match(r"^[0-9]*>", word):
+            words = words[:k]
+            break
     return words or None
 
 
