@@ -183,14 +183,15 @@ def test_the_study_settings_file_turns_on_the_larger_swarm_and_the_replays(name)
 
 
 def test_study_flights_on_the_sweep_runner_do_not_depend_on_the_worker_count():
-    """The flights after the first are jobs of the sweep runner (study.fly): three 2-drone flights of 2 s,
-    each replayed through one estimator configuration, flown in this process and on a pool of two worker
-    processes give the same metrics (every flight rebuilds its random streams from the run seed and its name)."""
+    """The flights after the first are jobs of the sweep runner (study.fly): three 2-drone flights of 2 s (the
+    direct link: the runner is under test, not cflib), each replayed through one estimator configuration, flown
+    in this process and on a pool of two worker processes give the same metrics (every flight rebuilds its
+    random streams from the run seed and its name)."""
     def study(workers):
         mod, cfg = prepare("swarm-fixed", {
             "drone_counts": [2], "episodes": 3, "workers": workers, "large_swarm": {"drones": 0},
             "estimators": {"pf-100": {"mode": "pf", "n_particles": 100}},
-            "episode": {"max_duration_s": 2.0, "compare_estimators": True}})
+            "episode": {"max_duration_s": 2.0, "compare_estimators": True, "link": "direct"}})
         ctx = RunContext(5)
         return mod.run(cfg, ctx), ctx.timings
 
