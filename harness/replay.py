@@ -155,6 +155,39 @@ def _rpi_ground_robot(config):
                           start_us=rpi["start_us"], estimator=_estimator(config["estimator"]))
 
 
+class _ReplayOutboards:
+    """Outboards of a replayed boat app: commands go nowhere, polls deliver nothing (the recorded telemetry
+    is fed at the app's ``outboard`` entry point)."""
+
+    def start(self, now_us):
+        pass
+
+    def command(self, throttle_left, throttle_right, now_us):
+        return True
+
+    def stop(self, now_us):
+        return True
+
+    def poll(self, now_us):
+        return []
+
+    def report(self):
+        return {}
+
+
+class _ReplaySerial:
+    """A replayed app's serial input: reads nothing (what its io part parsed is recorded at the entries)."""
+
+    def read(self, max_bytes=4096, timeout_s=0.0):
+        return b""
+
+
+def _wamv_boat(config):
+    """The WAM-V boat app (boards.wamv.app.WamvApp, also its service) with stand-in outboards and GNSS line."""
+    from boards.wamv.app import WamvApp
+    return WamvApp(_ReplayOutboards(), _ReplaySerial(), config)
+
+
 class _ReplayVelocityDriver:
     """Driver of a replayed swarm member: its commands go nowhere (the app's outputs are compared)."""
 
@@ -213,9 +246,11 @@ def _swarm_member(config):
 # - mp_ground_robot: the MicroPython boards' app (boards/mp_common/mp_app.py), recorded into the board's
 #   ring log (python -m onboard.deploy BOARD --pull-log OUT.mcap);
 # - swarm_member: one member of a swarm flight (harness/scenarios/swarm/study.py: record_member), or any
-#   SwarmMember.record.
+#   SwarmMember.record;
+# - wamv_boat: the WAM-V boat app and service (boards/wamv).
 APPS = {GroundRobotRuntime.APP: _ground_robot, "avr_ground_robot": _ground_robot,
-        RpiGroundRobot.APP: _rpi_ground_robot, "mp_ground_robot": _ground_robot, "swarm_member": _swarm_member}
+        RpiGroundRobot.APP: _rpi_ground_robot, "mp_ground_robot": _ground_robot, "swarm_member": _swarm_member,
+        "wamv_boat": _wamv_boat}
 
 
 # ---------------------------------------------------------------------------------------------- replay
@@ -351,6 +386,14 @@ def replay_events(events, impl=None, tolerance=0.0):
             "estimates": (logged.get(OUT_PREFIX + "estimate", []), replayed.get(OUT_PREFIX + "estimate", []))}
 
 
+def _north_east(estimate):
+    """(north_m, east_m) of a recorded estimate: ``pos_ned_m``, or a boat's ``state`` (yaw, yaw rate, north,
+    east, surge, sway)."""
+    if "pos_ned_m" in estimate:
+        return estimate["pos_ned_m"][0], estimate["pos_ned_m"][1]
+    return estimate["state"][2], estimate["state"][3]
+
+
 def _plot(estimates, path):
     """The logged and the replayed position estimates (north over east, m): the logged one wide and pale
     under the replayed one, so that both stay visible where they agree."""
@@ -359,9 +402,9 @@ def _plot(estimates, path):
     from harness.report.plots import figure, label
     logged, replayed = estimates
     fig, ax = figure(size_in=(6, 5))
-    ax.plot([d["pos_ned_m"][1] for _, d in logged], [d["pos_ned_m"][0] for _, d in logged], "C0", lw=4,
+    ax.plot([_north_east(d)[1] for _, d in logged], [_north_east(d)[0] for _, d in logged], "C0", lw=4,
             alpha=0.35, label="logged")
-    ax.plot([d["pos_ned_m"][1] for _, d in replayed], [d["pos_ned_m"][0] for _, d in replayed], "C1--", lw=1,
+    ax.plot([_north_east(d)[1] for _, d in replayed], [_north_east(d)[0] for _, d in replayed], "C1--", lw=1,
             label="replayed")
     ax.axis("equal")
     label(ax, "estimated position: logged vs replayed", "east (m)", "north (m)")

@@ -149,6 +149,7 @@ class Helm:
         self.stop_events = 0
         self.reference = (0.0, 0.0)
         self.telemetry = {}
+        self.now_us = None          # the control tick's time (a reply fed at the entry counts from it)
         self.node = None
 
     def attach(self, node):
@@ -161,6 +162,7 @@ class Helm:
 
     def _on_outboard(self, s):
         self.telemetry[s.side] = s
+        self.node.feed("outboard_" + s.side, self.now_us)        # the link answered by this control tick
 
     def reference_at(self, now_us):
         """(heading_rad, speed_mps) of the plan's leg at ``now_us`` (the plan repeats)."""
@@ -175,9 +177,9 @@ class Helm:
         if self.start_us is None:
             self.start_us = now_us
             self.outboards.start(now_us)
+        self.now_us = now_us
         for s in self.outboards.poll(now_us):
             self.on_outboard(s)
-            self.node.feed("outboard_" + s.side, now_us)        # the link answered by now
         if self.node.failsafe.engaged:
             return
         ekf = self.est.ekf

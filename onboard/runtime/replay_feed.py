@@ -23,11 +23,20 @@ class ReplayFeedError(ValueError):
     """A recorded event the rebuilt app cannot take (unknown sample type or entry point)."""
 
 
+def _vessel_sample_type(schema):
+    """A surface vessel's sample type (``onboard.vessel.samples``, the outboards' telemetry) named ``schema``."""
+    if schema == "OutboardTelemetry":
+        from onboard.vessel.outboards import OutboardTelemetry
+        return OutboardTelemetry
+    from onboard.vessel import samples as vessel_samples
+    return getattr(vessel_samples, schema, None)
+
+
 def decode_sample(schema, data):
     """A recorded sample back into its ``onboard.core.samples`` type. The MCAP log writes a non-finite
     number as null: in a list it comes back as NaN; a single null field is passed as None (an
     optional field) and, where the type refuses None, as NaN (a refused non-finite input)."""
-    cls = getattr(sample_types, schema, None)
+    cls = getattr(sample_types, schema, None) or _vessel_sample_type(schema)
     if cls is None or not hasattr(cls, "FIELDS"):
         raise ReplayFeedError("recorded input of unknown sample type %r" % (schema,))
     args = {}

@@ -1,0 +1,5 @@
+import sys
+
+from boards.wamv.service import main
+
+sys.exit(main())

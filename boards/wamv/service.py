@@ -1,0 +1,319 @@
+"""The WAM-V boat app as a service on the boat's Linux computer: config, real-time loop, MCAP log, clean
+SIGTERM shutdown (modelled on ``boards.rpi.service``).
+
+``python -m boards.wamv run --config /etc/onboard/wamv.toml`` builds the boat app (``boards.wamv.app``:
+boat EKF, heading/speed controller, watchdog) from the config and the devices it names, runs it on the
+computer's monotonic clock, logs to MCAP, and on SIGTERM/SIGINT (systemd stop, Ctrl-C) leaves the loop,
+releases both outboards (SetCurrent 0 to each VESC), logs ``/shutdown`` and closes the MCAP file.
+
+Devices (serial ports, opened with pyserial):
+
+- ``gnss.port``: a GNSS receiver sending NMEA 0183 GGA (``onboard.comms.nmea``, the app's ``gnss`` io part);
+- ``heading.port``: a GNSS compass or INS sending NMEA HDT (or THS) and ROT (``boards.wamv.heading_nmea``):
+  HDT/THS feed the app's ``heading`` entry, ROT its ``yaw_rate`` entry (the watched ``imu`` input, with
+  ``app.imu_timeout_us`` sized for the ROT rate). This is the heading / yaw-rate source the service supports
+  on Linux; a separate I2C/SPI gyro is not wired here;
+- ``outboards.left_port`` / ``right_port``: the two outboards' VESC controllers (VESC UART protocol,
+  ``onboard.vessel.outboards.VescOutboards``). A link that drops later is reconnected by the driver.
+
+Every port must exist when the service starts (else exit 3, one line, nothing commanded). The mission is
+``mission.plan``: heading/speed legs ``[[duration_s, heading_deg, speed_mps], ...]``, repeated (what the app
+supports). With ``log.record = true`` (the default) the app records itself at its boundary into the same log
+(``/app/...``: settings, every GNSS fix, heading and yaw-rate sample, outboard telemetry, tick, thrust and
+command; ``boards.wamv.app.WamvApp.record``), the topics ``python -m harness boat-fit LOG.mcap`` reads.
+
+Desk runs against the simulated WAM-V: port names ``bench-sim:gnss``, ``bench-sim:heading``,
+``bench-sim:left``, ``bench-sim:right`` are the harness's ptys, resolved through ``port_paths``, which only
+``python -m harness.sim.wamv_bench run --config ...`` passes (boards never import harness).
+
+``python -m boards.wamv service-unit`` prints the systemd unit; ``default-config`` the default settings.
+"""
+import argparse
+import copy
+import json
+import math
+import os
+import signal
+import sys
+import time
+import tomllib
+
+from boards.wamv import board as B
+from boards.wamv.app import DEFAULTS as APP_DEFAULTS
+from onboard.core.settings import (BOOLEAN, POSITIVE, TEXT, ConfigError, argument, checked, int_at_least, is_number,
+                                   one_of, within)
+
+BENCH_SIM_PREFIX = "bench-sim:"
+
+DEFAULT_CONFIG = {
+    "gnss": {"port": B.GNSS_PORT, "baud": B.GNSS_BAUD},
+    "heading": {"port": B.HEADING_PORT, "baud": B.HEADING_BAUD, "poll_hz": B.HEADING_POLL_HZ,
+                "heading_sigma_deg": B.HEADING_SIGMA_DEG, "rot_sigma_dps": B.ROT_SIGMA_DPS},
+    "outboards": {"left_port": B.OUTBOARD_PORTS["left"], "right_port": B.OUTBOARD_PORTS["right"],
+                  "baud": B.OUTBOARD_BAUD, "max_erpm": B.MAX_ERPM, "direction_left": 1, "direction_right": 1},
+    "mission": {"plan": [list(leg) for leg in APP_DEFAULTS["plan"]]},
+    "app": {"origin_deg": [B.ORIGIN_LAT_DEG, B.ORIGIN_LON_DEG], "gnss_sigma_m": B.GNSS_SIGMA_M,
+            "gnss_timeout_us": B.GNSS_TIMEOUT_US, "imu_timeout_us": B.ROT_TIMEOUT_US,
+            "heading_timeout_us": B.HEADING_TIMEOUT_US, "outboard_timeout_us": B.OUTBOARD_TIMEOUT_US},
+    "log": {"dir": "/var/log/onboard-wamv", "record": True},
+}
+
+
+def _is_plan(v):
+    return (isinstance(v, list) and len(v) > 0
+            and all(isinstance(leg, list) and len(leg) == 3 and all(is_number(x) for x in leg)
+                    and leg[0] > 0 and 0 <= leg[2] <= 5.0 for leg in v))
+
+
+TIMEOUT_US = int_at_least(10000)
+# every setting's value range (onboard.core.settings rules), checked before a port or the log opens
+SETTING_RANGES = {
+    "gnss.port": TEXT, "gnss.baud": int_at_least(1),
+    "heading.port": TEXT, "heading.baud": int_at_least(1),
+    # a rate the app's 100 Hz base tick divides into (the node's rate groups)
+    "heading.poll_hz": one_of(10, 20, 25, 50, 100),
+    "heading.heading_sigma_deg": POSITIVE, "heading.rot_sigma_dps": POSITIVE,
+    "outboards.left_port": TEXT, "outboards.right_port": TEXT, "outboards.baud": int_at_least(1),
+    "outboards.max_erpm": POSITIVE, "outboards.direction_left": one_of(1, -1),
+    "outboards.direction_right": one_of(1, -1),
+    "mission.plan": ("a non-empty list of [duration_s > 0, heading_deg, speed_mps in [0, 5]] legs", _is_plan),
+    "app.origin_deg": ("[latitude_deg in [-90, 90], longitude_deg in [-180, 180]]",
+                       lambda v: isinstance(v, list) and len(v) == 2 and within(-90, 90)[1](v[0])
+                       and within(-180, 180)[1](v[1])),
+    "app.gnss_sigma_m": POSITIVE, "app.gnss_timeout_us": TIMEOUT_US, "app.imu_timeout_us": TIMEOUT_US,
+    "app.heading_timeout_us": TIMEOUT_US, "app.outboard_timeout_us": TIMEOUT_US,
+    "log.dir": TEXT, "log.record": BOOLEAN,
+}
+PORT_SETTINGS = (("gnss", "port"), ("heading", "port"), ("outboards", "left_port"), ("outboards", "right_port"))
+EXIT_CONFIG = 2
+EXIT_START = 3
+
+
+class ServiceStartError(RuntimeError):
+    """A device or file the service needs cannot be opened: a serial port or the log (exit status 3;
+    nothing was commanded, whatever had opened is closed again)."""
+
+
+def merged_config(overrides):
+    """DEFAULT_CONFIG updated from ``overrides`` (tables merged key by key; unknown keys, wrong types and
+    values outside SETTING_RANGES raise ConfigError with one line)."""
+    return checked(DEFAULT_CONFIG, SETTING_RANGES, overrides, "wamv")
+
+
+def load_config(path):
+    if path is None:
+        return copy.deepcopy(DEFAULT_CONFIG)
+    try:
+        if path.endswith(".toml"):
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        else:
+            with open(path) as fh:
+                data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ConfigError("cannot read config %s: %s" % (path, exc))
+    return merged_config(data)
+
+
+def resolved_ports(cfg, port_paths=None):
+    """{setting name: path} of the four serial ports; ``bench-sim:...`` names through ``port_paths`` (the
+    harness's ptys), ConfigError when a bench name has none (``python -m boards.wamv`` runs real ports)."""
+    out = {}
+    for block, key in PORT_SETTINGS:
+        name = cfg[block][key]
+        if name.startswith(BENCH_SIM_PREFIX):
+            if name not in (port_paths or {}):
+                raise ConfigError("wamv setting %s.%s %r is the harness's simulated boat: run "
+                                  "`python -m harness.sim.wamv_bench run` for desk runs" % (block, key, name))
+            name = port_paths[name]
+        out["%s.%s" % (block, key)] = name
+    return out
+
+
+def check_ports_exist(ports):
+    """ServiceStartError naming the first port that is not there (USB adapter unplugged, wrong name)."""
+    for setting, path in ports.items():
+        if not os.path.exists(path):
+            raise ServiceStartError("serial port %s (%s) does not exist" % (path, setting))
+
+
+def build_app(cfg, ports, log=None, start_us=0):
+    """(app, outboards, closers) from a config dict and the resolved ports; the GNSS and heading ports are
+    opened here (ServiceStartError when one cannot be), the outboards' links at the app's first control tick."""
+    from boards.wamv.app import WamvApp
+    from boards.wamv.heading_nmea import HeadingNmea
+    from onboard.comms.transport import SerialTransport, TransportError
+    from onboard.vessel.outboards import VescOutboards
+
+    closers = []
+    opened = {}
+    try:
+        for block in ("gnss", "heading"):
+            path = ports[block + ".port"]
+            try:
+                opened[block] = SerialTransport(path, cfg[block]["baud"]).open()
+            except TransportError as exc:
+                raise ServiceStartError("cannot open the %s port: %s" % (block, exc))
+            closers.append(opened[block].close)
+    except BaseException:
+        for close in closers:
+            close()
+        raise
+    ocfg = cfg["outboards"]
+    links = {side: (lambda path=ports["outboards.%s_port" % side]: SerialTransport(path, ocfg["baud"]).open())
+             for side in ("left", "right")}
+    outboards = VescOutboards(links, {"max_erpm": ocfg["max_erpm"], "direction_left": ocfg["direction_left"],
+                                      "direction_right": ocfg["direction_right"]})
+    app_cfg = dict(cfg["app"], plan=cfg["mission"]["plan"])
+    app = WamvApp(outboards, opened["gnss"], app_cfg, log=log, start_us=start_us)
+    hcfg = cfg["heading"]
+    app.node.add("heading", HeadingNmea(opened["heading"], app.on_heading, app.on_yaw_rate, hcfg["poll_hz"],
+                                        math.radians(hcfg["heading_sigma_deg"]),
+                                        math.radians(hcfg["rot_sigma_dps"])))
+    closers.append(outboards.close)
+    return app, outboards, closers
+
+
+def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, port_paths=None):
+    """Run until SIGTERM/SIGINT (or ``duration_s``); returns the exit code (0 at the end of ``duration_s``,
+    130 / 143 when SIGINT / SIGTERM stopped it: both outboards released, log closed either way).
+    ``port_paths``: {``bench-sim:...`` name: path} for the harness's simulated ports."""
+    from onboard.runtime.clock import MonotonicClock
+    from onboard.runtime.mcap_log import McapLog, code_version
+
+    ports = resolved_ports(cfg, port_paths)
+    check_ports_exist(ports)            # before the log opens
+    try:
+        if log_file is None:
+            os.makedirs(cfg["log"]["dir"], exist_ok=True)
+            log_file = os.path.join(cfg["log"]["dir"], time.strftime("wamv-%Y%m%d-%H%M%S.mcap"))
+        mcap = McapLog(log_file, library="onboard-wamv")
+    except OSError as exc:
+        raise ServiceStartError("cannot open the log %s: %s" % (log_file or cfg["log"]["dir"], exc.strerror or exc))
+    clock = MonotonicClock()            # zero now: the watched inputs count from the service's start
+    try:
+        app, outboards, closers = build_app(cfg, ports, log=mcap.log, start_us=0)
+    except BaseException:
+        mcap.close()
+        raise
+    stop = {"signal": None}
+
+    def on_signal(signum, _frame):
+        stop["signal"] = signum
+
+    old_handlers = {}
+    reason = "duration"
+    released = False
+    try:                 # from here on, whatever happens: outboards released, log and ports closed
+        if cfg["log"]["record"]:
+            app.record(mcap.log, code_version(), clock.now_us())
+        old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        print("onboard-wamv: running; log %s; gnss %s; heading %s; outboards %s, %s"
+              % (log_file, ports["gnss.port"], ports["heading.port"], ports["outboards.left_port"],
+                 ports["outboards.right_port"]), file=out, flush=True)
+        end_us = None if not duration_s else clock.now_us() + int(duration_s * 1e6)
+        chunk_us = 50000
+        while stop["signal"] is None:
+            now = clock.now_us()
+            if end_us is not None and now >= end_us:
+                break
+            app.run(clock, now + chunk_us)
+        if stop["signal"] is not None:
+            reason = signal.Signals(stop["signal"]).name
+    finally:
+        now = clock.now_us()
+        for link in outboards.links.values():   # a link that is down (or never came up) gets one more try
+            if not link.up:
+                link.connect(now)
+        released = outboards.stop(now)          # SetCurrent 0 to both VESCs
+        mcap.log("/shutdown", now, {"time_us": now, "reason": reason, "outboards_released": released,
+                                    "report": json.dumps(app.report(), default=str)})
+        mcap.close()
+        for close in closers:
+            close()
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+    print("onboard-wamv: stopped (%s); outboards %s; log closed: %s (%d messages)"
+          % (reason, "released" if released else "NOT reached (link down)", log_file, mcap.messages),
+          file=out, flush=True)
+    # stopped by a signal: 128 + its number (130 SIGINT, 143 SIGTERM), as a shell reports it; the unit file
+    # counts both as a clean stop (SuccessExitStatus)
+    return 128 + stop["signal"] if stop["signal"] is not None else 0
+
+
+UNIT_TEMPLATE = """[Unit]
+Description=Onboard runtime: WAM-V boat (GNSS NMEA, heading HDT/ROT, two VESC outboards, MCAP log)
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=simple
+User={user}
+SupplementaryGroups=dialout
+WorkingDirectory={workdir}
+Environment=PYTHONUNBUFFERED=1
+ExecStart={python} -m boards.wamv run --config {config}
+# SIGTERM: the runtime releases both outboards (SetCurrent 0) and closes its MCAP log
+KillSignal=SIGTERM
+SuccessExitStatus=130 143
+KillMode=mixed
+TimeoutStopSec=5
+Restart=on-failure
+RestartSec=2
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def service_unit(python, workdir, config, user="wamv"):
+    """Text of the systemd unit (``/etc/systemd/system/onboard-wamv.service``)."""
+    for name, value in (("python", python), ("workdir", workdir), ("config", config)):
+        if not os.path.isabs(value):
+            raise ConfigError("%s must be an absolute path, got %r" % (name, value))
+    return UNIT_TEMPLATE.format(python=python, workdir=workdir, config=config, user=user)
+
+
+def main(argv=None, port_paths=None, prog="python -m boards.wamv"):
+    """The command line; ``port_paths`` (see run_service) and ``prog`` let the harness run it on its ptys."""
+    parser = argparse.ArgumentParser(prog=prog, description="WAM-V boat runtime (GNSS, heading, two VESC outboards).",
+                                     epilog="exit status: 0 stopped after --duration-s, 130/143 stopped by "
+                                            "SIGINT/SIGTERM (outboards released, log closed), 2 malformed config "
+                                            "(one line naming the setting), 3 a serial port or the log cannot "
+                                            "be opened.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run the runtime until SIGTERM/SIGINT")
+    p.add_argument("--config", help=".toml or .json settings (see `default-config`)")
+    p.add_argument("--log-file", help="MCAP file (default: <log.dir>/wamv-<time>.mcap)")
+    p.add_argument("--duration-s", type=argument(POSITIVE), default=None,
+                   help="stop after this many seconds (default: run until SIGTERM/SIGINT)")
+    p = sub.add_parser("service-unit", help="print the systemd unit file")
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--workdir", default=os.getcwd())
+    p.add_argument("--config", default="/etc/onboard/wamv.toml")
+    p.add_argument("--user", default="wamv")
+    p.add_argument("--output", help="write the unit to this file instead of stdout")
+    sub.add_parser("default-config", help="print the default settings (JSON)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "run":
+            return run_service(load_config(args.config), args.log_file, args.duration_s, port_paths=port_paths)
+        if args.command == "service-unit":
+            text = service_unit(args.python, args.workdir, args.config, args.user)
+            if args.output:
+                try:
+                    with open(args.output, "w") as fh:
+                        fh.write(text)
+                except OSError as exc:
+                    raise ConfigError("cannot write the unit file %s: %s" % (args.output, exc.strerror or exc))
+            else:
+                sys.stdout.write(text)
+            return 0
+        print(json.dumps(DEFAULT_CONFIG, indent=2))
+        return 0
+    except ConfigError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return EXIT_CONFIG
+    except ServiceStartError as exc:
+        print("error: %s" % exc, file=sys.stderr)
+        return EXIT_START
