@@ -79,7 +79,7 @@ run: setup
 
 # the tests include the training smoke runs (torch 2.13.0, CPU build; requirements-train.txt)
 test: setup $(STAMPS)/train-venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 test-fast: setup $(STAMPS)/train-venv
 	$(PY) -m pytest -q -m "not slow and not fil"
