@@ -257,8 +257,12 @@ function readBlocking() {
 }
 
 // stdin of a running program (sys.stdin): one byte at a time from the line; null (no
-// byte) once a KeyboardInterrupt is pending, so the read returns and the VM raises it.
+// byte) once a KeyboardInterrupt is pending, so the read returns and the VM raises it. The
+// pending interrupt is looked at first: the bytes that came after the Ctrl-C (the host's
+// raw-REPL request) stay buffered for the REPL, as on a board, instead of being read by the
+// program (which a Ctrl-C during select.poll() would otherwise let happen).
 function programStdin() {
+  if (interruptPending()) return null;
   if (!pendingInput.length) {
     flush();
     for (;;) {
