@@ -1,4 +1,4 @@
-"""AVR firmware-in-the-loop benchmark (issue 6 figures), both boards measured side by side.
+"""AVR firmware-in-the-loop benchmark, both boards measured side by side.
 
 - flash / RAM of the robot_link firmware per board (avr-size, as `make firmware` prints), and of the
   32U4 leveler build (AltIMU-10 v4, Rover 5 profile, 9600-baud LEVEL_STATE; the fil-leveler scenario);

@@ -1,4 +1,4 @@
-"""Grading loop's real parts side by side (issue 9): estimator planar vs ES-EKF, motors direct vs
+"""Grading loop's real parts side by side: estimator planar vs ES-EKF, motors direct vs
 simulated VESCs over ptys, decision backends (float NumPy, int8 LiteRT, int8 pure kernel).
 
     .venv/bin/python bench/grading_loop.py [--rollouts 4] [--seed 1]

@@ -1,4 +1,4 @@
-"""Swarm benchmark: simulated seconds per wall second of the 4-drone swarm-fixed flight (issue 11).
+"""Swarm benchmark: simulated seconds per CPU second (and per wall second) of the 4-drone swarm-fixed flight.
 
 One flight = 4 drones, each running its onboard agent every 0.1 s (the flights' configuration: a
 1000-particle filter per neighbour and for its goal, the int8 DQN; the learned estimator is not
