@@ -174,8 +174,7 @@ class AvrBridge:
         counts over the window. ``imu_raw`` = (accel3, gyro3) sets the IMU registers first."""
         cmds = []
         if imu_raw is not None:
-            a, g = imu_raw
-            cmds.append("imu %d %d %d %d %d %d %d" % (a[0], a[1], a[2], g[0], g[1], g[2], MPU_TEMP_RAW_25C))
+            cmds.append(self._imu_command(imu_raw))
         cmds.append("run %d %d %d %d" % (t_us, rx_bytes, enc_left_ticks, enc_right_ticks))
         t0 = time.perf_counter()
         answer = self._call(*cmds)[-1]
@@ -184,6 +183,11 @@ class AvrBridge:
         self.last = BridgeStep(answer.split()[1:])
         self.now_us = self.last.t_us
         return self.last
+
+    def _imu_command(self, imu_raw):
+        """The bridge command setting the emulated MPU-6050's registers from (accel3, gyro3) raw counts."""
+        a, g = imu_raw
+        return "imu %d %d %d %d %d %d %d" % (a[0], a[1], a[2], g[0], g[1], g[2], MPU_TEMP_RAW_25C)
 
     def set_imu(self, accel_raw, gyro_raw, temp_raw=MPU_TEMP_RAW_25C):
         self._call("imu %d %d %d %d %d %d %d" % (tuple(accel_raw) + tuple(gyro_raw) + (temp_raw,)))

@@ -36,7 +36,7 @@ import numpy as np
 
 from boards.arduino import board as C
 from harness.sim.avr_bridge import (FIRMWARE_DIR, PLANT_DEFAULTS, PLANT_SETTING_RANGES, AvrBridge, AvrPlant,
-                                    BridgeStep, FilRig, open_link)
+                                    FilRig, open_link)
 from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked, int_at_least, pair, within
 from onboard.core.units import G_MPS2
 
@@ -61,19 +61,9 @@ class LevelerBridge(AvrBridge):
     def __init__(self, reply_timeout_s=20.0, env=None):
         super().__init__("leonardo", elf=leveler_elf(), reply_timeout_s=reply_timeout_s, env=env)
 
-    def run(self, t_us, rx_bytes, enc_left_ticks, enc_right_ticks, imu_raw=None):
-        import time
-        cmds = []
-        if imu_raw is not None:
-            cmds.append("altimu " + " ".join("%d" % v for v in imu_raw))
-        cmds.append("run %d %d %d %d" % (t_us, rx_bytes, enc_left_ticks, enc_right_ticks))
-        t0 = time.perf_counter()
-        answer = self._call(*cmds)[-1]
-        self.wall_in_run_s += time.perf_counter() - t0
-        self.steps += 1
-        self.last = BridgeStep(answer.split()[1:])
-        self.now_us = self.last.t_us
-        return self.last
+    def _imu_command(self, imu_raw):
+        """The bridge command setting the emulated AltIMU-10 v4's registers (raw counts, the bridge's order)."""
+        return "altimu " + " ".join("%d" % v for v in imu_raw)
 
     def set_device_present(self, device, present):
         """One AltIMU device ('lsm303d', 'l3gd20h', 'lps25h') stops / starts answering on the bus."""
