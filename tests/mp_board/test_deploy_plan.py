@@ -67,3 +67,20 @@ def test_deploy_command_timeout_must_be_positive_seconds(capsys, timeout):
         main(["pico_rp2040", "--port", "/dev/null", "--timeout", timeout])
     assert exc.value.code == 2
     assert "argument --timeout: expected a number > 0, got %r" % timeout in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content,needle", [
+    (None, "cannot read the link key"),
+    ("0011", "a link key must have at least 16 bytes, got 2"),
+    ("not hex", "a link key must be hex digits"),
+])
+def test_a_bad_link_key_file_is_one_line_exit_2_before_the_board_is_touched(tmp_path, capsys, content, needle):
+    """The command link's key file (``--link-key``) missing, too short or not hex: one line, exit 2, and the
+    port (which does not exist here) is never opened."""
+    from onboard.deploy.__main__ import main
+    key = tmp_path / "link.key"
+    if content is not None:
+        key.write_text(content)
+    assert main(["pico_rp2040", "--port", str(tmp_path / "ttyNONE"), "--link-key", str(key)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
