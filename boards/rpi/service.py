@@ -18,20 +18,16 @@ to a factory ``factory(address) -> bus`` (the ``machine.I2C`` memory API). Desk 
 the IMU wired (``imu.bus = "bench-sim"``) start from the harness, which passes its simulated
 MPU-6050 in: ``python -m harness.sim.rpi_bench run --config ...`` (boards never import harness).
 """
-import argparse
-import copy
-import json
 import os
-import signal
 import sys
-import time
-import tomllib
 
+from boards.linux_service import (ServiceStartError, StopSignals, open_log, run_until_stopped, service_main,
+                                  unit_text)
+from boards.linux_service import load_config as _load_config
 from boards.rpi import board as C
 from boards.rpi.imu_mpu6050 import RATE_HZ_RULE as IMU_RATE_HZ
 from boards.rpi.vesc_motors import DRIVE_SETTING_RANGES
-from onboard.core.settings import (BOOLEAN, NON_NEGATIVE, POSITIVE, RATE_HZ, TEXT, WAYPOINTS_NE_M, ConfigError,
-                                   argument, checked, int_at_least, int_within, one_of, or_null, range_problem,
+from onboard.core.settings import (BOOLEAN, POSITIVE, RATE_HZ, TEXT, WAYPOINTS_NE_M, ConfigError, checked, int_at_least, int_within, one_of, or_null, range_problem,
                                    setting_problem, under)
 from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS
 from onboard.runtime.scheduler import GROUP_RATES
@@ -60,15 +56,6 @@ DEFAULT_CONFIG = {
                 "wheel_radius_m": C.WHEEL_RADIUS_M, "max_wheel_radps": C.MAX_WHEEL_RADPS},
     "log": {"dir": "/var/log/onboard-rpi", "record": True},
 }
-
-
-class ServiceStartError(RuntimeError):
-    """A device or file the service needs cannot be opened: the IMU's I2C bus, the pose UDP port, the log,
-    or the IMU does not answer (exit status 3; nothing was commanded, whatever had opened is closed again)."""
-
-
-EXIT_CONFIG = 2
-EXIT_START = 3
 
 
 CAN_ID = int_within(0, 254)                      # VESC CAN ids (255 is broadcast)
@@ -152,18 +139,8 @@ def merged_config(overrides):
 
 
 def load_config(path):
-    if path is None:
-        return copy.deepcopy(DEFAULT_CONFIG)
-    try:
-        if path.endswith(".toml"):
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
-        else:
-            with open(path) as fh:
-                data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise ConfigError("cannot read config %s: %s" % (path, exc))
-    return merged_config(data)
+    """The settings in ``path`` (.toml or .json) over DEFAULT_CONFIG, checked; the defaults when None."""
+    return _load_config(path, DEFAULT_CONFIG, merged_config)
 
 
 def build_app(cfg, log=None, i2c_buses=None):
@@ -286,28 +263,17 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=N
     143 when SIGINT / SIGTERM stopped it: motors released, log closed either way). ``i2c_buses``: see build_app."""
     from boards.rpi.imu_mpu6050 import ImuError
     from onboard.runtime.clock import MonotonicClock
-    from onboard.runtime.mcap_log import McapLog, code_version
+    from onboard.runtime.mcap_log import code_version
 
     check_i2c_bus(cfg, i2c_buses)           # before the log opens
-    try:
-        if log_file is None:
-            os.makedirs(cfg["log"]["dir"], exist_ok=True)
-            log_file = os.path.join(cfg["log"]["dir"], time.strftime("rpi-%Y%m%d-%H%M%S.mcap"))
-        mcap = McapLog(log_file, library="onboard-rpi")
-    except OSError as exc:
-        raise ServiceStartError("cannot open the log %s: %s" % (log_file or cfg["log"]["dir"], exc.strerror or exc))
-    stop = {"signal": None}
-
-    def on_signal(signum, _frame):
-        stop["signal"] = signum
-
+    mcap, log_file = open_log(log_file, cfg["log"]["dir"], "rpi", "onboard-rpi")
     try:
         app, closers = build_app(cfg, log=mcap.log, i2c_buses=i2c_buses)
     except BaseException:
         mcap.close()
         raise
     clock = MonotonicClock()
-    old_handlers = {}
+    stop = StopSignals()
     reason = "duration"
     try:                       # from here on, whatever happens: motors released, log and devices closed
         try:
@@ -320,29 +286,19 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=N
             # the app at its boundary into the same log, from before its first tick:
             # `python -m harness replay LOG.mcap`
             app.record(mcap.log, code_version(), clock.now_us())
-        old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        print("onboard-rpi: running; log %s; %s" % (log_file, pose_input_line(app.pose_source)), file=out, flush=True)
-        end_us = None if not duration_s else int(duration_s * 1e6)
-        chunk_us = 50000
-        while stop["signal"] is None:
-            now = clock.now_us()
-            if end_us is not None and now >= end_us:
-                break
-            app.run(clock, now + chunk_us)
-        if stop["signal"] is not None:
-            reason = signal.Signals(stop["signal"]).name
+        with stop:
+            print("onboard-rpi: running; log %s; %s" % (log_file, pose_input_line(app.pose_source)), file=out,
+                  flush=True)
+            run_until_stopped(app, clock, stop, duration_s)
+            reason = stop.reason
     finally:
         app.shutdown(clock.now_us(), reason=reason)
         mcap.close()
         for close in closers:
             close()
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
     print("onboard-rpi: stopped (%s); motors released; log closed: %s (%d messages)"
           % (reason, log_file, mcap.messages), file=out, flush=True)
-    # stopped by a signal: 128 + its number (130 SIGINT, 143 SIGTERM), as a shell reports it; the unit file
-    # counts both as a clean stop (SuccessExitStatus)
-    return 128 + stop["signal"] if stop["signal"] is not None else 0
+    return stop.exit_status()
 
 
 UNIT_TEMPLATE = """[Unit]
@@ -372,55 +328,13 @@ WantedBy=multi-user.target
 
 def service_unit(python, workdir, config, user="pi"):
     """Text of the systemd unit (``/etc/systemd/system/onboard-rpi.service``)."""
-    for name, value in (("python", python), ("workdir", workdir), ("config", config)):
-        if not os.path.isabs(value):
-            raise ConfigError("%s must be an absolute path, got %r" % (name, value))
-    return UNIT_TEMPLATE.format(python=python, workdir=workdir, config=config, user=user)
+    return unit_text(UNIT_TEMPLATE, python, workdir, config, user)
 
 
 def main(argv=None, i2c_buses=None, prog="python -m boards.rpi"):
-    """The command line; ``i2c_buses`` (see build_app) and ``prog`` let the harness run it with simulated buses."""
-    parser = argparse.ArgumentParser(prog=prog,
-                                     description="Raspberry Pi ground-robot runtime (VESC motors over UART).",
-                                     epilog="exit status: 0 stopped on SIGTERM/SIGINT or after --duration-s, "
-                                            "2 malformed config (one line naming the setting), 3 the IMU bus, "
-                                            "the pose UDP port or the log cannot be opened, or the IMU does "
-                                            "not answer.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="run the runtime until SIGTERM/SIGINT")
-    p.add_argument("--config", help=".toml or .json settings (see `default-config`)")
-    p.add_argument("--log-file", help="MCAP file (default: <log.dir>/rpi-<time>.mcap)")
-    p.add_argument("--duration-s", type=argument(POSITIVE), default=None,
-                   help="stop after this many seconds (default: run until SIGTERM/SIGINT)")
-    p = sub.add_parser("service-unit", help="print the systemd unit file")
-    p.add_argument("--python", default=sys.executable)
-    p.add_argument("--workdir", default=os.getcwd())
-    p.add_argument("--config", default="/etc/onboard/rpi.toml")
-    p.add_argument("--user", default="pi")
-    p.add_argument("--output", help="write the unit to this file instead of stdout (e.g. "
-                                    "/etc/systemd/system/onboard-rpi.service)")
-    sub.add_parser("default-config", help="print the default settings (JSON)")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "run":
-            return run_service(load_config(args.config), args.log_file, args.duration_s, i2c_buses=i2c_buses)
-        if args.command == "service-unit":
-            text = service_unit(os.path.abspath(args.python) if os.path.isabs(args.python) else args.python,
-                                args.workdir, args.config, args.user)
-            if args.output:
-                try:
-                    with open(args.output, "w") as fh:
-                        fh.write(text)
-                except OSError as exc:
-                    raise ConfigError("cannot write the unit file %s: %s" % (args.output, exc.strerror or exc))
-            else:
-                sys.stdout.write(text)
-            return 0
-        print(json.dumps(DEFAULT_CONFIG, indent=2))
-        return 0
-    except ConfigError as exc:
-        print("error: %s" % exc, file=sys.stderr)
-        return EXIT_CONFIG
-    except ServiceStartError as exc:
-        print("error: %s" % exc, file=sys.stderr)
-        return EXIT_START
+    """The command line (``boards.linux_service.service_main``); ``i2c_buses`` (see build_app) and ``prog`` let
+    the harness run it with simulated buses."""
+    return service_main(
+        argv, prog, "Raspberry Pi ground-robot runtime (VESC motors over UART).", "rpi", DEFAULT_CONFIG, load_config,
+        lambda cfg, log_file, duration_s: run_service(cfg, log_file, duration_s, i2c_buses=i2c_buses),
+        service_unit, "pi", "the IMU bus, the pose UDP port or the log cannot be opened, or the IMU does not answer")

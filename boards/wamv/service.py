@@ -1,5 +1,5 @@
 """The WAM-V boat app as a service on the boat's Linux computer: config, real-time loop, MCAP log, clean
-SIGTERM shutdown (modelled on ``boards.rpi.service``).
+SIGTERM shutdown (what every board service shares is ``boards.linux_service``).
 
 ``python -m boards.wamv run --config /etc/onboard/wamv.toml`` builds the boat app (``boards.wamv.app``:
 boat EKF, heading/speed controller, watchdog) from the config and the devices it names, runs it on the
@@ -28,20 +28,18 @@ Desk runs against the simulated WAM-V: port names ``bench-sim:gnss``, ``bench-si
 
 ``python -m boards.wamv service-unit`` prints the systemd unit; ``default-config`` the default settings.
 """
-import argparse
-import copy
 import json
 import math
 import os
-import signal
 import sys
-import time
-import tomllib
 
+from boards.linux_service import (ServiceStartError, StopSignals, open_log, run_until_stopped, service_main,
+                                  unit_text)
+from boards.linux_service import load_config as _load_config
 from boards.wamv import board as B
 from boards.wamv.app import DEFAULTS as APP_DEFAULTS
-from onboard.core.settings import (BOOLEAN, POSITIVE, TEXT, ConfigError, argument, checked, int_at_least, is_number,
-                                   one_of, within)
+from onboard.core.settings import (BOOLEAN, POSITIVE, TEXT, ConfigError, checked, int_at_least, is_number, one_of,
+                                   within)
 
 BENCH_SIM_PREFIX = "bench-sim:"
 
@@ -85,13 +83,6 @@ SETTING_RANGES = {
     "log.dir": TEXT, "log.record": BOOLEAN,
 }
 PORT_SETTINGS = (("gnss", "port"), ("heading", "port"), ("outboards", "left_port"), ("outboards", "right_port"))
-EXIT_CONFIG = 2
-EXIT_START = 3
-
-
-class ServiceStartError(RuntimeError):
-    """A device or file the service needs cannot be opened: a serial port or the log (exit status 3;
-    nothing was commanded, whatever had opened is closed again)."""
 
 
 def merged_config(overrides):
@@ -101,18 +92,8 @@ def merged_config(overrides):
 
 
 def load_config(path):
-    if path is None:
-        return copy.deepcopy(DEFAULT_CONFIG)
-    try:
-        if path.endswith(".toml"):
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
-        else:
-            with open(path) as fh:
-                data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise ConfigError("cannot read config %s: %s" % (path, exc))
-    return merged_config(data)
+    """The settings in ``path`` (.toml or .json) over DEFAULT_CONFIG, checked; the defaults when None."""
+    return _load_config(path, DEFAULT_CONFIG, merged_config)
 
 
 def resolved_ports(cfg, port_paths=None):
@@ -179,47 +160,29 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, port_paths=
     130 / 143 when SIGINT / SIGTERM stopped it: both outboards released, log closed either way).
     ``port_paths``: {``bench-sim:...`` name: path} for the harness's simulated ports."""
     from onboard.runtime.clock import MonotonicClock
-    from onboard.runtime.mcap_log import McapLog, code_version
+    from onboard.runtime.mcap_log import code_version
 
     ports = resolved_ports(cfg, port_paths)
     check_ports_exist(ports)            # before the log opens
-    try:
-        if log_file is None:
-            os.makedirs(cfg["log"]["dir"], exist_ok=True)
-            log_file = os.path.join(cfg["log"]["dir"], time.strftime("wamv-%Y%m%d-%H%M%S.mcap"))
-        mcap = McapLog(log_file, library="onboard-wamv")
-    except OSError as exc:
-        raise ServiceStartError("cannot open the log %s: %s" % (log_file or cfg["log"]["dir"], exc.strerror or exc))
+    mcap, log_file = open_log(log_file, cfg["log"]["dir"], "wamv", "onboard-wamv")
     clock = MonotonicClock()            # zero now: the watched inputs count from the service's start
     try:
         app, outboards, closers = build_app(cfg, ports, log=mcap.log, start_us=0)
     except BaseException:
         mcap.close()
         raise
-    stop = {"signal": None}
-
-    def on_signal(signum, _frame):
-        stop["signal"] = signum
-
-    old_handlers = {}
+    stop = StopSignals()
     reason = "duration"
     released = False
     try:                 # from here on, whatever happens: outboards released, log and ports closed
         if cfg["log"]["record"]:
             app.record(mcap.log, code_version(), clock.now_us())
-        old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        print("onboard-wamv: running; log %s; gnss %s; heading %s; outboards %s, %s"
-              % (log_file, ports["gnss.port"], ports["heading.port"], ports["outboards.left_port"],
-                 ports["outboards.right_port"]), file=out, flush=True)
-        end_us = None if not duration_s else clock.now_us() + int(duration_s * 1e6)
-        chunk_us = 50000
-        while stop["signal"] is None:
-            now = clock.now_us()
-            if end_us is not None and now >= end_us:
-                break
-            app.run(clock, now + chunk_us)
-        if stop["signal"] is not None:
-            reason = signal.Signals(stop["signal"]).name
+        with stop:
+            print("onboard-wamv: running; log %s; gnss %s; heading %s; outboards %s, %s"
+                  % (log_file, ports["gnss.port"], ports["heading.port"], ports["outboards.left_port"],
+                     ports["outboards.right_port"]), file=out, flush=True)
+            run_until_stopped(app, clock, stop, duration_s)
+            reason = stop.reason
     finally:
         now = clock.now_us()
         for link in outboards.links.values():   # a link that is down (or never came up) gets one more try
@@ -231,14 +194,10 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, port_paths=
         mcap.close()
         for close in closers:
             close()
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
     print("onboard-wamv: stopped (%s); outboards %s; log closed: %s (%d messages)"
           % (reason, "released" if released else "NOT reached (link down)", log_file, mcap.messages),
           file=out, flush=True)
-    # stopped by a signal: 128 + its number (130 SIGINT, 143 SIGTERM), as a shell reports it; the unit file
-    # counts both as a clean stop (SuccessExitStatus)
-    return 128 + stop["signal"] if stop["signal"] is not None else 0
+    return stop.exit_status()
 
 
 UNIT_TEMPLATE = """[Unit]
@@ -268,52 +227,13 @@ WantedBy=multi-user.target
 
 def service_unit(python, workdir, config, user="wamv"):
     """Text of the systemd unit (``/etc/systemd/system/onboard-wamv.service``)."""
-    for name, value in (("python", python), ("workdir", workdir), ("config", config)):
-        if not os.path.isabs(value):
-            raise ConfigError("%s must be an absolute path, got %r" % (name, value))
-    return UNIT_TEMPLATE.format(python=python, workdir=workdir, config=config, user=user)
+    return unit_text(UNIT_TEMPLATE, python, workdir, config, user)
 
 
 def main(argv=None, port_paths=None, prog="python -m boards.wamv"):
-    """The command line; ``port_paths`` (see run_service) and ``prog`` let the harness run it on its ptys."""
-    parser = argparse.ArgumentParser(prog=prog, description="WAM-V boat runtime (GNSS, heading, two VESC outboards).",
-                                     epilog="exit status: 0 stopped after --duration-s, 130/143 stopped by "
-                                            "SIGINT/SIGTERM (outboards released, log closed), 2 malformed config "
-                                            "(one line naming the setting), 3 a serial port or the log cannot "
-                                            "be opened.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="run the runtime until SIGTERM/SIGINT")
-    p.add_argument("--config", help=".toml or .json settings (see `default-config`)")
-    p.add_argument("--log-file", help="MCAP file (default: <log.dir>/wamv-<time>.mcap)")
-    p.add_argument("--duration-s", type=argument(POSITIVE), default=None,
-                   help="stop after this many seconds (default: run until SIGTERM/SIGINT)")
-    p = sub.add_parser("service-unit", help="print the systemd unit file")
-    p.add_argument("--python", default=sys.executable)
-    p.add_argument("--workdir", default=os.getcwd())
-    p.add_argument("--config", default="/etc/onboard/wamv.toml")
-    p.add_argument("--user", default="wamv")
-    p.add_argument("--output", help="write the unit to this file instead of stdout")
-    sub.add_parser("default-config", help="print the default settings (JSON)")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "run":
-            return run_service(load_config(args.config), args.log_file, args.duration_s, port_paths=port_paths)
-        if args.command == "service-unit":
-            text = service_unit(args.python, args.workdir, args.config, args.user)
-            if args.output:
-                try:
-                    with open(args.output, "w") as fh:
-                        fh.write(text)
-                except OSError as exc:
-                    raise ConfigError("cannot write the unit file %s: %s" % (args.output, exc.strerror or exc))
-            else:
-                sys.stdout.write(text)
-            return 0
-        print(json.dumps(DEFAULT_CONFIG, indent=2))
-        return 0
-    except ConfigError as exc:
-        print("error: %s" % exc, file=sys.stderr)
-        return EXIT_CONFIG
-    except ServiceStartError as exc:
-        print("error: %s" % exc, file=sys.stderr)
-        return EXIT_START
+    """The command line (``boards.linux_service.service_main``); ``port_paths`` (see run_service) and ``prog``
+    let the harness run it on its ptys."""
+    return service_main(
+        argv, prog, "WAM-V boat runtime (GNSS, heading, two VESC outboards).", "wamv", DEFAULT_CONFIG, load_config,
+        lambda cfg, log_file, duration_s: run_service(cfg, log_file, duration_s, port_paths=port_paths),
+        service_unit, "wamv", "a serial port or the log cannot be opened")
