@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "harness.conformance",
     "harness.training.policy_cli",
     "harness.training.boat_fit.fit_cli",
+    "harness.pinger_cli",
     "harness.sweep_cli",
     "harness.scenarios.leveling.level_sweep",
 ]

@@ -40,6 +40,7 @@ SCENARIOS = {
     "boat-hil-lag": "harness.scenarios.boat.hil_lag",
     "boat-ekf": "harness.scenarios.boat.boat_ekf",
     "boat-model-fit": "harness.scenarios.boat.model_fit",
+    "boat-pinger": "harness.scenarios.boat.boat_pinger",
     "soil-blind-map": "harness.scenarios.soil.soil_blind_map",
     "soil-homogeneous": "harness.scenarios.soil.soil_homogeneous",
     "soil-sweep": "harness.scenarios.soil.soil_sweep",
