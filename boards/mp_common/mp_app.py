@@ -52,7 +52,12 @@ def _write(line):
 
 class BoardIo:
     """io part (run mode): the IMU driver -> ``on_imu`` and waiting serial lines -> the link, each
-    base tick. Idle until :meth:`enable` (lockstep mode never enables it: the host feeds the samples)."""
+    base tick. Idle until :meth:`enable` (lockstep mode never enables it: the host feeds the samples).
+
+    A read that fails on the bus (``OSError`` from the driver: the chip stopped answering) gives no
+    sample that tick: it is counted (``imu_errors``; ``imu_outages`` counts the runs of failed reads, each
+    reported once on the link as an ``X`` line), the runtime's watched IMU input goes stale and its
+    failsafe stops the motors; the next read that answers feeds the IMU again and the robot drives on."""
 
     def __init__(self, rate_hz, runtime, link):
         self.rate_hz = rate_hz
@@ -62,6 +67,10 @@ class BoardIo:
         self.imu = None
         self.stdin = None
         self.poller = None
+        self.imu_errors = 0
+        self.imu_outages = 0
+        self.imu_failing = False
+        self.imu_last_error = ""
 
     def attach(self, node):
         node.every("io", self.rate_hz, self._io, io=True)
@@ -75,18 +84,33 @@ class BoardIo:
         if self.imu is None:
             return
         imu = self.imu
-        imu.read()
-        a = imu.accel_frd_mps2
-        g = imu.gyro_frd_radps
-        dt = self.dt_us * 1e-6
-        self.runtime.on_imu(ImuSample(now_us, self.dt_us, (a[0] * dt, a[1] * dt, a[2] * dt),
-                                      (g[0] * dt, g[1] * dt, g[2] * dt)))
+        try:
+            imu.read()
+        except OSError as exc:
+            self.imu_errors += 1
+            self.imu_last_error = str(exc)
+            if not self.imu_failing:
+                self.imu_failing = True
+                self.imu_outages += 1
+                _write(ll.encode("X", [("imu read failed: " + self.imu_last_error).replace(",", ";")]))
+        else:
+            self.imu_failing = False
+            a = imu.accel_frd_mps2
+            g = imu.gyro_frd_radps
+            dt = self.dt_us * 1e-6
+            self.runtime.on_imu(ImuSample(now_us, self.dt_us, (a[0] * dt, a[1] * dt, a[2] * dt),
+                                          (g[0] * dt, g[1] * dt, g[2] * dt)))
         while self.poller.poll(0):
             line = self.stdin.readline()
             if not line or line.strip() == b"EXIT":
                 raise KeyboardInterrupt
             for reply in self.link.handle_line(line):
                 _write(reply)
+
+    def report(self):
+        """The IMU's failed reads (``imu_errors``), their runs (``imu_outages``) and the last error."""
+        return {"imu_errors": self.imu_errors, "imu_outages": self.imu_outages, "imu_failing": self.imu_failing,
+                "imu_last_error": self.imu_last_error}
 
 
 def build_app(board, machine):

@@ -4,9 +4,10 @@ Built by the board app's own ``build_app(board, machine)`` (the ground robot's p
 driver ``mp_drivers.DiffDrivePwm`` on the virtual board's simulated ``machine`` pins, the board's io part
 ``BoardIo`` and the signed line link ``LinkRuntime`` with the verifier of ``link_auth``: key and counter
 mark in files, as on the board's flash). Run mode as on the board: the node ticks on the board's clock,
-its io part reads the IMU (a simulated chip at the driver interface: ``read()`` and the SI values) and the
-waiting serial lines each tick; the host sends signed ``P`` lines at 10 Hz. The robot stands on blocks:
-pose at the origin, way-point 2 m ahead. Motors "driven" = a PWM duty register above 0.
+its io part reads the IMU (a simulated chip at the driver interface: ``read()`` and the SI values; a
+failing chip raises OSError there, as the real driver's I2C read does) and the waiting serial lines each
+tick; the host sends signed ``P`` lines at 10 Hz. The robot stands on blocks: pose at the origin,
+way-point 2 m ahead. Motors "driven" = a PWM duty register above 0.
 """
 import importlib.util
 import os
@@ -244,6 +245,11 @@ class MpRig:
         out = "lines accepted %d, bad_tag %d, replayed %d, bad lines %d, rejected samples %d; failsafe %d" % (
             c["accepted"], c["bad_tag"], c["replayed"], self.link.bad_lines, self.runtime.rejected_samples,
             self.runtime.node.failsafe.engage_count)
+        io = self.io.report()
+        if io["imu_errors"]:
+            reported = sum(1 for r in self.replies if r.startswith(b"X,imu read failed"))
+            out += "; IMU read errors %d in %d outage(s), %d reported on the link" % (
+                io["imu_errors"], io["imu_outages"], reported)
         if self.exit_reason:
             out += "; app exited (%s)" % self.exit_reason
         return out
