@@ -37,6 +37,7 @@ SCENARIOS = {
     "level-grid": "harness.scenarios.leveling.level_grid",
     "fil-leveler": "harness.scenarios.leveling.fil_leveler",
     "level-hill": "harness.scenarios.leveling.level_hill",
+    "sandbox-datagen": "harness.scenarios.leveling.sandbox_datagen",
     "boat-hil-lag": "harness.scenarios.boat.hil_lag",
     "boat-ekf": "harness.scenarios.boat.boat_ekf",
     "boat-model-fit": "harness.scenarios.boat.model_fit",

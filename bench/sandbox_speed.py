@@ -1,0 +1,103 @@
+"""Sandbox reference simulator: frame time at 1x and 2x terrain side, side by side in one run.
+
+Workload: the example experiment (``harness/scenarios/leveling/sandbox/experiment.ini``: a 128 x 128 tileable
+heightmap at 0.02 m, the Dagu Rover 5 class robot, 10 ms frames of 10 substeps, 2 erosion iterations per
+frame) driven by the Alg. 5 schedule (seeded, ``--frames`` frames, 25-frame segments); "2x" is the same
+heightmap tiled 2 x 2 (256 x 256 cells: the side doubled, the area x4, the same slopes under the robot), the
+same start and the same command stream. Each round runs a fresh world per size, alternating the sizes
+(``--rounds`` rounds; each size keeps its best round, so a burst of load on a shared host hits both alike).
+Times are CPU time of the process (``time.process_time``; single-threaded, compute-bound loop).
+
+Also timed apart, per frame: one erosion pass of the whole terrain (the part that grows with the area) and
+the rest (contact, traction, sinkage and bulldozing under the robot: independent of the terrain's size).
+
+Writes bench/results/sandbox_speed.json.
+"""
+import argparse
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
+from harness.scenarios.leveling.sandbox_datagen import EXAMPLE_INI  # noqa: E402
+from harness.sim.sandbox import schedule  # noqa: E402
+from harness.sim.sandbox.config import load_experiment  # noqa: E402
+from harness.sim.sandbox.world import SandboxWorld  # noqa: E402
+
+
+def _world(exp, tiles):
+    heights = np.tile(exp.heights_m, (tiles, tiles))
+    north, east, yaw = exp.start
+    return SandboxWorld(exp.terrain(heights), north, east, yaw, exp.vehicle, exp.soil, exp.frame_dt_us,
+                        exp.substeps, exp.erosion_iterations)
+
+
+def _time_frames(world, speed, yaw_rate):
+    t0 = time.process_time()
+    for v, w in zip(speed, yaw_rate):
+        world.frame(v, w)
+    return (time.process_time() - t0) / len(speed)
+
+
+def _time_erosion(world, repeats=50):
+    t0 = time.process_time()
+    for _ in range(repeats):
+        world.terrain.erode(world.erosion_iterations)
+    return (time.process_time() - t0) / repeats
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=400)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+    exp = load_experiment(EXAMPLE_INI)
+    rng = np.random.default_rng(0)
+    speed, yaw_rate, _, _, _ = schedule.commands(args.frames, 25, 0.25, np.pi / 2, rng.uniform)
+    sizes = {"1x": 1, "2x": 2}
+    best = {k: float("inf") for k in sizes}
+    erosion = {k: float("inf") for k in sizes}
+    final = {}
+    for _ in range(args.rounds):
+        for name, tiles in sizes.items():
+            world = _world(exp, tiles)
+            best[name] = min(best[name], _time_frames(world, speed, yaw_rate))
+            erosion[name] = min(erosion[name], _time_erosion(world))
+            final[name] = (world.robot.north_m, world.robot.east_m, world.robot.yaw_rad)
+    rows = {}
+    for name, tiles in sizes.items():
+        side = exp.heights_m.shape[0] * tiles
+        rows[name] = {"cells_per_side": side, "side_m": side * exp.cell_m,
+                      "frame_us": best[name] * 1e6, "erosion_us_per_frame": erosion[name] * 1e6,
+                      "rest_us_per_frame": (best[name] - erosion[name]) * 1e6,
+                      "frames_per_s": 1.0 / best[name]}
+    ratio = best["2x"] / best["1x"]
+    print("Sandbox frame time (CPU), %d frames x %d rounds, best round; Alg. 5 commands, %d substeps/frame"
+          % (args.frames, args.rounds, exp.substeps))
+    print("%-4s %10s %12s %14s %14s %10s" % ("size", "cells", "frame (us)", "erosion (us)", "rest (us)", "frames/s"))
+    for name, r in rows.items():
+        print("%-4s %10s %12.0f %14.0f %14.0f %10.1f" % (name, "%dx%d" % (r["cells_per_side"], r["cells_per_side"]),
+                                                       r["frame_us"], r["erosion_us_per_frame"],
+                                                       r["rest_us_per_frame"], r["frames_per_s"]))
+    print("2x / 1x frame time: %.2f (erosion %.2f, rest %.2f)" % (
+        ratio, rows["2x"]["erosion_us_per_frame"] / rows["1x"]["erosion_us_per_frame"],
+        rows["2x"]["rest_us_per_frame"] / rows["1x"]["rest_us_per_frame"]))
+    same_path = bool(np.allclose(final["1x"], final["2x"], atol=1e-9))
+    print("same path on both sizes (the 2x map repeats the 1x one): %s" % same_path)
+    write_results("sandbox_speed", {
+        "workload": {"experiment": os.path.relpath(EXAMPLE_INI, REPO), "frames": args.frames, "rounds": args.rounds,
+                     "substeps": exp.substeps, "frame_dt_us": exp.frame_dt_us,
+                     "erosion_iterations": exp.erosion_iterations, "clock": "process CPU time, best round"},
+        "sizes": rows, "ratio_2x_over_1x": ratio, "same_path_on_both_sizes": same_path,
+        "python": platform.python_version(), "machine": platform.machine(),
+    })
+
+
+if __name__ == "__main__":
+    main()
