@@ -45,6 +45,7 @@ SCENARIOS = {
     "soil-blind-map": "harness.scenarios.soil.soil_blind_map",
     "soil-homogeneous": "harness.scenarios.soil.soil_homogeneous",
     "soil-sweep": "harness.scenarios.soil.soil_sweep",
+    "soil-strip": "harness.scenarios.soil.soil_strip",
 }
 
 # metric names that are wall-clock (or CPU-clock) figures: wall_time_s, setup_wall_s, link_wall_s_per_tick,

@@ -114,6 +114,8 @@ QUAT_NED_TO_WORLD_WXYZ = (0.0, _SQRT_HALF, _SQRT_HALF, 0.0)
 POSE_IN_FRAME = "foxglove.PoseInFrame"
 FRAME_TRANSFORM = "foxglove.FrameTransform"
 SCENE_UPDATE = "foxglove.SceneUpdate"
+GRID = "foxglove.Grid"
+NUMERIC_TYPES = ("UNKNOWN", "UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "FLOAT64")
 LINE_STRIP, LINE_LOOP, LINE_LIST = 0, 1, 2          # foxglove.LineType
 DELETE_MATCHING_ID, DELETE_ALL = 0, 1               # foxglove.SceneEntityDeletionType
 
@@ -226,9 +228,25 @@ def _scene_update_schema():
     return _obj(SCENE_UPDATE, {"deletions": _array(deletion), "entities": _array(entity)}, ("deletions", "entities"))
 
 
+def _grid_schema():
+    """``foxglove.Grid`` (a 2-D grid of packed fields per cell; Foxglove's ``jsonschema/Grid.json``)."""
+    field = _obj("foxglove.PackedElementField", {"name": {"type": "string"},
+                                                 "offset": {"type": "integer", "minimum": 0},
+                                                 "type": _enum_schema("foxglove.NumericType", NUMERIC_TYPES)},
+                 ("name", "offset", "type"))
+    return _obj(GRID, {
+        "timestamp": _time_schema(), "frame_id": {"type": "string"}, "pose": _pose_schema(),
+        "column_count": {"type": "integer", "minimum": 0},
+        "cell_size": _obj("foxglove.Vector2", {"x": _num(), "y": _num()}, ("x", "y")),
+        "row_stride": {"type": "integer", "minimum": 0}, "cell_stride": {"type": "integer", "minimum": 0},
+        "fields": _array(field), "data": {"type": "string", "contentEncoding": "base64"}},
+        ("timestamp", "frame_id", "pose", "column_count", "cell_size", "row_stride", "cell_stride", "fields",
+         "data"))
+
+
 # schema name -> its JSON schema (what McapLog registers for a view)
 FOXGLOVE_SCHEMAS = {POSE_IN_FRAME: _pose_in_frame_schema(), FRAME_TRANSFORM: _frame_transform_schema(),
-                    SCENE_UPDATE: _scene_update_schema()}
+                    SCENE_UPDATE: _scene_update_schema(), GRID: _grid_schema()}
 
 
 def fox_time(time_us):

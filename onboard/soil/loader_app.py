@@ -19,6 +19,14 @@ kinematics, the force sensors, the operator's phase and lane) feeds the watched 
   ``min_speed_mps``; at least ``min_samples`` of them) and one ``CutEstimate``, output as
   ``cut_estimate`` (and logged on ``/soil/cut_estimate``); the part keeps them in ``estimates``.
 
+With ``layers.enabled``, :class:`CutEstimation` also fuses the soil into the grid map's property layers
+(``onboard.soil.soil_layers``: Alg. 4 and the FEE index of section 3.2): each closed cut is split into
+windows of ``layers.window_m`` of blade travel, each window estimated on sensor path ``layers.path`` by the
+estimator ``layers.estimator`` (only "classical", the per-cut NLS estimator, so far) and fused over the
+failure wedges of its sweeps, the FEE index refreshed on the cells fused; every window is logged on
+``/soil/layer_update``, and after each cut the layers go to the ``view`` callable as one ``foxglove.Grid``
+on ``/soil/grid`` (``onboard.soil.soil_layers_grid``; ``layers.log_grid``).
+
 Sensor paths: ``"force"`` (the blade force sensor, F_x and F_z), ``"drive+pressure"`` (F_x from the drive
 torque, F_z from the lift-cylinder pressure given that F_x: ``onboard.soil.machine_forces``),
 ``"drive"`` (F_x only); the drive and pressure paths need the machine's constants (``machine``).
@@ -26,13 +34,16 @@ torque, F_z from the lift-cylinder pressure given that F_x: ``onboard.soil.machi
 from onboard.core.settings import (BOOLEAN, ConfigError, NON_NEGATIVE, checked, int_at_least, non_empty_list,
                                    one_of, under)
 from onboard.runtime.node import Node
-from onboard.soil import blind_map, cut_estimator
+from onboard.soil import blind_map, cut_estimator, soil_layers
 from onboard.soil.blind_map import BladePose, BlindMapper
 
 SENSOR_PATHS = ("force", "drive+pressure", "drive")
 SAMPLE_RATE_HZ = 60
 SWEEP_TOPIC = "/soil/sweep"
 ESTIMATE_TOPIC = "/soil/cut_estimate"
+LAYER_TOPIC = "/soil/layer_update"
+GRID_TOPIC = "/soil/grid"
+ESTIMATORS = ("classical",)             # the sources of the estimates fused into the layers
 
 DEFAULTS = {
     "map_rate_hz": 20,
@@ -40,16 +51,24 @@ DEFAULTS = {
     "machine_timeout_us": 500000,       # the watched input goes stale after this silence
     "estimation": True,                 # False: blind mapping only (no estimation part)
     "sensor_paths": ["force"],
+    "cut_estimates": True,              # False: no whole-cut estimates (the layers' windows only)
     "min_speed_mps": 0.05,              # window samples: the machine moving at least this fast
     "min_samples": 60,                  # fewer window samples: the cut is not estimated
     "blind_map": dict(blind_map.DEFAULTS),
     "estimator": dict(cut_estimator.DEFAULTS),
+    "layers": dict({"enabled": False, "estimator": "classical", "path": "force", "window_m": 1.0,
+                    "min_samples": 20, "log_grid": True}, **soil_layers.DEFAULTS),
 }
 SETTING_RANGES = dict(
     {"map_rate_hz": int_at_least(1), "estimate_rate_hz": int_at_least(1), "machine_timeout_us": int_at_least(1),
      "estimation": BOOLEAN, "sensor_paths": non_empty_list(one_of(*SENSOR_PATHS)), "min_speed_mps": NON_NEGATIVE,
-     "min_samples": int_at_least(10)},
-    **under("blind_map", blind_map.SETTING_RANGES), **under("estimator", cut_estimator.SETTING_RANGES))
+     "min_samples": int_at_least(10), "cut_estimates": BOOLEAN, "layers.enabled": BOOLEAN,
+     "layers.estimator": ("'classical' (the only estimator the layers take so far; the learned one is not built)",
+                          lambda v: v in ESTIMATORS),
+     "layers.path": one_of(*SENSOR_PATHS), "layers.window_m": NON_NEGATIVE, "layers.min_samples": int_at_least(10),
+     "layers.log_grid": BOOLEAN},
+    **under("blind_map", blind_map.SETTING_RANGES), **under("estimator", cut_estimator.SETTING_RANGES),
+    **under("layers", soil_layers.SETTING_RANGES))
 
 
 class MachineSample:
@@ -190,13 +209,24 @@ class CutEstimation:
     """Part: per-cut property estimates (module docstring); ``config`` the app's settings, ``machine`` the
     machine's constants (``onboard.soil.machine_forces``; needed by the drive and pressure paths)."""
 
-    def __init__(self, config, machine=None):
+    def __init__(self, config, machine=None, grid=None, view=None):
         self.config = config
         self.machine = machine
-        if machine is None and any(p != "force" for p in config["sensor_paths"]):
+        lc = config["layers"]
+        paths = list(config["sensor_paths"]) + ([lc["path"]] if lc["enabled"] else [])
+        if machine is None and any(p != "force" for p in paths):
             raise ConfigError("loader app: sensor paths %s need the machine's constants"
-                              % ", ".join(p for p in config["sensor_paths"] if p != "force"))
+                              % ", ".join(sorted(set(p for p in paths if p != "force"))))
         self.estimator = cut_estimator.CutEstimator(config["estimator"])
+        self.layers = None
+        if lc["enabled"]:
+            if grid is None:
+                raise ConfigError("loader app: layers.enabled needs the grid map")
+            self.layers = soil_layers.SoilLayers(grid, {k: lc[k] for k in soil_layers.DEFAULTS})
+        self.grid = grid
+        self.view = view
+        self.layer_rows = []
+        self.after_cut = []             # callables f(cut, rows, now_us) after a cut is fused (rows: its windows)
         self.pending = []
         self.estimates = []
         self.node = None
@@ -211,11 +241,79 @@ class CutEstimation:
     def _estimate(self, now_us):
         pending, self.pending = self.pending, []
         for cut in pending:
-            for path in self.config["sensor_paths"]:
+            for path in (self.config["sensor_paths"] if self.config["cut_estimates"] else ()):
                 row = self.estimate(cut, path)
                 self.estimates.append(row)
                 self.node.output("cut_estimate", now_us, row)
                 self.node.log(ESTIMATE_TOPIC, now_us, row)
+            if self.layers is not None:
+                self.fuse_cut(cut, now_us)
+
+    def fuse_cut(self, cut, now_us):
+        """Fuse a closed cut into the soil layers window by window (module docstring) and refresh the FEE
+        index on the cells fused; the layers go to ``view`` as a ``foxglove.Grid`` afterwards."""
+        from onboard.soil.soil_layers_grid import GRID, grid_message
+        lc = self.config["layers"]
+        first = len(self.layer_rows)
+        for k, sub in enumerate(self.windows(cut, lc["window_m"])):
+            window = self.window(sub, lc["path"])
+            row = {"lane": list(cut.lane), "window": k, "path": lc["path"], "estimator": lc["estimator"],
+                   "samples": len(window), "t0_us": sub.samples[0].time_us, "t1_us": sub.samples[-1].time_us,
+                   "cells": 0}
+            if len(window) < lc["min_samples"]:
+                row["skipped"] = "too few samples (%d < %d)" % (len(window), lc["min_samples"])
+            else:
+                try:
+                    est = self.estimator.estimate(window)
+                except cut_estimator.CutEstimateError as exc:
+                    row["skipped"] = str(exc)
+                else:
+                    cells = self.layers.fuse_records([float(v) for v in est.theta], [float(v) for v in est.var],
+                                                     sub.records)
+                    self.layers.refresh_index(cells)
+                    row.update(est.as_dict())
+                    row["cells"] = len(cells)
+                    row["cell_list"] = cells
+            self.layer_rows.append(row)
+            self.node.log(LAYER_TOPIC, now_us, {k2: v for k2, v in row.items() if k2 != "cell_list"})
+        for fn in self.after_cut:
+            fn(cut, self.layer_rows[first:], now_us)
+        if self.view is not None and lc["log_grid"]:
+            self.view(GRID_TOPIC, now_us, GRID, grid_message(self.grid, now_us))
+
+    @staticmethod
+    def windows(cut, window_m):
+        """The cut split into :class:`Cut` s of ``window_m`` of blade-edge travel each (the last one, when
+        shorter than half of that, joined to the one before; ``window_m`` 0: the whole cut), each with its
+        samples and the sweeps that began among them."""
+        samples = cut.samples
+        if not samples:
+            return []
+        index = []
+        dist = 0.0
+        prev = samples[0].blade_pose
+        for s in samples:
+            p = s.blade_pose
+            dist += ((p.north_m - prev.north_m) ** 2 + (p.east_m - prev.east_m) ** 2) ** 0.5
+            prev = p
+            index.append(int(dist // window_m) if window_m > 0.0 else 0)
+        last = index[-1]
+        if last > 0 and window_m > 0.0 and dist - last * window_m < 0.5 * window_m:
+            index = [min(k, last - 1) for k in index]
+        subs = {}
+        of_time = {}
+        for s, k in zip(samples, index):
+            if k not in subs:
+                subs[k] = Cut(cut.lane)
+            subs[k].samples.append(s)
+            of_time[s.time_us] = k
+        for rec in cut.records:
+            k = of_time.get(rec.t0_us)
+            if k is None:
+                k = index[0] if rec.t0_us < samples[0].time_us else index[-1]
+            if k in subs:
+                subs[k].records.append(rec)
+        return [subs[k] for k in sorted(subs)]
 
     def estimate(self, cut, path):
         """{"lane", "path", "sweeps", "valid_sweeps", "samples", "t0_us", "t1_us"} and the estimate
@@ -262,7 +360,10 @@ class CutEstimation:
 
     def report(self):
         done = sum(1 for r in self.estimates if "theta" in r)
-        return {"estimates": done, "skipped": len(self.estimates) - done, "pending": len(self.pending)}
+        out = {"estimates": done, "skipped": len(self.estimates) - done, "pending": len(self.pending)}
+        if self.layers is not None:
+            out["layers"] = self.layers.counters()
+        return out
 
 
 def checked_config(config=None):
@@ -270,15 +371,16 @@ def checked_config(config=None):
     return checked(DEFAULTS, SETTING_RANGES, config, "loader app")
 
 
-def loader_app(grid, config=None, machine=None, erode_fn=None, log=None):
+def loader_app(grid, config=None, machine=None, erode_fn=None, log=None, view=None):
     """The recipe: a Node "loader" with :class:`CutEstimation` ("estimation", unless the setting
     ``estimation`` is false) and :class:`BlindMapping` ("mapping") on ``grid`` (a
     ``onboard.soil.grid_map.GridMap`` holding the surface the machine starts on).
     ``config``: :data:`DEFAULTS` overrides; ``machine``: the machine's constants; ``erode_fn``: the erosion
-    kernel; ``log``: ``log(topic, time_us, msg)``."""
+    kernel; ``log``: ``log(topic, time_us, msg)``; ``view``: ``view(topic, time_us, schema_name, msg)`` for
+    Foxglove views (``onboard.runtime.mcap_log.McapLog.log_view``; the layers' ``foxglove.Grid``)."""
     cfg = checked_config(config)
     node = Node("loader", log=log)
-    estimation = node.add("estimation", CutEstimation(cfg, machine)) if cfg["estimation"] else None
+    estimation = node.add("estimation", CutEstimation(cfg, machine, grid, view)) if cfg["estimation"] else None
     node.add("mapping", BlindMapping(grid, cfg, estimation, erode_fn))
     return node
 

@@ -102,9 +102,11 @@ def _timed(fn, acc, key):
     return wrapped
 
 
-def run_episode(config, random, log=None, progress=None):
+def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None):
     """Run one episode of ``config`` (:data:`DEFAULTS` layout, checked) drawn from ``random`` (a
-    ``harness.sim.rng.RunRandom``); ``log``: the run's log; ``progress``: a progress bar (sim seconds).
+    ``harness.sim.rng.RunRandom``); ``log``: the run's log; ``progress``: a progress bar (sim seconds);
+    ``mcap``: the run's ``McapLog`` for Foxglove views (the soil layers as ``foxglove.Grid``), or None;
+    ``on_app``: ``on_app(app, grid)`` before the run starts (e.g. to watch the app's parts).
     Returns an :class:`Episode`."""
     t_start = time.perf_counter()
     world = LoaderWorld(config, random, log)
@@ -116,9 +118,14 @@ def run_episode(config, random, log=None, progress=None):
     app_cfg = merge_blocks(config["app"], {"blind_map": {
         "blade_width_m": lcfg["blade"]["width_m"], "blade_height_m": lcfg["blade"]["height_m"],
         "swell": terrain.swell, "loose_unit_weight_npm3": terrain.loose_unit_weight_npm3}})
-    app = loader_app.loader_app(grid, app_cfg, machine_constants(lcfg), blind_map_numpy.erode, log=log)
+    view = None
+    if mcap is not None:
+        view = mcap.log_view
+    app = loader_app.loader_app(grid, app_cfg, machine_constants(lcfg), blind_map_numpy.erode, log=log, view=view)
     mapping = app.part("mapping")
     estimation = app.part("estimation") if app_cfg["estimation"] else None
+    if on_app is not None:
+        on_app(app, grid)
     acc = {"map": 0.0, "estimate": 0.0}
     mapping.mapper.sweep = _timed(mapping.mapper.sweep, acc, "map")
     if estimation is not None:
@@ -132,6 +139,8 @@ def run_episode(config, random, log=None, progress=None):
     rows = estimation.estimates if estimation is not None else []
     out.estimates = [dict(row, truth=cut_truth(world, row)) for row in rows]
     estimated = sum(1 for r in rows if "theta" in r)
+    if estimation is not None:
+        estimated += sum(1 for r in estimation.layer_rows if "theta" in r)     # the layers' windows
     sweeps = mapping.mapper.sweeps
     out.timing = {"episode_wall_s": time.perf_counter() - t_start, "blind_map_wall_s": acc["map"],
                   "estimator_wall_s": acc["estimate"],
