@@ -17,7 +17,16 @@ Side by side in one run:
   paper-mode log's true states as seeds, so the figure is the optimiser's alone): wall time, loss
   evaluations, ms per evaluation; goal <= 60 s;
 - the same fit's loss evaluation with the windows split over 2 threads (NumPy releases the GIL in its
-  array loops): the speed-up on this machine's cores.
+  array loops): the speed-up on this machine's cores;
+- the pinger locator (``onboard.vessel.pinger.locate``: RANSAC over the contours, refinement, covariance)
+  for N = 1, 3, 10, 30 pings of 3 hydrophones: ms per fix (``pinger_locator_times``).
+- LIDAR perception per frame (``onboard.vessel.buoy_perception``, numpy path: cut, grid-hash clustering,
+  buoy fit, shadow test, map update; ``lidar_perception``) on the simulated VLP-16's sweeps
+  (``harness.sim.lidar``, 16 x 1800 rays) along a generated RobotX course, and on a 2-D planar scanner's;
+  the sweep's ray-cast time beside it; against the 100 ms of a 10 Hz frame.
+- the arbiters' decision time per cycle (``onboard.vessel.arbiters``: DAMN's vote grid with cost-to-go goal
+  votes, with straight-line goal votes, the potential field) on the same buoy field and poses
+  (``arbiter_decisions``), and the build of DAMN's cost-to-go grid.
 
 ``--duration`` shortens the log (default 3600 s). The machine's load average is recorded before and after
 (other processes share the cores; compare the ratios of one run). Writes bench/results/boat.json.
@@ -42,6 +51,7 @@ from harness.training.boat_fit import vessel_fit as vf  # noqa: E402
 from harness.training.boat_fit.ekf_seeds import ekf_states  # noqa: E402
 from harness.training.boat_fit.fit_windows import make_windows, seeds_at, select, time_split  # noqa: E402
 from onboard.vessel import model as vm  # noqa: E402
+from onboard.vessel import pinger as pg  # noqa: E402
 from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 
 TRUTH = {"c1": 380.0, "c2": 0.7, "c3": 0.2, "c4": 220.0, "c5": 0.35, "c6": 0.3, "c7": 0.5, "c8": 0.3, "c9": -0.01}
@@ -56,6 +66,45 @@ def timed(fn, *args, **kw):
     return out, time.perf_counter() - t0, time.process_time() - c0
 
 
+def lidar_perception(seed=1, step_m=0.5):
+    """Mean ray-cast and perception ms per frame along generated RobotX course ``seed`` (a frame every
+    ``step_m``), for the VLP-16 and the planar scanner; the detection step alone by the numpy path and by
+    the pure-Python baseline (``detect_pure``, on the same points as lists) interleaved frame by frame."""
+    from harness.sim.boat_course import generate_course, task_path
+    from harness.sim.lidar import PLANAR, Lidar, LidarScene
+    from onboard.vessel import buoy_perception as bp
+    course = generate_course(seed, "robotx")
+    poses = task_path(course, step_m)
+    out = {}
+    for name, cfg in (("vlp16", {}), ("planar", PLANAR)):
+        lidar, scene = Lidar(cfg, np.random.default_rng(seed)), LidarScene(course)
+        bmap = bp.BuoyMap(bp.settings({"sensor_forward_m": lidar.cfg["mount_forward_m"]}))
+        cast_s = perc_s = det_np_s = det_pure_s = 0.0
+        points = 0
+        for i, (n, e, yaw) in enumerate(poses):
+            pts, t_cast, _ = timed(lidar.sweep, scene, n, e, yaw)
+            _, t_perc, _ = timed(bmap.step, pts, n, e, yaw, i * 100_000)
+            cast_s, perc_s, points = cast_s + t_cast, perc_s + t_perc, points + len(pts)
+            as_lists = pts.tolist()
+            _, t_np, _ = timed(bp.detect, pts, n, e, yaw, bmap.cfg)
+            _, t_pure, _ = timed(bp.detect_pure, as_lists, n, e, yaw, bmap.cfg)
+            det_np_s, det_pure_s = det_np_s + t_np, det_pure_s + t_pure
+        k = len(poses)
+        found = bmap.confirmed()
+
+        def near(a, bs):
+            return any(np.hypot(a.north_m - b.north_m, a.east_m - b.east_m) < 0.5 for b in bs)
+        out[name] = {"frames": k, "rays_per_frame": lidar.rays_per_sweep, "points_per_frame": points / k,
+                     "raycast_ms_per_frame": 1e3 * cast_s / k, "perception_ms_per_frame": 1e3 * perc_s / k,
+                     "frames_per_s": k / perc_s, "detect_numpy_ms_per_frame": 1e3 * det_np_s / k,
+                     "detect_pure_ms_per_frame": 1e3 * det_pure_s / k,
+                     "detect_pure_over_numpy": det_pure_s / det_np_s,
+                     "buoys_true": len(course.buoys),
+                     "buoys_found_within_0_5_m": sum(near(b, found) for b in course.buoys),
+                     "phantoms": sum(not near(t, course.buoys) for t in found)}
+    return out
+
+
 def split_loss(pool, parts):
     """loss_and_grad over window subsets in threads, combined by their target counts."""
     def run(c):
@@ -66,6 +115,52 @@ def split_loss(pool, parts):
     return run
 
 
+def pinger_locator_times(counts=(1, 3, 10, 30), repeats=20):
+    """ms per fix of ``pg.locate`` for each number of pings (3 hydrophones, a pinger 40-75 m off a circling
+    boat, 2 us arrival-time noise, 20 % of the pings with one late arrival)."""
+    body = np.array([[1.0, 0.0], [-1.0, -1.0], [-1.0, 1.0]])
+    rng = np.random.default_rng(1)
+    n = max(counts)
+    ang = 0.16 * np.arange(n)
+    poses = np.stack([25.0 * np.cos(ang), 25.0 * np.sin(ang), ang + np.pi / 2], axis=1)
+    tdoa = np.array([pg.tdoa_of((60.0, -40.0), p, body) for p in poses])
+    noise = rng.normal(0.0, 2e-6, size=(n, 3))
+    tdoa += noise[:, 1:] - noise[:, :1]
+    tdoa[rng.random(n) < 0.2, 0] += 1e-3
+    out = {}
+    for k in counts:
+        _, wall, cpu = timed(lambda: [pg.locate(tdoa[:k], poses[:k], body) for _ in range(repeats)])
+        out[str(k)] = {"ms_per_fix": 1e3 * wall / repeats, "cpu_ms_per_fix": 1e3 * cpu / repeats,
+                       "contours": 2 * k}
+    return out
+
+
+def arbiter_decisions(count=200):
+    """Decision time per cycle of each arbiter (``onboard.vessel.arbiters``) on the same inputs: the seeded buoy
+    field 1 (``generate_course(1, "buoy_field")``), the vessel at ``count`` points on the line from the start to
+    the goal. DAMN's cost-to-go grid is built once before the timing (it is kept while the obstacles and the
+    destination stay) and its build is timed apart."""
+    from harness.sim.boat_course import generate_course
+    from onboard.vessel.arbiters import CostToGo, DamnArbiter, NavState, PotentialFieldArbiter
+    course = generate_course(1, "buoy_field")
+    obs = [(b.north_m, b.east_m, b.radius_m) for b in course.buoys]
+    goal = course.goal
+    navs = [NavState(goal[0] * k / count, goal[1] * k / count, course.start_yaw_rad, 1.5) for k in range(count)]
+    out = {"obstacles": len(obs), "decisions": count}
+    for name, arb in (("damn", DamnArbiter()), ("damn_distance_votes", DamnArbiter({"goal_vote": "distance"})),
+                      ("potential_field", PotentialFieldArbiter())):
+        arb.decide(navs[0], obs, goal)
+        _, wall, cpu = timed(lambda: [arb.decide(nav, obs, goal) for nav in navs])
+        out[name] = {"us_per_decision": 1e6 * wall / count, "cpu_us_per_decision": 1e6 * cpu / count}
+    plan = DamnArbiter().cfg
+    bounds = (min(0.0, goal[0]) - 50.0, min(0.0, goal[1]) - 50.0, max(0.0, goal[0]) + 50.0, max(0.0, goal[1]) + 50.0)
+    _, grid_wall, _ = timed(CostToGo, obs, goal, bounds, plan["plan_cell_m"],
+                            plan["hull_radius_m"] + plan["margin_m"] + plan["plan_extra_m"])
+    out["damn_cost_to_go_grid_ms"] = 1e3 * grid_wall
+    out["damn_over_potential_field"] = out["damn"]["us_per_decision"] / out["potential_field"]["us_per_decision"]
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=float, default=3600.0, help="log length, simulated s (default 3600)")
@@ -73,6 +168,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     dur = args.duration
     load_before = os.getloadavg()
+    arbiters = arbiter_decisions()
     cl_dur = args.closed_loop
     _, cl_config = prepare("boat-hil-lag", {"duration_s": cl_dur, "latencies_s": [0.0]})
     (cl_rms, _), cl_wall, cl_cpu = timed(closed_loop, RunContext(1), 0.0, cl_config, lambda *a: None, False, 0)
@@ -98,8 +194,11 @@ def main(argv=None):
         run = split_loss(pool, parts)
         (f2, g2), two_wall, _ = timed(run, c)
     f1, g1 = vf.loss_and_grad(c, seeds, train)
+    pinger = pinger_locator_times()
     assert abs(f2 - f1) <= 1e-9 * abs(f1) and np.allclose(g1, g2, rtol=1e-9)
+    lidar_frames = lidar_perception()
     out = {
+        "lidar_perception": lidar_frames,
         "closed_loop": {"sim_s": cl_dur, "wall_s": cl_wall, "cpu_s": cl_cpu, "sim_s_per_wall_s": cl_dur / cl_wall,
                         "sim_s_per_cpu_s": cl_dur / cl_cpu, "heading_error_rms_deg": cl_rms,
                         "goal_sim_s_per_wall_s": SIM_GOAL},
@@ -117,6 +216,8 @@ def main(argv=None):
                        "wall_over_goal": fit_wall / FIT_GOAL_S},
         "loss_eval_threads": {"one_thread_s": one_wall, "two_threads_s": two_wall, "speedup": one_wall / two_wall},
         "fit_plus_ekf_wall_s": fit_wall + ekf_wall,
+        "arbiters": arbiters,
+        "pinger_locator": pinger,
         "cpu_count": os.cpu_count(),
         "load_average_1min": {"before": load_before[0], "after": os.getloadavg()[0]},
     }
@@ -132,6 +233,20 @@ def main(argv=None):
     print("%-34s %12.2f %10.2f %9.2f of goal" % ("L-BFGS-B fit (%d windows, %d evals)" % (len(seeds), fit["evals"]),
                                                 fit_wall, fit_cpu, fit_wall / FIT_GOAL_S))
     print("%-34s %12.3f %10s %9.2fx" % ("one loss eval, 2 threads vs 1", two_wall, "", one_wall / two_wall))
+    print("pinger locator, ms per fix: " + ", ".join(
+        "%s pings %.2f (cpu %.2f)" % (k, v["ms_per_fix"], v["cpu_ms_per_fix"]) for k, v in pinger.items()))
+    for name, r in lidar_frames.items():
+        print("%-34s %12.3f %10s %9.0fx of 10 Hz (ray-cast %.1f ms, %d points)" % (
+            "LIDAR perception per frame, %s (ms)" % name, r["perception_ms_per_frame"], "",
+            100.0 / r["perception_ms_per_frame"], r["raycast_ms_per_frame"], r["points_per_frame"]))
+        print("%-34s %12.3f %10s %9.1fx (pure %.2f ms)" % (
+            "  detection, numpy vs pure (ms)", r["detect_numpy_ms_per_frame"], "", r["detect_pure_over_numpy"],
+            r["detect_pure_ms_per_frame"]))
+    for name in ("damn", "damn_distance_votes", "potential_field"):
+        print("%-34s %12.0f us per decision (%d buoys)" % ("arbiter " + name, arbiters[name]["us_per_decision"],
+                                                           arbiters["obstacles"]))
+    print("%-34s %12.1f ms (once per obstacles/destination); DAMN / potential field %.1fx"
+          % ("DAMN cost-to-go grid", arbiters["damn_cost_to_go_grid_ms"], arbiters["damn_over_potential_field"]))
     print("fit recovered: " + ", ".join("%s %.1f%%" % (k, 100 * v) for k, v in rel.items()))
     print("load average (1 min): %.2f before, %.2f after, %d cpus" % (load_before[0], os.getloadavg()[0],
                                                                      os.cpu_count()))

@@ -13,7 +13,14 @@ Parts and rate groups (``boards.wamv.board`` rates):
   heading/speed controller (``onboard.control.heading_speed``) following the legs of ``plan``
   (``[[duration_s, heading_deg, speed_mps], ...]``, repeated) -> ``VescOutboards.command``;
 - ``safety`` (BASE_RATE_HZ): while the failsafe is engaged, both outboards are stopped (SetCurrent 0)
-  at once and then at every control period.
+  at once and then at every control period;
+- ``arbiter`` (only with an ``arbiter`` setting, "damn" | "potential_field"): the control group's reference
+  comes from ``onboard.vessel.arbiters_part.ArbiterPart`` (entries ``destination``, ``obstacles`` unless the
+  perception part's confirmed buoys supply them) instead of ``plan``;
+- ``perception`` (only with a ``perception`` setting, a dict of ``onboard.vessel.buoy_perception`` settings;
+  group at ``perception_rate_hz``): entry ``lidar`` (``LidarFrame``: a stamped sweep, body frame) held with
+  the EKF's estimated pose at its arrival, then clustered into the buoy map
+  (``onboard.vessel.buoy_perception.PerceptionPart``; output ``buoys`` while recording).
 
 Watched inputs (the node's watchdog, checked every base tick): ``gnss``, ``imu`` (yaw rate), ``heading``
 (the compass / INS yaw), ``outboard_left``, ``outboard_right`` (telemetry replies): a stale one engages the
@@ -29,7 +36,7 @@ import math
 from onboard.comms import nmea
 from onboard.control.heading_speed import HeadingSpeedController
 from onboard.estimators.base import EstimatorInputError
-from onboard.estimators.boat_ekf import SURGE, YAW, YAW_RATE, BoatEkf
+from onboard.estimators.boat_ekf import EAST, NORTH, SURGE, YAW, YAW_RATE, BoatEkf
 from onboard.runtime.node import Node
 from onboard.vessel import log_topics as lt
 from onboard.vessel.samples import PositionSample, ThrustSample
@@ -52,6 +59,11 @@ DEFAULTS = {
     "ekf": {},
     "controller": {},
     "thrust_map": {},
+    "perception": None,              # None: no LIDAR part; a dict: buoy_perception settings overrides
+    "perception_rate_hz": 10,
+    "arbiter": None,                 # None: follow ``plan``; "damn" | "potential_field": steer to the destination
+    "arbiter_config": {},            # the arbiter's settings (onboard.vessel.arbiters)
+    "destination": None,             # [north_m, east_m] to start with (entry ``destination`` changes it)
 }
 
 
@@ -145,6 +157,7 @@ class Helm:
         self.outboard_timeout_us = outboard_timeout_us
         self.control_period_us = int(round(1e6 / control_rate_hz))
         self.start_us = None
+        self.arbiter = None         # an onboard.vessel.arbiters_part.ArbiterPart: it gives the reference
         self.last_stop_us = None
         self.stop_events = 0
         self.reference = (0.0, 0.0)
@@ -186,7 +199,11 @@ class Helm:
         if not ekf.initialized:
             cmd = (0.0, 0.0)
         else:
-            self.reference = self.reference_at(now_us)
+            if self.arbiter is None:
+                self.reference = self.reference_at(now_us)
+            else:
+                x = ekf.x
+                self.reference = self.arbiter.reference(x[NORTH], x[EAST], x[YAW], x[SURGE], now_us)
             x = ekf.x
             cmd = self.ctl.step(self.reference[0], self.reference[1], x[YAW], x[YAW_RATE], x[SURGE], now_us)
         self.outboards.command(cmd[0], cmd[1], now_us)
@@ -235,12 +252,34 @@ class WamvApp:
                                           cfg["base_rate_hz"], cfg["outboard_timeout_us"]))
         self.on_heading = self.estimation.on_heading
         self.on_yaw_rate = self.estimation.on_yaw_rate
+        self.perception = None
+        if cfg["perception"] is not None:
+            from onboard.vessel.buoy_perception import PerceptionPart     # numpy: only for the LIDAR part
+            self.perception = node.add("perception", PerceptionPart(self.estimated_pose, cfg["perception"],
+                                                                    cfg["perception_rate_hz"]))
+            self.on_lidar = self.perception.on_lidar
+        if cfg["arbiter"] is not None:
+            from onboard.vessel.arbiters_part import ArbiterPart
+            perceived = None if self.perception is None else (
+                lambda: [(t.north_m, t.east_m, t.radius_m) for t in self.perception.map.confirmed()])
+            self.helm.arbiter = node.add("arbiter", ArbiterPart(cfg["arbiter"], cfg["arbiter_config"],
+                                                                cfg["destination"], perceived))
+            self.on_destination = self.helm.arbiter.on_destination
+            self.on_obstacles = self.helm.arbiter.on_obstacles
         self.run = node.run
         self.step = node.step
 
     @property
     def ekf(self):
         return self.estimation.ekf
+
+    def estimated_pose(self):
+        """(north_m, east_m, yaw_rad) of the EKF, or None before it is initialised."""
+        ekf = self.estimation.ekf
+        if not ekf.initialized:
+            return None
+        x = ekf.x
+        return (x[NORTH], x[EAST], x[YAW])
 
     @property
     def failsafe(self):

@@ -40,6 +40,7 @@ SCENARIOS = {
     "sandbox-datagen": "harness.scenarios.leveling.sandbox_datagen",
     "boat-hil-lag": "harness.scenarios.boat.hil_lag",
     "boat-ekf": "harness.scenarios.boat.boat_ekf",
+    "boat-arbiters": "harness.scenarios.boat.boat_arbiters",
     "boat-model-fit": "harness.scenarios.boat.model_fit",
     "boat-pinger": "harness.scenarios.boat.boat_pinger",
     "soil-blind-map": "harness.scenarios.soil.soil_blind_map",
