@@ -18,7 +18,7 @@ NODE_APT := $(if $(shell command -v node && command -v npm),,nodejs npm)
 APT_PACKAGES := python3-venv python3-dev build-essential pkg-config $(NODE_APT) \
 	gcc-avr avr-libc binutils-avr arduino-core-avr simavr libsimavr2 libelf-dev avrdude
 
-.PHONY: help setup run test test-fast bench clean firmware train-grading train-swarm
+.PHONY: help setup run test test-fast bench clean firmware train-grading train-swarm train-soil
 help:
 	@echo "make run    - set up, then run the default scenario ($(SCENARIO)) into $(OUT)/"
 	@echo "make test   - set up, then run the whole test suite"
@@ -123,6 +123,12 @@ train-swarm: setup $(STAMPS)/train-venv
 	# the float estimator learns from drones flown by that DQN (flight-like motion, pocket V-C.1); ~42 min CPU
 	$(PY) -m harness.training.swarm_policy.train_bearing --hidden 128 --iters 30000 --batch 64 --seq-len 120 --data-scale 16 --data-policy models/swarm/dqn --seed 1
 	$(PY) -m harness.training.swarm_policy.export_bearing --dir models/swarm/bearing
+
+# soil: the learned physics-informed estimator (soil paper 2.1, Fig. 3): 268 episodes (cached in build/soil/; ~10 min
+# on 2 cores), an ensemble of 5 networks trained through the FEE -> models/soil/estimator/{weights.npz,card.json}
+train-soil: setup $(STAMPS)/train-venv
+	$(PY) -m harness.training.soil_estimator.train --episodes 268 --data-seed 1 --epochs 150 --hidden 128 128 --weight-decay 1e-3 \
+		--members 5 --seed 1 --workers 2
 
 clean:
 	rm -rf $(STAMPS) build cython_ext/build cython_ext/*.so cython_ext/*.c reports

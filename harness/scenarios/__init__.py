@@ -47,6 +47,7 @@ SCENARIOS = {
     "soil-homogeneous": "harness.scenarios.soil.soil_homogeneous",
     "soil-sweep": "harness.scenarios.soil.soil_sweep",
     "soil-strip": "harness.scenarios.soil.soil_strip",
+    "soil-ood": "harness.scenarios.soil.soil_ood",
 }
 
 # metric names that are wall-clock (or CPU-clock) figures: wall_time_s, setup_wall_s, link_wall_s_per_tick,

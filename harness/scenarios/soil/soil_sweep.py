@@ -20,6 +20,12 @@ acceptance uses), ``force_mae_pct_max``
 H8; ours): Spearman >= ``acceptance.spearman`` for phi in every soil swept and for c and gamma in clay
 and loam; phi the lowest nrmse; the force error bins at most ``acceptance.force_mae_pct``. Plots: the
 Fig. 11 analogue and the Spearman table. A longer study: ``--config harness/scenarios/soil/study.toml``.
+
+``estimator``: ``classical`` (the per-cut NLS estimator, ``onboard.soil.cut_estimator``), ``learned`` (the
+paper's physics-informed network, ``onboard.soil.learned_estimator``, the committed model or
+``learned_model``) or ``both`` (the classical metrics at the top, the learned ones under ``learned`` and the
+two side by side under ``compare``; ``success`` the classical one's). The learned estimator's acceptance is
+the force error alone (its Spearman and nrmse checks are reported under ``checks_reported``).
 """
 import time
 
@@ -41,6 +47,8 @@ DEFAULTS = {
     "relative_density_pct": [10.0, 30.0, 50.0, 70.0, 90.0],
     "seeds": 2,
     "workers": 2,                     # local processes of the sweep runner (1: in this process)
+    "estimator": "classical",         # classical | learned | both (module docstring)
+    "learned_model": None,            # a model folder (weights.npz, card.json); None: models/soil/estimator
     "acceptance": {"spearman": 0.8, "force_mae_pct": 13.0, "max_relative_density_pct": 60.0},
     "episode": ep.episode_defaults(
         world={"size_m": [10.0, 5.0]},
@@ -50,6 +58,8 @@ SETTING_RANGES = {
     "soils": non_empty_list(one_of(*SOILS)),
     "relative_density_pct": non_empty_list(within(0.0, 100.0), "a non-empty list of numbers in [0, 100]"),
     "seeds": int_at_least(1), "workers": int_at_least(1),
+    "estimator": one_of("classical", "learned", "both"),
+    "learned_model": ("null or a folder path", lambda v: v is None or (isinstance(v, str) and len(v) > 0)),
     "acceptance.spearman": within(-1.0, 1.0), "acceptance.force_mae_pct": POSITIVE,
     "acceptance.max_relative_density_pct": within(0.0, 100.0)}
 SETTING_RANGES.update(under("episode", ep.SETTING_RANGES))
@@ -70,14 +80,33 @@ def check_settings(config):
         if len(set(config[key])) != len(config[key]):
             raise ConfigError("setting config.%s lists a value twice: %s" % (key, config[key]))
     ep.check_episode(config["episode"])
+    if config["estimator"] != "classical":
+        from onboard.soil.learned_estimator import LearnedEstimator, LearnedModelError
+        try:
+            LearnedEstimator(config["learned_model"])
+        except LearnedModelError as exc:
+            raise ConfigError("setting config.learned_model: %s" % exc)
 
 
-def sweep_job(job):
-    """One episode of the sweep: ``job`` = (episode settings, seed); returns its estimate rows, its
-    simulated seconds and its wall-clock figures."""
-    episode_cfg, seed = job
-    e = ep.run_episode(episode_cfg, RunRandom(seed))
-    return {"rows": e.estimates, "sim_s": e.sim_s, "timing": e.timing}
+def sweep_job(job, log=None):
+    """One episode of the sweep: ``job`` = (episode settings, seed[, estimator, learned model]); returns
+    its estimate rows (the learned estimator's under "learned"), its simulated seconds and its wall-clock
+    figures."""
+    episode_cfg, seed = job[0], job[1]
+    which = job[2] if len(job) > 2 else "classical"
+    if which == "classical":
+        e = ep.run_episode(episode_cfg, RunRandom(seed), log=log)
+        return {"rows": e.estimates, "sim_s": e.sim_s, "timing": e.timing}
+    from harness.training.soil_estimator.capture import Capture, learned_rows
+    from onboard.soil.learned_estimator import LearnedEstimator
+    if which == "learned":
+        episode_cfg = ep.merge_blocks(episode_cfg, {"app": {"estimation": False}})
+    cap = Capture(log)
+    e = ep.run_episode(episode_cfg, RunRandom(seed), log=cap.log, on_app=cap.on_app)
+    t0 = time.perf_counter()
+    learned = learned_rows(e, cap, LearnedEstimator(job[3]))
+    timing = dict(e.timing, learned_s_per_cut=(time.perf_counter() - t0) / max(len(learned), 1))
+    return {"rows": e.estimates, "learned": learned, "sim_s": e.sim_s, "timing": timing}
 
 
 def jobs_of(config, seed):
@@ -87,7 +116,7 @@ def jobs_of(config, seed):
         for idd in config["relative_density_pct"]:
             cfg = ep.merge_blocks(config["episode"], {"world": {"soil": soil, "relative_density_pct": float(idd)}})
             for k in range(config["seeds"]):
-                out.append((soil, float(idd), k, (cfg, seed * 1000 + k)))
+                out.append((soil, float(idd), k, (cfg, seed * 1000 + k, config["estimator"], config["learned_model"])))
     return out
 
 
@@ -103,8 +132,7 @@ def run(config, ctx):
     jobs = jobs_of(config, ctx.seed)
     progress = ctx.progress(len(jobs), "soil-sweep", unit="episodes")
     t0 = time.perf_counter()
-    first = ep.run_episode(jobs[0][3][0], RunRandom(jobs[0][3][1]), log=ctx.log if ctx.report is not None else None)
-    results = [{"rows": first.estimates, "sim_s": first.sim_s, "timing": first.timing}]
+    results = [sweep_job(jobs[0][3], log=ctx.log if ctx.report is not None else None)]
     progress.update_to(1)
     for k, res in enumerate(ordered_map(sweep_job, [j[3] for j in jobs[1:]], workers=config["workers"])):
         results.append(res)
@@ -115,13 +143,46 @@ def run(config, ctx):
     ctx.timing(sweep_wall_s=wall, episodes=len(jobs), sim_seconds_per_wall_second=sim / max(wall, 1e-9),
                blind_map_ms_per_sweep=float(np.mean([r["timing"]["blind_map_ms_per_sweep"] for r in results])),
                estimator_s_per_cut=float(np.mean([r["timing"]["estimator_s_per_cut"] for r in results])))
+    if config["estimator"] != "classical":
+        ctx.timing(learned_s_per_cut=float(np.mean([r["timing"]["learned_s_per_cut"] for r in results])))
     cells = []            # (soil, I_d, row) of every estimated cut
+    learned = []
     for (soil, idd, _k, _job), res in zip(jobs, results):
         cells.extend((soil, idd, r) for r in res["rows"] if "theta" in r)
-    metrics = summarise(config, cells, len(jobs))
+        learned.extend((soil, idd, r) for r in res.get("learned", []) if "theta" in r)
+    if config["estimator"] == "learned":
+        metrics = learned_metrics(config, learned, len(jobs))
+        cells = learned
+    else:
+        metrics = summarise(config, cells, len(jobs))
+    if config["estimator"] == "both":
+        metrics["learned"] = learned_metrics(config, learned, len(jobs))
+        metrics["compare"] = compare(metrics, metrics["learned"])
     if ctx.report is not None and cells:
         _plots(ctx.report, config, metrics)
     return metrics
+
+
+def learned_metrics(config, cells, n_jobs):
+    """:func:`summarise` of the learned estimator's cuts, its acceptance the force error alone (the other
+    checks under ``checks_reported``)."""
+    m = summarise(config, cells, n_jobs)
+    m["checks_reported"] = m["acceptance"]
+    m["acceptance"] = {"force_mae": m["acceptance"]["force_mae"]}
+    m["success"] = m["acceptance"]["force_mae"]
+    m["force_mae_pct_all"] = (float(np.mean([r["force_mae_pct"] for _s, _i, r in cells])) if cells else None)
+    return m
+
+
+def compare(classical, learned):
+    """Per property the nrmse and the 1-sigma / 2-sigma coverage of both estimators over every cut, and
+    their worst force error bin at I_d <= the acceptance's bound."""
+    out = {}
+    for k in THETA_U_NAMES:
+        out[k] = {name: {"nrmse": m["nrmse"][k], **m["coverage"]["all"][k]}
+                  for name, m in (("classical", classical), ("learned", learned))}
+    out["force_mae_pct_max"] = {"classical": classical["force_mae_pct_max"], "learned": learned["force_mae_pct_max"]}
+    return out
 
 
 def summarise(config, cells, n_jobs):

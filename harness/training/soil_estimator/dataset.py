@@ -1,0 +1,148 @@
+"""Dataset of the learned soil estimator (soil paper section 3.1: 268 episodes of 10 s over four soils and
+I_d 1-100 %), collected in the soil world through the sweep runner.
+
+Episode k (job seed ``seed * 100000 + k``) is one soil-sweep episode (``harness.scenarios.soil.soil_sweep``'s
+episode settings: one 5 m lane with random speed, depth, tilt and roll setpoints, about 9 s), soil
+``SOILS[k % 4]`` at a relative density drawn uniformly in [``id_min_pct``, ``id_max_pct``] (stream
+"soil_dataset" of ``RunRandom(seed)``), the classical estimator off. Every closed cut (its window on the
+force path: ``capture.cut_inputs``) gives training windows: the whole cut and its sub-windows of
+``window_samples`` samples (each length, stride half of it).
+
+Per window the arrays saved (``save`` / ``load``, one ``.npz``; B windows, P = ``horizon`` points):
+
+- ``x_raw`` (B, 16 P + 2): the model input of ``onboard.soil.learned_estimator.window_inputs``: per horizon
+  point the geometry (alpha [rad], rho [rad], depth [m], rms depth [m], width [m], surcharge [N]), the
+  kinematics (speed [m/s], blade pitch, blade roll, chassis pitch [rad], lift [m]) and the actions (the
+  commanded speed [m/s], lift [m], tilt [rad], roll [rad], depth [m]), then duration [s] and travel [m].
+  Not the force.
+- ``geometry`` (B, P, 6): the horizon points' geometry (the FEE's theta_k, SI units);
+- ``force_n`` (B, P, 2): the measured force (F_x, F_z) [N] at the horizon points (the training label);
+- ``truth`` (B, 5): the truth properties the blade failed over the window (``onboard.soil.fee`` slots, SI;
+  evaluation only); ``soil`` (B,) index into ``SOILS``; ``relative_density_pct`` (B,); ``episode`` (B,);
+  ``cut`` (B,) index within the episode; ``whole_cut`` (B,) True for the whole-cut window; ``samples`` (B,).
+"""
+import hashlib
+import os
+
+import numpy as np
+
+from harness.parallel import ordered_map
+from harness.scenarios.soil import soil_episode as ep
+from harness.scenarios.soil import soil_sweep
+from harness.sim.rng import RunRandom
+from harness.sim.soil_world import SOILS
+from harness.training.soil_estimator.capture import Capture, cut_inputs
+from onboard.soil import learned_estimator as le
+
+DEFAULTS = {"episodes": 268, "seed": 1, "id_min_pct": 1.0, "id_max_pct": 100.0, "horizon": 12,
+            "window_samples": [60, 120], "workers": 2}
+KEYS = ("x_raw", "geometry", "force_n", "truth", "soil", "relative_density_pct", "episode", "cut", "whole_cut",
+        "samples")
+
+
+def episode_config(soil, relative_density_pct, over=None):
+    """The episode settings of one dataset episode (soil-sweep's episode, the classical estimator off),
+    with ``over`` merged in (e.g. another tilt range)."""
+    cfg = ep.merge_blocks(soil_sweep.DEFAULTS["episode"], {
+        "world": {"soil": soil, "relative_density_pct": float(relative_density_pct)},
+        "app": {"estimation": False}})
+    return ep.merge_blocks(cfg, over or {})
+
+
+def run_capture(episode_cfg, seed):
+    """(episode, capture) of one episode with its cuts and commands captured."""
+    cap = Capture()
+    e = ep.run_episode(episode_cfg, RunRandom(seed), log=cap.log, on_app=cap.on_app)
+    return e, cap
+
+
+def window_rows(episode, cap, horizon, window_samples, min_samples=60):
+    """Training windows of an episode's cuts (module docstring) as dicts of the per-window arrays."""
+    rows = []
+    for ci, cut in enumerate(cap.cuts):
+        window, kin, act = cut_inputs(cap.app_config, cut, cap.commands)
+        n = len(window)
+        if n < min_samples:
+            continue
+        geom = le.geometry_array(window)
+        spans = [(0, n, True)]
+        for length in window_samples:
+            if length >= n:
+                continue
+            for s in range(0, n - length + 1, max(length // 2, 1)):
+                spans.append((s, s + length, False))
+        for a, b, whole in spans:
+            x, idx = le.window_inputs(geom[a:b], kin[a:b], act[a:b], horizon)
+            t = window.time_us[a:b]
+            truth = ep.cut_truth(episode.world, {"t0_us": int(t[0]), "t1_us": int(t[-1])})
+            f = np.stack([window.fx_n[a:b][idx], window.fz_n[a:b][idx]], axis=1)
+            rows.append({"x_raw": x, "geometry": geom[a:b][idx], "force_n": f,
+                         "truth": np.array([truth[k] for k in le.THETA_U_NAMES]), "cut": ci, "whole_cut": whole,
+                         "samples": b - a})
+    return rows
+
+
+def collect_job(job):
+    """One dataset episode: ``job`` = (episode index, soil, I_d, job seed, horizon, window_samples,
+    episode overrides); returns its window rows."""
+    k, soil, idd, seed, horizon, window_samples, over = job
+    e, cap = run_capture(episode_config(soil, idd, over), seed)
+    rows = window_rows(e, cap, horizon, window_samples)
+    for r in rows:
+        r.update(soil=SOILS.index(soil), relative_density_pct=idd, episode=k)
+    return rows
+
+
+def jobs(episodes, seed, id_min_pct, id_max_pct, horizon, window_samples, over=None):
+    """The dataset's jobs (module docstring), in order."""
+    rng = RunRandom(seed).stream("soil_dataset")
+    ids = rng.uniform(id_min_pct, id_max_pct, size=episodes)
+    return [(k, SOILS[k % len(SOILS)], float(ids[k]), seed * 100000 + k, horizon, list(window_samples), over)
+            for k in range(episodes)]
+
+
+def collect(episodes=DEFAULTS["episodes"], seed=DEFAULTS["seed"], id_min_pct=DEFAULTS["id_min_pct"],
+            id_max_pct=DEFAULTS["id_max_pct"], horizon=DEFAULTS["horizon"],
+            window_samples=DEFAULTS["window_samples"], workers=DEFAULTS["workers"], over=None, progress=None):
+    """{key: array} of the whole dataset (:data:`KEYS`), the episodes run through the sweep runner
+    (``workers`` processes; the same arrays with any count)."""
+    rows = []
+    for k, res in enumerate(ordered_map(collect_job, jobs(episodes, seed, id_min_pct, id_max_pct, horizon,
+                                                          window_samples, over), workers=workers)):
+        rows.extend(res)
+        if progress is not None:
+            progress(k + 1, episodes)
+    if not rows:
+        raise ValueError("soil dataset: no cut gave a window")
+    out = {}
+    for key in KEYS:
+        out[key] = np.array([r[key] for r in rows])
+    out["x_raw"] = out["x_raw"].astype(float)
+    out["whole_cut"] = out["whole_cut"].astype(bool)
+    return out
+
+
+def digest(data):
+    """SHA-256 (hex, first 16) of the dataset's arrays in :data:`KEYS` order."""
+    h = hashlib.sha256()
+    for key in KEYS:
+        a = np.ascontiguousarray(data[key])
+        h.update(key.encode())
+        h.update(str(a.dtype).encode())
+        h.update(str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def save(path, data):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    np.savez_compressed(path, **{k: data[k] for k in KEYS})
+
+
+def load(path):
+    """The dataset saved at ``path``; ValueError (one line) when a key is missing."""
+    with np.load(path) as z:
+        missing = [k for k in KEYS if k not in z]
+        if missing:
+            raise ValueError("soil dataset %s: missing arrays %s" % (path, ", ".join(missing)))
+        return {k: np.array(z[k]) for k in KEYS}

@@ -1,0 +1,360 @@
+"""The soil paper's learned physics-informed estimator, run onboard in NumPy (CPython host side; no torch).
+
+Soil paper: Wagner, Soylemezoglu, Driggs-Campbell, "In-Situ Soil-Property Estimation and Bayesian Mapping
+with a Simulated Compact Track Loader", section 2.1 and Fig. 3: a network reads the kinematic observation
+window, the action history and the FEE geometry the blind map extracted (not the force) and outputs the
+five soil properties Theta_u with their log-variances S_Theta (eq. 8), the failure angle's residual
+beta = beta0 + beta_res (eq. 11), residual corrections of the extracted geometry (theta_res: the depth and
+the surcharge) and a residual force F^r constant over the horizon; the predicted force is
+F^FEE(Theta) + F^r (eqs. 1, 2, 4). Reading aid ``shared/papers/notes/soil.md`` sections 2.3-2.4, 5.2.
+The network is trained through the FEE with the paper's NLL loss (eqs. 5-10) by
+``harness.training.soil_estimator`` and committed as ``models/soil/estimator/{weights.npz,card.json}``.
+
+Inputs of one window (``n`` samples, a cut or part of one; the samples of a
+``onboard.soil.cut_estimator.CutWindow``):
+
+- geometry (the window's ``theta_k`` per sample): alpha [rad], rho [rad], depth [m], rms depth over the
+  blade's slices [m], width [m], surcharge Q [N];
+- kinematics (:data:`KINEMATIC_CHANNELS`, an (n, 5) array): ground speed [m/s], blade pitch [rad], blade
+  roll [rad], chassis pitch [rad], lift actuator position [m] (:func:`kinematics_from_samples`);
+- actions (:data:`ACTION_CHANNELS`, an (n, 5) array): the operator's commands, speed [m/s], lift [m],
+  tilt [rad], roll [rad], depth [m] (:func:`actions_from_commands`).
+
+The window is resampled at ``horizon`` points evenly spaced over it (the prediction horizon T_P, the
+samples whose force the training predicts); the input vector is the standardised (card's normalisation)
+concatenation of those points' channels and the window's duration [s] and travel [m]. The network is a
+multilayer perceptron with tanh hidden layers (:func:`mlp_forward`); an ensemble of members (different
+seeds) is averaged and the spread of their means added to the variance (an epistemic term the paper asks
+for in section 3.2).
+
+Output of :meth:`LearnedEstimator.estimate`: a ``onboard.soil.cut_estimator.CutEstimate`` (the same
+fields as the classical estimator's), so both feed the same soil layers:
+
+- ``theta``: the members' mean, each property bounded to the trained range (a sigmoid, card ``bounds``);
+- ``var_data``: the members' mean predicted variance exp(S) plus the variance of their means;
+- ``var``: eq. 9's inflation max(var_data, diag(N Sigma^a N^T)) (notes A6), N = I - J^+ J from the window's
+  force Jacobian in units of the prior sigmas, whitened by the sensor noise (the classical estimator's
+  ``"whitened"`` rule, ``correlated_samples`` samples counting as one); a property in the null space
+  (diag N > 0.5) is flagged and keeps at least the ambiguity variance;
+- the force prediction ``predicted`` and its error ``force_mae_n`` / ``force_mae_pct`` over every window
+  sample where the force is measured: F^FEE(Theta; d + d_res, Q (1 + q_rel)) + F^r with beta = beta0 +
+  beta_res, the residuals linear between the horizon points (the training's rule at those points).
+"""
+import json
+import math
+import os
+
+import numpy as np
+
+from onboard.soil import fee_numpy
+from onboard.soil.cut_estimator import CutEstimate, CutEstimateError
+from onboard.soil.fee import DEFAULTS as FEE_LIMITS
+from onboard.soil.fee import N_U, THETA_U_NAMES
+
+GEOMETRY_CHANNELS = ("alpha_rad", "rho_rad", "depth_m", "depth_rms_m", "width_m", "surcharge_n")
+KINEMATIC_CHANNELS = ("speed_mps", "blade_pitch_rad", "blade_roll_rad", "chassis_pitch_rad", "lift_m")
+ACTION_CHANNELS = ("cmd_speed_mps", "cmd_lift_m", "cmd_tilt_rad", "cmd_roll_rad", "cmd_depth_m")
+CHANNELS = GEOMETRY_CHANNELS + KINEMATIC_CHANNELS + ACTION_CHANNELS
+GLOBALS = ("duration_s", "travel_m")
+SAMPLE_RATE_HZ = 60.0
+
+# output head: 5 properties, 5 log-variances, `horizon` beta residuals, depth residual, surcharge residual,
+# residual force (x, z); the bounds of the residuals (tanh)
+BETA_RES_MAX_RAD = 0.35
+DEPTH_RES_MAX_M = 0.03
+SURCHARGE_RES_MAX = 0.3
+FORCE_RES_MAX_N = 3000.0
+SIGMA_MIN_FRACTION = 1e-3          # the smallest predicted sigma, a fraction of the property's range
+
+DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "soil", "estimator")
+
+
+class LearnedModelError(ValueError):
+    """The committed model is missing or malformed."""
+
+
+def output_size(horizon):
+    return 2 * N_U + horizon + 4
+
+
+def horizon_index(n, horizon):
+    """Indices of ``horizon`` samples evenly spaced over a window of ``n`` samples (first and last kept)."""
+    return np.rint(np.linspace(0.0, n - 1.0, horizon)).astype(int)
+
+
+def geometry_array(window):
+    """(n, 6) array of the window's :data:`GEOMETRY_CHANNELS` (SI units)."""
+    return np.stack([window.alpha_rad, window.rho_rad, window.depth_m, np.sqrt(np.maximum(window.depth_sq_m2, 0.0)),
+                     window.width_m, window.surcharge_n], axis=1)
+
+
+def kinematics_from_samples(samples, times_us):
+    """(n, 5) array of :data:`KINEMATIC_CHANNELS` at ``times_us`` from machine samples (objects with
+    ``time_us``, ``blade_pose`` (pitch_rad, roll_rad), ``speed_mps``, ``pitch_rad``, ``lift_m``:
+    ``onboard.soil.loader_app.MachineSample``). Raises CutEstimateError for a time without a sample."""
+    by_t = {s.time_us: s for s in samples}
+    rows = []
+    for t in times_us:
+        s = by_t.get(int(t))
+        if s is None:
+            raise CutEstimateError("no machine sample at time %d us" % int(t))
+        rows.append((s.speed_mps, s.blade_pose.pitch_rad, s.blade_pose.roll_rad, s.pitch_rad, s.lift_m))
+    return np.array(rows, dtype=float).reshape(-1, len(KINEMATIC_CHANNELS))
+
+
+def actions_from_commands(commands_by_time_us, times_us):
+    """(n, 5) array of :data:`ACTION_CHANNELS` at ``times_us`` from the operator's commands
+    {time_us: {"speed_mps", "lift_m", "tilt_rad", "roll_rad", "depth_m"}}; the last command at or before
+    each time (the one in force). Raises CutEstimateError when none precedes a time."""
+    keys = sorted(commands_by_time_us)
+    if not keys:
+        raise CutEstimateError("no operator commands")
+    kt = np.array(keys, dtype=np.int64)
+    rows = []
+    for t in times_us:
+        k = int(np.searchsorted(kt, int(t), side="right")) - 1
+        if k < 0:
+            raise CutEstimateError("no operator command at or before %d us" % int(t))
+        c = commands_by_time_us[keys[k]]
+        rows.append((c["speed_mps"], c["lift_m"], c["tilt_rad"], c["roll_rad"], c["depth_m"]))
+    return np.array(rows, dtype=float).reshape(-1, len(ACTION_CHANNELS))
+
+
+def window_inputs(geometry, kinematics, actions, horizon):
+    """(raw input vector, horizon indices) of one window: the channels at the horizon points, flattened
+    point by point, then :data:`GLOBALS` (duration from the sample count at 60 Hz, travel as speed x dt)."""
+    g = np.asarray(geometry, dtype=float)
+    k = np.asarray(kinematics, dtype=float)
+    a = np.asarray(actions, dtype=float)
+    n = g.shape[0]
+    if k.shape != (n, len(KINEMATIC_CHANNELS)) or a.shape != (n, len(ACTION_CHANNELS)) or g.shape[1] != 6:
+        raise CutEstimateError("window inputs have shapes %s, %s, %s (expected (n, 6), (n, 5), (n, 5))"
+                               % (g.shape, k.shape, a.shape))
+    if n < 2:
+        raise CutEstimateError("window has %d samples, at least 2 needed" % n)
+    allc = np.concatenate([g, k, a], axis=1)
+    if not np.all(np.isfinite(allc)):
+        raise CutEstimateError("window inputs hold NaN or infinite values")
+    idx = horizon_index(n, horizon)
+    glob = np.array([n / SAMPLE_RATE_HZ, float(np.sum(np.abs(k[:, 0]))) / SAMPLE_RATE_HZ])
+    return np.concatenate([allc[idx].ravel(), glob]), idx
+
+
+def mlp_forward(layers, x):
+    """The network: ``layers`` [(W (out, in), b (out,))], tanh after every layer but the last; ``x`` (B, in)."""
+    h = x
+    for i, (w, b) in enumerate(layers):
+        h = h @ w.T + b
+        if i < len(layers) - 1:
+            h = np.tanh(h)
+    return h
+
+
+def _sigmoid(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def decode(out, bounds_lo, bounds_hi, horizon):
+    """{theta (B, 5), logvar (B, 5), beta_res_rad (B, horizon), depth_res_m (B,), surcharge_rel (B,),
+    residual_force_n (B, 2)} of the raw head ``out`` (B, :func:`output_size`): properties bounded to
+    [lo, hi] by a sigmoid, log-variances between (1e-3 range)^2 and range^2, residuals bounded by tanh."""
+    lo = np.asarray(bounds_lo, dtype=float)
+    hi = np.asarray(bounds_hi, dtype=float)
+    span = hi - lo
+    lv_lo = 2.0 * np.log(SIGMA_MIN_FRACTION * span)
+    lv_hi = 2.0 * np.log(span)
+    o = out
+    p = horizon
+    return {"theta": lo + span * _sigmoid(o[:, 0:N_U]),
+            "logvar": lv_lo + (lv_hi - lv_lo) * _sigmoid(o[:, N_U:2 * N_U]),
+            "beta_res_rad": BETA_RES_MAX_RAD * np.tanh(o[:, 2 * N_U:2 * N_U + p]),
+            "depth_res_m": DEPTH_RES_MAX_M * np.tanh(o[:, 2 * N_U + p]),
+            "surcharge_rel": SURCHARGE_RES_MAX * np.tanh(o[:, 2 * N_U + p + 1]),
+            "residual_force_n": FORCE_RES_MAX_N * np.tanh(o[:, 2 * N_U + p + 2:2 * N_U + p + 4])}
+
+
+def corrected_geometry(geometry, depth_res_m=0.0, surcharge_rel=0.0):
+    """(alpha, rho, d, w, Q, d^2) arrays of a window's geometry (n, 6) with the depth and surcharge
+    corrections (eq. 10's theta_res): d + d_res where the blade cuts, Q (1 + q_rel)."""
+    g = np.asarray(geometry, dtype=float)
+    alpha, rho, d, drms, w, q = (g[:, i] for i in range(6))
+    d2 = drms * drms
+    cut = d > 0.0
+    if depth_res_m != 0.0:
+        d2 = np.where(cut, np.maximum(d2 + 2.0 * depth_res_m * d + depth_res_m * depth_res_m, 0.0), d2)
+        d = np.where(cut, np.maximum(d + depth_res_m, 0.0), d)
+    return alpha, rho, d, w, q * (1.0 + surcharge_rel), d2
+
+
+def failure_angle(theta, alpha, rho, beta_res_rad=None):
+    """(beta, rho) arrays: the rake kept inside the domain (as the classical estimator keeps it) and beta =
+    beta0(phi) + beta_res (eq. 11) inside the admissible interval, as the training computes it; without
+    ``beta_res_rad`` beta* = argmin N_gamma."""
+    lim = FEE_LIMITS
+    rho = np.minimum(rho, lim["eta_max_rad"] - theta[4] - theta[1] - 2.0 * lim["beta_min_rad"])
+    phi = np.full(alpha.shape, float(theta[1]))
+    delta = np.full(alpha.shape, float(theta[4]))
+    if beta_res_rad is None:
+        return fee_numpy.beta_star(alpha, rho, phi, delta, lim["beta_min_rad"], lim["eta_max_rad"])[0], rho
+    hi = np.minimum(lim["eta_max_rad"] - delta - rho - phi, 0.5 * math.pi - lim["beta_min_rad"] - alpha)
+    beta = np.maximum(np.minimum(fee_numpy.beta_eq11(phi) + beta_res_rad, hi - 1e-4), lim["beta_min_rad"])
+    return beta, rho
+
+
+def fee_force(theta, parts, beta, rho, residual_force_n=(0.0, 0.0)):
+    """(fx_n, fz_n, valid): F^FEE(theta) + F^r (eqs. 1, 2, 4) over ``parts`` (corrected_geometry) with the
+    failure angle ``beta`` and rake ``rho`` held (failure_angle)."""
+    alpha, _rho, d, w, q, d2 = parts
+    tu = [theta[0], np.full(alpha.shape, float(theta[1])), theta[2], theta[3], np.full(alpha.shape, float(theta[4]))]
+    _f, fx, fz = fee_numpy.force_from_beta(tu, [alpha, rho, d, w, q], beta, d2)
+    valid = fee_numpy.valid_mask(tu, [alpha, rho, d, w, q], beta) & np.isfinite(fx) & np.isfinite(fz)
+    return fx + residual_force_n[0], fz + residual_force_n[1], valid
+
+
+def fee_window_force(theta, geometry, depth_res_m=0.0, surcharge_rel=0.0, residual_force_n=(0.0, 0.0),
+                     beta_res_rad=None):
+    """(fx_n, fz_n, valid) arrays over a window's samples: F^FEE(theta; the corrected geometry) + F^r
+    (eqs. 1, 2, 4) with beta = beta0 + ``beta_res_rad`` per sample (None: beta*)."""
+    parts = corrected_geometry(geometry, depth_res_m, surcharge_rel)
+    beta, rho = failure_angle(theta, parts[0], parts[1], beta_res_rad)
+    return fee_force(theta, parts, beta, rho, residual_force_n)
+
+
+class LearnedEstimator:
+    """The committed learned estimator (module docstring) loaded from ``model_dir`` (``weights.npz`` and
+    ``card.json``); ``members``: how many ensemble members to use (None: all)."""
+
+    def __init__(self, model_dir=None, members=None):
+        d = DEFAULT_MODEL if model_dir is None else model_dir
+        wpath = os.path.join(d, "weights.npz")
+        cpath = os.path.join(d, "card.json")
+        if not (os.path.isfile(wpath) and os.path.isfile(cpath)):
+            raise LearnedModelError("learned soil estimator: %s needs weights.npz and card.json (make train-soil)"
+                                    % os.path.normpath(d))
+        try:
+            with open(cpath) as f:
+                card = json.load(f)
+            with np.load(wpath) as zf:
+                z = {k: zf[k] for k in zf.files}
+            self.horizon = int(card["input"]["horizon"])
+            self.x_mean = np.asarray(z["x_mean"], dtype=float)
+            self.x_std = np.asarray(z["x_std"], dtype=float)
+            self.lo = np.asarray(z["bounds_lo"], dtype=float)
+            self.hi = np.asarray(z["bounds_hi"], dtype=float)
+            n_members = int(z["members"])
+            n_layers = int(z["layers"])
+            self.members = []
+            for m in range(n_members if members is None else min(members, n_members)):
+                self.members.append([(np.asarray(z["m%d_w%d" % (m, i)], dtype=float),
+                                      np.asarray(z["m%d_b%d" % (m, i)], dtype=float)) for i in range(n_layers)])
+            est = card.get("eq9", {})
+            self.prior_sigma = np.asarray(card["prior_sigma"], dtype=float)
+            self.noise_rel = float(card["noise"]["rel_sigma"])
+            self.noise_abs = float(card["noise"]["abs_sigma_n"])
+            self.atol = float(est.get("whitened_atol", 2.0))
+            self.rtol = float(est.get("whitened_rtol", 1e-4))
+            self.correlated_samples = float(est.get("correlated_samples", 6.0))
+        except (KeyError, TypeError, ValueError, OSError) as exc:
+            raise LearnedModelError("learned soil estimator %s: malformed model (%s: %s)"
+                                    % (os.path.normpath(d), type(exc).__name__, exc))
+        self.null_fraction = 0.5
+        self.card = card
+        if (self.x_mean.shape != (len(CHANNELS) * self.horizon + len(GLOBALS),) or not self.members
+                or self.prior_sigma.shape != (N_U,) or not np.all(self.prior_sigma > 0)
+                or not all(np.all(np.isfinite(a)) for layers in self.members for wb in layers for a in wb)):
+            raise LearnedModelError("learned soil estimator %s: input size, prior or weights do not match the "
+                                    "card (or hold NaN)" % os.path.normpath(d))
+
+    def forward(self, x_raw):
+        """Per member the decoded outputs (:func:`decode`) of raw input vectors ``x_raw`` (B, in)."""
+        x = (np.atleast_2d(x_raw) - self.x_mean) / self.x_std
+        return [decode(mlp_forward(layers, x), self.lo, self.hi, self.horizon) for layers in self.members]
+
+    def estimate(self, window, kinematics, actions):
+        """The ``CutEstimate`` of a ``CutWindow`` with its kinematics and actions (module docstring); raises
+        CutEstimateError for a window too short or with bad inputs."""
+        n = len(window)
+        if n < 10:
+            raise CutEstimateError("cut window has %d samples, at least 10 needed" % n)
+        geom = geometry_array(window)
+        x, _idx = window_inputs(geom, kinematics, actions, self.horizon)
+        outs = self.forward(x[None, :])
+        thetas = np.array([o["theta"][0] for o in outs])
+        theta = thetas.mean(axis=0)
+        var_alea = np.mean([np.exp(o["logvar"][0]) for o in outs], axis=0)
+        var_epi = thetas.var(axis=0) if len(outs) > 1 else np.zeros(N_U)
+        var_data = var_alea + var_epi
+        d_res = float(np.mean([o["depth_res_m"][0] for o in outs]))
+        q_rel = float(np.mean([o["surcharge_rel"][0] for o in outs]))
+        f_res = np.mean([o["residual_force_n"][0] for o in outs], axis=0)
+        # beta residuals: the members' mean at the horizon points, linear between them over the window
+        beta_h = np.mean([o["beta_res_rad"][0] for o in outs], axis=0)
+        beta_res = np.interp(np.arange(n), _idx, beta_h)
+        parts = corrected_geometry(geom, d_res, q_rel)
+        beta, rho = failure_angle(theta, parts[0], parts[1], beta_res)
+        fx, fz, valid = fee_force(theta, parts, beta, rho, f_res)
+        # eq. 9 (notes A6, A7): the window's force Jacobian per prior sigma, whitened by the sensor noise
+        has_x = np.isfinite(window.fx_n)
+        has_z = np.isfinite(window.fz_n)
+        sx = self.noise_rel * np.abs(np.where(has_x, window.fx_n, 0.0)) + self.noise_abs
+        sz = self.noise_rel * np.abs(np.where(has_z, window.fz_n, 0.0)) + self.noise_abs
+        jac = np.zeros((2 * n, N_U))
+        for k in range(N_U):
+            h = 1e-4 * self.prior_sigma[k]
+            tp = theta.copy()
+            tm = theta.copy()
+            tp[k] += h
+            tm[k] -= h
+            fxp, fzp, _v = fee_force(tp, parts, beta, rho, f_res)
+            fxm, fzm, _v = fee_force(tm, parts, beta, rho, f_res)
+            jac[:n, k] = (fxp - fxm) / (2.0 * h) * self.prior_sigma[k] / sx
+            jac[n:, k] = (fzp - fzm) / (2.0 * h) * self.prior_sigma[k] / sz
+        rows = np.concatenate([has_x & valid, has_z & valid])
+        j_w = jac[rows] / math.sqrt(self.correlated_samples)
+        if j_w.shape[0] == 0:
+            j_w = np.zeros((1, N_U))
+        var_amb = self.prior_sigma ** 2
+        var_null_z, rank = fee_numpy.nullspace_variance(j_w, np.ones(N_U), self.atol, self.rtol)
+        proj, _r = fee_numpy.null_projector(j_w, self.atol, self.rtol)
+        null_diag = np.diag(proj)
+        var = np.maximum(var_data, var_null_z * var_amb)
+        flags = [False] * N_U
+        reasons = [""] * N_U
+        if not np.any(has_z):
+            flags[4] = True
+            reasons[4] = "F_z not measured: the force direction (rho + delta - alpha) is unobserved"
+        for k in range(N_U):
+            if not flags[k] and null_diag[k] > self.null_fraction:
+                flags[k] = True
+                reasons[k] = "in the null space of the force Jacobian (eq. 9)"
+            if flags[k]:
+                var[k] = max(var[k], var_amb[k])
+        mx = has_x & valid
+        mz = has_z & valid
+        errs = np.concatenate([np.abs(window.fx_n[mx] - fx[mx]), np.abs(window.fz_n[mz] - fz[mz])])
+        scale = np.concatenate([np.abs(window.fx_n[mx]), np.abs(window.fz_n[mz])])
+        out = CutEstimate()
+        out.theta = theta
+        out.var = var
+        out.var_data = var_data
+        out.var_epistemic = var_epi
+        out.flags = flags
+        out.reasons = reasons
+        out.residual_force_n = (float(f_res[0]), float(f_res[1]))
+        out.residual_sigma_n = (0.0, 0.0)
+        out.known_residuals = {"surcharge_rel": (q_rel, 0.0), "depth_m": (d_res, 0.0)}
+        out.null_diag = null_diag
+        out.rank = rank
+        out.chi2_red = float(np.mean((errs / np.concatenate([sx[mx], sz[mz]])) ** 2)) if errs.size else 0.0
+        out.samples = n
+        out.components = tuple(c for c, h in (("fx", has_x), ("fz", has_z)) if np.any(h))
+        out.force_mae_n = float(errs.mean()) if errs.size else float("nan")
+        out.force_mae_pct = float(100.0 * errs.mean() / max(scale.mean(), 1e-9)) if errs.size else float("nan")
+        out.predicted = (fx, fz)
+        out.success = bool(errs.size > 0)
+        out.nfev = len(outs)
+        out.message = "learned estimator, %d member(s)" % len(outs)
+        return out
+
+
+__all__ = ["LearnedEstimator", "LearnedModelError", "CHANNELS", "THETA_U_NAMES"]
