@@ -27,6 +27,12 @@ Side by side in one run:
 - the arbiters' decision time per cycle (``onboard.vessel.arbiters``: DAMN's vote grid with cost-to-go goal
   votes, with straight-line goal votes, the potential field) on the same buoy field and poses
   (``arbiter_decisions``), and the build of DAMN's cost-to-go grid.
+- the boat app's Foxglove views (``onboard.vessel.boat_views``, ``view_cost``): the same closed loop with LIDAR,
+  perception and DAMN on a seeded buoy field (``--views`` simulated seconds) with views off and on (written by
+  ``McapLog.log_view`` to a scratch file, recording off): the app's CPU (and wall) time per tick (the
+  scheduler's step) off and on, the views part's own CPU time per tick and per view tick (its rate group
+  timed), and the views' MCAP bytes per simulated minute.
+  ``--only-views`` runs this part alone and prints it (bench/results/boat.json is then left as it is).
 
 ``--duration`` shortens the log (default 3600 s). The machine's load average is recorded before and after
 (other processes share the cores; compare the ratios of one run). Writes bench/results/boat.json.
@@ -105,6 +111,94 @@ def lidar_perception(seed=1, step_m=0.5):
     return out
 
 
+def _timed_views():
+    """``onboard.vessel.boat_views.BoatViews`` whose rate group's CPU time is summed in ``cpu_s``."""
+    from onboard.vessel.boat_views import BoatViews
+
+    class TimedViews(BoatViews):
+        cpu_s = 0.0
+
+        def _views(self, now_us):
+            c0 = time.process_time()
+            BoatViews._views(self, now_us)
+            self.cpu_s += time.process_time() - c0
+    return TimedViews
+
+
+def view_cost(sim_s=20.0, seed=1):
+    """The views' cost (module docstring): the app on the simulated WAM-V (``harness.sim.boat_world``, outboards on
+    ptys) with the VLP-16 on seeded buoy field ``seed``, perception and DAMN to its goal, run twice (views off, on)
+    from the same seed; each scheduler step timed with ``perf_counter``."""
+    import tempfile
+
+    from boards.wamv.app import WamvApp
+    from harness.sim.boat_course import generate_course
+    from harness.sim.boat_world import BoatWorld
+    from harness.sim.lidar import Lidar, LidarScene, LidarSensor
+    from harness.sim.rng import RunRandom
+    from onboard.runtime.mcap_log import McapLog
+    course = generate_course(seed, "buoy_field")
+    TimedViews = _timed_views()
+    out = {"sim_s": sim_s, "buoys": len(course.buoys)}
+    with tempfile.TemporaryDirectory() as tmp:
+        for views in (False, True):
+            path = os.path.join(tmp, "views.mcap")
+            log = McapLog(path)
+            w = BoatWorld(RunRandom(seed), wamv={"start": {"north_m": course.start_north_m,
+                                                          "east_m": course.start_east_m,
+                                                          "yaw_deg": float(np.degrees(course.start_yaw_rad))}},
+                          interface={"latency_s": 0.0, "timeout_ms": 200})
+            app = WamvApp(w.driver(), w.gnss_app_end, {"perception": {}, "arbiter": "damn",
+                                                       "destination": list(course.goal), "views": False})
+            if views:               # the app's views part, its own time measured too
+                app.views = app.node.add("views", TimedViews(app, log.log_view, app.config["view_rate_hz"]))
+            w.attach_app(app, app.frame)
+            w.add_sensor(LidarSensor(Lidar({}, RunRandom(seed).stream("lidar")), LidarScene(course), w.vessel,
+                                     app.on_lidar))
+            sched = app.node.start()
+            step, spent = sched.step, [0.0, 0.0, 0]
+
+            def timed_step(now_us, clock=None, step=step, spent=spent):
+                t0, c0 = time.perf_counter(), time.process_time()
+                r = step(now_us, clock)
+                spent[0] += time.perf_counter() - t0
+                spent[1] += time.process_time() - c0
+                spent[2] += 1
+                return r
+            sched.step = timed_step
+            try:
+                w.start(app)
+                w.run(int(sim_s * 1e6), 1_000_000)
+            finally:
+                w.close()
+                log.close()
+            rep = app.report()
+            out["views_on" if views else "views_off"] = {
+                "ticks": spent[2], "us_per_tick": 1e6 * spent[0] / spent[2],
+                "cpu_us_per_tick": 1e6 * spent[1] / spent[2], "view_messages": log.messages,
+                "mcap_bytes": os.path.getsize(path), "decisions": rep["arbiter"]["decisions"],
+                "view_ticks": rep["scheduler"]["groups"]["views"]["runs"] if views else 0,
+                "views_cpu_s": app.views.cpu_s if views else 0.0}
+    on, off = out["views_on"], out["views_off"]
+    out["views_cpu_us_per_tick"] = on["cpu_us_per_tick"] - off["cpu_us_per_tick"]
+    out["views_wall_us_per_tick"] = on["us_per_tick"] - off["us_per_tick"]
+    out["views_cpu_us_per_view_tick"] = out["views_cpu_us_per_tick"] * on["ticks"] / max(on["view_ticks"], 1)
+    out["views_on_over_off_cpu"] = on["cpu_us_per_tick"] / off["cpu_us_per_tick"]
+    out["views_part_cpu_us_per_tick"] = 1e6 * on["views_cpu_s"] / on["ticks"]
+    out["views_part_cpu_ms_per_view_tick"] = 1e3 * on["views_cpu_s"] / max(on["view_ticks"], 1)
+    out["views_mcap_bytes_per_sim_min"] = (on["mcap_bytes"] - off["mcap_bytes"]) * 60.0 / sim_s
+    return out
+
+
+def print_view_cost(v):
+    print("%-34s %12.1f cpu us per tick off, %.1f on (%.3fx, difference %.1f us); the views part itself %.1f us "
+          "per tick, %.2f ms per view tick; %.2f MB per simulated minute (wall us per tick: off %.1f, on %.1f)" % (
+              "boat app views (%g s, %d buoys)" % (v["sim_s"], v["buoys"]), v["views_off"]["cpu_us_per_tick"],
+              v["views_on"]["cpu_us_per_tick"], v["views_on_over_off_cpu"], v["views_cpu_us_per_tick"],
+              v["views_part_cpu_us_per_tick"], v["views_part_cpu_ms_per_view_tick"],
+              1e-6 * v["views_mcap_bytes_per_sim_min"], v["views_off"]["us_per_tick"], v["views_on"]["us_per_tick"]))
+
+
 def split_loss(pool, parts):
     """loss_and_grad over window subsets in threads, combined by their target counts."""
     def run(c):
@@ -165,7 +259,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=float, default=3600.0, help="log length, simulated s (default 3600)")
     ap.add_argument("--closed-loop", type=float, default=120.0, help="closed-loop run, simulated s (default 120)")
+    ap.add_argument("--views", type=float, default=30.0, help="views-cost run, simulated s (default 30)")
+    ap.add_argument("--only-views", action="store_true", help="measure and print the views' cost only")
     args = ap.parse_args(argv)
+    if args.only_views:
+        print_view_cost(view_cost(args.views))
+        return
     dur = args.duration
     load_before = os.getloadavg()
     arbiters = arbiter_decisions()
@@ -197,7 +296,9 @@ def main(argv=None):
     pinger = pinger_locator_times()
     assert abs(f2 - f1) <= 1e-9 * abs(f1) and np.allclose(g1, g2, rtol=1e-9)
     lidar_frames = lidar_perception()
+    views = view_cost(args.views)
     out = {
+        "views": views,
         "lidar_perception": lidar_frames,
         "closed_loop": {"sim_s": cl_dur, "wall_s": cl_wall, "cpu_s": cl_cpu, "sim_s_per_wall_s": cl_dur / cl_wall,
                         "sim_s_per_cpu_s": cl_dur / cl_cpu, "heading_error_rms_deg": cl_rms,
@@ -247,6 +348,7 @@ def main(argv=None):
                                                            arbiters["obstacles"]))
     print("%-34s %12.1f ms (once per obstacles/destination); DAMN / potential field %.1fx"
           % ("DAMN cost-to-go grid", arbiters["damn_cost_to_go_grid_ms"], arbiters["damn_over_potential_field"]))
+    print_view_cost(views)
     print("fit recovered: " + ", ".join("%s %.1f%%" % (k, 100 * v) for k, v in rel.items()))
     print("load average (1 min): %.2f before, %.2f after, %d cpus" % (load_before[0], os.getloadavg()[0],
                                                                      os.cpu_count()))

@@ -18,6 +18,8 @@ tick gets the tick's time. Replay feeds each input where it was recorded and the
 rebuilt app's stand-in drivers read nothing. ``--impl pure|cython|numpy`` rebuilds an ES-EKF
 estimator with another implementation (default: the recorded one), or a swarm member's particle
 filters on other kernels (a swarm member's random draws are recorded inputs: ``random_state``).
+``--views OUT.mcap`` writes the rebuilt boat app's Foxglove views ("what the vehicle was thinking",
+``onboard.vessel.boat_views``) into a new log.
 """
 import copy
 import json
@@ -31,6 +33,7 @@ from mcap.stream_reader import StreamReader
 from boards.rpi.app import RpiGroundRobot
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable
 from onboard.runtime.ground_robot import GroundRobotRuntime
+from onboard.runtime.mcap_log import McapLog
 from onboard.runtime.replay_feed import (CONFIG_TOPIC, OUT_PREFIX, STEP_TOPIC, ReplayFeedError, before_last_tick,
                                          estimator_from_config, feed, ground_robot_from_config)
 
@@ -182,10 +185,11 @@ class _ReplaySerial:
         return b""
 
 
-def _wamv_boat(config):
-    """The WAM-V boat app (boards.wamv.app.WamvApp, also its service) with stand-in outboards and GNSS line."""
+def _wamv_boat(config, view=None):
+    """The WAM-V boat app (boards.wamv.app.WamvApp, also its service) with stand-in outboards and GNSS line;
+    ``view``: where its Foxglove views go (``--views``), or None."""
     from boards.wamv.app import WamvApp
-    return WamvApp(_ReplayOutboards(), _ReplaySerial(), config)
+    return WamvApp(_ReplayOutboards(), _ReplaySerial(), config, view=view)
 
 
 class _ReplayVelocityDriver:
@@ -251,6 +255,8 @@ def _swarm_member(config):
 APPS = {GroundRobotRuntime.APP: _ground_robot, "avr_ground_robot": _ground_robot,
         RpiGroundRobot.APP: _rpi_ground_robot, "mp_ground_robot": _ground_robot, "swarm_member": _swarm_member,
         "wamv_boat": _wamv_boat}
+# apps whose rebuild takes a ``view`` for its Foxglove views (``--views``)
+VIEW_APPS = ("wamv_boat",)
 
 
 # ---------------------------------------------------------------------------------------------- replay
@@ -343,11 +349,13 @@ def compare_outputs(logged, replayed, tolerance=0.0):
     return topics
 
 
-def replay_events(events, impl=None, tolerance=0.0):
+def replay_events(events, impl=None, tolerance=0.0, view=None):
     """Rebuild the recorded app, feed it the recorded inputs and ticks; -> per-topic comparison.
     ``impl``: the ES-EKF implementation for the rebuilt app (pure | cython | numpy; None: as recorded).
     ``tolerance``: numbers differing by at most this much count as the same (0: bit exact; e.g. 1e-12
-    for a MicroPython board's log); times and counts are always compared exactly."""
+    for a MicroPython board's log); times and counts are always compared exactly. ``view``: a
+    ``view(topic, time_us, schema_name, msg)`` for the rebuilt app's Foxglove views (the boat app's,
+    ``VIEW_APPS``; e.g. a log recorded on the boat without them)."""
     if not events or events[0][0] != CONFIG_TOPIC:
         raise ReplayError("no app recording in this log (its first /app/ record must be %s)" % CONFIG_TOPIC)
     header = events[0][3]
@@ -356,7 +364,14 @@ def replay_events(events, impl=None, tolerance=0.0):
         raise ReplayError("recorded app %r is not one replay can rebuild (known: %s)"
                           % (header.get("app"), ", ".join(sorted(APPS))))
     config = _with_impl(header["config"], impl)
-    app = build(config)
+    if view is not None:
+        if header.get("app") not in VIEW_APPS:
+            raise ReplayError("recorded app %r writes no views (--views is for: %s)"
+                              % (header.get("app"), ", ".join(sorted(VIEW_APPS))))
+        config = dict(config, views=True)
+        app = build(config, view)
+    else:
+        app = build(config)
     node = app.node
     replayed = {}
 
@@ -413,13 +428,28 @@ def _plot(estimates, path):
 
 
 def cmd_replay(args):
+    views_path = getattr(args, "views", None)
+    views_log = None
     try:
         events, damage = read_recording(args.log)
+        if views_path:
+            try:
+                views_log = McapLog(views_path)
+            except OSError as exc:
+                raise ReplayError("cannot write %s: %s" % (views_path, exc))
         result = replay_events(events, impl=getattr(args, "impl", None),
-                               tolerance=getattr(args, "tolerance", 0.0))
+                               tolerance=getattr(args, "tolerance", 0.0),
+                               view=None if views_log is None else views_log.log_view)
     except ReplayError as exc:
+        if views_log is not None:           # no views log left behind for a replay that did not run
+            views_log.close()
+            os.remove(views_path)
+            views_log = None
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_BAD_LOG
+    finally:
+        if views_log is not None:
+            views_log.close()
     estimates = result.pop("estimates")
     result["damage"] = damage
     out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(args.log)), "replay")
@@ -470,6 +500,9 @@ def add_parser(sub):
     p.add_argument("--impl", choices=IMPLEMENTATIONS, default=None,
                    help="ES-EKF implementation of the rebuilt app, or a swarm member's particle-filter "
                         "kernels (default: the recorded one)")
+    p.add_argument("--views", metavar="OUT.mcap", default=None,
+                   help="write the rebuilt app's Foxglove views into OUT.mcap (the boat app: what it was thinking, "
+                        "e.g. for a log recorded on the boat without them)")
     p.add_argument("--tolerance", type=float, default=0.0, metavar="ABS",
                    help="numbers differing by at most ABS count as identical (default 0: bit exact; "
                         "times and counts always exact)")

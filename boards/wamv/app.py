@@ -20,7 +20,12 @@ Parts and rate groups (``boards.wamv.board`` rates):
 - ``perception`` (only with a ``perception`` setting, a dict of ``onboard.vessel.buoy_perception`` settings;
   group at ``perception_rate_hz``): entry ``lidar`` (``LidarFrame``: a stamped sweep, body frame) held with
   the EKF's estimated pose at its arrival, then clustered into the buoy map
-  (``onboard.vessel.buoy_perception.PerceptionPart``; output ``buoys`` while recording).
+  (``onboard.vessel.buoy_perception.PerceptionPart``; output ``buoys`` while recording);
+- ``views`` (only with a ``view(topic, time_us, schema_name, msg)`` callable, e.g. ``McapLog.log_view``, and the
+  ``views`` setting on, its default; group at ``view_rate_hz``): "what the vehicle was thinking" (RobotX AAVS
+  fig. 11) as Foxglove views under ``/viz/boat/``: the estimate, the last LIDAR sweep as placed by perception,
+  the buoy map, DAMN's vote grid or the potential field, the destination and the commands
+  (``onboard.vessel.boat_views``). They only read the app's state: the outputs are the same without them.
 
 Watched inputs (the node's watchdog, checked every base tick): ``gnss``, ``imu`` (yaw rate), ``heading``
 (the compass / INS yaw), ``outboard_left``, ``outboard_right`` (telemetry replies): a stale one engages the
@@ -64,6 +69,8 @@ DEFAULTS = {
     "arbiter": None,                 # None: follow ``plan``; "damn" | "potential_field": steer to the destination
     "arbiter_config": {},            # the arbiter's settings (onboard.vessel.arbiters)
     "destination": None,             # [north_m, east_m] to start with (entry ``destination`` changes it)
+    "views": True,                   # with a ``view`` callable: Foxglove views of what the app thinks
+    "view_rate_hz": 2,               # their rate group (a whole-number fraction of base_rate_hz)
 }
 
 
@@ -233,9 +240,10 @@ class Helm:
 class WamvApp:
     """The recipe. ``outboards``: a ``onboard.vessel.outboards.VescOutboards``; ``gnss_transport``: the
     receiver's opened transport (``SerialTransport(board.GNSS_PORT, board.GNSS_BAUD)`` on the boat);
-    ``config``: DEFAULTS overrides (``ekf``, ``controller``, ``thrust_map``: their modules' settings)."""
+    ``config``: DEFAULTS overrides (``ekf``, ``controller``, ``thrust_map``: their modules' settings);
+    ``view``: ``view(topic, time_us, schema_name, msg)`` for the Foxglove views (module docstring), or None."""
 
-    def __init__(self, outboards, gnss_transport, config=None, log=None, start_us=0):
+    def __init__(self, outboards, gnss_transport, config=None, log=None, start_us=0, view=None):
         cfg = dict(DEFAULTS)
         cfg.update(config or {})
         self.config = cfg
@@ -266,6 +274,10 @@ class WamvApp:
                                                                 cfg["destination"], perceived))
             self.on_destination = self.helm.arbiter.on_destination
             self.on_obstacles = self.helm.arbiter.on_obstacles
+        self.views = None
+        if view is not None and cfg["views"]:
+            from onboard.vessel.boat_views import BoatViews     # numpy, base64: a CPython host's views
+            self.views = node.add("views", BoatViews(self, view, cfg["view_rate_hz"]))
         self.run = node.run
         self.step = node.step
 

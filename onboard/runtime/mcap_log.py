@@ -20,7 +20,8 @@ the app's process then only marshals each batch into a pipe (``bench/replay.py``
 
 Foxglove views (``McapLog.log_pose``, ``log_transform``, ``log_frames``, ``log_scene``,
 ``log_waypoints``) write messages of Foxglove's well-known schemas (``foxglove.PoseInFrame``,
-``foxglove.FrameTransform``, ``foxglove.SceneUpdate``; schema encoding ``jsonschema``, message
+``foxglove.FrameTransform``, ``foxglove.SceneUpdate``; ``foxglove.Grid`` and ``foxglove.PointCloud`` through
+``log_view``; schema encoding ``jsonschema``, message
 encoding ``json``) next to our own topics, so that Foxglove's 3D panel draws them. By convention the
 harness writes them under ``/viz/...``; our own topics (``/app/...`` included) are not touched.
 
@@ -115,6 +116,7 @@ POSE_IN_FRAME = "foxglove.PoseInFrame"
 FRAME_TRANSFORM = "foxglove.FrameTransform"
 SCENE_UPDATE = "foxglove.SceneUpdate"
 GRID = "foxglove.Grid"
+POINT_CLOUD = "foxglove.PointCloud"
 NUMERIC_TYPES = ("UNKNOWN", "UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "FLOAT64")
 LINE_STRIP, LINE_LOOP, LINE_LIST = 0, 1, 2          # foxglove.LineType
 DELETE_MATCHING_ID, DELETE_ALL = 0, 1               # foxglove.SceneEntityDeletionType
@@ -244,9 +246,23 @@ def _grid_schema():
          "data"))
 
 
+def _point_cloud_schema():
+    """``foxglove.PointCloud`` (points of packed fields, e.g. float32 x, y, z; Foxglove's
+    ``jsonschema/PointCloud.json``): timestamp, frame_id, pose, point_stride, fields, data (base64)."""
+    field = _obj("foxglove.PackedElementField", {"name": {"type": "string"},
+                                                 "offset": {"type": "integer", "minimum": 0},
+                                                 "type": _enum_schema("foxglove.NumericType", NUMERIC_TYPES)},
+                 ("name", "offset", "type"))
+    return _obj(POINT_CLOUD, {
+        "timestamp": _time_schema(), "frame_id": {"type": "string"}, "pose": _pose_schema(),
+        "point_stride": {"type": "integer", "minimum": 0}, "fields": _array(field),
+        "data": {"type": "string", "contentEncoding": "base64"}},
+        ("timestamp", "frame_id", "pose", "point_stride", "fields", "data"))
+
+
 # schema name -> its JSON schema (what McapLog registers for a view)
 FOXGLOVE_SCHEMAS = {POSE_IN_FRAME: _pose_in_frame_schema(), FRAME_TRANSFORM: _frame_transform_schema(),
-                    SCENE_UPDATE: _scene_update_schema(), GRID: _grid_schema()}
+                    SCENE_UPDATE: _scene_update_schema(), GRID: _grid_schema(), POINT_CLOUD: _point_cloud_schema()}
 
 
 def fox_time(time_us):

@@ -24,18 +24,34 @@ class ReplayFeedError(ValueError):
 
 
 def _vessel_sample_type(schema):
-    """A surface vessel's sample type (``onboard.vessel.samples``, the outboards' telemetry) named ``schema``."""
+    """A surface vessel's sample type named ``schema``: ``onboard.vessel.samples``, the outboards' telemetry,
+    the arbiter's ``DestinationSample`` / ``ObstaclesSample`` (``onboard.vessel.arbiters_part``) or the LIDAR's
+    ``LidarFrame`` (``onboard.vessel.buoy_perception``: numpy, so CPython only; its points come back as the
+    recorded nested lists, every double exact)."""
     if schema == "OutboardTelemetry":
         from onboard.vessel.outboards import OutboardTelemetry
         return OutboardTelemetry
+    if schema in ("DestinationSample", "ObstaclesSample"):
+        from onboard.vessel import arbiters_part
+        return getattr(arbiters_part, schema)
+    if schema == "LidarFrame":
+        from onboard.vessel.buoy_perception import LidarFrame
+        return LidarFrame
     from onboard.vessel import samples as vessel_samples
     return getattr(vessel_samples, schema, None)
 
 
+def _nan_for_null(values):
+    """A recorded list with every null (a non-finite number) as NaN, nested lists too (a LIDAR sweep's rows,
+    an obstacle list's circles)."""
+    return [NAN if x is None else (_nan_for_null(x) if isinstance(x, list) else x) for x in values]
+
+
 def decode_sample(schema, data):
-    """A recorded sample back into its ``onboard.core.samples`` type. The MCAP log writes a non-finite
-    number as null: in a list it comes back as NaN; a single null field is passed as None (an
-    optional field) and, where the type refuses None, as NaN (a refused non-finite input)."""
+    """A recorded sample back into its ``onboard.core.samples`` type (or a vessel's: :func:`_vessel_sample_type`).
+    The MCAP log writes a non-finite number as null: in a list (nested lists too) it comes back as NaN; a
+    single null field is passed as None (an optional field) and, where the type refuses None, as NaN (a
+    refused non-finite input)."""
     cls = getattr(sample_types, schema, None) or _vessel_sample_type(schema)
     if cls is None or not hasattr(cls, "FIELDS"):
         raise ReplayFeedError("recorded input of unknown sample type %r" % (schema,))
@@ -44,7 +60,7 @@ def decode_sample(schema, data):
     for name in cls.FIELDS:
         v = data.get(name)
         if isinstance(v, list):
-            v = [NAN if x is None else x for x in v]
+            v = _nan_for_null(v)
         elif v is None:
             nulls.append(name)
         args[name] = v

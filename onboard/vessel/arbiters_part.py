@@ -9,7 +9,8 @@ for the (heading_rad, speed_mps) reference of its heading/speed controller each 
 arbiter's decision (``onboard.vessel.arbiters``), or (yaw, 0) -- hold the heading, stop -- with no
 destination yet or within ``arrive_radius_m`` of it. While recording, each decision is output on
 ``arbiter``. Bad samples (NaN, a negative radius) and decisions the arbiter refuses are counted and
-change nothing.
+change nothing. ``last_decision``: ``(time_us, heading_rad, speed_mps)`` of the arbiter's last decision, or
+None (the app's views draw its vote grid or field, ``arbiter.last_votes`` / ``last_field``, with it).
 """
 from onboard.core.samples import SampleError, _Sample, _num
 from onboard.vessel.arbiters import ArbiterInputError, NavState, make_arbiter
@@ -58,6 +59,7 @@ class ArbiterPart:
         self.bad_samples = 0
         self.refused = 0
         self.arrived = False
+        self.last_decision = None
         self.node = None
 
     def attach(self, node):
@@ -93,6 +95,7 @@ class ArbiterPart:
         except ArbiterInputError:
             self.refused += 1
             return (yaw_rad, 0.0)
+        self.last_decision = (now_us, heading, speed)
         if self.node is not None and self.node.recording:
             self.node.output("arbiter", now_us, {"time_us": now_us, "heading_rad": heading, "speed_mps": speed,
                                                  "destination_ne_m": list(dest), "obstacles": len(obstacles)})

@@ -446,13 +446,16 @@ class PerceptionPart:
     east_m, yaw_rad), or None before the estimator is initialised: the frame is skipped and counted);
     the rate group ``perception`` (``rate_hz``) runs :meth:`BuoyMap.step` on the held frames and, while
     recording, outputs ``buoys``: the confirmed map as [north_m, east_m, radius_m, height_m, hits] rows.
-    A malformed frame is counted (``bad_frames``) and leaves the map as it was."""
+    A malformed frame is counted (``bad_frames``) and leaves the map as it was. ``last_frame``: the last
+    frame mapped and the estimated pose it was placed with, ``(frame, (north_m, east_m, yaw_rad))`` or None
+    (what the app's views draw)."""
 
     def __init__(self, pose_fn, cfg=None, rate_hz=10.0, max_held=4):
         self.pose_fn, self.cfg, self.rate_hz, self.max_held = pose_fn, settings(cfg), rate_hz, max_held
         self.map = BuoyMap(self.cfg)
         self.held = []
         self.frames = self.skipped_no_pose = self.bad_frames = self.dropped = 0
+        self.last_frame = None
         self.node = None
 
     def attach(self, node):
@@ -479,6 +482,7 @@ class PerceptionPart:
                 self.bad_frames += 1
                 continue
             self.frames += 1
+            self.last_frame = (frame, (n, e, yaw))
         if held and self.node.recording:
             rows = [[t.north_m, t.east_m, t.radius_m, t.height_m, t.hits] for t in self.map.confirmed()]
             self.node.output("buoys", now_us, {"time_us": now_us, "buoys": rows})
