@@ -43,6 +43,8 @@ SCENARIOS = {
     "boat-arbiters": "harness.scenarios.boat.boat_arbiters",
     "boat-model-fit": "harness.scenarios.boat.model_fit",
     "boat-pinger": "harness.scenarios.boat.boat_pinger",
+    "robotx-course": "harness.scenarios.boat.robotx_course",
+    "boat-sim-gap": "harness.scenarios.boat.boat_sim_gap",
     "soil-blind-map": "harness.scenarios.soil.soil_blind_map",
     "soil-homogeneous": "harness.scenarios.soil.soil_homogeneous",
     "soil-sweep": "harness.scenarios.soil.soil_sweep",
