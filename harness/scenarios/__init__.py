@@ -38,6 +38,8 @@ SCENARIOS = {
     "fil-leveler": "harness.scenarios.leveling.fil_leveler",
     "level-hill": "harness.scenarios.leveling.level_hill",
     "sandbox-datagen": "harness.scenarios.leveling.sandbox_datagen",
+    "alexi-eval": "harness.scenarios.leveling.alexi_eval",
+    "alexi-sim": "harness.scenarios.leveling.alexi_sim",
     "boat-hil-lag": "harness.scenarios.boat.hil_lag",
     "boat-ekf": "harness.scenarios.boat.boat_ekf",
     "boat-arbiters": "harness.scenarios.boat.boat_arbiters",

@@ -1,0 +1,109 @@
+"""The committed Alexi networks (``models/alexi/<net>/``) run through the onboard policy backends
+(:mod:`onboard.policy`: ``litert`` or the ``pure`` int8 kernel), or their float layers; no torch.
+
+A :class:`Net` takes inputs in SI units (the card's features), applies the card's min-max normalisation
+(thesis 6.2.2), quantises, runs the int8 model and returns the prediction in SI units (the output's
+normalisation inverted). ``predict_normalised`` skips the input normalisation (inputs already preprocessed, as
+the thesis's test sets are) and returns the network's raw (normalised) output.
+"""
+import json
+import os
+
+import numpy as np
+
+from onboard.policy.policy import load_policy
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+MODEL_ROOT = os.path.join(REPO, "models", "alexi")
+KINDS = ("auto", "int8", "float")
+INT8_R2_TOLERANCE = 0.01     # int8 "hurts" when it loses more R^2 (Pearson, test set) than this
+
+
+FLOAT_FILE = "float_layers.npz"
+
+
+def load_float_layers(model_dir):
+    """``[(W [out, in], b [out], activation)]`` of ``model_dir/float_layers.npz`` (the float network, folded)."""
+    with np.load(os.path.join(model_dir, FLOAT_FILE), allow_pickle=False) as z:
+        n = len([k for k in z.files if k.startswith("w")])
+        return [(z["w%d" % i], z["b%d" % i], str(z["act%d" % i])) for i in range(n)]
+
+
+def _act(x, name):
+    return np.tanh(x) if name == "TANH" else x
+
+
+class Net:
+    """One network. ``kind`` ``int8`` (through ``backend``), ``float`` (the folded float layers, numpy) or
+    ``auto`` (the card's ``alexi.runtime_kind``: float where the int8 export lost more than
+    :data:`INT8_R2_TOLERANCE` of R^2 on the test set, else int8)."""
+
+    def __init__(self, model_dir, kind="auto", backend="litert"):
+        if kind not in KINDS:
+            raise ValueError("network kind must be one of %s, got %r" % (KINDS, kind))
+        self.model_dir = model_dir
+        with open(os.path.join(model_dir, "card.json")) as fh:
+            self.card = json.load(fh)
+        if kind == "auto":
+            kind = self.card.get("alexi", {}).get("runtime_kind", "int8")
+        self.kind = kind
+        spec_in, spec_out = self.card["inputs"][0], self.card["outputs"][0]
+        self.in_mean = np.asarray(spec_in["normalization"]["mean"], dtype=np.float64)
+        self.in_std = np.asarray(spec_in["normalization"]["std"], dtype=np.float64)
+        self.out_mean = np.asarray(spec_out["normalization"]["mean"], dtype=np.float64)
+        self.out_std = np.asarray(spec_out["normalization"]["std"], dtype=np.float64)
+        self.in_scale = float(spec_in["quantization"]["scale"])
+        self.in_zp = int(spec_in["quantization"]["zero_point"])
+        self.out_scale = float(spec_out["quantization"]["scale"])
+        self.out_zp = int(spec_out["quantization"]["zero_point"])
+        self.n_in, self.n_out = int(spec_in["shape"][1]), int(spec_out["shape"][1])
+        self.policy = None
+        self.layers = None
+        if kind == "int8":
+            self.policy = load_policy(model_dir, backend=backend)
+        else:
+            self.layers = load_float_layers(model_dir)
+
+    def quantise(self, x_norm):
+        """Normalised inputs [n, k] -> int8 (round half away from zero, clamped), as ``Policy.quantize_input``."""
+        v = np.asarray(x_norm, dtype=np.float64) / self.in_scale
+        q = np.sign(v) * np.floor(np.abs(v) + 0.5) + self.in_zp
+        return np.clip(q, -128, 127).astype(np.int8)
+
+    def predict_normalised(self, x_norm):
+        """Network output [n, n_out] (normalised space) for normalised inputs [n, n_in]."""
+        x_norm = np.atleast_2d(np.asarray(x_norm, dtype=np.float64))
+        if self.kind == "float":
+            h = x_norm
+            for w, b, act in self.layers:
+                h = _act(h @ w.T + b, act)
+            return h
+        q = self.quantise(x_norm)
+        if hasattr(self.policy, "run_batch_q"):
+            out = self.policy.run_batch_q(q)
+        else:
+            out = np.array([self.policy.run([row.tolist()])[0] for row in q])
+        return (np.asarray(out, dtype=np.float64).reshape(len(q), -1) - self.out_zp) * self.out_scale
+
+    def normalise(self, x):
+        return (np.asarray(x, dtype=np.float64) - self.in_mean) / self.in_std
+
+    def denormalise(self, y_norm):
+        return np.asarray(y_norm, dtype=np.float64) * self.out_std + self.out_mean
+
+    def predict(self, x):
+        """SI inputs [n, n_in] -> SI outputs [n, n_out]."""
+        return self.denormalise(self.predict_normalised(self.normalise(np.atleast_2d(x))))
+
+    def predict_one(self, x):
+        """One SI input vector -> SI output vector (list-free fast path for the simulator loop)."""
+        return self.predict(np.asarray(x, dtype=np.float64)[None, :])[0]
+
+
+def model_dir(name, root=None):
+    return os.path.join(root or MODEL_ROOT, name)
+
+
+def load(name, kind="auto", backend="litert", root=None):
+    """The network ``models/alexi/<name>``."""
+    return Net(model_dir(name, root), kind, backend)

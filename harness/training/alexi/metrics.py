@@ -1,0 +1,49 @@
+"""Accuracy figures of thesis 6.2.4 / 6.3.4: MSE, R^2 two ways (reading aid A21) and Spearman's rho (table 6.2).
+
+- ``r2_pearson``: the squared Pearson correlation of truth and prediction (the thesis's words: "the squared
+  correlation between the predicted output and the expected output"); the acceptance uses it;
+- ``r2_cod``: the coefficient of determination 1 - SSE / SST (can be negative: worse than the mean).
+"""
+import math
+
+import numpy as np
+
+
+def mse(y, p):
+    y, p = np.asarray(y, dtype=np.float64), np.asarray(p, dtype=np.float64)
+    return float(np.mean((y - p) ** 2))
+
+
+def r2_pearson(y, p):
+    y, p = np.asarray(y, dtype=np.float64).ravel(), np.asarray(p, dtype=np.float64).ravel()
+    if y.std() == 0 or p.std() == 0:
+        return 0.0
+    r = float(np.corrcoef(y, p)[0, 1])
+    return r * r if math.isfinite(r) else 0.0
+
+
+def pearson(y, p):
+    y, p = np.asarray(y, dtype=np.float64).ravel(), np.asarray(p, dtype=np.float64).ravel()
+    if y.std() == 0 or p.std() == 0:
+        return 0.0
+    r = float(np.corrcoef(y, p)[0, 1])
+    return r if math.isfinite(r) else 0.0
+
+
+def r2_cod(y, p):
+    y, p = np.asarray(y, dtype=np.float64), np.asarray(p, dtype=np.float64)
+    sst = float(np.sum((y - y.mean()) ** 2))
+    if sst == 0:
+        return 0.0
+    return 1.0 - float(np.sum((y - p) ** 2)) / sst
+
+
+def spearman(a, b):
+    from scipy.stats import spearmanr
+    r = float(spearmanr(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)).statistic)
+    return r if math.isfinite(r) else 0.0
+
+
+def scores(y, p):
+    """{mse, r2_pearson, r2_cod} of one output."""
+    return {"mse": mse(y, p), "r2_pearson": r2_pearson(y, p), "r2_cod": r2_cod(y, p)}

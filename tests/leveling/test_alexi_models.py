@@ -1,0 +1,99 @@
+"""The committed Alexi networks (models/alexi/): they load through the onboard policy backends without torch,
+give finite outputs, the pure int8 kernel equals LiteRT bit for bit, the int8 export stays within its
+quantisation bound of the float network, and the surrogate simulator runs them in the loop."""
+import math
+
+import numpy as np
+import pytest
+
+from harness.sim.alexi import nets
+from harness.sim.alexi.sim import AlexiSim
+from harness.sim.sandbox.tracked_robot import VEHICLE_DEFAULTS
+from harness.training.alexi.export import load_float_layers
+from harness.training.quantize import mlp_forward
+
+KIN = ("v2_speed", "v2_dyaw", "v1_speed", "v1_dyaw", "v2_dnorth", "v2_deast")
+VEHICLE = VEHICLE_DEFAULTS
+
+
+def _inputs(net, n, seed):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1.0, 1.0, size=(n, net.n_in))
+
+
+@pytest.mark.parametrize("name", KIN + ("terrain",))
+def test_committed_model_loads_and_gives_finite_outputs(name):
+    pure = nets.load(name, "int8", "pure")
+    lite = nets.load(name, "int8", "litert")
+    x = _inputs(pure, 3 if name == "terrain" else 12, 1)
+    if name == "terrain":
+        x[:, 4:] *= 0.1                                  # dh inputs of the size the net saw
+    a, b = pure.predict_normalised(x), lite.predict_normalised(x)
+    assert np.all(np.isfinite(a)) and np.array_equal(a, b)      # the pure kernel is bit-exact with LiteRT
+    card = pure.card
+    assert card["alexi"]["runtime_kind"] in ("int8", "float")
+    assert set(card["metrics"]) >= {"test_float", "test_int8"}
+
+
+@pytest.mark.parametrize("name", ("v2_speed", "v2_dyaw", "v2_dnorth", "v2_deast"))
+def test_int8_export_matches_the_float_network(name):
+    """The int8 model against the folded float network (the torch net in eval mode, float_layers.npz) on the
+    quantised inputs the networks see: within a few output steps (scale 1/128 of the TANH output)."""
+    net = nets.load(name, "int8", "litert")
+    layers = load_float_layers(net.model_dir)
+    x = np.round(_inputs(net, 300, 2) * 5.0) / 5.0          # the 9-level inputs of the V2 recipe
+    q = net.predict_normalised(x)[:, 0]
+    f = mlp_forward(layers, x)[:, 0]
+    assert np.mean(np.abs(q - f)) <= 0.02 and np.max(np.abs(q - f)) <= 0.1
+
+
+def test_int8_choice_is_the_measured_one():
+    for name in KIN:
+        card = nets.load(name, "float").card
+        loss = card["metrics"]["test_float"]["r2_pearson"] - card["metrics"]["test_int8"]["r2_pearson"]
+        assert card["alexi"]["runtime_kind"] == ("float" if loss > nets.INT8_R2_TOLERANCE else "int8")
+
+
+def test_surrogate_drives_forward_and_turns_on_flat_ground():
+    kin = {"speed": nets.load("v2_speed", "auto", "litert"), "dyaw": nets.load("v2_dyaw", "auto", "litert")}
+    h = np.full((64, 64), 0.02)
+    sim = AlexiSim(h, 0.02, 0.3, 0.3, 0.0, VEHICLE, kin, nets.load("terrain", "auto", "litert"))
+    for _ in range(150):
+        sim.frame(0.2, 0.0)
+    n, e = sim.unwrapped_ne_m
+    assert n - 0.3 > 0.15 and abs(e - 0.3) < 0.25 * (n - 0.3)        # mostly ahead (north)
+    assert np.all(np.isfinite(sim.h)) and np.any(sim.h != 0.02)       # the terrain net deformed the window
+    yaw0 = sim.yaw_rad
+    for _ in range(100):
+        sim.frame(0.0, 1.0)                                           # spin right (NED)
+    turned = math.atan2(math.sin(sim.yaw_rad - yaw0), math.cos(sim.yaw_rad - yaw0))
+    assert turned > 0.3
+
+
+def test_pure_and_litert_surrogates_agree():
+    runs = []
+    for backend in ("pure", "litert"):
+        kin = {"speed": nets.load("v2_speed", "int8", backend), "dyaw": nets.load("v2_dyaw", "int8", backend)}
+        h = np.add.outer(np.linspace(0, 0.03, 64), np.zeros(64))
+        sim = AlexiSim(h, 0.02, 0.5, 0.5, 0.4, VEHICLE, kin)
+        for k in range(40):
+            sim.frame(0.15, 0.5 if k > 20 else 0.0)
+        runs.append((sim.north_m, sim.east_m, sim.yaw_rad))
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("scenario,setting,needle", [
+    ("alexi-eval", "models.dir=/nonexistent/alexi", "has no network"),
+    ("alexi-sim", "models.dir=/nonexistent/alexi", "has no network"),
+    ("alexi-eval", "terrain_b.file=/nonexistent/b.png", "b.png"),
+    ("alexi-eval", "data.dir=/nonexistent/sandbox", "has no sandbox_A.npz"),
+    ("alexi-sim", "models.kind=fp16", "models.kind"),
+    ("alexi-sim", "crop_cells=8", "terrain net's 16-cell window"),
+])
+def test_bad_settings_are_one_line_and_exit_2(scenario, setting, needle, tmp_path, capsys):
+    from harness.cli import main
+    out = tmp_path / "out"
+    assert main(["run", scenario, "--quiet", "--set", setting, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+    assert not (out / "metrics.json").exists()

@@ -1,0 +1,84 @@
+"""A reduced Sandbox datagen + Alexi training smoke run (torch): the loss decreases, the folded network equals
+torch, the int8 export loads through the onboard backend and stays within its quantisation bound of torch, and
+the training CLI writes complete model folders; bad CLI input is one line, exit 2."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from harness.scenarios.leveling.sandbox_datagen import EXAMPLE_INI
+from harness.sim.rng import RunRandom
+from harness.sim.sandbox import session as sess
+from harness.sim.sandbox.config import load_experiment
+from harness.sim.sandbox.world import SandboxWorld
+from harness.training.alexi import dataset as ds
+from harness.training.alexi import preprocess as pp
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def session_file(tmp_path_factory):
+    exp = load_experiment(EXAMPLE_INI)
+    north, east, yaw = exp.start
+    world = SandboxWorld(exp.terrain(), north, east, yaw, exp.vehicle, exp.soil, exp.frame_dt_us, exp.substeps,
+                         exp.erosion_iterations)
+    arrays = sess.run_session(world, 240, 30, 0.25, math.pi / 2, RunRandom(4).stream("smoke").uniform, (0.25, 1.0), 8)
+    path = tmp_path_factory.mktemp("alexi") / "sandbox_A.npz"
+    sess.save_npz(str(path), arrays, sess.meta("A", world, 4, "smoke"))
+    return str(path)
+
+
+def test_v2_training_reduces_the_loss_and_exports_within_the_quantisation_bound(session_file, tmp_path):
+    from harness.sim.alexi.nets import Net
+    from harness.training.alexi import train
+    from harness.training.alexi.export import export
+    from harness.training.alexi.models import fold
+    from harness.training.quantize import mlp_forward
+    sessions = ds.load_sessions([session_file])
+    recipe = dict(pp.V2_RECIPE, window=20)
+    ranges = ds.fit_ranges(sessions, recipe, "speed")
+    x, y = ds.kinematic(sessions, recipe, "speed", ranges)
+    net, hist = train.fit_v2(x, y, seed=3, epochs=6, lr=0.05)
+    assert hist["train_mse"][-1] < 0.8 * hist["train_mse"][0]
+    layers = fold(net)
+    with torch.no_grad():
+        t = net(torch.tensor(x, dtype=torch.float32)).numpy()
+    assert np.allclose(mlp_forward(layers, x)[:, 0], t, atol=1e-5)          # batch norm folded exactly
+    export(str(tmp_path / "m"), "smoke", "smoke", layers, x, ([0.0] * 4, [1.0] * 4), ([0.0], [1.0]),
+           [{"name": n, "unit": u, "meaning": n} for n, u in zip(ds.INPUTS, ds.INPUT_UNITS)],
+           {"unit": "m/frame", "meaning": "v"}, {"recipe": recipe, "ranges": ranges, "target": "speed"}, {},
+           input_range=(-1.25, 1.25))
+    q = Net(str(tmp_path / "m"), "int8", "pure").predict_normalised(x[:40])[:, 0]
+    # 14 layers whose outputs are quantised at 1/128 (TANH) and 1/255 of their range
+    assert np.max(np.abs(q - t[:40])) <= 0.1 and np.mean(np.abs(q - t[:40])) <= 0.03
+
+
+def test_training_cli_writes_model_folders(session_file, tmp_path, capsys):
+    from harness.training.alexi import train
+    out = tmp_path / "models"
+    code = train.main(["--train", session_file, "--test", session_file, "--out", str(out), "--nets",
+                       "v1_dyaw,v2_dyaw,terrain", "--v1-epochs", "30", "--v2-epochs", "2", "--terrain-epochs", "2",
+                       "--window", "6", "--terrain-width", "8"])
+    assert code == 0, capsys.readouterr().err
+    for name in ("v1_dyaw", "v2_dyaw", "terrain"):
+        card = json.loads((out / name / "card.json").read_text())
+        assert (out / name / "model.tflite").stat().st_size == card["size_bytes"]
+        assert card["alexi"]["runtime_kind"] in ("int8", "float")
+        assert (out / name / "float_layers.npz").exists()
+    assert json.loads((out / "terrain" / "card.json").read_text())["alexi"]["window_cells"] == 6
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--nets", "v9_speed"], "unknown nets v9_speed"),
+    (["--window", "5"], "--window must be an even number"),
+    (["--train", "/nonexistent.npz"], "cannot read a session"),
+])
+def test_training_cli_refuses_bad_input(session_file, tmp_path, capsys, argv, needle):
+    from harness.training.alexi import train
+    base = ["--train", session_file, "--test", session_file, "--out", str(tmp_path / "m")]
+    code = train.main(base + argv)
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and err.count("\n") == 1
+    assert not (tmp_path / "m").exists()
