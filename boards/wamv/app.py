@@ -16,11 +16,21 @@ Parts and rate groups (``boards.wamv.board`` rates):
   at once and then at every control period;
 - ``arbiter`` (only with an ``arbiter`` setting, "damn" | "potential_field"): the control group's reference
   comes from ``onboard.vessel.arbiters_part.ArbiterPart`` (entries ``destination``, ``obstacles`` unless the
-  perception part's confirmed buoys supply them) instead of ``plan``;
+  perception part's confirmed buoys supply them) instead of ``plan``; ``arbiter_config``: the arbiter's
+  settings plus the part's (``arrive_radius_m``, ``obstacle_tolerance_m``, ``destination_tolerance_m``:
+  the obstacles and destination are replaced, and DAMN's cost-to-go grid computed again, only when they
+  move by more than these);
 - ``perception`` (only with a ``perception`` setting, a dict of ``onboard.vessel.buoy_perception`` settings;
   group at ``perception_rate_hz``): entry ``lidar`` (``LidarFrame``: a stamped sweep, body frame) held with
   the EKF's estimated pose at its arrival, then clustered into the buoy map
   (``onboard.vessel.buoy_perception.PerceptionPart``; output ``buoys`` while recording);
+- ``mission`` (only with a ``mission`` setting, which needs ``perception`` and ``arbiter``: the task list,
+  the start, the planner's settings, the hydrophones' body positions and the pinger locator's settings as
+  plain data, ``onboard.vessel.mission_part.settings``): entry ``ping`` (``PingSample``: a ping's time
+  differences) held with the EKF's pose; the rate group ``mission`` labels the perceived buoys, locates the
+  pinger, runs the mission planner and gives the arbiter the confirmed buoys and its destination
+  (``onboard.vessel.mission_part.MissionPart``; output ``mission`` while recording). With ``perception``,
+  ``arbiter`` and ``mission`` set the app alone runs the RobotX mission (scenario ``robotx-course``);
 - ``views`` (only with a ``view(topic, time_us, schema_name, msg)`` callable, e.g. ``McapLog.log_view``, and the
   ``views`` setting on, its default; group at ``view_rate_hz``): "what the vehicle was thinking" (RobotX AAVS
   fig. 11) as Foxglove views under ``/viz/boat/``: the estimate, the last LIDAR sweep as placed by perception,
@@ -69,6 +79,7 @@ DEFAULTS = {
     "arbiter": None,                 # None: follow ``plan``; "damn" | "potential_field": steer to the destination
     "arbiter_config": {},            # the arbiter's settings (onboard.vessel.arbiters)
     "destination": None,             # [north_m, east_m] to start with (entry ``destination`` changes it)
+    "mission": None,                 # None: no mission part; a dict: onboard.vessel.mission_part settings
     "views": True,                   # with a ``view`` callable: Foxglove views of what the app thinks
     "view_rate_hz": 2,               # their rate group (a whole-number fraction of base_rate_hz)
 }
@@ -268,12 +279,21 @@ class WamvApp:
             self.on_lidar = self.perception.on_lidar
         if cfg["arbiter"] is not None:
             from onboard.vessel.arbiters_part import ArbiterPart
-            perceived = None if self.perception is None else (
+            # the perceived buoys, unless a mission part hands them over with the destination
+            perceived = None if self.perception is None or cfg["mission"] is not None else (
                 lambda: [(t.north_m, t.east_m, t.radius_m) for t in self.perception.map.confirmed()])
             self.helm.arbiter = node.add("arbiter", ArbiterPart(cfg["arbiter"], cfg["arbiter_config"],
                                                                 cfg["destination"], perceived))
             self.on_destination = self.helm.arbiter.on_destination
             self.on_obstacles = self.helm.arbiter.on_obstacles
+        self.mission = None
+        if cfg["mission"] is not None:
+            if self.perception is None or self.helm.arbiter is None:
+                raise ValueError("wamv app: the mission setting needs the perception and arbiter settings")
+            from onboard.vessel.mission_part import MissionPart    # numpy (the pinger locator)
+            self.mission = node.add("mission", MissionPart(self.estimated_pose, self.perception, self.helm.arbiter,
+                                                           cfg["mission"]))
+            self.on_ping = self.mission.on_ping
         self.views = None
         if view is not None and cfg["views"]:
             from onboard.vessel.boat_views import BoatViews     # numpy, base64: a CPython host's views

@@ -25,9 +25,10 @@ class ReplayFeedError(ValueError):
 
 def _vessel_sample_type(schema):
     """A surface vessel's sample type named ``schema``: ``onboard.vessel.samples``, the outboards' telemetry,
-    the arbiter's ``DestinationSample`` / ``ObstaclesSample`` (``onboard.vessel.arbiters_part``) or the LIDAR's
-    ``LidarFrame`` (``onboard.vessel.buoy_perception``: numpy, so CPython only; its points come back as the
-    recorded nested lists, every double exact)."""
+    the arbiter's ``DestinationSample`` / ``ObstaclesSample`` (``onboard.vessel.arbiters_part``), the
+    hydrophones' ``PingSample`` (``onboard.vessel.mission_part``) or the LIDAR's ``LidarFrame``
+    (``onboard.vessel.buoy_perception``: numpy, so CPython only; its points come back as the recorded nested
+    lists, every double exact)."""
     if schema == "OutboardTelemetry":
         from onboard.vessel.outboards import OutboardTelemetry
         return OutboardTelemetry
@@ -37,6 +38,9 @@ def _vessel_sample_type(schema):
     if schema == "LidarFrame":
         from onboard.vessel.buoy_perception import LidarFrame
         return LidarFrame
+    if schema == "PingSample":
+        from onboard.vessel.mission_part import PingSample
+        return PingSample
     from onboard.vessel import samples as vessel_samples
     return getattr(vessel_samples, schema, None)
 

@@ -243,3 +243,73 @@ def test_damn_goes_round_a_u_of_buoys_not_into_it():
     assert planned.plans == 1                                      # same obstacles, destination: grid kept
     planned.decide(NavState(1.0, 0.0, 0.0), u[1:], (45.0, 0.0))
     assert planned.plans == 2
+
+
+# ---------------------------------------------------------------------------------------------- the part's debounce
+def _part_on_node(config=None, obstacles_fn=None):
+    from onboard.runtime.node import Node
+    from onboard.vessel.arbiters_part import ArbiterPart
+    node = Node("arbiter-test")
+    part = node.add("arbiter", ArbiterPart("damn", config, (40.0, 0.0), obstacles_fn))
+    return part
+
+
+BUOYS = ((15.0, -1.0, 0.5), (22.0, 3.0, 0.6))
+
+
+def test_a_creep_below_the_tolerance_does_not_rebuild_the_cost_to_go_grid_and_above_does():
+    from onboard.vessel.arbiters_part import ObstaclesSample
+    part = _part_on_node({"obstacle_tolerance_m": 0.3})
+    part.on_obstacles(ObstaclesSample(0, BUOYS))
+    part.reference(0.0, 0.0, 0.0, 1.0, 100000)
+    assert part.arbiter.plans == 1 and part.obstacle_updates == 1
+    # every buoy creeps by up to 0.25 m (north, east, radius), one step at a time: the set held, no new grid
+    for k in range(1, 6):
+        crept = tuple((n + 0.05 * k, e - 0.05 * k, r + 0.05 * k) for n, e, r in BUOYS)
+        part.on_obstacles(ObstaclesSample(k, crept))
+        part.reference(0.0, 0.0, 0.0, 1.0, 100000 + k)
+    assert part.arbiter.plans == 1 and part.obstacle_updates == 1 and part.obstacles == BUOYS
+    # one moved 0.35 m from the set held: replaced, the grid computed again
+    moved = ((15.35, -1.0, 0.5), BUOYS[1])
+    part.on_obstacles(ObstaclesSample(10, moved))
+    part.reference(0.0, 0.0, 0.0, 1.0, 200000)
+    assert part.arbiter.plans == 2 and part.obstacles == moved
+    # a buoy added (even where one was): a new set
+    part.on_obstacles(ObstaclesSample(11, moved + ((30.0, 0.0, 0.4),)))
+    part.reference(0.0, 0.0, 0.0, 1.0, 300000)
+    assert part.arbiter.plans == 3 and len(part.obstacles) == 3
+    # a tolerance of 0 replaces on every change
+    strict = _part_on_node({"obstacle_tolerance_m": 0.0})
+    for k in range(3):
+        strict.on_obstacles(ObstaclesSample(k, tuple((n + 0.01 * k, e, r) for n, e, r in BUOYS)))
+        strict.reference(0.0, 0.0, 0.0, 1.0, 100000 + k)
+    assert strict.arbiter.plans == 3
+
+
+def test_the_perceived_obstacles_are_debounced_too_and_the_destination():
+    held = [BUOYS]
+    part = _part_on_node({"obstacle_tolerance_m": 0.3, "destination_tolerance_m": 0.4}, lambda: held[0])
+    part.reference(0.0, 0.0, 0.0, 1.0, 0)
+    held[0] = tuple((n + 0.2, e, r) for n, e, r in BUOYS)
+    part.reference(0.0, 0.0, 0.0, 1.0, 100000)
+    assert part.arbiter.plans == 1 and part.obstacles == BUOYS
+    # the destination: within 0.4 m kept (no new grid), beyond replaced
+    assert not part.set_destination(40.3, -0.3)
+    part.reference(0.0, 0.0, 0.0, 1.0, 200000)
+    assert part.destination == (40.0, 0.0) and part.arbiter.plans == 1
+    assert part.set_destination(40.5, 0.0)
+    part.reference(0.0, 0.0, 0.0, 1.0, 300000)
+    assert part.destination == (40.5, 0.0) and part.arbiter.plans == 2 and part.destination_updates == 1
+
+
+def test_arrive_radius_is_a_setting_and_bad_part_settings_are_refused():
+    from onboard.vessel.arbiters_part import ArbiterPart, ArbiterPartError
+    near = _part_on_node({"arrive_radius_m": 5.0})
+    assert near.reference(36.0, 0.0, 0.3, 1.0, 0) == (0.3, 0.0) and near.arrived      # 4 m off: arrived
+    default = _part_on_node()
+    assert default.reference(36.0, 0.0, 0.3, 1.0, 0)[1] > 0.0 and not default.arrived  # 3 m by default
+    for bad in ({"arrive_radius_m": -1.0}, {"obstacle_tolerance_m": float("nan")}, {"destination_tolerance_m": "x"}):
+        with pytest.raises(ArbiterPartError, match="arbiter part"):
+            ArbiterPart("damn", bad)
+    with pytest.raises(ValueError):
+        ArbiterPart("damn", {"no_such_setting": 1.0})

@@ -27,6 +27,8 @@ and the share of seeds where the ideal run scored at least as much; ``ranking``:
 mean score in each condition and the rank correlations between the two (Spearman's rho and Kendall's
 tau-b, ties averaged). ``success``: the ideal score bounds the realistic one for every variant and Kendall's
 tau is at least ``min_kendall_tau``.
+With a report folder the first run's app records at its boundary into ``OUT/log.mcap`` (``robotx-course``'s
+``run_variants``; ``python -m harness replay OUT/log.mcap`` re-runs it).
 Log: ``/sim_gap/run``, ``/sim_gap/track``, ``/sim_gap/states``. Plot: ``sim_gap`` (each variant's mean score
 with its interval in both conditions).
 """

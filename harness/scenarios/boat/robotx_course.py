@@ -13,20 +13,21 @@ The loop of one run (:func:`run_mission`), all on one simulated clock in lockste
   (``harness.sim.lidar``: VLP-16 or a planar scanner, ray-cast at the TRUE pose) on entry ``lidar``, and
   the hydrophones (``harness.sim.hydrophones``: every ``pinger.interval_s`` a ping's time differences at
   the TRUE pose) on entry ``ping``;
-- the app (``boards.wamv.app.WamvApp`` with ``arbiter`` = ``damn`` | ``potential_field``): its EKF, its
-  heading/speed controller, its arbiter part deciding every control period; plus two parts on the app's
-  node: the perception part (``onboard.vessel.buoy_perception.PerceptionPart``, the app's own, placing each
-  sweep with the EKF's pose) and :class:`MissionPart` (``mission_hz``): it labels the confirmed buoys
-  (``label_buoys``), locates the pinger from the pings heard so far with the EKF's poses at the pings
-  (``onboard.vessel.pinger.locate``), drives the mission planner (``onboard.vessel.mission``) with its
-  events and hands the arbiter part its destination and the confirmed buoys (entries ``destination`` and
-  ``obstacles``, sent again only when a buoy is confirmed or one's estimate has moved by more than
-  ``obstacle_move_m``, the destination when it moved by more than ``destination_move_m``: an estimate
-  creeping by millimetres does not make the DAMN arbiter compute its cost-to-go grid again, tens of ms
-  each). The app's own ``perception`` setting would hand the arbiter every estimate at every decision,
-  which makes it plan again at every control period; hence the perception part is added here and the
-  buoys go through the ``obstacles`` entry. The arbiter's settings are the tables ``damn`` and
-  ``potential_field`` (a hull circle of the WAM-V's half beam plus a little, so that an 8 m gate is open).
+- the app (``boards.wamv.app.WamvApp``), built from its own recipe with the settings of
+  :func:`app_settings` and nothing added from here: ``arbiter`` = ``damn`` | ``potential_field`` (the
+  tables ``damn`` / ``potential_field``: a hull circle of the WAM-V's half beam plus a little, so that an
+  8 m gate is open; with the part's tolerances ``obstacle_move_m`` and ``destination_move_m``: the
+  obstacles and the destination are replaced, and DAMN's cost-to-go grid computed again, tens of ms each,
+  only when a buoy is added or removed or one moved by more than these), ``perception`` (the LIDAR's mount
+  and azimuth step, at the LIDAR's rate: each sweep placed with the EKF's pose) and ``mission``
+  (:func:`mission_setting`: the briefing's task list, the hydrophone layout, the locator's settings; the
+  part ``onboard.vessel.mission_part.MissionPart`` at ``mission_hz`` labels the buoys, locates the pinger
+  from the pings at the EKF's poses, drives the planner ``onboard.vessel.mission`` and hands the arbiter
+  the buoys and its destination).
+
+Recording: with a report folder (``ctx.mcap``) the first run's app records at its boundary into
+``OUT/log.mcap`` (its ``/app/config`` holds every setting above, so ``python -m harness replay
+OUT/log.mcap`` rebuilds the app and compares its outputs; expected: identical), with its Foxglove views.
 
 The course: a generated ``robotx`` course per seed (``harness.sim.boat_course.generate_course``), or
 ``course.file``; ``course.tasks``: how many of its tasks to run (0: all; ``--reduced`` runs the first two).
@@ -73,12 +74,10 @@ from harness.sim.sensors.sim_sensor import ModelSensor, SimSensor
 from harness.sim.wamv import Wamv
 from harness.sim.world import SimWorld
 from onboard.comms.transport import LoopTransport
-from onboard.core.samples import _Sample
 from onboard.vessel import buoy_perception as bp
 from onboard.vessel import mission as ms
-from onboard.vessel import pinger as pg
+from onboard.vessel import mission_part as mp
 from onboard.vessel.arbiters import DAMN_DEFAULTS, DAMN_RANGES, PF_DEFAULTS, PF_RANGES, make_arbiter
-from onboard.vessel.arbiters_part import DestinationSample, ObstaclesSample
 from onboard.vessel.outboards import OutboardTelemetry
 
 DESCRIPTION = "The whole RobotX mission (gates, obstacle field, pinger gate, dock) scored; LIDAR x hydrophone variants"
@@ -103,8 +102,8 @@ DEFAULTS = {
                "locator_sigma_s": 1e-5, "first_task": 1},
     "mission": {},                   # onboard.vessel.mission settings
     "mission_hz": 2,
-    "obstacle_move_m": 0.3,
-    "destination_move_m": 0.4,       # a re-placed destination is sent again when it moved more than this
+    "obstacle_move_m": 0.3,          # the arbiter part's obstacle_tolerance_m (no new DAMN grid below it)
+    "destination_move_m": 0.4,       # the arbiter part's destination_tolerance_m
     # the arbiters' settings (onboard.vessel.arbiters): the hull circle of the WAM-V's half beam plus a little,
     # so that an 8 m gate is open; the avoid votes' fall-off and the plan's extra inflation to match
     "damn": dict(DAMN_DEFAULTS, hull_radius_m=1.4, margin_m=0.4, plan_extra_m=1.0, falloff_m=1.5),
@@ -270,18 +269,6 @@ def truth_gates(course, tasks):
 
 
 # ---------------------------------------------------------------------------------------------- the world
-class PingSample(_Sample):
-    """One ping heard: the time differences (s) of hydrophones 1..K-1 against 0."""
-    FIELDS = ("time_us", "tdoa_s")
-
-    def __init__(self, time_us, tdoa_s):
-        self.time_us = int(time_us)
-        self.tdoa_s = [float(x) for x in tdoa_s]
-
-    def as_dict(self):
-        return {"time_us": self.time_us, "tdoa_s": list(self.tdoa_s)}
-
-
 class DirectOutboards:
     """The two outboards in process: the app's throttles reach the truth vessel's thrusters (lag, dead band,
     curve: ``harness.sim.wamv``) ``latency_s`` after they are sent; telemetry answers each poll with the
@@ -323,7 +310,8 @@ class DirectOutboards:
 
 
 class HydrophoneSensor(SimSensor):
-    """Every ``interval_s`` a ping of the pinger at ``pinger_ne_m`` heard at the vessel's TRUE pose."""
+    """Every ``interval_s`` a ping of the pinger at ``pinger_ne_m`` heard at the vessel's TRUE pose, handed to
+    ``entry`` (the app's ``on_ping``) as an ``onboard.vessel.mission_part.PingSample``."""
 
     def __init__(self, hydrophones, pinger_ne_m, vessel, interval_s, entry):
         SimSensor.__init__(self, 1.0 / interval_s, entry)
@@ -337,87 +325,7 @@ class HydrophoneSensor(SimSensor):
     def sample(self, now_us):
         v = self.vessel
         tdoa, _ = self.hydrophones.ping(self.pinger_ne_m, (v.north_m, v.east_m, v.yaw_rad))
-        return PingSample(now_us, tdoa)
-
-
-class MissionPart:
-    """The mission on the app's node (module docstring): entry ``ping``; rate group ``mission``."""
-
-    def __init__(self, app, perception, planner, layout_body_m, cfg):
-        self.app, self.perception, self.planner = app, perception, planner
-        self.layout = np.asarray(layout_body_m, float)
-        self.cfg = cfg
-        self.pings = []                  # (tdoa list, estimated pose)
-        self.fix = None
-        self.fixes = 0
-        self.locate_failures = 0
-        self.sent_destination = None
-        self.sent_obstacles = None
-        self.replans = 0
-        self.node = None
-
-    def attach(self, node):
-        self.node = node
-        self.on_ping = node.entry("ping", self._on_ping)
-        node.every("mission", self.cfg["mission_hz"], self._step)
-
-    def _on_ping(self, s):
-        pose = self.app.estimated_pose()
-        if pose is not None:
-            self.pings.append((s.tdoa_s, pose))
-
-    def _locate(self, now_us):
-        pc = self.cfg["pinger"]
-        planner = self.planner
-        kinds = [t.kind for t in planner.tasks]
-        if "pinger_gate" not in kinds or len(self.pings) < pc["min_pings"]:
-            return
-        if not pc["first_task"] <= planner.task_index <= kinds.index("pinger_gate") or planner.phase == "through":
-            return
-        if self.fix is not None and self.fix[2] == len(self.pings):
-            return
-        use = self.pings[-pc["max_pings"]:]
-        try:
-            f = pg.locate([p[0] for p in use], [p[1] for p in use], self.layout,
-                          timing_sigma_s=pc["locator_sigma_s"], seed=len(self.pings))
-        except pg.LocatorError:
-            self.locate_failures += 1
-            return
-        self.fix = (f.north_m, f.east_m, len(self.pings))
-        self.fixes += 1
-        self.planner.on_event("pinger_fix", now_us, (f.north_m, f.east_m))
-
-    def _step(self, now_us):
-        pose = self.app.estimated_pose()
-        if pose is None:
-            return
-        planner = self.planner
-        if planner.state == "idle":
-            planner.on_event("start", now_us)
-        confirmed = self.perception.map.confirmed()
-        bp.label_buoys(confirmed, planner.expected(), self.perception.cfg)
-        planner.on_event("buoys_updated", now_us, [(t.role, t.north_m, t.east_m) for t in confirmed])
-        self._locate(now_us)
-        for event, data in planner.observe(pose[0], pose[1], now_us):
-            planner.on_event(event, now_us, data)
-        q = self.cfg["obstacle_move_m"]
-        sent = self.sent_obstacles
-        if sent is None or len(sent) != len(confirmed) or any(
-                abs(t.north_m - o[0]) > q or abs(t.east_m - o[1]) > q or abs(t.radius_m - o[2]) > q
-                for t, o in zip(confirmed, sent)):
-            obs = tuple((t.north_m, t.east_m, t.radius_m) for t in confirmed)
-            self.sent_obstacles = obs
-            self.replans += 1
-            self.app.on_obstacles(ObstaclesSample(now_us, obs))
-        d, sent_d = planner.destination, self.sent_destination
-        q = self.cfg["destination_move_m"]
-        if d is not None and (sent_d is None or abs(d[0] - sent_d[0]) > q or abs(d[1] - sent_d[1]) > q):
-            self.sent_destination = d
-            self.app.on_destination(DestinationSample(now_us, d[0], d[1]))
-
-    def report(self):
-        return {"pings": len(self.pings), "fixes": self.fixes, "locate_failures": self.locate_failures,
-                "obstacle_updates": self.replans, "planner": self.planner.report()}
+        return mp.PingSample(now_us, tdoa)
 
 
 def _hull_contact(n, e, yaw, bn, be, br, half_l, half_b):
@@ -434,9 +342,39 @@ def _crossed(p0, p1, seg):
 
 
 # ---------------------------------------------------------------------------------------------- one run
-def run_mission(job):
+def mission_setting(course, tasks, cfg, layout_name):
+    """The app's ``mission`` setting (``onboard.vessel.mission_part.settings``, plain data) for this course:
+    the briefing's task list, the start, the planner's settings, the hydrophone layout, the locator's
+    settings."""
+    pc = cfg["pinger"]
+    return {"tasks": [mp.task_table(t) for t in briefing(course, tasks)],
+            "start_ne_m": [float(course.start_north_m), float(course.start_east_m)],
+            "planner": dict(cfg["mission"]),
+            "hydrophones_body_m": [[float(x), float(y)] for x, y in cfg["hydrophone_layouts"][layout_name]],
+            "pinger": {k: pc[k] for k in ("min_pings", "max_pings", "locator_sigma_s", "first_task")},
+            "rate_hz": cfg["mission_hz"]}
+
+
+def app_settings(course, tasks, cfg, lidar, layout_name):
+    """The WAM-V app's settings for one run: ``perception`` (with the LIDAR's mount and azimuth step, at the
+    LIDAR's rate), ``arbiter`` with its table and the part's tolerances (``obstacle_move_m``,
+    ``destination_move_m``), ``mission`` (:func:`mission_setting`). All plain data: the recording's
+    ``/app/config`` rebuilds the app."""
+    pcfg = dict({"azimuth_res_deg": float(lidar.cfg["azimuth_res_deg"]),
+                 "sensor_forward_m": float(lidar.cfg["mount_forward_m"]),
+                 "sensor_right_m": float(lidar.cfg["mount_right_m"])}, **cfg["perception"])
+    arb = dict(cfg[cfg["arbiter"]], obstacle_tolerance_m=float(cfg["obstacle_move_m"]),
+               destination_tolerance_m=float(cfg["destination_move_m"]))
+    return {"arbiter": cfg["arbiter"], "arbiter_config": arb, "perception": pcfg,
+            "perception_rate_hz": int(round(lidar.cfg["rate_hz"])),
+            "mission": mission_setting(course, tasks, cfg, layout_name)}
+
+
+def run_mission(job, mcap=None):
     """One run (a sweep job): ``(seed, lidar name, layout name, course, settings)`` -> its outcomes, the truth
-    track at 1 Hz, the perceived buoys and the pinger fix at the end, simulated and wall seconds."""
+    track at 1 Hz, the perceived buoys and the pinger fix at the end, simulated and wall seconds. ``mcap``: an
+    ``onboard.runtime.mcap_log.McapLog`` the app records into at its boundary (``python -m harness replay``
+    re-runs it) with its Foxglove views, or None."""
     seed, lidar_name, layout_name, course, cfg = job
     wall0, cpu0 = time.perf_counter(), time.process_time()
     rr = RunRandom(seed)
@@ -451,17 +389,12 @@ def run_mission(job):
     vessel = Wamv(wamv_cfg, rr.stream("wamv"))
     outboards = DirectOutboards(vessel, cfg["outboard_latency_s"])
     gnss_app_end, gnss_sim_end = LoopTransport.pair()
-    app = WamvApp(outboards, gnss_app_end, {"arbiter": cfg["arbiter"], "arbiter_config": dict(cfg[cfg["arbiter"]])})
     lidar_cfg = dict(cfg["lidar"], **LIDARS[lidar_name])
     lidar = Lidar(lidar_cfg, rr.stream("lidar"))
-    pcfg = dict({"azimuth_res_deg": lidar.cfg["azimuth_res_deg"], "sensor_forward_m": lidar.cfg["mount_forward_m"],
-                 "sensor_right_m": lidar.cfg["mount_right_m"]}, **cfg["perception"])
-    perception = app.node.add("perception", bp.PerceptionPart(app.estimated_pose, pcfg,
-                                                              int(round(lidar.cfg["rate_hz"]))))
-    planner = ms.MissionPlanner(briefing(course, tasks), (course.start_north_m, course.start_east_m),
-                                cfg["mission"])
-    layout = cfg["hydrophone_layouts"][layout_name]
-    mission = app.node.add("mission", MissionPart(app, perception, planner, layout, cfg))
+    app_cfg = app_settings(course, tasks, cfg, lidar, layout_name)
+    app = WamvApp(outboards, gnss_app_end, app_cfg, view=None if mcap is None else mcap.log_view)
+    perception, mission = app.perception, app.mission
+    planner = mission.planner
 
     def physics(dt_s, now_us):
         outboards.due(now_us - vessel.dt_us)
@@ -472,14 +405,15 @@ def run_mission(job):
     world.add_sensor(ModelSensor(heading, heading.cfg["rate_hz"], app.on_heading))
     gyro = ws.YawGyro(vessel, rr.stream("gyro"), cfg["gyro"])
     world.add_sensor(ModelSensor(gyro, gyro.cfg["rate_hz"], app.on_yaw_rate))
-    world.add_sensor(LidarSensor(lidar, LidarScene(course, lidar.cfg["shore_height_m"]), vessel, perception.on_lidar))
+    world.add_sensor(LidarSensor(lidar, LidarScene(course, lidar.cfg["shore_height_m"]), vessel, app.on_lidar))
     pingers = [b for b in course.buoys if b.role == "pinger"]
     pinger_ne = (pingers[0].north_m, pingers[0].east_m) if pingers else None
     if pinger_ne is not None:
-        hyd = Hydrophones(layout, {"timing_sigma_s": cfg["pinger"]["timing_sigma_s"],
-                                   "outlier_prob": cfg["pinger"]["outlier_prob"]}, rr.stream("hydrophones"))
-        world.add_sensor(HydrophoneSensor(hyd, pinger_ne, vessel, cfg["pinger"]["interval_s"], mission.on_ping))
-    world.start(app)
+        hyd = Hydrophones(cfg["hydrophone_layouts"][layout_name],
+                          {"timing_sigma_s": cfg["pinger"]["timing_sigma_s"],
+                           "outlier_prob": cfg["pinger"]["outlier_prob"]}, rr.stream("hydrophones"))
+        world.add_sensor(HydrophoneSensor(hyd, pinger_ne, vessel, cfg["pinger"]["interval_s"], app.on_ping))
+    world.start(app, record=None if mcap is None else mcap.log)
 
     # truth scoring state
     gates = truth_gates(course, tasks)
@@ -547,6 +481,7 @@ def run_mission(job):
     if mission.fix is not None and pinger_ne is not None:
         fix_err = math.hypot(mission.fix[0] - pinger_ne[0], mission.fix[1] - pinger_ne[1])
     rep = mission.report()
+    rep["obstacle_updates"] = app.helm.arbiter.obstacle_updates
     wall_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
     return {"seed": seed, "lidar": lidar_name, "layout": layout_name, "tasks": [t.kind for t in tasks],
             "done": done, "all_done": all_done, "score": score, "contacts": contacts[0], "contact_roles": contact_roles,
@@ -609,7 +544,9 @@ def job_settings(config):
 
 
 def run_variants(config, ctx, topic_prefix="/robotx", extra_jobs=None):
-    """Run every (seed, lidar, layout) job; returns (jobs, results). ``extra_jobs``: jobs to run instead."""
+    """Run every (seed, lidar, layout) job; returns (jobs, results). ``extra_jobs``: jobs to run instead. With
+    a report folder (``ctx.mcap``) the first job runs in this process and its app records into the run's
+    ``log.mcap`` (inputs, ticks, outputs and the Foxglove views)."""
     if extra_jobs is None:
         cl, jc = courses(config, ctx.seed), job_settings(config)
         jobs = [(s, lid, lay, c, jc) for lid in config["lidars"] for lay in config["layouts"] for s, c in cl]
@@ -617,9 +554,15 @@ def run_variants(config, ctx, topic_prefix="/robotx", extra_jobs=None):
         jobs = extra_jobs
     progress = ctx.progress(len(jobs), topic_prefix.strip("/"), unit="runs")
     results = []
-    for k, res in enumerate(ordered_map(run_mission, jobs, workers=config["workers"])):
+    rest = jobs
+    if ctx.mcap is not None and jobs:
+        # the first run in this process, recorded at the app's boundary (python -m harness replay OUT/log.mcap)
+        results.append(run_mission(jobs[0], ctx.mcap))
+        progress.update_to(1)
+        rest = jobs[1:]
+    for k, res in enumerate(ordered_map(run_mission, rest, workers=config["workers"])):
         results.append(res)
-        progress.update_to(k + 1)
+        progress.update_to(len(results))
     progress.close()
     return jobs, results
 
