@@ -26,7 +26,6 @@ import time
 import numpy as np
 
 from harness.config import ConfigError, int_at_least, non_empty_list, one_of, pair, under, within, ANY_NUMBER
-from harness.parallel import ordered_map
 from harness.scenarios.soil import soil_episode as ep
 from harness.scenarios.soil import soil_sweep
 from harness.sim.rng import RunRandom
@@ -164,14 +163,8 @@ def summarise(results_by, span):
 
 def run(config, ctx):
     jobs = jobs_of(config, ctx.seed)
-    progress = ctx.progress(len(jobs), "soil-ood", unit="episodes")
     t0 = time.perf_counter()
-    results = [ood_job(jobs[0][4], log=ctx.log if ctx.report is not None else None)]
-    progress.update_to(1)
-    for k, res in enumerate(ordered_map(ood_job, [j[4] for j in jobs[1:]], workers=config["workers"])):
-        results.append(res)
-        progress.update_to(k + 2)
-    progress.close()
+    results = soil_sweep.run_episodes(ood_job, [j[4] for j in jobs], config["workers"], ctx, "soil-ood")
     ctx.timing(ood_wall_s=time.perf_counter() - t0, episodes=len(jobs))
     by = {(est, cond): [] for est in ESTIMATORS for cond in CONDITIONS}
     for job, res in zip(jobs, results):

@@ -128,16 +128,24 @@ def _spearman(x, y):
     return float(rho) if np.isfinite(rho) else None
 
 
-def run(config, ctx):
-    jobs = jobs_of(config, ctx.seed)
-    progress = ctx.progress(len(jobs), "soil-sweep", unit="episodes")
-    t0 = time.perf_counter()
-    results = [sweep_job(jobs[0][3], log=ctx.log if ctx.report is not None else None)]
+def run_episodes(job_fn, job_configs, workers, ctx, name):
+    """``job_fn(cfg, log=None)`` over ``job_configs`` in order: the first in this process with the run's log
+    (when the run has a report), the rest through the sweep runner on ``workers``; a progress bar over the
+    episodes. Returns the results in order."""
+    progress = ctx.progress(len(job_configs), name, unit="episodes")
+    results = [job_fn(job_configs[0], log=ctx.log if ctx.report is not None else None)]
     progress.update_to(1)
-    for k, res in enumerate(ordered_map(sweep_job, [j[3] for j in jobs[1:]], workers=config["workers"])):
+    for k, res in enumerate(ordered_map(job_fn, job_configs[1:], workers=workers)):
         results.append(res)
         progress.update_to(k + 2)
     progress.close()
+    return results
+
+
+def run(config, ctx):
+    jobs = jobs_of(config, ctx.seed)
+    t0 = time.perf_counter()
+    results = run_episodes(sweep_job, [j[3] for j in jobs], config["workers"], ctx, "soil-sweep")
     wall = time.perf_counter() - t0
     sim = sum(r["sim_s"] for r in results)
     ctx.timing(sweep_wall_s=wall, episodes=len(jobs), sim_seconds_per_wall_second=sim / max(wall, 1e-9),

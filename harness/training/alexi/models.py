@@ -39,34 +39,11 @@ class V1Net(nn.Module):
         return 0.0
 
 
-class V2Net(nn.Module):
-    def __init__(self, n_in=4, hidden=7, layers=13, l2=1e-4, init=0.05):
-        super().__init__()
-        self.dense = nn.ModuleList()
-        self.bn = nn.ModuleList()
-        width = n_in
-        for _ in range(layers):
-            self.dense.append(nn.Linear(width, hidden))
-            self.bn.append(nn.BatchNorm1d(hidden, eps=BN_EPS, momentum=BN_MOMENTUM))
-            width = hidden
-        self.out = nn.Linear(width, 1)
-        self.l2_coeff = float(l2)
-        for layer in list(self.dense) + [self.out]:
-            nn.init.uniform_(layer.weight, -init, init)
-            nn.init.uniform_(layer.bias, -init, init)
+class _DenseBnStack(nn.Module):
+    """``layers`` x (dense ``width`` -> batch norm), then a dense output of ``n_out``; L2 on every dense
+    weight (added to the loss); weights and biases U(-init, init) (6.3.1)."""
 
-    def forward(self, x):
-        h = x
-        for d, b in zip(self.dense, self.bn):
-            h = torch.tanh(b(d(h)))
-        return torch.tanh(self.out(h))[:, 0]
-
-    def l2(self):
-        return self.l2_coeff * sum((d.weight ** 2).sum() for d in list(self.dense) + [self.out])
-
-
-class TerrainNet(nn.Module):
-    def __init__(self, n_in, n_out, width=64, layers=2, l2=1e-4, init=0.05):
+    def __init__(self, n_in, width, layers, n_out, l2, init):
         super().__init__()
         self.dense = nn.ModuleList()
         self.bn = nn.ModuleList()
@@ -81,14 +58,30 @@ class TerrainNet(nn.Module):
             nn.init.uniform_(layer.weight, -init, init)
             nn.init.uniform_(layer.bias, -init, init)
 
+    def l2(self):
+        return self.l2_coeff * sum((d.weight ** 2).sum() for d in list(self.dense) + [self.out])
+
+
+class V2Net(_DenseBnStack):
+    def __init__(self, n_in=4, hidden=7, layers=13, l2=1e-4, init=0.05):
+        super().__init__(n_in, hidden, layers, 1, l2, init)
+
+    def forward(self, x):
+        h = x
+        for d, b in zip(self.dense, self.bn):
+            h = torch.tanh(b(d(h)))
+        return torch.tanh(self.out(h))[:, 0]
+
+
+class TerrainNet(_DenseBnStack):
+    def __init__(self, n_in, n_out, width=64, layers=2, l2=1e-4, init=0.05):
+        super().__init__(n_in, width, layers, n_out, l2, init)
+
     def forward(self, x):
         h = x
         for d, b in zip(self.dense, self.bn):
             h = b(d(h))                               # linear activation (6.3.1)
         return self.out(h)
-
-    def l2(self):
-        return self.l2_coeff * sum((d.weight ** 2).sum() for d in list(self.dense) + [self.out])
 
 
 def _bn_fold(dense, bn):
