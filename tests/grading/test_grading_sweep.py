@@ -1,7 +1,8 @@
 """Reduced Table I sweep in CI with the committed agents (ag2u) on the reported sweep's noise-less and
 sensor-fusion cells (25 rollouts each, seed 1; the reported sweep has 50: harness/scenarios/grading/README.md):
 seeded, deterministic quality floors, and the ordering of Table I (agent2 ahead of agent1 by >= 20 pp under
-sensor-fusion noise); per-metre accuracy on fresh expert decisions. It fails if a change degrades the agents or the loop."""
+sensor-fusion noise); per-metre accuracy on fresh expert decisions. It fails if a change degrades the agents or
+the loop."""
 import json
 
 import pytest
