@@ -20,6 +20,25 @@ class RunContext:
         (e.g. "flights") counts whole items."""
         return Progress(total_s, desc, enabled=self.show_progress, unit=unit)
 
+    def map(self, fn, jobs, workers, desc, unit="runs", first=None):
+        """``[fn(job) for job in jobs]`` in job order through the sweep runner (``harness.parallel.ordered_map``
+        on ``workers``; ``fn`` module-level, each job self-contained, so the results do not depend on where
+        they run), with a progress bar over the jobs. ``first``: job 0 runs in this process as ``first(job)``
+        instead (e.g. with the run's log), the rest on the workers."""
+        from harness.parallel import ordered_map
+        progress = self.progress(len(jobs), desc, unit=unit)
+        results = []
+        rest = jobs
+        if first is not None and jobs:
+            results.append(first(jobs[0]))
+            progress.update_to(1)
+            rest = jobs[1:]
+        for res in ordered_map(fn, rest, workers=workers):
+            results.append(res)
+            progress.update_to(len(results))
+        progress.close()
+        return results
+
     def timing(self, **figures):
         """Record wall-clock figures (s, ratios, us per tick): they vary from machine to machine, so they
         go to run.json's ``timing`` and ``self.timings``, never to metrics.json."""

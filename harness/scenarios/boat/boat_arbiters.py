@@ -40,7 +40,6 @@ import time
 
 from harness.config import (BOOLEAN, POSITIVE, TEXT, ConfigError, int_at_least, non_empty_list, one_of, or_null,
                             under, within)
-from harness.parallel import ordered_map
 from harness.report.plots import figure, label
 from harness.sim.boat_course import Buoy, Course, CourseFileError, generate_course, load_course
 from harness.sim.rng import RunRandom
@@ -306,12 +305,7 @@ def run(config, ctx):
     shot_case = case_list[-len(ADVERSARIAL)][0] if (config["adversarial"] and not config["course"]["file"]) \
         else case_list[0][0]
     jobs = [(key, name, course, s, job_cfg, name == shot_case) for name, course, s in case_list for key in keys]
-    progress = ctx.progress(len(jobs), "boat-arbiters", unit="runs")
-    results = []
-    for k, res in enumerate(ordered_map(run_case, jobs, workers=config["workers"])):
-        results.append(res)
-        progress.update_to(k + 1)
-    progress.close()
+    results = ctx.map(run_case, jobs, config["workers"], "boat-arbiters")
     ctx.timing(wall_s=time.perf_counter() - wall0, workers=config["workers"],
                decisions=sum(r["decisions"] for r in results))
     for k, r in enumerate(results):

@@ -34,7 +34,6 @@ import numpy as np
 from scipy.stats import chi2
 
 from harness.config import POSITIVE, ConfigError, int_at_least, one_of, within
-from harness.parallel import ordered_map
 from harness.report.plots import figure, label
 from harness.sim.wamv_runs import ekf_run
 from onboard.vessel import model as vm
@@ -114,12 +113,7 @@ def run(config, ctx):
     job_cfg = {k: config[k] for k in ("duration_s", "mode", "gnss_sigma_m", "gnss_outlier_prob",
                                      "gnss_dropout_prob", "record_s", "bad_every_s")}
     jobs = [(ctx.seed * 100000 + k, job_cfg) for k in range(n)]
-    progress = ctx.progress(n, "boat-ekf", unit="runs")
-    results = []
-    for k, res in enumerate(ordered_map(run_job, jobs, workers=config["workers"])):
-        results.append(res)
-        progress.update_to(k + 1)
-    progress.close()
+    results = ctx.map(run_job, jobs, config["workers"], "boat-ekf")
     ctx.timing(wall_s=time.perf_counter() - wall0, workers=config["workers"])
     epochs = min(len(r["nees"]) for r in results)
     fixes = min(len(r["nis"]) for r in results)

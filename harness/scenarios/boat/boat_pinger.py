@@ -33,7 +33,6 @@ import time
 import numpy as np
 
 from harness.config import POSITIVE, ConfigError, int_at_least, non_empty_list, pair, within
-from harness.parallel import ordered_map
 from harness.report.plots import figure, label
 from harness.sim.hydrophones import Hydrophones
 from harness.sim.rng import RunRandom
@@ -254,12 +253,7 @@ def run(config, ctx):
         [ctx.seed * 100000 + k for k in range(config["placement"]["trials"])]
     jobs = [("trial", s, cfg) for s in seeds]
     jobs += [("layout", s, cfg, body) for (_L, _W, body) in lay for s in pseeds]
-    progress = ctx.progress(len(jobs), "boat-pinger", unit="fixes")
-    results = []
-    for k, res in enumerate(ordered_map(run_job, jobs, workers=config["workers"])):
-        results.append(res)
-        progress.update_to(k + 1)
-    progress.close()
+    results = ctx.map(run_job, jobs, config["workers"], "boat-pinger", unit="fixes")
     solve_wall = time.perf_counter() - wall0
     trials = results[:len(seeds)]
     lay_res = results[len(seeds):]

@@ -62,7 +62,6 @@ import numpy as np
 
 from boards.wamv.app import WamvApp
 from harness.config import POSITIVE, TEXT, ConfigError, int_at_least, non_empty_list, one_of, or_null, under, within
-from harness.parallel import ordered_map
 from harness.report.plots import figure, label
 from harness.sim.boat_course import CourseFileError, generate_course, load_course
 from harness.sim.boat_world import NmeaGnss
@@ -552,19 +551,10 @@ def run_variants(config, ctx, topic_prefix="/robotx", extra_jobs=None):
         jobs = [(s, lid, lay, c, jc) for lid in config["lidars"] for lay in config["layouts"] for s, c in cl]
     else:
         jobs = extra_jobs
-    progress = ctx.progress(len(jobs), topic_prefix.strip("/"), unit="runs")
-    results = []
-    rest = jobs
-    if ctx.mcap is not None and jobs:
-        # the first run in this process, recorded at the app's boundary (python -m harness replay OUT/log.mcap)
-        results.append(run_mission(jobs[0], ctx.mcap))
-        progress.update_to(1)
-        rest = jobs[1:]
-    for k, res in enumerate(ordered_map(run_mission, rest, workers=config["workers"])):
-        results.append(res)
-        progress.update_to(len(results))
-    progress.close()
-    return jobs, results
+    # with a report, the first run in this process, recorded at the app's boundary (python -m harness replay
+    # OUT/log.mcap)
+    first = None if ctx.mcap is None else (lambda job: run_mission(job, ctx.mcap))
+    return jobs, ctx.map(run_mission, jobs, config["workers"], topic_prefix.strip("/"), first=first)
 
 
 def timing_figures(results, wall0):

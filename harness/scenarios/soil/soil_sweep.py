@@ -32,7 +32,6 @@ import time
 import numpy as np
 
 from harness.config import ConfigError, POSITIVE, int_at_least, non_empty_list, one_of, under, within
-from harness.parallel import ordered_map
 from harness.report.plots import figure, label
 from harness.scenarios.soil import soil_episode as ep
 from harness.scenarios.soil.soil_homogeneous import UNITS
@@ -129,17 +128,10 @@ def _spearman(x, y):
 
 
 def run_episodes(job_fn, job_configs, workers, ctx, name):
-    """``job_fn(cfg, log=None)`` over ``job_configs`` in order: the first in this process with the run's log
-    (when the run has a report), the rest through the sweep runner on ``workers``; a progress bar over the
-    episodes. Returns the results in order."""
-    progress = ctx.progress(len(job_configs), name, unit="episodes")
-    results = [job_fn(job_configs[0], log=ctx.log if ctx.report is not None else None)]
-    progress.update_to(1)
-    for k, res in enumerate(ordered_map(job_fn, job_configs[1:], workers=workers)):
-        results.append(res)
-        progress.update_to(k + 2)
-    progress.close()
-    return results
+    """``job_fn(cfg, log=None)`` over ``job_configs`` in order (``ctx.map``): the first in this process with
+    the run's log (when the run has a report), the rest on ``workers``. Returns the results in order."""
+    log = ctx.log if ctx.report is not None else None
+    return ctx.map(job_fn, job_configs, workers, name, unit="episodes", first=lambda cfg: job_fn(cfg, log=log))
 
 
 def run(config, ctx):
