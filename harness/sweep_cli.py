@@ -25,7 +25,8 @@ import time
 from harness import scenarios
 from harness.config import ConfigError, load_file, nested, overlay
 from harness.interrupts import how_it_ended
-from harness.sweep_runner import Runner, add_engine_arguments, scenario_job
+from harness.scenario_jobs import scenario_job
+from harness.sweep_runner import Runner, add_engine_arguments
 from harness.sweep_table import build_table, cell_label, write_table
 
 EXIT_JOBS_FAILED = 3

@@ -1,7 +1,7 @@
 """The sweep runner: every study's seeded jobs on one engine, results in job order.
 
 A **job** is self-contained and seeded: a scenario name + settings overrides + seed
-(:func:`scenario_job`), or a module-level function + its arguments (:class:`Job`). Its result
+(:func:`harness.scenario_jobs.scenario_job`), or a module-level function + its arguments (:class:`Job`). Its result
 depends on nothing but the job, so the results do not depend on the engine or the worker count.
 
 Engines (``engine=``):
@@ -79,28 +79,6 @@ def job_key(fn, args):
     except (TypeError, ValueError):
         body = pickle.dumps(args, protocol=4)
     return hashlib.sha256(head.encode() + b"\0" + body).hexdigest()[:24]
-
-
-def run_scenario(name, overrides, seed, reduced=False):
-    """A scenario's metrics for one seed: its settings (``DEFAULTS``, ``REDUCED`` when ``reduced``, then
-    ``overrides``) merged and checked as ``harness run`` does (ConfigError for a bad one), run without a
-    report folder, the metrics checked against the scenario contract."""
-    from harness import scenarios
-    from harness.scenarios.context import RunContext
-
-    module, config = scenarios.prepare(name, overrides or {}, reduced=reduced)
-    metrics = module.run(config, RunContext(seed))
-    scenarios.check_metrics(name, metrics)
-    return metrics
-
-
-def scenario_job(name, overrides=None, seed=1, reduced=False):
-    """The job running scenario ``name`` with settings ``overrides`` (a nested dict) for ``seed``."""
-    overrides = overrides or {}
-    info = {"scenario": name, "settings": overrides, "seed": int(seed)}
-    if reduced:
-        info["reduced"] = True
-    return Job(run_scenario, (name, overrides, int(seed), bool(reduced)), info=info)
 
 
 # ---------------------------------------------------------------------------------------- in a worker

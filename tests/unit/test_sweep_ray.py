@@ -11,7 +11,8 @@ import pytest
 
 from harness.config import ConfigError
 from harness.sweep_cli import run_sweep
-from harness.sweep_runner import EngineError, Runner, run_scenario, start_local_ray
+from harness.scenario_jobs import run_scenario
+from harness.sweep_runner import EngineError, Runner, start_local_ray
 
 ray = pytest.importorskip("ray")
 

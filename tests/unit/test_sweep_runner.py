@@ -24,7 +24,8 @@ from harness.cli import main
 from harness.config import ConfigError
 from harness.parallel import ordered_map
 from harness.sweep_cli import grid, seed_list, split_values, sweep_axes
-from harness.sweep_runner import EngineError, Job, Runner, job_key, map_ordered, scenario_job
+from harness.scenario_jobs import scenario_job
+from harness.sweep_runner import EngineError, Job, Runner, job_key, map_ordered
 from harness.sweep_table import fraction_summary, metric_leaves, number_summary, summarise, t975
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
