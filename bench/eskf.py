@@ -56,7 +56,7 @@ RATIO = 10                      # IMU samples per aiding update (100 Hz : 10 Hz)
 N_CYCLES = 300                  # per timed batch, compiled implementations (cython, c)
 N_CYCLES_SLOW = 30              # per timed batch, pure, numpy, filterpy
 N_CYCLES_MP = 20                # inside MicroPython (one batch)
-ROUNDS = 25                     # batches per implementation, interleaved; the best batch counts
+ROUNDS = 40                     # batches per implementation, interleaved; the best batch counts
 GOALS = {"filterpy_over_ours_batched_min": 25.0, "ours_batched_over_c_max": 1.0}
 clock = time.process_time       # CPU time of this process: other agents' load on the host does not count
 

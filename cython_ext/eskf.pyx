@@ -9,23 +9,32 @@ state hooks (``_setup_state``, ``_reset_nominal``, ``_nominal``/``_set_nominal``
 ``_set_variance``, the ``P`` attribute) and the hot entry points ``predict``,
 ``predict_many`` and ``update_pose``, whose fast path reads a well-formed sample in C and
 hands anything else to the pure parser (so refusals and their messages are the pure
-module's). Predict and update exploit the block sparsity of F and H in the same
-floating-point order as the pure path (see its docstring: ag2u eqs. 4a-4c, 5a-9).
+module's).
+
+The kernels compute every entry of P with the same operations, in the same order, as the pure
+``_propagate`` / ``_fuse`` (so the two builds agree bit for bit, tested), arranged for the
+machine: F = I + A dt expanded by hand (identity, skew -[dv_ned]x without its zero diagonal,
+rotation blocks; ag2u eqs. 4a-4c, 8), M = F P built over contiguous columns (each block's three
+rows in one pass), the upper triangle of M F^T written straight into P and mirrored, then Q;
+the update (ag2u eqs. 5b, 6, 9, Joseph form) solves K^T for all 15 columns at once and forms
+each row of P' from one pass over (I - K H) P's row (all 15 columns: one fixed loop costs less
+than the entries it skips), G = K R - (I - K H) P H^T and G K^T, with the six measurement terms
+written out (H selects the first 6 states, so H P is P's first rows).
+No heap allocation, no generic matrix product.
 
 Why a kernel type under the pure class rather than Cython's pure-Python mode (compiling
 eskf.py with an augmenting .pxd): the pure module keeps P and the INS state in Python lists
 of floats (the MicroPython path has no shared array of doubles), so a compiled copy still
 indexes lists of boxed floats; compiled as it is, its 10:1 predict/update cycle measured
-617 us against 5.3 us for these kernels (a .pxd can type the locals, not the lists).
-Measured cost of this layout against the former self-contained extension type (both -O3,
-CPU time, min of 15 interleaved rounds): predict, update_pose and the 10:1 cycle unchanged
-(0.32 / 1.67 / 4.9 us); the calls that now run the pure class's code cost a little more,
-nav_state 1.5 -> 2.2 us, get_state 3.3 -> 4.3 us, covariance 2.4 -> 2.8 us, counters
-0.17 -> 0.28 us, all outside the IMU-rate loop. Rare paths (first pose, gated pose, bad
-input, samples that are not tuples of floats) run the pure code.
+617 us against about 5 us for C kernels (a .pxd can type the locals, not the lists). The
+calls that run the pure class's code (nav_state, get_state, covariance, counters) cost a
+few microseconds, all outside the IMU-rate loop. Rare paths (first pose, gated pose, bad
+input, samples that are not tuples of floats) run the pure code. Figures:
+docs/results/estimators.md.
 """
 cimport cython
 from libc.math cimport sin, cos, sqrt, atan2, asin, isfinite
+from libc.string cimport memcpy
 
 from onboard.estimators import eskf as _pure
 from onboard.estimators.eskf import EskfInputError
@@ -298,19 +307,31 @@ cdef class EskfKernel:
         self._predict_c(dt, dv, da)
 
     cdef void _predict_c(self, double dt, const double* dvel, const double* dang) noexcept nogil:
+        """Strapdown (ag2u eqs. 4a-4c), then P <- F P F^T + Q with F = I + A dt expanded by hand
+        (the pure ``_propagate``: each entry in the same floating-point order, zero terms of the
+        skew block -[dv_ned]x dropped)."""
         cdef double f[9]
         cdef double nd[9]
         cdef double A[9]
-        cdef double S[9]
-        cdef double M[NSS]
+        cdef double M[BACC * NS]
         cdef double* P = self._P
         cdef double* d = self.D
-        cdef double dvx, dvy, dvz, dv_n, dv_e, dv_d, v
-        cdef double f0, f1, f2
-        cdef double pa0, pa1, pa2, pba0, pba1, pba2, pbg0, pbg1, pbg2
+        cdef const double* m
+        cdef const double* pa0 = P + ATT * NS
+        cdef const double* pa1 = P + (ATT + 1) * NS
+        cdef const double* pa2 = P + (ATT + 2) * NS
+        cdef const double* pb0 = P + BACC * NS
+        cdef const double* pb1 = P + (BACC + 1) * NS
+        cdef const double* pb2 = P + (BACC + 2) * NS
+        cdef const double* pg0 = P + BGYR * NS
+        cdef const double* pg1 = P + (BGYR + 1) * NS
+        cdef const double* pg2 = P + (BGYR + 2) * NS
+        cdef double* pr
+        cdef double dvx, dvy, dvz, dv_n, dv_e, dv_d, v, u0, u1, u2
+        cdef double f0, f1, f2, x0, x1, x2, b0, b1, b2
         cdef double ma0, ma1, ma2, mba0, mba1, mba2, mbg0, mbg1, mbg2
         cdef double qa, qg, qba, qbg
-        cdef int i, j, c, r, ro, p_, v_, a_, b_
+        cdef int i, j, c, r, p_, v_
         # ---- strapdown (ins.Strapdown.step)
         dvx = dvel[0] - self.ba[0] * dt
         dvy = dvel[1] - self.ba[1] * dt
@@ -333,7 +354,8 @@ cdef class EskfKernel:
         self.pos[0] = self.pos[0] + self.vel[0] * dt            # ag2u eq. 4c
         self.pos[1] = self.pos[1] + self.vel[1] * dt
         self.pos[2] = self.pos[2] + self.vel[2] * dt
-        # ---- covariance: F = I + A dt, block-sparse
+        # ---- covariance: A = -R dt with R = D^T (A[i][j] = -D[j][i] dt); S = -[dv_ned]x has rows
+        # (0, dv_d, -dv_e), (-dv_d, 0, dv_n), (dv_e, -dv_n, 0)
         A[0] = -d[0] * dt
         A[1] = -d[3] * dt
         A[2] = -d[6] * dt
@@ -343,67 +365,76 @@ cdef class EskfKernel:
         A[6] = -d[2] * dt
         A[7] = -d[5] * dt
         A[8] = -d[8] * dt
-        S[0] = 0.0
-        S[1] = dv_d
-        S[2] = -dv_e
-        S[3] = -dv_d
-        S[4] = 0.0
-        S[5] = dv_n
-        S[6] = dv_e
-        S[7] = -dv_n
-        S[8] = 0.0
-        # M = F P: only rows dp, dpsi, dv differ from P, and P' below reads the dpsi and dv rows
-        # only in the columns from ATT on (the bias rows of M are never read)
+        # M = F P over contiguous columns, the three rows of each block in one pass (rows dp, dpsi,
+        # dv; the bias rows equal P's); P' below reads the dpsi and dv rows only from column ATT on
         for c in range(NS):
-            pa0 = P[ATT * NS + c]
-            pa1 = P[(ATT + 1) * NS + c]
-            pa2 = P[(ATT + 2) * NS + c]
-            pba0 = P[BACC * NS + c]
-            pba1 = P[(BACC + 1) * NS + c]
-            pba2 = P[(BACC + 2) * NS + c]
-            pbg0 = P[BGYR * NS + c]
-            pbg1 = P[(BGYR + 1) * NS + c]
-            pbg2 = P[(BGYR + 2) * NS + c]
-            for i in range(3):
-                M[(POS + i) * NS + c] = P[(POS + i) * NS + c] + dt * P[(VEL + i) * NS + c]
-            if c < ATT:
-                continue
-            for i in range(3):
-                M[(ATT + i) * NS + c] = P[(ATT + i) * NS + c] + (A[i * 3] * pbg0 + A[i * 3 + 1] * pbg1
-                                                                 + A[i * 3 + 2] * pbg2)
-                M[(VEL + i) * NS + c] = (P[(VEL + i) * NS + c]
-                                         + (S[i * 3] * pa0 + S[i * 3 + 1] * pa1 + S[i * 3 + 2] * pa2)
-                                         + (A[i * 3] * pba0 + A[i * 3 + 1] * pba1 + A[i * 3 + 2] * pba2))
-        # P' = M F^T (upper triangle of the first 9 rows; bias-bias block unchanged), mirrored
+            M[POS * NS + c] = P[POS * NS + c] + dt * P[VEL * NS + c]
+            M[(POS + 1) * NS + c] = P[(POS + 1) * NS + c] + dt * P[(VEL + 1) * NS + c]
+            M[(POS + 2) * NS + c] = P[(POS + 2) * NS + c] + dt * P[(VEL + 2) * NS + c]
+        for c in range(ATT, NS):
+            x0 = pg0[c]
+            x1 = pg1[c]
+            x2 = pg2[c]
+            M[ATT * NS + c] = pa0[c] + (A[0] * x0 + A[1] * x1 + A[2] * x2)
+            M[(ATT + 1) * NS + c] = pa1[c] + (A[3] * x0 + A[4] * x1 + A[5] * x2)
+            M[(ATT + 2) * NS + c] = pa2[c] + (A[6] * x0 + A[7] * x1 + A[8] * x2)
+        for c in range(ATT, NS):
+            x0 = pa0[c]
+            x1 = pa1[c]
+            x2 = pa2[c]
+            b0 = pb0[c]
+            b1 = pb1[c]
+            b2 = pb2[c]
+            M[VEL * NS + c] = (P[VEL * NS + c] + (dv_d * x1 + -dv_e * x2)) + (A[0] * b0 + A[1] * b1 + A[2] * b2)
+            M[(VEL + 1) * NS + c] = ((P[(VEL + 1) * NS + c] + (-dv_d * x0 + dv_n * x2))
+                                     + (A[3] * b0 + A[4] * b1 + A[5] * b2))
+            M[(VEL + 2) * NS + c] = ((P[(VEL + 2) * NS + c] + (dv_e * x0 + -dv_n * x1))
+                                     + (A[6] * b0 + A[7] * b1 + A[8] * b2))
+        # P' = M F^T: upper triangle of the first 9 rows written straight into P and mirrored (the
+        # bias-bias block keeps P's values); then Q
         for r in range(BACC):
-            ro = r * NS
-            ma0 = M[ro + ATT]
-            ma1 = M[ro + ATT + 1]
-            ma2 = M[ro + ATT + 2]
-            mba0 = M[ro + BACC]
-            mba1 = M[ro + BACC + 1]
-            mba2 = M[ro + BACC + 2]
-            mbg0 = M[ro + BGYR]
-            mbg1 = M[ro + BGYR + 1]
-            mbg2 = M[ro + BGYR + 2]
-            for c in range(r, ATT):
-                v = M[ro + c] + dt * M[ro + VEL + c - POS]
-                P[ro + c] = v
-                P[c * NS + r] = v
-            for c in range(ATT if r < ATT else r, VEL):
-                j = c - ATT
-                v = M[ro + c] + (A[j * 3] * mbg0 + A[j * 3 + 1] * mbg1 + A[j * 3 + 2] * mbg2)
-                P[ro + c] = v
-                P[c * NS + r] = v
-            for c in range(VEL if r < VEL else r, BACC):
-                j = c - VEL
-                v = (M[ro + c] + (S[j * 3] * ma0 + S[j * 3 + 1] * ma1 + S[j * 3 + 2] * ma2)
-                     + (A[j * 3] * mba0 + A[j * 3 + 1] * mba1 + A[j * 3 + 2] * mba2))
-                P[ro + c] = v
-                P[c * NS + r] = v
+            m = M + r * NS
+            pr = P + r * NS
+            if r < ATT:
+                for c in range(r, ATT):
+                    v = m[c] + dt * m[VEL + c]
+                    pr[c] = v
+                    P[c * NS + r] = v
+            if r < VEL:
+                mbg0 = m[BGYR]
+                mbg1 = m[BGYR + 1]
+                mbg2 = m[BGYR + 2]
+                u0 = m[ATT] + (A[0] * mbg0 + A[1] * mbg1 + A[2] * mbg2)
+                u1 = m[ATT + 1] + (A[3] * mbg0 + A[4] * mbg1 + A[5] * mbg2)
+                u2 = m[ATT + 2] + (A[6] * mbg0 + A[7] * mbg1 + A[8] * mbg2)
+                if r <= ATT:
+                    pr[ATT] = u0
+                    P[ATT * NS + r] = u0
+                if r <= ATT + 1:
+                    pr[ATT + 1] = u1
+                    P[(ATT + 1) * NS + r] = u1
+                pr[ATT + 2] = u2
+                P[(ATT + 2) * NS + r] = u2
+            ma0 = m[ATT]
+            ma1 = m[ATT + 1]
+            ma2 = m[ATT + 2]
+            mba0 = m[BACC]
+            mba1 = m[BACC + 1]
+            mba2 = m[BACC + 2]
+            u0 = (m[VEL] + (dv_d * ma1 + -dv_e * ma2)) + (A[0] * mba0 + A[1] * mba1 + A[2] * mba2)
+            u1 = (m[VEL + 1] + (-dv_d * ma0 + dv_n * ma2)) + (A[3] * mba0 + A[4] * mba1 + A[5] * mba2)
+            u2 = (m[VEL + 2] + (dv_e * ma0 + -dv_n * ma1)) + (A[6] * mba0 + A[7] * mba1 + A[8] * mba2)
+            if r <= VEL:
+                pr[VEL] = u0
+                P[VEL * NS + r] = u0
+            if r <= VEL + 1:
+                pr[VEL + 1] = u1
+                P[(VEL + 1) * NS + r] = u1
+            pr[VEL + 2] = u2
+            P[(VEL + 2) * NS + r] = u2
             for c in range(BACC, NS):
-                v = M[ro + c]
-                P[ro + c] = v
+                v = m[c]
+                pr[c] = v
                 P[c * NS + r] = v
         # Q (ag2u eq. 10 increment noise + optional bias random walks)
         qa = self._var_acc * dt
@@ -417,12 +448,9 @@ cdef class EskfKernel:
             P[p_ * NS + v_] += qa * dt
             P[v_ * NS + p_] += qa * dt
             P[v_ * NS + v_] += qa
-            a_ = ATT + i
-            P[a_ * NS + a_] += qg
-            b_ = BACC + i
-            P[b_ * NS + b_] += qba
-            b_ = BGYR + i
-            P[b_ * NS + b_] += qbg
+            P[(ATT + i) * NS + ATT + i] += qg
+            P[(BACC + i) * NS + BACC + i] += qba
+            P[(BGYR + i) * NS + BGYR + i] += qbg
 
     # ------------------------------------------------------------ update
     @cython.always_allow_keywords(False)
@@ -472,24 +500,44 @@ cdef class EskfKernel:
         return self._update_c(pm, em, rr)
 
     cdef int _update_c(self, const double* pm, const double* em, const double* r) noexcept nogil:
-        """FUSED, GATED (only last_nis / last_innovation changed) or NOT_PD (nothing changed)."""
+        """FUSED, GATED (only last_nis / last_innovation changed) or NOT_PD (nothing changed).
+
+        The pure ``_fuse`` (ag2u eqs. 5b, 6, 9; Joseph form with H selecting the first 6 states), each
+        entry in the same floating-point order, with the loops turned so the inner one runs over
+        contiguous columns: K^T for all 15 columns at once, and per row i of P' the row of
+        B = (I - K H) P, then G_i = K_i R - B_i H^T and P'_i = B_i + G_i K^T, written to a scratch
+        matrix (P is still read) and copied back."""
         cdef double dm[9]
         cdef double X[9]
         cdef double dpsi[3]
         cdef double y[NM]
-        cdef double Sm[NM * NM]
         cdef double L[NM * NM]
         cdef double w[NM]
         cdef double Kt[NM * NS]
         cdef double dx[NS]
-        cdef double B[NSS]
-        cdef double G[NS * NM]
+        cdef double Pn[NSS]
+        cdef double bi[NS]
+        cdef double t[NS]
         cdef double inv_d[NM]
-        cdef int lim
         cdef double* P = self._P
         cdef double* d = self.D
-        cdef double s, nis
-        cdef int i, j, k, a, b
+        cdef double* ka
+        cdef const double* kb
+        cdef const double* prow
+        cdef const double* p0
+        cdef const double* p1
+        cdef const double* p2
+        cdef const double* p3
+        cdef const double* p4
+        cdef const double* p5
+        cdef const double* q0
+        cdef const double* q1
+        cdef const double* q2
+        cdef const double* q3
+        cdef const double* q4
+        cdef const double* q5
+        cdef double s, nis, l, idv, v, k0, k1, k2, k3, k4, k5, g0, g1, g2, g3, g4, g5
+        cdef int i, j, a, b
         # residual (ag2u eqs. 5b, 6)
         e2d_c(em[0], em[1], em[2], dm)
         for i in range(3):
@@ -502,18 +550,14 @@ cdef class EskfKernel:
         y[3] = dpsi[0]
         y[4] = dpsi[1]
         y[5] = dpsi[2]
-        # S = H P H^T + R and its Cholesky factor
-        for a in range(NM):
-            for b in range(NM):
-                Sm[a * NM + b] = P[a * NS + b]
-            Sm[a * NM + a] += r[a]
-        for i in range(NM * NM):
-            L[i] = 0.0
+        # Cholesky factor of S = H P H^T + R (as cholesky6)
         for i in range(NM):
             for j in range(i + 1):
-                s = Sm[i * NM + j]
-                for k in range(j):
-                    s -= L[i * NM + k] * L[j * NM + k]
+                s = P[i * NS + j]
+                if i == j:
+                    s = s + r[i]
+                for b in range(j):
+                    s -= L[i * NM + b] * L[j * NM + b]
                 if i == j:
                     if not s > 0.0:
                         return NOT_PD
@@ -534,47 +578,77 @@ cdef class EskfKernel:
             self.y_last[a] = y[a]
         if self.gate > 0.0 and nis > self.gate:
             return GATED
-        # K^T = S^-1 P[0:6, :]
-        for j in range(NS):
-            for a in range(NM):
-                s = P[a * NS + j]
-                for b in range(a):
-                    s -= L[a * NM + b] * Kt[b * NS + j]
-                Kt[a * NS + j] = s * inv_d[a]
-            for a in range(NM - 1, -1, -1):
-                s = Kt[a * NS + j]
-                for b in range(a + 1, NM):
-                    s -= L[b * NM + a] * Kt[b * NS + j]
-                Kt[a * NS + j] = s * inv_d[a]
+        # K^T = S^-1 P[0:6, :]: forward substitution, then back substitution, all columns at once
+        for a in range(NM):
+            prow = P + a * NS
+            for j in range(NS):
+                t[j] = prow[j]
+            for b in range(a):
+                l = L[a * NM + b]
+                kb = Kt + b * NS
+                for j in range(NS):
+                    t[j] -= l * kb[j]
+            ka = Kt + a * NS
+            idv = inv_d[a]
+            for j in range(NS):
+                ka[j] = t[j] * idv
+        for a in range(NM - 1, -1, -1):
+            ka = Kt + a * NS
+            for j in range(NS):
+                t[j] = ka[j]
+            for b in range(a + 1, NM):
+                l = L[b * NM + a]
+                kb = Kt + b * NS
+                for j in range(NS):
+                    t[j] -= l * kb[j]
+            idv = inv_d[a]
+            for j in range(NS):
+                ka[j] = t[j] * idv
+        # dx = K y
         for i in range(NS):
-            s = 0.0
-            for a in range(NM):
-                s += Kt[a * NS + i] * y[a]
-            dx[i] = s
-        # Joseph form, block-sparse in H: B = P - K C (entries used only), P'_ij = B_ij + sum_a K_ja G_ia
+            dx[i] = 0.0
+        for a in range(NM):
+            kb = Kt + a * NS
+            l = y[a]
+            for i in range(NS):
+                dx[i] += kb[i] * l
+        # Joseph form row by row: B_ij = P_ij - sum_a K_ia P_aj,
+        # G_ia = K_ia r_a - B_ia, P'_ij = B_ij + sum_a K_ja G_ia (j >= i), mirrored; the six terms
+        # written out so the loops over j keep their sums in registers
+        p0 = P
+        p1 = P + NS
+        p2 = P + 2 * NS
+        p3 = P + 3 * NS
+        p4 = P + 4 * NS
+        p5 = P + 5 * NS
+        q0 = Kt
+        q1 = Kt + NS
+        q2 = Kt + 2 * NS
+        q3 = Kt + 3 * NS
+        q4 = Kt + 4 * NS
+        q5 = Kt + 5 * NS
         for i in range(NS):
-            lim = i if i < NM else NM
-            for j in range(lim):
-                s = P[i * NS + j]
-                for a in range(NM):
-                    s -= Kt[a * NS + i] * P[a * NS + j]
-                B[i * NS + j] = s
+            prow = P + i * NS
+            k0 = q0[i]
+            k1 = q1[i]
+            k2 = q2[i]
+            k3 = q3[i]
+            k4 = q4[i]
+            k5 = q5[i]
+            for j in range(NS):         # (for i >= NM only j < NM and j >= i are used: one fixed loop is cheaper)
+                bi[j] = prow[j] - k0 * p0[j] - k1 * p1[j] - k2 * p2[j] - k3 * p3[j] - k4 * p4[j] - k5 * p5[j]
+            g0 = k0 * r[0] - bi[0]
+            g1 = k1 * r[1] - bi[1]
+            g2 = k2 * r[2] - bi[2]
+            g3 = k3 * r[3] - bi[3]
+            g4 = k4 * r[4] - bi[4]
+            g5 = k5 * r[5] - bi[5]
             for j in range(i, NS):
-                s = P[i * NS + j]
-                for a in range(NM):
-                    s -= Kt[a * NS + i] * P[a * NS + j]
-                B[i * NS + j] = s
-        for i in range(NS):
-            for a in range(NM):
-                G[i * NM + a] = Kt[a * NS + i] * r[a] - B[i * NS + a]
-        for i in range(NS):
-            for j in range(i, NS):
-                s = B[i * NS + j]
-                for a in range(NM):
-                    s += Kt[a * NS + j] * G[i * NM + a]
-                P[i * NS + j] = s
-                P[j * NS + i] = s
-        # inject and reset
+                v = bi[j] + q0[j] * g0 + q1[j] * g1 + q2[j] * g2 + q3[j] * g3 + q4[j] * g4 + q5[j] * g5
+                Pn[i * NS + j] = v
+                Pn[j * NS + i] = v
+        memcpy(P, Pn, NSS * sizeof(double))
+        # inject the error state into the INS, then reset it (implicitly zero)
         for i in range(3):
             self.pos[i] = self.pos[i] + dx[POS + i]
             self.vel[i] = self.vel[i] + dx[VEL + i]

@@ -394,9 +394,14 @@ class Eskf:
         A = [-d[0] * dt, -d[3] * dt, -d[6] * dt,
              -d[1] * dt, -d[4] * dt, -d[7] * dt,
              -d[2] * dt, -d[5] * dt, -d[8] * dt]
-        S = [0.0, dv_ned[2], -dv_ned[1],
-             -dv_ned[2], 0.0, dv_ned[0],
-             dv_ned[1], -dv_ned[0], 0.0]
+        # S = -[dv_ned]x = [0, s01, s02; s10, 0, s12; s20, s21, 0]: its zero diagonal's terms are left
+        # out of the products below (the Cython kernel computes the same sums)
+        s01 = dv_ned[2]
+        s02 = -dv_ned[1]
+        s10 = -dv_ned[2]
+        s12 = dv_ned[0]
+        s20 = dv_ned[1]
+        s21 = -dv_ned[0]
         # M = F P: rows dp, dpsi, dv (the bias rows equal P's and are never read); P' below reads
         # the dpsi and dv rows only from column ATT on
         M = [0.0] * (BACC * n)
@@ -417,9 +422,12 @@ class Eskf:
             for i in range(3):
                 M[(ATT + i) * n + c] = P[(ATT + i) * n + c] + (A[i * 3] * pbg0 + A[i * 3 + 1] * pbg1
                                                                + A[i * 3 + 2] * pbg2)
-                M[(VEL + i) * n + c] = (P[(VEL + i) * n + c]
-                                        + (S[i * 3] * pa0 + S[i * 3 + 1] * pa1 + S[i * 3 + 2] * pa2)
-                                        + (A[i * 3] * pba0 + A[i * 3 + 1] * pba1 + A[i * 3 + 2] * pba2))
+            M[VEL * n + c] = (P[VEL * n + c] + (s01 * pa1 + s02 * pa2)
+                              + (A[0] * pba0 + A[1] * pba1 + A[2] * pba2))
+            M[(VEL + 1) * n + c] = (P[(VEL + 1) * n + c] + (s10 * pa0 + s12 * pa2)
+                                    + (A[3] * pba0 + A[4] * pba1 + A[5] * pba2))
+            M[(VEL + 2) * n + c] = (P[(VEL + 2) * n + c] + (s20 * pa0 + s21 * pa1)
+                                    + (A[6] * pba0 + A[7] * pba1 + A[8] * pba2))
         # P' = M F^T, upper triangle, mirrored
         Pn = P  # bias-bias block stays; every other entry is overwritten below
         for r in range(BACC):
@@ -442,9 +450,10 @@ class Eskf:
                 v = M[ro + c] + (A[j * 3] * mbg0 + A[j * 3 + 1] * mbg1 + A[j * 3 + 2] * mbg2)
                 Pn[ro + c] = v
                 Pn[c * n + r] = v
+            sm = (s01 * ma1 + s02 * ma2, s10 * ma0 + s12 * ma2, s20 * ma0 + s21 * ma1)   # S row j . M[r, ATT:VEL]
             for c in range(VEL if r < VEL else r, BACC):
                 j = c - VEL
-                v = (M[ro + c] + (S[j * 3] * ma0 + S[j * 3 + 1] * ma1 + S[j * 3 + 2] * ma2)
+                v = (M[ro + c] + sm[j]
                      + (A[j * 3] * mba0 + A[j * 3 + 1] * mba1 + A[j * 3 + 2] * mba2))
                 Pn[ro + c] = v
                 Pn[c * n + r] = v
