@@ -3,8 +3,12 @@
 Implementations, measured side by side in one run on the same workload:
 - ``pure``     onboard.estimators.eskf (the MicroPython-compatible path), on CPython;
 - ``cython``   cython_ext.eskf (C kernels under the pure class), one ``predict`` call per IMU sample;
-- ``cython_batched`` the same build fed as the runtime's predict rate group feeds it: the 10 IMU
-  samples of a cycle in one ``predict_many`` call, then ``update_pose``;
+- ``cython_packed`` the same build fed as the runtime's predict rate group feeds it: the 10 IMU
+  samples of a cycle in one ``predict_packed(buf, 10)`` call on the group's packed queue (a flat
+  ``array('d')``, layout ``onboard.estimators.eskf_packed``), then ``update_pose``; the batched path the
+  goals are checked on;
+- ``cython_batched`` the same 10 samples as ImuSample objects in one ``predict_many`` call, then
+  ``update_pose`` (the object batched path);
 - ``numpy``    onboard.estimators.eskf_numpy (dense 15x15 NumPy products);
 - ``filterpy`` filterpy.kalman.KalmanFilter (the common Python choice) run on the *same*
   F, H, Q, R and innovations as the ESKF produced (its predict + Joseph-form update;
@@ -14,17 +18,25 @@ Implementations, measured side by side in one run on the same workload:
 - ``micropython`` the pure path inside MicroPython 1.27 (WebAssembly under node),
   timed there with time.ticks_us.
 
-Python implementations are called through their public API (``predict(ImuSample)`` or
-``predict_many([ImuSample, ...])``, ``update_pose(PoseSample)``), samples built beforehand. Workload: the ins-eskf dozer
-trajectory with the ag2u sensor-fusion noise, IMU 100 Hz, aiding 10 Hz; gating off so
+Python implementations are called through their public API (``predict(ImuSample)``,
+``predict_many([ImuSample, ...])`` or ``predict_packed(buf, count)``, ``update_pose(PoseSample)``).
+What the timed regions hold, like with like: the sample objects are built before the clock starts, and so
+are the packed rows (written with ``pack_imu`` from the same objects), as FilterPy gets its F matrices
+built beforehand. Where the writing goes: ``runtime_objects`` / ``runtime_packed`` time the whole
+runtime path, the ``PoseEstimation`` part on a ``Node`` over the Cython build: ``on_imu`` for each of
+the 10 samples (finiteness check, queueing, for the packed queue writing the row; watchdog feed), the
+predict rate group (``predict_many`` of the list, ``predict_packed`` of the packed queue), ``on_pose``
+and the aiding group (``EskfPoseEstimator.update_pose``); the ImuSample objects built beforehand.
+Workload: the ins-eskf dozer trajectory with the ag2u sensor-fusion noise, IMU 100 Hz, aiding 10 Hz; gating off so
 every update does the full work. Timing is CPU time of this process (``time.process_time``;
 the C reference uses CLOCK_PROCESS_CPUTIME_ID), so other processes on a loaded machine do
 not count; the implementations are timed in interleaved short batches and each figure is
 the best batch's mean per call (min of N: the least disturbed estimate; compare ratios from
 one run). The goals (issue acceptance: FilterPy / ours >= 25x and ours / C <= 1.0 on the
 batched path, the one-call path reported beside it) are written with whether each is met. The
-C reference's final state is checked against the Cython build, the batched run's against the
-one-call run's (identical), FilterPy's covariance against the pure path's. Writes
+C reference's final state is checked against the Cython build, the packed and object batched runs'
+against the one-call run's and the two runtime paths' against each other (identical), FilterPy's
+covariance against the pure path's. Writes
 bench/results/eskf.json (bench/results_file.py).
 """
 import json
@@ -49,6 +61,10 @@ from harness.sim.sensors.ins_errors import ImuErrors, aiding_pose, initial_condi
 from harness.sim.trajectory import dozer_legs, generate  # noqa: E402
 from onboard.core.samples import ImuSample, PoseSample  # noqa: E402
 from onboard.estimators.eskf import N_STATE, make_config, make_eskf  # noqa: E402
+from onboard.estimators.eskf_packed import pack_imu, packed_buffer  # noqa: E402
+from onboard.estimators.eskf_pose import EskfPoseEstimator  # noqa: E402
+from onboard.runtime.estimation import PoseEstimation  # noqa: E402
+from onboard.runtime.node import Node  # noqa: E402
 from results_file import write_results  # noqa: E402
 
 C_SOURCE = os.path.join(REPO, "bench", "eskf_ref.c")
@@ -58,6 +74,7 @@ N_CYCLES_SLOW = 30              # per timed batch, pure, numpy, filterpy
 N_CYCLES_MP = 20                # inside MicroPython (one batch)
 ROUNDS = 40                     # batches per implementation, interleaved; the best batch counts
 GOALS = {"filterpy_over_ours_batched_min": 25.0, "ours_batched_over_c_max": 1.0}
+BATCHED = "cython_packed"       # the batched path the goals are checked on
 clock = time.process_time       # CPU time of this process: other agents' load on the host does not count
 
 
@@ -97,12 +114,21 @@ def fresh_samples(samples):
     return [type(s)(**s.as_dict()) for s in samples]
 
 
-def time_python(impl, cfg, imus, poses, state, best, batched=False):
+def packed_rows(samples):
+    """The packed rows of ``samples`` (``array('d')``, layout onboard.estimators.eskf_packed)."""
+    buf = packed_buffer(len(samples))
+    for k, s in enumerate(samples):
+        pack_imu(buf, k, s)
+    return buf
+
+
+def time_python(impl, cfg, imus, poses, state, best, batched=None):
     """One timed batch of predict-only, update-only and 10:1 cycles; keeps the best per call in ``best``.
 
-    batched: the IMU samples go in through ``predict_many`` (all at once for the predict-only
-    figure, the RATIO samples of each cycle at once in the cycle), as the runtime's predict rate
-    group hands over its queue. Returns the filter state after the cycles (to check against).
+    batched: None, one ``predict`` call per sample; "objects", the IMU samples go in through
+    ``predict_many`` (all at once for the predict-only figure, the RATIO samples of each cycle at once in
+    the cycle); "packed", the same through ``predict_packed`` of packed rows written beforehand, as the
+    runtime's predict rate group hands over its queue. Returns the filter state after the cycles.
     """
     def fresh_filter():
         f = make_eskf(cfg, impl=impl)
@@ -111,7 +137,12 @@ def time_python(impl, cfg, imus, poses, state, best, batched=False):
 
     f = fresh_filter()
     batch = fresh_samples(imus)
-    if batched:
+    if batched == "packed":
+        rows = packed_rows(batch)
+        predict_packed = f.predict_packed
+        t0 = clock()
+        predict_packed(rows, len(batch))
+    elif batched == "objects":
         predict_many = f.predict_many
         t0 = clock()
         predict_many(batch)
@@ -131,11 +162,18 @@ def time_python(impl, cfg, imus, poses, state, best, batched=False):
     f = fresh_filter()
     predict = f.predict
     predict_many = f.predict_many
+    predict_packed = f.predict_packed
     update = f.update_pose
     batch = fresh_samples(imus)
     chunks = [batch[k * RATIO:(k + 1) * RATIO] for k in range(len(poses))]
+    packed = [packed_rows(chunk) for chunk in chunks]
     batch_poses = fresh_samples(poses)
-    if batched:
+    if batched == "packed":
+        t0 = clock()
+        for rows, p in zip(packed, batch_poses):
+            predict_packed(rows, RATIO)
+            update(p)
+    elif batched == "objects":
         t0 = clock()
         for chunk, p in zip(chunks, batch_poses):
             predict_many(chunk)
@@ -148,6 +186,31 @@ def time_python(impl, cfg, imus, poses, state, best, batched=False):
             update(p)
     _best(best, "cycle_us", (clock() - t0) * 1e6 / len(poses))
     return f.get_state()
+
+
+def time_runtime(cfg, imus, poses, state, best, packed):
+    """One timed batch of 10:1 cycles through the runtime's PoseEstimation part on a Node (Cython build):
+    ``on_imu`` per sample, the predict group, ``on_pose``, the aiding group; ``packed`` picks the queue
+    (the packed one feeding ``predict_packed``, else the list feeding ``predict_many``)."""
+    est = EskfPoseEstimator(cfg, impl="cython")
+    est.eskf.set_state(state)
+    if not packed:
+        est.predict_packed = None               # the runtime then keeps its list of ImuSample objects
+    group = Node("bench").add("estimation", PoseEstimation(est, 100, 10, 10 ** 12, 10 ** 12))
+    assert (group._imu_packed is not None) == packed
+    batch = fresh_samples(imus)
+    chunks = [batch[k * RATIO:(k + 1) * RATIO] for k in range(len(poses))]
+    batch_poses = fresh_samples(poses)
+    on_imu, predict_group, on_pose, aiding_group = group.on_imu, group._predict, group.on_pose, group._aiding
+    t0 = clock()
+    for chunk, p in zip(chunks, batch_poses):
+        for s in chunk:
+            on_imu(s)
+        predict_group(p.time_us)
+        on_pose(p)
+        aiding_group(p.time_us)
+    _best(best, "cycle_us", (clock() - t0) * 1e6 / len(poses))
+    return est.eskf.get_state()
 
 
 def filterpy_inputs(cfg, imus, poses, state):
@@ -344,13 +407,15 @@ def _goal(value, limit, kind):
     return {"value": value, "goal": ("%s %g" % (">=" if kind == "min" else "<=", limit)), "met": bool(met)}
 
 
-NAMES = ("c", "cython_batched", "cython", "numpy", "filterpy", "pure")
+NAMES = ("c", "cython_packed", "cython_batched", "cython", "numpy", "filterpy", "pure")
+RUNTIME_NAMES = ("runtime_packed", "runtime_objects")
 
 
 def main():
     imus, poses, state, cfg = make_workload(N_CYCLES)
     slow_imus, slow_poses = imus[:N_CYCLES_SLOW * RATIO], poses[:N_CYCLES_SLOW]
     per = {name: {} for name in NAMES}
+    runtime = {name: {} for name in RUNTIME_NAMES}
     notes = {}
     fp = FilterPyRun(cfg, slow_imus, slow_poses, state)
     finals = {}
@@ -362,8 +427,12 @@ def main():
         for _ in range(ROUNDS):                   # interleaved, so load changes hit every implementation
             if cref.error is None:
                 cref.time_batch(per["c"])
+            finals["cython_packed"] = time_python("cython", cfg, imus, poses, state, per["cython_packed"],
+                                                  batched="packed")
             finals["cython_batched"] = time_python("cython", cfg, imus, poses, state, per["cython_batched"],
-                                                   batched=True)
+                                                   batched="objects")
+            for name in RUNTIME_NAMES:
+                finals[name] = time_runtime(cfg, imus, poses, state, runtime[name], name == "runtime_packed")
             finals["cython"] = time_python("cython", cfg, imus, poses, state, per["cython"])
             finals["numpy"] = time_python("numpy", cfg, slow_imus, slow_poses, state, per["numpy"])
             finals["pure"] = time_python("pure", cfg, slow_imus, slow_poses, state, per["pure"])
@@ -371,6 +440,9 @@ def main():
     if cref.final is not None:
         notes["c_final_state_max_rel_diff_vs_cython"] = _max_rel_diff(finals["cython"], cref.final)
     notes["cython_batched_final_state_identical_to_one_call"] = finals["cython_batched"] == finals["cython"]
+    notes["cython_packed_final_state_identical_to_one_call"] = finals["cython_packed"] == finals["cython"]
+    notes["runtime_packed_final_state_identical_to_runtime_objects"] = (finals["runtime_packed"]
+                                                                        == finals["runtime_objects"])
     notes["numpy_final_state_max_rel_diff_vs_pure"] = _max_rel_diff(finals["pure"], finals["numpy"])
     notes["filterpy_final_P_max_abs_diff_vs_pure"] = float(
         np.abs(fp.P_final - np.array(finals["pure"]["P"]).reshape(N_STATE, N_STATE)).max())
@@ -383,30 +455,52 @@ def main():
     us_per_cycle = {k: v["cycle_us"] for k, v in per.items()}
     c_cycle = us_per_cycle.get("c")
     ratios = {
+        "filterpy_over_cython_packed": us_per_cycle["filterpy"] / us_per_cycle["cython_packed"],
         "filterpy_over_cython_batched": us_per_cycle["filterpy"] / us_per_cycle["cython_batched"],
         "filterpy_over_cython": us_per_cycle["filterpy"] / us_per_cycle["cython"],
+        "cython_packed_over_c": us_per_cycle["cython_packed"] / c_cycle if c_cycle else None,
         "cython_batched_over_c": us_per_cycle["cython_batched"] / c_cycle if c_cycle else None,
         "cython_over_c": us_per_cycle["cython"] / c_cycle if c_cycle else None,
-        "cython_over_cython_batched": us_per_cycle["cython"] / us_per_cycle["cython_batched"],
-        "pure_over_cython_batched": us_per_cycle["pure"] / us_per_cycle["cython_batched"],
+        "cython_batched_over_cython_packed": us_per_cycle["cython_batched"] / us_per_cycle["cython_packed"],
+        "cython_over_cython_packed": us_per_cycle["cython"] / us_per_cycle["cython_packed"],
+        "pure_over_cython_packed": us_per_cycle["pure"] / us_per_cycle["cython_packed"],
         "filterpy_over_c": us_per_cycle["filterpy"] / c_cycle if c_cycle else None,
+        "runtime_objects_over_runtime_packed": (runtime["runtime_objects"]["cycle_us"]
+                                                / runtime["runtime_packed"]["cycle_us"]),
     }
     goals = {
-        "filterpy_over_ours_batched": _goal(ratios["filterpy_over_cython_batched"],
+        "filterpy_over_ours_batched": _goal(ratios["filterpy_over_" + BATCHED],
                                             GOALS["filterpy_over_ours_batched_min"], "min"),
-        "ours_batched_over_c": _goal(ratios["cython_batched_over_c"], GOALS["ours_batched_over_c_max"], "max"),
-        "one_call_path_beside_it": {"filterpy_over_cython": ratios["filterpy_over_cython"],
-                                    "cython_over_c": ratios["cython_over_c"]},
+        "ours_batched_over_c": _goal(ratios[BATCHED + "_over_c"], GOALS["ours_batched_over_c_max"], "max"),
+        "batched_path": BATCHED,
+        "beside_it": {"object_batched": {"filterpy_over_cython_batched": ratios["filterpy_over_cython_batched"],
+                                         "cython_batched_over_c": ratios["cython_batched_over_c"]},
+                      "one_call": {"filterpy_over_cython": ratios["filterpy_over_cython"],
+                                   "cython_over_c": ratios["cython_over_c"]}},
     }
     results = {
         "us_per_cycle": us_per_cycle,
         "us_per_predict": {k: v["predict_us"] for k, v in per.items()},
         "us_per_update": {k: v["update_us"] for k, v in per.items()},
+        "runtime_us_per_cycle": {k: v["cycle_us"] for k, v in runtime.items()},
+        "timed_regions": {
+            "cython_packed": "predict_packed(rows, 10) + update_pose(pose) per cycle; the rows written with "
+                             "pack_imu before the clock starts (as the objects of the object paths are built)",
+            "cython_batched": "predict_many(10 ImuSample) + update_pose(pose); objects built beforehand",
+            "cython": "10 x predict(ImuSample) + update_pose(pose); objects built beforehand",
+            "filterpy": "10 x (kf.F = F; kf.predict()) + kf.update(z) + error-state reset; F, z built beforehand",
+            "runtime_packed / runtime_objects": "the runtime path of a cycle: 10 x on_imu (finiteness check, "
+                                                "queueing incl. writing the packed row, watchdog feed) + predict "
+                                                "group + on_pose + aiding group (EskfPoseEstimator), Cython "
+                                                "build; ImuSample objects built beforehand",
+        },
         "ratios": ratios,
         "goals": goals,
         "all_goals_met": goals["filterpy_over_ours_batched"]["met"] and goals["ours_batched_over_c"]["met"],
         "notes": notes,
         "workload": {"cycles_per_batch": {"cython": N_CYCLES, "cython_batched": N_CYCLES, "c": N_CYCLES,
+                                          "cython_packed": N_CYCLES, "runtime_packed": N_CYCLES,
+                                          "runtime_objects": N_CYCLES,
                                           "pure": N_CYCLES_SLOW, "numpy": N_CYCLES_SLOW,
                                           "filterpy": N_CYCLES_SLOW, "micropython": N_CYCLES_MP},
                      "batches": ROUNDS,
@@ -431,12 +525,21 @@ def main():
         xc = v["cycle_us"] / c_cycle if c_cycle else float("nan")
         print("%-15s %11.3f %11.3f %14.3f %9.2f %12.2f" % (name, v["predict_us"], v["update_us"], v["cycle_us"], xc,
                                                         us_per_cycle["filterpy"] / v["cycle_us"]))
+    for name in RUNTIME_NAMES:
+        print("%-15s %11s %11s %14.3f   (runtime path: entry points + rate groups)" % (
+            name, "", "", runtime[name]["cycle_us"]))
+    print("batched path (goals): %s" % BATCHED)
     for key in ("filterpy_over_ours_batched", "ours_batched_over_c"):
         g = goals[key]
         value = "n/a" if g["value"] is None else "%.2f" % g["value"]
         print("%-28s = %s (goal %s): %s" % (key, value, g["goal"], "met" if g["met"] else "NOT met"))
-    print("one-call path beside it: filterpy_over_cython = %.2f, cython_over_c = %s" % (
-        ratios["filterpy_over_cython"], "n/a" if ratios["cython_over_c"] is None else "%.2f" % ratios["cython_over_c"]))
+
+    def fmt(v):
+        return "n/a" if v is None else "%.2f" % v
+    print("beside it: object batched filterpy_over = %s, over_c = %s; one call filterpy_over = %s, over_c = %s" % (
+        fmt(ratios["filterpy_over_cython_batched"]), fmt(ratios["cython_batched_over_c"]),
+        fmt(ratios["filterpy_over_cython"]), fmt(ratios["cython_over_c"])))
+    print("runtime path: objects / packed = %.2f" % ratios["runtime_objects_over_runtime_packed"])
     for k, v in notes.items():
         print("%s: %s" % (k, v))
     write_results("eskf", results)

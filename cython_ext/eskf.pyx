@@ -7,9 +7,11 @@ nav_state and the counters are the pure module's code (one source); :class:`Eskf
 first in the MRO, keeps the filter state in C arrays and replaces only the pure class's
 state hooks (``_setup_state``, ``_reset_nominal``, ``_nominal``/``_set_nominal``,
 ``_set_variance``, the ``P`` attribute) and the hot entry points ``predict``,
-``predict_many`` and ``update_pose``, whose fast path reads a well-formed sample in C and
-hands anything else to the pure parser (so refusals and their messages are the pure
-module's).
+``predict_many``, ``predict_packed`` and ``update_pose``, whose fast path reads a well-formed
+sample in C and hands anything else to the pure parser (so refusals and their messages are the
+pure module's). ``pack_imu`` (also ``EskfKernel.pack_imu``) writes an ImuSample into the packed
+IMU queue that ``predict_packed`` reads (layout: ``onboard.estimators.eskf_packed``), the fields
+read in C.
 
 The kernels compute every entry of P with the same operations, in the same order, as the pure
 ``_propagate`` / ``_fuse`` (so the two builds agree bit for bit, tested), arranged for the
@@ -35,8 +37,10 @@ docs/results/estimators.md.
 cimport cython
 from libc.math cimport sin, cos, sqrt, atan2, asin, isfinite
 from libc.string cimport memcpy
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_FORMAT, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE
 
 from onboard.estimators import eskf as _pure
+from onboard.estimators import eskf_packed as _packed
 from onboard.estimators.eskf import EskfInputError
 
 cdef enum:
@@ -52,7 +56,17 @@ cdef enum:
     GATED = 0
     FUSED = 1
 
+cdef enum:             # packed IMU layout (onboard.estimators.eskf_packed)
+    IMU_TIME_US = 0
+    IMU_DT_US = 1
+    IMU_DVEL = 2
+    IMU_DANG = 5
+    IMU_STRIDE = 8
+cdef double TIME_LIMIT = 4611686018427387904.0     # 2**62: microsecond times beyond it go to the pure code
+
 assert (NOT_PD, GATED, FUSED) == (_pure.NOT_PD, _pure.GATED, _pure.FUSED)
+assert (IMU_TIME_US, IMU_DT_US, IMU_DVEL, IMU_DANG, IMU_STRIDE) == (
+    _packed.IMU_TIME_US, _packed.IMU_DT_US, _packed.IMU_DVEL_BODY_MPS, _packed.IMU_DANG_BODY_RAD, _packed.IMU_STRIDE)
 assert (NS, NM, POS, ATT, VEL, BACC, BGYR) == (_pure.N_STATE, _pure.N_MEAS, _pure.POS, _pure.ATT, _pure.VEL,
                                                _pure.BACC, _pure.BGYR)
 
@@ -144,6 +158,51 @@ cdef inline bint _cov3(object c, const double* default, double* out):
         out[2] = cv[2]
         return True
     return False
+
+
+cdef inline bint _tuple3(object v, double* out) except -1:
+    """Three doubles of a length-3 tuple (floats or ints); False when not such a tuple."""
+    cdef tuple t
+    if type(v) is not tuple or len(<tuple>v) != 3:
+        return False
+    t = <tuple>v
+    out[0] = <double>t[0]
+    out[1] = <double>t[1]
+    out[2] = <double>t[2]
+    return True
+
+
+def pack_imu(buf, Py_ssize_t k, sample):
+    """``onboard.estimators.eskf_packed.pack_imu`` with the sample read in C: the same values written, the
+    same return value (True when every value is finite); anything but an ImuSample's int times and
+    3-tuples (or a buffer that is not doubles) goes to the pure function, which also raises its errors."""
+    cdef Py_buffer view
+    cdef double row[IMU_STRIDE]
+    cdef double* out
+    cdef int i
+    cdef bint finite = True
+    try:
+        if not (type(sample.time_us) is int and type(sample.dt_us) is int
+                and _tuple3(sample.dvel_body_mps, row + IMU_DVEL) and _tuple3(sample.dang_body_rad, row + IMU_DANG)):
+            return _packed.pack_imu(buf, k, sample)
+        row[IMU_TIME_US] = <double>sample.time_us        # float(int): correctly rounded, as in the pure code
+        row[IMU_DT_US] = <double>sample.dt_us
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return _packed.pack_imu(buf, k, sample)
+    try:
+        PyObject_GetBuffer(buf, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
+    except (TypeError, BufferError):
+        return _packed.pack_imu(buf, k, sample)
+    if (view.itemsize != sizeof(double) or view.format == NULL or view.format[0] != b'd' or view.format[1] != 0
+            or k < 0 or (k + 1) * IMU_STRIDE > view.len // sizeof(double)):
+        PyBuffer_Release(&view)
+        return _packed.pack_imu(buf, k, sample)
+    out = <double*>view.buf + k * IMU_STRIDE
+    for i in range(IMU_STRIDE):
+        out[i] = row[i]
+        finite = finite and isfinite(row[i])
+    PyBuffer_Release(&view)
+    return finite
 
 
 cdef class EskfKernel:
@@ -248,6 +307,8 @@ cdef class EskfKernel:
         return (self.bg[0], self.bg[1], self.bg[2])
 
     # ------------------------------------------------------------ predict
+    pack_imu = staticmethod(pack_imu)       # the packed rows predict_packed reads, written in C
+
     cdef inline bint _read_imu(self, object imu, long long* t, long long* dt_us, double* dv, double* da):
         """A well-formed, in-order IMU sample read in C; False sends it to the pure parser."""
         try:
@@ -294,6 +355,65 @@ cdef class EskfKernel:
                     _pure.Eskf.predict(self, imu)
                 except EskfInputError:
                     refused += 1
+        return refused
+
+    @cython.always_allow_keywords(False)
+    def predict_packed(self, buf, Py_ssize_t count):
+        """As the pure ``predict_packed``: the first ``count`` samples of a packed IMU buffer (layout of
+        ``onboard.estimators.eskf_packed``), each exactly as ``predict``; returns how many were refused.
+
+        The buffer is read through the buffer protocol (one ``PyObject_GetBuffer``, about half what
+        acquiring a typed memoryview costs per call): a well-formed, in-order sample goes to the kernel with
+        no Python object made; anything else (and every sample before initialisation) to the pure code."""
+        cdef Py_buffer view
+        cdef const double* row
+        cdef double dv[3]
+        cdef double da[3]
+        cdef double t_d, dt_d
+        cdef long long t, dt_us
+        cdef long refused = 0
+        cdef Py_ssize_t k, n_values
+        try:
+            PyObject_GetBuffer(buf, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS)
+        except (TypeError, BufferError):
+            return _pure.Eskf.predict_packed(self, buf, count)      # a sequence that is no buffer
+        if view.itemsize != sizeof(double) or view.format == NULL or view.format[0] != b'd' or view.format[1] != 0:
+            PyBuffer_Release(&view)             # not doubles: the pure code reads it as a sequence
+            return _pure.Eskf.predict_packed(self, buf, count)
+        try:
+            n_values = view.len // sizeof(double)
+            if count < 0 or count * IMU_STRIDE > n_values:
+                _pure.check_packed_count(n_values, count)
+            for k in range(count):
+                row = <const double*>view.buf + k * IMU_STRIDE
+                t_d = row[IMU_TIME_US]
+                dt_d = row[IMU_DT_US]
+                dv[0] = row[IMU_DVEL]
+                dv[1] = row[IMU_DVEL + 1]
+                dv[2] = row[IMU_DVEL + 2]
+                da[0] = row[IMU_DANG]
+                da[1] = row[IMU_DANG + 1]
+                da[2] = row[IMU_DANG + 2]
+                # int(x) of the pure parser truncates towards zero, as the C cast does (within +-2**62);
+                # dt_d >= 1 is int(dt_d) >= 1
+                if (self.initialized and -TIME_LIMIT < t_d < TIME_LIMIT and 1.0 <= dt_d < TIME_LIMIT
+                        and isfinite(dv[0]) and isfinite(dv[1]) and isfinite(dv[2])
+                        and isfinite(da[0]) and isfinite(da[1]) and isfinite(da[2])):
+                    t = <long long>t_d
+                    dt_us = <long long>dt_d
+                    if not (dt_us > self.max_dt_us or (self.has_last_imu and t <= self._last_imu_us)):
+                        self._predict_c(dt_us * 1e-6, dv, da)
+                        self.time_us = t
+                        self._last_imu_us = t
+                        self.has_last_imu = True
+                        self.predicts += 1
+                        continue
+                try:
+                    _pure.Eskf.predict(self, _pure.PackedImu(buf, k))
+                except EskfInputError:
+                    refused += 1
+        finally:
+            PyBuffer_Release(&view)
         return refused
 
     def _step(self, double dt, dvel, dang):

@@ -58,7 +58,10 @@ and leaves the filter exactly as it was.
 
 Batches: ``predict_many(imu_samples)`` runs the samples in order exactly as that many
 ``predict`` calls would (bit for bit, the same counters) and returns how many it refused
-instead of raising, so a rate group can hand over its whole IMU queue in one call.
+instead of raising, so a rate group can hand over its whole IMU queue in one call;
+``predict_packed(buf, count)`` does the same for a queue of packed samples (a flat
+``array('d')``, layout in ``onboard.estimators.eskf_packed``), read without Python objects on
+the Cython build.
 
 One source for every build: this class holds the configuration, validation,
 initialisation, the restart logic, state access and counters. The numeric work sits
@@ -77,6 +80,8 @@ from onboard.core.samples import NavState
 from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, int_at_least, vector
 from onboard.core.units import G_MPS2
 from onboard.estimators.base import EstimatorInputError
+from onboard.estimators.eskf_packed import (IMU_DANG_BODY_RAD, IMU_DT_US, IMU_DVEL_BODY_MPS, IMU_STRIDE, IMU_TIME_US,
+                                            pack_imu)
 from onboard.estimators.ins import Strapdown
 
 # ---------------------------------------------------------------- state layout
@@ -201,6 +206,26 @@ def parse_imu(imu, last_imu_us, max_dt_us):
     return time_us, dt_us, dvel, dang
 
 
+class PackedImu:
+    """Slot k of a packed IMU buffer (onboard.estimators.eskf_packed) seen as an ImuSample, for
+    :func:`parse_imu`: the packed path refuses exactly what the object path refuses, with the same messages."""
+
+    def __init__(self, buf, k):
+        b = k * IMU_STRIDE
+        self.time_us = buf[b + IMU_TIME_US]
+        self.dt_us = buf[b + IMU_DT_US]
+        self.dvel_body_mps = (buf[b + IMU_DVEL_BODY_MPS], buf[b + IMU_DVEL_BODY_MPS + 1],
+                              buf[b + IMU_DVEL_BODY_MPS + 2])
+        self.dang_body_rad = (buf[b + IMU_DANG_BODY_RAD], buf[b + IMU_DANG_BODY_RAD + 1],
+                              buf[b + IMU_DANG_BODY_RAD + 2])
+
+
+def check_packed_count(n_values, count):
+    """EskfInputError unless ``count`` samples fit in a packed buffer of ``n_values`` doubles."""
+    if count < 0 or count * IMU_STRIDE > n_values:
+        raise EskfInputError("packed IMU buffer of %d values cannot hold %d samples" % (n_values, count))
+
+
 def parse_pose(pose, cfg):
     """(time_us, pos_ned_m, euler_rad, r_diag (6 variances)) of a valid PoseSample, else EskfInputError."""
     try:
@@ -264,6 +289,7 @@ class Eskf:
     """
 
     impl = "pure"
+    pack_imu = staticmethod(pack_imu)   # writes one ImuSample in the layout predict_packed reads
 
     def __init__(self, config=None):
         self.cfg = make_config(config)
@@ -377,6 +403,21 @@ class Eskf:
         for imu in imu_samples:
             try:
                 self.predict(imu)
+            except EskfInputError:
+                refused += 1
+        return refused
+
+    def predict_packed(self, buf, count):
+        """``predict_many`` of the first ``count`` samples of a packed IMU buffer (``array('d')`` in the
+        layout of ``onboard.estimators.eskf_packed``): the same results, counters and refusals, bit for bit.
+
+        Returns how many were refused; EskfInputError (nothing done) when ``buf`` is too short for ``count``.
+        """
+        check_packed_count(len(buf), count)
+        refused = 0
+        for k in range(count):
+            try:
+                self.predict(PackedImu(buf, k))
             except EskfInputError:
                 refused += 1
         return refused

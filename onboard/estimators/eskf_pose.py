@@ -34,7 +34,7 @@ ESKF_DPSI_N, ESKF_DPSI_E, ESKF_DPSI_D = DPSI_N, DPSI_E, DPSI_D
 class EskfPoseEstimator:
     """The INS + 15-state ES-EKF (ag2u III-C) behind the runtime's estimator contract (onboard.estimators.base).
 
-    GroundRobotRuntime calls ``predict(ImuSample)`` (or ``predict_many`` with its IMU queue),
+    GroundRobotRuntime calls ``predict(ImuSample)`` (or ``predict_packed`` with its packed IMU queue),
     ``update_pose(PoseSample)``, ``nav_state()``, ``initialized`` and ``counters()``; bad input raises
     EstimatorInputError (the runtime counts it and keeps going), whether the ESKF
     refused the sample (EskfInputError) or its innovation covariance was not
@@ -54,6 +54,7 @@ class EskfPoseEstimator:
         if len(self.consider_var) != ESKF_POSE_DIM or not all(v >= 0.0 for v in self.consider_sigma):
             raise ValueError("consider_sigma needs %d non-negative values, got %r" % (ESKF_POSE_DIM, consider_sigma))
         self.impl = self.eskf.impl
+        self.pack_imu = self.eskf.pack_imu      # writes the packed IMU rows predict_packed reads
         self.numeric_errors = 0
         self._min_pos_var_m2 = MIN_POS_SIGMA_M ** 2
         self._min_att_var_rad2 = MIN_ANGLE_SIGMA_RAD ** 2
@@ -72,6 +73,10 @@ class EskfPoseEstimator:
         """``predict`` for each sample in order, bit for bit the same; returns how many were refused
         (each counted by the ESKF, which keeps its state for them)."""
         return self.eskf.predict_many(imu_samples)
+
+    def predict_packed(self, buf, count):
+        """``predict_many`` of the first ``count`` packed samples of ``buf`` (``Eskf.predict_packed``)."""
+        return self.eskf.predict_packed(buf, count)
 
     def update_pose(self, pose):
         if pose.cov_pos_m2 is not None or pose.cov_att_rad2 is not None:

@@ -5,16 +5,20 @@ Entry points called by drivers (real or simulated alike): ``on_imu(ImuSample)``,
 and consumed by two rate groups:
 
 - ``predict`` (imu_rate_hz): IMU samples -> ``estimator.predict``, or the whole queue at once to
-  ``estimator.predict_many`` where the estimator has one (same results; returns how many it refused)
+  ``estimator.predict_packed(buf, count)`` where the estimator has one (the queue is then a flat
+  ``array('d')`` written by ``on_imu``, :mod:`onboard.runtime.imu_queue`) or else to
+  ``estimator.predict_many`` (same results; both return how many they refused)
 - ``aiding`` (aiding_rate_hz): pose samples -> ``estimator.update_pose``
 
 Watched inputs ``imu`` and ``aiding`` are fed with each accepted sample's time. A
-non-finite sample is rejected at the entry point (never queued, never feeds the
-watchdog); a sample the estimator refuses (:class:`EstimatorInputError`) is counted
-and the estimator keeps its state. The estimator is any object following
+non-finite sample (with the packed queue also one whose fields are no numbers) is rejected at the
+entry point (never queued, never feeds the watchdog); a sample the estimator refuses
+(:class:`EstimatorInputError`) is counted and the estimator keeps its state. The estimator is any object following
 ``onboard.estimators.base``.
 """
 from onboard.estimators.base import EstimatorInputError
+from onboard.estimators.eskf_packed import pack_imu
+from onboard.runtime.imu_queue import DROPPED_OLDEST, NOT_FINITE, PackedImuQueue
 
 IMU_INPUT = "imu"
 AIDING_INPUT = "aiding"
@@ -30,6 +34,10 @@ class PoseEstimation:
         self.aiding_timeout_us = aiding_timeout_us
         self.queue_limit = queue_limit
         self._imu_queue = []
+        # packed queue for an estimator that reads one (chosen once, here); else the list of samples
+        # (written by the estimator's own pack_imu where it has one: the Cython build's reads in C)
+        self._imu_packed = (PackedImuQueue(queue_limit, getattr(estimator, "pack_imu", None) or pack_imu)
+                            if getattr(estimator, "predict_packed", None) is not None else None)
         self._pose_queue = []
         self.dropped_samples = 0
         self.rejected_samples = 0
@@ -48,7 +56,20 @@ class PoseEstimation:
 
     # ------------------------------------------------------------ driver entry points
     def _on_imu(self, sample):
-        self._enqueue(self._imu_queue, sample, IMU_INPUT)
+        packed = self._imu_packed
+        if packed is None:
+            self._enqueue(self._imu_queue, sample, IMU_INPUT)
+            return
+        try:
+            outcome = packed.push(sample)       # checks finiteness on the packed values (as is_finite)
+        except ValueError:                      # a field that is no number: refused here, as non-finite ones
+            outcome = NOT_FINITE
+        if outcome == NOT_FINITE:
+            self.rejected_samples += 1          # never fused, never feeds the watchdog
+            return
+        if outcome == DROPPED_OLDEST:
+            self.dropped_samples += 1
+        self._node.feed(IMU_INPUT, sample.time_us)
 
     def _on_pose(self, sample):
         self._enqueue(self._pose_queue, sample, AIDING_INPUT)
@@ -65,6 +86,12 @@ class PoseEstimation:
 
     # ------------------------------------------------------------ rate groups
     def _predict(self, now_us):
+        packed = self._imu_packed
+        if packed is not None:                  # the packed queue in one call (returns the count refused)
+            count = packed.count
+            packed.clear()
+            self.rejected_samples += self.estimator.predict_packed(packed.buf, count)
+            return
         queue = self._imu_queue
         self._imu_queue = []
         predict_many = getattr(self.estimator, "predict_many", None)

@@ -17,6 +17,7 @@ from onboard.estimators.eskf import IMPL_MODULES, EskfInputError, make_eskf
 from onboard.estimators.eskf_pose import EskfPoseEstimator
 from onboard.estimators.planar_ekf import PlanarEkf
 from onboard.runtime.estimation import PoseEstimation
+from onboard.runtime.node import Node
 
 IMPLS = impl_switch.available(IMPL_MODULES)
 G = 9.80665
@@ -124,25 +125,33 @@ def test_refused_sample_in_a_batch_leaves_the_state_as_it_was():
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_predict_group_hands_its_queue_over_at_once(impl):
-    """PoseEstimation's predict rate group: predict_many on the ES-EKF, a loop on the planar EKF;
-    both leave the state and the refusal count of one predict per sample."""
+    """PoseEstimation's predict rate group: the packed queue to predict_packed on the ES-EKF, the list to
+    predict_many where the estimator has only that, a loop on the planar EKF; all leave the state and the
+    refusal count of one predict per sample (samples fed through the real entry points of a Node)."""
     chunks, poses = _workload(7)
     groups = []
-    for batched in (True, False):
+    for mode in ("packed", "many", "loop"):
         est = EskfPoseEstimator(impl=impl)
-        if not batched:
-            est.predict_many = None             # the runtime then calls predict once per sample
-        group = PoseEstimation(est, 100, 10, 50000, 500000)
+        if mode != "packed":
+            est.predict_packed = None           # the runtime then keeps a list of sample objects
+        if mode == "loop":
+            est.predict_many = None             # ... and calls predict once per sample
+        group = Node("eskf").add("estimation", PoseEstimation(est, 100, 10, 50000, 500000))
+        assert (group._imu_packed is not None) == (mode == "packed")
         for chunk, pose in zip(chunks, poses):
-            group._imu_queue = list(chunk)
+            for s in chunk:
+                if isinstance(s, ImuSample):    # the entry point takes ImuSample (is_finite, packing)
+                    group.on_imu(s)
             group._predict(chunk[-1].time_us)
-            group._pose_queue = [pose]
+            group.on_pose(pose)
             group._aiding(pose.time_us)
         groups.append(group)
-    assert groups[0].rejected_samples == groups[1].rejected_samples > 0
-    assert groups[0].estimator.eskf.get_state() == groups[1].estimator.eskf.get_state()
+    assert groups[0].rejected_samples == groups[1].rejected_samples == groups[2].rejected_samples > 0
+    state = groups[0].estimator.eskf.get_state()
+    assert state == groups[1].estimator.eskf.get_state() == groups[2].estimator.eskf.get_state()
+    assert state["rejected"] > 0 and state["predicts"] > 0   # refused by the filter (out of order, dt)
     planar = PoseEstimation(PlanarEkf(), 100, 10, 50000, 500000)
-    assert getattr(planar.estimator, "predict_many", None) is None
+    assert getattr(planar.estimator, "predict_many", None) is None and planar._imu_packed is None
     alone = PlanarEkf()
     refused = 0
     for chunk in chunks:
