@@ -125,10 +125,13 @@ train-swarm: setup $(STAMPS)/train-venv
 	$(PY) -m harness.training.swarm_policy.export_bearing --dir models/swarm/bearing
 
 # soil: the learned physics-informed estimator (soil paper 2.1, Fig. 3): 268 episodes (cached in build/soil/; ~10 min
-# on 2 cores), an ensemble of 5 networks trained through the FEE -> models/soil/estimator/{weights.npz,card.json}
+# on 2 cores), networks trained through the FEE: 3 reading the force as well (the default model) ->
+# models/soil/estimator/, and the paper's 5 without the force (soil-ood) -> models/soil/estimator_kinematic/
 train-soil: setup $(STAMPS)/train-venv
 	$(PY) -m harness.training.soil_estimator.train --episodes 268 --data-seed 1 --epochs 150 --hidden 128 128 --weight-decay 1e-3 \
-		--members 5 --seed 1 --workers 2
+		--members 3 --seed 1 --workers 2 --inputs force --out models/soil/estimator
+	$(PY) -m harness.training.soil_estimator.train --episodes 268 --data-seed 1 --epochs 150 --hidden 128 128 --weight-decay 1e-3 \
+		--members 5 --seed 1 --workers 2 --inputs kinematic --out models/soil/estimator_kinematic
 
 # alexi (terrain-leveling thesis ch. 6): Sandbox sessions (test A + unseen B with seed 0; two training sessions on
 # terrain A from other start poses, seeds 1 and 2; ~3-5 min each), then the V1, V2 (two- and three-network) and

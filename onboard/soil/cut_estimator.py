@@ -224,7 +224,42 @@ class CutEstimate:
     sigma) of the geometry's corrections; empty when off), ``null_diag`` (diag N in scaled units), ``rank``
     (of the scaled per-sample Jacobian), ``chi2_red``, ``samples``, ``components`` (measured: "fx", "fz"),
     ``force_mae_n`` and ``force_mae_pct`` (mean |F_meas - F_FEE(theta) - F^r| over the measured components, in N
-    and in % of the mean |F_meas|), ``predicted`` ((fx, fz) arrays), ``success``, ``nfev``, ``message``."""
+    and in % of the mean |F_meas|), ``predicted`` ((fx, fz) arrays), ``success``, ``nfev``, ``message``,
+    ``var_epistemic`` (the part of ``var_data`` from an ensemble's spread; zeros for a single estimator).
+
+    Both estimators (this module's and ``onboard.soil.learned_estimator``) build it with this constructor;
+    the force errors are computed here from the measured and predicted force over ``measured`` (the samples
+    of each component that count: boolean masks or None for every sample)."""
+
+    def __init__(self, theta, var, var_data, flags, reasons, window, predicted, measured=(None, None),
+                 residual_force_n=(0.0, 0.0), residual_sigma_n=(0.0, 0.0), known_residuals=None, null_diag=None,
+                 rank=0, chi2_red=0.0, success=True, nfev=0, message="", var_epistemic=None):
+        self.theta = np.asarray(theta, dtype=float)
+        self.var = np.asarray(var, dtype=float)
+        self.var_data = np.asarray(var_data, dtype=float)
+        self.var_epistemic = np.zeros(N_U) if var_epistemic is None else np.asarray(var_epistemic, dtype=float)
+        self.flags = list(flags)
+        self.reasons = list(reasons)
+        self.residual_force_n = (float(residual_force_n[0]), float(residual_force_n[1]))
+        self.residual_sigma_n = (float(residual_sigma_n[0]), float(residual_sigma_n[1]))
+        self.known_residuals = dict(known_residuals or {})
+        self.null_diag = null_diag
+        self.rank = int(rank)
+        self.chi2_red = float(chi2_red)
+        self.samples = len(window)
+        fx, fz = predicted
+        mx = np.isfinite(window.fx_n) if measured[0] is None else measured[0]
+        mz = np.isfinite(window.fz_n) if measured[1] is None else measured[1]
+        self.components = tuple(c for c, h in (("fx", np.isfinite(window.fx_n)), ("fz", np.isfinite(window.fz_n)))
+                                if np.any(h))
+        errs = np.concatenate((np.abs(window.fx_n[mx] - fx[mx]), np.abs(window.fz_n[mz] - fz[mz])))
+        scale = np.concatenate((np.abs(window.fx_n[mx]), np.abs(window.fz_n[mz])))
+        self.force_mae_n = float(errs.mean()) if errs.size else float("nan")
+        self.force_mae_pct = float(100.0 * errs.mean() / max(scale.mean(), 1e-9)) if errs.size else float("nan")
+        self.predicted = (fx, fz)
+        self.success = bool(success and errs.size > 0)
+        self.nfev = int(nfev)
+        self.message = str(message)
 
     def as_dict(self):
         return {"theta": dict(zip(THETA_U_NAMES, (float(v) for v in self.theta))),
@@ -385,27 +420,10 @@ class CutEstimator:
                 var[k] = max(var[k], var_amb[k])
         fx, fz = self.predict(theta, window, nv.get("surcharge_rel", 0.0), nv.get("depth_m", 0.0))
         fx, fz = fx + res_x, fz + res_z                 # F^FEE + F^r (Fig. 3)
-        errs = np.concatenate((np.abs(mx - fx[has_x]), np.abs(mz - fz[has_z])))
-        scale = np.concatenate((np.abs(mx), np.abs(mz)))
-        out = CutEstimate()
-        out.theta = theta
-        out.var = var
-        out.var_data = var_data
-        out.flags = flags
-        out.reasons = reasons
-        out.residual_force_n = (float(res_x), float(res_z))
-        out.residual_sigma_n = (float(nuis_sigma.get("fx", 0.0)), float(nuis_sigma.get("fz", 0.0)))
-        out.known_residuals = {name: (float(nv[name]), float(nuis_sigma[name]))
-                               for name in ("surcharge_rel", "depth_m") if name in nv}
-        out.null_diag = null_diag
-        out.rank = rank
-        out.chi2_red = chi2_red
-        out.samples = n
-        out.components = tuple(c for c, h in (("fx", has_x), ("fz", has_z)) if np.any(h))
-        out.force_mae_n = float(errs.mean())
-        out.force_mae_pct = float(100.0 * errs.mean() / max(scale.mean(), 1e-9))
-        out.predicted = (fx, fz)
-        out.success = bool(sol.success)
-        out.nfev = int(sol.nfev)
-        out.message = str(sol.message)
-        return out
+        return CutEstimate(theta, var, var_data, flags, reasons, window, (fx, fz), (has_x, has_z),
+                           residual_force_n=(res_x, res_z),
+                           residual_sigma_n=(nuis_sigma.get("fx", 0.0), nuis_sigma.get("fz", 0.0)),
+                           known_residuals={name: (float(nv[name]), float(nuis_sigma[name]))
+                                            for name in ("surcharge_rel", "depth_m") if name in nv},
+                           null_diag=null_diag, rank=rank, chi2_red=chi2_red, success=sol.success, nfev=sol.nfev,
+                           message=sol.message)

@@ -20,16 +20,22 @@ kinematics, the force sensors, the operator's phase and lane) feeds the watched 
   ``cut_estimate`` (and logged on ``/soil/cut_estimate``); the part keeps them in ``estimates``.
 
 With ``layers.enabled``, :class:`CutEstimation` also fuses the soil into the grid map's property layers
-(``onboard.soil.soil_layers``: Alg. 4 and the FEE index of section 3.2): each closed cut is split into
-windows of ``layers.window_m`` of blade travel, each window estimated on sensor path ``layers.path`` by the
-estimator ``layers.estimator`` (only "classical", the per-cut NLS estimator, so far) and fused over the
-failure wedges of its sweeps, the FEE index refreshed on the cells fused; every window is logged on
-``/soil/layer_update``, and after each cut the layers go to the ``view`` callable as one ``foxglove.Grid``
-on ``/soil/grid`` (``onboard.soil.soil_layers_grid``; ``layers.log_grid``).
+(``onboard.soil.soil_layers``: Alg. 4 and the FEE index of section 3.2): each closed cut is split into windows
+of ``layers.window_m`` of blade travel, each window estimated on sensor path ``layers.path`` by the estimator
+``layers.estimator`` (``"classical"``: the per-cut NLS estimator, ``onboard.soil.cut_estimator``;
+``"learned"``: the physics-informed network, ``onboard.soil.learned_estimator``, the committed model or the
+folder ``layers.learned_model``) and fused over the failure wedges of its sweeps, the FEE index refreshed on
+the cells fused; every window is logged on ``/soil/layer_update``, and after each cut the layers go to the
+``view`` callable as one ``foxglove.Grid`` on ``/soil/grid`` (``onboard.soil.soil_layers_grid``;
+``layers.log_grid``).
 
 Sensor paths: ``"force"`` (the blade force sensor, F_x and F_z), ``"drive+pressure"`` (F_x from the drive
 torque, F_z from the lift-cylinder pressure given that F_x: ``onboard.soil.machine_forces``),
 ``"drive"`` (F_x only); the drive and pressure paths need the machine's constants (``machine``).
+
+The learned estimator reads the operator's commands (its action history) besides the machine's samples:
+with ``layers.estimator`` "learned" the estimation part declares the entry point ``on_command``
+(:class:`OperatorCommand`, the commands in force from ``time_us`` on), which the loader's operator feeds.
 """
 from onboard.core.settings import (BOOLEAN, ConfigError, NON_NEGATIVE, checked, int_at_least, non_empty_list,
                                    one_of, under)
@@ -43,7 +49,7 @@ SWEEP_TOPIC = "/soil/sweep"
 ESTIMATE_TOPIC = "/soil/cut_estimate"
 LAYER_TOPIC = "/soil/layer_update"
 GRID_TOPIC = "/soil/grid"
-ESTIMATORS = ("classical",)             # the sources of the estimates fused into the layers
+ESTIMATORS = ("classical", "learned")   # the sources of the estimates fused into the layers
 
 DEFAULTS = {
     "map_rate_hz": 20,
@@ -56,15 +62,15 @@ DEFAULTS = {
     "min_samples": 60,                  # fewer window samples: the cut is not estimated
     "blind_map": dict(blind_map.DEFAULTS),
     "estimator": dict(cut_estimator.DEFAULTS),
-    "layers": dict({"enabled": False, "estimator": "classical", "path": "force", "window_m": 1.0,
-                    "min_samples": 20, "log_grid": True}, **soil_layers.DEFAULTS),
+    "layers": dict({"enabled": False, "estimator": "classical", "learned_model": None, "path": "force",
+                    "window_m": 1.0, "min_samples": 20, "log_grid": True}, **soil_layers.DEFAULTS),
 }
 SETTING_RANGES = dict(
     {"map_rate_hz": int_at_least(1), "estimate_rate_hz": int_at_least(1), "machine_timeout_us": int_at_least(1),
      "estimation": BOOLEAN, "sensor_paths": non_empty_list(one_of(*SENSOR_PATHS)), "min_speed_mps": NON_NEGATIVE,
      "min_samples": int_at_least(10), "cut_estimates": BOOLEAN, "layers.enabled": BOOLEAN,
-     "layers.estimator": ("'classical' (the only estimator the layers take so far; the learned one is not built)",
-                          lambda v: v in ESTIMATORS),
+     "layers.estimator": one_of(*ESTIMATORS),
+     "layers.learned_model": ("null or a model folder path", lambda v: v is None or (isinstance(v, str) and v != "")),
      "layers.path": one_of(*SENSOR_PATHS), "layers.window_m": NON_NEGATIVE, "layers.min_samples": int_at_least(10),
      "layers.log_grid": BOOLEAN},
     **under("blind_map", blind_map.SETTING_RANGES), **under("estimator", cut_estimator.SETTING_RANGES),
@@ -109,6 +115,33 @@ class MachineSample:
                 "blade_force_n": list(self.blade_force_n), "drive_torque_nm": self.drive_torque_nm,
                 "lift_pressure_pa": self.lift_pressure_pa, "lift_m": self.lift_m, "speed_mps": self.speed_mps,
                 "pitch_rad": self.pitch_rad, "phase": self.phase, "lane": list(self.lane)}
+
+
+class OperatorCommand:
+    """The operator's commands in force from ``time_us`` on (SI units): ``speed_mps`` (ground speed), ``lift_m``
+    (lift actuator), ``tilt_rad`` and ``roll_rad`` (blade), ``depth_m`` (cutting depth below the surface).
+    ``FIELDS``: the logs' flat-sample form (the constructor's arguments)."""
+    COMMANDS = ("speed_mps", "lift_m", "tilt_rad", "roll_rad", "depth_m")
+    FIELDS = ("time_us",) + COMMANDS
+
+    def __init__(self, time_us, speed_mps, lift_m, tilt_rad, roll_rad, depth_m):
+        self.time_us = int(time_us)
+        self.speed_mps = float(speed_mps)
+        self.lift_m = float(lift_m)
+        self.tilt_rad = float(tilt_rad)
+        self.roll_rad = float(roll_rad)
+        self.depth_m = float(depth_m)
+
+    @classmethod
+    def from_dict(cls, time_us, msg):
+        """From a command message {"speed_mps", "lift_m", "tilt_rad", "roll_rad", "depth_m", ...}."""
+        return cls(time_us, *(msg[k] for k in cls.COMMANDS))
+
+    def is_finite(self):
+        return all(getattr(self, k) - getattr(self, k) == 0 for k in self.COMMANDS)
+
+    def as_dict(self):
+        return {k: getattr(self, k) for k in self.FIELDS}
 
 
 class Cut:
@@ -218,7 +251,17 @@ class CutEstimation:
             raise ConfigError("loader app: sensor paths %s need the machine's constants"
                               % ", ".join(sorted(set(p for p in paths if p != "force"))))
         self.estimator = cut_estimator.CutEstimator(config["estimator"])
+        self.learned = None             # the learned estimator of the layers (layers.estimator "learned")
+        self.commands = {}              # time_us -> {command}: the operator's commands (the learned one's input)
+        self.rejected_commands = 0
+        self.on_command = None
         self.layers = None
+        if lc["enabled"] and lc["estimator"] == "learned":
+            from onboard.soil.learned_estimator import LearnedEstimator, LearnedModelError
+            try:
+                self.learned = LearnedEstimator(lc["learned_model"])
+            except LearnedModelError as exc:
+                raise ConfigError("loader app: layers.learned_model: %s" % exc)
         if lc["enabled"]:
             if grid is None:
                 raise ConfigError("loader app: layers.enabled needs the grid map")
@@ -234,6 +277,30 @@ class CutEstimation:
     def attach(self, node):
         self.node = node
         node.every("estimate", self.config["estimate_rate_hz"], self._estimate)
+        if self.learned is not None:
+            self.on_command = node.entry("command", self._on_command)
+
+    def _on_command(self, command):
+        if not isinstance(command, OperatorCommand) or not command.is_finite():
+            self.rejected_commands += 1
+            return
+        self.commands[command.time_us] = command.as_dict()
+
+    def _drop_commands_before(self, time_us):
+        """Forget the commands superseded before ``time_us`` (the one in force then is kept)."""
+        old = sorted(t for t in self.commands if t <= time_us)
+        for t in old[:-1]:
+            del self.commands[t]
+
+    def layer_estimate(self, sub, window):
+        """The ``CutEstimate`` of one layers window ``window`` of the cut part ``sub`` by ``layers.estimator``
+        (raises ``cut_estimator.CutEstimateError``)."""
+        if self.learned is None:
+            return self.estimator.estimate(window)
+        from onboard.soil import learned_estimator as le
+        kin = le.kinematics_from_samples(sub.samples, window.time_us)
+        act = le.actions_from_commands(self.commands, window.time_us)
+        return self.learned.estimate(window, kin, act)
 
     def submit(self, cut):
         self.pending.append(cut)
@@ -264,7 +331,7 @@ class CutEstimation:
                 row["skipped"] = "too few samples (%d < %d)" % (len(window), lc["min_samples"])
             else:
                 try:
-                    est = self.estimator.estimate(window)
+                    est = self.layer_estimate(sub, window)
                 except cut_estimator.CutEstimateError as exc:
                     row["skipped"] = str(exc)
                 else:
@@ -276,6 +343,8 @@ class CutEstimation:
                     row["cell_list"] = cells
             self.layer_rows.append(row)
             self.node.log(LAYER_TOPIC, now_us, {k2: v for k2, v in row.items() if k2 != "cell_list"})
+        if self.learned is not None and cut.samples:
+            self._drop_commands_before(cut.samples[-1].time_us)
         for fn in self.after_cut:
             fn(cut, self.layer_rows[first:], now_us)
         if self.view is not None and lc["log_grid"]:
@@ -361,6 +430,8 @@ class CutEstimation:
     def report(self):
         done = sum(1 for r in self.estimates if "theta" in r)
         out = {"estimates": done, "skipped": len(self.estimates) - done, "pending": len(self.pending)}
+        if self.learned is not None:
+            out["rejected_commands"] = self.rejected_commands
         if self.layers is not None:
             out["layers"] = self.layers.counters()
         return out

@@ -1,7 +1,8 @@
 """The learned soil estimator (soil paper section 2.1, Fig. 3, eqs. 5-11): the torch FEE equals the NumPy
 FEE; the NumPy inference equals the torch network; a reduced dataset and a few epochs of training through
-the FEE lower the loss and export a model the onboard estimator loads; the committed model gives finite
-estimates with positive variances; bad inputs are refused."""
+the FEE lower the loss and export a model the onboard estimator loads; the force-informed input is the
+kinematic one with the force at the horizon points, built alike in training and onboard; both committed
+models (force-informed, kinematic) give finite estimates with positive variances; bad inputs are refused."""
 import json
 import math
 
@@ -115,6 +116,15 @@ def test_dataset_windows_hold_the_documented_arrays(episode):
     x2, _idx = le.window_inputs(le.geometry_array(window), kin, act, 8)
     np.testing.assert_array_equal(x2, rows[0]["x_raw"])
     assert "fx_n" not in le.CHANNELS and "drive_torque_nm" not in le.CHANNELS
+    # the force-informed model's input: the same channels and the force at the horizon points, in the
+    # layout the training builds from the dataset (with_force_channels)
+    window, kin, act = cut_inputs(cap.app_config, cap.cuts[0], cap.commands)
+    force = np.stack([window.fx_n, window.fz_n], axis=1)
+    xf, idx = le.window_inputs(le.geometry_array(window), kin, act, 8, force)
+    assert xf.shape == (len(le.INPUT_KINDS["force"]) * 8 + len(le.GLOBALS),)
+    np.testing.assert_array_equal(xf, le.with_force_channels(rows[0]["x_raw"][None, :], rows[0]["force_n"][None],
+                                                             8)[0])
+    np.testing.assert_array_equal(rows[0]["force_n"], force[idx])
 
 
 def test_a_few_epochs_through_the_fee_lower_the_loss_and_export_a_loadable_model(episode, tmp_path):
@@ -124,6 +134,7 @@ def test_a_few_epochs_through_the_fee_lower_the_loss_and_export_a_loadable_model
     data = {k: np.array([r[k] for r in rows]) for k in ("x_raw", "geometry", "force_n", "truth", "whole_cut",
                                                        "samples")}
     data["relative_density_pct"] = np.full(len(rows), 40.0)
+    data["x_raw"] = le.with_force_channels(data["x_raw"], data["force_n"], horizon)     # the default inputs
     mask = np.ones(len(rows), dtype=bool)
     x_mean, x_std = tr.normalisation(data["x_raw"])
     lo, hi = tr.preset_bounds()
@@ -134,19 +145,26 @@ def test_a_few_epochs_through_the_fee_lower_the_loss_and_export_a_loadable_model
     assert hist[-1]["total"] < 0.7 * hist[0]["total"]
     assert hist[-1]["force_mae_pct"] < hist[0]["force_mae_pct"]
     members = [md.export_layers(net)]
-    card = {"input": {"horizon": horizon}, "prior_sigma": list(tr.prior_sigma()),
+    card = {"input": {"horizon": horizon, "channels": list(le.INPUT_KINDS["force"])},
+            "prior_sigma": list(tr.prior_sigma()),
             "noise": {"rel_sigma": 0.02, "abs_sigma_n": 200.0}, "eq9": {}}
     tr.export(str(tmp_path), members, x_mean, x_std, lo, hi, card)
     est = le.LearnedEstimator(str(tmp_path))
     window, kin, act = cut_inputs(cap.app_config, cap.cuts[0], cap.commands)
     out = est.estimate(window, kin, act)
+    assert est.inputs == "force"
     assert np.all(np.isfinite(out.theta)) and np.all(out.var > 0)
     assert out.samples == len(window) and math.isfinite(out.force_mae_pct)
+    window.fz_n = np.full(len(window), np.nan)          # a path without F_z: the force-informed model refuses it
+    with pytest.raises(CutEstimateError, match="F_x and F_z"):
+        est.estimate(window, kin, act)
 
 
-def test_the_committed_model_gives_finite_estimates_with_positive_variances(episode):
+@pytest.mark.parametrize("model", [None, le.KINEMATIC_MODEL], ids=["force", "kinematic"])
+def test_the_committed_model_gives_finite_estimates_with_positive_variances(episode, model):
     e, cap = episode
-    est = le.LearnedEstimator()
+    est = le.LearnedEstimator(model)
+    assert est.inputs == ("force" if model is None else "kinematic")
     card = est.card
     assert card["dataset"]["episodes"] >= 100 and len(est.members) == card["network"]["members"]
     window, kin, act = cut_inputs(cap.app_config, cap.cuts[0], cap.commands)
@@ -177,8 +195,10 @@ def test_bad_inputs_are_refused(episode, tmp_path, capsys):
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     assert tr.main(["--dataset", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "m")]) == 2
     assert tr.main(["--epochs", "0"]) == 2
+    from harness.training.soil_estimator import diagnose
+    assert diagnose.main(["--dataset", str(tmp_path / "bad.npz")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 2 and "train-soil:" in err
+    assert err.count("\n") == 3 and err.count("train-soil:") == 2 and "soil diagnose:" in err
 
 
 def test_the_sweep_reports_the_learned_estimator_beside_the_classical_one():

@@ -189,11 +189,17 @@ def test_record_wedge_of_a_straight_cut_reaches_x_max_ahead_of_each_sweep():
     assert len(set(k for k, _x, _m in wedge)) == len(wedge)
 
 
-def test_loader_app_layers_setting_takes_only_the_classical_estimator():
+def test_loader_app_layers_setting_takes_the_classical_or_the_learned_estimator():
     cfg = loader_app.checked_config({"layers": {"enabled": True}})
     assert cfg["layers"]["estimator"] == "classical"
-    with pytest.raises(ConfigError, match="classical"):
-        loader_app.checked_config({"layers": {"enabled": True, "estimator": "learned"}})
+    assert loader_app.checked_config({"layers": {"enabled": True, "estimator": "learned"}})["layers"]["estimator"] \
+        == "learned"
+    with pytest.raises(ConfigError, match="'classical', 'learned'"):
+        loader_app.checked_config({"layers": {"enabled": True, "estimator": "neural"}})
+    missing = loader_app.checked_config({"layers": {"enabled": True, "estimator": "learned",
+                                                    "learned_model": "/nonexistent/model"}})
+    with pytest.raises(ConfigError, match="learned_model"):
+        loader_app.CutEstimation(missing, None, _grid((2.0, 1.0)))
     with pytest.raises(ConfigError, match="grid map"):
         loader_app.CutEstimation(cfg, None, None)
 

@@ -1,7 +1,8 @@
 """Scenario `soil-strip` through the CLI (soil paper section 3.2, Fig. 12): the reduced run (one lane across
 a dense strip, three passes) meets the acceptance numbers and writes its plots and a log whose
 ``foxglove.Grid`` channel carries the layers; a held-out strip geometry written here as a field file is
-separated the same way; a malformed field file or an estimator the layers do not take is one line, exit 2."""
+separated the same way; a malformed field file, an estimator the layers do not take or a missing learned
+model is one line, exit 2."""
 import base64
 import json
 
@@ -86,7 +87,9 @@ def test_a_held_out_strip_given_as_a_field_file_is_separated(tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (("--set", "field.file=%s"), "negative cohesion"),
-    (("--set", "episode.app.layers.estimator=learned"), "classical"),
+    (("--set", "episode.app.layers.estimator=neural"), "'classical', 'learned'"),
+    (("--set", "episode.app.layers.estimator=learned", "--set", "episode.app.layers.learned_model=/nonexistent"),
+     "learned_model"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, needle):
     bad = tmp_path / "bad.toml"

@@ -28,9 +28,9 @@ import time
 
 import numpy as np
 
-from harness.config import mounted
+from harness.config import ConfigError, mounted
 from harness.sim import soil_terrain, soil_world, track_loader
-from harness.sim.soil_loader_world import LoaderWorld
+from harness.sim.soil_loader_world import COMMAND_TOPIC, LoaderWorld
 from onboard.soil import blind_map_numpy, loader_app
 from onboard.soil.fee import THETA_U_NAMES
 from onboard.soil.grid_map import ELEVATION, LOOSE, GridMap
@@ -75,6 +75,13 @@ def check_episode(config, where="config"):
     """ConfigError (one line) for episode settings that are only wrong together: the world's fields and a
     user's field file are built (a malformed file is refused here, before anything runs)."""
     soil_world.build_fields(config["world"], np.random.default_rng(0))
+    lc = config["app"]["layers"]
+    if lc["enabled"] and lc["estimator"] == "learned":
+        from onboard.soil.learned_estimator import LearnedEstimator, LearnedModelError
+        try:
+            LearnedEstimator(lc["learned_model"])
+        except LearnedModelError as exc:
+            raise ConfigError("setting config.episode.app.layers.learned_model: %s" % exc)
 
 
 def machine_constants(loader_config):
@@ -124,12 +131,16 @@ def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None)
     app = loader_app.loader_app(grid, app_cfg, machine_constants(lcfg), blind_map_numpy.erode, log=log, view=view)
     mapping = app.part("mapping")
     estimation = app.part("estimation") if app_cfg["estimation"] else None
+    if estimation is not None and estimation.on_command is not None:
+        _feed_commands(world, estimation.on_command)
     if on_app is not None:
         on_app(app, grid)
     acc = {"map": 0.0, "estimate": 0.0}
     mapping.mapper.sweep = _timed(mapping.mapper.sweep, acc, "map")
     if estimation is not None:
         estimation.estimator.estimate = _timed(estimation.estimator.estimate, acc, "estimate")
+        if estimation.learned is not None:
+            estimation.learned.estimate = _timed(estimation.learned.estimate, acc, "estimate")
     world.add_machine_sensor(mapping.on_machine)
     world.progress = progress
     world.start(app)
@@ -148,6 +159,18 @@ def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None)
                   "estimator_s_per_cut": acc["estimate"] / max(estimated, 1),
                   "sim_seconds_per_wall_second": sim_s / max(time.perf_counter() - t_start, 1e-9)}
     return out
+
+
+def _feed_commands(world, entry):
+    """The operator's commands (what the world logs on ``COMMAND_TOPIC`` every step) also go to the app's
+    entry point ``entry`` (``loader_app.OperatorCommand``), as a machine's operator interface would."""
+    world_log = world.log
+
+    def log_and_feed(topic, time_us, msg):
+        if topic == COMMAND_TOPIC:
+            entry(loader_app.OperatorCommand.from_dict(time_us, msg))
+        world_log(topic, time_us, msg)
+    world.log = log_and_feed
 
 
 def cut_truth(world, row):

@@ -6,7 +6,8 @@ Every (soil, I_d, seed) runs two soil-sweep episodes (one lane with random setpo
 the blade's tilt (pitch) setpoints: ``in_tilt_rad`` inside the training range (the dataset's
 0-0.4 rad, ``harness.training.soil_estimator.dataset``) and ``out_tilt_rad`` outside it (the blade's
 actuator range widened to ``blade_tilt_range_rad`` so it can get there). Each cut is estimated by the
-committed learned estimator (``onboard.soil.learned_estimator``; ``learned_model`` another) twice: by its
+committed learned estimator with the paper's inputs (no force: ``onboard.soil.learned_estimator``'s
+``KINEMATIC_MODEL``, ``models/soil/estimator_kinematic``; ``learned_model`` another) twice: by its
 first member alone (the paper's single network: aleatoric sigma from the NLL only) and by the whole
 ensemble (the members' spread added, an epistemic option, the stretch goal).
 
@@ -42,7 +43,7 @@ DEFAULTS = {
     "in_tilt_rad": [0.0, 0.4],        # the training range of the random tilt setpoints
     "out_tilt_rad": [0.6, 0.8],       # outside it
     "blade_tilt_range_rad": [-0.1, 0.9],
-    "learned_model": None,            # a model folder (weights.npz, card.json); None: models/soil/estimator
+    "learned_model": None,            # a model folder (weights.npz, card.json); None: models/soil/estimator_kinematic
     "episode": soil_sweep.DEFAULTS["episode"],
 }
 SETTING_RANGES = {
@@ -74,9 +75,15 @@ def check_settings(config):
     ep.check_episode(config["episode"])
     from onboard.soil.learned_estimator import LearnedEstimator, LearnedModelError
     try:
-        LearnedEstimator(config["learned_model"])
+        LearnedEstimator(model_folder(config["learned_model"]))
     except LearnedModelError as exc:
         raise ConfigError("setting config.learned_model: %s" % exc)
+
+
+def model_folder(learned_model):
+    """The model folder of setting ``learned_model`` (None: the kinematic-input model, the paper's network)."""
+    from onboard.soil.learned_estimator import KINEMATIC_MODEL
+    return KINEMATIC_MODEL if learned_model is None else learned_model
 
 
 def ood_job(job, log=None):
@@ -85,6 +92,7 @@ def ood_job(job, log=None):
     from harness.training.soil_estimator.capture import Capture, learned_rows
     from onboard.soil.learned_estimator import LearnedEstimator
     episode_cfg, seed, model = job
+    model = model_folder(model)
     cap = Capture(log)
     e = ep.run_episode(episode_cfg, RunRandom(seed), log=cap.log, on_app=cap.on_app)
     return {"single": learned_rows(e, cap, LearnedEstimator(model, members=1)),

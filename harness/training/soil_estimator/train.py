@@ -5,6 +5,9 @@
     python -m harness.training.soil_estimator.train                    # the paper's 268 episodes (make train-soil)
     python -m harness.training.soil_estimator.train --episodes 8 --epochs 5 --out /tmp/soil_model   # a smoke run
 
+``--inputs force`` (the default, ``models/soil/estimator``) adds the measured force at the horizon points to
+the paper's inputs (``learned_estimator.with_force_channels``: the same dataset, no new collection);
+``--inputs kinematic`` is the paper's network (``models/soil/estimator_kinematic``).
 The dataset (``dataset.py``) is collected once and cached in ``build/soil/`` (``--dataset`` another file).
 Episodes whose index ends in 9 are held out for validation (the card's metrics); the others train
 ``--members`` networks (an ensemble; member m seeded ``seed * 100 + m``) with Adam, mini-batches of 100
@@ -31,7 +34,7 @@ from onboard.soil.fee import THETA_U_NAMES
 MODEL_DIR = os.path.join("models", "soil", "estimator")
 BUILD_DIR = os.path.join("build", "soil")
 DEFAULTS = {"epochs": 150, "batch": 100, "lr": 1e-3, "hidden": [128, 128], "members": 5, "seed": 1,
-            "weight_decay": 0.0}
+            "weight_decay": 0.0, "inputs": "force"}
 
 
 def preset_bounds():
@@ -190,6 +193,9 @@ def main(argv=None):
     p.add_argument("--weight-decay", type=float, default=DEFAULTS["weight_decay"])
     p.add_argument("--relative-force", action="store_true",
                    help="the force term per window relative to its mean |F| (default: absolute, the paper's wMAE)")
+    p.add_argument("--inputs", choices=sorted(le.INPUT_KINDS), default=DEFAULTS["inputs"],
+                   help="kinematic: the paper's inputs (kinematics, actions, geometry); force: those and the "
+                        "measured force at the horizon points (default)")
     p.add_argument("--members", type=int, default=DEFAULTS["members"])
     p.add_argument("--seed", type=int, default=DEFAULTS["seed"])
     p.add_argument("--threads", type=int, default=1)
@@ -215,6 +221,9 @@ def main(argv=None):
         print("train-soil: dataset %s has horizon %d, --horizon is %d" % (path, data["geometry"].shape[1],
                                                                           args.horizon), file=sys.stderr)
         return 2
+    data_digest = ds.digest(data)
+    if args.inputs == "force":
+        data = dict(data, x_raw=le.with_force_channels(data["x_raw"], data["force_n"], args.horizon))
     import torch
     from harness.training.soil_estimator import model as md
     torch.set_num_threads(args.threads)
@@ -237,11 +246,14 @@ def main(argv=None):
     card = {
         "name": "soil-learned-estimator",
         "paper": "soil-property-bayesian-mapping, section 2.1, Fig. 3, eqs. 5-11",
-        "input": {"horizon": args.horizon, "channels": list(le.CHANNELS), "globals": list(le.GLOBALS),
+        "input": {"horizon": args.horizon, "kind": args.inputs, "channels": list(le.INPUT_KINDS[args.inputs]),
+                  "globals": list(le.GLOBALS),
                   "size": int(data["x_raw"].shape[1]),
                   "meaning": "per horizon point (evenly spaced over the window) the extracted geometry, the "
-                             "kinematics and the operator's commands (SI units), then duration [s] and travel "
-                             "[m]; standardised with weights.npz x_mean / x_std; not the force"},
+                             "kinematics and the operator's commands%s (SI units), then duration [s] and "
+                             "travel [m]; standardised with weights.npz x_mean / x_std"
+                             % (", and the measured force (F_x, F_z) [N]" if args.inputs == "force"
+                                else "; not the force")},
         "output": {"size": le.output_size(args.horizon),
                    "meaning": "5 properties (sigmoid to bounds), 5 log-variances, horizon beta residuals, depth "
                               "and surcharge residuals, residual force (x, z)",
@@ -261,7 +273,7 @@ def main(argv=None):
                      "validation": "episodes with index % 10 == 9",
                      "final_loss": [h[-1] for h in histories],
                      "first_loss": [h[0] for h in histories]},
-        "dataset": {"file": os.path.basename(path), "sha256_16": ds.digest(data), "episodes": args.episodes,
+        "dataset": {"file": os.path.basename(path), "sha256_16": data_digest, "episodes": args.episodes,
                     "data_seed": args.data_seed, "windows": int(data["x_raw"].shape[0]),
                     "whole_cuts": int(data["whole_cut"].sum()), "soils": list(SOILS),
                     "relative_density_pct": [ds.DEFAULTS["id_min_pct"], ds.DEFAULTS["id_max_pct"]],

@@ -1,0 +1,117 @@
+"""Where the learned soil estimator's force prediction error comes from, on the dataset's whole cuts (soil
+paper section 2.1: the force is predicted through the FEE of eqs. 1, 2, 4 from the estimated properties).
+
+    python -m harness.training.soil_estimator.diagnose                        # the committed models
+    python -m harness.training.soil_estimator.diagnose --model models/soil/estimator_kinematic
+
+Per soil and I_d bin (20 % wide) of the dataset's whole-cut windows, the horizon force error [% of the mean
+|F|] of: the truth properties through the onboard FEE (beta*, no residuals: the FEE's own floor), the same
+plus the best constant residual force per cut (the median residual), and each model given (its ensemble
+mean with its own residuals, the training's rule), over all cuts and over the held-out ones (episode index
+ending in 9). Also the rank correlation of the ground speed's lag behind its command with |F_x| (how much of
+the force the motion carries). Bad input (a missing dataset or model) is one line on stderr, exit 2.
+"""
+import argparse
+import sys
+
+import numpy as np
+
+from harness.training.soil_estimator import dataset as ds
+from harness.training.soil_estimator.train import BUILD_DIR, split
+from harness.sim.soil_world import SOILS
+from onboard.soil import learned_estimator as le
+
+BINS_PCT = ((0.0, 20.0), (20.0, 40.0), (40.0, 60.0), (60.0, 80.0), (80.0, 101.0))
+
+
+def window_error_pct(force_n, fx, fz, valid, offset=(0.0, 0.0)):
+    """(mean |F - F_hat - offset| over the valid horizon points, mean |F| there) of one window [N]."""
+    f = force_n
+    err = np.concatenate([np.abs(f[valid, 0] - fx[valid] - offset[0]), np.abs(f[valid, 1] - fz[valid] - offset[1])])
+    mag = np.concatenate([np.abs(f[valid, 0]), np.abs(f[valid, 1])])
+    return float(err.mean()), float(mag.mean())
+
+
+def model_errors(data, sel, estimator):
+    """Per selected window (index array ``sel``) the (error, magnitude) of ``estimator``'s force prediction."""
+    x = data["x_raw"][sel]
+    if estimator.inputs == "force":
+        x = le.with_force_channels(x, data["force_n"][sel], estimator.horizon)
+    outs = estimator.forward(x)
+    theta = np.mean([o["theta"] for o in outs], axis=0)
+    rows = []
+    for i, j in enumerate(sel):
+        d_res = float(np.mean([o["depth_res_m"][i] for o in outs]))
+        q_rel = float(np.mean([o["surcharge_rel"][i] for o in outs]))
+        f_res = np.mean([o["residual_force_n"][i] for o in outs], axis=0)
+        b_res = np.mean([o["beta_res_rad"][i] for o in outs], axis=0)
+        fx, fz, valid = le.fee_window_force(theta[i], data["geometry"][j], d_res, q_rel, f_res, b_res)
+        rows.append(window_error_pct(data["force_n"][j], fx, fz, valid))
+    return np.array(rows)
+
+
+def truth_errors(data, sel):
+    """Per selected window: (error, magnitude) of the truth through the FEE, and the error with the best
+    constant residual force (the per-component median residual)."""
+    rows = []
+    for j in sel:
+        fx, fz, valid = le.fee_window_force(data["truth"][j], data["geometry"][j])
+        f = data["force_n"][j]
+        off = (float(np.median(f[valid, 0] - fx[valid])), float(np.median(f[valid, 1] - fz[valid])))
+        e0, mag = window_error_pct(f, fx, fz, valid)
+        e1, _m = window_error_pct(f, fx, fz, valid, off)
+        rows.append((e0, mag, e1))
+    return np.array(rows)
+
+
+def speed_lag_rank(data):
+    """Spearman rho of the ground speed's lag behind its command with |F_x| over every horizon point."""
+    from scipy.stats import spearmanr
+    p = data["geometry"].shape[1]
+    ch = {n: i for i, n in enumerate(le.CHANNELS)}
+    x = data["x_raw"][:, :p * len(le.CHANNELS)].reshape(-1, p, len(le.CHANNELS))
+    lag = x[..., ch["cmd_speed_mps"]] - x[..., ch["speed_mps"]]
+    return float(spearmanr(np.abs(data["force_n"][..., 0]).ravel(), lag.ravel())[0])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="harness.training.soil_estimator.diagnose")
+    p.add_argument("--dataset", default="%s/dataset_e268_s1_h12.npz" % BUILD_DIR)
+    p.add_argument("--model", action="append", default=None,
+                   help="a model folder (repeatable; default: both committed models)")
+    args = p.parse_args(argv)
+    models = args.model or [le.DEFAULT_MODEL, le.KINEMATIC_MODEL]
+    try:
+        data = ds.load(args.dataset)
+        ests = [(m, le.LearnedEstimator(m)) for m in models]
+    except (OSError, ValueError) as exc:
+        print("soil diagnose: %s" % str(exc).splitlines()[0], file=sys.stderr)
+        return 2
+    sel = np.flatnonzero(data["whole_cut"])
+    _train, val = split(data)
+    truth = truth_errors(data, sel)
+    errs = [model_errors(data, sel, est) for _m, est in ests]
+    head = "soil     I_d bin   cuts  truth FEE  +best F^r" + "".join(
+        "  %s (all / held out)" % est.inputs for _m, est in ests)
+    print(head)
+    for s, soil in enumerate(SOILS):
+        for lo, hi in BINS_PCT:
+            idd = data["relative_density_pct"][sel]
+            m = (data["soil"][sel] == s) & (idd >= lo) & (idd < hi)
+            if not np.any(m):
+                continue
+            mv = m & val[sel]
+            line = "%-8s %3.0f-%3.0f %%  %4d  %7.1f %%  %7.1f %%" % (
+                soil, lo, min(hi, 100.0), int(m.sum()), 100.0 * np.mean(truth[m, 0] / truth[m, 1]),
+                100.0 * np.mean(truth[m, 2] / truth[m, 1]))
+            for e in errs:
+                held = "%.1f %%" % (100.0 * np.mean(e[mv, 0] / e[mv, 1])) if np.any(mv) else "-"
+                line += "  %7.1f %% / %s" % (100.0 * np.mean(e[m, 0] / e[m, 1]), held)
+            print(line)
+    print("Spearman rho of the speed lag (command - ground speed) with |F_x| over every horizon point: %.2f"
+          % speed_lag_rank(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
