@@ -51,7 +51,8 @@ $(STAMPS)/node: package.json package-lock.json | $(STAMPS)/apt
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-CYTHON_SOURCES := $(wildcard cython_ext/*.pyx cython_ext/*.pxd) cython_ext/setup.py
+CYTHON_SOURCES := $(wildcard cython_ext/*.pyx cython_ext/*.pxd) cython_ext/setup.py \
+	$(wildcard cython_ext/uwb/*.pxd onboard/comms/uwb/*.py) harness/sim/radio/uwb_channel_frame.py
 $(STAMPS)/cython: $(CYTHON_SOURCES) $(STAMPS)/venv
 	$(PY) cython_ext/setup.py -q build_ext --inplace
 	@touch $@
@@ -148,5 +149,5 @@ train-alexi: setup $(STAMPS)/train-venv
 	$(PY) -m harness.training.alexi.train $(ALEXI_SETS) --nets v2_dyaw --v2-epochs 300
 
 clean:
-	rm -rf $(STAMPS) build cython_ext/build cython_ext/*.so cython_ext/*.c reports
+	rm -rf $(STAMPS) build cython_ext/build cython_ext/*.so cython_ext/*.c cython_ext/uwb/*.so reports
 	rm -rf firmware/arduino/build firmware/simavr_bridge/build firmware/optiboot/build

@@ -6,7 +6,10 @@ stepped in this pure-filter mode), on the committed models. Measured side by sid
 
 * ``cflib`` (the deployment path, the headline figure): simulated Crazyflies behind real UDP
   sockets, each flown by boards.crazyflie over the official cflib in lockstep, ranges from
-  onboard.comms.uwb (token ring) on the DW1000 channel simulator;
+  onboard.comms.uwb (token ring) on the DW1000 channel simulator, its compiled path (the protocol and
+  the channel's per-frame code compiled from the same sources, cython_ext/uwb*, selected through
+  ``ONBOARD_IMPL`` for the UWB network; the pure path where it is not built) and, for the UWB's share,
+  the same flights on the pure UWB path (``cflib/cython/uwb-pure``);
 * ``direct``: the same agents on the vectorised 2-D simulator (no radio links), for the cost
   of the links;
 * particle-filter kernels cython / numpy / pure on the direct link.
@@ -36,6 +39,7 @@ the radio threads stay on that core instead of waking threads on another one (on
 pinned bench read 1.07-1.42 times the unpinned one over 4 alternating runs).
 """
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -47,13 +51,33 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from harness.scenarios.swarm import flight as ep  # noqa: E402
 from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 from uwb import work_unit_loops_per_s  # noqa: E402 (the host reference, the same work unit as bench/uwb.py)
+from harness.sim.radio.uwb_channel import FRAME_MODULES  # noqa: E402
+from onboard.impl import ENV_VAR, available  # noqa: E402
+
+# the UWB network's implementation in the headline flights: compiled where built
+UWB_IMPL = "cython" if "cython" in available(FRAME_MODULES) else "pure"
+
+
+@contextlib.contextmanager
+def uwb_impl(name):
+    """The swarm world builds its UwbNetwork with the implementation $ONBOARD_IMPL names (the particle
+    filter's kernels are named by the flight's ``impl`` setting): set it for one flight."""
+    saved = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = name
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[ENV_VAR]
+        else:
+            os.environ[ENV_VAR] = saved
 
 REPEATS = 4
 DURATION_S = 20.0
 GOAL = 50.0                 # simulated seconds per second of one core, cflib link, cython kernels
 
 
-def flight(link, impl, models, n_particles):
+def flight(link, impl, models, n_particles, uwb=UWB_IMPL):
     cfg = {"drones": 4, "goals": "fixed", "impl": impl, "compare_estimators": False, "max_duration_s": DURATION_S,
            "link": link, "n_particles": n_particles}
     marks = []                   # (mission time s, process CPU s, wall s) at every period's start
@@ -63,8 +87,9 @@ def flight(link, impl, models, n_particles):
 
     t0 = time.perf_counter()
     c0 = time.process_time()
-    met, _ = ep.run_episode(cfg, np.random.default_rng(1), np.random.default_rng(2), models, seed=1,
-                            on_step=on_step)
+    with uwb_impl(uwb):
+        met, _ = ep.run_episode(cfg, np.random.default_rng(1), np.random.default_rng(2), models, seed=1,
+                                on_step=on_step)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
     # the mission from its first period's start to its last one's: CPU of the whole process (every thread)
@@ -81,13 +106,13 @@ def flight(link, impl, models, n_particles):
             "sim_per_wall_mission": met["sim_time_s"] / span_wall,
             "sim_per_cpu_mission": span_sim / span_cpu, "sim_per_wall_mission_steps": span_sim / span_wall_marks,
             "sim_per_wall_total": sim_s / wall, "sim_per_cpu_total": sim_s / cpu,
-            "goals": "%d/%d" % (met["goals_reached"], met["goals_total"])}
+            "goals": "%d/%d" % (met["goals_reached"], met["goals_total"]), "uwb_impl": uwb}
 
 
-def best(link, impl, models, n_particles=100):
+def best(link, impl, models, n_particles=100, uwb=UWB_IMPL):
     """The fastest of REPEATS identical flights, with every flight's mission rate (``repeats``: the host's
     noise, which the best of several reads least)."""
-    runs = [flight(link, impl, models, n_particles) for _ in range(REPEATS)]
+    runs = [flight(link, impl, models, n_particles, uwb) for _ in range(REPEATS)]
     top = dict(max(runs, key=lambda r: r["sim_per_wall_mission"]))
     top["repeats"] = sorted(r["sim_per_wall_mission"] for r in runs)
     top["best_sim_per_cpu_mission"] = max(r["sim_per_cpu_mission"] for r in runs)
@@ -114,6 +139,8 @@ def main(argv=None):
     models = ep.load_models(ep.DEFAULTS["policy"], ep.DEFAULTS["estimator"])
     n = ep.DEFAULTS["n_particles"]
     res = {"cflib/cython": best("cflib", "cython", models, n)}
+    if UWB_IMPL != "pure":
+        res["cflib/cython/uwb-pure"] = best("cflib", "cython", models, n, uwb="pure")
     for impl in ("cython", "numpy", "pure"):
         res["direct/%s" % impl] = best("direct", impl, models, n)
     head = res["cflib/cython"]
@@ -132,20 +159,27 @@ def main(argv=None):
         "sim_seconds_per_wall_second_incl_connect_close": head["sim_per_wall_total"],
         "sim_seconds_per_cpu_second_incl_connect_close": head["sim_per_cpu_total"],
         "cflib_link_cost_ratio": res["direct/cython"]["sim_per_wall_mission"] / head["sim_per_wall_mission"],
+        "uwb_impl": UWB_IMPL,
+        # the compiled UWB path over the pure one, cflib/cython flights of the same run (CPU, best of the repeats)
+        "uwb_compiled_over_pure_cpu": (per_cpu / res["cflib/cython/uwb-pure"]["best_sim_per_cpu_mission"]
+                                       if "cflib/cython/uwb-pure" in res else None),
         # the headline over the pure-Python direct run of the same process: a host-speed reference for
         # comparing runs taken on this drifting host at different times (rough: that run drifts too)
         "cflib_over_direct_pure_ratio": head["sim_per_wall_mission"] / res["direct/pure"]["sim_per_wall_mission"],
         "drones": 4, "n_particles": n, "flight_s": DURATION_S, "repeats": REPEATS,
         "cpu_count": os.cpu_count(), "pinned_cpus": cpus, "runs": res,
     }
-    print("%-14s %10s %10s %10s %10s %9s %9s %7s" % ("link/pf impl", "sim/wall", "sim/cpu", "incl.setup",
+    print("%-21s %10s %10s %10s %10s %9s %9s %7s" % ("link/pf impl", "sim/wall", "sim/cpu", "incl.setup",
                                                      "cpu incl.", "setup s", "close s", "goals"))
     for k, r in res.items():
-        print("%-14s %10.1f %10.1f %10.1f %10.1f %9.2f %9.2f %7s" % (
+        print("%-21s %10.1f %10.1f %10.1f %10.1f %9.2f %9.2f %7s" % (
             k, r["sim_per_wall_mission"], r["best_sim_per_cpu_mission"], r["sim_per_wall_total"],
             r["sim_per_cpu_total"], r["setup_wall_s"], r["close_wall_s"], r["goals"]))
     print("headline flights (sim s per wall s, %d repeats): %s" % (REPEATS, " ".join("%.1f" % v for v in head["repeats"])))
     print("cflib + UWB links cost %.1fx over the direct link" % out["cflib_link_cost_ratio"])
+    if out["uwb_compiled_over_pure_cpu"] is not None:
+        print("UWB on its compiled path: %.2fx the flights on the pure UWB path (sim s per CPU s)"
+              % out["uwb_compiled_over_pure_cpu"])
     print("headline over the pure direct run (host-speed reference): %.2fx" % out["cflib_over_direct_pure_ratio"])
     print("host reference: %.2f M work-unit loops per CPU s (before %.2f, after %.2f; bench/uwb.py's unit)"
           % (out["host_reference_loops_per_cpu_s"] * 1e-6, host_per_s * 1e-6, host_after * 1e-6))

@@ -17,7 +17,19 @@ extensions = [
               extra_compile_args=["-O3"])
     for p in sorted(glob.glob("cython_ext/*.pyx"))
 ]
-setup(name="cython_ext", packages=[], py_modules=[], ext_modules=cythonize(
+# The UWB protocol (onboard/comms/uwb) compiled from its .py sources in Cython's pure-Python mode as
+# cython_ext.uwb.<module> (types in cython_ext/uwb/*.pxd), and the UWB channel's per-frame module likewise.
+# Python semantics kept (default directives: bounds checks, negative indices, Python division) and no
+# contraction of float operations: the same results.
+UWB_MODULES = ["timestamps", "frames", "config", "node_base", "token_ring", "broadcast", "driver", "node"]
+uwb_extensions = [
+    Extension("cython_ext.uwb." + m, ["onboard/comms/uwb/%s.py" % m], extra_compile_args=["-O2", "-ffp-contract=off"])
+    for m in UWB_MODULES
+] + [Extension("cython_ext.uwb_channel_frame", ["harness/sim/radio/uwb_channel_frame.py"],
+               extra_compile_args=["-O2", "-ffp-contract=off"])]   # the UWB channel simulator's per-frame work
+setup(name="cython_ext", packages=[], py_modules=[], ext_modules=(cythonize(
     extensions, language_level=3, quiet=True,
     compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True,
                          "initializedcheck": False}) if extensions else [])
+    # force: Cython's dependency scan does not see these .pxd files (they sit apart from their .py sources)
+    + cythonize(uwb_extensions, language_level=3, quiet=True, build_dir="build/cython", force=True))

@@ -1,23 +1,31 @@
 """The UWB channel simulator's fast paths change nothing: short N = 20 runs (both protocol modes, plus a
 run of each with loss, NLOS pairs, out-of-range pairs, a crash and a reboot) give exactly the range
-samples, channel counters and protocol counters pinned here, on the fast channel (UwbNetwork) and on the
-plain reference path (ReferenceUwbNetwork); and the two agree on runs driven through set_state.
+samples, channel counters and protocol counters pinned here, on the fast channel (UwbNetwork) with every
+available implementation (pure; cython: the protocol and the per-frame channel code compiled from the same
+sources, when built) and on the plain reference path (ReferenceUwbNetwork); and they agree on runs driven
+through set_state.
 
 The expected digests were computed with the simulator and protocol code as they were before the fast
 paths (every frame handed to every receiver through the general delivery path); each covers every range
 sample (receiving node, true time, sample time, peer, ``repr`` of the range and of the peer velocity), the
 channel's counters and every node's protocol report, so one changed bit anywhere changes it.
 """
+import functools
 import hashlib
 
 import pytest
 
 from harness.scenarios.uwb_ranging import bouncing_state_fn
 from harness.sim.clock import SimClock
-from harness.sim.radio.uwb_channel import SimRadio, UwbNetwork
+from harness.sim.radio.uwb_channel import FRAME_MODULES, PROTOCOL_PACKAGES, SimRadio, UwbNetwork
 from harness.sim.radio.uwb_channel_reference import ReferenceUwbNetwork
 from harness.sim.rng import RunRandom
 from onboard.comms.uwb import frames as F
+from onboard.impl import available
+
+# implementations built here (the compiled one needs `make setup`; without it only pure runs)
+IMPLS = [i for i in available({k: PROTOCOL_PACKAGES[k] + ".token_ring" for k in ("pure", "cython")})
+         if i in available(FRAME_MODULES)]
 
 
 def _digest(mode, n, end_us, seed, radio=None, crash=None, area_m=4.0, net_cls=UwbNetwork):
@@ -66,11 +74,15 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("net_cls", [UwbNetwork, ReferenceUwbNetwork], ids=["fast", "reference"])
+NETWORKS = {"fast-" + i: functools.partial(UwbNetwork, impl=i) for i in IMPLS}
+NETWORKS["reference"] = functools.partial(ReferenceUwbNetwork, impl="pure")
+
+
+@pytest.mark.parametrize("net", sorted(NETWORKS))
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_n20_run_is_bit_identical_to_the_reference(name, net_cls):
+def test_n20_run_is_bit_identical_to_the_reference(name, net):
     kwargs, expected = CASES[name]
-    count, digest = _digest(net_cls=net_cls, **kwargs)
+    count, digest = _digest(net_cls=NETWORKS[net], **kwargs)
     assert count > 100                       # the run ranged (a digest of nothing would pin nothing)
     assert (count, digest) == expected
 
@@ -110,11 +122,27 @@ def _moving_3d_script(clock, net):
             SimRadio(net, 4).transmit(F.make(F.BCAST, 4, 255, 1, tx_prev=F.NO_TIMESTAMP).encode())
 
 
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("mode", ["token_ring", "broadcast"])
-def test_fast_paths_match_the_reference_on_3d_moves_odd_velocities_crashes_and_collisions(mode):
+def test_fast_paths_match_the_reference_on_3d_moves_odd_velocities_crashes_and_collisions(mode, impl):
     radio = {"loss_prob": 0.05, "nlos_pair_fraction": 0.4, "trace": True, "max_range_m": 3.5}
-    a = _trace(UwbNetwork, mode, 11, radio, _moving_3d_script)
-    b = _trace(ReferenceUwbNetwork, mode, 11, radio, _moving_3d_script)
+    a = _trace(functools.partial(UwbNetwork, impl=impl), mode, 11, radio, _moving_3d_script)
+    b = _trace(functools.partial(ReferenceUwbNetwork, impl="pure"), mode, 11, radio, _moving_3d_script)
     assert len(a[0]) > 50 and a[1]["lost_range"] > 0 and a[1]["lost_random"] > 0
     assert any(r and r["bad_velocity"] > 0 for r in a[2])
     assert a == b
+
+
+def test_the_cython_path_runs_the_compiled_protocol_and_channel():
+    """impl="cython" runs extension types built from the same sources (not the pure classes under another
+    name); skipped where cython_ext is not built."""
+    if "cython" not in IMPLS:
+        pytest.skip("cython_ext.uwb not built (make setup)")
+    import cython_ext.uwb.token_ring as compiled
+    import onboard.comms.uwb.token_ring as pure
+    net = UwbNetwork(SimClock(), range(3), RunRandom(1), protocol={"mode": "token_ring"}, impl="cython")
+    net.start()
+    node = net.protocol_node(0)
+    assert type(node) is compiled.TokenRingNode and not isinstance(node, pure.TokenRingNode)
+    assert compiled.__file__.endswith((".so", ".pyd")) and not hasattr(node, "__dict__")   # slots, no dict
+    assert type(net.nodes[0]).__module__ == "cython_ext.uwb_channel_frame"

@@ -25,13 +25,16 @@ nobody it starts a round alone, otherwise it sends in the join slot (right after
 node) and, until another node reports having heard it, retries there after a deterministic
 pseudo-random back-off of 1..4 rounds. A crashed node's slot stays empty until it times out.
 """
-from onboard.comms.uwb import frames as F
-from onboard.comms.uwb import timestamps as T
-from onboard.comms.uwb.node_base import NodeBase
+from . import frames as F
+from . import timestamps as T
+from .node_base import NodeBase
 
 _HIST = 8   # own TX timestamps kept (by seq)
 _MASK = T.MASK_TICKS
 _HALF = T.HALF_WRAP_TICKS
+_BCAST = F.BCAST
+_NO_TIMESTAMP = F.NO_TIMESTAMP
+_METERS_PER_TICK = T.METERS_PER_TICK
 
 
 class BroadcastNode(NodeBase):
@@ -138,7 +141,7 @@ class BroadcastNode(NodeBase):
         f = self._decode(data)
         if f is None:
             return
-        if f.type != F.BCAST or f.src == self.id:
+        if f.type != _BCAST or f.src == self.id:
             self.stats["ignored"] += 1
             return
         i = f.src
@@ -146,14 +149,14 @@ class BroadcastNode(NodeBase):
         if prev is not None and prev[0] == f.seq:
             self.stats["duplicates"] += 1
             return
-        rx = T.apply_rx_antenna_delay(raw_rx, self.ant)
+        rx = (raw_rx - self.ant) & _MASK         # T.apply_rx_antenna_delay, inline
         mine = f.entry_for(self.id)
         if mine is not None and not self.joined:
             self.joined = True               # someone heard us: we are in the schedule
             self.listen_deadline_us = None
             self._set_active([])
         if prev is not None and mine is not None and prev[2] is not None and prev[0] == ((f.seq - 1) & 0xFF) \
-                and f.tx_prev != F.NO_TIMESTAMP:
+                and f.tx_prev != _NO_TIMESTAMP:
             self._range(i, f, prev, mine, now_us, acts)
         self._nbr[i] = [f.seq, rx, mine, now_us]
         if prev is None or i not in self._slot_of:
@@ -180,7 +183,7 @@ class BroadcastNode(NodeBase):
             self.stats["bad_timestamps"] += 1
             return
         tof = T.ds_twr_tof_ticks(round1, reply1, round2, reply2)
-        acts.append(self._sample(now_us, i, tof * T.METERS_PER_TICK, f))
+        acts.append(self._sample(now_us, i, tof * _METERS_PER_TICK, f))
 
     def _schedule_after(self, k, now_us):
         slot = self.cfg["slot_us"]

@@ -4,7 +4,7 @@ Shared by both protocol nodes (``token_ring``, ``broadcast``), by ``node_base.No
 ``node.make_node``; it imports no node module. Times are integer microseconds (``_us``),
 antenna delay in DW1000 ticks, ranges in metres.
 """
-from onboard.comms.uwb import frames
+from . import frames
 from onboard.core.settings import NON_NEGATIVE, ConfigError, checked, int_at_least, one_of
 
 # Paper's DecaWave ranging error N(mu, sigma^2) (uwb paper III-A).

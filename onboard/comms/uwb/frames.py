@@ -116,18 +116,6 @@ class Frame:
     (DISCOVER), ``tx_prev`` and the raw neighbour entries (BCAST: use :meth:`entry_for`, :meth:`entries`).
     """
 
-    # Payload fields: class-level defaults (immutable), set on the instance only where a frame has them
-    # (a frame is built for every transmission and decoded once per transmission: most have none).
-    ts = ()
-    pass_no = 0
-    members = 0
-    invite_first = 0
-    invite_count = 0
-    join_slot_us = 0
-    tx_prev = NO_TIMESTAMP
-    _entries = b""
-    _index = None
-
     def __init__(self, ftype, src, dst, seq, epoch=0, vel_mps=(0.0, 0.0)):
         self.type = ftype
         self.src = src
@@ -135,6 +123,17 @@ class Frame:
         self.seq = seq
         self.epoch = epoch
         self.vel_mps = vel_mps
+        # payload fields (set by decode or make where a frame type has them); every field is an instance
+        # attribute, so the compiled build (cython_ext/uwb/frames.pxd) can hold them in slots
+        self.ts = ()
+        self.pass_no = 0
+        self.members = 0
+        self.invite_first = 0
+        self.invite_count = 0
+        self.join_slot_us = 0
+        self.tx_prev = NO_TIMESTAMP
+        self._entries = b""
+        self._index = None
 
     def __repr__(self):
         return "Frame(%s src=%d dst=%d seq=%d epoch=%d)" % (

@@ -23,16 +23,16 @@ protocol nodes (when ``make_node`` runs); they import ``config`` and ``node_base
 module, so there is no import cycle.
 """
 # Re-exported: ``onboard.comms.uwb.node.DEFAULTS`` etc. stay valid names.
-from onboard.comms.uwb.config import (DEFAULTS, PAPER_RANGE_MEAN_M, PAPER_RANGE_VAR_M2,  # noqa: F401
-                                      RING_MAX_IDS, SETTING_RANGES, check_node_id, merged_config)
-from onboard.comms.uwb.node_base import NodeBase  # noqa: F401
+from .config import (DEFAULTS, PAPER_RANGE_MEAN_M, PAPER_RANGE_VAR_M2,  # noqa: F401
+                     RING_MAX_IDS, SETTING_RANGES, check_node_id, merged_config)
+from .node_base import NodeBase  # noqa: F401
 
 
 def make_node(node_id, config=None):
     """Build the protocol node selected by ``config['mode']``."""
     cfg = merged_config(config)
     if cfg["mode"] == "token_ring":
-        from onboard.comms.uwb.token_ring import TokenRingNode
+        from .token_ring import TokenRingNode
         return TokenRingNode(node_id, cfg)
-    from onboard.comms.uwb.broadcast import BroadcastNode
+    from .broadcast import BroadcastNode
     return BroadcastNode(node_id, cfg)

@@ -4,9 +4,11 @@ Id, checked config, own velocity, counters, frame decoding and ``RangeSample`` c
 ``token_ring.TokenRingNode`` and ``broadcast.BroadcastNode`` subclass it; ``node.make_node``
 builds them. It imports no protocol node, so the protocol modules never import ``node``.
 """
-from onboard.comms.uwb import frames
-from onboard.comms.uwb.config import check_node_id, merged_config
+from . import frames
+from .config import check_node_id, merged_config
 from onboard.core.samples import RangeSample
+
+_memo = frames._memo     # frames.decode's [last bytes, its Frame] (one list, updated in place)
 
 
 class NodeBase:
@@ -23,6 +25,11 @@ class NodeBase:
                       "tx_errors": 0, "bad_timestamps": 0, "ignored": 0}
         self.decode_error_kinds = {}
 
+    def on_event(self, event, now_us):
+        """``(actions, deadline_us)`` for one radio/timer event at node-local ``now_us`` (us); each protocol
+        node defines it (see node.py for the events and actions)."""
+        raise NotImplementedError
+
     def set_velocity(self, vx_mps, vy_mps):
         """Own velocity (m/s, own frame) carried in every frame. Non-finite input is counted and ignored."""
         try:
@@ -36,9 +43,8 @@ class NodeBase:
 
     def _decode(self, data):
         """Decoded frame or None (counted by kind) for malformed bytes."""
-        memo = frames._memo
-        if data is memo[0]:             # frames.decode's own shortcut (one frame heard by many nodes)
-            f = memo[1]
+        if data is _memo[0]:            # frames.decode's own shortcut (one frame heard by many nodes)
+            f = _memo[1]
         else:
             try:
                 f = frames.decode(data)

@@ -27,10 +27,10 @@ Recovery (all deterministic):
   two rings merge through the two-token rule.
 Node ids are 0..31 (32-bit membership bitmap).
 """
-from onboard.comms.uwb import frames as F
-from onboard.comms.uwb import timestamps as T
-from onboard.comms.uwb.config import RING_MAX_IDS, merged_config
-from onboard.comms.uwb.node_base import NodeBase
+from . import frames as F
+from . import timestamps as T
+from .config import RING_MAX_IDS, merged_config
+from .node_base import NodeBase
 
 IDLE = "idle"
 DISCOVERING = "discovering"
@@ -42,6 +42,10 @@ WAIT_REPORT = "wait_report"
 PASS_SENT = "pass_sent"
 LONE = "lone"
 EXCHANGE_STATES = (POLL_SENT, WAIT_RESP, FINAL_SENT, WAIT_REPORT)
+# frame types as names of this module for the per-frame path (C ints in the compiled build, token_ring.pxd)
+_POLL, _RESPONSE, _FINAL, _REPORT, _TOKEN, _DISCOVER, _JOIN = (F.POLL, F.RESPONSE, F.FINAL, F.REPORT, F.TOKEN,
+                                                               F.DISCOVER, F.JOIN)
+_HOLDER_TYPES = F.HOLDER_TYPES
 
 
 def recovery_bound_us(config, n_nodes, max_id=RING_MAX_IDS - 1):
@@ -351,7 +355,7 @@ class TokenRingNode(NodeBase):
             self.stats["ignored"] += 1
             return
         t = f.type
-        if t in F.HOLDER_TYPES:
+        if t in _HOLDER_TYPES:
             if self.holder:
                 if epoch_newer(f.epoch, self.epoch) or (f.epoch == self.epoch and f.src < self.id):
                     self.stats["token_conflicts_lost"] += 1
@@ -367,32 +371,32 @@ class TokenRingNode(NodeBase):
         if self.state == PASS_SENT and f.src == self._pass_to:
             self.state = IDLE           # the successor is acting on the token
             self.deadline_us = None
-        if t == F.POLL:
+        if t == _POLL:
             if f.dst == self.id:
                 self._respond_poll(f, raw_rx, acts)
-        elif t == F.RESPONSE:
+        elif t == _RESPONSE:
             if self._expecting(f, WAIT_RESP):
                 self._on_response(f, raw_rx, now_us, acts)
             elif f.dst == self.id:
                 self.stats["ignored"] += 1     # stale or duplicate
-        elif t == F.FINAL:
+        elif t == _FINAL:
             if f.dst == self.id:
                 self._respond_final(f, raw_rx, now_us, acts)
-        elif t == F.REPORT:
+        elif t == _REPORT:
             if self._expecting(f, WAIT_REPORT) and len(f.ts) == 3:
                 self._on_report(f, now_us, acts)
             elif f.dst == self.id:
                 self.stats["ignored"] += 1     # stale or duplicate
-        elif t == F.TOKEN:
+        elif t == _TOKEN:
             if f.dst == self.id:
                 self._on_token(f, now_us, acts)
             elif not self.holder:
                 self._adopt_members(f.members)
-        elif t == F.DISCOVER:
+        elif t == _DISCOVER:
             if not self.holder:
                 self._adopt_members(f.members)
                 self._maybe_join(f, raw_rx, acts)
-        elif t == F.JOIN:
+        elif t == _JOIN:
             if self.holder and self.state == DISCOVERING and f.dst == self.id and f.src < RING_MAX_IDS:
                 self.members |= 1 << f.src
                 self._missed[f.src] = 0

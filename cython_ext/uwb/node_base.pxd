@@ -1,0 +1,11 @@
+# Types for onboard/comms/uwb/node_base.py compiled as cython_ext.uwb.node_base (the .py is the source).
+from cython_ext.uwb.frames cimport Frame
+
+cdef list _memo
+
+cdef class NodeBase:
+    cdef public object id, cfg, ant, vel_mps
+    cdef public dict stats, decode_error_kinds
+    cpdef tuple on_event(self, event, now_us)
+    cpdef Frame _decode(self, data)
+    cpdef tuple _sample(self, now_us, peer_id, range_m, Frame frame)
