@@ -4,7 +4,9 @@
 
 One **cycle** is one pass of Alg. 1's outer loop: every agent takes one step, in a fresh random order
 each cycle (``order = "random"``, reading aid A6) or by index (``"fixed"``). A probabilistic agent's step
-is one phase (SENSE or ACT), so it moves every second cycle; a memetic agent's step is one gene (A8).
+is one phase (SENSE or ACT), so it moves every second cycle; a memetic agent's step is its sensing stage
+or one gene (``memetic.sense_phase``, default true: one gene every second cycle; false: one gene per
+cycle, reading aid A8).
 Per agent step the world
 
 1. hands the agent what it senses: the height of its cell (units), whether it carries a unit, whether its
@@ -58,10 +60,12 @@ DEFAULTS = {
     "agents": 8,
     "algorithm": "probabilistic",     # probabilistic (Alg. 1-2) | ma1 (Alg. 3) | ma2 (Alg. 4)
     "order": "random",                # agents' order within a cycle: random (A6) | fixed
-    "max_cycles": 1000000,            # a run stops here if not level
+    "max_cycles": 4000000,            # a run stops here if not level (MA1 on 32x32 takes ~0.6-0.8M)
     "impl": None,                     # inner loop: pure | cython (onboard.impl); null: $ONBOARD_IMPL
     "probabilistic": dict(probabilistic.DEFAULTS),
-    "memetic": dict(_MEMETIC_BLOCK),
+    # a memetic agent keeps Alg. 1's sensing stage before each gene (thesis 4.2.3: "variations of the
+    # algorithm described in Section 4.2.1"), so a gene costs two cycles like the probabilistic agent's move
+    "memetic": dict(_MEMETIC_BLOCK, sense_phase=True),
     "terrain": dict(TERRAIN_DEFAULTS),
     "level": dict(LEVEL_DEFAULTS),
 }

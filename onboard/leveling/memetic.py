@@ -6,11 +6,20 @@ alternate starting with a pick-up and there are as many of each (thesis: "pick-u
 come before deposit actions, and there must be an equal number"; with a capacity of one unit this is
 alternation).
 
-An agent executes one gene per step (one step per cycle). Actions fail silently: a pick-up happens only
-when the agent carries nothing and its cell is above alpha, a deposit only when it carries a unit and its
-cell is below alpha (the memetic algorithm's local heuristic); a blocked move leaves it in place. alpha is
-the mean of the FIFO of the last ``memory`` sensed heights, sampled with probability ``rho_sense`` on the
-step after each move gene (as Alg. 1 senses after each move; reading aid A9).
+An agent executes one gene per step (one step per cycle); with ``sense_phase`` each gene is preceded by
+a step of its own that only senses (Alg. 1's SENSE stage; that step intends nothing). Actions fail
+silently: a pick-up happens only when the agent carries nothing and its cell is above alpha, a deposit
+only when it carries a unit and its cell is below alpha (the memetic algorithm's local heuristic); a
+blocked move leaves it in place. alpha is the mean of the FIFO of the last ``memory`` sensed heights,
+sampled with probability ``rho_sense`` before the first gene and after each move gene (as Alg. 1 senses
+after each move; reading aid A9).
+
+"Above alpha" (``gate``): ``cell`` (default): the cell's height h > alpha for a pick-up, h < alpha for
+a deposit (as Alg. 1); ``unit``: the unit itself lies beyond alpha, its bottom h - 1 >= alpha when taken,
+its top h + 1 <= alpha when laid. Under ``unit`` a pick-up can never be put back into its cell (the
+pick-up needs h - 1 >= alpha, the deposit on the h - 1 left then needs h <= alpha), but it stalls close
+to level: with alpha near the mean, a unit two above the final level's lower height has no cell it may
+be laid on (12x12, 4 agents: 6 of 8 MA1/MA2 runs levelled in 200k cycles; docs/results/leveling.md).
 
 Fitness (thesis 4.2.3): f = n_changes / (pickups_total + deposits_total), the totals counting every
 pick-up and deposit gene executed (failed ones too), n_changes the positive ones: a pick-up that removes
@@ -27,24 +36,34 @@ Variants (``variant``):
   the oracle (:class:`Ma2Oracle`) replaces those with fitness below ``keep_threshold`` (1.0).
 
 The world applies what :meth:`MemeticAgent.step` intends and calls ``oracle.after_cycle(agents, rand)``
-after every cycle. New chromosomes are drawn by :func:`random_chromosome` (constructive: m pairs with m
-uniform in 1..``max_pairs``, their 2m positions drawn without replacement and sorted, pick-up first, the
-other genes random moves), so none is invalid.
+after every cycle. New chromosomes are drawn by :func:`random_chromosome` (constructive, so none is
+invalid): m pick-up/deposit pairs, their 2m positions drawn without replacement and sorted, pick-up first,
+the other genes random moves. How m is drawn is the setting ``pairs``:
+
+- ``uniform`` (default): every valid chromosome is equally likely, i.e. 20 uniform genes 0..9 kept only
+  when valid (the thesis's "random, valid chromosome", Alg. 3/4 input). There are C(g, 2m) 8^(g-2m) valid
+  chromosomes with m pairs, so P(m) is proportional to C(g, 2m) / 64^m (m = 0..``max_pairs``; for 20
+  genes P(0..3) = 0.19, 0.56, 0.22, 0.03: about one pair per chromosome, most genes moves);
+- ``flat``: m uniform in 1..``max_pairs`` (reading aid A9's construction: 5.5 pairs on average, 11 of
+  the 20 genes pick-ups or deposits).
 
 Draws, in this order: a new chromosome draws m, then one per pair position (partial Fisher-Yates), then one
-per move gene in gene order; the first step and every step after a move gene draw one for the sampling;
-genes draw nothing else.
+per move gene in gene order; the first gene and every gene after a move gene draw one for the sampling
+(in the sensing step before it under ``sense_phase``); genes draw nothing else.
 """
 from onboard.core.settings import checked, int_at_least, one_of, within
 from onboard.leveling.grid import (DEPOSIT, IDLE, NO_OP, NORTH, N_DIRECTIONS, PICK_UP, STAY, HeightMemory,
                                    height_ok, random_direction)
 
 VARIANTS = ("ma1", "ma2")
+PAIRS = ("uniform", "flat")
+GATES = ("cell", "unit")
 
 DEFAULTS = {
     "variant": "ma1",             # ma1 (Alg. 3) | ma2 (Alg. 4)
     "genes": 20,                  # chromosome length
-    "max_pairs": 10,              # a new chromosome holds 1..max_pairs pick-up/deposit pairs
+    "max_pairs": 10,              # a new chromosome holds at most max_pairs pick-up/deposit pairs
+    "pairs": "uniform",           # uniform: every valid chromosome equally likely | flat: m in 1..max_pairs
     "executions": 5,              # MA1: runs of the chromosome per evaluation
     "pool": 5,                    # MA2: chromosomes per agent
     "keep_threshold": 1.0,        # MA2: chromosomes with fitness below this are replaced
@@ -60,11 +79,17 @@ DEFAULTS = {
     # deposit actions" (thesis 4.2.3). Under "positive" a unit picked up one unit above the final level
     # has nowhere to go: 16x16 runs with 4 MA1 agents did not level in 3M cycles (docs/results/leveling.md)
     "deposit_rule": "alpha",
+    "gate": "cell",               # cell: h > alpha to pick up, h < alpha to deposit | unit (see the docstring)
+    # True: before each gene the agent spends one step sensing (Alg. 1's SENSE/ACT stages, which the
+    # memetic variants of 4.2.3 keep: one gene per ACT stage, so one gene per two cycles, as the
+    # probabilistic agent moves once per two cycles); False: sensing and the gene in one step (reading aid A8)
+    "sense_phase": False,
 }
 SETTING_RANGES = {
     "variant": one_of(*VARIANTS),
     "genes": int_at_least(2),
     "max_pairs": int_at_least(1),
+    "pairs": one_of(*PAIRS),
     "executions": int_at_least(1),
     "pool": int_at_least(1),
     "keep_threshold": within(0.0, 1.0),
@@ -72,6 +97,8 @@ SETTING_RANGES = {
     "memory": int_at_least(1),
     "deposit_heights": one_of("after", "before"),
     "deposit_rule": one_of("positive", "alpha"),
+    "gate": one_of(*GATES),
+    "sense_phase": one_of(True, False),
     ("max_pairs", "genes"): ("pairs that fit the chromosome (2 * max_pairs <= genes)",
                              lambda pairs, genes: 2 * pairs <= genes),
 }
@@ -107,11 +134,44 @@ def is_valid(chromosome, genes=20):
     return chromosome_problem(chromosome, genes) is None
 
 
-def random_chromosome(rand, genes=20, max_pairs=10):
-    """A random valid chromosome (constructive, see the module docstring for the draws)."""
-    m = 1 + int(rand.random() * max_pairs)
-    if m > max_pairs:
-        m = max_pairs
+def pair_weights(genes=20, max_pairs=10):
+    """Relative number of valid chromosomes (thesis 4.2.3: pick-ups before deposits, as many of each)
+    with m = 0..max_pairs pick-up/deposit pairs: C(genes, 2m) / 64^m (the 2m positions, the forced
+    P D P D order, 8 moves on every other gene), relative to the m = 0 count 8^genes."""
+    weights = []
+    c = 1.0                                   # C(genes, 2m), built up in floats
+    for m in range(max_pairs + 1):
+        if m > 0:
+            k = 2 * m
+            c = c * (genes - k + 2) * (genes - k + 1) / ((k - 1) * k)
+        weights.append(c / 64.0 ** m)
+    return weights
+
+
+def draw_pairs(rand, genes=20, max_pairs=10, pairs="flat"):
+    """The number m of pick-up/deposit pairs of a new chromosome from one draw (see ``pairs`` in the module
+    docstring)."""
+    u = rand.random()
+    if pairs == "flat":
+        m = 1 + int(u * max_pairs)
+        return m if m <= max_pairs else max_pairs
+    weights = pair_weights(genes, max_pairs)
+    total = 0.0
+    for w in weights:
+        total += w
+    target = u * total
+    acc = 0.0
+    for m in range(max_pairs):
+        acc += weights[m]
+        if target < acc:
+            return m
+    return max_pairs
+
+
+def random_chromosome(rand, genes=20, max_pairs=10, pairs="flat"):
+    """A random valid chromosome (constructive, see the module docstring for the draws; ``pairs``: how
+    the number of pick-up/deposit pairs is drawn)."""
+    m = draw_pairs(rand, genes, max_pairs, pairs)
     slots = list(range(genes))
     for i in range(2 * m):
         j = i + int(rand.random() * (genes - i))
@@ -144,6 +204,7 @@ class MemeticAgent:
         self.cfg = cfg
         self.genes = cfg["genes"]
         self.max_pairs = cfg["max_pairs"]
+        self.pairs = cfg["pairs"]
         ma1 = cfg["variant"] == "ma1"
         self.executions = cfg["executions"] if ma1 else 1
         size = 1 if ma1 else cfg["pool"]
@@ -155,7 +216,7 @@ class MemeticAgent:
         if pool is None:
             if rand is None:
                 raise ValueError("MemeticAgent needs its chromosomes or a random source to draw them")
-            pool = [random_chromosome(rand, self.genes, self.max_pairs) for _ in range(size)]
+            pool = [random_chromosome(rand, self.genes, self.max_pairs, self.pairs) for _ in range(size)]
         if len(pool) != size:
             raise ChromosomeError("a %s agent holds %d chromosome(s), got %d" % (cfg["variant"], size, len(pool)))
         self.pool = []
@@ -171,6 +232,9 @@ class MemeticAgent:
         self._pick_h = None           # the last pick-up's cell height (units; after it, or before)
         self._shift = 1 if cfg["deposit_heights"] == "after" else 0
         self._gate = cfg["deposit_rule"] == "positive"
+        self._unit_gate = cfg["gate"] == "unit"
+        self._sense_phase = bool(cfg["sense_phase"])
+        self._sensing = self._sense_phase   # the next step is a sensing stage
         self._sense_next = True
         self._last_move = STAY
         self.steps = 0
@@ -203,6 +267,24 @@ class MemeticAgent:
             self.positives = 0
             self.attempts = 0
 
+    def _above(self, h):
+        """The pick-up gate: the cell (``cell``: h > alpha) or the unit taken off it (``unit``: its
+        bottom h - 1 >= alpha) lies above alpha."""
+        mem = self.memory
+        n = len(mem.values)
+        if self._unit_gate:
+            return n > 0 and (h - 1) * n >= mem.total
+        return n > 0 and h * n > mem.total
+
+    def _below(self, h):
+        """The deposit gate: the cell (``cell``: h < alpha) or the unit laid on it (``unit``: its top
+        h + 1 <= alpha) lies below alpha."""
+        mem = self.memory
+        n = len(mem.values)
+        if self._unit_gate:
+            return n > 0 and (h + 1) * n <= mem.total
+        return n > 0 and h * n < mem.total
+
     def step(self, height, carrying, moved, rand):
         """Execute one gene: returns the intended ``(op, move)``."""
         if (type(height) is not int or height < 0) and not height_ok(height):
@@ -212,7 +294,16 @@ class MemeticAgent:
             self.heading = self._last_move
         self._last_move = STAY
         self.steps += 1
-        if self._sense_next and rand.random() < self.rho_sense:
+        if self._sensing:
+            # Alg. 1's sensing stage, one step of its own before each gene (setting sense_phase)
+            if self._sense_next and rand.random() < self.rho_sense:
+                self.memory.push(height)
+                self.samples += 1
+            self._sensing = False
+            return IDLE
+        if self._sense_phase:
+            self._sensing = True
+        elif self._sense_next and rand.random() < self.rho_sense:
             self.memory.push(height)
             self.samples += 1
         chromosome = self.pool[self.slot]
@@ -226,11 +317,11 @@ class MemeticAgent:
             self._sense_next = False
             self.attempts += 1
             if g == PICK_UP:
-                if not carrying and self.memory.above(height):
+                if not carrying and self._above(height):
                     op = PICK_UP
                     self.positives += 1
                     self._pick_h = height - self._shift
-            elif carrying and self.memory.below(height):
+            elif carrying and self._below(height):
                 p = self._pick_h
                 if p is not None and abs(height + self._shift - p) > 1:
                     op = DEPOSIT
@@ -272,6 +363,7 @@ class Ma1Oracle:
         cfg = checked(DEFAULTS, SETTING_RANGES, config, "Ma1Oracle")
         self.genes = cfg["genes"]
         self.max_pairs = cfg["max_pairs"]
+        self.pairs = cfg["pairs"]
         self.select = select or fittest_index
         self.evaluations = 0
         self.replaced = 0
@@ -292,7 +384,7 @@ class Ma1Oracle:
         for i in range(len(agents)):
             agents[i].round_ready = False
             if i != best:
-                agents[i].replace(0, random_chromosome(rand, self.genes, self.max_pairs))
+                agents[i].replace(0, random_chromosome(rand, self.genes, self.max_pairs, self.pairs))
                 n += 1
         self.replaced += n
         return n
@@ -306,6 +398,7 @@ class Ma2Oracle:
         cfg = checked(DEFAULTS, SETTING_RANGES, config, "Ma2Oracle")
         self.genes = cfg["genes"]
         self.max_pairs = cfg["max_pairs"]
+        self.pairs = cfg["pairs"]
         self.keep_threshold = float(cfg["keep_threshold"])
         self.evaluations = 0
         self.replaced = 0
@@ -319,7 +412,7 @@ class Ma2Oracle:
             self.evaluations += 1
             for slot in range(len(a.pool)):
                 if a.round_fitness[slot] < self.keep_threshold:
-                    a.replace(slot, random_chromosome(rand, self.genes, self.max_pairs))
+                    a.replace(slot, random_chromosome(rand, self.genes, self.max_pairs, self.pairs))
                     n += 1
         self.replaced += n
         return n

@@ -99,6 +99,11 @@ def test_level_sweep_quick(tmp_path, capsys):
     assert set(table) == {"probabilistic", "ma1", "ma2"}
     assert all(c["volume_errors"] == [0] for c in table.values())
     assert 0.0 <= res["memetic"]["welch"]["ma1"]["pooled"]["units_moved"]["p"] <= 1.0
+    for alg in ("ma1", "ma2"):            # units moved = units laid into another cell; pick-ups beside them
+        verdict, w = res["memetic"]["thesis_holds"][alg], res["memetic"]["welch"][alg]["pooled"]
+        assert verdict["fewer_units"] == (w["units_relocated"]["t"] < 0 and w["units_relocated"]["p"] < 0.05)
+        assert verdict["fewer_pickups"] == (w["units_moved"]["t"] < 0 and w["units_moved"]["p"] < 0.05)
+    assert "units moved to another cell" in (out / "results.md").read_text()
     for name in ("rho.png", "k.png", "memetic.png", "results.md"):
         assert (out / name).exists()
 

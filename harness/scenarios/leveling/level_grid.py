@@ -12,7 +12,8 @@ grayscale PNG, white = ``max_units`` unless ``terrain.height_scale`` units per i
 array of heights, units unless ``height_scale``); the file sets the grid's size. A missing, empty or
 malformed file is a ConfigError (one line; the CLI exits 2).
 
-Metrics: ``level_reached``, ``cycles_to_level``, ``units_moved`` (pick-ups), ``agent_actions``,
+Metrics: ``level_reached``, ``cycles_to_level``, ``units_moved`` (pick-ups), ``units_relocated`` (units
+laid into another cell than they were taken from: the material moved), ``agent_actions``,
 ``volume_error`` (an int, 0), initial/final roughness (range, rms, max gradient, units).
 Plots: ``roughness`` (rms height and range vs cycles), ``terrain`` (heights before and after).
 Log (``log.mcap``; simulated time = cycles x ``record.cycle_us``, a nominal period only for the
