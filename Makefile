@@ -51,7 +51,7 @@ $(STAMPS)/node: package.json package-lock.json | $(STAMPS)/apt
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-CYTHON_SOURCES := $(wildcard cython_ext/*.pyx cython_ext/*.pxd) cython_ext/setup.py \
+CYTHON_SOURCES := $(wildcard cython_ext/*.pyx cython_ext/*.pxd cython_ext/*.h) cython_ext/setup.py \
 	$(wildcard cython_ext/uwb/*.pxd onboard/comms/uwb/*.py) harness/sim/radio/uwb_channel_frame.py
 $(STAMPS)/cython: $(CYTHON_SOURCES) $(STAMPS)/venv
 	$(PY) cython_ext/setup.py -q build_ext --inplace

@@ -7,6 +7,10 @@ Implementations, measured side by side in one run on the same workload:
   samples of a cycle in one ``predict_packed(buf, 10)`` call on the group's packed queue (a flat
   ``array('d')``, layout ``onboard.estimators.eskf_packed``), then ``update_pose``; the batched path the
   goals are checked on;
+- ``cython_packed_default`` the packed path again on the baseline (SSE2) build of the C kernels, where
+  the CPU runs the AVX2 build (x86-64 with GCC: ``cython_ext/eskf_kernels.h`` is compiled twice, the
+  AVX2 build, no FMA, chosen at import; ``kernel_variant`` in the JSON says which one the other Cython
+  rows ran); same bits, measured beside it to show what the AVX2 build gains;
 - ``cython_batched`` the same 10 samples as ImuSample objects in one ``predict_many`` call, then
   ``update_pose`` (the object batched path);
 - ``numpy``    onboard.estimators.eskf_numpy (dense 15x15 NumPy products);
@@ -407,14 +411,29 @@ def _goal(value, limit, kind):
     return {"value": value, "goal": ("%s %g" % (">=" if kind == "min" else "<=", limit)), "met": bool(met)}
 
 
-NAMES = ("c", "cython_packed", "cython_batched", "cython", "numpy", "filterpy", "pure")
+NAMES = ("c", "cython_packed", "cython_packed_default", "cython_batched", "cython", "numpy", "filterpy", "pure")
 RUNTIME_NAMES = ("runtime_packed", "runtime_objects")
 
 
+def cython_kernels():
+    """cython_ext.eskf (the kernel builds it offers), or None where it is not built."""
+    try:
+        import cython_ext.eskf as module
+    except ImportError:
+        return None
+    return module
+
+
 def main():
+    kernels = cython_kernels()
+    variant = kernels.kernel_variant()          # the build chosen at import: every Cython row runs it
+    other = "default" if variant != "default" else None
     imus, poses, state, cfg = make_workload(N_CYCLES)
     slow_imus, slow_poses = imus[:N_CYCLES_SLOW * RATIO], poses[:N_CYCLES_SLOW]
     per = {name: {} for name in NAMES}
+    if other is None:
+        del per["cython_packed_default"]
+        notes_default = "the CPU runs only the baseline build: cython_packed is it"
     runtime = {name: {} for name in RUNTIME_NAMES}
     notes = {}
     fp = FilterPyRun(cfg, slow_imus, slow_poses, state)
@@ -424,11 +443,18 @@ def main():
         if cref.error:
             notes["c"] = cref.error
             del per["c"]
+        if other is None:
+            notes["cython_packed_default"] = notes_default
         for _ in range(ROUNDS):                   # interleaved, so load changes hit every implementation
             if cref.error is None:
                 cref.time_batch(per["c"])
             finals["cython_packed"] = time_python("cython", cfg, imus, poses, state, per["cython_packed"],
                                                   batched="packed")
+            if other is not None:
+                kernels.use_kernel_variant(other)
+                finals["cython_packed_default"] = time_python("cython", cfg, imus, poses, state,
+                                                              per["cython_packed_default"], batched="packed")
+                kernels.use_kernel_variant(variant)
             finals["cython_batched"] = time_python("cython", cfg, imus, poses, state, per["cython_batched"],
                                                    batched="objects")
             for name in RUNTIME_NAMES:
@@ -441,6 +467,9 @@ def main():
         notes["c_final_state_max_rel_diff_vs_cython"] = _max_rel_diff(finals["cython"], cref.final)
     notes["cython_batched_final_state_identical_to_one_call"] = finals["cython_batched"] == finals["cython"]
     notes["cython_packed_final_state_identical_to_one_call"] = finals["cython_packed"] == finals["cython"]
+    if other is not None:
+        notes["cython_packed_default_final_state_identical_to_cython_packed"] = (finals["cython_packed_default"]
+                                                                                 == finals["cython_packed"])
     notes["runtime_packed_final_state_identical_to_runtime_objects"] = (finals["runtime_packed"]
                                                                         == finals["runtime_objects"])
     notes["numpy_final_state_max_rel_diff_vs_pure"] = _max_rel_diff(finals["pure"], finals["numpy"])
@@ -467,6 +496,8 @@ def main():
         "filterpy_over_c": us_per_cycle["filterpy"] / c_cycle if c_cycle else None,
         "runtime_objects_over_runtime_packed": (runtime["runtime_objects"]["cycle_us"]
                                                 / runtime["runtime_packed"]["cycle_us"]),
+        "cython_packed_default_over_cython_packed": (us_per_cycle["cython_packed_default"]
+                                                     / us_per_cycle["cython_packed"] if other else None),
     }
     goals = {
         "filterpy_over_ours_batched": _goal(ratios["filterpy_over_" + BATCHED],
@@ -486,6 +517,7 @@ def main():
         "timed_regions": {
             "cython_packed": "predict_packed(rows, 10) + update_pose(pose) per cycle; the rows written with "
                              "pack_imu before the clock starts (as the objects of the object paths are built)",
+            "cython_packed_default": "as cython_packed, on the baseline build of the kernels",
             "cython_batched": "predict_many(10 ImuSample) + update_pose(pose); objects built beforehand",
             "cython": "10 x predict(ImuSample) + update_pose(pose); objects built beforehand",
             "filterpy": "10 x (kf.F = F; kf.predict()) + kf.update(z) + error-state reset; F, z built beforehand",
@@ -496,10 +528,12 @@ def main():
         },
         "ratios": ratios,
         "goals": goals,
+        "kernel_variant": variant,
+        "kernel_variants_available": list(kernels.KERNEL_VARIANTS),
         "all_goals_met": goals["filterpy_over_ours_batched"]["met"] and goals["ours_batched_over_c"]["met"],
         "notes": notes,
         "workload": {"cycles_per_batch": {"cython": N_CYCLES, "cython_batched": N_CYCLES, "c": N_CYCLES,
-                                          "cython_packed": N_CYCLES, "runtime_packed": N_CYCLES,
+                                          "cython_packed": N_CYCLES, "cython_packed_default": N_CYCLES, "runtime_packed": N_CYCLES,
                                           "runtime_objects": N_CYCLES,
                                           "pure": N_CYCLES_SLOW, "numpy": N_CYCLES_SLOW,
                                           "filterpy": N_CYCLES_SLOW, "micropython": N_CYCLES_MP},
@@ -516,18 +550,20 @@ def main():
 
     print("ESKF, 15 states, 6-D pose aiding; IMU 100 Hz : aiding 10 Hz (best of %d interleaved batches, "
           "CPU microseconds)" % ROUNDS)
-    print("%-15s %11s %11s %14s %9s %12s" % ("impl", "predict", "update", "10:1 cycle", "x C", "FilterPy/x"))
+    print("%-21s %11s %11s %14s %9s %12s" % ("impl", "predict", "update", "10:1 cycle", "x C", "FilterPy/x"))
     for name in NAMES + ("micropython",):
         if name not in per:
-            print("%-15s  (not run: %s)" % (name, notes.get(name, "")))
+            print("%-21s  (not run: %s)" % (name, notes.get(name, "")))
             continue
         v = per[name]
         xc = v["cycle_us"] / c_cycle if c_cycle else float("nan")
-        print("%-15s %11.3f %11.3f %14.3f %9.2f %12.2f" % (name, v["predict_us"], v["update_us"], v["cycle_us"], xc,
+        print("%-21s %11.3f %11.3f %14.3f %9.2f %12.2f" % (name, v["predict_us"], v["update_us"], v["cycle_us"], xc,
                                                         us_per_cycle["filterpy"] / v["cycle_us"]))
     for name in RUNTIME_NAMES:
-        print("%-15s %11s %11s %14.3f   (runtime path: entry points + rate groups)" % (
+        print("%-21s %11s %11s %14.3f   (runtime path: entry points + rate groups)" % (
             name, "", "", runtime[name]["cycle_us"]))
+    print("C kernels of the Cython rows: %s build (available here: %s)" % (
+        variant, ", ".join(kernels.KERNEL_VARIANTS)))
     print("batched path (goals): %s" % BATCHED)
     for key in ("filterpy_over_ours_batched", "ours_batched_over_c"):
         g = goals[key]

@@ -13,12 +13,13 @@ pure module's). ``pack_imu`` (also ``EskfKernel.pack_imu``) writes an ImuSample 
 IMU queue that ``predict_packed`` reads (layout: ``onboard.estimators.eskf_packed``), the fields
 read in C.
 
-The kernels compute every entry of P with the same operations, in the same order, as the pure
-``_propagate`` / ``_fuse`` (so the two builds agree bit for bit, tested), arranged for the
-machine: F = I + A dt expanded by hand (identity, skew -[dv_ned]x without its zero diagonal,
-rotation blocks; ag2u eqs. 4a-4c, 8), M = F P built over contiguous columns (each block's three
-rows in one pass), the upper triangle of M F^T written straight into P and mirrored, then Q;
-the update (ag2u eqs. 5b, 6, 9, Joseph form) solves K^T for all 15 columns at once and forms
+The kernels (C, ``cython_ext/eskf_kernels.h``; on x86-64 with GCC built twice, AVX2 without FMA
+and baseline, the AVX2 build chosen at import where the CPU has it: ``kernel_variant()``) compute
+every entry of P with the same operations, in the same order, as the pure ``_propagate`` /
+``_fuse`` (so the builds agree bit for bit, tested), arranged for the machine: F = I + A dt
+expanded by hand (identity, skew -[dv_ned]x without its zero diagonal, rotation blocks; ag2u eqs.
+4a-4c, 8), M = F P built over contiguous columns (each block's three rows in one pass), the upper
+triangle of M F^T written straight into P and mirrored, then Q; the update (ag2u eqs. 5b, 6, 9, Joseph form) solves K^T for all 15 columns at once and forms
 each row of P' from one pass over (I - K H) P's row (all 15 columns: one fixed loop costs less
 than the entries it skips), G = K R - (I - K H) P H^T and G K^T, with the six measurement terms
 written out (H selects the first 6 states, so H P is P's first rows).
@@ -35,8 +36,7 @@ input, samples that are not tuples of floats) run the pure code. Figures:
 docs/results/estimators.md.
 """
 cimport cython
-from libc.math cimport sin, cos, sqrt, atan2, asin, isfinite
-from libc.string cimport memcpy
+from libc.math cimport isfinite
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_FORMAT, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE
 
 from onboard.estimators import eskf as _pure
@@ -71,64 +71,34 @@ assert (NS, NM, POS, ATT, VEL, BACC, BGYR) == (_pure.N_STATE, _pure.N_MEAS, _pur
                                                _pure.BACC, _pure.BGYR)
 
 
-# ---------------------------------------------------------------- rotations (as onboard.core.rotations)
+# ---------------------------------------------------------------- the numeric kernels (C, CPU-dispatched)
 
-cdef inline void e2d_c(double roll, double pitch, double yaw, double* d) noexcept nogil:
-    """ag2u eq. 3: D_ned_to_body of Z-Y-X Euler angles (transpose of euler_to_dcm)."""
-    cdef double cr = cos(roll)
-    cdef double sr = sin(roll)
-    cdef double cp = cos(pitch)
-    cdef double sp = sin(pitch)
-    cdef double cy = cos(yaw)
-    cdef double sy = sin(yaw)
-    d[0] = cy * cp
-    d[3] = cy * sp * sr - sy * cr
-    d[6] = cy * sp * cr + sy * sr
-    d[1] = sy * cp
-    d[4] = sy * sp * sr + cy * cr
-    d[7] = sy * sp * cr - cy * sr
-    d[2] = -sp
-    d[5] = cp * sr
-    d[8] = cp * cr
+cdef extern from "eskf_kernels.h":
+    int eskf_cpu_has_avx2() nogil
+    int eskf_kernels_select(int use_avx2) nogil
+    void eskf_e2d(double roll, double pitch, double yaw, double* d) nogil
+    void eskf_predict(double* P, double* pos, double* vel, double* d, const double* ba, const double* bg,
+                      double g_mps2, double var_acc, double var_gyr, double var_bacc, double var_bgyr,
+                      double dt, const double* dvel, const double* dang) nogil
+    int eskf_update(double* P, double* pos, double* vel, double* d, double* ba, double* bg, double gate,
+                    const double* pm, const double* em, const double* r, double* nis_out, double* y_last) nogil
+
+KERNEL_VARIANTS = ("avx2", "default") if eskf_cpu_has_avx2() else ("default",)   # what this CPU can run
+cdef int _avx2_in_use = eskf_kernels_select(1)      # the fastest this CPU runs (bit-identical to "default")
 
 
-cdef inline void d2e_c(const double* d, double* e) noexcept nogil:
-    """ag2u eq. 7: (roll, pitch, yaw) of D_ned_to_body."""
-    cdef double s = -d[2]
-    if s > 1.0:
-        s = 1.0
-    elif s < -1.0:
-        s = -1.0
-    e[1] = asin(s)
-    e[0] = atan2(d[5], d[8])
-    e[2] = atan2(d[1], d[0])
+def kernel_variant():
+    """The build of the numeric kernels in use: "avx2" or "default" (baseline instruction set)."""
+    return "avx2" if _avx2_in_use else "default"
 
 
-cdef inline void orthonormalize_c(double* r) noexcept nogil:
-    """One Gram-Schmidt pass on the rows (as rotations.dcm_orthonormalize)."""
-    cdef double a0 = r[0], a1 = r[1], a2 = r[2]
-    cdef double b0 = r[3], b1 = r[4], b2 = r[5]
-    cdef double n0 = sqrt(a0 * a0 + a1 * a1 + a2 * a2)
-    a0 = a0 / n0
-    a1 = a1 / n0
-    a2 = a2 / n0
-    cdef double dd = a0 * b0 + a1 * b1 + a2 * b2
-    b0 = b0 - dd * a0
-    b1 = b1 - dd * a1
-    b2 = b2 - dd * a2
-    cdef double n1 = sqrt(b0 * b0 + b1 * b1 + b2 * b2)
-    b0 = b0 / n1
-    b1 = b1 / n1
-    b2 = b2 / n1
-    r[0] = a0
-    r[1] = a1
-    r[2] = a2
-    r[3] = b0
-    r[4] = b1
-    r[5] = b2
-    r[6] = a1 * b2 - a2 * b1
-    r[7] = a2 * b0 - a0 * b2
-    r[8] = a0 * b1 - a1 * b0
+def use_kernel_variant(name):
+    """Runs the kernels' ``name`` build ("avx2" or "default", one of ``KERNEL_VARIANTS``) from now on, for
+    every filter of this module; the results are the same bits (benchmarks and tests compare them)."""
+    global _avx2_in_use
+    if name not in KERNEL_VARIANTS:
+        raise ValueError("kernel variant %r not available here (have %s)" % (name, ", ".join(KERNEL_VARIANTS)))
+    _avx2_in_use = eskf_kernels_select(name == "avx2")
 
 
 cdef inline bint _read3(object v, double* out):
@@ -252,7 +222,7 @@ cdef class EskfKernel:
             self.vel[i] = float(vel_ned_mps[i])
             self.ba[i] = float(accel_bias_mps2[i])
             self.bg[i] = float(gyro_bias_radps[i])
-        e2d_c(float(euler_rad[0]), float(euler_rad[1]), float(euler_rad[2]), self.D)
+        eskf_e2d(float(euler_rad[0]), float(euler_rad[1]), float(euler_rad[2]), self.D)
 
     def _nominal(self):
         return ((self.pos[0], self.pos[1], self.pos[2]), (self.vel[0], self.vel[1], self.vel[2]),
@@ -426,151 +396,10 @@ cdef class EskfKernel:
             da[i] = dang[i]
         self._predict_c(dt, dv, da)
 
-    cdef void _predict_c(self, double dt, const double* dvel, const double* dang) noexcept nogil:
-        """Strapdown (ag2u eqs. 4a-4c), then P <- F P F^T + Q with F = I + A dt expanded by hand
-        (the pure ``_propagate``: each entry in the same floating-point order, zero terms of the
-        skew block -[dv_ned]x dropped)."""
-        cdef double f[9]
-        cdef double nd[9]
-        cdef double A[9]
-        cdef double M[BACC * NS]
-        cdef double* P = self._P
-        cdef double* d = self.D
-        cdef const double* m
-        cdef const double* pa0 = P + ATT * NS
-        cdef const double* pa1 = P + (ATT + 1) * NS
-        cdef const double* pa2 = P + (ATT + 2) * NS
-        cdef const double* pb0 = P + BACC * NS
-        cdef const double* pb1 = P + (BACC + 1) * NS
-        cdef const double* pb2 = P + (BACC + 2) * NS
-        cdef const double* pg0 = P + BGYR * NS
-        cdef const double* pg1 = P + (BGYR + 1) * NS
-        cdef const double* pg2 = P + (BGYR + 2) * NS
-        cdef double* pr
-        cdef double dvx, dvy, dvz, dv_n, dv_e, dv_d, v, u0, u1, u2
-        cdef double f0, f1, f2, x0, x1, x2, b0, b1, b2
-        cdef double ma0, ma1, ma2, mba0, mba1, mba2, mbg0, mbg1, mbg2
-        cdef double qa, qg, qba, qbg
-        cdef int i, j, c, r, p_, v_
-        # ---- strapdown (ins.Strapdown.step)
-        dvx = dvel[0] - self.ba[0] * dt
-        dvy = dvel[1] - self.ba[1] * dt
-        dvz = dvel[2] - self.ba[2] * dt
-        e2d_c(dang[0] - self.bg[0] * dt, dang[1] - self.bg[1] * dt, dang[2] - self.bg[2] * dt, f)
-        for i in range(3):                                     # ag2u eq. 4a
-            f0 = f[i * 3]
-            f1 = f[i * 3 + 1]
-            f2 = f[i * 3 + 2]
-            for j in range(3):
-                nd[i * 3 + j] = f0 * d[j] + f1 * d[3 + j] + f2 * d[6 + j]
-        for i in range(9):
-            d[i] = nd[i]
-        dv_n = nd[0] * dvx + nd[3] * dvy + nd[6] * dvz         # ag2u eq. 4b
-        dv_e = nd[1] * dvx + nd[4] * dvy + nd[7] * dvz
-        dv_d = nd[2] * dvx + nd[5] * dvy + nd[8] * dvz
-        self.vel[0] = self.vel[0] + dv_n
-        self.vel[1] = self.vel[1] + dv_e
-        self.vel[2] = self.vel[2] + (dv_d + self.g_mps2 * dt)
-        self.pos[0] = self.pos[0] + self.vel[0] * dt            # ag2u eq. 4c
-        self.pos[1] = self.pos[1] + self.vel[1] * dt
-        self.pos[2] = self.pos[2] + self.vel[2] * dt
-        # ---- covariance: A = -R dt with R = D^T (A[i][j] = -D[j][i] dt); S = -[dv_ned]x has rows
-        # (0, dv_d, -dv_e), (-dv_d, 0, dv_n), (dv_e, -dv_n, 0)
-        A[0] = -d[0] * dt
-        A[1] = -d[3] * dt
-        A[2] = -d[6] * dt
-        A[3] = -d[1] * dt
-        A[4] = -d[4] * dt
-        A[5] = -d[7] * dt
-        A[6] = -d[2] * dt
-        A[7] = -d[5] * dt
-        A[8] = -d[8] * dt
-        # M = F P over contiguous columns, the three rows of each block in one pass (rows dp, dpsi,
-        # dv; the bias rows equal P's); P' below reads the dpsi and dv rows only from column ATT on
-        for c in range(NS):
-            M[POS * NS + c] = P[POS * NS + c] + dt * P[VEL * NS + c]
-            M[(POS + 1) * NS + c] = P[(POS + 1) * NS + c] + dt * P[(VEL + 1) * NS + c]
-            M[(POS + 2) * NS + c] = P[(POS + 2) * NS + c] + dt * P[(VEL + 2) * NS + c]
-        for c in range(ATT, NS):
-            x0 = pg0[c]
-            x1 = pg1[c]
-            x2 = pg2[c]
-            M[ATT * NS + c] = pa0[c] + (A[0] * x0 + A[1] * x1 + A[2] * x2)
-            M[(ATT + 1) * NS + c] = pa1[c] + (A[3] * x0 + A[4] * x1 + A[5] * x2)
-            M[(ATT + 2) * NS + c] = pa2[c] + (A[6] * x0 + A[7] * x1 + A[8] * x2)
-        for c in range(ATT, NS):
-            x0 = pa0[c]
-            x1 = pa1[c]
-            x2 = pa2[c]
-            b0 = pb0[c]
-            b1 = pb1[c]
-            b2 = pb2[c]
-            M[VEL * NS + c] = (P[VEL * NS + c] + (dv_d * x1 + -dv_e * x2)) + (A[0] * b0 + A[1] * b1 + A[2] * b2)
-            M[(VEL + 1) * NS + c] = ((P[(VEL + 1) * NS + c] + (-dv_d * x0 + dv_n * x2))
-                                     + (A[3] * b0 + A[4] * b1 + A[5] * b2))
-            M[(VEL + 2) * NS + c] = ((P[(VEL + 2) * NS + c] + (dv_e * x0 + -dv_n * x1))
-                                     + (A[6] * b0 + A[7] * b1 + A[8] * b2))
-        # P' = M F^T: upper triangle of the first 9 rows written straight into P and mirrored (the
-        # bias-bias block keeps P's values); then Q
-        for r in range(BACC):
-            m = M + r * NS
-            pr = P + r * NS
-            if r < ATT:
-                for c in range(r, ATT):
-                    v = m[c] + dt * m[VEL + c]
-                    pr[c] = v
-                    P[c * NS + r] = v
-            if r < VEL:
-                mbg0 = m[BGYR]
-                mbg1 = m[BGYR + 1]
-                mbg2 = m[BGYR + 2]
-                u0 = m[ATT] + (A[0] * mbg0 + A[1] * mbg1 + A[2] * mbg2)
-                u1 = m[ATT + 1] + (A[3] * mbg0 + A[4] * mbg1 + A[5] * mbg2)
-                u2 = m[ATT + 2] + (A[6] * mbg0 + A[7] * mbg1 + A[8] * mbg2)
-                if r <= ATT:
-                    pr[ATT] = u0
-                    P[ATT * NS + r] = u0
-                if r <= ATT + 1:
-                    pr[ATT + 1] = u1
-                    P[(ATT + 1) * NS + r] = u1
-                pr[ATT + 2] = u2
-                P[(ATT + 2) * NS + r] = u2
-            ma0 = m[ATT]
-            ma1 = m[ATT + 1]
-            ma2 = m[ATT + 2]
-            mba0 = m[BACC]
-            mba1 = m[BACC + 1]
-            mba2 = m[BACC + 2]
-            u0 = (m[VEL] + (dv_d * ma1 + -dv_e * ma2)) + (A[0] * mba0 + A[1] * mba1 + A[2] * mba2)
-            u1 = (m[VEL + 1] + (-dv_d * ma0 + dv_n * ma2)) + (A[3] * mba0 + A[4] * mba1 + A[5] * mba2)
-            u2 = (m[VEL + 2] + (dv_e * ma0 + -dv_n * ma1)) + (A[6] * mba0 + A[7] * mba1 + A[8] * mba2)
-            if r <= VEL:
-                pr[VEL] = u0
-                P[VEL * NS + r] = u0
-            if r <= VEL + 1:
-                pr[VEL + 1] = u1
-                P[(VEL + 1) * NS + r] = u1
-            pr[VEL + 2] = u2
-            P[(VEL + 2) * NS + r] = u2
-            for c in range(BACC, NS):
-                v = m[c]
-                pr[c] = v
-                P[c * NS + r] = v
-        # Q (ag2u eq. 10 increment noise + optional bias random walks)
-        qa = self._var_acc * dt
-        qg = self._var_gyr * dt
-        qba = self._var_bacc * dt
-        qbg = self._var_bgyr * dt
-        for i in range(3):
-            p_ = POS + i
-            v_ = VEL + i
-            P[p_ * NS + p_] += qa * dt * dt
-            P[p_ * NS + v_] += qa * dt
-            P[v_ * NS + p_] += qa * dt
-            P[v_ * NS + v_] += qa
-            P[(ATT + i) * NS + ATT + i] += qg
-            P[(BACC + i) * NS + BACC + i] += qba
-            P[(BGYR + i) * NS + BGYR + i] += qbg
+    cdef inline void _predict_c(self, double dt, const double* dvel, const double* dang) noexcept nogil:
+        """Strapdown (ag2u eqs. 4a-4c), then P <- F P F^T + Q: the C kernel ``eskf_predict``."""
+        eskf_predict(self._P, self.pos, self.vel, self.D, self.ba, self.bg, self.g_mps2, self._var_acc,
+                     self._var_gyr, self._var_bacc, self._var_bgyr, dt, dvel, dang)
 
     # ------------------------------------------------------------ update
     @cython.always_allow_keywords(False)
@@ -619,169 +448,11 @@ cdef class EskfKernel:
             rr[i] = r[i]
         return self._update_c(pm, em, rr)
 
-    cdef int _update_c(self, const double* pm, const double* em, const double* r) noexcept nogil:
-        """FUSED, GATED (only last_nis / last_innovation changed) or NOT_PD (nothing changed).
-
-        The pure ``_fuse`` (ag2u eqs. 5b, 6, 9; Joseph form with H selecting the first 6 states), each
-        entry in the same floating-point order, with the loops turned so the inner one runs over
-        contiguous columns: K^T for all 15 columns at once, and per row i of P' the row of
-        B = (I - K H) P, then G_i = K_i R - B_i H^T and P'_i = B_i + G_i K^T, written to a scratch
-        matrix (P is still read) and copied back."""
-        cdef double dm[9]
-        cdef double X[9]
-        cdef double dpsi[3]
-        cdef double y[NM]
-        cdef double L[NM * NM]
-        cdef double w[NM]
-        cdef double Kt[NM * NS]
-        cdef double dx[NS]
-        cdef double Pn[NSS]
-        cdef double bi[NS]
-        cdef double t[NS]
-        cdef double inv_d[NM]
-        cdef double* P = self._P
-        cdef double* d = self.D
-        cdef double* ka
-        cdef const double* kb
-        cdef const double* prow
-        cdef const double* p0
-        cdef const double* p1
-        cdef const double* p2
-        cdef const double* p3
-        cdef const double* p4
-        cdef const double* p5
-        cdef const double* q0
-        cdef const double* q1
-        cdef const double* q2
-        cdef const double* q3
-        cdef const double* q4
-        cdef const double* q5
-        cdef double s, nis, l, idv, v, k0, k1, k2, k3, k4, k5, g0, g1, g2, g3, g4, g5
-        cdef int i, j, a, b
-        # residual (ag2u eqs. 5b, 6)
-        e2d_c(em[0], em[1], em[2], dm)
-        for i in range(3):
-            for j in range(3):
-                X[i * 3 + j] = d[i] * dm[j] + d[3 + i] * dm[3 + j] + d[6 + i] * dm[6 + j]
-        d2e_c(X, dpsi)
-        y[0] = pm[0] - self.pos[0]
-        y[1] = pm[1] - self.pos[1]
-        y[2] = pm[2] - self.pos[2]
-        y[3] = dpsi[0]
-        y[4] = dpsi[1]
-        y[5] = dpsi[2]
-        # Cholesky factor of S = H P H^T + R (as cholesky6)
-        for i in range(NM):
-            for j in range(i + 1):
-                s = P[i * NS + j]
-                if i == j:
-                    s = s + r[i]
-                for b in range(j):
-                    s -= L[i * NM + b] * L[j * NM + b]
-                if i == j:
-                    if not s > 0.0:
-                        return NOT_PD
-                    L[i * NM + i] = sqrt(s)
-                else:
-                    L[i * NM + j] = s / L[j * NM + j]
-        for a in range(NM):
-            inv_d[a] = 1.0 / L[a * NM + a]
-        nis = 0.0
-        for a in range(NM):
-            s = y[a]
-            for b in range(a):
-                s -= L[a * NM + b] * w[b]
-            w[a] = s * inv_d[a]
-            nis += w[a] * w[a]
-        self.last_nis = nis
-        for a in range(NM):
-            self.y_last[a] = y[a]
-        if self.gate > 0.0 and nis > self.gate:
-            return GATED
-        # K^T = S^-1 P[0:6, :]: forward substitution, then back substitution, all columns at once
-        for a in range(NM):
-            prow = P + a * NS
-            for j in range(NS):
-                t[j] = prow[j]
-            for b in range(a):
-                l = L[a * NM + b]
-                kb = Kt + b * NS
-                for j in range(NS):
-                    t[j] -= l * kb[j]
-            ka = Kt + a * NS
-            idv = inv_d[a]
-            for j in range(NS):
-                ka[j] = t[j] * idv
-        for a in range(NM - 1, -1, -1):
-            ka = Kt + a * NS
-            for j in range(NS):
-                t[j] = ka[j]
-            for b in range(a + 1, NM):
-                l = L[b * NM + a]
-                kb = Kt + b * NS
-                for j in range(NS):
-                    t[j] -= l * kb[j]
-            idv = inv_d[a]
-            for j in range(NS):
-                ka[j] = t[j] * idv
-        # dx = K y
-        for i in range(NS):
-            dx[i] = 0.0
-        for a in range(NM):
-            kb = Kt + a * NS
-            l = y[a]
-            for i in range(NS):
-                dx[i] += kb[i] * l
-        # Joseph form row by row: B_ij = P_ij - sum_a K_ia P_aj,
-        # G_ia = K_ia r_a - B_ia, P'_ij = B_ij + sum_a K_ja G_ia (j >= i), mirrored; the six terms
-        # written out so the loops over j keep their sums in registers
-        p0 = P
-        p1 = P + NS
-        p2 = P + 2 * NS
-        p3 = P + 3 * NS
-        p4 = P + 4 * NS
-        p5 = P + 5 * NS
-        q0 = Kt
-        q1 = Kt + NS
-        q2 = Kt + 2 * NS
-        q3 = Kt + 3 * NS
-        q4 = Kt + 4 * NS
-        q5 = Kt + 5 * NS
-        for i in range(NS):
-            prow = P + i * NS
-            k0 = q0[i]
-            k1 = q1[i]
-            k2 = q2[i]
-            k3 = q3[i]
-            k4 = q4[i]
-            k5 = q5[i]
-            for j in range(NS):         # (for i >= NM only j < NM and j >= i are used: one fixed loop is cheaper)
-                bi[j] = prow[j] - k0 * p0[j] - k1 * p1[j] - k2 * p2[j] - k3 * p3[j] - k4 * p4[j] - k5 * p5[j]
-            g0 = k0 * r[0] - bi[0]
-            g1 = k1 * r[1] - bi[1]
-            g2 = k2 * r[2] - bi[2]
-            g3 = k3 * r[3] - bi[3]
-            g4 = k4 * r[4] - bi[4]
-            g5 = k5 * r[5] - bi[5]
-            for j in range(i, NS):
-                v = bi[j] + q0[j] * g0 + q1[j] * g1 + q2[j] * g2 + q3[j] * g3 + q4[j] * g4 + q5[j] * g5
-                Pn[i * NS + j] = v
-                Pn[j * NS + i] = v
-        memcpy(P, Pn, NSS * sizeof(double))
-        # inject the error state into the INS, then reset it (implicitly zero)
-        for i in range(3):
-            self.pos[i] = self.pos[i] + dx[POS + i]
-            self.vel[i] = self.vel[i] + dx[VEL + i]
-            self.ba[i] = self.ba[i] + dx[BACC + i]
-            self.bg[i] = self.bg[i] + dx[BGYR + i]
-        e2d_c(dx[ATT], dx[ATT + 1], dx[ATT + 2], dm)
-        for i in range(3):
-            for j in range(3):
-                X[i * 3 + j] = d[i * 3] * dm[j] + d[i * 3 + 1] * dm[3 + j] + d[i * 3 + 2] * dm[6 + j]
-        orthonormalize_c(X)
-        for i in range(9):
-            d[i] = X[i]
-        return FUSED
+    cdef inline int _update_c(self, const double* pm, const double* em, const double* r) noexcept nogil:
+        """FUSED, GATED (only last_nis / last_innovation changed) or NOT_PD (nothing changed): the pure
+        ``_fuse`` (ag2u eqs. 5b, 6, 9; Joseph form), the C kernel ``eskf_update``."""
+        return eskf_update(self._P, self.pos, self.vel, self.D, self.ba, self.bg, self.gate, pm, em, r,
+                           &self.last_nis, self.y_last)
 
 
 class Eskf(EskfKernel, _pure.Eskf):

@@ -5,7 +5,8 @@ The Cython kernels (``cython_ext/eskf.pyx``) evaluate each covariance entry with
 tests compare every float of the filter state as its exact bit pattern (``float.hex``, so even the
 sign of a zero counts) after long runs that touch every block: bias random walks on, IMU gaps of
 different lengths, large rotations, pose covariances given and defaulted, gated poses and
-lost-filter restarts, and batches through ``predict_many``.
+lost-filter restarts, and batches through ``predict_many``. Every build of the kernels this CPU can
+run is checked (``cython_ext.eskf.KERNEL_VARIANTS``: the AVX2 build, no FMA, and the baseline one).
 """
 import math
 import random
@@ -19,6 +20,18 @@ from onboard.estimators.eskf import IMPL_MODULES, EskfInputError, EskfNumericErr
 IMPLS = impl_switch.available(IMPL_MODULES)
 G = 9.80665
 pytestmark = pytest.mark.skipif("cython" not in IMPLS, reason="cython_ext not built")
+VARIANTS = impl_switch.load(IMPL_MODULES, "cython").KERNEL_VARIANTS if "cython" in IMPLS else ()
+
+
+@pytest.fixture(params=VARIANTS)
+def kernel_variant(request):
+    """Runs the test on one build of the Cython kernels, then restores the one chosen at import."""
+    module = impl_switch.load(IMPL_MODULES, "cython")
+    before = module.kernel_variant()
+    module.use_kernel_variant(request.param)
+    assert module.kernel_variant() == request.param
+    yield request.param
+    module.use_kernel_variant(before)
 
 
 def _bits(state):
@@ -83,7 +96,7 @@ def _run(impl, ops, config, batched):
     (3, {"gate_reset_s": 0.2, "accel_noise_mps_per_sqrt_s": 0.05}, True),
 ])
 @pytest.mark.parametrize("batched", [False, True])
-def test_cython_kernels_give_the_pure_bits(seed, config, big_rotations, batched):
+def test_cython_kernels_give_the_pure_bits(seed, config, big_rotations, batched, kernel_variant):
     ops = _ops(seed, 40, big_rotations)
     pure = _run("pure", ops, config, batched)
     cy = _run("cython", ops, config, batched)
@@ -107,3 +120,12 @@ def test_the_runs_reach_every_branch():
         assert all(P[i * 15 + i] > 0.0 for i in range(15))
     assert counts[2]["updates"] == 40 and counts[2]["predicts"] > 150
     assert counts[3]["updates"] > 0 and counts[3]["gated"] > 0 and counts[3]["resets"] > 0
+
+
+def test_the_fastest_kernel_build_is_chosen_at_import_and_others_are_refused():
+    module = impl_switch.load(IMPL_MODULES, "cython")
+    assert module.KERNEL_VARIANTS[-1] == "default"
+    assert module.kernel_variant() == module.KERNEL_VARIANTS[0]     # "avx2" where the CPU has it
+    with pytest.raises(ValueError, match="not available"):
+        module.use_kernel_variant("sse9")
+    assert module.kernel_variant() == module.KERNEL_VARIANTS[0]

@@ -125,10 +125,18 @@ def test_predict_packed_before_initialisation_skips(impl):
 
 
 def test_cython_packed_matches_pure_packed():
+    """On every build of the kernels this CPU runs (AVX2 without FMA, baseline): the pure path's values."""
     if "cython" not in IMPLS:
         pytest.skip("cython_ext not built")
-    for seed in (5, 6):
-        assert _run("cython", seed, "packed") == _run("pure", seed, "packed")
+    module = impl_switch.load(IMPL_MODULES, "cython")
+    before = module.kernel_variant()
+    try:
+        for variant in module.KERNEL_VARIANTS:
+            module.use_kernel_variant(variant)
+            for seed in (5, 6):
+                assert _run("cython", seed, "packed") == _run("pure", seed, "packed")
+    finally:
+        module.use_kernel_variant(before)
 
 
 @pytest.mark.parametrize("impl", IMPLS)
