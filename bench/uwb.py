@@ -81,15 +81,22 @@ def _channel(net_cls, state_calls=None):
     saved = uwb_ranging.UwbNetwork, uwb_ranging.bouncing_state_fn
     uwb_ranging.UwbNetwork = net_cls if state_calls is None else _timed_network(net_cls, state_calls)
     if state_calls is not None:
-        def timed_state_fn(*args):
-            fn = saved[1](*args)
+        class TimedMotion:
+            """The scenario's motion model with its state calls timed (its range_m runs inside the range
+            callback, timed there)."""
 
-            def state(now_us):
+            def __init__(self, *args):
+                self.fn = saved[1](*args)
+                self.range_m = self.fn.range_m
+
+            def __call__(self, now_us):
                 t0 = time.process_time()
-                out = fn(now_us)
+                out = self.fn(now_us)
                 state_calls.append(time.process_time() - t0)
                 return out
-            return state
+
+        def timed_state_fn(*args):
+            return TimedMotion(*args)
         uwb_ranging.bouncing_state_fn = timed_state_fn
     try:
         yield

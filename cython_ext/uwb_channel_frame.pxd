@@ -57,7 +57,8 @@ cpdef frame_end(net, _Tx tx, now_us)
                bias_ticks=cython.double, max_range_m=cython.double, loss_prob=cython.double, extra_m=cython.double,
                c_mps=cython.double, tick_hz=cython.double, far_s=cython.double, c0=cython.double, c1=cython.double,
                p3=cython.bint, collisions=cython.bint, deaf=cython.bint, states=dict, stats=dict,
-               now_f=cython.double, mask=cython.longlong, noise_buf=list, loss_buf=list)
+               now_f=cython.double, mask=cython.longlong, noise_buf=list, loss_buf=list,
+               keep_samples=cython.bint)
 cpdef deliver_frame(net, _Tx tx, _Node s, now_us)
 
 @cython.locals(i=cython.longlong)

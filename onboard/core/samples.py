@@ -124,7 +124,7 @@ class RangeSample(_Sample):
         self.time_us = int(time_us)
         self.peer_id = int(peer_id)
         self.range_m = float(range_m)
-        self.peer_vel_mps = tuple(float(v) for v in peer_vel_mps)
+        self.peer_vel_mps = tuple(map(float, peer_vel_mps))     # no generator: one per range, hot
         self.range_std_m = float(range_std_m)
 
 

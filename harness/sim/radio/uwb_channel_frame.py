@@ -249,7 +249,9 @@ def submit_tx(net, n, frame, dx_ticks):
             return
         raw_tx = dx
     end_s = start_s + air
-    net._refresh(now_us)
+    if net.state_fn is not None and net._state_time_us != now_us:       # net._refresh, inline
+        net._states = net.state_fn(now_us)
+        net._state_time_us = now_us
     sender = n.id
     pos = net._states[sender][0]
     tx = _Tx(sender, bytes(frame), now_s, start_s, rmarker_s, end_s, pos, raw_tx)
@@ -287,7 +289,9 @@ def deliver_frame(net, tx, s, now_us):
     sender = tx.sender
     rc = net.radio
     stats = net.stats
-    net._refresh(now_us)
+    if net.state_fn is not None and net._state_time_us != now_us:       # net._refresh, inline
+        net._states = net.state_fn(now_us)
+        net._state_time_us = now_us
     states = net._states
     max_range_m = rc["max_range_m"]
     collisions = rc["collisions"]
@@ -315,6 +319,9 @@ def deliver_frame(net, tx, s, now_us):
     n_air = -1
     others = ()
     noise_buf = net._noise_buf       # random draws popped from the end (nothing else draws while this loop runs)
+    nlos_fn = net.nlos_fn            # the network's settings, read once per frame
+    keep_samples = net.keep_samples
+    on_range = net.on_range
     loss_buf = net._loss_buf
     for rn in net._receivers:
         r = rn.id
@@ -366,8 +373,8 @@ def deliver_frame(net, tx, s, now_us):
             extra_m = nlos_m.get((sender, r) if sender < r else (r, sender), 0.0)
         else:
             extra_m = 0.0
-        if net.nlos_fn is not None:
-            extra_m += net.nlos_fn(sender, r, p, q)
+        if nlos_fn is not None:
+            extra_m += nlos_fn(sender, r, p, q)
         t_rx_s = base_s + prop_s + extra_m / c_mps + rn.ant_true_s
         c = rn.clock
         ticks = c.offset_ticks + t_rx_s * c.rate * tick_hz + bias_ticks
@@ -390,9 +397,9 @@ def deliver_frame(net, tx, s, now_us):
         samples, deadline = rn.driver.on_event(("rx", frame, raw_rx), c.offset_us + _floor_int(now_f * c.rate))
         if samples:
             for smp in samples:
-                if net.keep_samples:
+                if keep_samples:
                     net.samples[r].append((now_us, smp))
-                for cb in net.on_range:
+                for cb in on_range:
                     cb(r, smp, now_us)
         if deadline != rn.deadline_local:
             # _arm, inline for the usual move of a deadline past the node's queued timer event

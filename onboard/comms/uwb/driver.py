@@ -21,10 +21,11 @@ class UwbDriver:
 
     def on_event(self, event, now_us):
         """Feed one radio/timer event; returns (range samples, next deadline)."""
-        acts, deadline = self.node.on_event(event, now_us)
-        if not acts:                     # most frames a node hears ask nothing of it
-            return [], deadline
-        return self._execute(acts), deadline
+        out = self.node.on_event(event, now_us)
+        acts = out[0]
+        if not acts:                     # most frames a node hears ask nothing of it: its own
+            return out                   # (empty action list, deadline) is the answer, no new objects
+        return self._execute(acts), out[1]
 
     def set_velocity(self, vx_mps, vy_mps):
         return self.node.set_velocity(vx_mps, vy_mps)
