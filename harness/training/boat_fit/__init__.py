@@ -6,6 +6,7 @@ position MSE over the withheld fixes minimised by gradient descent (plus a quasi
 ``fit_windows`` cuts a log into windows, ``ekf_seeds`` runs the boat EKF over a log for the seeds,
 ``vessel_fit`` holds the vectorised rollouts, the loss and its gradient, and the optimisers,
 ``procedure`` the paper's EKF -> fit alternation with a held-back test split and horizon errors,
+``split_runs`` / ``second_process`` a long log's EKF passes and loss in two halves on two processes,
 ``vessel_rls`` the recursive least squares the paper found unstable, ``boat_log`` the CSV/MCAP readers
 and ``fit_cli`` the ``python -m harness boat-fit`` command (README.md: the CSV format).
 

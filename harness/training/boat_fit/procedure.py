@@ -23,11 +23,27 @@ One round k (c_k the constants, c_0 = ``initial``):
    expectation 2 (two degrees of freedom): a secant step in log q, at most a decade
    (:func:`tuned_q_scale`).
 
-After the last round one more EKF pass runs with the last constants; the rounds stop early when a pass's
-train MSE gains less than ``min_gain`` over the previous one. Each fitted set of constants is scored by
-the train position MSE of its rollouts from the seeds of its own EKF pass; the best is the result, and
-its pass gives the seeds of the reported errors. Windows: ``fit_windows.make_windows``; the test set is
-the last ``test_fraction`` of them in time.
+After the last round one more EKF pass runs with the last constants. The rounds stop (``stop_reason``
+in the result, beside ``rounds_run``):
+
+- "settled": the constants stopped moving. A round's move is measured where the constants act, on the
+  predictions: d = the RMS distance (m) between the rollouts of c_k and c_{k+1} from the same seeds at the
+  train windows' withheld fixes; the round settles when d < ``stop_rtol`` times the RMS residual of
+  c_{k+1} (sqrt of its train MSE), i.e. one more round could change the MSE by about ``stop_rtol``^2 (1 %
+  at the default 0.1). Each round also reports d (``path_change_m``), d / residual (``path_change_rel``) and
+  the largest relative change of a constant (``max_param_change_rel``);
+- "min_gain": a pass's train MSE gained less than ``min_gain`` over the previous one;
+- "rounds": ``rounds`` rounds were run.
+
+Each fitted set of constants is scored by the train position MSE of its rollouts from the seeds of its
+own EKF pass; the best is the result, and its pass gives the seeds of the reported errors. Windows:
+``fit_windows.make_windows``; the test set is the last ``test_fraction`` of them in time.
+
+Two cores: a log of at least ``split_min_s`` is worked on in two halves (``split_runs``), the second in
+a second process when ``workers`` is 2: each EKF pass in two time segments overlapping by
+``ekf_overlap_s`` (the seeds equal one pass's to < 1e-10), each fit's loss over two halves of the
+windows. The results depend on the log's length, not on ``workers``. Rounds 2+ start the optimiser from
+the previous round's constants (warm start).
 
 A window is **abrupt** (:func:`abrupt_windows`) when within it either thruster's logged thrust changes
 by more than ``abrupt_thrust_change_n`` (N) within ``abrupt_span_s`` (s), or the yaw acceleration
@@ -35,14 +51,15 @@ by more than ``abrupt_thrust_change_n`` (N) within ``abrupt_span_s`` (s), or the
 (rad/s^2) in magnitude; the other windows are smooth.
 """
 import math
+import time
 
 import numpy as np
 
+from harness.training.boat_fit import split_runs
 from harness.training.boat_fit import vessel_fit as vf
-from harness.training.boat_fit.ekf_seeds import ekf_states
 from harness.training.boat_fit.fit_windows import make_windows, select, seeds_at
-from onboard.core.settings import (NON_NEGATIVE, POSITIVE, ConfigError, checked, int_at_least, non_empty_list, one_of,
-                                   or_null, under, within)
+from onboard.core.settings import (NON_NEGATIVE, POSITIVE, ConfigError, checked, int_at_least, int_within,
+                                   non_empty_list, one_of, or_null, under, within)
 from onboard.estimators import boat_ekf
 from onboard.vessel import model as vm
 
@@ -58,6 +75,11 @@ DEFAULTS = {
     "method": "lbfgsb",               # "lbfgsb" (quasi-Newton) or "gradient_descent" (the paper's)
     "rounds": 5,                      # EKF -> fit rounds at most (robotx III-C alternation) ...
     "min_gain": 0.01,                 # ... stopping when a round's train MSE gains less than this (relative)
+    "stop_rtol": 0.1,                 # ... or when a round moves the predictions by less than this times the
+                                      # RMS residual (the constants settled; 0: never)
+    "workers": 2,                     # processes for a long log's two halves (1: both in this one)
+    "split_min_s": 1200.0,            # logs at least this long are worked on in two halves (split_runs)
+    "ekf_overlap_s": 120.0,           # the two EKF segments' overlap (s)
     "iterations": 200,                # optimiser iterations per round
     "gnss_sigma_m": None,             # GNSS 1 sigma per axis for the EKF; None: estimated from the log
     "heading_weight_m2_per_rad2": None,  # weight of the heading term of the loss (ours); None: (GNSS sigma /
@@ -77,6 +99,10 @@ SETTING_RANGES = {
     "method": one_of(*METHODS),
     "rounds": int_at_least(1),
     "min_gain": within(0.0, 1.0),
+    "stop_rtol": within(0.0, 1.0),
+    "workers": int_within(1, 2),
+    "split_min_s": NON_NEGATIVE,
+    "ekf_overlap_s": within(1.0, 3600.0),
     "iterations": int_at_least(1),
     "gnss_sigma_m": or_null(POSITIVE),
     "settle_s": NON_NEGATIVE,
@@ -90,6 +116,7 @@ SETTING_RANGES.update(under("initial", vm.SETTING_RANGES))
 SETTING_RANGES.update(under("ekf", _EKF_RANGES))
 
 MIN_WINDOWS = 2                      # one to fit, one to test
+NORTH_EAST = (vm.NORTH, vm.EAST)
 Q_SCALE_LIMITS = (1e-4, 1e4)
 # The mean GNSS NIS of the simulated WAM-V's EKF rises by about 0.25 per decade the process noise falls
 # (1.36, 1.58, 1.71, 1.86 at q = 1, 0.3, 0.1, 0.01 with the true constants): 4 decades per unit of NIS.
@@ -112,8 +139,13 @@ def tuned_q_scale(history):
 
 
 def settings(overrides=None):
-    """The checked settings of a fit (``DEFAULTS`` updated from ``overrides``)."""
-    return checked(DEFAULTS, SETTING_RANGES, overrides, "boat-fit")
+    """The checked settings of a fit (``DEFAULTS`` updated from ``overrides``; ``ekf_overlap_s`` must exceed
+    ``settle_s``, else the windows after the cut of a split EKF pass would be left out)."""
+    cfg = checked(DEFAULTS, SETTING_RANGES, overrides, "boat-fit")
+    if cfg["ekf_overlap_s"] <= cfg["settle_s"]:
+        raise ConfigError("boat-fit setting ekf_overlap_s (%g s) must exceed settle_s (%g s)"
+                          % (cfg["ekf_overlap_s"], cfg["settle_s"]))
+    return cfg
 
 
 # ---------------------------------------------------------------------------------------------- log statistics
@@ -132,12 +164,19 @@ def _local_quadratic_sigma(t, ys, per_fit, max_gap_s):
         return None
     idx, tw = idx[keep], tw[keep]
     tc = tw - tw.mean(axis=1, keepdims=True)
-    V = np.stack([np.ones_like(tc), tc, tc * tc], axis=-1)                   # (W, m, 3)
-    proj = V @ np.linalg.pinv(V)                                            # hat matrices
+    # an orthonormal basis of each run's span{1, t, t^2} (Gram-Schmidt; the residual is y minus its
+    # projections on it: the least-squares quadratic's residual, without a pseudo-inverse per run)
+    q1 = tc / np.sqrt((tc * tc).sum(axis=1, keepdims=True))
+    q2 = tc * tc
+    q2 = q2 - q2.mean(axis=1, keepdims=True)
+    q2 = q2 - (q2 * q1).sum(axis=1, keepdims=True) * q1
+    q2 = q2 / np.sqrt((q2 * q2).sum(axis=1, keepdims=True))
     var = np.zeros(len(idx))
     for axis in ys:
         y = axis[idx]
-        res = y - np.einsum("wij,wj->wi", proj, y)
+        res = y - y.mean(axis=1, keepdims=True)
+        res = res - (res * q1).sum(axis=1, keepdims=True) * q1
+        res = res - (res * q2).sum(axis=1, keepdims=True) * q2
         var += (res * res).sum(axis=1)
     dof = len(ys) * (m - 3)
     var /= dof
@@ -229,26 +268,20 @@ def _hkey(h):
 
 
 # ---------------------------------------------------------------------------------------------- the fit
+def _split(log, cfg):
+    """True when ``log`` is long enough to be worked on in two halves (``split_min_s``)."""
+    t = log["time_s"]
+    return len(t) > 1 and float(t[-1] - t[0]) >= cfg["split_min_s"]
+
+
 def _ekf_pass(log, cfg, c, q_scale):
     """The EKF over the log: (states, counters, fixes, seconds since the filter last started at each row
-    (NaN while it is not running))."""
+    (NaN while it is not running), CPU seconds of the second process); in two segments for a long log."""
     ekf = dict(cfg["ekf"])
     for key in NOISE_KEYS:
         ekf[key] = ekf[key] * math.sqrt(q_scale)          # densities: variance scaled by q
-    t = np.asarray(log["time_s"], float)
-    since = np.full(len(t), np.nan)
-    run = {"start": None, "resets": 0}
-
-    def on_row(i, f):
-        if not f.initialized:
-            run["start"] = None
-            return
-        if run["start"] is None or f.resets != run["resets"]:
-            run["start"], run["resets"] = t[i], f.resets
-        since[i] = t[i] - run["start"]
-    fixes = []
-    states, counters = ekf_states(log, ekf=ekf, params=c, fixes=fixes, on_row=on_row)
-    return states, counters, fixes, since
+    overlap = cfg["ekf_overlap_s"] if _split(log, cfg) else None
+    return split_runs.ekf_pass(log, ekf, c, overlap, cfg["workers"])
 
 
 def _targets_without_gated(windows, fixes):
@@ -280,10 +313,27 @@ def _mse(c, seeds, windows):
     return float(v) if math.isfinite(v) else None
 
 
-def _fit(cfg, c, seeds, windows):
-    if cfg["method"] == "lbfgsb":
-        return vf.fit_lbfgsb(c, seeds, windows, iterations=cfg["iterations"])
-    return vf.fit_gradient_descent(c, seeds, windows, iterations=cfg["iterations"])
+def _fit(cfg, c, seeds, windows, split=False):
+    """One fit from ``c`` (the warm start); with ``split``, the loss over two halves of the windows
+    (``split_runs.SplitLoss``). Adds the second process's CPU seconds to the result (``helper_cpu_s``)."""
+    fit = vf.fit_lbfgsb if cfg["method"] == "lbfgsb" else vf.fit_gradient_descent
+    if not split or len(windows["start"]) < 2:
+        return dict(fit(c, seeds, windows, iterations=cfg["iterations"]), helper_cpu_s=0.0)
+    with split_runs.SplitLoss(seeds, windows, cfg["workers"]) as loss:
+        res = fit(c, seeds, windows, iterations=cfg["iterations"], parts=loss.parts)
+        return dict(res, helper_cpu_s=loss.cpu_s)
+
+
+def _move(c_from, c_to, seeds, windows):
+    """(d, rel): the RMS distance (m) between the rollouts of ``c_from`` and ``c_to`` from ``seeds`` at
+    the withheld fixes, and the largest relative change of a constant (over those not 0)."""
+    m = windows["mask"]
+    a = vf.rollout(c_from, seeds, windows)[..., NORTH_EAST]
+    b = vf.rollout(c_to, seeds, windows)[..., NORTH_EAST]
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = float(np.sqrt(((a - b)[m] ** 2).sum() / max(int(m.sum()), 1)))
+    rel = [abs(y - x) / abs(x) for x, y in zip(c_from, c_to) if x != 0]
+    return (d if math.isfinite(d) else math.inf), (max(rel) if rel else 0.0)
 
 
 def fit_log(log, overrides=None, progress=None):
@@ -291,10 +341,11 @@ def fit_log(log, overrides=None, progress=None):
     ``boat_log.check_log``) with the settings ``overrides`` (module docstring). ``progress(text)``: told
     what runs. Returns (result, detail): ``result`` is JSON-ready ({"params": {"c1": .., ..}, "mse_train_m2",
     "mse_test_m2", "windows", "windows_train", "windows_test", "withheld_fraction", "gnss_sigma_m",
-    "method", "rounds": [...], "horizons": {"train"|"test": horizon_table}, "abrupt_smooth_ratio_5s",
-    "abrupt": {definition and counts}, "ekf_counters"}); ``detail`` holds the arrays the plots draw
-    (constants, seeds, windows, train/test index arrays, abrupt flags). Raises ConfigError when the log
-    gives fewer than 2 windows."""
+    "method", "rounds": [...], "rounds_run", "stop_reason", "horizons": {"train"|"test": horizon_table},
+    "abrupt_smooth_ratio_5s", "abrupt": {definition and counts}, "ekf_counters"}; no wall-clock figures);
+    ``detail`` holds the arrays the plots draw (constants, seeds, windows, train/test index arrays, abrupt
+    flags) and ``timing``: {"ekf": [(wall s, CPU s of this process, CPU s of the second process) per EKF
+    pass], "fit": [the same per fit]}. Raises ConfigError when the log gives fewer than 2 windows."""
     cfg = settings(overrides)
     say = progress or (lambda text: None)
     windows = make_windows(log, cfg["window_s"])
@@ -325,9 +376,14 @@ def fit_log(log, overrides=None, progress=None):
     passes = []                         # every EKF pass: its constants, q, seeds and errors
     rounds = []
     t_rows = np.asarray(log["time_s"], float)
+    split = _split(log, cfg)
+    timing = {"ekf": [], "fit": []}     # (wall s, CPU s of this process, of the second) per pass / fit
+    settled = False
     for k in range(cfg["rounds"] + 1):
         say("EKF pass %d (at most %d)" % (k + 1, cfg["rounds"] + 1))
-        states, counters, fixes, since = _ekf_pass(log, cfg, c, q_scale)
+        t0, c0 = time.perf_counter(), time.process_time()
+        states, counters, fixes, since, helper_cpu = _ekf_pass(log, cfg, c, q_scale)
+        timing["ekf"].append((time.perf_counter() - t0, time.process_time() - c0, helper_cpu))
         wins = _targets_without_gated(windows, fixes)
         seeds = seeds_at(states, wins)
         good = np.all(np.isfinite(seeds), axis=1) & (since[wins["start"]] >= cfg["settle_s"])
@@ -338,18 +394,34 @@ def fit_log(log, overrides=None, progress=None):
         passes.append({"c": c, "q": q_scale, "states": states, "counters": counters, "wins": wins, "seeds": seeds,
                        "good": good, "tr_idx": tr_idx, "te_idx": te_idx, "train": train, "test": test,
                        "nis_mean": nis_mean, "mse_train": _mse(c, seeds[tr_idx], train) if len(tr_idx) else None})
-        if k == cfg["rounds"] or _converged(passes, cfg["min_gain"]):
+        if settled:
+            stop_reason = "settled"
+            break
+        if k == cfg["rounds"]:
+            stop_reason = "rounds"
+            break
+        if _converged(passes, cfg["min_gain"]):
+            stop_reason = "min_gain"
             break
         if not len(tr_idx):
             raise ConfigError("no training window starts where the EKF has settled (%g s after it starts; no heading "
                               "near the fixes, or a log too short?)" % cfg["settle_s"])
         say("fit round %d/%d (%s, %d windows)" % (k + 1, cfg["rounds"], cfg["method"], len(tr_idx)))
-        res = _fit(cfg, c, seeds[tr_idx], train)
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = _fit(cfg, c, seeds[tr_idx], train, split)
+        timing["fit"].append((time.perf_counter() - t0, time.process_time() - c0, res["helper_cpu_s"]))
         c_next = [float(v) for v in res["params"]]
+        mse_next = _mse(c_next, seeds[tr_idx], train)
+        move_m, move_param = _move(c, c_next, seeds[tr_idx], train)
+        move_rel = move_m / math.sqrt(mse_next) if mse_next else math.inf
+        settled = move_rel < cfg["stop_rtol"]
         rounds.append({"round": k + 1, "params": vm.params_dict(c_next), "objective": float(res["loss"]),
-                       "mse_train_m2": _mse(c_next, seeds[tr_idx], train),
+                       "mse_train_m2": mse_next,
                        "mse_test_m2": _mse(c_next, seeds[te_idx], test), "loss_evaluations": int(res["evals"]),
-                       "gnss_nis_mean": nis_mean, "process_noise_scale": q_scale})
+                       "gnss_nis_mean": nis_mean, "process_noise_scale": q_scale,
+                       "path_change_m": move_m if math.isfinite(move_m) else None,
+                       "path_change_rel": move_rel if math.isfinite(move_rel) else None,
+                       "max_param_change_rel": move_param})
         c = c_next
         if cfg["tune_process_noise"] and nis_mean is not None and k > 0:
             tuning.append((math.log10(q_scale), nis_mean))
@@ -385,6 +457,10 @@ def fit_log(log, overrides=None, progress=None):
         "heading_weight_m2_per_rad2": float(weight),
         "method": cfg["method"],
         "rounds": rounds,
+        "rounds_run": len(rounds),
+        "stop_reason": stop_reason,
+        "stop_rtol": cfg["stop_rtol"],
+        "split_in_two": bool(split),
         "chosen_round": passes.index(best),
         "process_noise_scale": q_scale,
         "gnss_nis_mean": nis_mean,
@@ -397,5 +473,5 @@ def fit_log(log, overrides=None, progress=None):
     }
     detail = {"params": c, "windows": wins, "seeds": seeds, "good": good, "train_idx": train_idx,
               "test_idx": test_idx, "abrupt": abrupt, "thrust_change_n": change, "yaw_accel_radps2": accel,
-              "states": states}
+              "states": states, "timing": timing}
     return result, detail

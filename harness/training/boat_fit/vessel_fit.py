@@ -146,66 +146,99 @@ def loss_and_grad(c, seeds, windows, fit_idx=None, gn_diagonal=False, gn_matrix=
     (an addition of ours: the paper's loss is the position MSE alone). With ``gn_diagonal`` also the
     Gauss-Newton diagonal (the curvature scale per constant), with ``gn_matrix`` instead the whole
     Gauss-Newton matrix, 2/N sum J^T J over the residuals (weights included)."""
-    fit_idx = list(range(N_PARAM)) if fit_idx is None else list(fit_idx)
+    mode = "matrix" if gn_matrix else ("diagonal" if gn_diagonal else None)
+    return combine_sums([loss_sums(c, seeds, windows, mode)], fit_idx, mode)
+
+
+def loss_sums(c, seeds, windows, curvature=None):
+    """The raw sums behind :func:`loss_and_grad` over these windows, so that the windows can be split into
+    parts evaluated apart (another process) and combined by :func:`combine_sums`: a dict of ``pos`` (sum of
+    squared position residuals, m^2), ``n_pos`` (withheld fixes), ``yaw`` (sum of squared yaw residuals,
+    rad^2, 0 without the heading term), ``n_yaw``, ``weight`` (w), the gradients ``g_pos``, ``g_yaw`` (9,) of
+    the two sums and, with ``curvature`` "diagonal" or "matrix", their Gauss-Newton diagonals ``d_pos``,
+    ``d_yaw`` (9,) or matrices ``h_pos``, ``h_yaw`` (9, 9)."""
     c = [float(v) for v in c]
     thrust, dt, mask = windows["thrust_n"], windows["dt_s"], windows["mask"]
     t_l = np.ascontiguousarray(thrust[:, :, 0].T)
     t_r = np.ascontiguousarray(thrust[:, :, 1].T)
     dt_t = np.ascontiguousarray(dt.T)
-    mask_t = mask.T
-    target_n = windows["target_ne_m"][:, :, 0].T
-    target_e = windows["target_ne_m"][:, :, 1].T
-    rows = thrust.shape[1]
-    n_targets = int(mask.sum())
-    yaw = None
     w = float(windows.get("heading_weight", 0.0) or 0.0)
+    yaw = None
     if w > 0 and "yaw_mask" in windows and windows["yaw_mask"].any():
-        yaw = (w, windows["yaw_mask"].T, windows["target_yaw_rad"].T, int(windows["yaw_mask"].sum()))
+        yaw = (windows["yaw_mask"].T, windows["target_yaw_rad"].T)
     with np.errstate(over="ignore", invalid="ignore"):
-        return _loss_and_grad(c, seeds, t_l, t_r, dt_t, mask_t, target_n, target_e, rows, n_targets, fit_idx,
-                              gn_diagonal, gn_matrix, yaw)
+        out = _sums(c, seeds, t_l, t_r, dt_t, mask.T, windows["target_ne_m"][:, :, 0].T,
+                    windows["target_ne_m"][:, :, 1].T, thrust.shape[1], curvature, yaw)
+    out["n_pos"] = int(mask.sum())
+    out["n_yaw"] = int(windows["yaw_mask"].sum()) if yaw is not None else 0
+    out["weight"] = w if yaw is not None else 0.0
+    return out
 
 
-def _loss_and_grad(c, seeds, t_l, t_r, dt_t, mask_t, target_n, target_e, rows, n_targets, fit_idx, gn_diagonal,
-                   gn_matrix, yaw=None):
+def combine_sums(parts, fit_idx=None, curvature=None):
+    """(objective, gradient over ``fit_idx``[, GN diagonal or matrix]) from the :func:`loss_sums` of a
+    partition of the windows: position MSE + w * yaw MSE over all parts (m^2), the counts and sums added
+    in the order of ``parts``."""
+    fit_idx = list(range(N_PARAM)) if fit_idx is None else list(fit_idx)
+    n_pos = sum(p["n_pos"] for p in parts)
+    n_yaw = sum(p["n_yaw"] for p in parts)
+    w = max(p["weight"] for p in parts)
+    a = w / float(n_yaw) if n_yaw and w > 0 else 0.0     # yaw sums per unit of the position MSE
+    f = sum(p["pos"] for p in parts) / n_pos + a * sum(p["yaw"] for p in parts)
+    g = (sum(p["g_pos"] for p in parts) / n_pos + a * sum(p["g_yaw"] for p in parts))[fit_idx]
+    if curvature == "diagonal":
+        d = sum(p["d_pos"] for p in parts) / n_pos + a * sum(p["d_yaw"] for p in parts)
+        return f, g, d[fit_idx]
+    if curvature == "matrix":
+        h = sum(p["h_pos"] for p in parts) / n_pos + a * sum(p["h_yaw"] for p in parts)
+        return f, g, h[np.ix_(fit_idx, fit_idx)]
+    return f, g
+
+
+def _sums(c, seeds, t_l, t_r, dt_t, mask_t, target_n, target_e, rows, curvature, yaw=None):
     X = np.array(seeds, dtype=float).T.copy()
     S = np.zeros((N_STATE, N_PARAM, X.shape[1]))
-    total = 0.0
-    grad = np.zeros(N_PARAM)
-    diag = np.zeros(N_PARAM)
-    gn = np.zeros((N_PARAM, N_PARAM))
+    pos, g_pos, g_yaw = 0.0, np.zeros(N_PARAM), np.zeros(N_PARAM)
+    yaw_sum = 0.0
+    diag = curvature == "diagonal"
+    matrix = curvature == "matrix"
+    shape = (N_PARAM, N_PARAM) if matrix else N_PARAM
+    c_pos, c_yaw = np.zeros(shape), np.zeros(shape)
+    # rows where every window has a target: plain slices instead of boolean indexing (the same values)
+    every = slice(None)
+    pos_any, pos_all = mask_t.any(axis=1), mask_t.all(axis=1)
     if yaw is not None:
-        w_yaw, yaw_mask_t, target_yaw, n_yaw = yaw
-        a = w_yaw * n_targets / float(n_yaw)          # per-yaw-residual weight in units of the position sum
+        yaw_mask_t, target_yaw = yaw
+        yaw_any, yaw_all = yaw_mask_t.any(axis=1), yaw_mask_t.all(axis=1)
     for k in range(rows - 1):
         X, S = _step_with_sensitivities(X, S, t_l[k], t_r[k], dt_t[k], c)
-        m = mask_t[k + 1]
-        if m.any():
+        if pos_any[k + 1]:
+            m = every if pos_all[k + 1] else mask_t[k + 1]
             res_n = X[NORTH, m] - target_n[k + 1, m]
             res_e = X[EAST, m] - target_e[k + 1, m]
-            total += float(res_n @ res_n + res_e @ res_e)
+            pos += float(res_n @ res_n + res_e @ res_e)
             s_n, s_e = S[NORTH][:, m], S[EAST][:, m]
-            grad += 2.0 * (s_n @ res_n + s_e @ res_e)
-            if gn_diagonal:
-                diag += 2.0 * ((s_n * s_n).sum(axis=1) + (s_e * s_e).sum(axis=1))
-            if gn_matrix:
-                gn += 2.0 * (s_n @ s_n.T + s_e @ s_e.T)
-        if yaw is not None:
-            my = yaw_mask_t[k + 1]
-            if my.any():
-                res_y = np.mod(X[YAW, my] - target_yaw[k + 1, my] + math.pi, 2.0 * math.pi) - math.pi
-                s_y = S[YAW][:, my]
-                total += a * float(res_y @ res_y)
-                grad += 2.0 * a * (s_y @ res_y)
-                if gn_diagonal:
-                    diag += 2.0 * a * (s_y * s_y).sum(axis=1)
-                if gn_matrix:
-                    gn += 2.0 * a * (s_y @ s_y.T)
-    if gn_matrix:
-        return total / n_targets, grad[fit_idx] / n_targets, gn[np.ix_(fit_idx, fit_idx)] / n_targets
-    if gn_diagonal:
-        return total / n_targets, grad[fit_idx] / n_targets, diag[fit_idx] / n_targets
-    return total / n_targets, grad[fit_idx] / n_targets
+            g_pos += 2.0 * (s_n @ res_n + s_e @ res_e)
+            if diag:
+                c_pos += 2.0 * ((s_n * s_n).sum(axis=1) + (s_e * s_e).sum(axis=1))
+            if matrix:
+                c_pos += 2.0 * (s_n @ s_n.T + s_e @ s_e.T)
+        if yaw is not None and yaw_any[k + 1]:
+            my = every if yaw_all[k + 1] else yaw_mask_t[k + 1]
+            res_y = np.mod(X[YAW, my] - target_yaw[k + 1, my] + math.pi, 2.0 * math.pi) - math.pi
+            s_y = S[YAW][:, my]
+            yaw_sum += float(res_y @ res_y)
+            g_yaw += 2.0 * (s_y @ res_y)
+            if diag:
+                c_yaw += 2.0 * (s_y * s_y).sum(axis=1)
+            if matrix:
+                c_yaw += 2.0 * (s_y @ s_y.T)
+    out = {"pos": pos, "yaw": yaw_sum, "g_pos": g_pos, "g_yaw": g_yaw}
+    if diag:
+        out["d_pos"], out["d_yaw"] = c_pos, c_yaw
+    if matrix:
+        out["h_pos"], out["h_yaw"] = c_pos, c_yaw
+    return out
 
 
 def loss(c, seeds, windows):
@@ -233,16 +266,18 @@ def endpoint_errors(c, seeds, windows, horizons_s=(1.0, 2.0, 3.0, 4.0, 5.0)):
 class _Problem:
     """The loss over scaled, selected constants: theta = c[fit_idx] / scale[fit_idx]. ``scale``: None for
     the Gauss-Newton scale at ``c0`` (1 / sqrt of the curvature diagonal, so that every scaled constant
-    moves the loss alike), or 9 numbers."""
+    moves the loss alike), or 9 numbers. ``parts``: None, or a callable ``parts(c, curvature)`` giving the
+    :func:`loss_sums` of a partition of ``windows`` (e.g. halves evaluated in two processes)."""
 
-    def __init__(self, c0, seeds, windows, fit_idx, scale):
+    def __init__(self, c0, seeds, windows, fit_idx, scale, parts=None):
         self.c0 = np.array(c0, dtype=float)
         self.seeds = seeds
         self.windows = windows
         self.fit_idx = list(range(N_PARAM)) if fit_idx is None else list(fit_idx)
+        self.parts = parts or (lambda c, curvature: [loss_sums(c, seeds, windows, curvature)])
         self.evals = 0
         if scale is None:
-            _, _, diag = loss_and_grad(self.c0, seeds, windows, self.fit_idx, gn_diagonal=True)
+            _, _, diag = combine_sums(self.parts(self.c0, "diagonal"), self.fit_idx, "diagonal")
             self.evals += 1
             sc = np.where(diag > 0, 1.0 / np.sqrt(np.where(diag > 0, diag, 1.0)), 1.0)
         else:
@@ -269,20 +304,21 @@ class _Problem:
 
     def __call__(self, theta):
         self.evals += 1
-        f, g = loss_and_grad(self.params(theta), self.seeds, self.windows, self.fit_idx)
+        f, g = combine_sums(self.parts(self.params(theta), None), self.fit_idx)
         if not (math.isfinite(f) and np.all(np.isfinite(g))):
             return DIVERGED_LOSS, np.zeros(len(self.fit_idx))     # constants whose rollouts blow up
         return f, g * self.scale
 
 
-def fit_gradient_descent(c0, seeds, windows, fit_idx=None, scale=None, iterations=100, step=0.5, tol=1e-9):
+def fit_gradient_descent(c0, seeds, windows, fit_idx=None, scale=None, iterations=100, step=0.5, tol=1e-9,
+                         parts=None):
     """The paper's fit by gradient descent: accelerated (Nesterov, with a restart whenever the loss rises)
     projected gradient descent on the scaled constants, the step from a backtracking line search
     (sufficient decrease f(y - s g) <= f(y) - s/2 |g|^2 after projection) and grown 1.2x after each
     iteration. Stops after ``iterations`` or when the loss improves by less than ``tol`` (relative)
-    over 5 iterations. Returns {"params": 9 constants, "loss": MSE, "history": [MSE per iteration],
-    "evals": loss evaluations}."""
-    prob = _Problem(c0, seeds, windows, fit_idx, scale)
+    over 5 iterations. ``parts``: as :class:`_Problem`. Returns {"params": 9 constants, "loss": MSE,
+    "history": [MSE per iteration], "evals": loss evaluations}."""
+    prob = _Problem(c0, seeds, windows, fit_idx, scale, parts)
     theta = prob.theta0()
     f, g = prob(theta)
     y, f_y, g_y = theta, f, g
@@ -309,11 +345,12 @@ def fit_gradient_descent(c0, seeds, windows, fit_idx=None, scale=None, iteration
     return {"params": [float(v) for v in prob.params(theta)], "loss": f, "history": history, "evals": prob.evals}
 
 
-def fit_lbfgsb(c0, seeds, windows, fit_idx=None, scale=None, iterations=200, tol=1e-10):
+def fit_lbfgsb(c0, seeds, windows, fit_idx=None, scale=None, iterations=200, tol=1e-10, parts=None):
     """The quasi-Newton baseline: scipy's L-BFGS-B on the same scaled loss and exact gradient, with the
-    constants' bounds. Same result dict as :func:`fit_gradient_descent` (plus ``message``)."""
+    constants' bounds, starting from ``c0`` (the warm start of the alternation's rounds). ``parts``: as
+    :class:`_Problem`. Same result dict as :func:`fit_gradient_descent` (plus ``message``)."""
     from scipy.optimize import minimize
-    prob = _Problem(c0, seeds, windows, fit_idx, scale)
+    prob = _Problem(c0, seeds, windows, fit_idx, scale, parts)
     history = []
 
     def fun(theta):
