@@ -18,8 +18,10 @@ tick gets the tick's time. Replay feeds each input where it was recorded and the
 rebuilt app's stand-in drivers read nothing. ``--impl pure|cython|numpy`` rebuilds an ES-EKF
 estimator with another implementation (default: the recorded one), or a swarm member's particle
 filters on other kernels (a swarm member's random draws are recorded inputs: ``random_state``).
-``--views OUT.mcap`` writes the rebuilt boat app's Foxglove views ("what the vehicle was thinking",
-``onboard.vessel.boat_views``) into a new log.
+The soil loader app (``soil_loader``) rebuilds from its settings, the machine's constants, the
+erosion kernel and the starting surface; its inputs are the machine's samples, the operator's
+commands (learned layers) and the end of the mission. ``--views OUT.mcap`` writes the rebuilt boat
+app's Foxglove views ("what the vehicle was thinking", ``onboard.vessel.boat_views``) into a new log.
 """
 import copy
 import json
@@ -242,6 +244,23 @@ def _swarm_member(config):
                        name=config.get("name") or "swarm_member", models=models)
 
 
+class _Rebuilt:
+    """A rebuilt app that is its Node (``node``)."""
+
+    def __init__(self, node):
+        self.node = node
+
+
+def _soil_loader(config):
+    """The soil loader app (onboard.soil.loader_app: blind mapping, per-cut estimates, soil layers) rebuilt from
+    its recipe (``loader_app.recipe_config``: settings, machine constants, erosion kernel, starting surface)."""
+    from onboard.soil import loader_app
+    try:
+        return _Rebuilt(loader_app.app_from_recipe(config))
+    except ValueError as exc:
+        raise ReplayError("cannot rebuild the soil loader app: %s" % exc)
+
+
 # recorded app name -> fn(config) -> the app (with ``node``), rebuilt as it was recorded:
 # - ground_robot: onboard.runtime.ground_robot's recipe (the waypoints and grading scenarios);
 # - avr_ground_robot: the AVR robot's host app (boards/arduino/app.py), the ground robot's parts plus the
@@ -251,10 +270,13 @@ def _swarm_member(config):
 #   ring log (python -m onboard.deploy BOARD --pull-log OUT.mcap);
 # - swarm_member: one member of a swarm flight (harness/scenarios/swarm/study.py: record_member), or any
 #   SwarmMember.record;
-# - wamv_boat: the WAM-V boat app and service (boards/wamv).
+# - wamv_boat: the WAM-V boat app and service (boards/wamv);
+# - soil_loader: the track loader's soil-mapping app (onboard/soil/loader_app.py), recorded by a soil episode
+#   given a log (harness/scenarios/soil/soil_episode.py; soil-strip with a report folder); its outputs are the
+#   sweeps, the per-cut estimates and the soil layers' window updates.
 APPS = {GroundRobotRuntime.APP: _ground_robot, "avr_ground_robot": _ground_robot,
         RpiGroundRobot.APP: _rpi_ground_robot, "mp_ground_robot": _ground_robot, "swarm_member": _swarm_member,
-        "wamv_boat": _wamv_boat}
+        "wamv_boat": _wamv_boat, "soil_loader": _soil_loader}
 # apps whose rebuild takes a ``view`` for its Foxglove views (``--views``)
 VIEW_APPS = ("wamv_boat",)
 

@@ -45,6 +45,17 @@ def _vessel_sample_type(schema):
     return getattr(vessel_samples, schema, None)
 
 
+SOIL_SAMPLES = ("MachineSample", "OperatorCommand", "MissionEnd")
+
+
+def _soil_sample_type(schema):
+    """The soil loader app's sample type named ``schema`` (``onboard.soil.loader_app``), or None."""
+    if schema in SOIL_SAMPLES:
+        from onboard.soil import loader_app
+        return getattr(loader_app, schema)
+    return None
+
+
 def _nan_for_null(values):
     """A recorded list with every null (a non-finite number) as NaN, nested lists too (a LIDAR sweep's rows,
     an obstacle list's circles)."""
@@ -56,7 +67,9 @@ def decode_sample(schema, data):
     The MCAP log writes a non-finite number as null: in a list (nested lists too) it comes back as NaN; a
     single null field is passed as None (an optional field) and, where the type refuses None, as NaN (a
     refused non-finite input)."""
-    cls = getattr(sample_types, schema, None) or _vessel_sample_type(schema)
+    cls = getattr(sample_types, schema, None) or _soil_sample_type(schema) or _vessel_sample_type(schema)
+    if cls is not None and not hasattr(cls, "FIELDS") and hasattr(cls, "from_dict"):
+        return cls.from_dict(data)          # a nested sample (its own table form), e.g. the loader's MachineSample
     if cls is None or not hasattr(cls, "FIELDS"):
         raise ReplayFeedError("recorded input of unknown sample type %r" % (schema,))
     args = {}

@@ -8,7 +8,11 @@ estimator), section 3 (60 Hz observations), section 4 (force from the drive or t
 reading aid ``shared/papers/notes/soil.md`` (section 5.2, "runtime wiring").
 
 Entry point ``on_machine(sample)`` (:class:`MachineSample`, 60 Hz on the loader: the blade pose from the
-kinematics, the force sensors, the operator's phase and lane) feeds the watched input "machine". Parts:
+kinematics, the force sensors, the operator's phase and lane) feeds the watched input "machine"; entry point
+"finish" (``BlindMapping.on_finish``, a :class:`MissionEnd`: what ``BlindMapping.finish`` sends) ends the
+mission. Recorded at its boundary (``Node.record``, recipe :data:`APP`: :func:`recipe_config` holds what
+:func:`app_from_recipe` rebuilds it from), its outputs are ``sweep`` (every sweep's summary), ``cut_estimate``
+and ``layer_update`` (each layers window). Parts:
 
 - :class:`BlindMapping`, group "map" (``map_rate_hz``): the queued samples go, in order, through the
   ``onboard.soil.blind_map.BlindMapper`` on the app's grid map. A new lane or pass (the machine was moved)
@@ -116,6 +120,36 @@ class MachineSample:
                 "lift_pressure_pa": self.lift_pressure_pa, "lift_m": self.lift_m, "speed_mps": self.speed_mps,
                 "pitch_rad": self.pitch_rad, "phase": self.phase, "lane": list(self.lane)}
 
+    @classmethod
+    def from_dict(cls, data):
+        """The sample of :meth:`as_dict`'s table ``data`` (a recording's ``/app/in/machine``); a null number (the
+        log writes NaN as null) comes back as NaN, so a sample refused when recorded is refused again."""
+        pose = data["blade_pose"]
+        ned, euler = _nan_for_null(pose["ned_m"]), _nan_for_null(pose["euler_rad"])
+        return cls(data["time_us"], BladePose(data["time_us"], ned[0], ned[1], ned[2], euler[0], euler[1], euler[2]),
+                   _nan_for_null(data["blade_force_n"]), *(_nan_for_null([data[k] for k in _MACHINE_NUMBERS])
+                                                           + [data["phase"], data["lane"]]))
+
+
+_MACHINE_NUMBERS = ("drive_torque_nm", "lift_pressure_pa", "lift_m", "speed_mps", "pitch_rad")
+NAN = float("nan")
+
+
+def _nan_for_null(values):
+    return [NAN if v is None else v for v in values]
+
+
+class MissionEnd:
+    """The end of the mission at ``time_us`` (the app's entry point ``finish``): the last sweep and the last
+    cut are closed. ``FIELDS``: the logs' flat-sample form."""
+    FIELDS = ("time_us",)
+
+    def __init__(self, time_us):
+        self.time_us = int(time_us)
+
+    def as_dict(self):
+        return {"time_us": self.time_us}
+
 
 class OperatorCommand:
     """The operator's commands in force from ``time_us`` on (SI units): ``speed_mps`` (ground speed), ``lift_m``
@@ -170,10 +204,13 @@ class BlindMapping:
         self.rejected = 0
         self.node = None
         self.on_machine = None
+        self.on_finish = None
+        self.last_time_us = 0
 
     def attach(self, node):
         self.node = node
         self.on_machine = node.entry("machine", self._on_machine)
+        self.on_finish = node.entry("finish", self._on_finish)
         node.watch("machine", self.config["machine_timeout_us"])
         node.every("map", self.config["map_rate_hz"], self._map)
 
@@ -182,6 +219,7 @@ class BlindMapping:
             self.rejected += 1
             return
         self.node.feed("machine", sample.time_us)
+        self.last_time_us = sample.time_us
         self.queue.append(sample)
 
     def _map(self, now_us):
@@ -201,8 +239,12 @@ class BlindMapping:
                 self.cut.samples.append(s)
             self._keep(self.mapper.on_blade_pose(s.blade_pose))
 
-    def finish(self):
-        """End of the mission: the last sweep, the last cut closed."""
+    def finish(self, time_us=None):
+        """End of the mission at ``time_us`` (None: the last sample's time): the last sweep, the last cut
+        closed; through the entry point ``finish`` (:class:`MissionEnd`), so that a recording holds it."""
+        self.on_finish(MissionEnd(self.last_time_us if time_us is None else time_us))
+
+    def _on_finish(self, end):
         self._flush()
         self._close()
 
@@ -214,7 +256,10 @@ class BlindMapping:
             return
         if self.cut is not None:
             self.cut.records.append(rec)
-        self.node.log(SWEEP_TOPIC, rec.t1_us, sweep_summary(rec))
+        if self.node.logging or self.node.recording:
+            summary = sweep_summary(rec)
+            self.node.output("sweep", rec.t1_us, summary)
+            self.node.log(SWEEP_TOPIC, rec.t1_us, summary)
 
     def _close(self):
         if self.cut is None:
@@ -342,7 +387,10 @@ class CutEstimation:
                     row["cells"] = len(cells)
                     row["cell_list"] = cells
             self.layer_rows.append(row)
-            self.node.log(LAYER_TOPIC, now_us, {k2: v for k2, v in row.items() if k2 != "cell_list"})
+            if self.node.logging or self.node.recording:
+                logged = {k2: v for k2, v in row.items() if k2 != "cell_list"}
+                self.node.output("layer_update", now_us, logged)
+                self.node.log(LAYER_TOPIC, now_us, logged)
         if self.learned is not None and cut.samples:
             self._drop_commands_before(cut.samples[-1].time_us)
         for fn in self.after_cut:
@@ -440,6 +488,52 @@ class CutEstimation:
 def checked_config(config=None):
     """The app's settings (:data:`DEFAULTS` with ``config`` merged in), every rule checked (ConfigError)."""
     return checked(DEFAULTS, SETTING_RANGES, config, "loader app")
+
+
+APP = "soil_loader"                         # the recipe's name in a recording (``harness replay``)
+EROSION_KERNELS = ("pure", "numpy")          # blind_map.erode, blind_map_numpy.erode
+
+
+def erode_kernel(name):
+    """The erosion kernel named ``name`` (:data:`EROSION_KERNELS`; None: the blind map's default)."""
+    if name is None or name == "pure":
+        return None if name is None else blind_map.erode
+    if name == "numpy":
+        from onboard.soil import blind_map_numpy
+        return blind_map_numpy.erode
+    raise ConfigError("loader app: erosion kernel %r is not one of %s" % (name, ", ".join(EROSION_KERNELS)))
+
+
+def recipe_config(grid, config=None, machine=None, erosion=None):
+    """What rebuilds the app (:func:`app_from_recipe`), plain data for a recording's ``/app/config``: the app's
+    settings (checked), the machine's constants, the erosion kernel's name and the surface the machine starts on
+    (the grid map's settings, its shape and its elevation [m, up] and loose-thickness [m] layers, row-major).
+    Take it before the first sample: the map changes as the blade cuts."""
+    from onboard.soil.grid_map import ELEVATION, LOOSE
+    erode_kernel(erosion)
+    return {"app": checked_config(config), "machine": machine, "erosion": erosion,
+            "grid": {"config": grid.config, "shape": [grid.n_north, grid.n_east],
+                     "elevation_m": list(grid.layers[ELEVATION]), "loose_m": list(grid.layers[LOOSE])}}
+
+
+def app_from_recipe(recipe, log=None, view=None):
+    """The app of :func:`recipe_config`'s ``recipe`` rebuilt: the Node, on a new grid map holding the recorded
+    starting surface (ConfigError for a recipe that does not fit)."""
+    from array import array
+    from onboard.soil.grid_map import ELEVATION, LOOSE, GridMap
+    try:
+        g = recipe["grid"]
+        grid = GridMap(g["config"])
+        if list(g["shape"]) != [grid.n_north, grid.n_east]:
+            raise ConfigError("loader app recipe: grid shape %r, its settings give %r"
+                              % (g["shape"], [grid.n_north, grid.n_east]))
+        for name, key in ((ELEVATION, "elevation_m"), (LOOSE, "loose_m")):
+            if len(g[key]) != grid.size:
+                raise ConfigError("loader app recipe: %s holds %d cells, the grid %d" % (key, len(g[key]), grid.size))
+            grid.layers[name] = array("d", _nan_for_null(g[key]))
+        return loader_app(grid, recipe["app"], recipe["machine"], erode_kernel(recipe["erosion"]), log=log, view=view)
+    except (KeyError, TypeError) as exc:
+        raise ConfigError("loader app recipe: missing or malformed %s" % (exc,))
 
 
 def loader_app(grid, config=None, machine=None, erode_fn=None, log=None, view=None):

@@ -31,10 +31,13 @@ import numpy as np
 from harness.config import ConfigError, mounted
 from harness.sim import soil_terrain, soil_world, track_loader
 from harness.sim.soil_loader_world import COMMAND_TOPIC, LoaderWorld
-from onboard.soil import blind_map_numpy, loader_app
+from onboard.runtime.mcap_log import code_version
+from onboard.soil import loader_app
 from onboard.soil.fee import THETA_U_NAMES
 from onboard.soil.grid_map import ELEVATION, LOOSE, GridMap
 from onboard.soil.grid_map_numpy import load, view
+
+EROSION = "numpy"       # the onboard map's erosion kernel (loader_app.erode_kernel)
 
 # what the episode sets in the onboard map from the machine and the world (not user settings there)
 MATCHED_KEYS = ("blade_width_m", "blade_height_m", "swell", "loose_unit_weight_npm3")
@@ -109,11 +112,13 @@ def _timed(fn, acc, key):
     return wrapped
 
 
-def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None):
+def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None, record=None):
     """Run one episode of ``config`` (:data:`DEFAULTS` layout, checked) drawn from ``random`` (a
     ``harness.sim.rng.RunRandom``); ``log``: the run's log; ``progress``: a progress bar (sim seconds);
     ``mcap``: the run's ``McapLog`` for Foxglove views (the soil layers as ``foxglove.Grid``), or None;
-    ``on_app``: ``on_app(app, grid)`` before the run starts (e.g. to watch the app's parts).
+    ``on_app``: ``on_app(app, grid)`` before the run starts (e.g. to watch the app's parts); ``record``: a
+    ``sink(topic, time_us, msg)`` the app records at its boundary into (``Node.record``, recipe
+    ``loader_app.APP``: ``python -m harness replay`` rebuilds it), by default ``mcap.log`` when ``mcap`` is given.
     Returns an :class:`Episode`."""
     t_start = time.perf_counter()
     world = LoaderWorld(config, random, log)
@@ -128,13 +133,19 @@ def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None)
     view = None
     if mcap is not None:
         view = mcap.log_view
-    app = loader_app.loader_app(grid, app_cfg, machine_constants(lcfg), blind_map_numpy.erode, log=log, view=view)
+    machine = machine_constants(lcfg)
+    app = loader_app.loader_app(grid, app_cfg, machine, loader_app.erode_kernel(EROSION), log=log, view=view)
     mapping = app.part("mapping")
     estimation = app.part("estimation") if app_cfg["estimation"] else None
     if estimation is not None and estimation.on_command is not None:
         _feed_commands(world, estimation.on_command)
     if on_app is not None:
         on_app(app, grid)
+    if record is None and mcap is not None:
+        record = mcap.log
+    if record is not None:      # the starting surface: before the first sample
+        app.record(record, loader_app.APP, loader_app.recipe_config(grid, app_cfg, machine, EROSION),
+                   code_version(), world.clock.now_us())
     acc = {"map": 0.0, "estimate": 0.0}
     mapping.mapper.sweep = _timed(mapping.mapper.sweep, acc, "map")
     if estimation is not None:
@@ -144,7 +155,7 @@ def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None)
     world.add_machine_sensor(mapping.on_machine)
     world.progress = progress
     world.start(app)
-    sim_s = world.run_lanes(app, finish=mapping.finish)
+    sim_s = world.run_lanes(app, finish=lambda: mapping.finish(world.clock.now_us()))
     out = Episode()
     out.world, out.grid, out.app, out.sim_s = world, grid, app, sim_s
     rows = estimation.estimates if estimation is not None else []
