@@ -91,7 +91,7 @@ def run(config, ctx):
         progress = ctx.progress(lanes_duration_s(episode_cfg["loader"]["operator"]), "soil-blind-map %s" % case)
         log = ctx.log if (k == 0 and ctx.report is not None) else None
         t0 = time.perf_counter()
-        e = ep.run_episode(episode_cfg, RunRandom(ctx.seed), log=log, progress=progress)
+        e = ep.run_episode(episode_cfg, RunRandom(ctx.seed), log=log, progress=progress, record=log)
         progress.close()
         settle(e, config["settle_iterations"])
         ctx.timing(**{"%s_wall_s" % case: time.perf_counter() - t0,

@@ -58,7 +58,8 @@ def run(config, ctx):
     episode_cfg = config["episode"]
     progress = ctx.progress(lanes_duration_s(episode_cfg["loader"]["operator"]), "soil-homogeneous")
     t0 = time.perf_counter()
-    e = ep.run_episode(episode_cfg, ctx.random, log=ctx.log if ctx.report is not None else None, progress=progress)
+    log = ctx.log if ctx.report is not None else None
+    e = ep.run_episode(episode_cfg, ctx.random, log=log, progress=progress, record=log)
     progress.close()
     ctx.timing(episode_wall_s=time.perf_counter() - t0, **{k: v for k, v in e.timing.items()
                                                            if k != "episode_wall_s"})
