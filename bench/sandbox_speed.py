@@ -10,6 +10,8 @@ Times are CPU time of the process (``time.process_time``; single-threaded, compu
 
 Also timed apart, per frame: one erosion pass of the whole terrain (the part that grows with the area) and
 the rest (contact, traction, sinkage and bulldozing under the robot: independent of the terrain's size).
+And counted (not timed), over one more run of the stream per size: the cells the erosion actually changes per
+frame and the largest slope step left above the angle of repose after a frame (is the erosion converged?).
 
 Writes bench/results/sandbox_speed.json.
 """
@@ -52,6 +54,34 @@ def _time_erosion(world, repeats=50):
     return (time.process_time() - t0) / repeats
 
 
+def _erosion_activity(world, speed, yaw_rate):
+    """Per frame over the command stream: the cells the erosion changes (> 1e-12 m) and, after the frame, the
+    largest step above the angle of repose (m): how much of the whole-tile pass does work."""
+    terrain = world.terrain
+    erode = terrain.erode
+    changed = []
+
+    def counting_erode(iterations=None):
+        before = terrain.height_m.copy()
+        erode(iterations)
+        changed.append(int((np.abs(terrain.height_m - before) > 1e-12).sum()))
+
+    terrain.erode = counting_erode
+    max_step = terrain._tan_repose * terrain.cell_m
+    worst = 0.0
+    try:
+        for v, w in zip(speed, yaw_rate):
+            world.frame(v, w)
+            h = terrain.height_m
+            for axis in (0, 1):
+                worst = max(worst, float((np.abs(np.roll(h, -1, axis=axis) - h) - max_step).max()))
+    finally:
+        del terrain.erode
+    return {"cells": int(terrain.height_m.size), "changed_cells_mean": float(np.mean(changed)),
+            "changed_cells_max": int(np.max(changed)), "max_excess_over_repose_m": max(worst, 0.0),
+            "repose_step_m": max_step}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=400)
@@ -90,11 +120,18 @@ def main(argv=None):
         rows["2x"]["rest_us_per_frame"] / rows["1x"]["rest_us_per_frame"]))
     same_path = bool(np.allclose(final["1x"], final["2x"], atol=1e-9))
     print("same path on both sizes (the 2x map repeats the 1x one): %s" % same_path)
+    activity = {name: _erosion_activity(_world(exp, tiles), speed, yaw_rate) for name, tiles in sizes.items()}
+    for name, a in activity.items():
+        print("%s: erosion changes %.1f cells per frame on average (at most %d) of %d; largest step above repose "
+              "after a frame %.3f mm (repose step %.1f mm)" % (name, a["changed_cells_mean"], a["changed_cells_max"],
+                                                              a["cells"], a["max_excess_over_repose_m"] * 1e3,
+                                                              a["repose_step_m"] * 1e3))
     write_results("sandbox_speed", {
         "workload": {"experiment": os.path.relpath(EXAMPLE_INI, REPO), "frames": args.frames, "rounds": args.rounds,
                      "substeps": exp.substeps, "frame_dt_us": exp.frame_dt_us,
                      "erosion_iterations": exp.erosion_iterations, "clock": "process CPU time, best round"},
         "sizes": rows, "ratio_2x_over_1x": ratio, "same_path_on_both_sizes": same_path,
+        "erosion_activity": activity,
         "python": platform.python_version(), "machine": platform.machine(),
     })
 

@@ -58,9 +58,9 @@ def test_v2_training_reduces_the_loss_and_exports_within_the_quantisation_bound(
 def test_training_cli_writes_model_folders(session_file, tmp_path, capsys):
     from harness.training.alexi import train
     out = tmp_path / "models"
-    code = train.main(["--train", session_file, "--test", session_file, "--out", str(out), "--nets",
-                       "v1_dyaw,v2_dyaw,terrain", "--v1-epochs", "30", "--v2-epochs", "2", "--terrain-epochs", "2",
-                       "--window", "6", "--terrain-width", "8"])
+    code = train.main(["--train", session_file, "--test", session_file, "--val", session_file, "--out", str(out),
+                       "--nets", "v1_dyaw,v2_dyaw,terrain", "--v1-epochs", "30", "--v2-epochs", "2",
+                       "--terrain-epochs", "2", "--window", "6", "--terrain-width", "8"])
     assert code == 0, capsys.readouterr().err
     for name in ("v1_dyaw", "v2_dyaw", "terrain"):
         card = json.loads((out / name / "card.json").read_text())
@@ -68,12 +68,53 @@ def test_training_cli_writes_model_folders(session_file, tmp_path, capsys):
         assert card["alexi"]["runtime_kind"] in ("int8", "float")
         assert (out / name / "float_layers.npz").exists()
     assert json.loads((out / "terrain" / "card.json").read_text())["alexi"]["window_cells"] == 6
+    v2 = json.loads((out / "v2_dyaw" / "card.json").read_text())
+    assert v2["training"]["select_on"].startswith("validation") and v2["training"]["best_epoch"] in (1, 2)
+
+
+def test_v2_keeps_the_epoch_best_on_the_validation_session(session_file):
+    """Model selection on a validation session: the net returned is the one of the best validation R^2 on the
+    curve (measured every ``val_every`` epochs and at the last), not the last epoch's."""
+    from harness.training.alexi import metrics as mt
+    from harness.training.alexi import train
+    from harness.training.quantize import mlp_forward
+    from harness.training.alexi.models import fold
+    sessions = ds.load_sessions([session_file])
+    recipe = dict(pp.V2_RECIPE, window=20)
+    ranges = ds.fit_ranges(sessions, recipe, "dyaw")
+    x, y = ds.kinematic(sessions, recipe, "dyaw", ranges)
+    val = (x[120:], y[120:])
+    net, hist = train.fit_v2(x[:120], y[:120], seed=5, epochs=7, lr=0.05, val=val, val_every=3)
+    epochs = [e for e, _ in hist["validation_r2"]]
+    assert epochs == [3, 6, 7]
+    best_epoch, best_r2 = max(hist["validation_r2"], key=lambda er: er[1])
+    assert hist["best_epoch"] == best_epoch and hist["best_validation_r2"] == best_r2
+    with torch.no_grad():
+        kept = net(torch.tensor(val[0], dtype=torch.float32)).numpy()
+    assert mt.r2_pearson(val[1], kept) == pytest.approx(best_r2, abs=1e-9)
+    assert np.allclose(mlp_forward(fold(net), val[0])[:, 0], kept, atol=1e-5)
+
+
+def test_tilt_shuffle_moves_only_the_tilt_columns_of_the_chosen_share():
+    from harness.training.alexi.train import tilt_shuffled
+    x = np.column_stack([np.arange(1000.0), -np.arange(1000.0), np.arange(1000.0) + 0.5, np.arange(1000.0) + 0.25])
+    assert np.array_equal(tilt_shuffled(x, 0.0, 1), x)
+    a = tilt_shuffled(x, 0.5, 1)
+    assert np.array_equal(a, tilt_shuffled(x, 0.5, 1)) and not np.array_equal(a, tilt_shuffled(x, 0.5, 2))
+    assert np.array_equal(a[:, :2], x[:, :2])                        # wheel speeds untouched
+    moved = a[:, 2] != x[:, 2]
+    assert 0.4 < moved.mean() < 0.6
+    assert np.array_equal(a[:, 3] - a[:, 2], np.full(1000, -0.25))  # pitch and roll move together, from one row
+    assert set(a[:, 2]) <= set(x[:, 2])
 
 
 @pytest.mark.parametrize("argv,needle", [
     (["--nets", "v9_speed"], "unknown nets v9_speed"),
     (["--window", "5"], "--window must be an even number"),
     (["--train", "/nonexistent.npz"], "cannot read a session"),
+    (["--val", "/nonexistent.npz"], "cannot read a session"),
+    (["--val-every", "0"], "--val-every must be >= 1"),
+    (["--tilt-shuffle", "1.5"], "--tilt-shuffle must be a share in [0, 1]"),
 ])
 def test_training_cli_refuses_bad_input(session_file, tmp_path, capsys, argv, needle):
     from harness.training.alexi import train

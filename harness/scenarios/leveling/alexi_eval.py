@@ -144,6 +144,7 @@ def run(config, ctx):
     metrics = {"success": bool(all(checks.values())), "acceptance": checks,
                "thesis_table_6_3_r2": ev.THESIS_V2_R2, "thesis_table_6_1_r2": ev.THESIS_V1_R2,
                "models": {"kind": config["models"]["kind"], "backend": config["models"]["backend"]},
+               "v2_dyaw_tilt_sensitivity": ev.tilt_sensitivity(nets["v2_dyaw"]),
                "terrains": results}
     if ctx.report is not None:
         _plots(ctx.report, preds)

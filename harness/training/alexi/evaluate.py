@@ -85,6 +85,39 @@ def spearman_checks(nets, session):
                           "speed_vs_pitch": mt.spearman(v_hat, pitch)}}
 
 
+SPIN_BLOCKS = (2, 3)                  # Alg. 5 blocks (0, +w) and (0, -w): spins in place
+TILT_PROBE_DEG = 4.0
+
+
+def spin_response(session, min_track_difference_radps=2.0):
+    """The reference's yaw response in the spin blocks: per frame dtheta / (v_left - v_right) (rad per frame
+    per rad/s), its mean, and its Pearson r with the tilt magnitude sqrt(phi^2 + psi^2) and with the sinkage
+    (frames with |v_left - v_right| above ``min_track_difference_radps``, teleports dropped). Says what the
+    yaw response depends on (a tilt dependence a dtheta net may learn, or not)."""
+    a = session[0]
+    diff = np.asarray(a["left_radps"] - a["right_radps"], dtype=np.float64)
+    keep = (np.isin(a["block"], SPIN_BLOCKS) & ~np.asarray(a["teleport"], dtype=bool)
+            & (np.abs(diff) > min_track_difference_radps))
+    if keep.sum() < 3:
+        return {"frames": int(keep.sum())}
+    eff = a["dyaw_rad"][keep] / diff[keep]
+    tilt = np.hypot(a["pitch_start_rad"], a["roll_start_rad"])[keep]
+    return {"frames": int(keep.sum()), "dyaw_per_track_difference_mean": float(eff.mean()),
+            "tilt_mean_deg": float(np.degrees(tilt.mean())), "sinkage_mean_m": float(a["sinkage_m"][keep].mean()),
+            "pearson_with_tilt": mt.pearson(eff, tilt), "pearson_with_sinkage": mt.pearson(eff, a["sinkage_m"][keep])}
+
+
+def tilt_sensitivity(net, track_radps=3.2, tilt_deg=TILT_PROBE_DEG):
+    """A dtheta net's spin prediction (v_left = -v_right = ``track_radps``) at a tilt of +-``tilt_deg`` in
+    pitch and in roll, over its prediction on level ground (1: the tilt changes nothing)."""
+    t = np.radians(tilt_deg)
+    x = np.array([[track_radps, -track_radps, p, r] for p, r in ((0, 0), (t, 0), (-t, 0), (0, t), (0, -t))])
+    out = net.predict(x)[:, 0]
+    return {"tilt_deg": tilt_deg, "level": float(out[0]),
+            "ratio_to_level": {k: float(v / out[0]) if out[0] != 0 else None
+                               for k, v in zip(("pitch_up", "pitch_down", "roll_right", "roll_left"), out[1:])}}
+
+
 def terrain_one_step(net, session):
     """Pixel Pearson r of the terrain net's dh against the session's, one step ahead (the reference's previous
     dh as input), and of the previous dh alone (persistence)."""
@@ -107,6 +140,7 @@ def evaluate(nets, session, terrain_net=None):
         y, p = implied_speed(nets, session, mode)
         res["three_network_speed"][mode] = mt.scores(y, p)
     res["spearman"] = spearman_checks(nets, session)
+    res["spin_response"] = spin_response(session)
     if terrain_net is not None and "crop_dh_m" in session[0]:
         res["terrain"] = terrain_one_step(terrain_net, session)
     return res, preds

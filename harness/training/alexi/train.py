@@ -11,9 +11,14 @@ sign-based step with the step zeroed on a sign change, reading aid A24 -- full b
 trained on the first training session only, as the thesis's single 16 000-frame session; the epoch with the
 lowest MSE on a seeded 10 % validation split of it is kept, A22); ``v2_speed``, ``v2_dyaw`` (the two-network
 configuration) and ``v2_dnorth``, ``v2_deast`` (with ``v2_dyaw`` the three-network one; 13 x 7 tanh + batch
-norm + L2 1e-4, SGD lr 0.01, batch 32, ``--v2-epochs`` 25, MSE, on every training session; ``make train-alexi``
-trains ``v2_dyaw`` with 300 epochs: twice the thesis's 150 000 updates on this smaller data set); ``terrain``
+norm + L2 1e-4, SGD lr 0.01, batch 32, ``--v2-epochs`` 25, MSE, on every training session); ``terrain``
 (the deformation net: Adam lr 1e-3, batch 32, ``--terrain-epochs`` 10, MSE on dh scaled by ``dh_scale_m``).
+
+Model selection: with ``--val`` sessions (never the test set) a V2 net is scored on them every ``--val-every``
+epochs and the epoch of the best R^2 (Pearson, preprocessed) is kept; ``--v2-epochs`` is then the most.
+Augmentation: ``--tilt-shuffle`` s gives a seeded share s of the V2 training samples the (pitch, roll) of another
+random sample (:func:`tilt_shuffled`). ``make train-alexi`` trains ``v2_dyaw`` so (sessions 1, 2, 4; validation
+session 3; up to 300 epochs; ``--tilt-shuffle 0.5``: docs/results/alexi.md).
 
 Preprocessing: V1 :data:`preprocess.V1_RECIPE`, V2 :data:`preprocess.V2_RECIPE` (min-max ranges from the
 training sessions, stored in the cards). Each card's ``metrics`` hold the test session's R^2 of the float and
@@ -33,7 +38,8 @@ from harness.training.alexi import preprocess as pp
 
 NETS = ("v1_speed", "v1_dyaw", "v2_speed", "v2_dyaw", "v2_dnorth", "v2_deast", "terrain")
 DEFAULTS = {"v1_epochs": 2000, "v2_epochs": 25, "terrain_epochs": 10, "v2_lr": 0.01, "batch": 32,
-            "terrain_lr": 1e-3, "terrain_width": 64, "terrain_layers": 2, "window": 16, "seed": 1, "threads": 1}
+            "terrain_lr": 1e-3, "terrain_width": 64, "terrain_layers": 2, "window": 16, "seed": 1, "threads": 1,
+            "val_every": 5, "tilt_shuffle": 0.0}
 OUT = os.path.join("models", "alexi")
 
 
@@ -72,11 +78,12 @@ def fit_v1(x, y, seed, epochs, threads=1):
     return net, {"train_mse": losses, "best_epoch": best_epoch + 1, "validation_mse": best}
 
 
-def _minibatch_fit(net, opt, x, y, seed, epochs, batch, loss_fn, torch):
+def _minibatch_fit(net, opt, x, y, seed, epochs, batch, loss_fn, torch, after_epoch=None):
+    """Mini-batch training; ``after_epoch(epoch)`` (1-based, net in eval mode) is called after every epoch."""
     gen = torch.Generator().manual_seed(seed)
     xt, yt = torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)
     losses = []
-    for _ in range(int(epochs)):
+    for epoch in range(int(epochs)):
         net.train()
         perm = torch.randperm(len(xt), generator=gen)
         total, count = 0.0, 0
@@ -92,18 +99,46 @@ def _minibatch_fit(net, opt, x, y, seed, epochs, batch, loss_fn, torch):
             total += float(err.detach()) * len(idx)
             count += len(idx)
         losses.append(total / max(count, 1))
+        if after_epoch is not None:
+            net.eval()
+            after_epoch(epoch + 1)
     net.eval()
     return losses
 
 
-def fit_v2(x, y, seed, epochs, lr=0.01, batch=32, threads=1):
-    """(net, history) of a V2 net: SGD (lr, no momentum), mini-batches, MSE + L2 (thesis 6.3.3)."""
+def fit_v2(x, y, seed, epochs, lr=0.01, batch=32, threads=1, val=None, val_every=5):
+    """(net, history) of a V2 net: SGD (lr, no momentum), mini-batches, MSE + L2 (thesis 6.3.3).
+
+    With ``val`` = (x_val, y_val) (a validation session, never the test set) the R^2 (Pearson) on it is
+    measured every ``val_every`` epochs and the network of the best such epoch is kept (model selection on
+    validation data); the history then holds ``best_epoch`` and the ``validation_r2`` curve."""
     torch = _torch(seed, threads)
     from harness.training.alexi.models import V2Net
     net = V2Net()
     opt = torch.optim.SGD(net.parameters(), lr=lr)
-    losses = _minibatch_fit(net, opt, x, y, seed, epochs, batch, lambda p, t: torch.mean((p - t) ** 2), torch)
-    return net, {"train_mse": losses}
+    hist = {}
+    after = None
+    if val is not None:
+        xv = torch.tensor(val[0], dtype=torch.float32)
+        best = {"r2": -1.0, "epoch": 0, "state": None}
+        curve = []
+
+        def after(epoch):
+            if epoch % int(val_every) and epoch != int(epochs):
+                return
+            with torch.no_grad():
+                r2 = mt.r2_pearson(val[1], net(xv).numpy())
+            curve.append([epoch, r2])
+            if r2 > best["r2"]:
+                best.update(r2=r2, epoch=epoch, state={k: t.clone() for k, t in net.state_dict().items()})
+    losses = _minibatch_fit(net, opt, x, y, seed, epochs, batch, lambda p, t: torch.mean((p - t) ** 2), torch,
+                            after)
+    if val is not None:
+        net.load_state_dict(best["state"])
+        net.eval()
+        hist.update(best_epoch=best["epoch"], validation_r2=curve, best_validation_r2=best["r2"])
+    hist["train_mse"] = losses
+    return net, hist
 
 
 def fit_terrain(x, y, seed, epochs, width, layers, lr=1e-3, batch=32, threads=1):
@@ -114,6 +149,19 @@ def fit_terrain(x, y, seed, epochs, width, layers, lr=1e-3, batch=32, threads=1)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     losses = _minibatch_fit(net, opt, x, y, seed, epochs, batch, lambda p, t: torch.mean((p - t) ** 2), torch)
     return net, {"train_mse": losses}
+
+
+def tilt_shuffled(x, share, seed, tilt_columns=(2, 3)):
+    """A copy of the preprocessed inputs ``x`` [n, 4] in which a seeded ``share`` of the rows carry the tilt
+    columns (pitch, roll) of other random rows (data augmentation: decorrelates the tilt from the command
+    blocks, so a net cannot learn that tilted means driving straight)."""
+    rng = np.random.default_rng(seed)
+    out = np.array(x, dtype=np.float64, copy=True)
+    rows = np.flatnonzero(rng.random(len(out)) < float(share))
+    donors = rng.integers(0, len(out), size=len(rows))
+    cols = list(tilt_columns)
+    out[np.ix_(rows, cols)] = np.asarray(x)[np.ix_(donors, cols)]
+    return out
 
 
 def _layers_forward(layers, x):
@@ -132,7 +180,7 @@ def _digests(paths, sessions):
              "digest_sha256": digest(a), "frames": int(a["time_us"].size)} for p, (a, _) in zip(paths, sessions)]
 
 
-def train_kinematic(name, train_sessions, test_sessions, args, seed, data_info):
+def train_kinematic(name, train_sessions, test_sessions, args, seed, data_info, val_sessions=None):
     """Train, export and score one kinematic net; returns its card."""
     from harness.training.alexi.export import export
     from harness.training.alexi.models import fold
@@ -142,15 +190,31 @@ def train_kinematic(name, train_sessions, test_sessions, args, seed, data_info):
     sessions = train_sessions[:1] if version == "v1" else train_sessions
     ranges = ds.fit_ranges(sessions, recipe, target)
     x, y = ds.kinematic(sessions, recipe, target, ranges)
+    augment = None
+    if version == "v2" and args.tilt_shuffle > 0.0:
+        x = tilt_shuffled(x, args.tilt_shuffle, seed)
+        augment = {"tilt_shuffle": args.tilt_shuffle,
+                   "meaning": "this share of the training samples (seeded) carries the pitch and roll of another "
+                              "random sample, target unchanged: the reference's yaw response per track-speed "
+                              "difference does not depend on the tilt (docs/results/alexi.md)"}
     t0 = time.perf_counter()
     if version == "v1":
         net, hist = fit_v1(x, y, seed, args.v1_epochs, args.threads)
         algo = {"optimizer": "Rprop (torch defaults, iRPROP-)", "epochs": args.v1_epochs, "batch": "full",
                 "best_epoch": hist["best_epoch"], "select_on": "validation (10 % of the session, seeded)"}
     else:
-        net, hist = fit_v2(x, y, seed, args.v2_epochs, args.v2_lr, args.batch, args.threads)
+        val = ds.kinematic(val_sessions, recipe, target, ranges) if val_sessions else None
+        net, hist = fit_v2(x, y, seed, args.v2_epochs, args.v2_lr, args.batch, args.threads, val, args.val_every)
         algo = {"optimizer": "SGD", "lr": args.v2_lr, "momentum": 0.0, "epochs": args.v2_epochs, "batch": args.batch,
                 "l2": 1e-4}
+        if augment is not None:
+            algo["augmentation"] = augment
+        if val is not None:
+            algo.update(select_on="validation sessions (R^2 Pearson, preprocessed, every %d epochs)" % args.val_every,
+                        best_epoch=hist["best_epoch"], best_validation_r2=hist["best_validation_r2"],
+                        validation_r2=hist["validation_r2"])
+        else:
+            algo.update(select_on="none (last epoch)")
     train_s = time.perf_counter() - t0
     layers = fold(net)
     x_lo, x_hi = np.asarray(ranges["inputs"][0]), np.asarray(ranges["inputs"][1])
@@ -256,6 +320,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--train", nargs="+", required=True, help="training sessions (terrain A .npz)")
     ap.add_argument("--test", nargs="+", required=True, help="test sessions (terrain A .npz) for the card metrics")
+    ap.add_argument("--val", nargs="+", default=[], help="validation sessions (.npz, not the test set): the V2 "
+                    "nets keep the epoch with the best R^2 on them")
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--nets", default=",".join(NETS))
     ap.add_argument("--max-frames", type=int, default=0, help="use only the first N frames of every session (0: all)")
@@ -273,13 +339,23 @@ def main(argv=None):
     try:
         train_s = ds.load_sessions(args.train)
         test_s = ds.load_sessions(args.test)
+        val_s = ds.load_sessions(args.val)
     except (OSError, ValueError, KeyError) as exc:
         print("alexi train: cannot read a session: %s" % exc, file=sys.stderr)
         return 2
     if args.max_frames:
         train_s = [(truncate(a, args.max_frames), m) for a, m in train_s]
         test_s = [(truncate(a, args.max_frames), m) for a, m in test_s]
+        val_s = [(truncate(a, args.max_frames), m) for a, m in val_s]
+    if not 0.0 <= args.tilt_shuffle <= 1.0:
+        print("alexi train: --tilt-shuffle must be a share in [0, 1], got %r" % args.tilt_shuffle, file=sys.stderr)
+        return 2
+    if args.val_every < 1:
+        print("alexi train: --val-every must be >= 1, got %d" % args.val_every, file=sys.stderr)
+        return 2
     data_info = {"train": _digests(args.train, train_s), "test": _digests(args.test, test_s)}
+    if val_s:
+        data_info["validation"] = _digests(args.val, val_s)
     try:
         for k, name in enumerate(nets):
             seed = args.seed * 100 + NETS.index(name)
@@ -287,7 +363,7 @@ def main(argv=None):
                 ranges = ds.fit_ranges(train_s, pp.V2_RECIPE, "speed")["inputs"]
                 train_terrain(train_s, test_s, args, seed, data_info, ranges)
             else:
-                train_kinematic(name, train_s, test_s, args, seed, data_info)
+                train_kinematic(name, train_s, test_s, args, seed, data_info, val_s)
     except ValueError as exc:
         print("alexi train: %s" % exc, file=sys.stderr)
         return 2
