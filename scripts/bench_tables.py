@@ -22,7 +22,7 @@ MAX_ROWS = 80         # rows per benchmark; the rest is counted
 
 WHAT = {
     "crazyflie": "cflib connect time, log throughput, drones per core",
-    "eskf": "ES-EKF cost per 10 predict : 1 update cycle: pure, Cython one call and batched, NumPy, FilterPy, C -O2, MicroPython",
+    "eskf": "ES-EKF cost per 10 predict : 1 update cycle: pure, Cython one call, batched and packed (AVX2 and baseline kernels), NumPy, FilterPy, C -O2, MicroPython",
     "fil_avr": "AVR flash/RAM, firmware-in-the-loop speed, command round trips",
     "grading_loop": "grading episodes: ES-EKF vs planar EKF, direct vs VESC motors, float vs int8 decisions",
     "mp_deploy": "deploy time (full/incremental), .py vs .mpy size, tick time on the virtual board",
@@ -32,7 +32,7 @@ WHAT = {
     "spine": "harness speed (sim s per wall s), planar EKF on CPython vs MicroPython",
     "swarm": "swarm simulated seconds per CPU second (and per wall second), 4 drones over cflib + UWB, one core",
     "sweep": "sweep runner: jobs per second, scaling from 1 to 2 workers, local engine vs Ray, overhead per job",
-    "uwb": "per-pair ranging rate vs N, token ring and broadcast; channel simulator speed",
+    "uwb": "per-pair ranging rate vs N, token ring and broadcast; channel simulator speed, compiled vs pure vs reference",
 }
 
 
