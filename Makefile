@@ -54,7 +54,7 @@ $(STAMPS)/node: package.json package-lock.json | $(STAMPS)/apt
 CYTHON_SOURCES := $(wildcard cython_ext/*.pyx cython_ext/*.pxd cython_ext/*.h) cython_ext/setup.py \
 	$(wildcard cython_ext/uwb/*.pxd onboard/comms/uwb/*.py) harness/sim/radio/uwb_channel_frame.py
 $(STAMPS)/cython: $(CYTHON_SOURCES) $(STAMPS)/venv
-	$(PY) cython_ext/setup.py -q build_ext --inplace
+	$(PY) cython_ext/setup.py -q build_ext --inplace -j $(shell nproc)
 	@touch $@
 
 # AVR firmware (firmware/arduino, Debian avr-gcc + arduino-core-avr) and the simavr bridge

@@ -49,8 +49,8 @@ def test_collapsed_goal_handling_keeps_the_drone_moving_on_the_same_flight(model
 
 def test_without_the_layers_the_same_flight_stalls(models):
     """The failure the layers fix is real: the same seeds with detour, final approach and collapsed-goal
-    handling off."""
+    handling off are not done after 60 s (with them: done in under 40 s, above)."""
     met = _random_flight(models, 4, 141, 8, stuck_window_s=0.0, approach_radius_m=0.0,
-                         collapsed_goal_fraction=0.0, max_duration_s=90.0)
+                         collapsed_goal_fraction=0.0, max_duration_s=60.0)
     assert met["goals_reached"] < met["goals_total"]
     assert met["detours"] == 0
