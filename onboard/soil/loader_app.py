@@ -43,6 +43,7 @@ with ``layers.estimator`` "learned" the estimation part declares the entry point
 """
 from onboard.core.settings import (BOOLEAN, ConfigError, NON_NEGATIVE, checked, int_at_least, non_empty_list,
                                    one_of, under)
+from onboard.core.linalg import is_finite
 from onboard.runtime.node import Node
 from onboard.soil import blind_map, cut_estimator, soil_layers
 from onboard.soil.blind_map import BladePose, BlindMapper
@@ -172,7 +173,7 @@ class OperatorCommand:
         return cls(time_us, *(msg[k] for k in cls.COMMANDS))
 
     def is_finite(self):
-        return all(getattr(self, k) - getattr(self, k) == 0 for k in self.COMMANDS)
+        return is_finite([getattr(self, k) for k in self.COMMANDS])
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.FIELDS}
@@ -496,8 +497,10 @@ EROSION_KERNELS = ("pure", "numpy")          # blind_map.erode, blind_map_numpy.
 
 def erode_kernel(name):
     """The erosion kernel named ``name`` (:data:`EROSION_KERNELS`; None: the blind map's default)."""
-    if name is None or name == "pure":
-        return None if name is None else blind_map.erode
+    if name is None:
+        return None
+    if name == "pure":
+        return blind_map.erode
     if name == "numpy":
         from onboard.soil import blind_map_numpy
         return blind_map_numpy.erode
