@@ -78,7 +78,7 @@ def _timed_network(net_cls, calls):
 def _channel(net_cls, state_calls=None):
     """Run the scenario's measure() on ``net_cls``; with ``state_calls`` (a list) also time its state_fn and
     its range callback."""
-    saved = uwb_ranging.UwbNetwork, uwb_ranging.bouncing_state_fn
+    saved = uwb_ranging.UwbNetwork, uwb_ranging.BouncingMotion
     uwb_ranging.UwbNetwork = net_cls if state_calls is None else _timed_network(net_cls, state_calls)
     if state_calls is not None:
         class TimedMotion:
@@ -95,13 +95,11 @@ def _channel(net_cls, state_calls=None):
                 state_calls.append(time.process_time() - t0)
                 return out
 
-        def timed_state_fn(*args):
-            return TimedMotion(*args)
-        uwb_ranging.bouncing_state_fn = timed_state_fn
+        uwb_ranging.BouncingMotion = TimedMotion
     try:
         yield
     finally:
-        uwb_ranging.UwbNetwork, uwb_ranging.bouncing_state_fn = saved
+        uwb_ranging.UwbNetwork, uwb_ranging.BouncingMotion = saved
 
 
 def work_unit_loops_per_s():

@@ -125,12 +125,6 @@ class BouncingMotion:
         return math.hypot(ax - bx, ay - by)
 
 
-def bouncing_state_fn(n, rng, area_m, max_speed_mps):
-    """state_fn for UwbNetwork: n nodes at constant speed reflecting off the walls of [0, area]^2
-    (a :class:`BouncingMotion`)."""
-    return BouncingMotion(n, rng, area_m, max_speed_mps)
-
-
 def measure(mode, n, config, random, stream_prefix="uwb", log=None, on_progress=None):
     """Run one (mode, N) case; returns its figures (per-pair rate, errors, simulated seconds per wall and
     per CPU second). log: None, or ``log(topic, time_us, message)`` (topics ``range``: every range sample
@@ -139,7 +133,7 @@ def measure(mode, n, config, random, stream_prefix="uwb", log=None, on_progress=
     clock = SimClock()
     protocol = dict(config.get("protocol", {}))
     protocol["mode"] = mode
-    state_fn = bouncing_state_fn(n, random.stream("%s.motion.%d" % (stream_prefix, n)), config["area_m"],
+    state_fn = BouncingMotion(n, random.stream("%s.motion.%d" % (stream_prefix, n)), config["area_m"],
                                  config["max_speed_mps"])
     net = UwbNetwork(clock, range(n), random, protocol=protocol, radio=config.get("radio"), state_fn=state_fn)
     warm_us, end_us = _case_times_us(mode, n, config)

@@ -15,7 +15,7 @@ import hashlib
 
 import pytest
 
-from harness.scenarios.uwb_ranging import bouncing_state_fn
+from harness.scenarios.uwb_ranging import BouncingMotion
 from harness.sim.clock import SimClock
 from harness.sim.radio.uwb_channel import FRAME_MODULES, PROTOCOL_PACKAGES, SimRadio, UwbNetwork
 from harness.sim.radio.uwb_channel_reference import ReferenceUwbNetwork
@@ -33,7 +33,7 @@ def _digest(mode, n, end_us, seed, radio=None, crash=None, area_m=4.0, net_cls=U
     crash: None or (node id, crash time us, power-on time us)."""
     random = RunRandom(seed)
     clock = SimClock()
-    state_fn = bouncing_state_fn(n, random.stream("uwb.motion.%d" % n), area_m, 1.0)
+    state_fn = BouncingMotion(n, random.stream("uwb.motion.%d" % n), area_m, 1.0)
     net = net_cls(clock, range(n), random, protocol={"mode": mode}, radio=radio, state_fn=state_fn)
     h = hashlib.sha256()
     count = [0]
