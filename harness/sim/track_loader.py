@@ -26,7 +26,7 @@ constant bias per run, assumptions from the notes), a drive-torque path (sprocke
 from which the onboard ``onboard.soil.machine_forces.fx_from_drive`` recovers the horizontal force only)
 and a lift-cylinder pressure path (the arm's moment balance ``machine_forces.lift_moment_nm``, from which
 ``fz_from_pressure`` recovers the vertical force given F_x).
-The front/rear single-beam LIDARs are not simulated here.
+The optional front/rear single-beam LIDARs are ``harness.sim.soil_lidar`` (they read this machine's truth poses).
 
 Operator (``operator`` settings): cuts ``lanes.count`` parallel lanes (``lanes.passes`` passes each) of
 ``lanes.length_m`` (or for ``max_lane_s``): it drives at the speed setpoint, holds the cutting edge
@@ -199,7 +199,8 @@ class LoaderSample:
     "roll_rad", "lift_m"} and ``phase`` ("cut", "lift"), ``lane`` (index of lane and pass).
     Truth: ``truth`` {"fx_n", "fz_n" (acting on the blade), "failing" (False while stalled), "pile_m3",
     "depth_m" (mean strip depth), "speed_mps", "blade_pose", "drive_force_n", "slipping", "normal_n" (the
-    tracks' normal load), "force" (the ``blade_force.BladeForce``)}."""
+    tracks' normal load), "force" (the ``blade_force.BladeForce``), "chassis_pose" (north, east, down, roll,
+    pitch, yaw of :meth:`TrackLoader.chassis_pose`)}."""
 
     __slots__ = ("time_us", "chassis_ned_m", "chassis_euler_rad", "speed_mps", "track_speed_mps", "blade_pose",
                  "lift_m", "tilt_rad", "blade_roll_rad", "blade_force_n", "drive_torque_nm", "lift_pressure_pa",
@@ -337,7 +338,7 @@ class TrackLoader:
         sample = self._sense(t_us, chassis, pose, v, track_speed, fx, fz, drive, commands, phase, lane)
         sample.truth = {"fx_n": fx, "fz_n": fz, "failing": failing, "pile_m3": self.terrain.pile_m3,
                         "depth_m": fb.depth_m_mean, "speed_mps": v, "blade_pose": pose, "drive_force_n": drive,
-                        "slipping": slipping, "normal_n": normal, "force": fb}
+                        "slipping": slipping, "normal_n": normal, "force": fb, "chassis_pose": chassis}
         # actuators and motion to the next step
         self.lift_m = _lag(self.lift_m, commands["lift_m"], b["lift_tau_s"], b["lift_rate_mps"],
                            b["lift_range_m"][0], b["lift_range_m"][1], dt)

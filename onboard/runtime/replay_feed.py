@@ -45,7 +45,7 @@ def _vessel_sample_type(schema):
     return getattr(vessel_samples, schema, None)
 
 
-SOIL_SAMPLES = ("MachineSample", "OperatorCommand", "MissionEnd")
+SOIL_SAMPLES = ("MachineSample", "OperatorCommand", "MissionEnd", "LidarScan")
 
 
 def _soil_sample_type(schema):

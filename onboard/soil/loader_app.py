@@ -33,6 +33,12 @@ the cells fused; every window is logged on ``/soil/layer_update``, and after eac
 ``view`` callable as one ``foxglove.Grid`` on ``/soil/grid`` (``onboard.soil.soil_layers_grid``;
 ``layers.log_grid``).
 
+With ``lidar.enabled`` (``onboard.soil.lidar_map``: the front and rear single-beam LIDARs), :class:`BlindMapping`
+also declares the entry point ``lidar`` (:class:`LidarScan`): its queued scans are fused into the elevation map
+in time order with the machine's samples (a scan after the sample of the same time, whose measured blade pose
+is the self-filter's), where the beams see; blind mapping keeps the cells the blade occludes. Bad returns and
+scans are counted (``report()["mapping"]["lidar"]``) and dropped.
+
 Sensor paths: ``"force"`` (the blade force sensor, F_x and F_z), ``"drive+pressure"`` (F_x from the drive
 torque, F_z from the lift-cylinder pressure given that F_x: ``onboard.soil.machine_forces``),
 ``"drive"`` (F_x only); the drive and pressure paths need the machine's constants (``machine``).
@@ -41,12 +47,15 @@ The learned estimator reads the operator's commands (its action history) besides
 with ``layers.estimator`` "learned" the estimation part declares the entry point ``on_command``
 (:class:`OperatorCommand`, the commands in force from ``time_us`` on), which the loader's operator feeds.
 """
+import math
+
 from onboard.core.settings import (BOOLEAN, ConfigError, NON_NEGATIVE, checked, int_at_least, non_empty_list,
                                    one_of, under)
 from onboard.core.linalg import is_finite
 from onboard.runtime.node import Node
-from onboard.soil import blind_map, cut_estimator, soil_layers
+from onboard.soil import blind_map, cut_estimator, lidar_map, soil_layers
 from onboard.soil.blind_map import BladePose, BlindMapper
+from onboard.soil.lidar_map import LidarFusion, LidarScan  # noqa: F401 - LidarScan: a recorded input's type
 
 SENSOR_PATHS = ("force", "drive+pressure", "drive")
 SAMPLE_RATE_HZ = 60
@@ -66,6 +75,7 @@ DEFAULTS = {
     "min_speed_mps": 0.05,              # window samples: the machine moving at least this fast
     "min_samples": 60,                  # fewer window samples: the cut is not estimated
     "blind_map": dict(blind_map.DEFAULTS),
+    "lidar": dict(lidar_map.DEFAULTS),
     "estimator": dict(cut_estimator.DEFAULTS),
     "layers": dict({"enabled": False, "estimator": "classical", "learned_model": None, "path": "force",
                     "window_m": 1.0, "min_samples": 20, "log_grid": True}, **soil_layers.DEFAULTS),
@@ -80,6 +90,7 @@ SETTING_RANGES = dict(
      "layers.log_grid": BOOLEAN},
     **under("blind_map", blind_map.SETTING_RANGES), **under("estimator", cut_estimator.SETTING_RANGES),
     **under("layers", soil_layers.SETTING_RANGES))
+SETTING_RANGES.update(under("lidar", lidar_map.SETTING_RANGES))     # a rule over two settings: not a keyword
 
 
 class MachineSample:
@@ -198,6 +209,13 @@ class BlindMapping:
         self.config = config
         self.mapper = BlindMapper(grid, config["blind_map"], erode_fn=erode_fn)
         self.estimation = estimation
+        self.lidar = None               # the LIDAR fusion (setting lidar.enabled)
+        if config["lidar"]["enabled"]:
+            bm = config["blind_map"]
+            self.lidar = LidarFusion(grid, config["lidar"], bm["blade_width_m"], bm["blade_height_m"])
+        self.scans = []
+        self.blade_pose = None          # the last sample's measured blade pose (the LIDAR self-filter's)
+        self.on_lidar = None
         self.queue = []
         self.lane = None
         self.cut = None
@@ -212,6 +230,8 @@ class BlindMapping:
         self.node = node
         self.on_machine = node.entry("machine", self._on_machine)
         self.on_finish = node.entry("finish", self._on_finish)
+        if self.lidar is not None:
+            self.on_lidar = node.entry("lidar", self._on_lidar)
         node.watch("machine", self.config["machine_timeout_us"])
         node.every("map", self.config["map_rate_hz"], self._map)
 
@@ -223,9 +243,39 @@ class BlindMapping:
         self.last_time_us = sample.time_us
         self.queue.append(sample)
 
+    def _on_lidar(self, scan):
+        if not isinstance(scan, LidarScan) or not scan.pose_is_finite():
+            self.lidar.rejected_scans += 1
+            return
+        self.scans.append(scan)
+
+    def _fuse_scans(self, until_us):
+        """Fuse the queued scans taken before ``until_us`` (all of them for None), in time order."""
+        scans = self.scans
+        k = 0
+        pile_m = self.pile_length_m() if k < len(scans) else 0.0
+        while k < len(scans) and (until_us is None or scans[k].time_us < until_us):
+            self.lidar.fuse(scans[k], self.blade_pose, pile_m)
+            k += 1
+        if k:
+            self.scans = scans[k:]
+
+    def pile_length_m(self):
+        """Length [m] of the wedge the blind map's carried pile makes ahead of the blade (0: none): face height
+        sqrt(2 (V / w) tan r) over tan r (``blind_map.pile_face_height``, the pile's repose r)."""
+        bm = self.config["blind_map"]
+        carried = self.mapper.carried_m3
+        if carried <= 0.0:
+            return 0.0
+        r = bm["pile"]["repose_rad"]
+        r = max(bm["erosion"]["friction_rad"] if r is None else r, 0.05)
+        return blind_map.pile_face_height(carried, bm["blade_width_m"], r) / math.tan(r)
+
     def _map(self, now_us):
         queue, self.queue = self.queue, []
         for s in queue:
+            if self.scans:
+                self._fuse_scans(s.time_us)
             if s.lane != self.lane:
                 self._flush()
                 self._close()
@@ -239,6 +289,9 @@ class BlindMapping:
             if self.cut is not None:
                 self.cut.samples.append(s)
             self._keep(self.mapper.on_blade_pose(s.blade_pose))
+            self.blade_pose = s.blade_pose
+        if self.scans and queue:
+            self._fuse_scans(queue[-1].time_us + 1)
 
     def finish(self, time_us=None):
         """End of the mission at ``time_us`` (None: the last sample's time): the last sweep, the last cut
@@ -248,6 +301,8 @@ class BlindMapping:
     def _on_finish(self, end):
         self._flush()
         self._close()
+        if self.scans:
+            self._fuse_scans(None)
 
     def _flush(self):
         self._keep(self.mapper.flush())
@@ -271,8 +326,11 @@ class BlindMapping:
         self.cut = None
 
     def report(self):
-        return {"sweeps": self.mapper.sweeps, "cuts": self.cuts, "rejected": self.rejected,
-                "lost_m3": self.mapper.lost_m3}
+        out = {"sweeps": self.mapper.sweeps, "cuts": self.cuts, "rejected": self.rejected,
+               "lost_m3": self.mapper.lost_m3}
+        if self.lidar is not None:
+            out["lidar"] = self.lidar.counters()
+        return out
 
 
 def sweep_summary(rec):

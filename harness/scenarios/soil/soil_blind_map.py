@@ -16,6 +16,19 @@ of the mean cut depth and volume error <= ``acceptance.volume_error_pct``; misma
 each >= ``acceptance.concentration`` x the interior MAE. Plots: the height error map of each case and the
 MAE per zone. Log (the first case): the machine's samples (``/loader/machine``), the operator's commands
 (``/loader/cmd``), the truth (``/loader/truth``) and every sweep of the map (``/soil/sweep``).
+
+LIDAR (``lidar``: the front and rear single-beam LIDARs of ``harness.sim.soil_lidar``, off by default so the
+blind-mapping results above are unchanged): with ``lidar.enabled`` every case is also run with the LIDARs
+on (same seed, same world and operator: the LIDARs draw only from their own streams), their scans fused
+into the map where the beams see (``onboard.soil.lidar_map``), and ``metrics["lidar"][case]`` holds both
+maps' height errors over the same zones (those of the map without, as in the blind-mapping figures),
+overall and split into the cells the LIDARs saw last (``seen``: the map's final height there is the one
+its last fused LIDAR return left, blind mapping has not changed it since; the truth may have, e.g. a pile
+pushed over ground the front LIDAR saw before) and the others, with the fusion's counters. The LIDAR
+acceptance (``lidar_acceptance``): in the seen cells of the edges and of the deposit the MAE with the
+LIDARs is at most ``seen_mae_ratio`` of the MAE without; every check of the blind-mapping acceptance
+stays on the LIDAR-off runs. Plot ``lidar_map_error``: the map's error with the LIDARs and the MAE per
+zone, seen cells, off and on.
 """
 import time
 
@@ -24,10 +37,12 @@ import numpy as np
 from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, int_at_least, non_empty_list, one_of, under, within
 from harness.report.plots import figure, label
 from harness.scenarios.soil import soil_episode as ep
+from harness.sim import soil_lidar
 from harness.sim.rng import RunRandom
 from harness.sim.track_loader import lanes_duration_s
 
-DESCRIPTION = "soil paper fig. 10: blind mapping alone (LIDAR off) vs the truth heightmap, matched / mismatched erosion"
+DESCRIPTION = ("soil paper fig. 10: blind mapping alone (LIDAR off) vs the truth heightmap, matched / mismatched "
+               "erosion; with lidar.enabled also with the front/rear LIDARs fused, on vs off")
 
 CASES = ("matched", "mismatched")
 DEFAULTS = {
@@ -36,6 +51,8 @@ DEFAULTS = {
     "edge_cells": 2,                  # cells either side of the cut's border that are its edges
     "settle_iterations": 0,           # erosion passes of the world and the map once the blade has left
     "acceptance": {"interior_of_depth": 0.10, "volume_error_pct": 1.0, "concentration": 2.0},
+    "lidar": soil_lidar.DEFAULTS,     # the front/rear LIDARs; enabled: each case also run with them on
+    "lidar_acceptance": {"seen_mae_ratio": 1.0},
     "episode": ep.episode_defaults(
         terrain={"relief": {"count": 5, "height_m": [-0.15, 0.15], "sigma_m": [1.5, 3.0]}},
         app={"estimation": False}),
@@ -44,8 +61,9 @@ SETTING_RANGES = {
     "cases": non_empty_list(one_of(*CASES)), "mismatch.erosion_model": one_of("eq12", "repose"),
     "mismatch.repose_rad": within(0.05, 1.4), "edge_cells": int_at_least(1), "settle_iterations": int_at_least(0),
     "acceptance.interior_of_depth": POSITIVE, "acceptance.volume_error_pct": NON_NEGATIVE,
-    "acceptance.concentration": POSITIVE}
+    "acceptance.concentration": POSITIVE, "lidar_acceptance.seen_mae_ratio": POSITIVE}
 SETTING_RANGES.update(under("episode", ep.SETTING_RANGES))
+SETTING_RANGES.update(under("lidar", soil_lidar.SETTING_RANGES))
 
 # a run of a few seconds (`run --reduced`): one 3 m lane per case on a small world
 REDUCED = {"episode": {"world": {"size_m": [8.0, 5.0]}, "terrain": {"relief": {"count": 2}},
@@ -83,9 +101,47 @@ def settle(episode, iterations):
                                               iterations)
 
 
+SEEN_TOL_M = 1e-3       # a cell's height this close to its last LIDAR-fused height: the LIDAR had the last word
+
+
+def _zone_error(err, mask):
+    e = err[mask]
+    return {"cells": int(mask.sum()), "mae_m": float(np.mean(np.abs(e))) if e.size else None,
+            "p95_m": float(np.percentile(np.abs(e), 95)) if e.size else None}
+
+
+def lidar_comparison(off, on, edge_cells=2):
+    """The height errors of the map without (``off``) and with (``on``) the LIDARs (two episodes of the same
+    seed) over the same zones, the blind map's (``soil_episode.map_zones`` of the map without); per zone
+    {"off", "on"} over all its cells, over the cells the LIDARs saw last (``seen``: the final height within
+    ``SEEN_TOL_M`` of the one the cell's last fused return left) and over the others (``unseen``);
+    ``seen_fraction``, the ``on`` run's whole ``map_errors`` and the fusion's counters."""
+    from onboard.soil.lidar_map import LIDAR_HEIGHT, LIDAR_POINTS
+    truth = off.world.final_surface_m()
+    if not np.array_equal(truth, on.world.final_surface_m()):
+        raise RuntimeError("soil-blind-map: the LIDAR run's truth differs from the run without (same seed)")
+    h_off, h_on = ep.map_heights(off.grid), ep.map_heights(on.grid)
+    zones = ep.map_zones(off.world, h_off, edge_cells)
+    shape = (on.grid.n_north, on.grid.n_east)
+    last = np.array(on.grid.layer(LIDAR_HEIGHT)).reshape(shape)
+    points = np.array(on.grid.layer(LIDAR_POINTS)).reshape(shape)
+    seen = (points > 0) & (np.abs(h_on - np.nan_to_num(last)) <= SEEN_TOL_M)
+    out = {}
+    for name, mask in zones.items():
+        row = {"seen_fraction": float(seen[mask].mean()) if mask.any() else 0.0}
+        for part, sel in (("all", mask), ("seen", mask & seen), ("unseen", mask & ~seen)):
+            row[part] = {"off": _zone_error(h_off - truth, sel), "on": _zone_error(h_on - truth, sel)}
+        out[name] = row
+    out["map_errors_on"] = ep.map_errors(on, edge_cells)
+    out["counters"] = on.app.part("mapping").lidar.counters()
+    return out
+
+
 def run(config, ctx):
     results = {}
+    lidar_results = {}
     episodes = {}
+    episodes_on = {}
     for k, case in enumerate(config["cases"]):
         episode_cfg = case_config(config, case)
         progress = ctx.progress(lanes_duration_s(episode_cfg["loader"]["operator"]), "soil-blind-map %s" % case)
@@ -101,6 +157,17 @@ def run(config, ctx):
         errors["sim_time_s"] = e.sim_s
         results[case] = errors
         episodes[case] = e
+        if config["lidar"]["enabled"]:
+            progress = ctx.progress(lanes_duration_s(episode_cfg["loader"]["operator"]),
+                                    "soil-blind-map %s lidar" % case)
+            t0 = time.perf_counter()
+            e_on = ep.run_episode(episode_cfg, RunRandom(ctx.seed), progress=progress, lidar=config["lidar"])
+            progress.close()
+            settle(e_on, config["settle_iterations"])
+            ctx.timing(**{"%s_lidar_wall_s" % case: time.perf_counter() - t0,
+                          "%s_lidar_fusion_wall_s" % case: e_on.timing["lidar_fusion_wall_s"]})
+            lidar_results[case] = lidar_comparison(e, e_on, config["edge_cells"])
+            episodes_on[case] = e_on
     acc = config["acceptance"]
     checks = {}
     if "matched" in results:
@@ -113,12 +180,52 @@ def run(config, ctx):
         checks["mismatched_concentrated"] = all(
             m[key] is not None and m[key] >= acc["concentration"] for key in ("edges_over_interior",
                                                                               "deposit_over_interior"))
+    if lidar_results:
+        ratio = config["lidar_acceptance"]["seen_mae_ratio"]
+        for case, row in lidar_results.items():
+            for zone in ("edges", "deposit"):
+                seen = row[zone]["seen"]
+                checks["lidar_%s_%s_seen" % (case, zone)] = seen["off"]["mae_m"] is not None and \
+                    seen["on"]["mae_m"] <= ratio * seen["off"]["mae_m"]
     metrics = dict(results)
+    if lidar_results:
+        metrics["lidar"] = lidar_results
     metrics["acceptance"] = checks
     metrics["success"] = bool(checks) and all(checks.values())
     if ctx.report is not None:
         _plots(ctx.report, episodes, results)
+        if lidar_results:
+            _lidar_plots(ctx.report, episodes_on, lidar_results)
     return metrics
+
+
+def _lidar_plots(report, episodes_on, lidar_results):
+    cases = list(episodes_on)
+    fig, axes = figure(1, len(cases) + 1, title="With the front/rear LIDARs: onboard map - truth surface")
+    axes = np.atleast_1d(axes)
+    for ax, case in zip(axes, cases):
+        e = episodes_on[case]
+        g = e.grid
+        err = ep.map_heights(g) - e.world.final_surface_m()
+        lim = max(float(np.percentile(np.abs(err), 99)), 1e-3)
+        im = ax.imshow(err, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim,
+                       extent=(0.0, g.n_east * g.cell_m, 0.0, g.n_north * g.cell_m))
+        bar = ax.figure.colorbar(im, ax=ax)
+        bar.set_label("map - truth height (m)")
+        label(ax, "%s erosion, LIDARs on" % case, "east (m)", "north (m)")
+    ax = axes[-1]
+    zones = ("interior", "edges", "deposit")
+    x = np.arange(len(zones))
+    bars = [(case, side) for case in cases for side in ("off", "on")]
+    width = 0.8 / len(bars)
+    for k, (case, side) in enumerate(bars):
+        mae = [lidar_results[case][z]["seen"][side]["mae_m"] for z in zones]
+        ax.bar(x + (k - 0.5 * (len(bars) - 1)) * width, [0.0 if v is None else 1e3 * v for v in mae], width,
+               label="%s, LIDAR %s" % (case, side))
+    ax.set_xticks(x)
+    ax.set_xticklabels(zones)
+    label(ax, "MAE in the cells the LIDARs saw last", "zone", "MAE (mm)")
+    report.save_figure(fig, "lidar_map_error")
 
 
 def _plots(report, episodes, results):

@@ -55,6 +55,8 @@ APP_DEFAULTS = merge_blocks({k: v for k, v in loader_app.DEFAULTS.items() if k !
                       {"blind_map": {k: v for k, v in loader_app.DEFAULTS["blind_map"].items()
                                      if k not in MATCHED_KEYS}})
 APP_DEFAULTS["blind_map"]["pile_length_m"] = 2.0
+# the LIDAR fusion is switched on and given the mounts by the scanners run_episode is given (``lidar``)
+APP_DEFAULTS["lidar"] = {k: v for k, v in loader_app.DEFAULTS["lidar"].items() if k not in ("enabled", "mounts")}
 
 DEFAULTS = {
     "world": merge_blocks(soil_world.DEFAULTS, {"size_m": [16.0, 10.0]}),
@@ -112,13 +114,15 @@ def _timed(fn, acc, key):
     return wrapped
 
 
-def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None, record=None):
+def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None, record=None, lidar=None):
     """Run one episode of ``config`` (:data:`DEFAULTS` layout, checked) drawn from ``random`` (a
     ``harness.sim.rng.RunRandom``); ``log``: the run's log; ``progress``: a progress bar (sim seconds);
     ``mcap``: the run's ``McapLog`` for Foxglove views (the soil layers as ``foxglove.Grid``), or None;
     ``on_app``: ``on_app(app, grid)`` before the run starts (e.g. to watch the app's parts); ``record``: a
     ``sink(topic, time_us, msg)`` the app records at its boundary into (``Node.record``, recipe
-    ``loader_app.APP``: ``python -m harness replay`` rebuilds it), by default ``mcap.log`` when ``mcap`` is given.
+    ``loader_app.APP``: ``python -m harness replay`` rebuilds it), by default ``mcap.log`` when ``mcap`` is given;
+    ``lidar``: the front/rear LIDARs' settings (``harness.sim.soil_lidar``; None or not ``enabled``: none), whose
+    scans go to the app's entry point ``lidar`` (its fusion on, with the same mounts: a calibrated machine).
     Returns an :class:`Episode`."""
     t_start = time.perf_counter()
     world = LoaderWorld(config, random, log)
@@ -130,6 +134,8 @@ def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None,
     app_cfg = merge_blocks(config["app"], {"blind_map": {
         "blade_width_m": lcfg["blade"]["width_m"], "blade_height_m": lcfg["blade"]["height_m"],
         "swell": terrain.swell, "loose_unit_weight_npm3": terrain.loose_unit_weight_npm3}})
+    if lidar is not None and lidar["enabled"]:
+        app_cfg["lidar"] = merge_blocks(app_cfg["lidar"], {"enabled": True, "mounts": lidar["mounts"]})
     view = None
     if mcap is not None:
         view = mcap.log_view
@@ -146,13 +152,21 @@ def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None,
     if record is not None:      # the starting surface: before the first sample
         app.record(record, loader_app.APP, loader_app.recipe_config(grid, app_cfg, machine, EROSION),
                    code_version(), world.clock.now_us())
-    acc = {"map": 0.0, "estimate": 0.0}
+    acc = {"map": 0.0, "estimate": 0.0, "lidar": 0.0}
     mapping.mapper.sweep = _timed(mapping.mapper.sweep, acc, "map")
+    if mapping.lidar is not None:
+        mapping.lidar.fuse = _timed(mapping.lidar.fuse, acc, "lidar")
     if estimation is not None:
         estimation.estimator.estimate = _timed(estimation.estimator.estimate, acc, "estimate")
         if estimation.learned is not None:
             estimation.learned.estimate = _timed(estimation.learned.estimate, acc, "estimate")
     world.add_machine_sensor(mapping.on_machine)
+    if mapping.on_lidar is not None:
+        from harness.sim.soil_lidar import LidarSensor
+        for name, mount in sorted(lidar["mounts"].items()):
+            if mount["enabled"]:
+                world.add_sensor(LidarSensor(world, name, mapping.on_lidar, random.stream("soil_lidar_" + name),
+                                             lidar, log))
     world.progress = progress
     world.start(app)
     sim_s = world.run_lanes(app, finish=lambda: mapping.finish(world.clock.now_us()))
@@ -167,6 +181,7 @@ def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None,
     out.timing = {"episode_wall_s": time.perf_counter() - t_start, "blind_map_wall_s": acc["map"],
                   "estimator_wall_s": acc["estimate"],
                   "blind_map_ms_per_sweep": 1e3 * acc["map"] / max(sweeps, 1),
+                  "lidar_fusion_wall_s": acc["lidar"],
                   "estimator_s_per_cut": acc["estimate"] / max(estimated, 1),
                   "sim_seconds_per_wall_second": sim_s / max(time.perf_counter() - t_start, 1e-9)}
     return out
