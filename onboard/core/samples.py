@@ -30,6 +30,16 @@ def _num(name, value):
         raise SampleError("%s must be a number, got %r" % (name, value))
 
 
+def nan_for_null(values):
+    """``values`` (a list as a log recorded it) with every null as NaN, nested lists too (a LIDAR sweep's rows,
+    an obstacle list's circles): the logs write a non-finite number as null, and a sample refused when it was
+    recorded must be refused again when it is rebuilt."""
+    return [_NAN if x is None else (nan_for_null(x) if isinstance(x, list) else x) for x in values]
+
+
+_NAN = float("nan")
+
+
 class _Sample:
     FIELDS = ()
 

@@ -56,12 +56,6 @@ def _soil_sample_type(schema):
     return None
 
 
-def _nan_for_null(values):
-    """A recorded list with every null (a non-finite number) as NaN, nested lists too (a LIDAR sweep's rows,
-    an obstacle list's circles)."""
-    return [NAN if x is None else (_nan_for_null(x) if isinstance(x, list) else x) for x in values]
-
-
 def decode_sample(schema, data):
     """A recorded sample back into its ``onboard.core.samples`` type (or a vessel's: :func:`_vessel_sample_type`).
     The MCAP log writes a non-finite number as null: in a list (nested lists too) it comes back as NaN; a
@@ -77,7 +71,7 @@ def decode_sample(schema, data):
     for name in cls.FIELDS:
         v = data.get(name)
         if isinstance(v, list):
-            v = _nan_for_null(v)
+            v = sample_types.nan_for_null(v)
         elif v is None:
             nulls.append(name)
         args[name] = v

@@ -52,6 +52,7 @@ import math
 from onboard.core.settings import (BOOLEAN, ConfigError, NON_NEGATIVE, checked, int_at_least, non_empty_list,
                                    one_of, under)
 from onboard.core.linalg import is_finite
+from onboard.core.samples import nan_for_null
 from onboard.runtime.node import Node
 from onboard.soil import blind_map, cut_estimator, lidar_map, soil_layers
 from onboard.soil.blind_map import BladePose, BlindMapper
@@ -137,18 +138,13 @@ class MachineSample:
         """The sample of :meth:`as_dict`'s table ``data`` (a recording's ``/app/in/machine``); a null number (the
         log writes NaN as null) comes back as NaN, so a sample refused when recorded is refused again."""
         pose = data["blade_pose"]
-        ned, euler = _nan_for_null(pose["ned_m"]), _nan_for_null(pose["euler_rad"])
+        ned, euler = nan_for_null(pose["ned_m"]), nan_for_null(pose["euler_rad"])
         return cls(data["time_us"], BladePose(data["time_us"], ned[0], ned[1], ned[2], euler[0], euler[1], euler[2]),
-                   _nan_for_null(data["blade_force_n"]), *(_nan_for_null([data[k] for k in _MACHINE_NUMBERS])
+                   nan_for_null(data["blade_force_n"]), *(nan_for_null([data[k] for k in _MACHINE_NUMBERS])
                                                            + [data["phase"], data["lane"]]))
 
 
 _MACHINE_NUMBERS = ("drive_torque_nm", "lift_pressure_pa", "lift_m", "speed_mps", "pitch_rad")
-NAN = float("nan")
-
-
-def _nan_for_null(values):
-    return [NAN if v is None else v for v in values]
 
 
 class MissionEnd:
@@ -591,7 +587,7 @@ def app_from_recipe(recipe, log=None, view=None):
         for name, key in ((ELEVATION, "elevation_m"), (LOOSE, "loose_m")):
             if len(g[key]) != grid.size:
                 raise ConfigError("loader app recipe: %s holds %d cells, the grid %d" % (key, len(g[key]), grid.size))
-            grid.layers[name] = array("d", _nan_for_null(g[key]))
+            grid.layers[name] = array("d", nan_for_null(g[key]))
         return loader_app(grid, recipe["app"], recipe["machine"], erode_kernel(recipe["erosion"]), log=log, view=view)
     except (KeyError, TypeError) as exc:
         raise ConfigError("loader app recipe: missing or malformed %s" % (exc,))
