@@ -32,6 +32,13 @@ hold the core. ``host_reference_loops_per_cpu_s`` is a fixed pure-Python work un
 (bench/uwb.py's unit, the best of its measurements before and after the flights of the same run):
 runs on different hosts compare by ``sim_seconds_per_cpu_second_per_host_mloops``.
 
+Where the CPU goes (``cpu_breakdown``): one more cflib/cython flight of the same run with the entry points
+of each part (``PARTS``: particle filter, policy, the rest of the agents, UWB network + SimClock, simulated
+Crazyflies, world, the link's main-thread work) timed on the main thread's CPU clock, the rest of the main
+thread charged to the flight loop and the process's CPU outside the main thread to cflib's threads: ms of
+CPU per simulated second each (the wrappers add a few per cent). ``other_threads_cpu_share`` of every run:
+the mission's CPU outside the main thread, uninstrumented.
+
 "On one core": the process (and the threads it starts: cflib's, the
 simulated fleet's server) is pinned to one CPU of its affinity set before anything runs
 (``--all-cores`` leaves it on every CPU). On one core the hand-offs between the main thread and
@@ -40,8 +47,10 @@ pinned bench read 1.07-1.42 times the unpinned one over 4 alternating runs).
 """
 import argparse
 import contextlib
+import functools
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -77,13 +86,15 @@ DURATION_S = 20.0
 GOAL = 50.0                 # simulated seconds per second of one core, cflib link, cython kernels
 
 
-def flight(link, impl, models, n_particles, uwb=UWB_IMPL):
+def flight(link, impl, models, n_particles, uwb=UWB_IMPL, on_period=None):
     cfg = {"drones": 4, "goals": "fixed", "impl": impl, "compare_estimators": False, "max_duration_s": DURATION_S,
            "link": link, "n_particles": n_particles}
-    marks = []                   # (mission time s, process CPU s, wall s) at every period's start
+    marks = []                   # (mission time s, process CPU s, wall s, this thread's CPU s) at every period's start
 
     def on_step(_now_us, t_s, *_truth):
-        marks.append((t_s, time.process_time(), time.perf_counter()))
+        marks.append((t_s, time.process_time(), time.perf_counter(), time.thread_time()))
+        if on_period is not None:
+            on_period()
 
     t0 = time.perf_counter()
     c0 = time.process_time()
@@ -96,6 +107,7 @@ def flight(link, impl, models, n_particles, uwb=UWB_IMPL):
     span_sim = marks[-1][0] - marks[0][0]
     span_cpu = marks[-1][1] - marks[0][1]
     span_wall_marks = marks[-1][2] - marks[0][2]
+    span_main_cpu = marks[-1][3] - marks[0][3]
     w = met["world"]
     sim_s = met["sim_time_s"] + w["takeoff_sim_s"]
     span_wall = wall - w["setup_wall_s"] - w["close_wall_s"]
@@ -104,9 +116,12 @@ def flight(link, impl, models, n_particles, uwb=UWB_IMPL):
             "setup_wall_s": w["setup_wall_s"], "close_wall_s": w["close_wall_s"],
             "mission_sim_s": met["sim_time_s"], "mission_wall_s": span_wall,
             "sim_per_wall_mission": met["sim_time_s"] / span_wall,
-            "sim_per_cpu_mission": span_sim / span_cpu, "sim_per_wall_mission_steps": span_sim / span_wall_marks,
+            "sim_per_cpu_mission": span_sim / span_cpu, "mission_span_sim_s": span_sim,
+            "sim_per_wall_mission_steps": span_sim / span_wall_marks,
             "sim_per_wall_total": sim_s / wall, "sim_per_cpu_total": sim_s / cpu,
-            "goals": "%d/%d" % (met["goals_reached"], met["goals_total"]), "uwb_impl": uwb}
+            "goals": "%d/%d" % (met["goals_reached"], met["goals_total"]), "uwb_impl": uwb,
+            # the mission's CPU outside the main thread (cflib's threads, the fleet's server thread)
+            "other_threads_cpu_share": max(0.0, (span_cpu - span_main_cpu) / span_cpu)}
 
 
 def best(link, impl, models, n_particles=100, uwb=UWB_IMPL):
@@ -118,6 +133,93 @@ def best(link, impl, models, n_particles=100, uwb=UWB_IMPL):
     top["best_sim_per_cpu_mission"] = max(r["sim_per_cpu_mission"] for r in runs)
     top["repeats_cpu"] = sorted(r["sim_per_cpu_mission"] for r in runs)
     return top
+
+
+# Where the CPU of a cflib flight goes: (part, where "module:Class.method" entry points it owns); a call is
+# charged to the innermost part it runs in (time.thread_time of the main thread), the main thread's time in
+# no part to "flight loop"; "other threads" is the process's CPU outside the main thread.
+PARTS = (
+    ("agents: particle filter", ("onboard.estimators.particle_filter:ParticleFilter._cycle",
+                                 "onboard.estimators.particle_filter:ParticleFilter.initialize")),
+    ("agents: policy (int8 DQN)", ("onboard.policy.policy_base:Policy.act",)),
+    ("agents: the rest (members, decisions)", ("onboard.runtime.node:Node.step",
+                                               "onboard.swarm.member:SwarmInputs.on_range",
+                                               "onboard.swarm.member:SwarmInputs.on_velocity",
+                                               "onboard.swarm.member:SwarmInputs.on_goal_range")),
+    ("UWB network (channel + protocol) and SimClock", ("harness.sim.clock:SimClock.advance_to",)),
+    ("simulated Crazyflies (physics, commander, log packets)",
+     ("harness.sim.crazyflie.server:SimCrazyflieServer.tick",)),
+    ("world (flow velocity, UWB states, sense, truth)",
+     ("harness.scenarios.swarm.worlds:CflibWorld._physics_tick", "harness.scenarios.swarm.worlds:CflibWorld._uwb_state",
+      "harness.scenarios.swarm.worlds:CflibWorld._on_range", "harness.scenarios.swarm.worlds:CflibWorld.sense",
+      "harness.scenarios.swarm.worlds:CflibWorld.truth")),
+    ("link, main thread (driver + cflib send, uplink served, held sends, barriers)",
+     ("boards.crazyflie.driver:CrazyflieSwarm.step", "boards.crazyflie.driver:CrazyflieSwarm.poll",
+      "harness.sim.crazyflie.lockstep:Lockstep.sync_uplink", "harness.sim.crazyflie.lockstep:Lockstep.sync_downlink",
+      "harness.sim.crazyflie.server:SimCrazyflieServer.send_held")),
+)
+LOOP = "flight loop (bookkeeping, scoring, numpy)"
+OTHER_THREADS = "other threads (cflib's receive + dispatch, link-statistics pings)"
+
+
+def cpu_breakdown(models, n_particles):
+    """One more cflib/cython flight with the PARTS' entry points timed (main thread CPU): ms of CPU per
+    simulated second of the mission, per part. The timing wrappers cost a few per cent themselves."""
+    import importlib
+
+    acc = {}
+    stack = [[LOOP, 0.0]]
+    main_id = threading.get_ident()
+    clock = time.thread_time
+
+    def timed(fn, part):
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            if threading.get_ident() != main_id:
+                return fn(*a, **k)
+            now = clock()
+            top = stack[-1]
+            acc[top[0]] = acc.get(top[0], 0.0) + now - top[1]
+            stack.append([part, now])
+            try:
+                return fn(*a, **k)
+            finally:
+                now = clock()
+                top = stack.pop()
+                acc[top[0]] = acc.get(top[0], 0.0) + now - top[1]
+                stack[-1][1] = now
+        return wrapper
+
+    patched = []
+    for part, where in PARTS:
+        for w in where:
+            mod, qual = w.split(":")
+            cls_name, meth = qual.split(".")
+            cls = getattr(importlib.import_module(mod), cls_name)
+            patched.append((cls, meth, cls.__dict__[meth]))
+            setattr(cls, meth, timed(cls.__dict__[meth], part))
+    snaps = []                      # (process CPU, main thread CPU, parts so far) at every period's start
+
+    def on_period():
+        now = clock()
+        top = stack[-1]
+        acc[top[0]] = acc.get(top[0], 0.0) + now - top[1]
+        top[1] = now
+        snaps.append((time.process_time(), now, dict(acc)))
+
+    try:
+        stack[0][1] = clock()
+        r = flight("cflib", "cython", models, n_particles, on_period=on_period)
+    finally:
+        for cls, meth, fn in patched:
+            setattr(cls, meth, fn)
+    (p0, m0, a0), (p1, m1, a1) = snaps[0], snaps[-1]
+    sim_s = r["mission_span_sim_s"]         # first to last period's start, as the snapshots
+    ms = {part: 1000.0 * (a1.get(part, 0.0) - a0.get(part, 0.0)) / sim_s for part in a1}
+    ms[OTHER_THREADS] = 1000.0 * ((p1 - p0) - (m1 - m0)) / sim_s
+    return {"ms_cpu_per_sim_s": dict(sorted(ms.items(), key=lambda kv: -kv[1])),
+            "total_ms_cpu_per_sim_s": 1000.0 * (p1 - p0) / sim_s,
+            "sim_per_cpu_mission_instrumented": r["sim_per_cpu_mission"]}
 
 
 def pin_to_one_cpu():
@@ -144,6 +246,7 @@ def main(argv=None):
     for impl in ("cython", "numpy", "pure"):
         res["direct/%s" % impl] = best("direct", impl, models, n)
     head = res["cflib/cython"]
+    breakdown = cpu_breakdown(models, n)
     host_after = work_unit_loops_per_s()
     per_cpu = head["best_sim_per_cpu_mission"]
     out = {
@@ -166,6 +269,9 @@ def main(argv=None):
         # the headline over the pure-Python direct run of the same process: a host-speed reference for
         # comparing runs taken on this drifting host at different times (rough: that run drifts too)
         "cflib_over_direct_pure_ratio": head["sim_per_wall_mission"] / res["direct/pure"]["sim_per_wall_mission"],
+        # where the CPU of the headline flight goes, from one more (instrumented) flight of the same run
+        "cpu_breakdown": breakdown,
+        "other_threads_cpu_share": head["other_threads_cpu_share"],
         "drones": 4, "n_particles": n, "flight_s": DURATION_S, "repeats": REPEATS,
         "cpu_count": os.cpu_count(), "pinned_cpus": cpus, "runs": res,
     }
@@ -181,6 +287,10 @@ def main(argv=None):
         print("UWB on its compiled path: %.2fx the flights on the pure UWB path (sim s per CPU s)"
               % out["uwb_compiled_over_pure_cpu"])
     print("headline over the pure direct run (host-speed reference): %.2fx" % out["cflib_over_direct_pure_ratio"])
+    print("where the CPU goes (one instrumented cflib/cython flight, %.1f ms of CPU per sim s in all, %.1f sim s "
+          "per CPU s):" % (breakdown["total_ms_cpu_per_sim_s"], breakdown["sim_per_cpu_mission_instrumented"]))
+    for part, v in breakdown["ms_cpu_per_sim_s"].items():
+        print("  %6.2f ms  %s" % (v, part))
     print("host reference: %.2f M work-unit loops per CPU s (before %.2f, after %.2f; bench/uwb.py's unit)"
           % (out["host_reference_loops_per_cpu_s"] * 1e-6, host_per_s * 1e-6, host_after * 1e-6))
     print("goal: >= %.0f sim s per CPU s (cflib/cython mission, one core): %.1f -> %s"

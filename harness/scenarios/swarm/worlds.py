@@ -185,7 +185,8 @@ class CflibWorld:
                 },
             }
             self.swarm = CrazyflieSwarm(self.fleet.uris, drv_cfg).connect()
-            self.lockstep = Lockstep(self.clock, self.fleet, self.swarm.drivers)
+            # this thread drives the lockstep and answers the uplink itself (no server-thread wake-ups)
+            self.lockstep = Lockstep(self.clock, self.fleet, self.swarm.drivers, serve_in_caller=True)
             self.net = UwbNetwork(self.clock, list(range(m)), RunRandom(seed),
                                   protocol=dict(self.cfg["uwb_protocol"].get(self.cfg["uwb_mode"], {}),
                                                 mode=self.cfg["uwb_mode"]),

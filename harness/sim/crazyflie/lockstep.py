@@ -12,6 +12,13 @@ still in flight. ``Lockstep.advance(dt_us)`` does three things, each a bounded w
 3. downlink barrier: each client has received every log packet its drone sent
    (``client.wait_log_count(drone.stats["log_packets"])``), skipped for silent drones.
 
+``Lockstep(..., serve_in_caller=True)`` has the caller's thread answer the uplink itself in step 1
+(``SimCrazyflieServer.serve_in_caller``): the requests are the same, answered in the same order at the
+same simulated time, without waking the server thread for each one. Use it where one thread drives the
+lockstep and nothing else waits for an answer between advances (cflib's link-statistics pings then wait
+in the socket until the next advance); ``fleet.release_links()`` gives the serving back to the server
+thread for closing.
+
 A client is anything with ``packets_sent`` and ``wait_log_count(n, timeout_s)``, e.g.
 ``boards.crazyflie.driver.CrazyflieDriver`` or ``CflibCounter`` below around a bare
 cflib ``Crazyflie``. A barrier that times out raises ``LockstepTimeout`` (a packet was
@@ -52,7 +59,7 @@ class CflibCounter:
 
 
 class Lockstep:
-    def __init__(self, clock, fleet, clients, timeout_s=2.0):
+    def __init__(self, clock, fleet, clients, timeout_s=2.0, serve_in_caller=False):
         if len(clients) > len(fleet.drones):
             raise ValueError("%d clients for %d drones" % (len(clients), len(fleet.drones)))
         self.clock = clock
@@ -60,6 +67,8 @@ class Lockstep:
         self.clients = list(clients)
         self.timeout_s = timeout_s
         self.steps = 0
+        if serve_in_caller:
+            fleet.server.serve_in_caller(True)
 
     def sync_uplink(self):
         pairs = list(zip(self.fleet.drones, self.clients))

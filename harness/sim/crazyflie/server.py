@@ -13,6 +13,11 @@ unanswered). Where simulated time comes from is explicit:
   thread still answers requests at once, stamping them with the SimClock's current time.
   ``wait_until(predicate, timeout_s)`` lets a scenario wait (bounded) for packets in
   flight, which keeps the lockstep deterministic even though cflib runs its own threads.
+  ``serve_in_caller(True)`` (lockstep only) hands the serving to the thread that waits: the server
+  thread stops watching the drones' sockets, and ``wait_until`` (or ``serve_pending``) reads and
+  answers what is queued on them in the caller's thread. Requests are answered in the order they
+  arrived, at the SimClock's current time, as the server thread would; what cflib's own threads
+  send meanwhile (link-statistics pings) waits in the socket until the caller next serves.
 
 Sockets are bound to a loopback address only; anything else is refused.
 """
@@ -21,6 +26,7 @@ import os
 import select
 import socket
 import threading
+import time
 
 from harness.sim.clock import PRIORITY_PHYSICS
 from harness.sim.crazyflie import crtp
@@ -31,6 +37,7 @@ MAX_IDLE_US = 20000        # realtime mode: advance the physics at least this of
 LINGER_PERIOD_S = 0.01     # release_links(): a null packet to every client this often
 MAX_CLIENTS = 4            # per drone, the client addresses release_links() keeps answering
 MAX_UDP_PORT = 65535
+CALLER_WAIT_S = 0.05       # serve_in_caller(): longest single wait on the sockets between checks
 
 
 class SimServerError(RuntimeError):
@@ -76,6 +83,8 @@ class SimCrazyflieServer:
         self._clients = {}         # socket index -> {client address: None}, the last MAX_CLIENTS new clients
         self._linger = False
         self._held = None          # hold_sends(): [(socket index, [(client, datagram), ...]), ...] not sent yet
+        self._caller_serves = False  # serve_in_caller(): the waiting thread reads the sockets, not _run
+        self._serve_lock = threading.Lock()   # one reader of the sockets at a time: requests keep their order
 
     # ---------------------------------------------------------------- life cycle
     @property
@@ -118,6 +127,7 @@ class SimCrazyflieServer:
         with null packets), but a lockstep server only sends when the SimClock advances. Null
         packets are what a Crazyflie answers a null probe with and cflib drops them."""
         self._linger = True
+        self._caller_serves = False
         self._wake()
 
     def _wake(self):
@@ -186,10 +196,45 @@ class SimCrazyflieServer:
         for i, out in held or ():
             self._send_all(i, out)
 
+    def serve_in_caller(self, on=True):
+        """Lockstep: ``on`` makes the threads that call :meth:`wait_until` / :meth:`serve_pending` read and
+        answer the drones' sockets, and the server thread leave them alone (one thread wake-up less per
+        request); off (and :meth:`release_links`) gives them back to the server thread."""
+        if on and self.realtime:
+            raise SimServerError("serve_in_caller() is for realtime=False servers")
+        self._caller_serves = bool(on)
+        self._wake()
+
+    def serve_pending(self):
+        """Read and answer every request queued on the drones' sockets now, in this thread; the count."""
+        served = 0
+        with self._serve_lock:
+            for index in range(len(self._socks)):
+                served += self._serve(index)
+        if served:
+            self.notify()
+        return served
+
     def wait_until(self, predicate, timeout_s=2.0):
-        """Wait (bounded) until ``predicate()`` holds; re-checked after every packet served."""
-        with self._cond:
-            return self._cond.wait_for(predicate, timeout_s)
+        """Wait (bounded) until ``predicate()`` holds; re-checked after every packet served (with
+        :meth:`serve_in_caller`: served here, waiting on the sockets between checks)."""
+        if not self._caller_serves:
+            with self._cond:
+                return self._cond.wait_for(predicate, timeout_s)
+        deadline = None
+        while True:
+            self.serve_pending()
+            if predicate():
+                return True
+            if deadline is None:
+                deadline = time.monotonic() + timeout_s
+            left = deadline - time.monotonic()
+            if left <= 0.0:
+                return False
+            try:
+                select.select(list(self._socks), [], [], min(left, CALLER_WAIT_S))
+            except (OSError, ValueError):
+                return predicate()
 
     def notify(self):
         with self._cond:
@@ -241,8 +286,9 @@ class SimCrazyflieServer:
 
     def _run(self):
         fds = {s.fileno(): i for i, s in enumerate(self._socks)}
-        rlist = list(self._socks) + [self._wake_r]
+        rlist_all = list(self._socks) + [self._wake_r]
         while not self._stop.is_set():
+            rlist = [self._wake_r] if self._caller_serves else rlist_all
             timeout = None
             if self.realtime:
                 now = self.clock.now_us()
@@ -268,7 +314,10 @@ class SimCrazyflieServer:
                     except OSError:
                         pass
                     continue
-                served += self._serve(fds[r.fileno()])
+                if self._caller_serves:
+                    continue             # serve_in_caller(): left to the waiting thread
+                with self._serve_lock:
+                    served += self._serve(fds[r.fileno()])
             if self.realtime:
                 now = self.clock.now_us()
                 for i, d in enumerate(self.drones):
