@@ -14,8 +14,10 @@ simulated WAM-V running in real time in a thread of this process:
 
 The world steps the truth vessel (``harness.sim.wamv.Wamv``) at its 100 Hz on the wall clock (the
 service's clock runs on the host's monotonic time, so the simulation does too). It prints
-``wamv_bench: thrusters driven`` once both simulated outboards turn forward above ``DRIVEN_THROTTLE``,
-and, after the service stops (the world kept running up to ``GRACE_S`` for its last commands), one line
+``wamv_bench: thrusters driven`` once both simulated outboards turn forward above ``DRIVEN_THROTTLE`` and
+the service has read their telemetry (on each side, two requests came in steps after the one that answered
+the first: the driver reads replies before it sends the next request, so by then a reply was read, however
+loaded the host), and, after the service stops (the world kept running up to ``GRACE_S`` for its last commands), one line
 ``wamv_bench: {...}`` (JSON) read at the simulated outboards: ``released`` per side (no torque: SetCurrent 0
 or never commanded), ``last_command`` per side ([VESC command id, value] the motor last took), ``throttle``
 (shaft speed / full), ``max_throttle``, ``sim_time_s``, the vessel's ``state``. Seeded (``SEED``); the
@@ -67,6 +69,11 @@ class BenchWorld:
         self.now_us = 0
         self.max_throttle = {side: 0.0 for side in SIDES}
         self.driven = False
+        # telemetry: requests answered per side, the step that answered the first, requests in later steps
+        self.steps = 0
+        self._requests = {side: 0 for side in SIDES}
+        self._first_reply_step = {side: None for side in SIDES}
+        self._later_requests = {side: 0 for side in SIDES}
         self._stop = threading.Event()
         self._thread = None
         self._lock = threading.Lock()
@@ -79,7 +86,17 @@ class BenchWorld:
         v.step_thrust(*sim.step(v.dt_s, now))
         for side in SIDES:
             self.max_throttle[side] = max(self.max_throttle[side], sim.throttle(side))
-        if not self.driven and all(sim.throttle(side) > DRIVEN_THROTTLE for side in SIDES):
+        for side in SIDES:
+            count = sim.sims[side].telemetry_requests
+            if count != self._requests[side]:
+                self._requests[side] = count
+                if self._first_reply_step[side] is None:
+                    self._first_reply_step[side] = self.steps
+                elif self.steps > self._first_reply_step[side]:
+                    self._later_requests[side] += 1
+        self.steps += 1
+        if not self.driven and all(sim.throttle(side) > DRIVEN_THROTTLE and self._later_requests[side] >= 2
+                                   for side in SIDES):
             self.driven = True
             print("wamv_bench: thrusters driven", file=self.out, flush=True)
         self.now_us = now = now + v.dt_us

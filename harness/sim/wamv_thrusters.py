@@ -64,8 +64,11 @@ class InterfaceVesc(SimVesc):
         self.next_update_us = 0
         self.queue = []                     # (due_us, payload) in arrival order
         self.applied = []                   # (time_us, command id, value) handed to the motor
+        self.telemetry_requests = 0         # COMM_GET_VALUES requests answered
 
     def handle(self, payload, now_us):
+        if payload and payload[0] == codec.COMM_GET_VALUES:
+            self.telemetry_requests += 1
         if payload and payload[0] in MOTOR_COMMANDS:
             self.queue.append((now_us + self.latency_us, bytes(payload)))
             self._feed(now_us)              # the interface itself keeps the link alive
