@@ -10,12 +10,13 @@ per_pair_hz = range samples one node gets for one peer per second, averaged over
 Simulator speed (N = 20, both modes, the scenario's ``measure`` as ``harness run uwb-ranging`` runs it):
 simulated seconds per wall second and per CPU second of one process, the best of SPEED_REPS runs, for
 the channel simulator (harness.sim.radio.uwb_channel.UwbNetwork) on its compiled path (``impl="cython"``:
-the onboard protocol modules and the channel's per-frame module compiled by Cython from the same .py
-sources, cython_ext/uwb*, ``make setup``) and on its pure path, and for the plain per-receiver reference
-(uwb_channel_reference.ReferenceUwbNetwork, pure), all interleaved in the same run with identical results
-(checked here too); plus a fixed pure-Python work unit (host reference: compare hosts by it) and, on the
-compiled path, the share of the run spent in the scenario's own callbacks (its motion model ``state_fn``
-and its range callback, outside the simulator) with the figure the simulator gives without them.
+the onboard protocol modules, the channel's per-frame module and the scenario's ground truth (motion model,
+range scoring: uwb_channel_truth) compiled by Cython from the same .py sources, cython_ext/uwb*, ``make
+setup``) and on its pure path, and for the plain per-receiver reference (uwb_channel_reference.
+ReferenceUwbNetwork, pure), all interleaved in the same run with identical results (checked here too); plus
+a fixed pure-Python work unit (host reference: compare hosts by it) and, on the compiled path, the share of
+the run spent in the scenario's own callbacks (its motion model's state calls and its range callback,
+outside the simulator) with the figure the simulator gives without them.
 Goal: >= SPEED_GOAL x real time on one core at N = 20 in both modes, judged on simulated seconds per CPU
 second of the whole scenario run on the compiled path (one core; on this shared host the wall figure also
 counts the time other jobs hold the cores). The host is loaded by other jobs: figures vary from run to
@@ -23,11 +24,11 @@ run, the ratios measured side by side much less. Without the compiled build the 
 skipped (and the goal is judged on the pure path).
 """
 import contextlib
-import functools
 import json
 import os
 import sys
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -35,7 +36,7 @@ from results_file import write_results  # noqa: E402 (bench/ is the script's fol
 from harness.sim.rng import RunRandom  # noqa: E402
 from harness.scenarios import uwb_ranging  # noqa: E402
 from harness.scenarios.uwb_ranging import DEFAULTS, measure  # noqa: E402
-from harness.sim.radio.uwb_channel import FRAME_MODULES, UwbNetwork  # noqa: E402
+from harness.sim.radio.uwb_channel import FRAME_MODULES, TRUTH_MODULES, UwbNetwork  # noqa: E402
 from harness.sim.radio.uwb_channel_reference import ReferenceUwbNetwork  # noqa: E402
 from onboard.impl import available  # noqa: E402
 
@@ -76,30 +77,41 @@ def _timed_network(net_cls, calls):
 
 @contextlib.contextmanager
 def _channel(net_cls, state_calls=None):
-    """Run the scenario's measure() on ``net_cls``; with ``state_calls`` (a list) also time its state_fn and
-    its range callback."""
-    saved = uwb_ranging.UwbNetwork, uwb_ranging.BouncingMotion
+    """Run the scenario's measure() on ``net_cls``; with ``state_calls`` (a list) also time its motion model's
+    state calls (``state_fn`` and ``node_state``) and its range callback."""
+    saved = uwb_ranging.UwbNetwork, uwb_ranging.truth_module
     uwb_ranging.UwbNetwork = net_cls if state_calls is None else _timed_network(net_cls, state_calls)
     if state_calls is not None:
-        class TimedMotion:
-            """The scenario's motion model with its state calls timed (its range_m runs inside the range
-            callback, timed there)."""
+        def timed_truth(impl=None):
+            mod = saved[1](impl)
 
-            def __init__(self, *args):
-                self.fn = saved[1](*args)
-                self.range_m = self.fn.range_m
+            class TimedMotion:
+                """The scenario's motion model with its state calls timed (its range_m runs inside the range
+                callback, timed there)."""
 
-            def __call__(self, now_us):
-                t0 = time.process_time()
-                out = self.fn(now_us)
-                state_calls.append(time.process_time() - t0)
-                return out
+                def __init__(self, *args):
+                    self.fn = mod.BouncingMotion(*args)
 
-        uwb_ranging.BouncingMotion = TimedMotion
+                def __call__(self, now_us):
+                    t0 = time.process_time()
+                    out = self.fn(now_us)
+                    state_calls.append(time.process_time() - t0)
+                    return out
+
+                def node_state(self, i, now_us):
+                    t0 = time.process_time()
+                    out = self.fn.node_state(i, now_us)
+                    state_calls.append(time.process_time() - t0)
+                    return out
+
+            return types.SimpleNamespace(BouncingMotion=TimedMotion,
+                                         RangeTruth=lambda motion, n, from_us: mod.RangeTruth(motion.fn, n, from_us))
+
+        uwb_ranging.truth_module = timed_truth
     try:
         yield
     finally:
-        uwb_ranging.UwbNetwork, uwb_ranging.BouncingMotion = saved
+        uwb_ranging.UwbNetwork, uwb_ranging.truth_module = saved
 
 
 def work_unit_loops_per_s():
@@ -128,12 +140,13 @@ def work_unit_loops_per_s():
 
 
 def speed_paths():
-    """(name, network class) of the paths timed side by side: compiled (when built), pure, reference."""
+    """(name, network class, implementation) of the paths timed side by side: compiled (when built), pure,
+    reference (the implementation also picks the scenario's motion model and range scoring)."""
     paths = []
-    if "cython" in available(FRAME_MODULES):
-        paths.append(("compiled", functools.partial(UwbNetwork, impl="cython")))
-    paths.append(("pure", functools.partial(UwbNetwork, impl="pure")))
-    paths.append(("reference", functools.partial(ReferenceUwbNetwork, impl="pure")))
+    if "cython" in available(FRAME_MODULES) and "cython" in available(TRUTH_MODULES):
+        paths.append(("compiled", UwbNetwork, "cython"))
+    paths.append(("pure", UwbNetwork, "pure"))
+    paths.append(("reference", ReferenceUwbNetwork, "pure"))
     return paths
 
 
@@ -144,18 +157,18 @@ def simulator_speed(cfg):
     paths = speed_paths()
     out = {}
     for mode in MODES:
-        best = {name: [0.0, 0.0] for name, _ in paths}
+        best = {name: [0.0, 0.0] for name, _, _ in paths}
         results = {}
         for _ in range(SPEED_REPS):
-            for name, cls in paths:
+            for name, cls, impl in paths:
                 with _channel(cls):
-                    r = measure(mode, SPEED_N, cfg, RunRandom(1))
+                    r = measure(mode, SPEED_N, cfg, RunRandom(1), impl=impl)
                 best[name][0] = max(best[name][0], r["sim_seconds_per_wall_second"])
                 best[name][1] = max(best[name][1], r["sim_seconds_per_cpu_second"])
                 same = {k: r[k] for k in ("per_pair_hz", "error_mean_m", "error_std_m", "samples", "channel")}
                 if results.setdefault(name, same) != same:
                     raise SystemExit("uwb: the %s channel gave different results for the same seed" % name)
-        for name, _ in paths:
+        for name, _, _ in paths:
             if results[name] != results["reference"]:
                 raise SystemExit("uwb: %s and reference channel disagree for %s N=%d: %r vs %r"
                                  % (name, mode, SPEED_N, results[name], results["reference"]))
@@ -167,7 +180,7 @@ def simulator_speed(cfg):
             calls = []
             t0 = time.process_time()
             with _channel(paths[0][1], calls):
-                measure(mode, SPEED_N, cfg, RunRandom(1))
+                measure(mode, SPEED_N, cfg, RunRandom(1), impl=paths[0][2])
             total = time.process_time() - t0
             own = total - sum(calls)
             if sim_only is None or own < sim_only[0]:
@@ -177,7 +190,7 @@ def simulator_speed(cfg):
         own_share = sim_only[0] / sim_only[1]
         cpu_head = cfg["duration_s"] / best[head][1]
         v = {"headline_path": head}
-        for name, _ in paths:
+        for name, _, _ in paths:
             v[name] = {"sim_seconds_per_wall_second": round(best[name][0], 3),
                        "sim_seconds_per_cpu_second": round(best[name][1], 3)}
         v["sim_seconds_per_cpu_second"] = v[head]["sim_seconds_per_cpu_second"]
@@ -224,7 +237,7 @@ def main():
     print("simulator speed, N = %d, %.1f s simulated, best of %d (simulated s per wall s / per CPU s);"
           " host reference: %.2f M work-unit loops per CPU s (shared host: loaded by other jobs)"
           % (SPEED_N, SPEED_DURATION_S, SPEED_REPS, host_per_s * 1e-6))
-    names = [name for name, _ in speed_paths()]
+    names = [name for name, _, _ in speed_paths()]
     print("%-11s " % "mode" + " ".join("%13s %9s" % (n + " cpu", "wall") for n in names)
           + " %9s %9s %10s %8s" % ("x pure", "x ref", "callbacks", "sim only"))
     for mode in MODES:

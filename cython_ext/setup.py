@@ -26,7 +26,9 @@ uwb_extensions = [
     Extension("cython_ext.uwb." + m, ["onboard/comms/uwb/%s.py" % m], extra_compile_args=["-O2", "-ffp-contract=off"])
     for m in UWB_MODULES
 ] + [Extension("cython_ext.uwb_channel_frame", ["harness/sim/radio/uwb_channel_frame.py"],
-               extra_compile_args=["-O2", "-ffp-contract=off"])]   # the UWB channel simulator's per-frame work
+               extra_compile_args=["-O2", "-ffp-contract=off"]),   # the UWB channel simulator's per-frame work
+       Extension("cython_ext.uwb_channel_truth", ["harness/sim/radio/uwb_channel_truth.py"],
+                 extra_compile_args=["-O2", "-ffp-contract=off"])]  # ... and the scenario's ground truth
 setup(name="cython_ext", packages=[], py_modules=[], ext_modules=(cythonize(
     extensions, language_level=3, quiet=True,
     compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True,

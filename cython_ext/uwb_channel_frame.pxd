@@ -38,6 +38,10 @@ cdef class _FrameEnd:
     cdef object net
     cdef _Tx tx
 
+cdef class Radio:
+    cdef object net
+    cdef _Node n
+
 cpdef set_velocity(net, _Node n, now_us)
 cpdef handle(net, _Node n, samples, deadline_local, now_us)
 cpdef arm(net, _Node n, deadline_local, now_us)
@@ -58,7 +62,7 @@ cpdef frame_end(net, _Tx tx, now_us)
                c_mps=cython.double, tick_hz=cython.double, far_s=cython.double, c0=cython.double, c1=cython.double,
                p3=cython.bint, collisions=cython.bint, deaf=cython.bint, states=dict, stats=dict,
                now_f=cython.double, mask=cython.longlong, noise_buf=list, loss_buf=list,
-               keep_samples=cython.bint)
+               keep_samples=cython.bint, deliveries=cython.longlong, u=cython.double, z=cython.double, air=list)
 cpdef deliver_frame(net, _Tx tx, _Node s, now_us)
 
 @cython.locals(i=cython.longlong)

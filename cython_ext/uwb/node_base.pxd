@@ -2,10 +2,14 @@
 from cython_ext.uwb.frames cimport Frame
 
 cdef list _memo
+cdef object _new
+
+cpdef range_sample(time_us, peer_id, range_m, peer_vel_mps, range_std_m)
 
 cdef class NodeBase:
-    cdef public object id, cfg, ant, vel_mps
+    cdef public object id, cfg, ant, vel_mps, _range_std_m
     cdef public dict stats, decode_error_kinds
     cpdef tuple on_event(self, event, now_us)
+    cpdef tuple on_rx(self, data, raw_rx_ticks, now_us)
     cpdef Frame _decode(self, data)
     cpdef tuple _sample(self, now_us, peer_id, range_m, Frame frame)

@@ -18,7 +18,8 @@ import numpy as np
 from harness.sim.clock import SimClock
 from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, int_at_least, non_empty_list, one_of, within
 from harness.report.plots import figure, label
-from harness.sim.radio.uwb_channel import RADIO_DEFAULTS, UwbNetwork
+from harness.sim.radio.uwb_channel import RADIO_DEFAULTS, UwbNetwork, truth_module
+from harness.sim.radio.uwb_channel_truth import BouncingMotion  # noqa: F401 (the scenario's motion model)
 from onboard.comms.uwb.node import DEFAULTS as PROTOCOL_DEFAULTS
 
 DESCRIPTION = "UWB ranging: token ring (paper) vs broadcast (scalable), N nodes in 4 m x 4 m"
@@ -42,123 +43,37 @@ TRUTH_LOG_PERIOD_US = 100000          # the nodes' true positions in the log: 10
 PROGRESS_STEP_US = 50000              # the progress bar moves every 0.05 s of simulated time
 
 
-class BouncingMotion:
-    """The scenario's motion model: n nodes at constant speed (m/s) reflecting off the walls of
-    [0, area_m]^2 (m). Called with the true time ``now_us`` it is the channel's ``state_fn``:
-    ``{node_id: ((x_m, y_m), (vx_mps, vy_mps))}``; :meth:`range_m` gives the true distance of two nodes.
-
-    A coordinate folds onto the wall-reflected path: ``u = (p0 + v0 * t) mod 2A``, position ``u`` and
-    velocity ``v0`` while ``u <= A``, else ``2A - u`` and ``-v0``. Plain Python floats: the same IEEE
-    arithmetic as NumPy's float64 scalars without their per-operation cost (the channel asks for the
-    state at every frame)."""
-
-    def __init__(self, n, rng, area_m, max_speed_mps):
-        p0 = rng.uniform(0.0, area_m, size=(n, 2))
-        speed = rng.uniform(0.2, 1.0, size=n) * max_speed_mps
-        heading = rng.uniform(-math.pi, math.pi, size=n)
-        v0 = np.stack([speed * np.cos(heading), speed * np.sin(heading)], axis=1)
-        self._start = [(float(p0[i, 0]), float(p0[i, 1]), float(v0[i, 0]), float(v0[i, 1])) for i in range(n)]
-        # each node's four velocities (as is, x reflected, y reflected, both), one tuple each handed out again and
-        # again: the channel skips a velocity it holds by identity. Not for non-finite ones (the protocol counts
-        # every rejected velocity it is given): those come as new tuples every call, as before.
-        self._vels = [((vx, vy), (-vx, vy), (vx, -vy), (-vx, -vy)) for _px, _py, vx, vy in self._start]
-        self._fresh_vels = not all(math.isfinite(c) for st in self._start for c in st[2:])
-        self._area_m = area_m
-        self._period_m = 2.0 * area_m
-        self._last_us = None               # many frames share a time: the last call's state is kept
-        self._last = None
-
-    def __call__(self, now_us):
-        if self._last_us == now_us:
-            return self._last
-        t = now_us * 1e-6
-        period = self._period_m
-        area = self._area_m
-        vels = self._vels
-        out = {}
-        i = 0
-        for px, py, vx, vy in self._start:
-            x = (px + vx * t) % period
-            y = (py + vy * t) % period
-            k = 0
-            if not x <= area:                 # as "x <= area ? x : 2A - x" (a NaN folds too)
-                x = period - x
-                k = 1
-            if not y <= area:
-                y = period - y
-                k += 2
-            v = vels[i][k]                    # (+-vx, +-vy)
-            if self._fresh_vels:
-                v = (v[0], v[1])
-            out[i] = ((x, y), v)
-            i += 1
-        self._last_us = now_us
-        self._last = out
-        return out
-
-    def range_m(self, a, b, now_us):
-        """True distance (m) of nodes ``a`` and ``b`` at ``now_us`` (as UwbNetwork.true_range_m on this
-        state: ``math.hypot`` of the differences, the same floats), working out only those two nodes, or
-        reading them from the last state (a frame's range samples come at the time the channel just asked for)."""
-        if now_us == self._last_us:
-            last = self._last
-            pa = last[a][0]
-            pb = last[b][0]
-            return math.hypot(pa[0] - pb[0], pa[1] - pb[1])
-        t = now_us * 1e-6
-        period = self._period_m
-        area = self._area_m
-        ax, ay, avx, avy = self._start[a]
-        bx, by, bvx, bvy = self._start[b]
-        ax = (ax + avx * t) % period
-        ay = (ay + avy * t) % period
-        bx = (bx + bvx * t) % period
-        by = (by + bvy * t) % period
-        if not ax <= area:
-            ax = period - ax
-        if not ay <= area:
-            ay = period - ay
-        if not bx <= area:
-            bx = period - bx
-        if not by <= area:
-            by = period - by
-        return math.hypot(ax - bx, ay - by)
-
-
-def measure(mode, n, config, random, stream_prefix="uwb", log=None, on_progress=None):
+def measure(mode, n, config, random, stream_prefix="uwb", log=None, on_progress=None, impl=None):
     """Run one (mode, N) case; returns its figures (per-pair rate, errors, simulated seconds per wall and
     per CPU second). log: None, or ``log(topic, time_us, message)`` (topics ``range``: every range sample
     after the warm-up, with the true range; ``truth``: every node's position at 10 Hz). on_progress: None,
-    or called with the case's simulated seconds so far (its length: :func:`case_duration_us`)."""
+    or called with the case's simulated seconds so far (its length: :func:`case_duration_us`). impl: the
+    channel's implementation (None: $ONBOARD_IMPL; the motion model and range scoring follow it, same results)."""
     clock = SimClock()
     protocol = dict(config.get("protocol", {}))
     protocol["mode"] = mode
-    state_fn = BouncingMotion(n, random.stream("%s.motion.%d" % (stream_prefix, n)), config["area_m"],
-                                 config["max_speed_mps"])
-    net = UwbNetwork(clock, range(n), random, protocol=protocol, radio=config.get("radio"), state_fn=state_fn)
+    truth = truth_module(impl)
+    state_fn = truth.BouncingMotion(n, random.stream("%s.motion.%d" % (stream_prefix, n)), config["area_m"],
+                                    config["max_speed_mps"])
+    net = UwbNetwork(clock, range(n), random, protocol=protocol, radio=config.get("radio"), state_fn=state_fn,
+                     impl=impl)
     warm_us, end_us = _case_times_us(mode, n, config)
-    errors = []
-    counts = [0] * (n * n)                 # range samples of node i for peer j at [i * n + j]
+    # counts per ordered pair and the error of every sample from the warm-up on (true range: the motion model)
+    scored = truth.RangeTruth(state_fn, n, warm_us)
 
-    true_range_m = state_fn.range_m       # as net.true_range_m, without the other nodes' states
-
-    def on_range(node_id, sample, true_us):
+    def log_range(node_id, sample, true_us):
         if true_us >= warm_us:
-            peer = sample.peer_id
-            counts[node_id * n + peer] += 1
-            true_m = true_range_m(node_id, peer, true_us)
-            errors.append(sample.range_m - true_m)
-            if log is not None:
-                log("range", sample.time_us, dict(sample.as_dict(), node_id=node_id, true_range_m=true_m,
-                                                  true_time_us=true_us))
+            log("range", sample.time_us, dict(sample.as_dict(), node_id=node_id, true_range_m=scored.last_true_m,
+                                              true_time_us=true_us))
 
     def log_truth(now_us):
         log("truth", now_us, {"time_us": now_us, "pos_m": [list(p) for p, _v in
                                                           (state_fn(now_us)[i] for i in range(n))]})
 
     net.keep_samples = False
-    net.on_range.append(on_range)
+    net.on_range.append(scored.score)           # the bound method: called without building an argument tuple
     if log is not None:
+        net.on_range.append(log_range)          # after the scoring: its true range is the sample's
         clock.call_every(TRUTH_LOG_PERIOD_US, log_truth, start_us=0)
     net.start()
     _advance(clock, warm_us, on_progress)
@@ -168,6 +83,8 @@ def measure(mode, n, config, random, stream_prefix="uwb", log=None, on_progress=
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     dur = config["duration_s"]
     pairs = n * (n - 1)
+    counts = scored.counts
+    errors = scored.errors
     rates = [counts[i * n + j] / dur for i in range(n) for j in range(n) if i != j]
     e = np.array(errors) if errors else np.zeros(0)
     return {

@@ -12,6 +12,7 @@ channel's counters and every node's protocol report, so one changed bit anywhere
 """
 import functools
 import hashlib
+import importlib
 
 import pytest
 
@@ -21,6 +22,7 @@ from harness.sim.radio.uwb_channel import FRAME_MODULES, PROTOCOL_PACKAGES, SimR
 from harness.sim.radio.uwb_channel_reference import ReferenceUwbNetwork
 from harness.sim.rng import RunRandom
 from onboard.comms.uwb import frames as F
+from onboard.core.samples import RangeSample
 from onboard.impl import available
 
 # implementations built here (the compiled one needs `make setup`; without it only pure runs)
@@ -146,3 +148,80 @@ def test_the_cython_path_runs_the_compiled_protocol_and_channel():
     assert type(node) is compiled.TokenRingNode and not isinstance(node, pure.TokenRingNode)
     assert compiled.__file__.endswith((".so", ".pyd")) and not hasattr(node, "__dict__")   # slots, no dict
     assert type(net.nodes[0]).__module__ == "cython_ext.uwb_channel_frame"
+
+
+# -- the protocol's fast paths, piece by piece, on every built implementation ---------------------------------
+PROTOCOL_IMPLS = [i for i in ("pure", "cython") if i in available({k: PROTOCOL_PACKAGES[k] + ".broadcast"
+                                                                   for k in ("pure", "cython")})]
+
+
+def _protocol(impl, module):
+    return importlib.import_module(PROTOCOL_PACKAGES[impl] + "." + module)
+
+
+@pytest.mark.parametrize("impl", PROTOCOL_IMPLS)
+def test_range_sample_is_the_constructors_sample(impl):
+    """node_base.range_sample builds what RangeSample(...) builds: same type, same fields, same value types."""
+    build = _protocol(impl, "node_base").range_sample
+    for args in [(123456789, 3, 1.25, (0.5, -0.25), 0.2475), (0, 0, -0.0, (0.0, -0.0), 0.0),
+                 (2 ** 40 + 7, 254, float("nan"), (32.767, -32.767), 1e-3)]:
+        got, want = build(*args), RangeSample(*args)
+        assert type(got) is RangeSample and got == want or args[2] != args[2]
+        assert [(k, repr(v), type(v)) for k, v in vars(got).items()] == \
+               [(k, repr(v), type(v)) for k, v in vars(want).items()]
+
+
+@pytest.mark.parametrize("impl", PROTOCOL_IMPLS)
+def test_broadcast_range_is_ds_twr_for_small_large_and_wrapped_intervals(impl):
+    """The inline DS-TWR of BroadcastNode._range (C integers where compiled, below 2**31 ticks) gives exactly
+    timestamps.ds_twr_tof_ticks, and intervals from 2**31 up to half a wrap take the Python-integer path."""
+    B, Fm = _protocol(impl, "broadcast"), _protocol(impl, "frames")
+    T = _protocol("pure", "timestamps")
+    rng = RunRandom(21).stream("intervals")
+    mask = T.MASK_TICKS
+    checked = {"small": 0, "large": 0}
+    for k in range(400):
+        hi = [2 ** 27, 2 ** 31 - 1, 2 ** 33, 2 ** 39 - 1][k % 4]
+        round1, reply1, round2, reply2 = (int(x) for x in rng.integers(1, hi, size=4))
+        tq0 = int(rng.integers(0, T.WRAP_TICKS))
+        rp = (tq0 + round1) & mask                 # node j's clock: Q0 sent, P received, Q sent
+        tq = (rp + reply2) & mask
+        rq0 = int(rng.integers(0, T.WRAP_TICKS))   # node i's clock: Q0 received, P sent, Q received
+        tp = (rq0 + reply1) & mask
+        rq = (tp + round2) & mask
+        node = B.BroadcastNode(0, {"mode": "broadcast"})
+        node._hist = {4: tq0, 5: tq}
+        f = Fm.Frame(Fm.BCAST, 1, Fm.BROADCAST_ID, 9)
+        f.tx_prev = tp
+        acts = []
+        node._range(1, f, [8, rp, (4, rq0), 0], (5, rq), 1000, acts)
+        want = T.ds_twr_tof_ticks(round1, reply1, round2, reply2) * T.METERS_PER_TICK
+        assert len(acts) == 1 and repr(acts[0][1].range_m) == repr(want)
+        checked["small" if max(round1, reply1, round2, reply2) < 2 ** 31 else "large"] += 1
+    assert min(checked.values()) > 100
+
+
+@pytest.mark.parametrize("impl", PROTOCOL_IMPLS)
+def test_broadcast_entries_encode_and_index_as_the_pure_codec(impl):
+    """BCAST entries (set_entries, entry_for; C integers where compiled) give the pure codec's bytes and values,
+    high bytes and the 40-bit limits included; bad entries raise FrameError on every implementation."""
+    Fm, P = _protocol(impl, "frames"), _protocol("pure", "frames")
+    rng = RunRandom(22).stream("entries")
+    for k in range(60):
+        count = int(rng.integers(0, 30))
+        ids = [int(i) for i in rng.choice(255, size=count, replace=False)]
+        entries = [(i, int(rng.integers(0, 256)), int(rng.integers(0, 2 ** 40))) for i in ids]
+        if entries:
+            entries[0] = (entries[0][0], 255, 2 ** 40 - 1)
+        f, g = Fm.Frame(Fm.BCAST, 3, 255, 7), P.Frame(P.BCAST, 3, 255, 7)
+        f.set_entries(tuple(entries) if k % 2 else entries)
+        g.set_entries(entries)
+        data = f.encode()
+        assert data == g.encode()
+        d = Fm.decode(bytes(data))
+        for i, seq, ts in entries:
+            assert d.entry_for(i) == (seq, ts)
+        assert d.entry_for(255) is None and d.entries() == entries
+    for bad in [[(255, 0, 0)], [(1, 256, 0)], [(1, 0, 2 ** 40)], [(1, 0, -1)], [(-1, 0, 0)]]:
+        with pytest.raises(Fm.FrameError):
+            Fm.Frame(Fm.BCAST, 3, 255, 7).set_entries(bad)

@@ -91,6 +91,10 @@ RADIO_SETTING_RANGES = {
 PROTOCOL_PACKAGES = {"pure": "onboard.comms.uwb", "numpy": "onboard.comms.uwb", "cython": "cython_ext.uwb"}
 FRAME_MODULES = {"pure": "harness.sim.radio.uwb_channel_frame", "numpy": "harness.sim.radio.uwb_channel_frame",
                  "cython": "cython_ext.uwb_channel_frame"}
+# ... and the ground truth the uwb-ranging scenario runs the channel against (motion model, range scoring):
+# uwb_channel_truth, or the same source compiled (cython_ext.uwb_channel_truth)
+TRUTH_MODULES = {"pure": "harness.sim.radio.uwb_channel_truth", "numpy": "harness.sim.radio.uwb_channel_truth",
+                 "cython": "cython_ext.uwb_channel_truth"}
 
 
 def channel_modules(impl=None):
@@ -100,6 +104,13 @@ def channel_modules(impl=None):
     pkg = PROTOCOL_PACKAGES[name]
     node = _impl.load({name: pkg + ".node"}, name)
     return node, importlib.import_module(pkg + ".driver"), _impl.load(FRAME_MODULES, name)
+
+
+def truth_module(impl=None):
+    """The ground-truth module (``BouncingMotion``, ``RangeTruth``) of the selected implementation (``impl`` or
+    $ONBOARD_IMPL, default pure); raises onboard.impl.ImplUnavailable when it is not built."""
+    name = _impl.selected(impl)
+    return _impl.load(TRUTH_MODULES, name)
 
 
 _SFD_SYMBOLS = {110: 64, 850: 8, 6800: 8}
@@ -157,7 +168,9 @@ class UwbNetwork:
     radio: overrides of :data:`RADIO_DEFAULTS`.
     state_fn: ``state_fn(true_now_us) -> {node_id: (pos_m, vel_mps)}`` (pos 2-D or 3-D, metres;
       vel is what the node reports in its frames, m/s in its own frame); or None and
-      :meth:`set_state` is used.
+      :meth:`set_state` is used. Where it also has ``node_state(node_id, true_now_us)`` (the same as
+      ``state_fn(true_now_us).get(node_id)``), the channel asks that for the one node it needs at a timer or a
+      transmission (uwb_channel_truth.BouncingMotion has it).
     impl: the implementation of the protocol nodes and of the per-frame work (:func:`channel_modules`):
       None ($ONBOARD_IMPL, default pure), "pure" or "cython" (the same sources compiled; identical results).
 
@@ -176,12 +189,17 @@ class UwbNetwork:
     def __init__(self, clock, node_ids, random, protocol=None, radio=None, state_fn=None, impl=None):
         self.clock = clock
         node_mod, driver_mod, self._frame_mod = channel_modules(impl)
+        # a frame's end and a node's transmission skip this class's method where a subclass does not override it
+        self._direct_frame_end = type(self)._frame_end is UwbNetwork._frame_end
+        self._direct_tx = type(self)._submit_tx is UwbNetwork._submit_tx
         self.impl = _impl.selected(impl)
         self._make_node = node_mod.make_node
         self._driver_cls = driver_mod.UwbDriver
         self.protocol = dict(protocol or {})
         self.radio = merged_radio(radio)
         self.state_fn = state_fn
+        # optional: state_fn.node_state(node_id, true_now_us) = state_fn(true_now_us).get(node_id), for one node
+        self._node_state = getattr(state_fn, "node_state", None)
         self._states = {}
         self._state_time_us = None
         rc = self.radio
@@ -239,7 +257,8 @@ class UwbNetwork:
         n.alive = True
         n.pending = None
         n.vel = None
-        n.driver = self._driver_cls(self._make_node(node_id, self.protocol), SimRadio(self, node_id))
+        radio = self._frame_mod.Radio(self, n) if self._direct_tx else SimRadio(self, node_id)
+        n.driver = self._driver_cls(self._make_node(node_id, self.protocol), radio)
         n.proto = n.driver.node
         now = self.clock.now_us()
         self._set_velocity(n, now)

@@ -111,14 +111,31 @@ class _Deliver:
 
 
 class _FrameEnd:
-    """The SimClock event at a frame's end (``net._frame_end``)."""
+    """The SimClock event at a frame's end (``net._frame_end``: :func:`frame_end` itself where the network does
+    not override it)."""
 
     def __init__(self, net, tx):
         self.net = net
         self.tx = tx
 
     def __call__(self, now_us):
-        self.net._frame_end(self.tx, now_us)
+        net = self.net
+        if net._direct_frame_end:
+            frame_end(net, self.tx, now_us)
+        else:
+            net._frame_end(self.tx, now_us)
+
+
+class Radio:
+    """The radio a node's driver gets where the network does not override ``_submit_tx``: ``transmit(frame_bytes,
+    dx_ticks)`` goes straight to :func:`submit_tx` (what ``uwb_channel.SimRadio`` does through the network)."""
+
+    def __init__(self, net, n):
+        self.net = net
+        self.n = n
+
+    def transmit(self, frame, dx_ticks=None):
+        submit_tx(self.net, self.n, frame, dx_ticks)
 
 
 # -- event plumbing of UwbNetwork (its methods of the same names without the underscore call these) -----
@@ -127,9 +144,15 @@ def set_velocity(net, n, now_us):
     a repeated call with equal non-zero finite components changes nothing (zeros go through: the sign
     of a zero is kept; rejected values go through: they are counted)."""
     if net.state_fn is not None and net._state_time_us != now_us:
-        net._states = net.state_fn(now_us)
-        net._state_time_us = now_us
-    st = net._states.get(n.id)
+        one = net._node_state
+        if one is None:
+            net._states = net.state_fn(now_us)
+            net._state_time_us = now_us
+            st = net._states.get(n.id)
+        else:
+            st = one(n.id, now_us)           # state_fn(now_us).get(n.id), for this node alone
+    else:
+        st = net._states.get(n.id)
     if st is not None and n.driver is not None:
         v = st[1]
         if v is n.vel:
@@ -249,11 +272,17 @@ def submit_tx(net, n, frame, dx_ticks):
             return
         raw_tx = dx
     end_s = start_s + air
-    if net.state_fn is not None and net._state_time_us != now_us:       # net._refresh, inline
-        net._states = net.state_fn(now_us)
-        net._state_time_us = now_us
     sender = n.id
-    pos = net._states[sender][0]
+    if net.state_fn is not None and net._state_time_us != now_us:
+        one = net._node_state
+        if one is None:                    # net._refresh, inline
+            net._states = net.state_fn(now_us)
+            net._state_time_us = now_us
+            pos = net._states[sender][0]
+        else:
+            pos = one(sender, now_us)[0]   # state_fn(now_us)[sender], for the sender alone
+    else:
+        pos = net._states[sender][0]
     tx = _Tx(sender, bytes(frame), now_s, start_s, rmarker_s, end_s, pos, raw_tx)
     n.pending = tx
     n.busy_until_s = end_s
@@ -314,8 +343,9 @@ def deliver_frame(net, tx, s, now_us):
     start_s = tx.start_s
     end_s = tx.end_s
     base_s = tx.rmarker_s + s.ant_true_s          # the first two terms of every RX time below
-    # transmissions this frame could collide with anywhere in range (worked out again if the air changes)
-    air = None
+    # transmissions this frame could collide with anywhere in range (worked out again if the air changes: a
+    # receiver's reply is appended to net._air during this loop; only prune, in frame_end, replaces the list)
+    air = net._air
     n_air = -1
     others = ()
     noise_buf = net._noise_buf       # random draws popped from the end (nothing else draws while this loop runs)
@@ -323,10 +353,11 @@ def deliver_frame(net, tx, s, now_us):
     keep_samples = net.keep_samples
     on_range = net.on_range
     loss_buf = net._loss_buf
+    deliveries = 0                   # added to stats["deliveries"] once, after the loop
     for rn in net._receivers:
-        r = rn.id
-        if r == sender:
+        if rn is s:
             continue
+        r = rn.id
         if not rn.alive:
             continue
         st = states.get(r)
@@ -354,8 +385,7 @@ def deliver_frame(net, tx, s, now_us):
                 stats["lost_deaf"] += 1
                 continue
         if collisions:
-            if net._air is not air or len(air) != n_air:
-                air = net._air
+            if len(air) != n_air:
                 n_air = len(air)
                 far_s = end_s + max_range_m / C_MPS
                 others = [o for o in air if o is not tx and o.end_s + 1e-6 >= start_s
@@ -366,7 +396,8 @@ def deliver_frame(net, tx, s, now_us):
         if loss_prob > 0.0:
             if not loss_buf:
                 loss_buf = net._loss_buf = net._rng_loss.random(4096).tolist()
-            if loss_buf.pop() < loss_prob:
+            u = loss_buf.pop()
+            if u < loss_prob:
                 stats["lost_random"] += 1
                 continue
         if nlos_m:
@@ -381,9 +412,10 @@ def deliver_frame(net, tx, s, now_us):
         if noise_std:
             if not noise_buf:
                 noise_buf = net._noise_buf = net._rng_noise.standard_normal(4096).tolist()
-            ticks += noise_std * noise_buf.pop()
+            z = noise_buf.pop()
+            ticks += noise_std * z
         raw_rx = _floor_int(ticks + 0.5) & mask
-        stats["deliveries"] += 1
+        deliveries += 1
         if not rn.alive:
             continue
         v = st[1]                       # _set_velocity: the same states (this time), inline
@@ -394,7 +426,7 @@ def deliver_frame(net, tx, s, now_us):
             held = rn.proto.vel_mps
             if not (vx == held[0] and vy == held[1] and vx and vy):
                 rn.driver.set_velocity(vx, vy)
-        samples, deadline = rn.driver.on_event(("rx", frame, raw_rx), c.offset_us + _floor_int(now_f * c.rate))
+        samples, deadline = rn.driver.on_rx(frame, raw_rx, c.offset_us + _floor_int(now_f * c.rate))
         if samples:
             for smp in samples:
                 if keep_samples:
@@ -412,6 +444,7 @@ def deliver_frame(net, tx, s, now_us):
                 rn.arm_now_us = now_us
             else:
                 arm(net, rn, deadline, now_us)
+    stats["deliveries"] += deliveries
 
 
 def _floor_int(x):

@@ -35,6 +35,7 @@ _HALF = T.HALF_WRAP_TICKS
 _BCAST = F.BCAST
 _NO_TIMESTAMP = F.NO_TIMESTAMP
 _METERS_PER_TICK = T.METERS_PER_TICK
+_PRODUCT_SAFE = 1 << 31    # intervals below this: DS-TWR's products fit in 63 bits (C integers where compiled)
 
 
 class BroadcastNode(NodeBase):
@@ -52,6 +53,9 @@ class BroadcastNode(NodeBase):
         self._join_wait = 0
         self._join_attempted = False
         self._lcg = (node_id * 2654435761 + 12345) & 0x7FFFFFFF
+        self._slot_us = self.cfg["slot_us"]            # settings read on every frame
+        self._timeout_us = self.cfg["neighbour_timeout_us"]
+        self._max_entries = self.cfg["max_broadcast_entries"]
         for k in ("rounds", "join_attempts", "neighbours_expired", "duplicates"):
             self.stats[k] = 0
 
@@ -64,7 +68,7 @@ class BroadcastNode(NodeBase):
     def active_ids(self, now_us):
         """Ids in this node's schedule (self included once joined), ascending; recomputed from
         the neighbour table (who was heard within ``neighbour_timeout_us``)."""
-        timeout = self.cfg["neighbour_timeout_us"]
+        timeout = self._timeout_us
         ids = []
         for i in self._nbr:
             if now_us - self._nbr[i][3] <= timeout:
@@ -73,6 +77,11 @@ class BroadcastNode(NodeBase):
             ids.append(self.id)
         ids.sort()
         return ids
+
+    def on_rx(self, data, raw_rx_ticks, now_us):
+        acts = []
+        self._on_rx(data, raw_rx_ticks, now_us, acts)
+        return acts, self._next_deadline()
 
     def on_event(self, event, now_us):
         acts = []
@@ -117,50 +126,70 @@ class BroadcastNode(NodeBase):
 
     def _transmit(self, now_us, acts):
         self.tx_deadline_us = None
-        timeout = self.cfg["neighbour_timeout_us"]
+        timeout = self._timeout_us
+        max_entries = self._max_entries
+        nbr = self._nbr
         entries = []
-        for i in sorted(self._nbr):
-            rec = self._nbr[i]
+        ids = []                              # the neighbours heard within the timeout, ascending
+        for i in sorted(nbr):
+            rec = nbr[i]
             if now_us - rec[3] <= timeout:
-                if len(entries) < self.cfg["max_broadcast_entries"]:
+                ids.append(i)
+                if len(entries) < max_entries:
                     entries.append((i, rec[0], rec[1]))
             else:
-                del self._nbr[i]
+                del nbr[i]
                 self.stats["neighbours_expired"] += 1
-        prev = self._hist.get(self.seq, F.NO_TIMESTAMP)   # TX time of the BCAST with seq = new seq - 1
+        prev = self._hist.get(self.seq, _NO_TIMESTAMP)   # TX time of the BCAST with seq = new seq - 1
         self.seq = (self.seq + 1) & 0xFF
-        f = F.make(F.BCAST, self.id, F.BROADCAST_ID, self.seq, 0, self.vel_mps, tx_prev=prev, entries=entries)
+        # F.make(F.BCAST, self.id, F.BROADCAST_ID, self.seq, 0, self.vel_mps, tx_prev=prev, entries=entries)
+        f = F.Frame(_BCAST, self.id, F.BROADCAST_ID, self.seq, 0, self.vel_mps)
+        f.tx_prev = prev
+        f.set_entries(entries)
         acts.append(("tx", f.encode(), None))
         self.stats["rounds"] += 1
-        self._set_active(self.active_ids(now_us))
+        if self.joined:                      # self.active_ids(now_us): what is left in _nbr is within the timeout
+            ids.append(self.id)
+            ids.sort()
+        if ids != self._active:              # the same ids keep the same slots
+            self._set_active(ids)
         if self.joined:
             # fallback if nobody else is heard: our next turn one round later
-            self.tx_deadline_us = now_us + (len(self._active) + 1) * self.cfg["slot_us"]
+            self.tx_deadline_us = now_us + (len(self._active) + 1) * self._slot_us
 
     def _on_rx(self, data, raw_rx, now_us, acts):
         f = self._decode(data)
         if f is None:
             return
-        if f.type != _BCAST or f.src == self.id:
+        i = f.src
+        if f.type != _BCAST or i == self.id:
             self.stats["ignored"] += 1
             return
-        i = f.src
+        seq = f.seq
         prev = self._nbr.get(i)
-        if prev is not None and prev[0] == f.seq:
+        if prev is not None and prev[0] == seq:
             self.stats["duplicates"] += 1
             return
-        rx = (raw_rx - self.ant) & _MASK         # T.apply_rx_antenna_delay, inline
+        rx = raw_rx - self.ant                   # T.apply_rx_antenna_delay, inline
+        rx &= _MASK
         mine = f.entry_for(self.id)
         if mine is not None and not self.joined:
             self.joined = True               # someone heard us: we are in the schedule
             self.listen_deadline_us = None
             self._set_active([])
-        if prev is not None and mine is not None and prev[2] is not None and prev[0] == ((f.seq - 1) & 0xFF) \
-                and f.tx_prev != _NO_TIMESTAMP:
-            self._range(i, f, prev, mine, now_us, acts)
-        self._nbr[i] = [f.seq, rx, mine, now_us]
-        if prev is None or i not in self._slot_of:
+        if prev is None:
+            self._nbr[i] = [seq, rx, mine, now_us]
             self._set_active(self.active_ids(now_us))
+        else:
+            if mine is not None and prev[2] is not None and prev[0] == ((seq - 1) & 0xFF) \
+                    and f.tx_prev != _NO_TIMESTAMP:
+                self._range(i, f, prev, mine, now_us, acts)
+            prev[0] = seq                    # the record now holds this BCAST (nothing else keeps the old values)
+            prev[1] = rx
+            prev[2] = mine
+            prev[3] = now_us
+            if i not in self._slot_of:
+                self._set_active(self.active_ids(now_us))
         self._schedule_after(i, now_us)
 
     def _range(self, i, f, prev, mine, now_us, acts):
@@ -168,10 +197,12 @@ class BroadcastNode(NodeBase):
         q, rq = mine
         if q0 == q:
             return                      # no new message of ours in between
-        tq0 = self._hist.get(q0)
-        tq = self._hist.get(q)
-        if tq0 is None or tq is None:
+        h0 = self._hist.get(q0)
+        h = self._hist.get(q)
+        if h0 is None or h is None:
             return
+        tq0 = h0
+        tq = h
         rp = prev[1]
         tp = f.tx_prev
         # T.interval_ticks of each, all four checked at once: positive and under half a wrap
@@ -182,16 +213,22 @@ class BroadcastNode(NodeBase):
         if not (0 < round1 < _HALF and 0 < reply1 < _HALF and 0 < round2 < _HALF and 0 < reply2 < _HALF):
             self.stats["bad_timestamps"] += 1
             return
-        tof = T.ds_twr_tof_ticks(round1, reply1, round2, reply2)
+        if round1 < _PRODUCT_SAFE and reply1 < _PRODUCT_SAFE and round2 < _PRODUCT_SAFE and reply2 < _PRODUCT_SAFE:
+            # T.ds_twr_tof_ticks, inline: the exact integer numerator, one rounding to float, one division
+            tof = float(round1 * round2 - reply1 * reply2) / float(round1 + round2 + reply1 + reply2)
+        else:
+            tof = T.ds_twr_tof_ticks(round1, reply1, round2, reply2)
         acts.append(self._sample(now_us, i, tof * _METERS_PER_TICK, f))
 
     def _schedule_after(self, k, now_us):
-        slot = self.cfg["slot_us"]
+        slot = self._slot_us
         ids = self._active
         if self.joined:
             n = len(ids)
             slot_of = self._slot_of
-            d = (slot_of[self.id] - slot_of[k]) % (n + 1)
+            mine = slot_of[self.id]
+            theirs = slot_of[k]
+            d = (mine - theirs) % (n + 1)
             self.tx_deadline_us = now_us + d * slot
             return
         if self.listen_deadline_us is not None or k != ids[-1]:

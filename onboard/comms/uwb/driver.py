@@ -27,6 +27,14 @@ class UwbDriver:
             return out                   # (empty action list, deadline) is the answer, no new objects
         return self._execute(acts), out[1]
 
+    def on_rx(self, data, raw_rx_ticks, now_us):
+        """``on_event(("rx", data, raw_rx_ticks), now_us)`` without the event tuple (a frame heard: the radio's
+        most frequent event); returns (range samples, next deadline)."""
+        out = self.node.on_rx(data, raw_rx_ticks, now_us)
+        if not out[0]:
+            return out
+        return self._execute(out[0]), out[1]
+
     def set_velocity(self, vx_mps, vy_mps):
         return self.node.set_velocity(vx_mps, vy_mps)
 

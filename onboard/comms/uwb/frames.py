@@ -146,11 +146,19 @@ class Frame:
         if idx is None:
             e = self._entries
             idx = {}
-            for off in range(0, len(e), BCAST_ENTRY_LEN):
+            step = BCAST_ENTRY_LEN
+            end = len(e)
+            off = 0
+            while off < end:
                 i = e[off]
                 if i not in idx:
-                    idx[i] = (e[off + 1], (e[off + 2] << 32) | (e[off + 3] << 24) | (e[off + 4] << 16)
-                              | (e[off + 5] << 8) | e[off + 6])       # _ts_at(e, off + 2)
+                    ts = e[off + 2]                  # _ts_at(e, off + 2), a byte at a time
+                    ts = (ts << 8) | e[off + 3]
+                    ts = (ts << 8) | e[off + 4]
+                    ts = (ts << 8) | e[off + 5]
+                    ts = (ts << 8) | e[off + 6]
+                    idx[i] = (e[off + 1], ts)
+                off += step
             self._index = idx
         return idx.get(node_id)
 
@@ -164,14 +172,25 @@ class Frame:
 
     def set_entries(self, entries):
         """Set BCAST entries from a sequence of (node_id, seq, rx_ts)."""
-        out = bytearray()
+        if type(entries) is not list:
+            entries = list(entries)
+        step = BCAST_ENTRY_LEN
+        out = bytearray(step * len(entries))
+        off = 0
         for node_id, seq, rx_ts in entries:
             if not 0 <= node_id <= MAX_NODE_ID or not 0 <= seq <= 255:
                 raise FrameError("field", "bad entry id/seq %r/%r" % (node_id, seq))
             if rx_ts < 0 or rx_ts > _TS_MAX:    # as _ts_bytes, packed with the id and seq at once
                 raise FrameError("field", "timestamp %r outside 40 bits" % (rx_ts,))
-            out.extend(bytes((node_id, seq, (rx_ts >> 32) & 0xFF, (rx_ts >> 24) & 0xFF, (rx_ts >> 16) & 0xFF,
-                              (rx_ts >> 8) & 0xFF, rx_ts & 0xFF)))
+            ts = rx_ts                          # checked: 40 bits (a C integer where compiled)
+            out[off] = node_id
+            out[off + 1] = seq
+            out[off + 2] = (ts >> 32) & 0xFF
+            out[off + 3] = (ts >> 24) & 0xFF
+            out[off + 4] = (ts >> 16) & 0xFF
+            out[off + 5] = (ts >> 8) & 0xFF
+            out[off + 6] = ts & 0xFF
+            off += step
         self._entries = bytes(out)
         self._index = None
 

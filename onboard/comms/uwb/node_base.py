@@ -9,6 +9,21 @@ from .config import check_node_id, merged_config
 from onboard.core.samples import RangeSample
 
 _memo = frames._memo     # frames.decode's [last bytes, its Frame] (one list, updated in place)
+_new = object.__new__
+
+
+def range_sample(time_us, peer_id, range_m, peer_vel_mps, range_std_m):
+    """The object ``RangeSample(time_us, peer_id, range_m, peer_vel_mps, range_std_m)`` gives, for arguments that
+    already hold the field types (``peer_vel_mps`` a tuple of float m/s, ``range_std_m`` a float m): built without
+    the constructor's per-field conversions (one sample per received BCAST in broadcast mode, the hot path).
+    tests/unit/test_uwb_protocol_speed.py checks it against the constructor field by field."""
+    s = _new(RangeSample)
+    s.time_us = int(time_us)
+    s.peer_id = int(peer_id)
+    s.range_m = float(range_m)
+    s.peer_vel_mps = peer_vel_mps
+    s.range_std_m = range_std_m
+    return s
 
 
 class NodeBase:
@@ -21,6 +36,7 @@ class NodeBase:
         self.cfg = cfg
         self.ant = int(cfg["antenna_delay_ticks"])
         self.vel_mps = (0.0, 0.0)
+        self._range_std_m = float(cfg["range_std_m"])
         self.stats = {"tx": 0, "rx": 0, "ranges": 0, "decode_errors": 0, "bad_velocity": 0,
                       "tx_errors": 0, "bad_timestamps": 0, "ignored": 0}
         self.decode_error_kinds = {}
@@ -28,6 +44,10 @@ class NodeBase:
     def on_event(self, event, now_us):
         """``(actions, deadline_us)`` for one radio/timer event at node-local ``now_us`` (us); each protocol
         node defines it (see node.py for the events and actions)."""
+        raise NotImplementedError
+
+    def on_rx(self, data, raw_rx_ticks, now_us):
+        """``on_event(("rx", data, raw_rx_ticks), now_us)`` without the event tuple (the radio's hot path)."""
         raise NotImplementedError
 
     def set_velocity(self, vx_mps, vy_mps):
@@ -57,7 +77,9 @@ class NodeBase:
 
     def _sample(self, now_us, peer_id, range_m, frame):
         self.stats["ranges"] += 1
-        return ("range", RangeSample(now_us, peer_id, range_m, frame.vel_mps, self.cfg["range_std_m"]))
+        # frame.vel_mps of a decoded frame is a tuple of floats: RangeSample(now_us, peer_id, range_m,
+        # frame.vel_mps, cfg["range_std_m"]), the same fields
+        return ("range", range_sample(now_us, peer_id, range_m, frame.vel_mps, self._range_std_m))
 
     def report(self):
         out = dict(self.stats)

@@ -45,7 +45,6 @@ EXCHANGE_STATES = (POLL_SENT, WAIT_RESP, FINAL_SENT, WAIT_REPORT)
 # frame types as names of this module for the per-frame path (C ints in the compiled build, token_ring.pxd)
 _POLL, _RESPONSE, _FINAL, _REPORT, _TOKEN, _DISCOVER, _JOIN = (F.POLL, F.RESPONSE, F.FINAL, F.REPORT, F.TOKEN,
                                                                F.DISCOVER, F.JOIN)
-_HOLDER_TYPES = F.HOLDER_TYPES
 
 
 def recovery_bound_us(config, n_nodes, max_id=RING_MAX_IDS - 1):
@@ -120,6 +119,11 @@ class TokenRingNode(NodeBase):
         """Power-on: listen; regenerate the token if nothing is heard."""
         self._reset_silence(now_us)
         return [], self._next_deadline()
+
+    def on_rx(self, data, raw_rx_ticks, now_us):
+        acts = []
+        self._on_rx(data, raw_rx_ticks, now_us, acts)
+        return acts, self._next_deadline()
 
     def on_event(self, event, now_us):
         acts = []
@@ -355,7 +359,7 @@ class TokenRingNode(NodeBase):
             self.stats["ignored"] += 1
             return
         t = f.type
-        if t in _HOLDER_TYPES:
+        if t == _POLL or t == _FINAL or t == _TOKEN or t == _DISCOVER:      # t in F.HOLDER_TYPES
             if self.holder:
                 if epoch_newer(f.epoch, self.epoch) or (f.epoch == self.epoch and f.src < self.id):
                     self.stats["token_conflicts_lost"] += 1
@@ -368,14 +372,14 @@ class TokenRingNode(NodeBase):
                     return
             else:
                 self.epoch = f.epoch    # follow the ring's current token
-        if self.state == PASS_SENT and f.src == self._pass_to:
+        if f.src == self._pass_to and self.state == PASS_SENT:
             self.state = IDLE           # the successor is acting on the token
             self.deadline_us = None
         if t == _POLL:
             if f.dst == self.id:
                 self._respond_poll(f, raw_rx, acts)
         elif t == _RESPONSE:
-            if self._expecting(f, WAIT_RESP):
+            if self.holder and self._expecting(f, WAIT_RESP):     # only the holder expects one
                 self._on_response(f, raw_rx, now_us, acts)
             elif f.dst == self.id:
                 self.stats["ignored"] += 1     # stale or duplicate
@@ -383,7 +387,7 @@ class TokenRingNode(NodeBase):
             if f.dst == self.id:
                 self._respond_final(f, raw_rx, now_us, acts)
         elif t == _REPORT:
-            if self._expecting(f, WAIT_REPORT) and len(f.ts) == 3:
+            if self.holder and self._expecting(f, WAIT_REPORT) and len(f.ts) == 3:
                 self._on_report(f, now_us, acts)
             elif f.dst == self.id:
                 self.stats["ignored"] += 1     # stale or duplicate

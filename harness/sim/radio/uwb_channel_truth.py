@@ -1,0 +1,157 @@
+"""Ground truth the UWB channel simulator runs against in the uwb-ranging scenario: the nodes' motion (the
+channel's ``state_fn``) and the true range of every range sample.
+
+:class:`BouncingMotion` is asked by the channel for the nodes' states at every instant with radio traffic (all
+nodes at a frame's end, one at a timer or a transmission: thousands of times per simulated second at N = 20)
+and :class:`RangeTruth` is called once per range sample (~13,500 per simulated second in broadcast mode at
+N = 20), so the same source also runs compiled:
+``cython_ext.uwb_channel_truth`` (Cython's pure-Python mode, types in ``cython_ext/uwb_channel_truth.pxd``, built
+by ``make setup``), picked with the channel's implementation (``uwb_channel.truth_module(impl)``). Both give the
+same floats: the same IEEE double operations in the same order, Python's modulo (sign of the divisor, a zero
+result +0.0) and Python's ``math.hypot``. Times: ``now_us`` integer microseconds of true time.
+"""
+import math
+
+import numpy as np
+
+_hypot = math.hypot        # Python's hypot on every path (the channel's distances use it too)
+
+
+class BouncingMotion:
+    """n nodes at constant speed (m/s) reflecting off the walls of [0, area_m]^2 (m). Called with the true time
+    ``now_us`` it is the channel's ``state_fn``: ``{node_id: ((x_m, y_m), (vx_mps, vy_mps))}``; :meth:`range_m`
+    gives the true distance of two nodes.
+
+    A coordinate folds onto the wall-reflected path: ``u = (p0 + v0 * t) mod 2A``, position ``u`` and
+    velocity ``v0`` while ``u <= A``, else ``2A - u`` and ``-v0``. Plain Python floats: the same IEEE
+    arithmetic as NumPy's float64 scalars without their per-operation cost (the channel asks for the
+    state at every frame)."""
+
+    def __init__(self, n, rng, area_m, max_speed_mps):
+        p0 = rng.uniform(0.0, area_m, size=(n, 2))
+        speed = rng.uniform(0.2, 1.0, size=n) * max_speed_mps
+        heading = rng.uniform(-math.pi, math.pi, size=n)
+        v0 = np.stack([speed * np.cos(heading), speed * np.sin(heading)], axis=1)
+        self._start = [(float(p0[i, 0]), float(p0[i, 1]), float(v0[i, 0]), float(v0[i, 1])) for i in range(n)]
+        # each node's four velocities (as is, x reflected, y reflected, both), one tuple each handed out again and
+        # again: the channel skips a velocity it holds by identity. Not for non-finite ones (the protocol counts
+        # every rejected velocity it is given): those come as new tuples every call, as before.
+        self._vels = [((vx, vy), (-vx, vy), (vx, -vy), (-vx, -vy)) for _px, _py, vx, vy in self._start]
+        self._fresh_vels = not all(math.isfinite(c) for st in self._start for c in st[2:])
+        self._area_m = float(area_m)
+        self._period_m = 2.0 * area_m
+        self._last_us = None               # many frames share a time: the last call's state is kept
+        self._last = None
+
+    def __call__(self, now_us):
+        return self.state(now_us)
+
+    def state(self, now_us):
+        """``{node_id: ((x_m, y_m), (vx_mps, vy_mps))}`` at ``now_us`` (what a call gives)."""
+        if self._last_us == now_us:
+            return self._last
+        t = now_us * 1e-6
+        period = self._period_m
+        area = self._area_m
+        vels = self._vels
+        fresh = self._fresh_vels
+        out = {}
+        i = 0
+        for st in self._start:
+            px, py, vx, vy = st
+            x = (px + vx * t) % period
+            y = (py + vy * t) % period
+            k = 0
+            if not x <= area:                 # as "x <= area ? x : 2A - x" (a NaN folds too)
+                x = period - x
+                k = 1
+            if not y <= area:
+                y = period - y
+                k += 2
+            v = vels[i][k]                    # (+-vx, +-vy)
+            if fresh:
+                v = (v[0], v[1])
+            out[i] = ((x, y), v)
+            i += 1
+        self._last_us = now_us
+        self._last = out
+        return out
+
+    def node_state(self, i, now_us):
+        """``state(now_us).get(i)``: node ``i``'s ``((x_m, y_m), (vx_mps, vy_mps))`` at ``now_us``, worked out alone
+        (the channel asks for one node at a timer or a transmission) with the same floats and velocity tuple;
+        None for an unknown id. Non-finite velocities: the whole state (its memo decides when a tuple is new)."""
+        if now_us == self._last_us or self._fresh_vels:
+            return self.state(now_us).get(i)
+        if not 0 <= i < len(self._start):
+            return None
+        t = now_us * 1e-6
+        period = self._period_m
+        area = self._area_m
+        px, py, vx, vy = self._start[i]
+        x = (px + vx * t) % period
+        y = (py + vy * t) % period
+        k = 0
+        if not x <= area:
+            x = period - x
+            k = 1
+        if not y <= area:
+            y = period - y
+            k += 2
+        return ((x, y), self._vels[i][k])
+
+    def range_m(self, a, b, now_us):
+        """True distance (m) of nodes ``a`` and ``b`` at ``now_us`` (as UwbNetwork.true_range_m on this
+        state: ``math.hypot`` of the differences, the same floats), working out only those two nodes, or
+        reading them from the last state (a frame's range samples come at the time the channel just asked for)."""
+        if now_us == self._last_us:
+            last = self._last
+            pa = last[a][0]
+            pb = last[b][0]
+            return _hypot(pa[0] - pb[0], pa[1] - pb[1])
+        t = now_us * 1e-6
+        period = self._period_m
+        area = self._area_m
+        ax, ay, avx, avy = self._start[a]
+        bx, by, bvx, bvy = self._start[b]
+        ax = (ax + avx * t) % period
+        ay = (ay + avy * t) % period
+        bx = (bx + bvx * t) % period
+        by = (by + bvy * t) % period
+        if not ax <= area:
+            ax = period - ax
+        if not ay <= area:
+            ay = period - ay
+        if not bx <= area:
+            bx = period - bx
+        if not by <= area:
+            by = period - by
+        return _hypot(ax - bx, ay - by)
+
+
+class RangeTruth:
+    """The channel's ``on_range`` callback ``(node_id, RangeSample, true_us)`` that scores samples against
+    ``motion`` (a :class:`BouncingMotion` of ``n`` nodes) from ``from_us`` (us, true time) on: per ordered pair
+    the count (``counts[node_id * n + peer]``), per sample in arrival order its error ``range_m - true range``
+    (m, ``errors``); ``last_true_m`` is the true range (m) of the last sample scored."""
+
+    def __init__(self, motion, n, from_us):
+        self.motion = motion
+        self.n = n
+        self.from_us = from_us
+        self.counts = [0] * (n * n)
+        self.errors = []
+        self.last_true_m = 0.0
+
+    def __call__(self, node_id, sample, true_us):
+        self.score(node_id, sample, true_us)
+
+    def score(self, node_id, sample, true_us):
+        """Count and score one sample (a call does this)."""
+        if true_us >= self.from_us:
+            peer = sample.peer_id
+            k = node_id * self.n + peer
+            self.counts[k] += 1
+            true_m = self.motion.range_m(node_id, peer, true_us)
+            self.last_true_m = true_m
+            self.errors.append(sample.range_m - true_m)
