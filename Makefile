@@ -78,12 +78,15 @@ firmware: | $(STAMPS)/apt
 run: setup
 	$(PY) -m harness run $(SCENARIO) --seed $(SEED) --out $(OUT)
 
-# the tests include the training smoke runs (torch 2.13.0, CPU build; requirements-train.txt)
+# the tests include the training smoke runs (torch 2.13.0, CPU build; requirements-train.txt). They run in
+# TEST_WORKERS processes (pytest-xdist), a test file per process at a time (--dist loadfile: a file's
+# module fixtures are built once); TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
 test: setup $(STAMPS)/train-venv
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 test-fast: setup $(STAMPS)/train-venv
-	$(PY) -m pytest -q -m "not slow and not fil"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not fil"
 
 bench: setup
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
