@@ -43,8 +43,8 @@ import numpy as np
 from harness.sim.sensors.sim_sensor import SimSensor
 from harness.sim.track_loader import RATE_HZ, time_of_step_us
 from onboard.core.rotations import dcm_apply, dcm_mul, euler_to_dcm
-from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, vector, within, ANY_NUMBER
-from onboard.soil.lidar_map import MOUNT_NAMES, MOUNTS, LidarScan, sensor_to_body
+from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, within
+from onboard.soil.lidar_map import MOUNT_NAMES, MOUNTS, LidarScan, add_mount_ranges, sensor_to_body
 
 TOPIC = "/loader/lidar/"            # + the mount's name
 
@@ -75,11 +75,7 @@ SETTING_RANGES = {
     "pose_sigma_m": NON_NEGATIVE,
     "pose_sigma_rad": NON_NEGATIVE,
 }
-for _name in MOUNT_NAMES:
-    SETTING_RANGES["mounts.%s.enabled" % _name] = BOOLEAN
-    SETTING_RANGES["mounts.%s.position_body_m" % _name] = vector(3, ANY_NUMBER)
-    SETTING_RANGES["mounts.%s.yaw_rad" % _name] = ANY_NUMBER
-    SETTING_RANGES["mounts.%s.depression_rad" % _name] = within(-1.5707963, 1.5707963)
+add_mount_ranges(SETTING_RANGES)
 
 
 def checked_config(config=None):

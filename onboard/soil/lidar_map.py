@@ -90,11 +90,19 @@ SETTING_RANGES = {
     "blade_margin_m": NON_NEGATIVE,
     "pile_margin_m": NON_NEGATIVE,
 }
-for _name in MOUNT_NAMES:
-    SETTING_RANGES["mounts.%s.enabled" % _name] = BOOLEAN
-    SETTING_RANGES["mounts.%s.position_body_m" % _name] = vector(3, ANY_NUMBER)
-    SETTING_RANGES["mounts.%s.yaw_rad" % _name] = ANY_NUMBER
-    SETTING_RANGES["mounts.%s.depression_rad" % _name] = within(-1.5707963, 1.5707963)
+
+
+def add_mount_ranges(ranges):
+    """``ranges`` (a settings range table) with every mount's entries ``mounts.<name>.*`` added; returns it."""
+    for name in MOUNT_NAMES:
+        ranges["mounts.%s.enabled" % name] = BOOLEAN
+        ranges["mounts.%s.position_body_m" % name] = vector(3, ANY_NUMBER)
+        ranges["mounts.%s.yaw_rad" % name] = ANY_NUMBER
+        ranges["mounts.%s.depression_rad" % name] = within(-1.5707963, 1.5707963)
+    return ranges
+
+
+add_mount_ranges(SETTING_RANGES)
 
 
 def checked_config(config=None):

@@ -26,8 +26,9 @@ overall and split into the cells the LIDARs saw last (``seen``: the map's final 
 its last fused LIDAR return left, blind mapping has not changed it since; the truth may have, e.g. a pile
 pushed over ground the front LIDAR saw before) and the others, with the fusion's counters. The LIDAR
 acceptance (``lidar_acceptance``): in the seen cells of the edges and of the deposit the MAE with the
-LIDARs is at most ``seen_mae_ratio`` of the MAE without; every check of the blind-mapping acceptance
-stays on the LIDAR-off runs. Plot ``lidar_map_error``: the map's error with the LIDARs and the MAE per
+LIDARs is at most ``seen_mae_ratio`` of the MAE without, judged where the LIDARs saw at least
+``min_seen_cells`` cells of the zone last (a short run's few cells are reported, not judged); every check of
+the blind-mapping acceptance stays on the LIDAR-off runs. Plot ``lidar_map_error``: the map's error with the LIDARs and the MAE per
 zone, seen cells, off and on.
 """
 import time
@@ -52,7 +53,7 @@ DEFAULTS = {
     "settle_iterations": 0,           # erosion passes of the world and the map once the blade has left
     "acceptance": {"interior_of_depth": 0.10, "volume_error_pct": 1.0, "concentration": 2.0},
     "lidar": soil_lidar.DEFAULTS,     # the front/rear LIDARs; enabled: each case also run with them on
-    "lidar_acceptance": {"seen_mae_ratio": 1.0},
+    "lidar_acceptance": {"seen_mae_ratio": 1.0, "min_seen_cells": 100},
     "episode": ep.episode_defaults(
         terrain={"relief": {"count": 5, "height_m": [-0.15, 0.15], "sigma_m": [1.5, 3.0]}},
         app={"estimation": False}),
@@ -61,7 +62,8 @@ SETTING_RANGES = {
     "cases": non_empty_list(one_of(*CASES)), "mismatch.erosion_model": one_of("eq12", "repose"),
     "mismatch.repose_rad": within(0.05, 1.4), "edge_cells": int_at_least(1), "settle_iterations": int_at_least(0),
     "acceptance.interior_of_depth": POSITIVE, "acceptance.volume_error_pct": NON_NEGATIVE,
-    "acceptance.concentration": POSITIVE, "lidar_acceptance.seen_mae_ratio": POSITIVE}
+    "acceptance.concentration": POSITIVE, "lidar_acceptance.seen_mae_ratio": POSITIVE,
+    "lidar_acceptance.min_seen_cells": int_at_least(1)}
 SETTING_RANGES.update(under("episode", ep.SETTING_RANGES))
 SETTING_RANGES.update(under("lidar", soil_lidar.SETTING_RANGES))
 
@@ -185,6 +187,8 @@ def run(config, ctx):
         for case, row in lidar_results.items():
             for zone in ("edges", "deposit"):
                 seen = row[zone]["seen"]
+                if seen["off"]["cells"] < config["lidar_acceptance"]["min_seen_cells"]:
+                    continue
                 checks["lidar_%s_%s_seen" % (case, zone)] = seen["off"]["mae_m"] is not None and \
                     seen["on"]["mae_m"] <= ratio * seen["off"]["mae_m"]
     metrics = dict(results)
@@ -204,15 +208,7 @@ def _lidar_plots(report, episodes_on, lidar_results):
     fig, axes = figure(1, len(cases) + 1, title="With the front/rear LIDARs: onboard map - truth surface")
     axes = np.atleast_1d(axes)
     for ax, case in zip(axes, cases):
-        e = episodes_on[case]
-        g = e.grid
-        err = ep.map_heights(g) - e.world.final_surface_m()
-        lim = max(float(np.percentile(np.abs(err), 99)), 1e-3)
-        im = ax.imshow(err, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim,
-                       extent=(0.0, g.n_east * g.cell_m, 0.0, g.n_north * g.cell_m))
-        bar = ax.figure.colorbar(im, ax=ax)
-        bar.set_label("map - truth height (m)")
-        label(ax, "%s erosion, LIDARs on" % case, "east (m)", "north (m)")
+        _error_map(ax, episodes_on[case], "%s erosion, LIDARs on" % case)
     ax = axes[-1]
     zones = ("interior", "edges", "deposit")
     x = np.arange(len(zones))
@@ -228,21 +224,25 @@ def _lidar_plots(report, episodes_on, lidar_results):
     report.save_figure(fig, "lidar_map_error")
 
 
+def _error_map(ax, episode, title):
+    """The episode's onboard map minus the truth surface [m] as an image on ``ax`` (colour limits: the 99th
+    percentile of |error|)."""
+    g = episode.grid
+    err = ep.map_heights(g) - episode.world.final_surface_m()
+    lim = max(float(np.percentile(np.abs(err), 99)), 1e-3)
+    im = ax.imshow(err, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim,
+                   extent=(0.0, g.n_east * g.cell_m, 0.0, g.n_north * g.cell_m))
+    bar = ax.figure.colorbar(im, ax=ax)
+    bar.set_label("map - truth height (m)")
+    label(ax, title, "east (m)", "north (m)")
+
+
 def _plots(report, episodes, results):
     cases = list(episodes)
     fig, axes = figure(1, len(cases) + 1, title="Blind mapping alone: onboard map - truth surface (soil paper fig. 10)")
     axes = np.atleast_1d(axes)
     for ax, case in zip(axes, cases):
-        e = episodes[case]
-        g = e.grid
-        h_map = ep.map_heights(g)
-        err = h_map - e.world.final_surface_m()
-        lim = max(float(np.percentile(np.abs(err), 99)), 1e-3)
-        im = ax.imshow(err, origin="lower", cmap="RdBu_r", vmin=-lim, vmax=lim,
-                       extent=(0.0, g.n_east * g.cell_m, 0.0, g.n_north * g.cell_m))
-        bar = ax.figure.colorbar(im, ax=ax)
-        bar.set_label("map - truth height (m)")
-        label(ax, "%s erosion" % case, "east (m)", "north (m)")
+        _error_map(ax, episodes[case], "%s erosion" % case)
     ax = axes[-1]
     zones = ("interior", "edges", "deposit")
     x = np.arange(len(zones))
