@@ -108,6 +108,28 @@ def test_level_sweep_quick(tmp_path, capsys):
         assert (out / name).exists()
 
 
+def test_level_sweep_records_its_level_condition_and_takes_grad(tmp_path, capsys):
+    """The sweeps halt at the world's level condition (range <= 1 unit) and record it; ``--set
+    level.condition=grad`` halts at the thesis's flatness (4.1: every 4-neighbour |dh| <= 1 unit), which
+    range implies, so the same trajectories stop earlier."""
+    args = ["level-sweep", "--quick", "--runs", "3", "--studies", "rho", "--rho", "0.3",
+            "--set", "terrain.rows=8", "--set", "terrain.cols=8"]
+    assert main(args + ["--out", str(tmp_path / "range")]) == 0
+    assert main(args + ["--out", str(tmp_path / "grad"), "--set", "level.condition=grad"]) == 0
+    text = capsys.readouterr().out
+    assert "thesis's |grad f|" in text and "max - min <= 1" in text
+    rng = json.loads((tmp_path / "range" / "level_sweep.json").read_text())
+    grad = json.loads((tmp_path / "grad" / "level_sweep.json").read_text())
+    assert rng["setup"]["level"] == {"condition": "range", "epsilon_units": 1.0}
+    assert grad["setup"]["level"]["condition"] == "grad"
+    g_runs, r_runs = grad["rho"]["per_run"]["0.3"], rng["rho"]["per_run"]["0.3"]
+    assert all(r["level_reached"] and r["final_max_gradient_units"] <= 1 for r in g_runs + r_runs)
+    assert all(r["final_range_units"] <= 1 for r in r_runs)
+    assert any(r["final_range_units"] > 1 for r in g_runs)          # the grad halt comes first ...
+    assert all(g["cycles_to_level"] <= r["cycles_to_level"] for g, r in zip(g_runs, r_runs))
+    assert sum(g["cycles_to_level"] for g in g_runs) < sum(r["cycles_to_level"] for r in r_runs)
+
+
 def test_level_sweep_is_the_same_on_two_workers(tmp_path, capsys):
     args = ["level-sweep", "--quick", "--runs", "2", "--studies", "rho", "--rho", "0.3,0.6",
             "--set", "terrain.rows=6", "--set", "terrain.cols=6"]

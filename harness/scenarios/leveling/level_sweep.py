@@ -13,6 +13,11 @@ Studies (``--studies``, default all three):
   ``--terrains`` (default mounds, ridges, pits), each memetic variant against the probabilistic one by
   Welch's t-test (two-sided, unequal variances), per terrain and over all terrains pooled.
 
+Level condition: the world's setting (``level.condition``, default range: max - min <= 1 unit), the same
+for all three studies, recorded in ``level_sweep.json`` (``setup.level``) and on the first lines of
+``results.md``; ``--set level.condition=grad`` halts every run at the thesis's own flatness |grad f| <=
+epsilon (Cook thesis 4.1), every 4-neighbour height difference <= ``level.epsilon_units``.
+
 Each cell runs seeds 0 .. runs-1 (the same terrains and placements in every cell); a run that does not
 level within ``max_cycles`` counts at ``max_cycles`` in the cycle means (``level_reached`` says how many
 did). Means carry their 95 % interval (Student t of the mean, :mod:`harness.sweep_table`). Results do not
@@ -44,7 +49,7 @@ QUICK_RHO = (0.1, 0.3, 0.9)
 QUICK_K = (1, 6, 12)
 # what a run keeps in level_sweep.json
 KEPT = ("seed", "level_reached", "cycles_to_level", "cycles", "units_moved", "units_relocated", "agent_actions", "volume_error",
-        "initial_rms_units", "final_range_units")
+        "initial_rms_units", "final_range_units", "final_max_gradient_units")
 
 
 # ------------------------------------------------------------------------------------------ statistics
@@ -188,10 +193,16 @@ def _ci(s):
     return "%.0f [%.0f, %.0f]" % (s["mean"], s["ci95"][0], s["ci95"][1])
 
 
+CONDITION_TEXT = {"grad": "every 4-neighbour |dh| (the thesis's |grad f|, 4.1)", "range": "max - min",
+                  "rms": "rms about the mean"}
+
+
 def markdown(out):
     lines = ["# level-sweep (Cook thesis figs. 4.2-4.5)", "",
              "Grid %(rows)dx%(cols)d, %(agents)d agents, %(runs)d seeded runs per cell; cycles: mean "
-             "[95 %% interval]; runs that did not level count at max_cycles = %(max_cycles)d." % out["setup"], ""]
+             "[95 %% interval]; runs that did not level count at max_cycles = %(max_cycles)d." % out["setup"],
+             "Level condition: %s <= %g unit(s)." % (CONDITION_TEXT[out["setup"]["level"]["condition"]],
+                                                    out["setup"]["level"]["epsilon_units"]), ""]
     for name, title in (("rho", "constant rho (fig. 4.2)"), ("k", "k of the height-dependent probabilities "
                                                                    "(fig. 4.3)")):
         s = out.get(name)
@@ -282,7 +293,7 @@ def level_sweep(out_dir, studies=STUDIES, runs=30, base=None, rho_values=RHO_VAL
     own = runner is None
     runner = runner or Runner()
     out = {"setup": {"rows": cfg["terrain"]["rows"], "cols": cfg["terrain"]["cols"], "agents": cfg["agents"],
-                     "runs": runs, "max_cycles": cfg["max_cycles"], "base": base}}
+                     "runs": runs, "max_cycles": cfg["max_cycles"], "level": cfg["level"], "base": base}}
     try:
         if "rho" in studies:
             out["rho"] = param_sweep(runner, overlay(base, {"probabilistic": {"rho_mode": "const"}}),
@@ -326,7 +337,8 @@ def add_parser(sub):
     p.add_argument("--k", default=None, help="k values, units (default %s)" % ",".join(map(str, K_VALUES)))
     p.add_argument("--terrains", default=",".join(KINDS), help="terrain kinds of the memetic study")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="grid setting for every run (JSON value), e.g. --set agents=8 (repeatable)")
+                   help="grid setting for every run (JSON value), e.g. --set agents=8 (repeatable); "
+                        "--set level.condition=grad halts at the thesis's |grad| <= 1 unit (4.1)")
     p.add_argument("--quick", action="store_true", help="12x12, 4 agents, 4 runs, 3 values: seconds")
     p.add_argument("--out", default="reports/level-sweep")
     add_engine_arguments(p, workers_help="jobs at a time (default 1)")
