@@ -136,6 +136,8 @@ train-soil: setup $(STAMPS)/train-venv
 		--members 3 --seed 1 --workers 2 --inputs force --out models/soil/estimator
 	$(PY) -m harness.training.soil_estimator.train --episodes 268 --data-seed 1 --epochs 150 --hidden 128 128 --weight-decay 1e-3 \
 		--members 5 --seed 1 --workers 2 --inputs kinematic --out models/soil/estimator_kinematic
+	$(PY) -m harness.training.soil_estimator.train --episodes 268 --data-seed 1 --epochs 150 --hidden 128 128 --weight-decay 1e-3 \
+		--members 5 --seed 1 --workers 2 --inputs controller --out models/soil/estimator_controller
 
 # alexi (terrain-leveling thesis ch. 6): Sandbox sessions (test A + unseen B with seed 0; sessions on terrain A
 # from other start poses: 1 and 2 train all nets, 4 (A at 5/3 of its height scale) also trains the V2 dtheta net,

@@ -11,7 +11,8 @@ times ``track_loader.time_of_step_us(k)`` (60 Hz has no whole-microsecond period
 at its own time); each step senses the machine at its time and then advances it by one step.
 :class:`MachineSensor` (a ``SimSensor``) hands each step's measured sample, as the onboard
 ``onboard.soil.loader_app.MachineSample``, to the app's entry point ``on_machine``. Log topics (the run's
-MCAP): ``/loader/machine`` (every sample), ``/loader/cmd`` (the operator's commands and phase, every step),
+MCAP): ``/loader/machine`` (every sample), ``/loader/cmd`` (the operator's commands and phase, and the track
+speed loop's commanded tractive effort ``drive_cmd_n`` [N] (``LoaderSample.drive_command_n``), every step),
 ``/loader/truth`` (the truth force, carried pile, depth and speed, every ``truth_every`` steps).
 
 The truth the scores need is kept per step in ``truth_theta`` ({time_us: the five properties averaged over
@@ -114,7 +115,8 @@ class LoaderWorld(SimWorld):
             self.truth_theta[s.time_us] = [float(np.mean(np.broadcast_to(v, touching.shape)[touching]))
                                            for v in force.theta_u]
         self.truth_pile[s.time_us] = t["pile_m3"]
-        self.log(COMMAND_TOPIC, s.time_us, dict(s.commands, time_us=s.time_us, phase=s.phase, lane=list(s.lane)))
+        self.log(COMMAND_TOPIC, s.time_us, dict(s.commands, time_us=s.time_us, phase=s.phase, lane=list(s.lane),
+                                                drive_cmd_n=s.drive_command_n))
         if self.steps % self.truth_every == 1:
             p = t["blade_pose"]
             self.log(TRUTH_TOPIC, s.time_us, {

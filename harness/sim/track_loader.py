@@ -17,8 +17,11 @@ top back: rake from the horizontal rho_h = pi/2 - pitch). Lift, tilt and roll fo
 first-order lags with rate limits. Longitudinal dynamics: m dv/dt = F_drive - F_x - c_rr N - m g sin(pitch),
 N = m g cos(pitch) + F_z (the soil's vertical force on the blade, positive down); the drive force comes
 from a PI speed loop, limited by the drive's force and by traction mu N (beyond it the tracks slip at the
-commanded speed); v never goes negative while cutting. When the drive cannot fail the soil the machine
-stalls: the blade then carries the drive's force, not the FEE's failure force, and cuts nothing.
+commanded speed); v never goes negative while cutting. The speed loop's output, the tractive effort it
+commands (``drive_command_n``: the PI demand clipped to the drive's force, before the traction limit), is
+the cascaded controller's track command the paper's network reads among its actions (notes section 2.8):
+in steady cutting it rises with the drawbar pull the blade and the slope demand. When the drive cannot fail
+the soil the machine stalls: the blade then carries the drive's force, not the FEE's failure force, and cuts nothing.
 
 Sensors, every step of 1/60 s (``LoaderSample``): chassis pose and speed, track speeds, blade pose and the
 actuator positions (kinematics), the blade force (the paper's simulator force: noise 2 % + 200 N and a
@@ -196,7 +199,9 @@ class LoaderSample:
     (``onboard.soil.blind_map.BladePose`` from the kinematics), ``lift_m``, ``tilt_rad``, ``blade_roll_rad``
     (actuator positions), ``blade_force_n`` (fx, fz; module docstring for the signs), ``drive_torque_nm``
     (both sprockets), ``lift_pressure_pa``; the operator's ``commands`` {"speed_mps", "depth_m", "tilt_rad",
-    "roll_rad", "lift_m"} and ``phase`` ("cut", "lift"), ``lane`` (index of lane and pass).
+    "roll_rad", "lift_m"} and ``phase`` ("cut", "lift"), ``lane`` (index of lane and pass); the controller's
+    own ``drive_command_n`` (the tractive effort [N] the track speed loop commands, both tracks: a command,
+    known without any sensor).
     Truth: ``truth`` {"fx_n", "fz_n" (acting on the blade), "failing" (False while stalled), "pile_m3",
     "depth_m" (mean strip depth), "speed_mps", "blade_pose", "drive_force_n", "slipping", "normal_n" (the
     tracks' normal load), "force" (the ``blade_force.BladeForce``), "chassis_pose" (north, east, down, roll,
@@ -204,7 +209,7 @@ class LoaderSample:
 
     __slots__ = ("time_us", "chassis_ned_m", "chassis_euler_rad", "speed_mps", "track_speed_mps", "blade_pose",
                  "lift_m", "tilt_rad", "blade_roll_rad", "blade_force_n", "drive_torque_nm", "lift_pressure_pa",
-                 "commands", "phase", "lane", "truth")
+                 "commands", "phase", "lane", "truth", "drive_command_n")
 
 
 def _lag(x, cmd, tau, rate, lo, hi, dt):
@@ -313,6 +318,7 @@ class TrackLoader:
         err = commands["speed_mps"] - v
         demand = dr["kp_n_per_mps"] * err + self._integral_n
         drive = min(max(demand, -dr["max_force_n"]), dr["max_force_n"])
+        drive_command = drive               # the loop's command, before the traction limit
         slipping = abs(drive) > traction
         if slipping:
             drive = math.copysign(traction, drive)
@@ -336,6 +342,7 @@ class TrackLoader:
             v_new = max(v + (drive - fx - rolling - grav) / m * dt, 0.0)
         track_speed = commands["speed_mps"] if slipping else v
         sample = self._sense(t_us, chassis, pose, v, track_speed, fx, fz, drive, commands, phase, lane)
+        sample.drive_command_n = drive_command
         sample.truth = {"fx_n": fx, "fz_n": fz, "failing": failing, "pile_m3": self.terrain.pile_m3,
                         "depth_m": fb.depth_m_mean, "speed_mps": v, "blade_pose": pose, "drive_force_n": drive,
                         "slipping": slipping, "normal_n": normal, "force": fb, "chassis_pose": chassis}

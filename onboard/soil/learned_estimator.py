@@ -13,10 +13,14 @@ The network is trained through the FEE with the paper's NLL loss (eqs. 5-10) by
 - ``models/soil/estimator`` (:data:`DEFAULT_MODEL`, input kind ``"force"``): the paper's inputs and the
   measured blade force (F_x, F_z) at the horizon points. A departure from the paper, whose network does not
   read the force: in this soil world the machine's motion carries too little of the soil (a PI speed loop
-  absorbs the load), and without the force the force prediction error on soil-sweep was 18 % on average and
-  27 % in the worst bin against the acceptance's 13 % (``docs/results/soil_learned.md``);
+  absorbs the load; the controller model below reads that loop's command instead; measured errors of the
+  three in ``docs/results/soil_learned.md``);
 - ``models/soil/estimator_kinematic`` (:data:`KINEMATIC_MODEL`, input kind ``"kinematic"``): the paper's
-  network, kinematics, actions and geometry only (``soil-ood`` reproduces the paper's failure with it).
+  network, kinematics, actions and geometry only (``soil-ood`` reproduces the paper's failure with it);
+- ``models/soil/estimator_controller`` (:data:`CONTROLLER_MODEL`, input kind ``"controller"``): the paper's
+  network with the rest of its signal list (notes section 2.8: the chassis twist's rate and the cascaded
+  controller's commands): the kinematic inputs and :data:`CONTROLLER_CHANNELS`, the chassis' longitudinal
+  acceleration and the track speed loop's commanded tractive effort. Not the force.
 
 Inputs of one window (``n`` samples, a cut or part of one; the samples of a
 ``onboard.soil.cut_estimator.CutWindow``):
@@ -27,6 +31,10 @@ Inputs of one window (``n`` samples, a cut or part of one; the samples of a
   roll [rad], chassis pitch [rad], lift actuator position [m] (:func:`kinematics_from_samples`);
 - actions (:data:`ACTION_CHANNELS`, an (n, 5) array): the operator's commands, speed [m/s], lift [m],
   tilt [rad], roll [rad], depth [m] (:func:`actions_from_commands`);
+- the controller model only (:data:`CONTROLLER_CHANNELS`, an (n, 2) array, :func:`controller_channels`):
+  the longitudinal acceleration [m/s^2] (the ground speed's central difference over +-``ACCEL_HALF_SPAN``
+  samples of the cut) and the track speed loop's commanded tractive effort [N] (the command stream's
+  ``drive_cmd_n``);
 - the force-informed model only: the window's measured force F_x, F_z [N] (:data:`FORCE_CHANNELS`).
 
 The window is resampled at ``horizon`` points evenly spaced over it (the prediction horizon T_P, the
@@ -66,8 +74,13 @@ ACTION_CHANNELS = ("cmd_speed_mps", "cmd_lift_m", "cmd_tilt_rad", "cmd_roll_rad"
 CHANNELS = GEOMETRY_CHANNELS + KINEMATIC_CHANNELS + ACTION_CHANNELS
 # the measured blade force, an input of the force-informed model only (card ``input.channels``)
 FORCE_CHANNELS = ("fx_n", "fz_n")
+# the chassis' longitudinal acceleration and the track speed loop's command: the controller model's extra
+# kinematic and action channels (no force sensor)
+CONTROLLER_CHANNELS = ("accel_mps2", "cmd_drive_n")
 GLOBALS = ("duration_s", "travel_m")
-INPUT_KINDS = {"kinematic": CHANNELS, "force": CHANNELS + FORCE_CHANNELS}
+INPUT_KINDS = {"kinematic": CHANNELS, "force": CHANNELS + FORCE_CHANNELS,
+               "controller": CHANNELS + CONTROLLER_CHANNELS}
+ACCEL_HALF_SPAN = 6                # samples each side of the acceleration's central difference (0.1 s)
 SAMPLE_RATE_HZ = 60.0
 
 # output head: 5 properties, 5 log-variances, `horizon` beta residuals, depth residual, surcharge residual,
@@ -81,6 +94,7 @@ SIGMA_MIN_FRACTION = 1e-3          # the smallest predicted sigma, a fraction of
 _MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "soil")
 DEFAULT_MODEL = os.path.join(_MODELS, "estimator")                  # the force-informed model (the default)
 KINEMATIC_MODEL = os.path.join(_MODELS, "estimator_kinematic")      # the paper's inputs only (no force)
+CONTROLLER_MODEL = os.path.join(_MODELS, "estimator_controller")    # and the track loop's command (no force)
 
 
 class LearnedModelError(ValueError):
@@ -134,10 +148,47 @@ def actions_from_commands(commands_by_time_us, times_us):
     return np.array(rows, dtype=float).reshape(-1, len(ACTION_CHANNELS))
 
 
-def window_inputs(geometry, kinematics, actions, horizon, force=None):
+def controller_channels(samples, commands_by_time_us, times_us):
+    """(n, 2) array of :data:`CONTROLLER_CHANNELS` at ``times_us``: the longitudinal acceleration [m/s^2],
+    the central difference of the ground speed of the machine samples ``samples`` (all of the cut's, objects
+    with ``time_us`` and ``speed_mps``) over +-:data:`ACCEL_HALF_SPAN` samples (one-sided at the cut's ends),
+    and the track speed loop's commanded tractive effort [N], the ``drive_cmd_n`` of the command in force
+    at each time. Raises CutEstimateError for a time without a sample or a command, or commands without
+    ``drive_cmd_n``."""
+    ordered = sorted(samples, key=lambda s: s.time_us)
+    if len(ordered) < 2:
+        raise CutEstimateError("acceleration needs at least 2 machine samples, got %d" % len(ordered))
+    t = np.array([s.time_us for s in ordered], dtype=np.int64)
+    v = np.array([s.speed_mps for s in ordered], dtype=float)
+    pos = {int(tt): i for i, tt in enumerate(t)}
+    keys = sorted(commands_by_time_us)
+    if not keys:
+        raise CutEstimateError("no operator commands")
+    kt = np.array(keys, dtype=np.int64)
+    rows = []
+    h = ACCEL_HALF_SPAN
+    for tq in times_us:
+        i = pos.get(int(tq))
+        if i is None:
+            raise CutEstimateError("no machine sample at time %d us" % int(tq))
+        a, b = max(i - h, 0), min(i + h, len(t) - 1)
+        accel = (v[b] - v[a]) / ((t[b] - t[a]) * 1e-6)
+        k = int(np.searchsorted(kt, int(tq), side="right")) - 1
+        if k < 0:
+            raise CutEstimateError("no operator command at or before %d us" % int(tq))
+        c = commands_by_time_us[keys[k]]
+        if "drive_cmd_n" not in c:
+            raise CutEstimateError("the commands carry no drive_cmd_n (the track speed loop's command, which "
+                                   "the controller model reads)")
+        rows.append((accel, c["drive_cmd_n"]))
+    return np.array(rows, dtype=float).reshape(-1, len(CONTROLLER_CHANNELS))
+
+
+def window_inputs(geometry, kinematics, actions, horizon, force=None, controller=None):
     """(raw input vector, horizon indices) of one window: the channels at the horizon points, flattened
-    point by point (:data:`CHANNELS`, then :data:`FORCE_CHANNELS` when ``force`` (n, 2) [N] is given),
-    then :data:`GLOBALS` (duration from the sample count at 60 Hz, travel as speed x dt)."""
+    point by point (:data:`CHANNELS`, then :data:`CONTROLLER_CHANNELS` when ``controller`` (n, 2) is given,
+    then :data:`FORCE_CHANNELS` when ``force`` (n, 2) [N] is given), then :data:`GLOBALS` (duration from the
+    sample count at 60 Hz, travel as speed x dt)."""
     g = np.asarray(geometry, dtype=float)
     k = np.asarray(kinematics, dtype=float)
     a = np.asarray(actions, dtype=float)
@@ -148,6 +199,11 @@ def window_inputs(geometry, kinematics, actions, horizon, force=None):
     if n < 2:
         raise CutEstimateError("window has %d samples, at least 2 needed" % n)
     parts = [g, k, a]
+    if controller is not None:
+        cc = np.asarray(controller, dtype=float)
+        if cc.shape != (n, len(CONTROLLER_CHANNELS)):
+            raise CutEstimateError("window controller channels have shape %s (expected (%d, 2))" % (cc.shape, n))
+        parts.append(cc)
     if force is not None:
         f = np.asarray(force, dtype=float)
         if f.shape != (n, len(FORCE_CHANNELS)):
@@ -162,15 +218,22 @@ def window_inputs(geometry, kinematics, actions, horizon, force=None):
     return np.concatenate([allc[idx].ravel(), glob]), idx
 
 
+def with_point_channels(x_raw, extra, horizon):
+    """Kinematic-model inputs ``x_raw`` (B, 16 P + 2) with ``extra`` (B, P, k) channels at the same horizon
+    points added after each point's :data:`CHANNELS`: the layout :func:`window_inputs` gives with ``force``
+    or ``controller`` (B, (16 + k) P + 2)."""
+    x = np.asarray(x_raw, dtype=float)
+    e = np.asarray(extra, dtype=float)
+    b = x.shape[0]
+    per_point = x[:, :len(CHANNELS) * horizon].reshape(b, horizon, len(CHANNELS))
+    both = np.concatenate([per_point, e.reshape(b, horizon, -1)], axis=2)
+    return np.concatenate([both.reshape(b, -1), x[:, len(CHANNELS) * horizon:]], axis=1)
+
+
 def with_force_channels(x_raw, force_n, horizon):
     """Kinematic-model inputs ``x_raw`` (B, 16 P + 2) with the force at the same horizon points ``force_n``
     (B, P, 2) [N] added: the layout :func:`window_inputs` gives with ``force`` (B, 18 P + 2)."""
-    x = np.asarray(x_raw, dtype=float)
-    f = np.asarray(force_n, dtype=float)
-    b = x.shape[0]
-    per_point = x[:, :len(CHANNELS) * horizon].reshape(b, horizon, len(CHANNELS))
-    both = np.concatenate([per_point, f.reshape(b, horizon, len(FORCE_CHANNELS))], axis=2)
-    return np.concatenate([both.reshape(b, -1), x[:, len(CHANNELS) * horizon:]], axis=1)
+    return with_point_channels(x_raw, force_n, horizon)
 
 
 def mlp_forward(layers, x):
@@ -309,15 +372,20 @@ class LearnedEstimator:
         x = (np.atleast_2d(x_raw) - self.x_mean) / self.x_std
         return [decode(mlp_forward(layers, x), self.lo, self.hi, self.horizon) for layers in self.members]
 
-    def estimate(self, window, kinematics, actions):
-        """The ``CutEstimate`` of a ``CutWindow`` with its kinematics and actions (module docstring); raises
-        CutEstimateError for a window too short or with bad inputs."""
+    def estimate(self, window, kinematics, actions, controller=None):
+        """The ``CutEstimate`` of a ``CutWindow`` with its kinematics and actions (and, for the controller
+        model, its :data:`CONTROLLER_CHANNELS` (n, 2), :func:`controller_channels`; module docstring);
+        raises CutEstimateError for a window too short or with bad or missing inputs."""
         n = len(window)
         if n < 10:
             raise CutEstimateError("cut window has %d samples, at least 10 needed" % n)
         geom = geometry_array(window)
         force = np.stack([window.fx_n, window.fz_n], axis=1) if self.inputs == "force" else None
-        x, _idx = window_inputs(geom, kinematics, actions, self.horizon, force)
+        if self.inputs == "controller" and controller is None:
+            raise CutEstimateError("the controller model needs the acceleration and the track loop's command "
+                                   "(controller channels)")
+        x, _idx = window_inputs(geom, kinematics, actions, self.horizon, force,
+                                controller if self.inputs == "controller" else None)
         outs = self.forward(x[None, :])
         thetas = np.array([o["theta"][0] for o in outs])
         theta = thetas.mean(axis=0)

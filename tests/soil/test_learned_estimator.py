@@ -1,8 +1,10 @@
 """The learned soil estimator (soil paper section 2.1, Fig. 3, eqs. 5-11): the torch FEE equals the NumPy
 FEE; the NumPy inference equals the torch network; a reduced dataset and a few epochs of training through
 the FEE lower the loss and export a model the onboard estimator loads; the force-informed input is the
-kinematic one with the force at the horizon points, built alike in training and onboard; both committed
-models (force-informed, kinematic) give finite estimates with positive variances; bad inputs are refused."""
+kinematic one with the force at the horizon points, and the controller model's the kinematic one with the
+acceleration and the track loop's command, built alike in training and onboard; the three committed models
+(force-informed, kinematic, controller) give finite estimates with positive variances; bad inputs are
+refused."""
 import json
 import math
 
@@ -19,7 +21,7 @@ pytest.importorskip("scipy")
 from harness.training.soil_estimator import dataset as ds  # noqa: E402
 from harness.training.soil_estimator import model as md  # noqa: E402
 from harness.training.soil_estimator import train as tr  # noqa: E402
-from harness.training.soil_estimator.capture import cut_inputs  # noqa: E402
+from harness.training.soil_estimator.capture import cut_controller, cut_inputs  # noqa: E402
 
 SMALL_EPISODE = {"world": {"size_m": [6.0, 5.0]}, "loader": {"operator": {"lanes": {"length_m": 3.0}}}}
 
@@ -125,6 +127,41 @@ def test_dataset_windows_hold_the_documented_arrays(episode):
     np.testing.assert_array_equal(xf, le.with_force_channels(rows[0]["x_raw"][None, :], rows[0]["force_n"][None],
                                                              8)[0])
     np.testing.assert_array_equal(rows[0]["force_n"], force[idx])
+    # the controller model's input: the kinematic channels with the acceleration and the track loop's
+    # command at the horizon points (with_point_channels), not the force either
+    ctl = cut_controller(cap.cuts[0], cap.commands, window)
+    xc, idx = le.window_inputs(le.geometry_array(window), kin, act, 8, controller=ctl)
+    assert xc.shape == (len(le.INPUT_KINDS["controller"]) * 8 + len(le.GLOBALS),)
+    assert rows[0]["controller"].shape == (8, 2)
+    np.testing.assert_array_equal(rows[0]["controller"], ctl[idx])
+    np.testing.assert_array_equal(xc, le.with_point_channels(rows[0]["x_raw"][None, :], rows[0]["controller"][None],
+                                                             8)[0])
+    assert not set(le.INPUT_KINDS["controller"]) & set(le.FORCE_CHANNELS)
+
+
+def test_controller_channels_are_the_speeds_difference_and_the_loops_logged_command(episode):
+    e, cap = episode
+    cut = cap.cuts[0]
+    window, _kin, _act = cut_inputs(cap.app_config, cut, cap.commands)
+    ctl = cut_controller(cut, cap.commands, window)
+    assert np.all(np.isfinite(ctl))
+    # the world logs the loop's command every step with the operator's commands
+    assert all("drive_cmd_n" in c for c in cap.commands.values())
+    np.testing.assert_array_equal(ctl[:, 1], [cap.commands[int(t)]["drive_cmd_n"] for t in window.time_us])
+    # the acceleration: the ground speed's central difference over +-ACCEL_HALF_SPAN samples
+    samples = sorted(cut.samples, key=lambda s: s.time_us)
+    pos = {s.time_us: i for i, s in enumerate(samples)}
+    h = le.ACCEL_HALF_SPAN
+    i = pos[int(window.time_us[len(window) // 2])]
+    want = (samples[i + h].speed_mps - samples[i - h].speed_mps) / ((samples[i + h].time_us
+                                                                    - samples[i - h].time_us) * 1e-6)
+    assert ctl[len(window) // 2, 0] == pytest.approx(want, rel=1e-12)
+    # commands without the loop's command (an operator interface that does not hand it over): refused
+    bare = {t: {k: v for k, v in c.items() if k != "drive_cmd_n"} for t, c in cap.commands.items()}
+    with pytest.raises(CutEstimateError, match="drive_cmd_n"):
+        cut_controller(cut, bare, window)
+    with pytest.raises(CutEstimateError, match="controller channels"):
+        le.window_inputs(le.geometry_array(window), _kin, _act, 8, controller=ctl[:-1])
 
 
 def test_a_few_epochs_through_the_fee_lower_the_loss_and_export_a_loadable_model(episode, tmp_path):
@@ -160,15 +197,19 @@ def test_a_few_epochs_through_the_fee_lower_the_loss_and_export_a_loadable_model
         est.estimate(window, kin, act)
 
 
-@pytest.mark.parametrize("model", [None, le.KINEMATIC_MODEL], ids=["force", "kinematic"])
-def test_the_committed_model_gives_finite_estimates_with_positive_variances(episode, model):
+@pytest.mark.parametrize("model,kind", [(None, "force"), (le.KINEMATIC_MODEL, "kinematic"),
+                                        (le.CONTROLLER_MODEL, "controller")], ids=["force", "kinematic", "controller"])
+def test_the_committed_model_gives_finite_estimates_with_positive_variances(episode, model, kind):
     e, cap = episode
     est = le.LearnedEstimator(model)
-    assert est.inputs == ("force" if model is None else "kinematic")
+    assert est.inputs == kind
     card = est.card
     assert card["dataset"]["episodes"] >= 100 and len(est.members) == card["network"]["members"]
     window, kin, act = cut_inputs(cap.app_config, cap.cuts[0], cap.commands)
-    out = est.estimate(window, kin, act)
+    if kind == "controller":
+        with pytest.raises(CutEstimateError, match="controller channels"):
+            est.estimate(window, kin, act)
+    out = est.estimate(window, kin, act, cut_controller(cap.cuts[0], cap.commands, window))
     assert np.all(np.isfinite(out.theta)) and np.all(np.isfinite(out.var)) and np.all(out.var > 0)
     assert np.all(out.theta >= est.lo) and np.all(out.theta <= est.hi)
     assert np.all(out.var >= out.var_data - 1e-12)                # eq. 9 only inflates

@@ -24,8 +24,9 @@ Fig. 11 analogue and the Spearman table. A longer study: ``--config harness/scen
 ``estimator``: ``classical`` (the per-cut NLS estimator, ``onboard.soil.cut_estimator``), ``learned`` (the
 paper's physics-informed network, ``onboard.soil.learned_estimator``: the committed force-informed model,
 ``models/soil/estimator``, or the folder ``learned_model``, e.g. ``models/soil/estimator_kinematic`` for the
-paper's inputs alone) or ``both`` (the classical metrics at the top, the learned ones under ``learned`` and the
-two side by side under ``compare``; ``success`` the classical one's). The learned estimator's acceptance is
+paper's inputs alone, ``models/soil/estimator_controller`` for those and the track speed loop's command)
+or ``both`` (the classical metrics at the top, the learned ones under ``learned`` and the two side by side
+under ``compare``; ``success`` the classical one's). The learned estimator's acceptance is
 the force error alone (its Spearman and nrmse checks are reported under ``checks_reported``).
 """
 import time

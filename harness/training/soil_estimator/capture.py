@@ -6,7 +6,8 @@ through the episode's ``on_app`` and ``log`` hooks without changing the app.
 estimation part too when there is one); ``log(topic, time_us, msg)`` keeps the commands of
 ``/loader/cmd`` and passes every message on to the run's log. :func:`cut_inputs` turns a cut into the
 estimator's inputs on the force path: the ``CutWindow`` (the classical estimator's window: valid sweeps,
-moving samples), the kinematics and the actions at its samples.
+moving samples), the kinematics and the actions at its samples; :func:`cut_controller` the controller
+model's extra channels (acceleration, the track speed loop's command) at the same samples.
 """
 from harness.sim.soil_loader_world import COMMAND_TOPIC
 from onboard.soil import learned_estimator as le
@@ -53,6 +54,12 @@ def cut_inputs(app_config, cut, commands, path="force"):
     return window, kin, act
 
 
+def cut_controller(cut, commands, window):
+    """(n, 2) ``learned_estimator.CONTROLLER_CHANNELS`` at the window's samples (the acceleration from all of
+    the cut's samples, the track loop's command from ``commands``); raises CutEstimateError."""
+    return le.controller_channels(cut.samples, commands, window.time_us)
+
+
 def learned_rows(episode, cap, estimator, path="force", min_samples=60):
     """The learned ``estimator``'s rows of an episode's captured cuts (the layout of the classical rows of
     ``loader_app.CutEstimation.estimate``, ``CutEstimate.as_dict`` and ``estimator`` "learned", with the
@@ -69,7 +76,8 @@ def learned_rows(episode, cap, estimator, path="force", min_samples=60):
             row["skipped"] = "too few samples (%d < %d)" % (len(window), min_samples)
         else:
             try:
-                est = estimator.estimate(window, kin, act)
+                ctl = cut_controller(cut, cap.commands, window) if estimator.inputs == "controller" else None
+                est = estimator.estimate(window, kin, act, ctl)
             except CutEstimateError as exc:
                 row["skipped"] = str(exc)
             else:

@@ -17,6 +17,10 @@ Per window the arrays saved (``save`` / ``load``, one ``.npz``; B windows, P = `
   Not the force.
 - ``geometry`` (B, P, 6): the horizon points' geometry (the FEE's theta_k, SI units);
 - ``force_n`` (B, P, 2): the measured force (F_x, F_z) [N] at the horizon points (the training label);
+- ``controller`` (B, P, 2): ``learned_estimator.CONTROLLER_CHANNELS`` at the horizon points (the chassis'
+  longitudinal acceleration [m/s^2], the track speed loop's commanded tractive effort [N]): the controller
+  model's extra inputs (``learned_estimator.with_point_channels``). Optional on loading (a dataset
+  collected before the loop's command was logged lacks it);
 - ``truth`` (B, 5): the truth properties the blade failed over the window (``onboard.soil.fee`` slots, SI;
   evaluation only); ``soil`` (B,) index into ``SOILS``; ``relative_density_pct`` (B,); ``episode`` (B,);
   ``cut`` (B,) index within the episode; ``whole_cut`` (B,) True for the whole-cut window; ``samples`` (B,).
@@ -31,13 +35,14 @@ from harness.scenarios.soil import soil_episode as ep
 from harness.scenarios.soil import soil_sweep
 from harness.sim.rng import RunRandom
 from harness.sim.soil_world import SOILS
-from harness.training.soil_estimator.capture import Capture, cut_inputs
+from harness.training.soil_estimator.capture import Capture, cut_controller, cut_inputs
 from onboard.soil import learned_estimator as le
 
 DEFAULTS = {"episodes": 268, "seed": 1, "id_min_pct": 1.0, "id_max_pct": 100.0, "horizon": 12,
             "window_samples": [60, 120], "workers": 2}
 KEYS = ("x_raw", "geometry", "force_n", "truth", "soil", "relative_density_pct", "episode", "cut", "whole_cut",
         "samples")
+OPTIONAL_KEYS = ("controller",)
 
 
 def episode_config(soil, relative_density_pct, over=None):
@@ -65,6 +70,7 @@ def window_rows(episode, cap, horizon, window_samples, min_samples=60):
         if n < min_samples:
             continue
         geom = le.geometry_array(window)
+        ctl = cut_controller(cut, cap.commands, window)
         spans = [(0, n, True)]
         for length in window_samples:
             if length >= n:
@@ -76,7 +82,7 @@ def window_rows(episode, cap, horizon, window_samples, min_samples=60):
             t = window.time_us[a:b]
             truth = ep.cut_truth(episode.world, {"t0_us": int(t[0]), "t1_us": int(t[-1])})
             f = np.stack([window.fx_n[a:b][idx], window.fz_n[a:b][idx]], axis=1)
-            rows.append({"x_raw": x, "geometry": geom[a:b][idx], "force_n": f,
+            rows.append({"x_raw": x, "geometry": geom[a:b][idx], "force_n": f, "controller": ctl[a:b][idx],
                          "truth": np.array([truth[k] for k in le.THETA_U_NAMES]), "cut": ci, "whole_cut": whole,
                          "samples": b - a})
     return rows
@@ -115,17 +121,19 @@ def collect(episodes=DEFAULTS["episodes"], seed=DEFAULTS["seed"], id_min_pct=DEF
     if not rows:
         raise ValueError("soil dataset: no cut gave a window")
     out = {}
-    for key in KEYS:
+    for key in KEYS + OPTIONAL_KEYS:
         out[key] = np.array([r[key] for r in rows])
     out["x_raw"] = out["x_raw"].astype(float)
     out["whole_cut"] = out["whole_cut"].astype(bool)
     return out
 
 
-def digest(data):
-    """SHA-256 (hex, first 16) of the dataset's arrays in :data:`KEYS` order."""
+def digest(data, keys=None):
+    """SHA-256 (hex, first 16) of the dataset's arrays in :data:`KEYS` order, then the
+    :data:`OPTIONAL_KEYS` it holds (``keys``: those keys only, e.g. :data:`KEYS` to compare with a dataset
+    collected without the optional arrays)."""
     h = hashlib.sha256()
-    for key in KEYS:
+    for key in keys or (KEYS + tuple(k for k in OPTIONAL_KEYS if k in data)):
         a = np.ascontiguousarray(data[key])
         h.update(key.encode())
         h.update(str(a.dtype).encode())
@@ -136,13 +144,14 @@ def digest(data):
 
 def save(path, data):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    np.savez_compressed(path, **{k: data[k] for k in KEYS})
+    np.savez_compressed(path, **{k: data[k] for k in KEYS + OPTIONAL_KEYS if k in data})
 
 
 def load(path):
-    """The dataset saved at ``path``; ValueError (one line) when a key is missing."""
+    """The dataset saved at ``path`` (with the :data:`OPTIONAL_KEYS` it holds); ValueError (one line) when a
+    key of :data:`KEYS` is missing."""
     with np.load(path) as z:
         missing = [k for k in KEYS if k not in z]
         if missing:
             raise ValueError("soil dataset %s: missing arrays %s" % (path, ", ".join(missing)))
-        return {k: np.array(z[k]) for k in KEYS}
+        return {k: np.array(z[k]) for k in KEYS + OPTIONAL_KEYS if k in z}

@@ -8,8 +8,9 @@ Per soil and I_d bin (20 % wide) of the dataset's whole-cut windows, the horizon
 |F|] of: the truth properties through the onboard FEE (beta*, no residuals: the FEE's own floor), the same
 plus the best constant residual force per cut (the median residual), and each model given (its ensemble
 mean with its own residuals, the training's rule), over all cuts and over the held-out ones (episode index
-ending in 9). Also the rank correlation of the ground speed's lag behind its command with |F_x| (how much of
-the force the motion carries). Bad input (a missing dataset or model) is one line on stderr, exit 2.
+ending in 9). Also the rank correlation with |F_x| of the ground speed's lag behind its command (how much of
+the force the motion carries) and, when the dataset holds it, of the track speed loop's commanded effort.
+Bad input (a missing dataset or model) is one line on stderr, exit 2.
 """
 import argparse
 import sys
@@ -37,6 +38,10 @@ def model_errors(data, sel, estimator):
     x = data["x_raw"][sel]
     if estimator.inputs == "force":
         x = le.with_force_channels(x, data["force_n"][sel], estimator.horizon)
+    elif estimator.inputs == "controller":
+        if "controller" not in data:
+            raise ValueError("the dataset has no controller array, which the controller model reads")
+        x = le.with_point_channels(x, data["controller"][sel], estimator.horizon)
     outs = estimator.forward(x)
     theta = np.mean([o["theta"] for o in outs], axis=0)
     rows = []
@@ -76,11 +81,11 @@ def speed_lag_rank(data):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="harness.training.soil_estimator.diagnose")
-    p.add_argument("--dataset", default="%s/dataset_e268_s1_h12.npz" % BUILD_DIR)
+    p.add_argument("--dataset", default="%s/dataset_e268_s1_h12_ctl.npz" % BUILD_DIR)
     p.add_argument("--model", action="append", default=None,
-                   help="a model folder (repeatable; default: both committed models)")
+                   help="a model folder (repeatable; default: the three committed models)")
     args = p.parse_args(argv)
-    models = args.model or [le.DEFAULT_MODEL, le.KINEMATIC_MODEL]
+    models = args.model or [le.DEFAULT_MODEL, le.KINEMATIC_MODEL, le.CONTROLLER_MODEL]
     try:
         data = ds.load(args.dataset)
         ests = [(m, le.LearnedEstimator(m)) for m in models]
@@ -110,6 +115,10 @@ def main(argv=None):
             print(line)
     print("Spearman rho of the speed lag (command - ground speed) with |F_x| over every horizon point: %.2f"
           % speed_lag_rank(data))
+    if "controller" in data:
+        from scipy.stats import spearmanr
+        print("Spearman rho of the track loop's commanded effort with |F_x| over every horizon point: %.2f"
+              % float(spearmanr(np.abs(data["force_n"][..., 0]).ravel(), data["controller"][..., 1].ravel())[0]))
     return 0
 
 

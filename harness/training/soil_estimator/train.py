@@ -7,7 +7,10 @@
 
 ``--inputs force`` (the default, ``models/soil/estimator``) adds the measured force at the horizon points to
 the paper's inputs (``learned_estimator.with_force_channels``: the same dataset, no new collection);
-``--inputs kinematic`` is the paper's network (``models/soil/estimator_kinematic``).
+``--inputs kinematic`` is the paper's network (``models/soil/estimator_kinematic``); ``--inputs controller``
+the paper's network with the chassis' acceleration and the track speed loop's command added
+(``learned_estimator.CONTROLLER_CHANNELS``, the dataset's ``controller`` array;
+``models/soil/estimator_controller``).
 The dataset (``dataset.py``) is collected once and cached in ``build/soil/`` (``--dataset`` another file).
 Episodes whose index ends in 9 are held out for validation (the card's metrics); the others train
 ``--members`` networks (an ensemble; member m seeded ``seed * 100 + m``) with Adam, mini-batches of 100
@@ -165,8 +168,8 @@ def export(out_dir, members, x_mean, x_std, lo, hi, card):
 
 
 def get_dataset(args, log):
-    path = args.dataset or os.path.join(BUILD_DIR, "dataset_e%d_s%d_h%d.npz" % (args.episodes, args.data_seed,
-                                                                             args.horizon))
+    path = args.dataset or os.path.join(BUILD_DIR, "dataset_e%d_s%d_h%d_ctl.npz" % (args.episodes, args.data_seed,
+                                                                                 args.horizon))
     if os.path.isfile(path):
         log("dataset: %s (cached)" % path)
         return ds.load(path), path, None
@@ -224,6 +227,12 @@ def main(argv=None):
     data_digest = ds.digest(data)
     if args.inputs == "force":
         data = dict(data, x_raw=le.with_force_channels(data["x_raw"], data["force_n"], args.horizon))
+    elif args.inputs == "controller":
+        if "controller" not in data:
+            print("train-soil: dataset %s has no controller array (collected before the track loop's command was "
+                  "logged); collect it again" % path, file=sys.stderr)
+            return 2
+        data = dict(data, x_raw=le.with_point_channels(data["x_raw"], data["controller"], args.horizon))
     import torch
     from harness.training.soil_estimator import model as md
     torch.set_num_threads(args.threads)
@@ -253,6 +262,8 @@ def main(argv=None):
                              "kinematics and the operator's commands%s (SI units), then duration [s] and "
                              "travel [m]; standardised with weights.npz x_mean / x_std"
                              % (", and the measured force (F_x, F_z) [N]" if args.inputs == "force"
+                                else ", the longitudinal acceleration [m/s^2] and the track speed loop's "
+                                     "commanded tractive effort [N]; not the force" if args.inputs == "controller"
                                 else "; not the force")},
         "output": {"size": le.output_size(args.horizon),
                    "meaning": "5 properties (sigmoid to bounds), 5 log-variances, horizon beta residuals, depth "
