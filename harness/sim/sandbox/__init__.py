@@ -2,8 +2,9 @@
 
 A tracked robot on a deformable, tileable heightmap with Bekker pressure-sinkage, Janosi-Hanamoto
 shear-displacement traction, slip, grade and compaction resistance, pitch and roll from the contact points,
-bulldozing to the rut sides and erosion to the angle of repose, several substeps per frame. It is
-deliberately richer (and slower) than the learned surrogate trained on its logs.
+bulldozing to the rut sides and erosion to the angle of repose, several substeps per frame, and by default
+the contact test of every cell of the map at every substep, as Chrono's SCM (3.0) ray-casts every mesh
+vertex at every step. It is deliberately richer (and slower) than the learned surrogate trained on its logs.
 
 Modules: :mod:`terramechanics` (pure soil math), :mod:`terrain` (the tileable heightmap: sampling,
 deformation, erosion), :mod:`tracked_robot` (the vehicle and its contact points), :mod:`world` (one robot

@@ -75,10 +75,12 @@ class Experiment:
         self.source = source
         self.heightmap = heightmap
 
-    def terrain(self, heights_m=None):
-        """A fresh :class:`TileTerrain` of this experiment's heights (or of ``heights_m``)."""
+    def terrain(self, heights_m=None, contact_test="mesh"):
+        """A fresh :class:`TileTerrain` of this experiment's heights (or of ``heights_m``); ``contact_test``
+        "mesh" (every cell tested each substep, as the thesis's SCM) or "patch" (:mod:`terrain`)."""
         return TileTerrain(self.heights_m if heights_m is None else heights_m, self.cell_m,
-                           repose_deg=self.soil["repose_deg"], erosion_iterations=self.erosion_iterations)
+                           repose_deg=self.soil["repose_deg"], erosion_iterations=self.erosion_iterations,
+                           contact_test=contact_test)
 
 
 def _value(path, section, key, raw, kind):

@@ -16,6 +16,21 @@ the crops and the erosion (sand flows across a border onto the opposite side), s
 - :meth:`TileTerrain.erode`: relaxation to the angle of repose, 4-neighbour, periodic (SandWorld's rule:
   a quarter of the excess over tan(repose) * cell per iteration, so it is stable).
 
+The contact test (which cells a track presses, and the track bottom's height over each: SCM's ray hit and
+``p_hit_level``) is done one of two ways, ``contact_test``:
+
+- ``"mesh"`` (default, faithful to the SCM the thesis ran): every vertex of the whole map is tested against
+  the track each time a track is pressed (each substep), as Chrono 3.0's
+  ``SCMDeformableSoil::ComputeInternalForces`` casts one ray per mesh vertex at every step
+  (``for (int i=0; i< vertices.size(); ++i) { ... RayHit(from,to,mrayhit_result) ... }``); the per-vertex
+  offsets from the track and the hit mask it yields are what the cut and the bulldozing then use. Its cost
+  grows with the number of cells, as the thesis's Sandbox frame time grew with its heightmap (6.4).
+- ``"patch"``: the same test only over the box of cells around the track that can hold it (the optional
+  "moving patch" of later SCM releases, ``EnableMovingPatch``, Chrono 4.0, off by default there).
+
+Both give bit-identical results (the same per-cell arithmetic; the cells outside the box are misses); only the
+cost differs.
+
 Generated terrains (:func:`tileable_heights`) are seeded, band-limited noise synthesised in Fourier space,
 hence seamless; a user's heightmap comes through :mod:`harness.sim.sandbox.config`.
 """
@@ -26,6 +41,7 @@ import numpy as np
 from harness.sim.sand_world import SandWorld
 
 MIN_CELLS = 16                        # cells per side, at least
+CONTACT_TESTS = ("mesh", "patch")     # module docstring
 
 
 def tileable_heights(rows, cols, cell_m, peak_m, wavelength_m, rng):
@@ -46,10 +62,13 @@ def tileable_heights(rows, cols, cell_m, peak_m, wavelength_m, rng):
 
 class TileTerrain(SandWorld):
     """A periodic SandWorld with per-cell plastic sinkage ``sunk_m`` (m) and counters ``displaced_m3``
-    (volume cut by the tracks and bulldozed), ``presses``."""
+    (volume cut by the tracks and bulldozed), ``presses``, ``ray_casts`` (cells contact-tested) and
+    ``ray_hits`` (cells found under a track); ``contact_test`` "mesh" or "patch" (module docstring)."""
 
     def __init__(self, heights_m, cell_m, repose_deg=34.0, erosion_iterations=2, front_fraction=0.0,
-                 floor_m=0.001):
+                 floor_m=0.001, contact_test="mesh"):
+        if contact_test not in CONTACT_TESTS:
+            raise ValueError("contact_test must be one of %s, got %r" % (", ".join(CONTACT_TESTS), contact_test))
         heights = np.asarray(heights_m, dtype=np.float64)
         if heights.ndim != 2 or min(heights.shape) < MIN_CELLS:
             raise ValueError("a Sandbox terrain needs a 2-D grid of at least %d cells per side, got shape %s"
@@ -65,6 +84,12 @@ class TileTerrain(SandWorld):
         self.floor_m = float(floor_m)
         self.displaced_m3 = 0.0
         self.presses = 0
+        self.contact_test = contact_test
+        self.ray_casts = 0
+        self.ray_hits = 0
+        self._cell_index_n = np.arange(rows)
+        self._cell_index_e = np.arange(cols)
+        self._rays = None                 # ray_cast_mesh's work arrays
 
     @property
     def size_ne_m(self):
@@ -103,9 +128,9 @@ class TileTerrain(SandWorld):
         return self.height_m[np.ix_(rows, cols)]
 
     # ------------------------------------------------------------ deformation
-    def _footprint(self, centre_n_m, centre_e_m, yaw_rad, length_m, width_m):
-        """Cells around a track: wrapped (rows, cols) of a box holding it, each cell centre's ``along``
-        and ``lateral`` offsets (m, forward and right of the track's centre)."""
+    def _patch(self, centre_n_m, centre_e_m, length_m, width_m):
+        """The box of cells around a track that can hold it and its berms: its unwrapped first and last + 1
+        row and column indices (i0, i1, j0, j1)."""
         cell = self.cell_m
         reach = 0.5 * length_m + 0.5 * width_m + 1.5 * cell
         i0 = int(math.floor((centre_n_m - reach) / cell))
@@ -115,6 +140,13 @@ class TileTerrain(SandWorld):
         if i1 - i0 >= self.rows or j1 - j0 >= self.cols:
             raise ValueError("a track's patch (%d x %d cells) does not fit in the %d x %d terrain"
                              % (i1 - i0, j1 - j0, self.rows, self.cols))
+        return i0, i1, j0, j1
+
+    def _footprint(self, centre_n_m, centre_e_m, yaw_rad, length_m, width_m):
+        """Cells around a track: wrapped (rows, cols) of a box holding it, each cell centre's ``along``
+        and ``lateral`` offsets (m, forward and right of the track's centre)."""
+        cell = self.cell_m
+        i0, i1, j0, j1 = self._patch(centre_n_m, centre_e_m, length_m, width_m)
         dn = (np.arange(i0, i1) + 0.5)[:, None] * cell - centre_n_m
         de = (np.arange(j0, j1) + 0.5)[None, :] * cell - centre_e_m
         c, s = math.cos(yaw_rad), math.sin(yaw_rad)
@@ -122,6 +154,43 @@ class TileTerrain(SandWorld):
         lateral = -s * dn + c * de
         window = np.ix_(np.arange(i0, i1) % self.rows, np.arange(j0, j1) % self.cols)
         return window, along, lateral
+
+    def _unwrapped_offsets(self, index, count, centre_m):
+        """Offsets (m) of the cell centres ``(index + 0.5) * cell_m`` from ``centre_m`` along one axis, each
+        cell taken at its periodic image nearest the centre (``index`` shifted by a whole number of tiles,
+        so the offset is computed exactly as for that unwrapped index in :meth:`_footprint`)."""
+        cell = self.cell_m
+        tiles = np.floor(((index + 0.5) * cell - centre_m) / (count * cell) + 0.5).astype(np.int64)
+        return (index - count * tiles + 0.5) * cell - centre_m
+
+    def ray_cast_mesh(self, centre_n_m, centre_e_m, yaw_rad, length_m, width_m, base_m, tan_pitch, tan_roll):
+        """Cast the vertical ray of every vertex of the map against a track's bottom face (rectangle
+        ``length_m`` x ``width_m`` centred at (north, east), heading ``yaw_rad``, in the plane
+        ``base_m + along * tan_pitch - lateral * tan_roll``): SCM 3.0's ray cast per mesh vertex and step
+        (``SCMDeformableSoil::ComputeInternalForces``: ``RayHit`` from below to above each vertex, giving
+        ``p_hit_level``). Returns full-map arrays ``along``, ``lateral`` (m, each vertex's offset
+        forward/right of the track's centre, nearest periodic image), ``level_m`` (m, where the vertex's
+        ray meets the face's plane) and ``hit`` (that point lies on the face), held in work arrays that the
+        next call overwrites; counts ``ray_casts`` and ``ray_hits``."""
+        if self._rays is None:
+            shape = self.height_m.shape
+            self._rays = tuple(np.empty(shape) for _ in range(4)) + (np.empty(shape, bool), np.empty(shape, bool))
+        along, lateral, level, scratch, hit, inside = self._rays
+        dn = self._unwrapped_offsets(self._cell_index_n, self.rows, centre_n_m)[:, None]
+        de = self._unwrapped_offsets(self._cell_index_e, self.cols, centre_e_m)[None, :]
+        c, s = math.cos(yaw_rad), math.sin(yaw_rad)
+        # along = c dn + s de, lateral = -s dn + c de, level = base + along tan_pitch - lateral tan_roll,
+        # evaluated in that order (as in _footprint and press_track: the same bits)
+        np.add(c * dn, s * de, out=along)
+        np.add(-s * dn, c * de, out=lateral)
+        np.less_equal(np.abs(along, out=scratch), 0.5 * length_m, out=hit)
+        np.less_equal(np.abs(lateral, out=scratch), 0.5 * width_m, out=inside)
+        np.logical_and(hit, inside, out=hit)
+        np.add(base_m, np.multiply(along, tan_pitch, out=level), out=level)
+        np.subtract(level, np.multiply(lateral, tan_roll, out=scratch), out=level)
+        self.ray_casts += hit.size
+        self.ray_hits += int(np.count_nonzero(hit))
+        return along, lateral, level, hit
 
     def press_track(self, centre_n_m, centre_e_m, yaw_rad, length_m, width_m, base_m, tan_pitch, tan_roll,
                     direction, bekker_k=None, n=1.0, elastic_k_pa_per_m=None):
@@ -131,15 +200,32 @@ class TileTerrain(SandWorld):
         sides (and ahead of the track, ``direction`` +1 forward, -1 backward); returns the volume (m^3).
         With ``bekker_k`` (k_c/b + k_phi), ``n`` and ``elastic_k_pa_per_m`` given, only the plastic part of
         the penetration is cut: a cell penetrated by pen bears p = min(k (s + pen)^n, k_e pen) (SCM's
-        elastic reload up to Bekker's curve) and keeps pen - p / k_e (the elastic part springs back)."""
-        window, along, lateral = self._footprint(centre_n_m, centre_e_m, yaw_rad, length_m, width_m)
+        elastic reload up to Bekker's curve) and keeps pen - p / k_e (the elastic part springs back).
+        Which cells the track presses, and its plane's height over them, come from the contact test
+        ``contact_test`` (module docstring)."""
         half_l, half_w = 0.5 * length_m, 0.5 * width_m
-        under = (np.abs(along) <= half_l) & (np.abs(lateral) <= half_w)
+        if self.contact_test == "mesh":
+            # every vertex's ray cast (SCM 3.0); the hits and the levels are then taken on the track's box of
+            # cells (which holds every hit and every berm cell), so that the sums below run over the same
+            # cells in the same order as with "patch" and round identically
+            hits_before = self.ray_hits
+            m_along, m_lateral, m_level, m_hit = self.ray_cast_mesh(centre_n_m, centre_e_m, yaw_rad, length_m,
+                                                                    width_m, base_m, tan_pitch, tan_roll)
+            i0, i1, j0, j1 = self._patch(centre_n_m, centre_e_m, length_m, width_m)
+            window = np.ix_(np.arange(i0, i1) % self.rows, np.arange(j0, j1) % self.cols)
+            along, lateral, plane, under = m_along[window], m_lateral[window], m_level[window], m_hit[window]
+            if int(np.count_nonzero(under)) != self.ray_hits - hits_before:
+                raise ValueError("a track's ray hits lie outside its patch (terrain smaller than the robot?)")
+        else:
+            window, along, lateral = self._footprint(centre_n_m, centre_e_m, yaw_rad, length_m, width_m)
+            under = (np.abs(along) <= half_l) & (np.abs(lateral) <= half_w)
+            plane = base_m + along * tan_pitch - lateral * tan_roll
+            self.ray_casts += under.size
+            self.ray_hits += int(np.count_nonzero(under))
         self.presses += 1
         if not under.any():
             return 0.0
         h = self.height_m[window]
-        plane = base_m + along * tan_pitch - lateral * tan_roll
         sunk = self.sunk_m[window]
         pen = np.where(under, np.clip(h - plane, 0.0, None), 0.0)
         if bekker_k is None:

@@ -1,6 +1,8 @@
 """One Sandbox experiment (Cook thesis 5.1.4): one tracked robot on one tileable terrain, stepped frame by
 frame; a frame is ``substeps`` robot substeps (contact, traction, sinkage, bulldozing) of
-``frame_dt_us / substeps`` each, then erosion of the whole terrain to the angle of repose.
+``frame_dt_us / substeps`` each, then erosion of the whole terrain to the angle of repose. With the terrain's
+default contact test ("mesh", :mod:`harness.sim.sandbox.terrain`) every substep also ray-casts every cell of
+the map against each track, as the thesis's SCM did at every step, so a frame's cost grows with the map.
 
 Commands are the thesis's desired linear speed l and yaw rate (NED: positive turns right), mapped to
 sprocket speeds by the skid-steer kinematics of thesis 5.1.2 (:func:`onboard.control.diffdrive.wheel_speeds`,
