@@ -44,12 +44,16 @@ cdef class Radio:
 
 cpdef set_velocity(net, _Node n, now_us)
 cpdef handle(net, _Node n, samples, deadline_local, now_us)
+@cython.locals(cv=dict)
 cpdef arm(net, _Node n, deadline_local, now_us)
 cpdef armed_time_us(_Node n)
+@cython.locals(cv=dict)
 cpdef queue_wake(net, _Node n, key)
+@cython.locals(cv=dict)
+cpdef call_at(net, time_us, fn)
 cpdef deliver_event(net, _Node n, event, now_us)
 cpdef wake(net, _Node n, key, now_us)
-@cython.locals(c=_Clock, now_s=cython.double, start_s=cython.double, rmarker_s=cython.double,
+@cython.locals(cv=dict, c=_Clock, now_s=cython.double, start_s=cython.double, rmarker_s=cython.double,
                end_s=cython.double, cur=cython.double)
 cpdef submit_tx(net, _Node n, frame, dx_ticks)
 @cython.locals(s=_Node)
@@ -62,7 +66,8 @@ cpdef frame_end(net, _Tx tx, now_us)
                c_mps=cython.double, tick_hz=cython.double, far_s=cython.double, c0=cython.double, c1=cython.double,
                p3=cython.bint, collisions=cython.bint, deaf=cython.bint, states=dict, stats=dict,
                now_f=cython.double, mask=cython.longlong, noise_buf=list, loss_buf=list,
-               keep_samples=cython.bint, deliveries=cython.longlong, u=cython.double, z=cython.double, air=list)
+               keep_samples=cython.bint, deliveries=cython.longlong, u=cython.double, z=cython.double, air=list,
+               cv=dict)
 cpdef deliver_frame(net, _Tx tx, _Node s, now_us)
 
 @cython.locals(i=cython.longlong)

@@ -10,6 +10,7 @@ cdef class Frame:
     cpdef entry_for(self, node_id)
     @cython.locals(out=bytearray, off=cython.Py_ssize_t, step=cython.Py_ssize_t, ts=cython.longlong)
     cpdef set_entries(self, entries)
+    cpdef bytes encode(self)
 
 cpdef _vel_mmps(v_mps)
 cpdef bytes _ts_bytes(ts)

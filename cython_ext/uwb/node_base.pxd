@@ -8,7 +8,8 @@ cpdef range_sample(time_us, peer_id, range_m, peer_vel_mps, range_std_m)
 
 cdef class NodeBase:
     cdef public object id, cfg, ant, vel_mps, _range_std_m
-    cdef public dict stats, decode_error_kinds
+    cdef public dict _stats, decode_error_kinds
+    cdef public long long _rx, _ranges      # counters read through the stats property
     cpdef tuple on_event(self, event, now_us)
     cpdef tuple on_rx(self, data, raw_rx_ticks, now_us)
     cpdef Frame _decode(self, data)

@@ -17,7 +17,7 @@ import importlib
 import pytest
 
 from harness.scenarios.uwb_ranging import BouncingMotion
-from harness.sim.clock import SimClock
+from harness.sim.clock import PRIORITY_DEFAULT, SimClock
 from harness.sim.radio.uwb_channel import FRAME_MODULES, PROTOCOL_PACKAGES, SimRadio, UwbNetwork
 from harness.sim.radio.uwb_channel_reference import ReferenceUwbNetwork
 from harness.sim.rng import RunRandom
@@ -30,11 +30,11 @@ IMPLS = [i for i in available({k: PROTOCOL_PACKAGES[k] + ".token_ring" for k in 
          if i in available(FRAME_MODULES)]
 
 
-def _digest(mode, n, end_us, seed, radio=None, crash=None, area_m=4.0, net_cls=UwbNetwork):
+def _digest(mode, n, end_us, seed, radio=None, crash=None, area_m=4.0, net_cls=UwbNetwork, clock_cls=SimClock):
     """sha256 over every range sample, the channel's counters and each node's protocol report of one run.
     crash: None or (node id, crash time us, power-on time us)."""
     random = RunRandom(seed)
-    clock = SimClock()
+    clock = clock_cls()
     state_fn = BouncingMotion(n, random.stream("uwb.motion.%d" % n), area_m, 1.0)
     net = net_cls(clock, range(n), random, protocol={"mode": mode}, radio=radio, state_fn=state_fn)
     h = hashlib.sha256()
@@ -87,6 +87,41 @@ def test_n20_run_is_bit_identical_to_the_reference(name, net):
     count, digest = _digest(net_cls=NETWORKS[net], **kwargs)
     assert count > 100                       # the run ranged (a digest of nothing would pin nothing)
     assert (count, digest) == expected
+
+
+class _CountingClock(SimClock):
+    """A SimClock subclass that counts the calls of the methods the channel queues its events with: the channel
+    must call them (its inline queueing is for the plain SimClock only)."""
+
+    def __init__(self):
+        SimClock.__init__(self)
+        self.calls = 0
+
+    def call_at(self, time_us, fn, priority=PRIORITY_DEFAULT):
+        self.calls += 1
+        SimClock.call_at(self, time_us, fn, priority)
+
+    def call_reserved(self, key, fn):
+        self.calls += 1
+        SimClock.call_reserved(self, key, fn)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_clock_other_than_the_plain_simclock_gets_its_own_calls_and_the_same_run(impl):
+    """On a plain SimClock the channel queues its events itself (the same entries); any other clock, here a
+    subclass, gets call_at / call_reserved and the run is the same, digest for digest."""
+    kwargs, expected = CASES["broadcast_lossy"]
+    clocks = []
+
+    def make_clock():
+        clocks.append(_CountingClock())
+        return clocks[-1]
+
+    assert _digest(net_cls=functools.partial(UwbNetwork, impl=impl), clock_cls=make_clock, **kwargs) == expected
+    assert clocks[0].calls > 1000
+    plain = SimClock()
+    assert UwbNetwork(plain, range(2), RunRandom(1), impl=impl)._clock_vars is plain.__dict__
+    assert UwbNetwork(clocks[0], range(2), RunRandom(1), impl=impl)._clock_vars is None
 
 
 def _trace(net_cls, mode, seed, radio, script):

@@ -40,6 +40,7 @@ protocol nodes for ``impl="cython"``: ``cython_ext.uwb_channel_frame`` and ``cyt
 import importlib
 import math
 
+from harness.sim.clock import SimClock
 from harness.sim.radio.uwb_channel_frame import _dist  # noqa: F401 (uwb_channel_reference imports it from here)
 from onboard import impl as _impl
 from onboard.comms.uwb import timestamps as T
@@ -188,6 +189,9 @@ class UwbNetwork:
 
     def __init__(self, clock, node_ids, random, protocol=None, radio=None, state_fn=None, impl=None):
         self.clock = clock
+        # a plain SimClock's attributes: the per-frame code queues its events with the same entries SimClock's
+        # call_at / call_reserved make, without the interpreted call (any other clock: its own methods)
+        self._clock_vars = clock.__dict__ if type(clock) is SimClock else None
         node_mod, driver_mod, self._frame_mod = channel_modules(impl)
         # a frame's end and a node's transmission skip this class's method where a subclass does not override it
         self._direct_frame_end = type(self)._frame_end is UwbNetwork._frame_end

@@ -9,6 +9,7 @@ same IEEE double operations in the same order (no fast-math, no contraction), 40
 integers. Times: ``_us`` integer microseconds (true time unless named local), ``_s`` float seconds.
 """
 import math
+from heapq import heappush
 
 from harness.sim.clock import PRIORITY_DEFAULT
 from onboard.comms.uwb import timestamps as T
@@ -190,9 +191,14 @@ def arm(net, n, deadline_local, now_us):
     if deadline_local is None:
         n.armed = False
         return
-    clock = net.clock
-    seq = clock._seq                 # what clock.reserve(now_us) takes (and its only effect)
-    clock._seq = seq + 1
+    cv = net._clock_vars
+    if cv is not None:               # a plain SimClock: its _seq read and written as the dict item it is
+        seq = cv["_seq"]             # what clock.reserve(now_us) takes (and its only effect)
+        cv["_seq"] = seq + 1
+    else:
+        clock = net.clock
+        seq = clock._seq
+        clock._seq = seq + 1
     n.armed = True
     n.arm_seq = seq
     n.arm_now_us = now_us
@@ -213,7 +219,25 @@ def armed_time_us(n):
 def queue_wake(net, n, key):
     n.watch = key
     n.watch_dl = n.deadline_local
-    net.clock.call_reserved(key, _Wake(net, n, key))
+    cv = net._clock_vars
+    if cv is not None and key[0] >= cv["_now_us"]:
+        # SimClock.call_reserved(key, fn) of the plain SimClock, inline: the same queue entry
+        heappush(cv["_queue"], (key[0], key[1], key[2], _Wake(net, n, key)))
+    else:
+        net.clock.call_reserved(key, _Wake(net, n, key))
+
+
+def call_at(net, time_us, fn):
+    """``net.clock.call_at(time_us, fn)`` (integer ``time_us``, default priority). On a plain SimClock (its
+    attributes ``net._clock_vars``, see UwbNetwork) the same queue entry and sequence number are made here
+    without the interpreted method call; any other clock (or a time already passed: its error) gets the call."""
+    cv = net._clock_vars
+    if cv is None or time_us < cv["_now_us"]:
+        net.clock.call_at(time_us, fn)
+        return
+    seq = cv["_seq"]
+    heappush(cv["_queue"], (time_us, PRIORITY_DEFAULT, seq, fn))
+    cv["_seq"] = seq + 1
 
 
 def deliver_event(net, n, event, now_us):
@@ -245,12 +269,12 @@ def submit_tx(net, n, frame, dx_ticks):
     """Node ``n`` transmits ``frame`` now (``dx_ticks`` None) or as a DW1000 delayed transmission at raw time
     ``dx_ticks`` (9 LSBs ignored): a busy radio or a time less than the TX start-up ahead answers tx_error;
     otherwise the frame goes on the air (air time from its length) and its end is an event."""
-    clock = net.clock
-    now_us = clock.now_us()
+    cv = net._clock_vars
+    now_us = net.clock.now_us() if cv is None else cv["_now_us"]      # SimClock.now_us(), inline
     now_s = now_us * 1e-6
     if n.pending is not None or now_s < n.busy_until_s:
         net.stats["tx_busy"] += 1
-        clock.call_at(now_us, _Deliver(net, n, ("tx_error", "busy")))
+        call_at(net, now_us, _Deliver(net, n, ("tx_error", "busy")))
         return
     air = net._air_cache.get(len(frame))
     if air is None:
@@ -268,7 +292,7 @@ def submit_tx(net, n, frame, dx_ticks):
         start_s = rmarker_s - net._shr_s
         if start_s < now_s + net._tx_delay_s:
             net.stats["tx_late"] += 1
-            clock.call_at(now_us, _Deliver(net, n, ("tx_error", "late")))
+            call_at(net, now_us, _Deliver(net, n, ("tx_error", "late")))
             return
         raw_tx = dx
     end_s = start_s + air
@@ -292,7 +316,7 @@ def submit_tx(net, n, frame, dx_ticks):
     if net.radio["trace"]:
         net.air_log.append((sender, start_s, end_s))
     t_event = -_floor_int(-((end_s + net._rx_lat_s) * 1e6))       # ceil
-    clock.call_at(max(t_event, now_us), _FrameEnd(net, tx))
+    call_at(net, max(t_event, now_us), _FrameEnd(net, tx))
 
 
 def frame_end(net, tx, now_us):
@@ -333,6 +357,7 @@ def deliver_frame(net, tx, s, now_us):
     tick_hz = TICK_HZ
     mask = MASK_TICKS
     clock = net.clock
+    cv = net._clock_vars           # a plain SimClock's attributes (its _seq a dict item), or None
     now_f = float(now_us)          # exact below 2**53 us, as in now_us * rate
     frame = tx.frame
     p = tx.pos
@@ -437,8 +462,12 @@ def deliver_frame(net, tx, s, now_us):
             # _arm, inline for the usual move of a deadline past the node's queued timer event
             if deadline is not None and rn.watch is not None and deadline >= rn.watch_dl:
                 rn.deadline_local = deadline
-                seq = clock._seq
-                clock._seq = seq + 1
+                if cv is not None:       # clock.reserve(now_us)
+                    seq = cv["_seq"]
+                    cv["_seq"] = seq + 1
+                else:
+                    seq = clock._seq
+                    clock._seq = seq + 1
                 rn.armed = True
                 rn.arm_seq = seq
                 rn.arm_now_us = now_us

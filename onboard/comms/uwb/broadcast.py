@@ -57,7 +57,7 @@ class BroadcastNode(NodeBase):
         self._timeout_us = self.cfg["neighbour_timeout_us"]
         self._max_entries = self.cfg["max_broadcast_entries"]
         for k in ("rounds", "join_attempts", "neighbours_expired", "duplicates"):
-            self.stats[k] = 0
+            self._stats[k] = 0
 
     def start(self, now_us):
         c = self.cfg
@@ -89,15 +89,15 @@ class BroadcastNode(NodeBase):
         if kind == "rx":
             self._on_rx(event[1], event[2], now_us, acts)
         elif kind == "tx_done":
-            self.stats["tx"] += 1
+            self._stats["tx"] += 1
             self._hist[self.seq] = T.apply_tx_antenna_delay(event[1], self.ant)
             self._hist.pop((self.seq - _HIST) & 0xFF, None)
         elif kind == "tx_error":
-            self.stats["tx_errors"] += 1
+            self._stats["tx_errors"] += 1
         elif kind == "timer":
             self._on_timer(now_us, acts)
         else:
-            self.stats["ignored"] += 1
+            self._stats["ignored"] += 1
         return acts, self._next_deadline()
 
     def _next_deadline(self):
@@ -139,7 +139,7 @@ class BroadcastNode(NodeBase):
                     entries.append((i, rec[0], rec[1]))
             else:
                 del nbr[i]
-                self.stats["neighbours_expired"] += 1
+                self._stats["neighbours_expired"] += 1
         prev = self._hist.get(self.seq, _NO_TIMESTAMP)   # TX time of the BCAST with seq = new seq - 1
         self.seq = (self.seq + 1) & 0xFF
         # F.make(F.BCAST, self.id, F.BROADCAST_ID, self.seq, 0, self.vel_mps, tx_prev=prev, entries=entries)
@@ -147,7 +147,7 @@ class BroadcastNode(NodeBase):
         f.tx_prev = prev
         f.set_entries(entries)
         acts.append(("tx", f.encode(), None))
-        self.stats["rounds"] += 1
+        self._stats["rounds"] += 1
         if self.joined:                      # self.active_ids(now_us): what is left in _nbr is within the timeout
             ids.append(self.id)
             ids.sort()
@@ -163,12 +163,12 @@ class BroadcastNode(NodeBase):
             return
         i = f.src
         if f.type != _BCAST or i == self.id:
-            self.stats["ignored"] += 1
+            self._stats["ignored"] += 1
             return
         seq = f.seq
         prev = self._nbr.get(i)
         if prev is not None and prev[0] == seq:
-            self.stats["duplicates"] += 1
+            self._stats["duplicates"] += 1
             return
         rx = raw_rx - self.ant                   # T.apply_rx_antenna_delay, inline
         rx &= _MASK
@@ -211,7 +211,7 @@ class BroadcastNode(NodeBase):
         round2 = (rq - tp) & _MASK
         reply2 = (tq - rp) & _MASK
         if not (0 < round1 < _HALF and 0 < reply1 < _HALF and 0 < round2 < _HALF and 0 < reply2 < _HALF):
-            self.stats["bad_timestamps"] += 1
+            self._stats["bad_timestamps"] += 1
             return
         if round1 < _PRODUCT_SAFE and reply1 < _PRODUCT_SAFE and round2 < _PRODUCT_SAFE and reply2 < _PRODUCT_SAFE:
             # T.ds_twr_tof_ticks, inline: the exact integer numerator, one rounding to float, one division
@@ -237,6 +237,6 @@ class BroadcastNode(NodeBase):
         if self._join_wait > 0:
             self._join_wait -= 1
             return
-        self.stats["join_attempts"] += 1
+        self._stats["join_attempts"] += 1
         self._join_wait = 1 + self._rand() % 4
         self.tx_deadline_us = now_us + slot

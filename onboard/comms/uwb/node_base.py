@@ -37,9 +37,21 @@ class NodeBase:
         self.ant = int(cfg["antenna_delay_ticks"])
         self.vel_mps = (0.0, 0.0)
         self._range_std_m = float(cfg["range_std_m"])
-        self.stats = {"tx": 0, "rx": 0, "ranges": 0, "decode_errors": 0, "bad_velocity": 0,
-                      "tx_errors": 0, "bad_timestamps": 0, "ignored": 0}
+        # the counters by name (read them through ``stats``); the two counted on every frame heard and every
+        # range sample are plain integers, written into the table when it is read
+        self._stats = {"tx": 0, "rx": 0, "ranges": 0, "decode_errors": 0, "bad_velocity": 0,
+                       "tx_errors": 0, "bad_timestamps": 0, "ignored": 0}
+        self._rx = 0
+        self._ranges = 0
         self.decode_error_kinds = {}
+
+    @property
+    def stats(self):
+        """The counters by name (a dict, the node's own: its "rx" and "ranges" brought up to date on each read)."""
+        s = self._stats
+        s["rx"] = self._rx
+        s["ranges"] = self._ranges
+        return s
 
     def on_event(self, event, now_us):
         """``(actions, deadline_us)`` for one radio/timer event at node-local ``now_us`` (us); each protocol
@@ -56,7 +68,7 @@ class NodeBase:
             frames._vel_mmps(vx_mps)
             frames._vel_mmps(vy_mps)
         except (frames.FrameError, TypeError, ValueError):
-            self.stats["bad_velocity"] += 1
+            self._stats["bad_velocity"] += 1
             return False
         self.vel_mps = (float(vx_mps), float(vy_mps))
         return True
@@ -69,14 +81,14 @@ class NodeBase:
             try:
                 f = frames.decode(data)
             except frames.FrameError as exc:
-                self.stats["decode_errors"] += 1
+                self._stats["decode_errors"] += 1
                 self.decode_error_kinds[exc.kind] = self.decode_error_kinds.get(exc.kind, 0) + 1
                 return None
-        self.stats["rx"] += 1
+        self._rx += 1
         return f
 
     def _sample(self, now_us, peer_id, range_m, frame):
-        self.stats["ranges"] += 1
+        self._ranges += 1
         # frame.vel_mps of a decoded frame is a tuple of floats: RangeSample(now_us, peer_id, range_m,
         # frame.vel_mps, cfg["range_std_m"]), the same fields
         return ("range", range_sample(now_us, peer_id, range_m, frame.vel_mps, self._range_std_m))

@@ -106,7 +106,7 @@ class TokenRingNode(NodeBase):
         for k in ("token_regenerations", "token_conflicts_lost", "token_conflicts_won", "token_passes",
                   "token_pass_retries", "token_duplicates", "members_dropped", "exchanges_ok",
                   "exchanges_failed", "exchange_retries", "joins_sent", "joins_accepted", "holds"):
-            self.stats[k] = 0
+            self._stats[k] = 0
 
     # -- public ------------------------------------------------------------------
     def is_member(self):
@@ -133,12 +133,12 @@ class TokenRingNode(NodeBase):
         elif kind == "tx_done":
             self._on_tx_done(event[1], now_us, acts)
         elif kind == "tx_error":
-            self.stats["tx_errors"] += 1
+            self._stats["tx_errors"] += 1
             self._on_tx_error(now_us, acts)
         elif kind == "timer":
             self._on_timer(now_us, acts)
         else:
-            self.stats["ignored"] += 1
+            self._stats["ignored"] += 1
         return acts, self._next_deadline()
 
     # -- helpers -----------------------------------------------------------------
@@ -175,7 +175,7 @@ class TokenRingNode(NodeBase):
         if self.members & (1 << peer):
             self.members &= ~(1 << peer)
             self._left |= 1 << peer
-            self.stats["members_dropped"] += 1
+            self._stats["members_dropped"] += 1
         self._missed.pop(peer, None)
 
     def _adopt_members(self, members):
@@ -210,7 +210,7 @@ class TokenRingNode(NodeBase):
         self.epoch = (self.epoch + 1) & 0xFF
         self.members |= self.bit
         self.pass_no = 0
-        self.stats["token_regenerations"] += 1
+        self._stats["token_regenerations"] += 1
         self._begin_hold(now_us, acts)
 
     def _choose_invite(self):
@@ -242,7 +242,7 @@ class TokenRingNode(NodeBase):
 
     def _begin_hold(self, now_us, acts):
         self.holder = True
-        self.stats["holds"] += 1
+        self._stats["holds"] += 1
         ids = self.member_ids()
         self._targets = [i for i in ids if i != self.id]
         self._ti = 0
@@ -278,11 +278,11 @@ class TokenRingNode(NodeBase):
     def _attempt_failed(self, now_us, acts):
         self._attempt += 1
         if self._attempt <= self.cfg["exchange_retries"]:
-            self.stats["exchange_retries"] += 1
+            self._stats["exchange_retries"] += 1
             self.state = GAP
             self.deadline_us = now_us + self.cfg["turnaround_us"]
             return
-        self.stats["exchanges_failed"] += 1
+        self._stats["exchanges_failed"] += 1
         peer = self._peer
         self._missed[peer] = self._missed.get(peer, 0) + 1
         if self._missed[peer] >= self.cfg["max_missed_holds"]:
@@ -291,7 +291,7 @@ class TokenRingNode(NodeBase):
         self._next_exchange(now_us, acts)
 
     def _exchange_ok(self, now_us, acts):
-        self.stats["exchanges_ok"] += 1
+        self._stats["exchanges_ok"] += 1
         self._missed[self._peer] = 0
         self._ti += 1
         self._next_exchange(now_us, acts)
@@ -310,7 +310,7 @@ class TokenRingNode(NodeBase):
         self._send_token(now_us, acts)
 
     def _send_token(self, now_us, acts):
-        self.stats["token_passes"] += 1
+        self._stats["token_passes"] += 1
         f = self._frame(F.TOKEN, self._pass_to, self._next_seq(), pass_no=self.pass_no, members=self.members)
         self._tx(acts, f, None, F.TOKEN)
         self.state = PASS_SENT
@@ -319,7 +319,7 @@ class TokenRingNode(NodeBase):
     def _pass_timeout(self, now_us, acts):
         self._pass_tries += 1
         if self._pass_tries <= self.cfg["token_retries"]:
-            self.stats["token_pass_retries"] += 1
+            self._stats["token_pass_retries"] += 1
             self._send_token(now_us, acts)
             return
         # The successor is gone: drop it and pass to the one after it (or keep the token).
@@ -337,7 +337,7 @@ class TokenRingNode(NodeBase):
 
     # -- radio events -------------------------------------------------------------
     def _on_tx_done(self, raw_tx, now_us, acts):
-        self.stats["tx"] += 1
+        self._stats["tx"] += 1
         self._reset_silence(now_us)
         if self.state == POLL_SENT and self._tx_kind == F.POLL:
             self._tx_poll = T.apply_tx_antenna_delay(raw_tx, self.ant)
@@ -356,19 +356,19 @@ class TokenRingNode(NodeBase):
             return
         self.silence_deadline_us = now_us + self._silence_us     # _reset_silence
         if f.src == self.id:
-            self.stats["ignored"] += 1
+            self._stats["ignored"] += 1
             return
         t = f.type
         if t == _POLL or t == _FINAL or t == _TOKEN or t == _DISCOVER:      # t in F.HOLDER_TYPES
             if self.holder:
                 if epoch_newer(f.epoch, self.epoch) or (f.epoch == self.epoch and f.src < self.id):
-                    self.stats["token_conflicts_lost"] += 1
+                    self._stats["token_conflicts_lost"] += 1
                     self.holder = False
                     self.state = IDLE
                     self.deadline_us = None
                     self.epoch = f.epoch
                 else:
-                    self.stats["token_conflicts_won"] += 1
+                    self._stats["token_conflicts_won"] += 1
                     return
             else:
                 self.epoch = f.epoch    # follow the ring's current token
@@ -382,7 +382,7 @@ class TokenRingNode(NodeBase):
             if self.holder and self._expecting(f, WAIT_RESP):     # only the holder expects one
                 self._on_response(f, raw_rx, now_us, acts)
             elif f.dst == self.id:
-                self.stats["ignored"] += 1     # stale or duplicate
+                self._stats["ignored"] += 1     # stale or duplicate
         elif t == _FINAL:
             if f.dst == self.id:
                 self._respond_final(f, raw_rx, now_us, acts)
@@ -390,7 +390,7 @@ class TokenRingNode(NodeBase):
             if self.holder and self._expecting(f, WAIT_REPORT) and len(f.ts) == 3:
                 self._on_report(f, now_us, acts)
             elif f.dst == self.id:
-                self.stats["ignored"] += 1     # stale or duplicate
+                self._stats["ignored"] += 1     # stale or duplicate
         elif t == _TOKEN:
             if f.dst == self.id:
                 self._on_token(f, now_us, acts)
@@ -404,12 +404,12 @@ class TokenRingNode(NodeBase):
             if self.holder and self.state == DISCOVERING and f.dst == self.id and f.src < RING_MAX_IDS:
                 self.members |= 1 << f.src
                 self._missed[f.src] = 0
-                self.stats["joins_accepted"] += 1
+                self._stats["joins_accepted"] += 1
                 if f.src not in self._targets:
                     self._targets.append(f.src)
                     self._targets.sort()
         else:
-            self.stats["ignored"] += 1
+            self._stats["ignored"] += 1
 
     def _expecting(self, f, state):
         return (self.holder and self.state == state and f.dst == self.id and f.src == self._peer
@@ -419,12 +419,12 @@ class TokenRingNode(NodeBase):
         self._rx_resp = T.apply_rx_antenna_delay(raw_rx, self.ant)
         if self.cfg["twr"] == "ss":
             if len(f.ts) != 2:
-                self.stats["ignored"] += 1
+                self._stats["ignored"] += 1
                 return
             try:
                 r = T.ss_twr_range_m(self._tx_poll, self._rx_resp, f.ts[0], f.ts[1])
             except T.TimestampError:
-                self.stats["bad_timestamps"] += 1
+                self._stats["bad_timestamps"] += 1
                 self.deadline_us = None
                 self._attempt_failed(now_us, acts)
                 return
@@ -443,7 +443,7 @@ class TokenRingNode(NodeBase):
         try:
             r = T.ds_twr_range_m(self._tx_poll, self._rx_resp, self._tx_final, rx_poll, tx_resp, rx_final)
         except T.TimestampError:
-            self.stats["bad_timestamps"] += 1
+            self._stats["bad_timestamps"] += 1
             self.deadline_us = None
             self._attempt_failed(now_us, acts)
             return
@@ -461,7 +461,7 @@ class TokenRingNode(NodeBase):
     def _respond_final(self, f, raw_rx, now_us, acts):
         entry = self._responder.get(f.src)
         if entry is None or entry[0] != f.seq:
-            self.stats["ignored"] += 1
+            self._stats["ignored"] += 1
             return
         del self._responder[f.src]
         seq, rx_poll, tx_resp = entry
@@ -470,7 +470,7 @@ class TokenRingNode(NodeBase):
         try:
             r = T.ds_twr_range_m(tx_poll, rx_resp, tx_final, rx_poll, tx_resp, rx_final)
         except T.TimestampError:
-            self.stats["bad_timestamps"] += 1
+            self._stats["bad_timestamps"] += 1
             return
         acts.append(self._sample(now_us, f.src, r, f))
         dx = T.delayed_tx_time(raw_rx, self.reply_ticks)
@@ -480,7 +480,7 @@ class TokenRingNode(NodeBase):
     def _on_token(self, f, now_us, acts):
         key = (f.src, f.epoch, f.pass_no)
         if key == self._last_token:
-            self.stats["token_duplicates"] += 1
+            self._stats["token_duplicates"] += 1
             return
         self._last_token = key
         self.epoch = f.epoch
@@ -496,5 +496,5 @@ class TokenRingNode(NodeBase):
             return
         slot_ticks = T.us_to_ticks(f.join_slot_us)
         dx = T.delayed_tx_time(raw_rx, (1 + self.id - first) * slot_ticks)
-        self.stats["joins_sent"] += 1
+        self._stats["joins_sent"] += 1
         self._tx(acts, self._frame(F.JOIN, f.src, f.seq), dx, F.JOIN)
