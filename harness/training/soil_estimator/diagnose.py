@@ -10,15 +10,21 @@ plus the best constant residual force per cut (the median residual), and each mo
 mean with its own residuals, the training's rule), over all cuts and over the held-out ones (episode index
 ending in 9). Also the rank correlation with |F_x| of the ground speed's lag behind its command (how much of
 the force the motion carries) and, when the dataset holds it, of the track speed loop's commanded effort.
+Then, per model, soil and I_d bin (40 % wide) of the held-out windows (every window, not only whole cuts;
+``--split``: the validation episodes of ``train.split``), the force error split into its components: mean
+|F_x| and |F_z|, the mean |error| of each and F_z's mean signed error (prediction - measurement), beside the
+mean truth and estimate of c, phi and delta: where the error is a bias of the unmeasured F_z and which
+properties carry it.
 Bad input (a missing dataset or model) is one line on stderr, exit 2.
 """
 import argparse
+import os
 import sys
 
 import numpy as np
 
 from harness.training.soil_estimator import dataset as ds
-from harness.training.soil_estimator.train import BUILD_DIR, split
+from harness.training.soil_estimator.train import BUILD_DIR, SPLITS, split
 from harness.sim.soil_world import SOILS
 from onboard.soil import learned_estimator as le
 
@@ -55,6 +61,29 @@ def model_errors(data, sel, estimator):
     return np.array(rows)
 
 
+def component_rows(data, sel, estimator):
+    """Per selected window: (mean |F_x|, mean |F_z|, mean |error| of F_x and of F_z, F_z's mean signed error
+    (prediction - measurement)) [N] of ``estimator``'s force prediction, and its ensemble-mean properties."""
+    x = data["x_raw"][sel]
+    if estimator.inputs == "force":
+        x = le.with_force_channels(x, data["force_n"][sel], estimator.horizon)
+    elif estimator.inputs == "controller":
+        x = le.with_point_channels(x, data["controller"][sel], estimator.horizon)
+    outs = estimator.forward(x)
+    theta = np.mean([o["theta"] for o in outs], axis=0)
+    rows = []
+    for i, j in enumerate(sel):
+        fx, fz, valid = le.fee_window_force(
+            theta[i], data["geometry"][j], float(np.mean([o["depth_res_m"][i] for o in outs])),
+            float(np.mean([o["surcharge_rel"][i] for o in outs])),
+            np.mean([o["residual_force_n"][i] for o in outs], axis=0),
+            np.mean([o["beta_res_rad"][i] for o in outs], axis=0))
+        f = data["force_n"][j][valid]
+        rows.append((np.abs(f[:, 0]).mean(), np.abs(f[:, 1]).mean(), np.abs(f[:, 0] - fx[valid]).mean(),
+                     np.abs(f[:, 1] - fz[valid]).mean(), (fz[valid] - f[:, 1]).mean()))
+    return np.array(rows), theta
+
+
 def truth_errors(data, sel):
     """Per selected window: (error, magnitude) of the truth through the FEE, and the error with the best
     constant residual force (the per-component median residual)."""
@@ -82,6 +111,9 @@ def speed_lag_rank(data):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], prog="harness.training.soil_estimator.diagnose")
     p.add_argument("--dataset", default="%s/dataset_e268_s1_h12_ctl.npz" % BUILD_DIR)
+    p.add_argument("--split", choices=sorted(SPLITS), default="episode",
+                   help="which episodes count as held out (train.split; a model is held out from them only if "
+                        "it was trained with the same --split)")
     p.add_argument("--model", action="append", default=None,
                    help="a model folder (repeatable; default: the three committed models)")
     args = p.parse_args(argv)
@@ -93,7 +125,7 @@ def main(argv=None):
         print("soil diagnose: %s" % str(exc).splitlines()[0], file=sys.stderr)
         return 2
     sel = np.flatnonzero(data["whole_cut"])
-    _train, val = split(data)
+    _train, val = split(data, args.split)
     truth = truth_errors(data, sel)
     errs = [model_errors(data, sel, est) for _m, est in ests]
     head = "soil     I_d bin   cuts  truth FEE  +best F^r" + "".join(
@@ -113,6 +145,24 @@ def main(argv=None):
                 held = "%.1f %%" % (100.0 * np.mean(e[mv, 0] / e[mv, 1])) if np.any(mv) else "-"
                 line += "  %7.1f %% / %s" % (100.0 * np.mean(e[m, 0] / e[m, 1]), held)
             print(line)
+    print("Held-out windows (--split %s), force error by component [N] and the properties (truth -> estimate):"
+          % args.split)
+    held = np.flatnonzero(val)
+    comps = [component_rows(data, held, est) for _m, est in ests]
+    for s, soil in enumerate(SOILS):
+        for lo, hi in ((0.0, 40.0), (40.0, 101.0)):
+            idd = data["relative_density_pct"][held]
+            m = (data["soil"][held] == s) & (idd >= lo) & (idd < hi)
+            if not np.any(m):
+                continue
+            tr = data["truth"][held][m].mean(axis=0)
+            for (mdir, est), (rows, theta) in zip(ests, comps):
+                r = rows[m].mean(axis=0)
+                th = theta[m].mean(axis=0)
+                print("%-8s %3.0f-%3.0f %%  %4d windows  %-20s |F_x| %6.0f |F_z| %5.0f  error F_x %4.0f F_z %4.0f "
+                      "(F_z bias %+5.0f)  c %5.0f -> %5.0f Pa  phi %.3f -> %.3f  delta %.3f -> %.3f rad"
+                      % (soil, lo, min(hi, 100.0), int(m.sum()), os.path.basename(os.path.normpath(mdir))[:20],
+                         r[0], r[1], r[2], r[3], r[4], tr[0], th[0], tr[1], th[1], tr[4], th[4]))
     print("Spearman rho of the speed lag (command - ground speed) with |F_x| over every horizon point: %.2f"
           % speed_lag_rank(data))
     if "controller" in data:

@@ -12,11 +12,14 @@ the paper's network with the chassis' acceleration and the track speed loop's co
 (``learned_estimator.CONTROLLER_CHANNELS``, the dataset's ``controller`` array;
 ``models/soil/estimator_controller``).
 The dataset (``dataset.py``) is collected once and cached in ``build/soil/`` (``--dataset`` another file).
-Episodes whose index ends in 9 are held out for validation (the card's metrics); the others train
+Episodes whose index ends in 9 are held out for validation (the card's metrics; ``--split soil``: those whose
+index // 4 ends in 9, so every soil is held out alike); the others train
 ``--members`` networks (an ensemble; member m seeded ``seed * 100 + m``) with Adam, mini-batches of 100
-(the paper's), the loss of ``model.loss_terms`` (eq. 10). The card records the normalisation, the training
-settings, the dataset's hash and size, and the validation metrics (per property: RMSE, normalised RMSE,
-1-sigma / 2-sigma coverage of the whole-cut windows; the force prediction error over the horizon).
+(the paper's), the loss of ``model.loss_terms`` (eq. 10; ``--w-xz`` its F_x / F_z weights, the paper's 1 0.5
+by default), ``--jobs`` members at a time in worker processes (the same members). The card records the
+normalisation, the training settings, the dataset's hash and size, and the validation metrics (per property:
+RMSE, normalised RMSE, 1-sigma / 2-sigma coverage of the whole-cut windows; the force prediction error over the
+horizon, also per soil and I_d bin at I_d <= 60 %).
 Bad input (a missing or malformed dataset file, a bad number) is one line on stderr and exit status 2.
 """
 import argparse
@@ -56,9 +59,17 @@ def prior_sigma():
     return np.array([cut_estimator.DEFAULTS["prior"][k][1] for k in THETA_U_NAMES], dtype=float)
 
 
-def split(data):
-    """(train mask, validation mask) by episode: index ending in 9 held out."""
-    val = (data["episode"] % 10) == 9
+SPLITS = {"episode": "episodes with index % 10 == 9",
+          "soil": "episodes with (index // 4) % 10 == 9 (every soil held out alike)"}
+
+
+def split(data, kind="episode"):
+    """(train mask, validation mask) by episode (:data:`SPLITS`): ``episode``, index ending in 9 held out (as
+    soil = index mod 4, only loam and gravel); ``soil``, (index // 4) ending in 9 held out (all four soils)."""
+    if kind not in SPLITS:
+        raise ValueError("unknown validation split %r (one of %s)" % (kind, ", ".join(SPLITS)))
+    key = data["episode"] if kind == "episode" else data["episode"] // 4
+    val = (key % 10) == 9
     if not np.any(~val):
         val = np.zeros_like(val)
     return ~val, val
@@ -111,6 +122,19 @@ def train_member(data, mask, x_mean, x_std, lo, hi, horizon, member_seed, epochs
     return net, history
 
 
+def member_job(job):
+    """One ensemble member trained in a worker process (``--jobs``): ``job`` = (the training arrays, the
+    :func:`train_member` arguments after ``data, mask``); returns (its exported layers, its loss history).
+    Seeded by its member seed alone, so the members do not depend on where they run."""
+    import torch
+    from harness.training.soil_estimator import model as md
+    torch.set_num_threads(1)
+    data, args, kwargs = job
+    mask = np.ones(len(data["x_raw"]), dtype=bool)
+    net, hist = train_member(data, mask, *args, **kwargs)
+    return md.export_layers(net), hist
+
+
 def evaluate(data, mask, x_mean, x_std, lo, hi, horizon, members):
     """Validation metrics of the ensemble ``members`` ([[(W, b)]]) on the whole-cut windows of ``mask``
     through the NumPy inference (``learned_estimator``): per property rmse / nrmse / coverage (stated sigma:
@@ -146,10 +170,23 @@ def evaluate(data, mask, x_mean, x_std, lo, hi, horizon, members):
         errs.append(np.concatenate([np.abs(f[valid, 0] - fx[valid]), np.abs(f[valid, 1] - fz[valid])]).mean())
         mags.append(np.concatenate([np.abs(f[valid, 0]), np.abs(f[valid, 1])]).mean())
     out["force_mae_pct"] = float(100.0 * np.mean(errs) / max(np.mean(mags), 1e-9))
-    low = data["relative_density_pct"][sel] <= 60.0
+    idd = data["relative_density_pct"][sel]
+    low = idd <= 60.0
     if np.any(low):
         out["force_mae_pct_id_le_60"] = float(100.0 * np.mean(np.array(errs)[low])
                                               / max(np.mean(np.array(mags)[low]), 1e-9))
+    # per soil and I_d bin at I_d <= 60 % (soil-sweep's acceptance bins, 20 % wide): mean over the cuts of each
+    # cut's error in % of its mean |F| (soil-sweep's rule), and the worst bin
+    pct = 100.0 * np.array(errs) / np.maximum(np.array(mags), 1e-9)
+    bins = {}
+    for s, soil in enumerate(SOILS):
+        for lo_pct in (0.0, 20.0, 40.0):
+            m = (data["soil"][sel] == s) & (idd >= lo_pct) & (idd < lo_pct + 20.0)
+            if np.any(m):
+                bins["%s %d-%d" % (soil, lo_pct, lo_pct + 20)] = {"cuts": int(m.sum()), "pct": float(pct[m].mean())}
+    if bins:
+        out["force_mae_pct_bins_id_le_60"] = bins
+        out["force_mae_pct_worst_bin_id_le_60"] = max(b["pct"] for b in bins.values())
     return out
 
 
@@ -196,18 +233,29 @@ def main(argv=None):
     p.add_argument("--weight-decay", type=float, default=DEFAULTS["weight_decay"])
     p.add_argument("--relative-force", action="store_true",
                    help="the force term per window relative to its mean |F| (default: absolute, the paper's wMAE)")
+    p.add_argument("--w-xz", type=float, nargs=2, default=None, metavar=("W_X", "W_Z"),
+                   help="weights of the F_x and F_z errors in eq. 10's wMAE terms (default: the paper's 1.0 0.5; "
+                        "1 1 weighs them as soil-sweep's force error does)")
     p.add_argument("--inputs", choices=sorted(le.INPUT_KINDS), default=DEFAULTS["inputs"],
                    help="kinematic: the paper's inputs (kinematics, actions, geometry); force: those and the "
                         "measured force at the horizon points (default)")
+    p.add_argument("--split", choices=sorted(SPLITS), default="episode",
+                   help="validation episodes: episode (index %% 10 == 9: loam and gravel only; the committed force "
+                        "and kinematic models) or soil ((index // 4) %% 10 == 9: every soil)")
     p.add_argument("--members", type=int, default=DEFAULTS["members"])
     p.add_argument("--seed", type=int, default=DEFAULTS["seed"])
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--jobs", type=int, default=1,
+                   help="ensemble members trained at a time, in worker processes (the same members with any count)")
     p.add_argument("--out", default=MODEL_DIR)
     args = p.parse_args(argv)
-    for name in ("episodes", "horizon", "workers", "epochs", "batch", "members", "threads"):
+    for name in ("episodes", "horizon", "workers", "epochs", "batch", "members", "threads", "jobs"):
         if getattr(args, name) < 1:
             print("train-soil: --%s must be >= 1, got %d" % (name, getattr(args, name)), file=sys.stderr)
             return 2
+    if args.w_xz is not None and not (all(math.isfinite(w) and w >= 0 for w in args.w_xz) and max(args.w_xz) > 0):
+        print("train-soil: --w-xz must be two finite weights >= 0, not both 0", file=sys.stderr)
+        return 2
     if not (args.lr > 0 and math.isfinite(args.lr)) or min(args.hidden) < 1 or not args.weight_decay >= 0:
         print("train-soil: --lr must be a positive number, --weight-decay >= 0 and --hidden sizes >= 1",
               file=sys.stderr)
@@ -236,16 +284,31 @@ def main(argv=None):
     import torch
     from harness.training.soil_estimator import model as md
     torch.set_num_threads(args.threads)
-    train_mask, val_mask = split(data)
+    train_mask, val_mask = split(data, args.split)
     x_mean, x_std = normalisation(data["x_raw"][train_mask])
     lo, hi = preset_bounds()
+    loss_cfg = {"relative_force": args.relative_force}
+    if args.w_xz is not None:
+        loss_cfg["w_xz"] = [float(w) for w in args.w_xz]
     members = []
     histories = []
     t0 = time.perf_counter()
-    for m in range(args.members):
+    if args.jobs > 1:
+        from harness.parallel import ordered_map
+        keys = ("x_raw", "geometry", "force_n", "samples")
+        sub = {k: data[k][train_mask] for k in keys}
+        jobs = [(sub, (x_mean, x_std, lo, hi, args.horizon, args.seed * 100 + m, args.epochs, args.batch, args.lr,
+                       args.hidden, args.weight_decay), {"loss_cfg": loss_cfg})
+                for m in range(args.members)]
+        for m, (layers, hist) in enumerate(ordered_map(member_job, jobs, workers=min(args.jobs, args.members))):
+            log("member seed %d: final %s" % (args.seed * 100 + m,
+                                               " ".join("%s %.4g" % kv for kv in hist[-1].items())))
+            members.append(layers)
+            histories.append(hist)
+    for m in range(args.members if args.jobs <= 1 else 0):
         net, hist = train_member(data, train_mask, x_mean, x_std, lo, hi, args.horizon, args.seed * 100 + m,
                                  args.epochs, args.batch, args.lr, args.hidden, args.weight_decay, log=log,
-                                 loss_cfg={"relative_force": args.relative_force})
+                                 loss_cfg=loss_cfg)
         members.append(md.export_layers(net))
         histories.append(hist)
     train_s = time.perf_counter() - t0
@@ -280,8 +343,8 @@ def main(argv=None):
         "training": {"seed": args.seed, "member_seeds": [args.seed * 100 + m for m in range(args.members)],
                      "epochs": args.epochs, "batch": args.batch,
                      "optimizer": "Adam lr %g, weight decay %g" % (args.lr, args.weight_decay),
-                     "loss": dict(md.LOSS_DEFAULTS, relative_force=args.relative_force),
-                     "validation": "episodes with index % 10 == 9",
+                     "loss": dict(md.LOSS_DEFAULTS, **loss_cfg),
+                     "validation": SPLITS[args.split], "split": args.split,
                      "final_loss": [h[-1] for h in histories],
                      "first_loss": [h[0] for h in histories]},
         "dataset": {"file": os.path.basename(path), "sha256_16": data_digest, "episodes": args.episodes,
