@@ -347,6 +347,13 @@ def pile_capacity(width_m, face_height_m, repose_rad):
     return width_m * face_height_m * face_height_m / (2.0 * math.tan(repose_rad))
 
 
+def pile_repose_rad(config):
+    """Slope [rad] of the carried pile's face for a blind-map ``config``: ``pile.repose_rad``, or
+    ``erosion.friction_rad`` when that is null; at least 0.05 rad."""
+    repose = config["pile"]["repose_rad"]
+    return max(config["erosion"]["friction_rad"] if repose is None else repose, 0.05)
+
+
 def pile_face_height(volume_m3, width_m, repose_rad):
     """Face height [m] of a pile of ``volume_m3`` against a blade ``width_m`` wide, a wedge at the repose
     angle: sqrt(2 (V / w) tan r)."""
@@ -698,9 +705,7 @@ class BlindMapper:
             return
         width = cfg["blade_width_m"]
         pile = cfg["pile"]
-        repose = cfg["erosion"]["friction_rad"] if pile["repose_rad"] is None else pile["repose_rad"]
-        if repose < 0.05:
-            repose = 0.05
+        repose = pile_repose_rad(cfg)
         r = euler_to_dcm(p1.roll_rad, p1.pitch_rad, p1.yaw_rad)
         y_len = math.sqrt(r[1] * r[1] + r[4] * r[4])
         w_eff = width * y_len

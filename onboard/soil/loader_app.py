@@ -249,7 +249,7 @@ class BlindMapping:
         """Fuse the queued scans taken before ``until_us`` (all of them for None), in time order."""
         scans = self.scans
         k = 0
-        pile_m = self.pile_length_m() if k < len(scans) else 0.0
+        pile_m = self.pile_length_m()
         while k < len(scans) and (until_us is None or scans[k].time_us < until_us):
             self.lidar.fuse(scans[k], self.blade_pose, pile_m)
             k += 1
@@ -263,8 +263,7 @@ class BlindMapping:
         carried = self.mapper.carried_m3
         if carried <= 0.0:
             return 0.0
-        r = bm["pile"]["repose_rad"]
-        r = max(bm["erosion"]["friction_rad"] if r is None else r, 0.05)
+        r = blind_map.pile_repose_rad(bm)
         return blind_map.pile_face_height(carried, bm["blade_width_m"], r) / math.tan(r)
 
     def _map(self, now_us):
