@@ -16,7 +16,7 @@ def range_sample(time_us, peer_id, range_m, peer_vel_mps, range_std_m):
     """The object ``RangeSample(time_us, peer_id, range_m, peer_vel_mps, range_std_m)`` gives, for arguments that
     already hold the field types (``peer_vel_mps`` a tuple of float m/s, ``range_std_m`` a float m): built without
     the constructor's per-field conversions (one sample per received BCAST in broadcast mode, the hot path).
-    tests/unit/test_uwb_protocol_speed.py checks it against the constructor field by field."""
+    tests/unit/test_uwb_channel_speedup.py checks it against the constructor field by field."""
     s = _new(RangeSample)
     s.time_us = int(time_us)
     s.peer_id = int(peer_id)
