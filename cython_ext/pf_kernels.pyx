@@ -36,9 +36,14 @@ cimport numpy as cnp
 from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.math cimport atan2, cos, exp, fmod, sin, sqrt, INFINITY
+from libc.stdint cimport uint32_t, uint64_t
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from numpy.random cimport bitgen_t
+from numpy.random.c_distributions cimport random_standard_normal
 
 from onboard.estimators import particle_filter as _pure
 from onboard.estimators.particle_filter import EST_LEN
+from onboard.estimators.particle_filter_numpy import NumpyDraws as _NumpyDraws
 
 name = "cython"
 cnp.import_array()
@@ -273,6 +278,187 @@ def weighted_spread(const double[::1] xs, const double[::1] ys, const double[::1
     return _weighted_spread(&xs[0], &ys[0], &ws[0], n, mean_x_m, mean_y_m, sw)
 
 
+# ------------------------------------------------------------------ standard normals drawn in C
+# The filter's draws are standard normals, 3 per particle and step: NumPy's Generator.standard_normal (its
+# ziggurat over the bit generator's next_uint64 through a function pointer) cost about as much as the
+# filter's own arithmetic. For the draws the runtime passes (NumpyDraws over a PCG64 Generator) the kernel
+# draws them itself with the same algorithm, bit for bit: NumPy's ziggurat fast path (distributions.c,
+# random_standard_normal: 99 % of the draws) over an inline PCG64 step (XSL-RR 128/64, numpy/random/src/
+# pcg64/pcg64.h) on the generator's own state, and for the rest NumPy's random_standard_normal itself after
+# rewinding that step. The ziggurat's tables (ki, wi) are read out of NumPy's random_standard_normal at import
+# (a stand-in bit generator feeds it chosen words), the generator's state layout is checked against its
+# ``state`` dict, and the whole path is checked against Generator.standard_normal on a scratch generator:
+# anything unexpected turns it off (``fast_normals`` False) and every draw goes through ``draws.normals``.
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    typedef unsigned __int128 pf_u128;
+    /* stand-in bit generator for reading the ziggurat tables out of numpy's random_standard_normal: the first
+       next_uint64 returns pf_probe_r, later ones pf_probe_safe; next_double counts its calls (the slow path) */
+    static uint64_t pf_probe_r = 0, pf_probe_safe = 0;
+    static int pf_probe_calls = 0, pf_probe_doubles = 0;
+    static uint64_t pf_probe_u64(void *st) { (void)st; return pf_probe_calls++ == 0 ? pf_probe_r : pf_probe_safe; }
+    static uint32_t pf_probe_u32(void *st) { (void)st; return 0; }
+    static double pf_probe_dbl(void *st) { (void)st; pf_probe_doubles++; return 0.5; }
+    static const pf_u128 PF_PCG_MULT = (((pf_u128)2549297995355413924ULL) << 64) + 4865540595714422341ULL;
+    /* n standard normals into out, as numpy's random_standard_normal_fill over a PCG64 bit generator bg whose
+       state and increment are words[0..3] (low word first, or high first when hi_first); the state is
+       advanced in words. ki, wi: the ziggurat's tables. */
+    static void pf_fill_normals(uint64_t *words, int hi_first, bitgen_t *bg, const uint64_t *ki,
+                                const double *wi, Py_ssize_t n, double *out) {
+        int lo = hi_first ? 1 : 0, hi = 1 - lo;
+        pf_u128 st = (((pf_u128)words[hi]) << 64) | words[lo];
+        pf_u128 inc = (((pf_u128)words[2 + hi]) << 64) | words[2 + lo];
+        for (Py_ssize_t i = 0; i < n; i++) {
+            pf_u128 nst = st * PF_PCG_MULT + inc;                 /* PCG64 step, then the XSL-RR output */
+            uint64_t v = ((uint64_t)(nst >> 64)) ^ (uint64_t)nst;
+            unsigned rot = (unsigned)(nst >> 122);
+            uint64_t r = (v >> rot) | (v << ((-rot) & 63));
+            int idx = (int)(r & 0xff);                             /* numpy's ziggurat from here */
+            r >>= 8;
+            uint64_t rabs = (r >> 1) & 0x000fffffffffffffULL;
+            double x = (double)(int64_t)rabs * wi[idx];
+            uint64_t xb;
+            memcpy(&xb, &x, 8);
+            xb ^= (r & 0x1) << 63;                                 /* x = -x when the sign bit is set */
+            if (__builtin_expect(rabs < ki[idx], 1)) {
+                memcpy(&out[i], &xb, 8);
+                st = nst;
+                continue;
+            }
+            words[lo] = (uint64_t)st;                              /* slow path: numpy redraws this one */
+            words[hi] = (uint64_t)(st >> 64);
+            out[i] = random_standard_normal(bg);
+            st = (((pf_u128)words[hi]) << 64) | words[lo];
+        }
+        words[lo] = (uint64_t)st;
+        words[hi] = (uint64_t)(st >> 64);
+    }
+    """
+    uint64_t pf_probe_r, pf_probe_safe
+    int pf_probe_calls, pf_probe_doubles
+    uint64_t pf_probe_u64(void*) noexcept nogil
+    uint32_t pf_probe_u32(void*) noexcept nogil
+    double pf_probe_dbl(void*) noexcept nogil
+    void pf_fill_normals(uint64_t* words, int hi_first, bitgen_t* bg, const uint64_t* ki, const double* wi,
+                         Py_ssize_t n, double* out) noexcept nogil
+
+cdef uint64_t _KI[256]
+cdef double _WI[256]
+cdef int _hi_first = 0
+cdef bint _fast = False
+cdef object _PCG64 = np.random.PCG64
+cdef object _Generator = np.random.Generator
+
+
+cdef bint _probe_slow(int idx, uint64_t rabs, double* x) noexcept:
+    """numpy's random_standard_normal on the word whose ziggurat layer is idx, sign +, magnitude rabs: its
+    value into x; whether it left the fast path (rabs >= ki[idx])."""
+    global pf_probe_r, pf_probe_safe, pf_probe_calls, pf_probe_doubles
+    cdef bitgen_t bg
+    bg.state = NULL
+    bg.next_uint64 = pf_probe_u64
+    bg.next_uint32 = pf_probe_u32
+    bg.next_double = pf_probe_dbl
+    bg.next_raw = pf_probe_u64
+    pf_probe_r = (rabs << 9) | <uint64_t>idx
+    pf_probe_safe = (<uint64_t>1 << 9) | 2            # a word any layer > 1 accepts: ends a rejection loop
+    pf_probe_calls = 0
+    pf_probe_doubles = 0
+    x[0] = random_standard_normal(&bg)
+    return pf_probe_doubles > 0
+
+
+cdef bint _read_tables() noexcept:
+    """_KI, _WI from numpy's random_standard_normal: wi[idx] is its value at magnitude 1, ki[idx] the
+    smallest magnitude that leaves the fast path (a layer with ki <= 1 accepts at most 0, whose value is
+    +-0 whatever wi is)."""
+    cdef int idx
+    cdef uint64_t lo, hi, mid
+    cdef double x
+    for idx in range(256):
+        if _probe_slow(idx, 1, &x):
+            _WI[idx] = 0.0
+            _KI[idx] = 0 if _probe_slow(idx, 0, &x) else 1
+            continue
+        _WI[idx] = x
+        lo, hi = 1, <uint64_t>1 << 52               # fast at lo; hi: slow, or past every magnitude
+        while hi - lo > 1:
+            mid = lo + (hi - lo) // 2
+            if _probe_slow(idx, mid, &x):
+                hi = mid
+            else:
+                lo = mid
+        _KI[idx] = hi
+    return _probe_slow(2, 1, &x) == 0
+
+
+cdef uint64_t* _pcg_words(object bit_generator) except NULL:
+    """The PCG64's {state, inc} words (numpy's pcg64_state: a pointer to them first)."""
+    cdef bitgen_t* bg = <bitgen_t*>PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    cdef uint64_t* words = (<uint64_t**>bg.state)[0]
+    if words == NULL:
+        raise ValueError("PCG64 without state")
+    return words
+
+
+def _check_fast_normals():
+    """Turn the C normals on when numpy's ziggurat tables read back, the PCG64 state layout matches its
+    ``state`` dict and scratch draws equal Generator.standard_normal bit for bit (then interleaved uniforms
+    too)."""
+    global _fast, _hi_first
+    _fast = False
+    if not _read_tables():
+        return False
+    ours = _Generator(_PCG64(0x5eed))
+    ref = _Generator(_PCG64(0x5eed))
+    st = ours.bit_generator.state["state"]
+    words = _pcg_words(ours.bit_generator)
+    for hi_first in (0, 1):
+        w_state = (<object>words[1 - hi_first] << 64) | <object>words[hi_first]
+        w_inc = (<object>words[3 - hi_first] << 64) | <object>words[2 + hi_first]
+        if w_state == (st["state"] & ((1 << 128) - 1)) and w_inc == (st["inc"] & ((1 << 128) - 1)):
+            _hi_first = hi_first
+            break
+    else:
+        return False
+    _fast = True
+    buf = np.empty(20000)
+    cdef double[::1] view = buf
+    for k in (20000, 3000, 1, 7):
+        _fill_normals(ours.bit_generator, view[:k])
+        if not (np.array_equal(buf[:k], ref.standard_normal(k)) and np.array_equal(ours.random(3), ref.random(3))):
+            _fast = False
+            return False
+    return True
+
+
+cdef int _fill_normals(object bit_generator, double[::1] out) except -1:
+    """Standard normals into out from a numpy PCG64 bit generator, as Generator.standard_normal(len(out))."""
+    cdef bitgen_t* bg = <bitgen_t*>PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    cdef uint64_t* words = _pcg_words(bit_generator)
+    with bit_generator.lock:
+        pf_fill_normals(words, _hi_first, bg, _KI, _WI, out.shape[0], &out[0])
+    return 0
+
+
+fast_normals = _check_fast_normals()
+
+
+def draw_normals(draws, Py_ssize_t k):
+    """k standard normals as ``draws.normals(k)`` gives them (a float64 array): drawn here in C when draws
+    is a NumpyDraws over a PCG64 Generator and ``fast_normals`` holds, else by draws.normals."""
+    if _fast and type(draws) is _NumpyDraws:
+        gen = draws.gen
+        if type(gen) is _Generator and type(gen.bit_generator) is _PCG64:
+            out = np.empty(k)
+            if k > 0:
+                _fill_normals(gen.bit_generator, out)
+            return out
+    return _draw_array(draws.normals(k), k)
+
+
 # ------------------------------------------------------------------ the kernel class
 cdef inline bint _finite(double v) noexcept nogil:
     return v == v and v != INFINITY and v != -INFINITY
@@ -337,6 +523,11 @@ cdef class PfKernel:
     # cos / sin of the yaws, kept from the last weighted mean (valid while _trig_kept), and their targets
     cdef object _cos, _sin, _cos2, _sin2
     cdef bint _trig_kept
+    # the draws' standard normals (3 per particle), drawn in C into _noise when they can be (see
+    # draw_normals); the PCG64 they came from last and its state, capsule and lock
+    cdef object _noise, _bitgen, _lock
+    cdef bitgen_t* _bg
+    cdef uint64_t* _words
 
     # ---------------------------------------------------------- state hooks of the pure class
     def _setup_state(self):
@@ -350,17 +541,36 @@ cdef class PfKernel:
         self._ws, self._lws, self._est = alloc(self.n), alloc(self.n), alloc(EST_LEN)
         self._cos, self._sin, self._cos2, self._sin2 = alloc(self.n), alloc(self.n), alloc(self.n), alloc(self.n)
         self._trig_kept = False
+        self._noise = alloc(DIM * self.n)
+
+    cdef object _normals(self, object draws, Py_ssize_t k):
+        """k standard normals as ``draws.normals(k)`` gives them: drawn in C into the filter's buffer (valid
+        until the next call) when draw_normals would, else draws.normals' answer as an array."""
+        if _fast and type(draws) is _NumpyDraws and k <= DIM * self.n:
+            gen = draws.gen
+            if type(gen) is _Generator:
+                bitgen = gen.bit_generator
+                if type(bitgen) is _PCG64:
+                    if bitgen is not self._bitgen:
+                        self._bg = <bitgen_t*>PyCapsule_GetPointer(bitgen.capsule, "BitGenerator")
+                        self._words = _pcg_words(bitgen)
+                        self._lock = bitgen.lock
+                        self._bitgen = bitgen
+                    with self._lock:
+                        pf_fill_normals(self._words, _hi_first, self._bg, _KI, _WI, k, _wdata(self._noise))
+                    return self._noise
+        return _draw_array(draws.normals(k), k)
 
     def _spawn(self, double range_m, draws, learned):
         if self._xs is None:
             raise RuntimeError("ParticleFilter.__init__ was not called")
         if learned is not None:
-            normals = _draw_array(draws.normals(DIM * self.n), DIM * self.n)
+            normals = self._normals(draws, DIM * self.n)
             _refresh(_wdata(self._xs), _wdata(self._ys), _wdata(self._yaws), 0, self.n, range_m - self.bias_m,
                      learned[0], learned[1], self.sigma_range_m, self.sigma_bearing_rad, self.sigma_yaw_refresh_rad,
                      _data(normals))
         else:
-            normals = _draw_array(draws.normals(self.n), self.n)
+            normals = self._normals(draws, self.n)
             uniforms = _draw_array(draws.uniforms(2 * self.n), 2 * self.n)
             _init_ring(_wdata(self._xs), _wdata(self._ys), _wdata(self._yaws), self.n, range_m - self.bias_m,
                        self.sigma_range_m, _data(normals), _data(uniforms))
@@ -369,7 +579,7 @@ cdef class PfKernel:
 
     def _predict(self, double dt_s, double vxo, double vyo, double vxp, double vyp, range_m, draws,
                  double sigma_pos_m, double sigma_yaw_rad):
-        noise = _draw_array(draws.normals(DIM * self.n), DIM * self.n)
+        noise = self._normals(draws, DIM * self.n)
         cdef double* pcos = _wdata(self._cos)
         cdef double* psin = _wdata(self._sin)
         if range_m is None:
@@ -401,7 +611,7 @@ cdef class PfKernel:
         self._sin, self._sin2 = self._sin2, self._sin
         _zero(_wdata(self._lws), self.n)
         if n_new:
-            fresh = _draw_array(draws.normals(DIM * n_new), DIM * n_new)
+            fresh = self._normals(draws, DIM * n_new)
             pyaw = _wdata(self._yaws)
             _refresh(_wdata(self._xs), _wdata(self._ys), pyaw, n - n_new, n_new, range_m - self.bias_m,
                      learned[0], learned[1], self.sigma_range_m, self.sigma_bearing_rad,

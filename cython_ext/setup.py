@@ -11,10 +11,15 @@ from setuptools import Extension, setup
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(REPO_ROOT)
+# modules linked against NumPy's static random library (numpy/random/lib/libnpyrandom.a, NumPy's documented way to
+# call its distributions from C): the particle filter draws its standard normals in C, as numpy's Generator does
+NPYRANDOM = {"library_dirs": [os.path.join(os.path.dirname(numpy.__file__), "random", "lib")],
+             "libraries": ["npyrandom", "m"]}
+LINKED = {"pf_kernels": NPYRANDOM}
 extensions = [
     Extension("cython_ext." + os.path.splitext(os.path.basename(p))[0], [p],
               include_dirs=[numpy.get_include()],
-              extra_compile_args=["-O3"])
+              extra_compile_args=["-O3"], **LINKED.get(os.path.splitext(os.path.basename(p))[0], {}))
     for p in sorted(glob.glob("cython_ext/*.pyx"))
 ]
 # The UWB protocol (onboard/comms/uwb) compiled from its .py sources in Cython's pure-Python mode as

@@ -24,7 +24,9 @@ One step (drones hold their yaw, so frames translate but do not rotate):
   are resampled.
 
 Randomness is never drawn inside a kernel: the caller's ``draws`` object hands over
-standard normals and uniforms, and every kernel takes them as a buffer. The pure
+standard normals and uniforms, and every kernel takes them as a buffer (the Cython
+build draws the normals of a NumpyDraws over a PCG64 generator in C from that generator,
+the numbers ``draws.normals`` gives, bit for bit: cython_ext/pf_kernels.pyx). The pure
 kernels below, the NumPy kernels (``particle_filter_numpy``) and the Cython kernels
 (``cython_ext.pf_kernels``) compute the same numbers from the same draws; pick one
 with :func:`kernels_for` (``onboard.impl`` switch, CPython only) or pass ``kernels=``.

@@ -269,6 +269,8 @@ class SwarmAgent:
                 net_due = mode != "pf" and estimator_input
                 if not net_due:
                     for v in x:
+                        if type(v) is float and v - v == 0.0:       # finite (inf - inf, nan - nan: nan)
+                            continue
                         v = float(v)
                         if v != v or v == _INF or v == -_INF:
                             raise ValueError("non-finite input %r" % (x,))
@@ -367,12 +369,15 @@ class SwarmAgent:
             if obj_id == GOAL_ID or len(pts) < self.cfg["brake_min_samples"]:
                 continue
             n = len(pts)
-            tm = sum(p[0] for p in pts) / n
-            rm = sum(p[1] for p in pts) / n
-            stt = sum((p[0] - tm) * (p[0] - tm) for p in pts)
+            ts = [p[0] for p in pts]
+            rs = [p[1] for p in pts]
+            tm = sum(ts) / n
+            rm = sum(rs) / n
+            dts = [t - tm for t in ts]
+            stt = sum([d * d for d in dts])
             if stt <= 0.0:
                 continue
-            rate_mps = sum((p[0] - tm) * (p[1] - rm) for p in pts) / stt * 1e6
+            rate_mps = sum([d * (r - rm) for d, r in zip(dts, rs)]) / stt * 1e6
             if rate_mps > -self.cfg["brake_min_closing_mps"]:
                 continue
             r_now_m = rm + rate_mps * (now_us - tm) * 1e-6          # the fitted range now

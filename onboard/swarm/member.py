@@ -94,12 +94,20 @@ FLIGHT_AGENT_CONFIG = {
 }
 
 
+_INF = float("inf")
+
+
 def _finite(values):
+    """Whether every value is an int or a float and finite."""
     for v in values:
+        if type(v) is float:
+            if v - v != 0.0:               # inf - inf and nan - nan are nan
+                return False
+            continue
         if not isinstance(v, (int, float)):
             return False
         v = float(v)
-        if v != v or v == float("inf") or v == float("-inf"):
+        if v != v or v == _INF or v == -_INF:
             return False
     return True
 
