@@ -153,8 +153,8 @@ def controller_channels(samples, commands_by_time_us, times_us):
     the central difference of the ground speed of the machine samples ``samples`` (all of the cut's, objects
     with ``time_us`` and ``speed_mps``) over +-:data:`ACCEL_HALF_SPAN` samples (one-sided at the cut's ends),
     and the track speed loop's commanded tractive effort [N], the ``drive_cmd_n`` of the command in force
-    at each time. Raises CutEstimateError for a time without a sample or a command, or commands without
-    ``drive_cmd_n``."""
+    at each time. Raises CutEstimateError for a time without a sample or a command, or a command in force
+    without ``drive_cmd_n`` (absent or NaN: ``onboard.soil.loader_app.OperatorCommand`` without it)."""
     ordered = sorted(samples, key=lambda s: s.time_us)
     if len(ordered) < 2:
         raise CutEstimateError("acceleration needs at least 2 machine samples, got %d" % len(ordered))
@@ -177,9 +177,9 @@ def controller_channels(samples, commands_by_time_us, times_us):
         if k < 0:
             raise CutEstimateError("no operator command at or before %d us" % int(tq))
         c = commands_by_time_us[keys[k]]
-        if "drive_cmd_n" not in c:
-            raise CutEstimateError("the commands carry no drive_cmd_n (the track speed loop's command, which "
-                                   "the controller model reads)")
+        if "drive_cmd_n" not in c or not math.isfinite(c["drive_cmd_n"]):
+            raise CutEstimateError("the command in force at %d us carries no drive_cmd_n (the track speed loop's "
+                                   "command, which the controller model reads)" % int(tq))
         rows.append((accel, c["drive_cmd_n"]))
     return np.array(rows, dtype=float).reshape(-1, len(CONTROLLER_CHANNELS))
 

@@ -46,6 +46,10 @@ torque, F_z from the lift-cylinder pressure given that F_x: ``onboard.soil.machi
 The learned estimator reads the operator's commands (its action history) besides the machine's samples:
 with ``layers.estimator`` "learned" the estimation part declares the entry point ``on_command``
 (:class:`OperatorCommand`, the commands in force from ``time_us`` on), which the loader's operator feeds.
+With ``layers.learned_model`` the controller model (``models/soil/estimator_controller``: no force input) the
+commands must also carry ``drive_cmd_n``, the track speed loop's commanded tractive effort [N]; a command
+without it is kept and counted (``report()["commands_without_drive_cmd"]``), and a window over which it is
+in force is skipped with the reason on ``/soil/layer_update``.
 """
 import math
 
@@ -160,27 +164,40 @@ class MissionEnd:
 
 
 class OperatorCommand:
-    """The operator's commands in force from ``time_us`` on (SI units): ``speed_mps`` (ground speed), ``lift_m``
-    (lift actuator), ``tilt_rad`` and ``roll_rad`` (blade), ``depth_m`` (cutting depth below the surface).
-    ``FIELDS``: the logs' flat-sample form (the constructor's arguments)."""
+    """The commands in force from ``time_us`` on (SI units): the operator's ``speed_mps`` (ground speed),
+    ``lift_m`` (lift actuator), ``tilt_rad`` and ``roll_rad`` (blade), ``depth_m`` (cutting depth below the
+    surface), and ``drive_cmd_n``, the track speed loop's commanded tractive effort [N] (both tracks: the
+    cascaded controller's inner command, one of the soil paper's "actions", section 2.1; the controller model
+    of ``onboard.soil.learned_estimator`` reads it). ``drive_cmd_n`` is optional: None or a non-finite value
+    means "not given" and is held as NaN (a command entry or a log that does not carry it), so a command is
+    refused (:meth:`is_finite`) only for a non-finite operator setpoint. ``FIELDS``: the logs' flat-sample
+    form (the constructor's arguments; a log without ``drive_cmd_n`` decodes to NaN)."""
     COMMANDS = ("speed_mps", "lift_m", "tilt_rad", "roll_rad", "depth_m")
-    FIELDS = ("time_us",) + COMMANDS
+    FIELDS = ("time_us",) + COMMANDS + ("drive_cmd_n",)
 
-    def __init__(self, time_us, speed_mps, lift_m, tilt_rad, roll_rad, depth_m):
+    def __init__(self, time_us, speed_mps, lift_m, tilt_rad, roll_rad, depth_m, drive_cmd_n=None):
         self.time_us = int(time_us)
         self.speed_mps = float(speed_mps)
         self.lift_m = float(lift_m)
         self.tilt_rad = float(tilt_rad)
         self.roll_rad = float(roll_rad)
         self.depth_m = float(depth_m)
+        d = math.nan if drive_cmd_n is None else float(drive_cmd_n)
+        self.drive_cmd_n = d if d - d == 0 else math.nan
 
     @classmethod
     def from_dict(cls, time_us, msg):
-        """From a command message {"speed_mps", "lift_m", "tilt_rad", "roll_rad", "depth_m", ...}."""
-        return cls(time_us, *(msg[k] for k in cls.COMMANDS))
+        """From a command message {"speed_mps", "lift_m", "tilt_rad", "roll_rad", "depth_m"[, "drive_cmd_n"],
+        ...} (the loader's ``/loader/cmd``)."""
+        return cls(time_us, *(msg[k] for k in cls.COMMANDS), drive_cmd_n=msg.get("drive_cmd_n"))
 
     def is_finite(self):
+        """True when the operator's setpoints are finite (``drive_cmd_n`` may be absent: :meth:`has_drive_cmd`)."""
         return is_finite([getattr(self, k) for k in self.COMMANDS])
+
+    def has_drive_cmd(self):
+        """True when the command carries the track speed loop's command ``drive_cmd_n`` (finite)."""
+        return self.drive_cmd_n - self.drive_cmd_n == 0
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.FIELDS}
@@ -353,6 +370,7 @@ class CutEstimation:
         self.learned = None             # the learned estimator of the layers (layers.estimator "learned")
         self.commands = {}              # time_us -> {command}: the operator's commands (the learned one's input)
         self.rejected_commands = 0
+        self.commands_without_drive_cmd = 0     # accepted commands lacking drive_cmd_n (the controller model's)
         self.on_command = None
         self.layers = None
         if lc["enabled"] and lc["estimator"] == "learned":
@@ -383,6 +401,10 @@ class CutEstimation:
         if not isinstance(command, OperatorCommand) or not command.is_finite():
             self.rejected_commands += 1
             return
+        if not command.has_drive_cmd() and self.learned.inputs == "controller":
+            # kept (it supersedes the command before it); the windows it is in force over are skipped, with
+            # the reason, by learned_estimator.controller_channels
+            self.commands_without_drive_cmd += 1
         self.commands[command.time_us] = command.as_dict()
 
     def _drop_commands_before(self, time_us):
@@ -391,15 +413,21 @@ class CutEstimation:
         for t in old[:-1]:
             del self.commands[t]
 
-    def layer_estimate(self, sub, window):
-        """The ``CutEstimate`` of one layers window ``window`` of the cut part ``sub`` by ``layers.estimator``
-        (raises ``cut_estimator.CutEstimateError``)."""
+    def layer_estimate(self, sub, window, cut=None):
+        """The ``CutEstimate`` of one layers window ``window`` of the cut part ``sub`` (of the closed cut
+        ``cut``; None: ``sub`` itself) by ``layers.estimator`` (raises ``cut_estimator.CutEstimateError``).
+        The controller model also reads the longitudinal acceleration (from all of the cut's samples, as its
+        training computes it) and the track speed loop's command ``drive_cmd_n`` of the commands received
+        (``learned_estimator.controller_channels``)."""
         if self.learned is None:
             return self.estimator.estimate(window)
         from onboard.soil import learned_estimator as le
         kin = le.kinematics_from_samples(sub.samples, window.time_us)
         act = le.actions_from_commands(self.commands, window.time_us)
-        return self.learned.estimate(window, kin, act)
+        ctl = None
+        if self.learned.inputs == "controller":
+            ctl = le.controller_channels((sub if cut is None else cut).samples, self.commands, window.time_us)
+        return self.learned.estimate(window, kin, act, ctl)
 
     def submit(self, cut):
         self.pending.append(cut)
@@ -430,7 +458,7 @@ class CutEstimation:
                 row["skipped"] = "too few samples (%d < %d)" % (len(window), lc["min_samples"])
             else:
                 try:
-                    est = self.layer_estimate(sub, window)
+                    est = self.layer_estimate(sub, window, cut)
                 except cut_estimator.CutEstimateError as exc:
                     row["skipped"] = str(exc)
                 else:
@@ -534,6 +562,8 @@ class CutEstimation:
         out = {"estimates": done, "skipped": len(self.estimates) - done, "pending": len(self.pending)}
         if self.learned is not None:
             out["rejected_commands"] = self.rejected_commands
+            if self.learned.inputs == "controller":
+                out["commands_without_drive_cmd"] = self.commands_without_drive_cmd
         if self.layers is not None:
             out["layers"] = self.layers.counters()
         return out

@@ -2,7 +2,12 @@
 setting ``layers.estimator = "learned"`` makes the estimation part estimate every layers window with the
 committed learned model, from the machine's samples and the operator's commands the app receives on its
 ``command`` entry point, and fuse those estimates into the layers; one short soil-strip run (one lane, one
-pass) through the scenario's own settings. Bad commands are counted and dropped."""
+pass) through the scenario's own settings. Bad commands are counted and dropped. The controller model (no
+force input) reads the track speed loop's command ``drive_cmd_n`` the app's command entry carries: one short
+lane through the layers gives the estimates the training's capture gives and replays bit-exactly; commands
+without it (older logs) load, and are counted, with a clear refusal where the model needs it."""
+import math
+
 import numpy as np
 import pytest
 
@@ -14,6 +19,7 @@ from harness.sim.rng import RunRandom  # noqa: E402
 from onboard.soil import loader_app  # noqa: E402
 from onboard.soil.grid_map import FEE_INDEX, UPDATES  # noqa: E402
 from onboard.soil.grid_map_numpy import view  # noqa: E402
+from onboard.soil.learned_estimator import CONTROLLER_MODEL  # noqa: E402
 
 
 def test_one_short_strip_run_fuses_the_learned_estimates_into_the_layers():
@@ -64,3 +70,97 @@ def test_bad_commands_are_counted_and_dropped():
     part.on_command("not a command")
     assert part.rejected_commands == 2 and list(part.commands) == [10]
     assert part.commands[10]["speed_mps"] == 1.0
+
+
+def _controller_config():
+    """One 3 m lane, one pass, the layers on the controller model (no force input)."""
+    from harness.config import merge
+    return merge(ep.DEFAULTS, {
+        "world": {"size_m": [6.0, 4.0], "soil": "clay", "relative_density_pct": 30.0},
+        "loader": {"operator": {"random": {"enabled": False},
+                                "lanes": {"count": 1, "passes": 1, "start_ne_m": [0.5, 2.0], "length_m": 3.0}}},
+        "app": {"cut_estimates": False,
+                "layers": {"enabled": True, "estimator": "learned", "learned_model": CONTROLLER_MODEL}}},
+        "test", ep.SETTING_RANGES)
+
+
+def test_the_controller_model_runs_through_the_layers_from_the_apps_command_entry(tmp_path, capsys):
+    from harness.replay import EXIT_IDENTICAL, main_replay
+    from harness.training.soil_estimator.capture import Capture
+    from onboard.runtime.mcap_log import McapLog
+    from onboard.soil import learned_estimator as le
+    from onboard.soil.cut_estimator import CutEstimateError
+    cap = Capture()
+    path = tmp_path / "log.mcap"
+    log = McapLog(str(path))
+
+    def both(topic, time_us, msg):         # the world's log: the capture (what the training reads) and the MCAP
+        cap.log(topic, time_us, msg)
+        log.log(topic, time_us, msg)
+    try:
+        e = ep.run_episode(_controller_config(), RunRandom(1), log=both, on_app=cap.on_app, mcap=log)
+    finally:
+        log.close()
+    est = e.app.part("estimation")
+    assert est.learned.inputs == "controller" and est.on_command is not None
+    done = [r for r in est.layer_rows if "theta" in r]
+    assert len(done) >= 2 and all(r["estimator"] == "learned" and r["cells"] > 0 for r in done)
+    rep = est.report()
+    assert rep["rejected_commands"] == 0 and rep["commands_without_drive_cmd"] == 0
+    assert rep["layers"]["updated"] > 0 and rep["layers"]["refused"] == 0
+    # every fused window is the estimate the training's capture gives from the world's logged commands (the
+    # loop's command the app received on its command entry is the one the world logged)
+    (cut,) = cap.cuts
+    subs = est.windows(cut, est.config["layers"]["window_m"])
+    model = le.LearnedEstimator(CONTROLLER_MODEL)
+    checked = 0
+    for row in est.layer_rows:
+        sub = subs[row["window"]]
+        window = est.window(sub, "force")
+        if "theta" not in row:
+            continue
+        want = model.estimate(window, le.kinematics_from_samples(sub.samples, window.time_us),
+                              le.actions_from_commands(cap.commands, window.time_us),
+                              le.controller_channels(cut.samples, cap.commands, window.time_us))
+        assert [row["theta"][k] for k in le.THETA_U_NAMES] == [float(v) for v in want.theta]
+        checked += 1
+    assert checked == len(done)
+    # commands without the loop's command (a log or an entry that does not carry it): a clear refusal
+    bare = {t: dict(c, drive_cmd_n=float("nan")) for t, c in cap.commands.items()}
+    est.commands = bare
+    sub = subs[done[0]["window"]]
+    with pytest.raises(CutEstimateError, match="drive_cmd_n"):
+        est.layer_estimate(sub, est.window(sub, "force"), cut)
+    # recorded at the app's boundary (the commands with drive_cmd_n): the replay is bit-exact
+    code = main_replay([str(path), "--out", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert code == EXIT_IDENTICAL and "identical" in out, out
+
+
+def test_a_command_without_the_loops_command_is_kept_counted_and_round_trips():
+    import json
+    from onboard.runtime.mcap_log import encode_message
+    from onboard.runtime.node import Node
+    from onboard.runtime.replay_feed import decode_sample
+    from onboard.soil.grid_map import GridMap
+    # a log written before the field existed decodes to NaN: accepted (the operator's setpoints are finite)
+    old = decode_sample("OperatorCommand", {"time_us": 5, "speed_mps": 0.5, "lift_m": 0.1, "tilt_rad": 0.2,
+                                            "roll_rad": 0.0, "depth_m": 0.1})
+    assert old.is_finite() and not old.has_drive_cmd() and math.isnan(old.drive_cmd_n)
+    new = loader_app.OperatorCommand(7, 0.5, 0.1, 0.2, 0.0, 0.1, 12345.5)
+    again = decode_sample("OperatorCommand", json.loads(encode_message(new)))
+    assert again.as_dict() == new.as_dict() and again.has_drive_cmd()
+    # a non-finite value is "not given" (NaN), as the log (null) gives it back
+    inf = loader_app.OperatorCommand(9, 0.5, 0.1, 0.2, 0.0, 0.1, float("inf"))
+    assert inf.is_finite() and not inf.has_drive_cmd()
+    back = decode_sample("OperatorCommand", json.loads(encode_message(inf)))
+    assert math.isnan(back.drive_cmd_n)
+    for model, counted in ((CONTROLLER_MODEL, 2), (None, None)):     # old and inf lack it
+        config = loader_app.checked_config({"layers": {"enabled": True, "estimator": "learned",
+                                                       "learned_model": model}})
+        part = loader_app.CutEstimation(config, None, GridMap({"size_m": [2.0, 2.0], "cell_m": 0.5}))
+        Node("loader").add("estimation", part)
+        for cmd in (old, new, inf, loader_app.OperatorCommand(11, float("nan"), 0.1, 0.2, 0.0, 0.1, 1.0)):
+            part.on_command(cmd)
+        assert part.rejected_commands == 1 and sorted(part.commands) == [5, 7, 9]
+        assert part.report().get("commands_without_drive_cmd") == counted

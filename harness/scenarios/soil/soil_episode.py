@@ -189,7 +189,8 @@ def run_episode(config, random, log=None, progress=None, mcap=None, on_app=None,
 
 def _feed_commands(world, entry):
     """The operator's commands (what the world logs on ``COMMAND_TOPIC`` every step) also go to the app's
-    entry point ``entry`` (``loader_app.OperatorCommand``), as a machine's operator interface would."""
+    entry point ``entry`` (``loader_app.OperatorCommand``), as a machine's operator interface would, with the
+    track speed loop's command ``drive_cmd_n`` [N] logged beside them (the controller model reads it)."""
     world_log = world.log
 
     def log_and_feed(topic, time_us, msg):
