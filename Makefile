@@ -141,9 +141,10 @@ train-soil: setup $(STAMPS)/train-venv
 
 # alexi (terrain-leveling thesis ch. 6): Sandbox sessions (test A + unseen B with seed 0; sessions on terrain A
 # from other start poses: 1 and 2 train all nets, 4 (A at 5/3 of its height scale) also trains the V2 dtheta net,
-# 3 is the validation session; ~3-5 min each), then the V1, V2 (two- and three-network) and terrain networks
-# (~6 min on 2 idle cores), and the V2 dtheta net: tilt-shuffle augmentation, the epoch best on the validation
-# session up to 300 (~13 min idle, 20-50 min loaded) -> models/alexi/<net>/{model.tflite,card.json,float_layers.npz}
+# 3 is the validation session; ~3-5 min each), then the V1, V2 three-network and terrain networks (~6 min on 2
+# idle cores), the V2 speed net (the epoch best on the validation session up to 300, ~12 min) and the V2 dtheta
+# net (tilt-shuffle augmentation, the same selection; ~13 min idle, 20-50 min loaded)
+# -> models/alexi/<net>/{model.tflite,card.json,float_layers.npz}
 ALEXI_DATA = build/alexi
 ALEXI_SETS = --seed 1 --train $(ALEXI_DATA)/train_1/sandbox_A.npz $(ALEXI_DATA)/train_2/sandbox_A.npz \
 	--test $(ALEXI_DATA)/test/sandbox_A.npz --out models/alexi
@@ -154,7 +155,9 @@ train-alexi: setup $(STAMPS)/train-venv
 	$(PY) -m harness run sandbox-datagen --seed 0 --quiet --out $(ALEXI_DATA)/test
 	for k in 1 2 3 4; do $(PY) -m harness run sandbox-datagen --seed $$k --quiet --out $(ALEXI_DATA)/train_$$k \
 		--set config.file=harness/training/alexi/sessions/train_$$k.ini --set 'terrains=["A"]' || exit 1; done
-	$(PY) -m harness.training.alexi.train $(ALEXI_SETS) --nets v1_speed,v1_dyaw,v2_speed,v2_dnorth,v2_deast,terrain
+	$(PY) -m harness.training.alexi.train $(ALEXI_SETS) --nets v1_speed,v1_dyaw,v2_dnorth,v2_deast,terrain
+	$(PY) -m harness.training.alexi.train $(ALEXI_SETS) --val $(ALEXI_DATA)/train_3/sandbox_A.npz \
+		--nets v2_speed --v2-epochs 300 --val-every 5
 	$(PY) -m harness.training.alexi.train $(ALEXI_DYAW) --nets v2_dyaw --v2-epochs 300 --tilt-shuffle 0.5
 
 clean:

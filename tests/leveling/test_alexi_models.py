@@ -125,3 +125,29 @@ def test_spin_response_measures_what_the_yaw_response_follows():
     assert r["frames"] == 1000
     assert r["pearson_with_sinkage"] < -0.99 and abs(r["pearson_with_tilt"]) < 0.1
     assert r["dyaw_per_track_difference_mean"] == pytest.approx(0.001 * (1.0 - 40.0 * sink[1000:2000].mean()))
+
+
+SEED0_TEST_A = "5cd25c00df1a49646e6c82e56cdf23626e9fd8c2b27027f3c7f1df7c373d3f97"    # sandbox-datagen --seed 0, A
+VALIDATION_SESSION_3 = "c6ee8cced30b6ceb7d61ab4a0790d2ca961acb22ea254763cb6a41cd9906817e"
+
+
+@pytest.mark.parametrize("name", KIN + ("terrain",))
+def test_cards_score_the_test_set_make_train_alexi_names(name):
+    """Every card's test figures are on the seed-0 A (`make train-alexi`'s --test), never on a training or
+    validation session."""
+    data = nets.load(name, "float" if name.startswith("v1") else "int8", "pure").card["training"]["data"]
+    assert [d["digest_sha256"] for d in data["test"]] == [SEED0_TEST_A]
+    used = {d["digest_sha256"] for d in data["train"] + data.get("validation", [])}
+    assert SEED0_TEST_A not in used
+
+
+@pytest.mark.parametrize("name", ("v2_speed", "v2_dyaw"))
+def test_two_network_v2_nets_keep_the_best_epoch_on_validation_session_3(name):
+    """Both two-network V2 nets are selected on validation session 3 every 5 epochs up to 300 (the Makefile's
+    lines); the kept epoch is the arg-max of the validation curve the card records."""
+    t = nets.load(name, "int8", "pure").card["training"]
+    assert [d["digest_sha256"] for d in t["data"]["validation"]] == [VALIDATION_SESSION_3]
+    assert t["epochs"] == 300 and t["select_on"].startswith("validation") and "every 5 epochs" in t["select_on"]
+    curve = dict((int(e), r) for e, r in t["validation_r2"])
+    assert sorted(curve) == list(range(5, 301, 5))
+    assert t["best_epoch"] == max(curve, key=curve.get) and t["best_validation_r2"] == curve[t["best_epoch"]]

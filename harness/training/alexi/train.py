@@ -17,8 +17,9 @@ norm + L2 1e-4, SGD lr 0.01, batch 32, ``--v2-epochs`` 25, MSE, on every trainin
 Model selection: with ``--val`` sessions (never the test set) a V2 net is scored on them every ``--val-every``
 epochs and the epoch of the best R^2 (Pearson, preprocessed) is kept; ``--v2-epochs`` is then the most.
 Augmentation: ``--tilt-shuffle`` s gives a seeded share s of the V2 training samples the (pitch, roll) of another
-random sample (:func:`tilt_shuffled`). ``make train-alexi`` trains ``v2_dyaw`` so (sessions 1, 2, 4; validation
-session 3; up to 300 epochs; ``--tilt-shuffle 0.5``: docs/results/alexi.md).
+random sample (:func:`tilt_shuffled`). ``make train-alexi`` selects both two-network V2 nets on validation session 3
+(every 5 epochs, up to 300): ``v2_speed`` on sessions 1, 2; ``v2_dyaw`` on sessions 1, 2, 4 with
+``--tilt-shuffle 0.5`` (docs/results/alexi.md).
 
 Preprocessing: V1 :data:`preprocess.V1_RECIPE`, V2 :data:`preprocess.V2_RECIPE` (min-max ranges from the
 training sessions, stored in the cards). Each card's ``metrics`` hold the test session's R^2 of the float and
