@@ -52,7 +52,8 @@ $(STAMPS)/node: package.json package-lock.json | $(STAMPS)/apt
 	@touch $@
 
 CYTHON_SOURCES := $(wildcard cython_ext/*.pyx cython_ext/*.pxd cython_ext/*.h) cython_ext/setup.py \
-	$(wildcard cython_ext/uwb/*.pxd onboard/comms/uwb/*.py) harness/sim/radio/uwb_channel_frame.py
+	$(wildcard cython_ext/uwb/*.pxd onboard/comms/uwb/*.py) harness/sim/radio/uwb_channel_frame.py \
+	harness/sim/radio/uwb_channel_truth.py
 $(STAMPS)/cython: $(CYTHON_SOURCES) $(STAMPS)/venv
 	$(PY) cython_ext/setup.py -q build_ext --inplace -j $(shell nproc)
 	@touch $@

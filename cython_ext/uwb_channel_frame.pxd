@@ -3,13 +3,15 @@
 cimport cython
 from cython_ext.uwb.driver cimport UwbDriver
 from cython_ext.uwb.node_base cimport NodeBase
+from cython_ext.uwb_channel_truth cimport BouncingMotion
 
 cdef class _Clock:
     cdef public double rate, drift_ppm
     cdef public long long offset_us, offset_ticks
-    cpdef local_us(self, true_us)
+    # integer microseconds as C integers (below 2**63), the products in doubles as Python's int * float
+    cpdef long long local_us(self, long long true_us) except? -1
     @cython.locals(t=cython.longlong)
-    cpdef true_us_for(self, local_us)
+    cpdef long long true_us_for(self, long long local_us) except? -1
     cpdef double ticks_f(self, double true_s)
 
 cdef class _Tx:
@@ -42,6 +44,7 @@ cdef class Radio:
     cdef object net
     cdef _Node n
 
+@cython.locals(motion=BouncingMotion)
 cpdef set_velocity(net, _Node n, now_us)
 cpdef handle(net, _Node n, samples, deadline_local, now_us)
 @cython.locals(cv=dict)
@@ -54,7 +57,7 @@ cpdef call_at(net, time_us, fn)
 cpdef deliver_event(net, _Node n, event, now_us)
 cpdef wake(net, _Node n, key, now_us)
 @cython.locals(cv=dict, c=_Clock, now_s=cython.double, start_s=cython.double, rmarker_s=cython.double,
-               end_s=cython.double, cur=cython.double)
+               end_s=cython.double, cur=cython.double, motion=BouncingMotion)
 cpdef submit_tx(net, _Node n, frame, dx_ticks)
 @cython.locals(s=_Node)
 cpdef frame_end(net, _Tx tx, now_us)
@@ -67,7 +70,8 @@ cpdef frame_end(net, _Tx tx, now_us)
                p3=cython.bint, collisions=cython.bint, deaf=cython.bint, states=dict, stats=dict,
                now_f=cython.double, mask=cython.longlong, noise_buf=list, loss_buf=list,
                keep_samples=cython.bint, deliveries=cython.longlong, u=cython.double, z=cython.double, air=list,
-               cv=dict)
+               cv=dict, motion=BouncingMotion, n_motion=cython.Py_ssize_t, mx=cython.double[::1], my=cython.double[::1],
+               mk=cython.int[::1], mvels=list, qx=cython.double, qy=cython.double)
 cpdef deliver_frame(net, _Tx tx, _Node s, now_us)
 
 @cython.locals(i=cython.longlong)

@@ -9,20 +9,24 @@ cdef class BouncingMotion:
     cdef public list _start, _vels
     cdef public bint _fresh_vels
     cdef public double _area_m, _period_m
-    cdef public object _last_us
+    cdef public object _last_us, _pos_us
     cdef public dict _last
-    @cython.locals(t=cython.double, period=cython.double, area=cython.double, px=cython.double,
-                   py=cython.double, vx=cython.double, vy=cython.double, x=cython.double, y=cython.double,
-                   k=cython.int, i=cython.int, out=dict, vels=list, fresh=cython.bint, st=tuple)
+    cdef public Py_ssize_t _n
+    # start positions and velocities, and the positions at _pos_us (the channel reads _x, _y, _k in C)
+    cdef double[::1] _p0x, _p0y, _v0x, _v0y, _x, _y
+    cdef int[::1] _k
+    @cython.locals(t=cython.double, period=cython.double, area=cython.double, x=cython.double, y=cython.double,
+                   k=cython.int, i=cython.Py_ssize_t)
+    cpdef positions_at(self, now_us)
+    @cython.locals(i=cython.Py_ssize_t, out=dict, vels=list, fresh=cython.bint)
     cpdef dict state(self, now_us)
-    @cython.locals(t=cython.double, period=cython.double, area=cython.double, px=cython.double,
-                   py=cython.double, vx=cython.double, vy=cython.double, x=cython.double, y=cython.double,
-                   k=cython.int)
+    @cython.locals(period=cython.double, area=cython.double, x=cython.double, y=cython.double, k=cython.int)
+    cdef (double, double, int) _fold(self, Py_ssize_t i, double t)
+    @cython.locals(x=cython.double, y=cython.double, k=cython.int, j=cython.Py_ssize_t)
     cpdef node_state(self, i, now_us)
-    @cython.locals(t=cython.double, period=cython.double, area=cython.double, ax=cython.double,
-                   ay=cython.double, avx=cython.double, avy=cython.double, bx=cython.double, by=cython.double,
-                   bvx=cython.double, bvy=cython.double, last=dict, pa=tuple, pb=tuple)
-    cpdef range_m(self, a, b, now_us)
+    @cython.locals(t=cython.double, ax=cython.double, ay=cython.double, bx=cython.double, by=cython.double,
+                   ka=cython.int, kb=cython.int)
+    cpdef range_m(self, Py_ssize_t a, Py_ssize_t b, now_us)
 
 cdef class RangeTruth:
     cdef public BouncingMotion motion

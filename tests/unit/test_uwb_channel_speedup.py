@@ -18,7 +18,7 @@ import pytest
 
 from harness.scenarios.uwb_ranging import BouncingMotion
 from harness.sim.clock import PRIORITY_DEFAULT, SimClock
-from harness.sim.radio.uwb_channel import FRAME_MODULES, PROTOCOL_PACKAGES, SimRadio, UwbNetwork
+from harness.sim.radio.uwb_channel import FRAME_MODULES, PROTOCOL_PACKAGES, SimRadio, UwbNetwork, truth_module
 from harness.sim.radio.uwb_channel_reference import ReferenceUwbNetwork
 from harness.sim.rng import RunRandom
 from onboard.comms.uwb import frames as F
@@ -30,13 +30,16 @@ IMPLS = [i for i in available({k: PROTOCOL_PACKAGES[k] + ".token_ring" for k in 
          if i in available(FRAME_MODULES)]
 
 
-def _digest(mode, n, end_us, seed, radio=None, crash=None, area_m=4.0, net_cls=UwbNetwork, clock_cls=SimClock):
+def _digest(mode, n, end_us, seed, radio=None, crash=None, area_m=4.0, net_cls=UwbNetwork, clock_cls=SimClock,
+            motion_cls=BouncingMotion, nets=None):
     """sha256 over every range sample, the channel's counters and each node's protocol report of one run.
-    crash: None or (node id, crash time us, power-on time us)."""
+    crash: None or (node id, crash time us, power-on time us). nets: None or a list the network is appended to."""
     random = RunRandom(seed)
     clock = clock_cls()
-    state_fn = BouncingMotion(n, random.stream("uwb.motion.%d" % n), area_m, 1.0)
+    state_fn = motion_cls(n, random.stream("uwb.motion.%d" % n), area_m, 1.0)
     net = net_cls(clock, range(n), random, protocol={"mode": mode}, radio=radio, state_fn=state_fn)
+    if nets is not None:
+        nets.append(net)
     h = hashlib.sha256()
     count = [0]
 
@@ -87,6 +90,20 @@ def test_n20_run_is_bit_identical_to_the_reference(name, net):
     count, digest = _digest(net_cls=NETWORKS[net], **kwargs)
     assert count > 100                       # the run ranged (a digest of nothing would pin nothing)
     assert (count, digest) == expected
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_channel_reading_its_own_motion_models_positions_gives_the_same_run(name, impl):
+    """Where the state_fn is the BouncingMotion of the channel's own implementation (as in the uwb-ranging
+    scenario), a frame's end reads the receivers' positions from the model's arrays (positions_at) instead of
+    its state: the same digests."""
+    kwargs, expected = CASES[name]
+    nets = []
+    got = _digest(net_cls=functools.partial(UwbNetwork, impl=impl), motion_cls=truth_module(impl).BouncingMotion,
+                  nets=nets, **kwargs)
+    assert nets[0]._motion is nets[0].state_fn is not None
+    assert got == expected
 
 
 class _CountingClock(SimClock):
@@ -229,7 +246,7 @@ def test_broadcast_range_is_ds_twr_for_small_large_and_wrapped_intervals(impl):
         f = Fm.Frame(Fm.BCAST, 1, Fm.BROADCAST_ID, 9)
         f.tx_prev = tp
         acts = []
-        node._range(1, f, [8, rp, (4, rq0), 0], (5, rq), 1000, acts)
+        node._range(1, f, B.Neighbour(8, rp, 4, rq0, 0), 5, rq, 1000, acts)
         want = T.ds_twr_tof_ticks(round1, reply1, round2, reply2) * T.METERS_PER_TICK
         assert len(acts) == 1 and repr(acts[0][1].range_m) == repr(want)
         checked["small" if max(round1, reply1, round2, reply2) < 2 ** 31 else "large"] += 1
@@ -257,6 +274,83 @@ def test_broadcast_entries_encode_and_index_as_the_pure_codec(impl):
         for i, seq, ts in entries:
             assert d.entry_for(i) == (seq, ts)
         assert d.entry_for(255) is None and d.entries() == entries
-    for bad in [[(255, 0, 0)], [(1, 256, 0)], [(1, 0, 2 ** 40)], [(1, 0, -1)], [(-1, 0, 0)]]:
+    for bad in [[(255, 0, 0)], [(1, 256, 0)], [(1, 0, 2 ** 40)], [(1, 0, -1)], [(-1, 0, 0)], [(2 ** 70, 0, 0)],
+                [(1, 0, 2 ** 64)]]:
         with pytest.raises(Fm.FrameError):
             Fm.Frame(Fm.BCAST, 3, 255, 7).set_entries(bad)
+
+
+@pytest.mark.parametrize("impl", PROTOCOL_IMPLS)
+def test_velocity_rounding_is_pythons_round_half_to_even_clamped(impl):
+    """frames._vel_mmps (exact double operations, C integers where compiled) gives int(round(v * 1000.0)) clamped
+    to +-32767 for every finite v: halves (ties to even), both signs of zero, the clamp edges."""
+    vel = _protocol(impl, "frames")._vel_mmps
+    rng = RunRandom(23).stream("velocities")
+    values = [float(v) for v in rng.uniform(-40.0, 40.0, size=3000)] + [0.0, -0.0, 1e-300, -1e-300, 40.0, -40.0]
+    values += [(k + 0.5) / 1000.0 for k in range(-2000, 2000)] + [(k + 0.5) * 0.001 for k in range(-2000, 2000)]
+    values += [32.7665, 32.7675, 32.7685, -32.7665, -32.7675, -32.7685, 32.767, -32.767, 1e300, -1e300]
+    for v in values:
+        assert vel(v) == max(-32767, min(32767, int(round(v * 1000.0)))), v
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError):
+            vel(bad)
+
+
+def _fields(f):
+    return (f.type, f.src, f.dst, f.seq, f.epoch, repr(f.vel_mps), f.ts, f.pass_no, f.members, f.invite_first,
+            f.invite_count, f.join_slot_us, f.tx_prev, bytes(f._entries), f.entries(),
+            [type(x) for x in (f.type, f.src, f.dst, f.seq, f.epoch, f.tx_prev, f.pass_no, f.members)])
+
+
+@pytest.mark.parametrize("impl", PROTOCOL_IMPLS)
+def test_the_frame_encode_keeps_for_decode_is_the_frame_decode_builds(impl):
+    """Frame.encode builds the Frame that decode gives for the returned bytes (decode hands it out instead of
+    decoding: one frame, every receiver): field for field what decoding the bytes gives, every frame type;
+    bytes as the pure codec's."""
+    Fm, P = _protocol(impl, "frames"), _protocol("pure", "frames")
+    W = 1 << 40
+    for mod in (Fm, P):
+        frames = [
+            mod.make(mod.POLL, 1, 2, 7, 3, (0.25, -1.5)),
+            mod.make(mod.RESPONSE, 2, 1, 7, 3, (0.0, -0.0)),
+            mod.make(mod.RESPONSE, 2, 1, 7, 3, (0.0005, 0.0015), ts=[W - 1, 12345]),
+            mod.make(mod.FINAL, 1, 2, 7, 3, (0.1, 0.2), ts=(1, W - 2, 1 << 39)),
+            mod.make(mod.REPORT, 254, 1, 255, 255, (40.0, -40.0), ts=(5, 6, 7)),
+            mod.make(mod.TOKEN, 1, 4, 9, 200, (0.0, 0.0), pass_no=65537, members=(1 << 33) | 0x13),
+            mod.make(mod.DISCOVER, 0, 255, 1, 1, (0.0, 0.0), invite_first=8, invite_count=True, join_slot_us=400,
+                     members=0x7),
+            mod.make(mod.JOIN, 9, 0, 1, 1, (0.0, 0.0)),
+            mod.make(mod.BCAST, 3, 255, 250, 0, (-0.5, 0.75), tx_prev=W - 7, entries=[(1, 4, 99), (2, 255, W - 1),
+                                                                                   (1, 5, 6)]),
+            mod.make(mod.BCAST, 3, 255, 0, 0, (0.0, 0.0), tx_prev=mod.NO_TIMESTAMP, entries=[]),
+        ]
+        for f in frames:
+            data = f.encode()
+            kept = mod.decode(data)
+            assert kept is mod._encoded[1] and mod.decode(data) is kept
+            assert _fields(kept) == _fields(mod._decode(bytes(data)))
+            assert data == _pure_copy(P, f).encode()
+
+
+def _pure_copy(P, f):
+    g = P.Frame(f.type, f.src, f.dst, f.seq, f.epoch, f.vel_mps)
+    for k in ("ts", "pass_no", "members", "invite_first", "invite_count", "join_slot_us", "tx_prev", "_entries"):
+        setattr(g, k, getattr(f, k))
+    return g
+
+
+@pytest.mark.parametrize("impl", PROTOCOL_IMPLS)
+def test_broadcast_entry_lookup_takes_the_first_entry_of_an_id(impl):
+    """entry_for / entry_offset on entries with repeated ids (the first counts), id 255, ids outside a byte."""
+    Fm = _protocol(impl, "frames")
+    f = Fm.Frame(Fm.BCAST, 3, 255, 7)
+    f.set_entries([(9, 1, 100), (255 - 1, 2, 200), (9, 3, 300), (0, 4, (1 << 40) - 1)])
+    d = Fm.decode(bytes(f.encode()))
+    assert d.entry_for(9) == (1, 100) and d.entry_for(254) == (2, 200) and d.entry_for(0) == (4, (1 << 40) - 1)
+    assert d.entry_offset(9) == 0 and d.entry_offset(0) == 21 and d.entry_offset(8) == -1
+    for missing in (1, 255, 256, -1, 10 ** 6):
+        assert d.entry_for(missing) is None and d.entry_offset(missing) == -1
+    raw = bytearray(f._entries) + bytes([255, 7, 0, 0, 0, 0, 9])         # id 255 (decode does not refuse it)
+    g = Fm.Frame(Fm.BCAST, 3, 255, 7)
+    g.set_entry_bytes(bytes(raw))
+    assert g.entry_for(255) == (7, 9) and g.entries()[-1] == (255, 7, 9)

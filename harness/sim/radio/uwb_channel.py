@@ -114,6 +114,14 @@ def truth_module(impl=None):
     return _impl.load(TRUTH_MODULES, name)
 
 
+def _motion_class(impl):
+    """``BouncingMotion`` of the ground-truth module of ``impl`` (None where that is not built)."""
+    try:
+        return truth_module(impl).BouncingMotion
+    except _impl.ImplUnavailable:
+        return None
+
+
 _SFD_SYMBOLS = {110: 64, 850: 8, 6800: 8}
 _PREAMBLE_SYMBOL_S = {16: 993.59e-9, 64: 1017.63e-9}
 _DATA_BIT_S = {110: 8205.13e-9, 850: 1025.64e-9, 6800: 128.21e-9}
@@ -204,6 +212,9 @@ class UwbNetwork:
         self.state_fn = state_fn
         # optional: state_fn.node_state(node_id, true_now_us) = state_fn(true_now_us).get(node_id), for one node
         self._node_state = getattr(state_fn, "node_state", None)
+        # the state_fn when it is a uwb_channel_truth.BouncingMotion of this implementation with finite velocities:
+        # the per-frame code reads its positions in place (BouncingMotion.positions_at) instead of its state
+        self._motion = state_fn if _motion_class(impl) is type(state_fn) and not state_fn._fresh_vels else None
         self._states = {}
         self._state_time_us = None
         rc = self.radio

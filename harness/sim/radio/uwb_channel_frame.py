@@ -144,14 +144,19 @@ def set_velocity(net, n, now_us):
     """Hand the node its reported velocity (as NodeBase.set_velocity) unless it holds that very value:
     a repeated call with equal non-zero finite components changes nothing (zeros go through: the sign
     of a zero is kept; rejected values go through: they are counted)."""
-    if net.state_fn is not None and net._state_time_us != now_us:
-        one = net._node_state
-        if one is None:
-            net._states = net.state_fn(now_us)
-            net._state_time_us = now_us
-            st = net._states.get(n.id)
+    state_fn = net.state_fn
+    if state_fn is not None and net._state_time_us != now_us:
+        motion = net._motion
+        if motion is not None and state_fn is motion:
+            st = motion.node_state(n.id, now_us)    # the same, called directly
         else:
-            st = one(n.id, now_us)           # state_fn(now_us).get(n.id), for this node alone
+            one = net._node_state
+            if one is None:
+                net._states = state_fn(now_us)
+                net._state_time_us = now_us
+                st = net._states.get(n.id)
+            else:
+                st = one(n.id, now_us)           # state_fn(now_us).get(n.id), for this node alone
     else:
         st = net._states.get(n.id)
     if st is not None and n.driver is not None:
@@ -297,14 +302,19 @@ def submit_tx(net, n, frame, dx_ticks):
         raw_tx = dx
     end_s = start_s + air
     sender = n.id
-    if net.state_fn is not None and net._state_time_us != now_us:
-        one = net._node_state
-        if one is None:                    # net._refresh, inline
-            net._states = net.state_fn(now_us)
-            net._state_time_us = now_us
-            pos = net._states[sender][0]
+    state_fn = net.state_fn
+    if state_fn is not None and net._state_time_us != now_us:
+        motion = net._motion
+        if motion is not None and state_fn is motion:
+            pos = motion.node_state(sender, now_us)[0]     # the same, called directly
         else:
-            pos = one(sender, now_us)[0]   # state_fn(now_us)[sender], for the sender alone
+            one = net._node_state
+            if one is None:                    # net._refresh, inline
+                net._states = state_fn(now_us)
+                net._state_time_us = now_us
+                pos = net._states[sender][0]
+            else:
+                pos = one(sender, now_us)[0]   # state_fn(now_us)[sender], for the sender alone
     else:
         pos = net._states[sender][0]
     tx = _Tx(sender, bytes(frame), now_s, start_s, rmarker_s, end_s, pos, raw_tx)
@@ -342,10 +352,25 @@ def deliver_frame(net, tx, s, now_us):
     sender = tx.sender
     rc = net.radio
     stats = net.stats
-    if net.state_fn is not None and net._state_time_us != now_us:       # net._refresh, inline
-        net._states = net.state_fn(now_us)
-        net._state_time_us = now_us
-    states = net._states
+    # the receivers' positions and velocities: from the motion model's arrays where the state_fn is the channel's
+    # own BouncingMotion (net._motion: its positions worked out in place, no state dict; the same floats and
+    # velocity tuples), else from the state_fn's state
+    motion = net._motion
+    if motion is not None and net.state_fn is motion:
+        motion.positions_at(now_us)
+        n_motion = motion._n
+        mx = motion._x
+        my = motion._y
+        mk = motion._k
+        mvels = motion._vels
+        states = None
+    else:
+        motion = None
+        n_motion = 0
+        if net.state_fn is not None and net._state_time_us != now_us:       # net._refresh, inline
+            net._states = net.state_fn(now_us)
+            net._state_time_us = now_us
+        states = net._states
     max_range_m = rc["max_range_m"]
     collisions = rc["collisions"]
     loss_prob = rc["loss_prob"]
@@ -379,20 +404,32 @@ def deliver_frame(net, tx, s, now_us):
     on_range = net.on_range
     loss_buf = net._loss_buf
     deliveries = 0                   # added to stats["deliveries"] once, after the loop
+    qx = 0.0                         # a receiver's position from the motion model's arrays (motion path)
+    qy = 0.0
     for rn in net._receivers:
         if rn is s:
             continue
         r = rn.id
         if not rn.alive:
             continue
-        st = states.get(r)
-        if st is None:
-            continue
-        q = st[0]
-        if p3 and len(q) == 3:
-            d = math.sqrt((px - q[0]) ** 2 + (py - q[1]) ** 2 + (pz - q[2]) ** 2)
+        if motion is not None:
+            if not 0 <= r < n_motion:         # states.get(r) is None
+                continue
+            qx = mx[r]
+            qy = my[r]
+            q = None                          # (qx, qy), built where it is needed
+            v = mvels[r][mk[r]]
+            d = hypot(px - qx, py - qy)       # BouncingMotion is 2-D (the sender's position too)
         else:
-            d = hypot(px - q[0], py - q[1])
+            st = states.get(r)
+            if st is None:
+                continue
+            q = st[0]
+            v = st[1]
+            if p3 and len(q) == 3:
+                d = math.sqrt((px - q[0]) ** 2 + (py - q[1]) ** 2 + (pz - q[2]) ** 2)
+            else:
+                d = hypot(px - q[0], py - q[1])
         if d > max_range_m:
             stats["lost_range"] += 1
             continue
@@ -415,7 +452,7 @@ def deliver_frame(net, tx, s, now_us):
                 far_s = end_s + max_range_m / C_MPS
                 others = [o for o in air if o is not tx and o.end_s + 1e-6 >= start_s
                           and o.start_s - 1e-6 <= far_s]
-            if others and _collides(others, r, q, a0, a1):
+            if others and _collides(others, r, q if q is not None else (qx, qy), a0, a1):
                 stats["lost_collision"] += 1
                 continue
         if loss_prob > 0.0:
@@ -430,7 +467,7 @@ def deliver_frame(net, tx, s, now_us):
         else:
             extra_m = 0.0
         if nlos_fn is not None:
-            extra_m += nlos_fn(sender, r, p, q)
+            extra_m += nlos_fn(sender, r, p, q if q is not None else (qx, qy))
         t_rx_s = base_s + prop_s + extra_m / c_mps + rn.ant_true_s
         c = rn.clock
         ticks = c.offset_ticks + t_rx_s * c.rate * tick_hz + bias_ticks
@@ -443,8 +480,7 @@ def deliver_frame(net, tx, s, now_us):
         deliveries += 1
         if not rn.alive:
             continue
-        v = st[1]                       # _set_velocity: the same states (this time), inline
-        if v is not rn.vel and rn.driver is not None:
+        if v is not rn.vel and rn.driver is not None:     # _set_velocity: the same states (this time), inline
             rn.vel = v
             vx = v[0]
             vy = v[1] if len(v) > 1 else 0.0

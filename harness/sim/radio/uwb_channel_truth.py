@@ -11,6 +11,7 @@ same floats: the same IEEE double operations in the same order, Python's modulo 
 result +0.0) and Python's ``math.hypot``. Times: ``now_us`` integer microseconds of true time.
 """
 import math
+from array import array
 
 import numpy as np
 
@@ -25,7 +26,11 @@ class BouncingMotion:
     A coordinate folds onto the wall-reflected path: ``u = (p0 + v0 * t) mod 2A``, position ``u`` and
     velocity ``v0`` while ``u <= A``, else ``2A - u`` and ``-v0``. Plain Python floats: the same IEEE
     arithmetic as NumPy's float64 scalars without their per-operation cost (the channel asks for the
-    state at every frame)."""
+    state at every frame).
+
+    :meth:`positions_at` works out every node's position into arrays (``_x``, ``_y`` in m, ``_k`` which of the
+    node's four velocity tuples ``_vels[i]`` it has) without building the state: the channel reads those at a
+    frame's end (uwb_channel_frame.deliver_frame), the same floats and the same tuples as the state."""
 
     def __init__(self, n, rng, area_m, max_speed_mps):
         p0 = rng.uniform(0.0, area_m, size=(n, 2))
@@ -42,25 +47,30 @@ class BouncingMotion:
         self._period_m = 2.0 * area_m
         self._last_us = None               # many frames share a time: the last call's state is kept
         self._last = None
+        self._n = n
+        self._p0x = array("d", [st[0] for st in self._start])
+        self._p0y = array("d", [st[1] for st in self._start])
+        self._v0x = array("d", [st[2] for st in self._start])
+        self._v0y = array("d", [st[3] for st in self._start])
+        self._x = array("d", [0.0] * n)   # every node's position (m) and velocity index at _pos_us (positions_at)
+        self._y = array("d", [0.0] * n)
+        self._k = array("i", [0] * n)
+        self._pos_us = None
 
     def __call__(self, now_us):
         return self.state(now_us)
 
-    def state(self, now_us):
-        """``{node_id: ((x_m, y_m), (vx_mps, vy_mps))}`` at ``now_us`` (what a call gives)."""
-        if self._last_us == now_us:
-            return self._last
+    def positions_at(self, now_us):
+        """Every node's position at ``now_us`` into ``_x``, ``_y`` (m) and the index of its velocity tuple in
+        ``_vels[i]`` into ``_k`` (what :meth:`state` holds, without its dict and tuples)."""
+        if self._pos_us == now_us:
+            return
         t = now_us * 1e-6
         period = self._period_m
         area = self._area_m
-        vels = self._vels
-        fresh = self._fresh_vels
-        out = {}
-        i = 0
-        for st in self._start:
-            px, py, vx, vy = st
-            x = (px + vx * t) % period
-            y = (py + vy * t) % period
+        for i in range(self._n):
+            x = (self._p0x[i] + self._v0x[i] * t) % period
+            y = (self._p0y[i] + self._v0y[i] * t) % period
             k = 0
             if not x <= area:                 # as "x <= area ? x : 2A - x" (a NaN folds too)
                 x = period - x
@@ -68,29 +78,34 @@ class BouncingMotion:
             if not y <= area:
                 y = period - y
                 k += 2
-            v = vels[i][k]                    # (+-vx, +-vy)
+            self._x[i] = x
+            self._y[i] = y
+            self._k[i] = k
+        self._pos_us = now_us
+
+    def state(self, now_us):
+        """``{node_id: ((x_m, y_m), (vx_mps, vy_mps))}`` at ``now_us`` (what a call gives)."""
+        if self._last_us == now_us:
+            return self._last
+        self.positions_at(now_us)
+        vels = self._vels
+        fresh = self._fresh_vels
+        out = {}
+        for i in range(self._n):
+            v = vels[i][self._k[i]]           # (+-vx, +-vy)
             if fresh:
                 v = (v[0], v[1])
-            out[i] = ((x, y), v)
-            i += 1
+            out[i] = ((self._x[i], self._y[i]), v)
         self._last_us = now_us
         self._last = out
         return out
 
-    def node_state(self, i, now_us):
-        """``state(now_us).get(i)``: node ``i``'s ``((x_m, y_m), (vx_mps, vy_mps))`` at ``now_us``, worked out alone
-        (the channel asks for one node at a timer or a transmission) with the same floats and velocity tuple;
-        None for an unknown id. Non-finite velocities: the whole state (its memo decides when a tuple is new)."""
-        if now_us == self._last_us or self._fresh_vels:
-            return self.state(now_us).get(i)
-        if not 0 <= i < len(self._start):
-            return None
-        t = now_us * 1e-6
+    def _fold(self, i, t):
+        """Node ``i``'s (x_m, y_m, velocity index) at ``t`` (s): one node of :meth:`positions_at`."""
         period = self._period_m
         area = self._area_m
-        px, py, vx, vy = self._start[i]
-        x = (px + vx * t) % period
-        y = (py + vy * t) % period
+        x = (self._p0x[i] + self._v0x[i] * t) % period
+        y = (self._p0y[i] + self._v0y[i] * t) % period
         k = 0
         if not x <= area:
             x = period - x
@@ -98,34 +113,32 @@ class BouncingMotion:
         if not y <= area:
             y = period - y
             k += 2
-        return ((x, y), self._vels[i][k])
+        return x, y, k
+
+    def node_state(self, i, now_us):
+        """``state(now_us).get(i)``: node ``i``'s ``((x_m, y_m), (vx_mps, vy_mps))`` at ``now_us``, worked out alone
+        (the channel asks for one node at a timer or a transmission) with the same floats and velocity tuple;
+        None for an unknown id. Non-finite velocities: the whole state (its memo decides when a tuple is new)."""
+        if now_us == self._last_us or self._fresh_vels:
+            return self.state(now_us).get(i)
+        if not 0 <= i < self._n:
+            return None
+        j = i
+        if now_us == self._pos_us:
+            return ((self._x[j], self._y[j]), self._vels[j][self._k[j]])
+        x, y, k = self._fold(j, now_us * 1e-6)
+        return ((x, y), self._vels[j][k])
 
     def range_m(self, a, b, now_us):
         """True distance (m) of nodes ``a`` and ``b`` at ``now_us`` (as UwbNetwork.true_range_m on this
         state: ``math.hypot`` of the differences, the same floats), working out only those two nodes, or
-        reading them from the last state (a frame's range samples come at the time the channel just asked for)."""
-        if now_us == self._last_us:
-            last = self._last
-            pa = last[a][0]
-            pb = last[b][0]
-            return _hypot(pa[0] - pb[0], pa[1] - pb[1])
+        reading them from the last positions worked out (a frame's range samples come at the time the channel
+        just asked for)."""
+        if now_us == self._pos_us:
+            return _hypot(self._x[a] - self._x[b], self._y[a] - self._y[b])
         t = now_us * 1e-6
-        period = self._period_m
-        area = self._area_m
-        ax, ay, avx, avy = self._start[a]
-        bx, by, bvx, bvy = self._start[b]
-        ax = (ax + avx * t) % period
-        ay = (ay + avy * t) % period
-        bx = (bx + bvx * t) % period
-        by = (by + bvy * t) % period
-        if not ax <= area:
-            ax = period - ax
-        if not ay <= area:
-            ay = period - ay
-        if not bx <= area:
-            bx = period - bx
-        if not by <= area:
-            by = period - by
+        ax, ay, ka = self._fold(a, t)
+        bx, by, kb = self._fold(b, t)
         return _hypot(ax - bx, ay - by)
 
 

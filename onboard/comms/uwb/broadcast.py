@@ -27,15 +27,30 @@ pseudo-random back-off of 1..4 rounds. A crashed node's slot stays empty until i
 """
 from . import frames as F
 from . import timestamps as T
+from .frames import pack_entry
 from .node_base import NodeBase
 
 _HIST = 8   # own TX timestamps kept (by seq)
 _MASK = T.MASK_TICKS
 _HALF = T.HALF_WRAP_TICKS
 _BCAST = F.BCAST
+_ENTRY_LEN = F.BCAST_ENTRY_LEN
 _NO_TIMESTAMP = F.NO_TIMESTAMP
 _METERS_PER_TICK = T.METERS_PER_TICK
 _PRODUCT_SAFE = 1 << 31    # intervals below this: DS-TWR's products fit in 63 bits (C integers where compiled)
+
+
+class Neighbour:
+    """What a node keeps of one neighbour (its table ``_nbr``, by id): ``seq`` and ``rx_ts`` (40-bit ticks, own
+    clock) of the neighbour's last BCAST heard, ``mine_seq`` and ``mine_rx_ts`` the entry for our own BCAST that
+    it reported in that BCAST (seq -1: none) and ``heard_us`` when it was heard (node-local us)."""
+
+    def __init__(self, seq, rx_ts, mine_seq, mine_rx_ts, heard_us):
+        self.seq = seq
+        self.rx_ts = rx_ts
+        self.mine_seq = mine_seq
+        self.mine_rx_ts = mine_rx_ts
+        self.heard_us = heard_us
 
 
 class BroadcastNode(NodeBase):
@@ -47,9 +62,10 @@ class BroadcastNode(NodeBase):
         self.tx_deadline_us = None
         self.listen_deadline_us = None
         self._hist = {}
-        self._nbr = {}        # id -> [seq, rx_ts, reported (q, Rq) or None, heard_us]
+        self._nbr = {}        # id -> Neighbour
         self._active = []     # schedule (ids ascending), refreshed at each own TX and on new ids
         self._slot_of = {}    # id -> its index in _active
+        self._own_slot = -1   # _slot_of[own id], -1 while not in _active
         self._join_wait = 0
         self._join_attempted = False
         self._lcg = (node_id * 2654435761 + 12345) & 0x7FFFFFFF
@@ -71,7 +87,7 @@ class BroadcastNode(NodeBase):
         timeout = self._timeout_us
         ids = []
         for i in self._nbr:
-            if now_us - self._nbr[i][3] <= timeout:
+            if now_us - self._nbr[i].heard_us <= timeout:
                 ids.append(i)
         if self.joined:
             ids.append(self.id)
@@ -123,20 +139,25 @@ class BroadcastNode(NodeBase):
     def _set_active(self, ids):
         self._active = ids
         self._slot_of = {i: k for k, i in enumerate(ids)}
+        self._own_slot = self._slot_of.get(self.id, -1)
 
     def _transmit(self, now_us, acts):
         self.tx_deadline_us = None
         timeout = self._timeout_us
         max_entries = self._max_entries
         nbr = self._nbr
-        entries = []
+        # (id, seq, rx_ts) of each neighbour reported, packed as the frame carries them (frames.pack_entry)
+        n_max = len(nbr) if len(nbr) < max_entries else max_entries
+        entries = bytearray(n_max * _ENTRY_LEN)
+        off = 0
         ids = []                              # the neighbours heard within the timeout, ascending
         for i in sorted(nbr):
             rec = nbr[i]
-            if now_us - rec[3] <= timeout:
+            if now_us - rec.heard_us <= timeout:
                 ids.append(i)
-                if len(entries) < max_entries:
-                    entries.append((i, rec[0], rec[1]))
+                if off < len(entries):
+                    pack_entry(entries, off, i, rec.seq, rec.rx_ts)
+                    off += _ENTRY_LEN
             else:
                 del nbr[i]
                 self._stats["neighbours_expired"] += 1
@@ -145,7 +166,7 @@ class BroadcastNode(NodeBase):
         # F.make(F.BCAST, self.id, F.BROADCAST_ID, self.seq, 0, self.vel_mps, tx_prev=prev, entries=entries)
         f = F.Frame(_BCAST, self.id, F.BROADCAST_ID, self.seq, 0, self.vel_mps)
         f.tx_prev = prev
-        f.set_entries(entries)
+        f.set_entry_bytes(bytes(entries) if off == len(entries) else bytes(entries[:off]))
         acts.append(("tx", f.encode(), None))
         self._stats["rounds"] += 1
         if self.joined:                      # self.active_ids(now_us): what is left in _nbr is within the timeout
@@ -167,34 +188,41 @@ class BroadcastNode(NodeBase):
             return
         seq = f.seq
         prev = self._nbr.get(i)
-        if prev is not None and prev[0] == seq:
+        if prev is not None and prev.seq == seq:
             self._stats["duplicates"] += 1
             return
         rx = raw_rx - self.ant                   # T.apply_rx_antenna_delay, inline
         rx &= _MASK
-        mine = f.entry_for(self.id)
-        if mine is not None and not self.joined:
-            self.joined = True               # someone heard us: we are in the schedule
-            self.listen_deadline_us = None
-            self._set_active([])
+        at = f.entry_offset(self.id)             # f.entry_for(self.id): (q, rq) or None
+        q = -1
+        rq = 0
+        if at >= 0:
+            q = f.entry_seq_at(at)
+            rq = f.entry_ts_at(at)
+            if not self.joined:
+                self.joined = True               # someone heard us: we are in the schedule
+                self.listen_deadline_us = None
+                self._set_active([])
         if prev is None:
-            self._nbr[i] = [seq, rx, mine, now_us]
+            self._nbr[i] = Neighbour(seq, rx, q, rq, now_us)
             self._set_active(self.active_ids(now_us))
         else:
-            if mine is not None and prev[2] is not None and prev[0] == ((seq - 1) & 0xFF) \
-                    and f.tx_prev != _NO_TIMESTAMP:
-                self._range(i, f, prev, mine, now_us, acts)
-            prev[0] = seq                    # the record now holds this BCAST (nothing else keeps the old values)
-            prev[1] = rx
-            prev[2] = mine
-            prev[3] = now_us
+            if q >= 0 and prev.mine_seq >= 0 and prev.seq == ((seq - 1) & 0xFF) and f.tx_prev != _NO_TIMESTAMP:
+                self._range(i, f, prev, q, rq, now_us, acts)
+            prev.seq = seq                   # the record now holds this BCAST (nothing else keeps the old values)
+            prev.rx_ts = rx
+            prev.mine_seq = q
+            prev.mine_rx_ts = rq
+            prev.heard_us = now_us
             if i not in self._slot_of:
                 self._set_active(self.active_ids(now_us))
         self._schedule_after(i, now_us)
 
-    def _range(self, i, f, prev, mine, now_us, acts):
-        q0, rq0 = prev[2]
-        q, rq = mine
+    def _range(self, i, f, prev, q, rq, now_us, acts):
+        """The DS-TWR range to neighbour ``i`` from its BCAST ``f`` (reporting our BCAST ``q`` heard at ``rq``) and
+        its previous one (``prev``: reporting our ``q0`` heard at ``rq0``); a range sample in ``acts``."""
+        q0 = prev.mine_seq
+        rq0 = prev.mine_rx_ts
         if q0 == q:
             return                      # no new message of ours in between
         h0 = self._hist.get(q0)
@@ -203,7 +231,7 @@ class BroadcastNode(NodeBase):
             return
         tq0 = h0
         tq = h
-        rp = prev[1]
+        rp = prev.rx_ts
         tp = f.tx_prev
         # T.interval_ticks of each, all four checked at once: positive and under half a wrap
         round1 = (rp - tq0) & _MASK
@@ -226,7 +254,9 @@ class BroadcastNode(NodeBase):
         if self.joined:
             n = len(ids)
             slot_of = self._slot_of
-            mine = slot_of[self.id]
+            mine = self._own_slot
+            if mine < 0:
+                mine = slot_of[self.id]          # not in the schedule: KeyError
             theirs = slot_of[k]
             d = (mine - theirs) % (n + 1)
             self.tx_deadline_us = now_us + d * slot

@@ -66,6 +66,8 @@ BCAST_ENTRY_LEN = 2 + TS_LEN
 MAX_FRAME_LEN = 1023
 NO_TIMESTAMP = (1 << 40) - 1
 _TS_MAX = (1 << 40) - 1
+_MAX_ID = MAX_NODE_ID      # (private copies: C integers where compiled)
+_VERSION_BITS = VERSION << 4
 _HEADER = ">BBBBBhh"
 _VEL_MAX_MMPS = 32767
 
@@ -82,12 +84,6 @@ class FrameError(ValueError):
         self.kind = kind
 
 
-def _ts_bytes(ts):
-    if ts < 0 or ts > _TS_MAX:
-        raise FrameError("field", "timestamp %r outside 40 bits" % (ts,))
-    return bytes(((ts >> 32) & 0xFF, (ts >> 24) & 0xFF, (ts >> 16) & 0xFF, (ts >> 8) & 0xFF, ts & 0xFF))
-
-
 def _ts_at(data, off):
     return ((data[off] << 32) | (data[off + 1] << 24) | (data[off + 2] << 16)
             | (data[off + 3] << 8) | data[off + 4])
@@ -97,15 +93,60 @@ _INF = float("inf")
 
 
 def _vel_mmps(v_mps):
+    """``v_mps`` (m/s) as int16 mm/s: ``int(round(v_mps * 1000.0))`` (Python's round: half to even), clamped
+    to +-32767; FrameError for a non-finite value. The rounding is done with exact double operations (the
+    fraction ``x - int(x)`` of a double is exact), so the compiled build gives the same integers in C."""
     v = float(v_mps)
     if v != v or v == _INF or v == -_INF:
         raise FrameError("field", "velocity must be finite, got %r" % (v_mps,))
-    mm = int(round(v * 1000.0))
-    if mm > _VEL_MAX_MMPS:
-        mm = _VEL_MAX_MMPS
-    elif mm < -_VEL_MAX_MMPS:
-        mm = -_VEL_MAX_MMPS
+    x = v * 1000.0
+    if x >= 32767.5:                  # rounds to 32768 or more: clamped
+        return _VEL_MAX_MMPS
+    if x <= -32767.5:
+        return -_VEL_MAX_MMPS
+    mm = int(x)                       # toward zero
+    frac = x - mm
+    if frac > 0.5 or (frac == 0.5 and mm & 1):
+        mm += 1
+    elif frac < -0.5 or (frac == -0.5 and mm & 1):
+        mm -= 1
     return mm
+
+
+def pack_entry(out, off, node_id, seq, rx_ts):
+    """Write one BCAST entry into the bytearray ``out`` at ``off`` (BCAST_ENTRY_LEN bytes): id u8, seq u8 (of the
+    neighbour's last BCAST heard) and its 40-bit RX timestamp, big-endian. FrameError for an id, seq or
+    timestamp out of range (``out`` unchanged then; where compiled, an integer beyond 64 bits is an OverflowError)."""
+    if not 0 <= node_id <= _MAX_ID or not 0 <= seq <= 255:
+        raise FrameError("field", "bad entry id/seq %r/%r" % (node_id, seq))
+    if rx_ts < 0 or rx_ts > _TS_MAX:
+        raise FrameError("field", "timestamp %r outside 40 bits" % (rx_ts,))
+    out[off] = node_id
+    out[off + 1] = seq
+    _put_ts(out, off + 2, rx_ts)
+
+
+def _put_ts(out, off, ts):
+    """Write the 40-bit timestamp ``ts`` (checked by the caller) into the bytearray ``out`` at ``off``, big-endian."""
+    out[off] = (ts >> 32) & 0xFF
+    out[off + 1] = (ts >> 24) & 0xFF
+    out[off + 2] = (ts >> 16) & 0xFF
+    out[off + 3] = (ts >> 8) & 0xFF
+    out[off + 4] = ts & 0xFF
+
+
+def _put_header(out, t, src, dst, seq, epoch, vx, vy):
+    """Write the 9-byte header (module docstring) into the bytearray ``out``: fields checked by the caller, the
+    velocities in mm/s (int16, two's complement)."""
+    out[0] = _VERSION_BITS | t
+    out[1] = src
+    out[2] = dst
+    out[3] = seq
+    out[4] = epoch
+    out[5] = (vx >> 8) & 0xFF
+    out[6] = vx & 0xFF
+    out[7] = (vy >> 8) & 0xFF
+    out[8] = vy & 0xFF
 
 
 class Frame:
@@ -142,25 +183,52 @@ class Frame:
     # -- broadcast entries -------------------------------------------------
     def entry_for(self, node_id):
         """(seq, rx_ts) of ``node_id``'s last BCAST as heard by the sender, or None."""
+        off = self.entry_offset(node_id)
+        if off < 0:
+            return None
+        return (self.entry_seq_at(off), self.entry_ts_at(off))
+
+    def entry_offset(self, node_id):
+        """Where ``node_id``'s entry (its first) starts in the packed BCAST entries, or -1: read it with
+        :meth:`entry_seq_at` and :meth:`entry_ts_at` (what :meth:`entry_for` does, without the tuple)."""
         idx = self._index
         if idx is None:
+            # by id (a byte): 1 + the number of its first entry, 16 bits big-endian, 0 for none
+            idx = bytearray(512)
             e = self._entries
-            idx = {}
-            step = BCAST_ENTRY_LEN
             end = len(e)
             off = 0
+            k = 1
             while off < end:
-                i = e[off]
-                if i not in idx:
-                    ts = e[off + 2]                  # _ts_at(e, off + 2), a byte at a time
-                    ts = (ts << 8) | e[off + 3]
-                    ts = (ts << 8) | e[off + 4]
-                    ts = (ts << 8) | e[off + 5]
-                    ts = (ts << 8) | e[off + 6]
-                    idx[i] = (e[off + 1], ts)
-                off += step
+                i = 2 * e[off]
+                if idx[i] == 0 and idx[i + 1] == 0:
+                    idx[i] = k >> 8
+                    idx[i + 1] = k & 0xFF
+                off += BCAST_ENTRY_LEN
+                k += 1
             self._index = idx
-        return idx.get(node_id)
+        if node_id < 0 or node_id > 255:
+            return -1
+        i = 2 * node_id
+        k = (idx[i] << 8) | idx[i + 1]
+        if k == 0:
+            return -1
+        return (k - 1) * BCAST_ENTRY_LEN
+
+    def entry_seq_at(self, off):
+        """The seq of the entry at ``off`` (:meth:`entry_offset`)."""
+        e = self._entries
+        return e[off + 1]
+
+    def entry_ts_at(self, off):
+        """The RX timestamp (40-bit ticks) of the entry at ``off`` (:meth:`entry_offset`)."""
+        e = self._entries
+        ts = e[off + 2]                          # _ts_at(e, off + 2), a byte at a time
+        ts = (ts << 8) | e[off + 3]
+        ts = (ts << 8) | e[off + 4]
+        ts = (ts << 8) | e[off + 5]
+        ts = (ts << 8) | e[off + 6]
+        return ts
 
     def entries(self):
         """List of (node_id, seq, rx_ts) for a BCAST frame."""
@@ -178,67 +246,120 @@ class Frame:
         out = bytearray(step * len(entries))
         off = 0
         for node_id, seq, rx_ts in entries:
-            if not 0 <= node_id <= MAX_NODE_ID or not 0 <= seq <= 255:
-                raise FrameError("field", "bad entry id/seq %r/%r" % (node_id, seq))
-            if rx_ts < 0 or rx_ts > _TS_MAX:    # as _ts_bytes, packed with the id and seq at once
-                raise FrameError("field", "timestamp %r outside 40 bits" % (rx_ts,))
-            ts = rx_ts                          # checked: 40 bits (a C integer where compiled)
-            out[off] = node_id
-            out[off + 1] = seq
-            out[off + 2] = (ts >> 32) & 0xFF
-            out[off + 3] = (ts >> 24) & 0xFF
-            out[off + 4] = (ts >> 16) & 0xFF
-            out[off + 5] = (ts >> 8) & 0xFF
-            out[off + 6] = ts & 0xFF
+            try:
+                pack_entry(out, off, node_id, seq, rx_ts)
+            except OverflowError:   # compiled: an integer beyond 64 bits (out of range too)
+                raise FrameError("field", "bad entry %r" % ((node_id, seq, rx_ts),))
             off += step
         self._entries = bytes(out)
         self._index = None
 
+    def set_entry_bytes(self, data):
+        """Set BCAST entries from their packed bytes (``bytes``: :func:`pack_entry`'s, one entry after another)."""
+        self._entries = data
+        self._index = None
+
     # -- codec ---------------------------------------------------------------
     def encode(self):
-        """Bytes of this frame including the CRC. Raises FrameError on out-of-range fields."""
+        """Bytes of this frame including the CRC. Raises FrameError on out-of-range fields.
+
+        The Frame that :func:`decode` builds from the returned bytes object is built here from the encoded
+        fields and kept for it (``_encoded``: a frame is encoded once and heard by every receiver, none of
+        which decodes it again)."""
         t = self.type
         if t not in TYPE_NAMES:
             raise FrameError("type", "unknown frame type %r" % (t,))
-        for name, v, hi in (("src", self.src, MAX_NODE_ID), ("dst", self.dst, BROADCAST_ID),
-                            ("seq", self.seq, 255), ("epoch", self.epoch, 255)):
-            if not 0 <= v <= hi:
-                raise FrameError("field", "%s=%r outside 0..%d" % (name, v, hi))
-        head = struct.pack(_HEADER, (VERSION << 4) | t, self.src, self.dst, self.seq, self.epoch,
-                           _vel_mmps(self.vel_mps[0]), _vel_mmps(self.vel_mps[1]))
-        if t in (RESPONSE, FINAL, REPORT):
-            payload = b"".join([_ts_bytes(x) for x in self.ts])
-            if len(payload) not in FIXED_PAYLOAD_LEN[t]:
+        src = self.src
+        dst = self.dst
+        seq = self.seq
+        epoch = self.epoch
+        if not 0 <= src <= MAX_NODE_ID:
+            raise FrameError("field", "src=%r outside 0..%d" % (src, MAX_NODE_ID))
+        if not 0 <= dst <= BROADCAST_ID:
+            raise FrameError("field", "dst=%r outside 0..%d" % (dst, BROADCAST_ID))
+        if not 0 <= seq <= 255:
+            raise FrameError("field", "seq=%r outside 0..%d" % (seq, 255))
+        if not 0 <= epoch <= 255:
+            raise FrameError("field", "epoch=%r outside 0..%d" % (epoch, 255))
+        vel = self.vel_mps
+        vx = _vel_mmps(vel[0])
+        vy = _vel_mmps(vel[1])
+        # decode's Frame for these bytes: the header as decode reads it back, the payload fields below
+        g = Frame(int(t), int(src), int(dst), int(seq), int(epoch), (vx * 0.001, vy * 0.001))
+        if t == BCAST:
+            ts = _checked_ts(self.tx_prev)
+            e = bytes(self._entries)
+            out = bytearray(HEADER_LEN + TS_LEN)
+            _put_header(out, t, src, dst, seq, epoch, vx, vy)
+            _put_ts(out, HEADER_LEN, ts)
+            out += e
+            g.tx_prev = int(ts)
+            g._entries = e
+            if len(e) % BCAST_ENTRY_LEN:
+                g = None              # decode refuses such a payload: no Frame for it
+        elif t == RESPONSE or t == FINAL or t == REPORT:
+            tss = [_checked_ts(x) for x in self.ts]
+            plen = TS_LEN * len(tss)
+            if plen not in FIXED_PAYLOAD_LEN[t]:
                 raise FrameError("length", "%s needs %r timestamps bytes, got %d"
-                                 % (TYPE_NAMES[t], FIXED_PAYLOAD_LEN[t], len(payload)))
-        elif t == TOKEN:
-            payload = struct.pack(">HI", self.pass_no & 0xFFFF, self.members & 0xFFFFFFFF)
-        elif t == DISCOVER:
-            payload = struct.pack(">BBHI", self.invite_first, self.invite_count,
-                                  self.join_slot_us, self.members & 0xFFFFFFFF)
-        elif t == BCAST:
-            payload = _ts_bytes(self.tx_prev) + self._entries
+                                 % (TYPE_NAMES[t], FIXED_PAYLOAD_LEN[t], plen))
+            out = bytearray(HEADER_LEN + plen)
+            _put_header(out, t, src, dst, seq, epoch, vx, vy)
+            for k in range(len(tss)):
+                _put_ts(out, HEADER_LEN + k * TS_LEN, tss[k])
+            g.ts = tuple([int(x) for x in tss])
         else:
-            payload = b""
-        body = head + payload
-        if len(body) + CRC_LEN > MAX_FRAME_LEN:
-            raise FrameError("long", "frame of %d bytes exceeds %d" % (len(body) + CRC_LEN, MAX_FRAME_LEN))
-        c = _crc(body)
-        return body + bytes(((c >> 8) & 0xFF, c & 0xFF))
+            out = bytearray(HEADER_LEN)
+            _put_header(out, t, src, dst, seq, epoch, vx, vy)
+            if t == TOKEN:
+                g.pass_no = self.pass_no & 0xFFFF
+                g.members = self.members & 0xFFFFFFFF
+                out += struct.pack(">HI", g.pass_no, g.members)
+            elif t == DISCOVER:
+                out += struct.pack(">BBHI", self.invite_first, self.invite_count, self.join_slot_us,
+                                   self.members & 0xFFFFFFFF)
+                g.invite_first = int(self.invite_first)
+                g.invite_count = int(self.invite_count)
+                g.join_slot_us = int(self.join_slot_us)
+                g.members = self.members & 0xFFFFFFFF
+        n = len(out)
+        if n + CRC_LEN > MAX_FRAME_LEN:
+            raise FrameError("long", "frame of %d bytes exceeds %d" % (n + CRC_LEN, MAX_FRAME_LEN))
+        c = _crc(out)
+        out.append((c >> 8) & 0xFF)
+        out.append(c & 0xFF)
+        data = bytes(out)
+        if g is not None:
+            _encoded[0] = data
+            _encoded[1] = g
+        return data
 
 
-_memo = [None, None]   # last decoded immutable bytes object and its Frame
+def _checked_ts(ts):
+    """``ts`` itself where it is within 40 bits (0 .. 2**40 - 1), else FrameError."""
+    if ts < 0 or ts > _TS_MAX:
+        raise FrameError("field", "timestamp %r outside 40 bits" % (ts,))
+    return ts
+
+
+_memo = [None, None]      # last decoded immutable bytes object and its Frame
+_encoded = [None, None]   # last encoded bytes object and the Frame decode gives for it (Frame.encode)
 
 
 def decode(data):
     """Decode ``data`` (bytes-like) into a :class:`Frame`; raises FrameError on any malformed input.
 
     Decoded frames are read-only by convention: decoding the very same ``bytes`` object again
-    (a simulated broadcast reaching N receivers) returns the same Frame without redoing the work.
+    (a simulated broadcast reaching N receivers) returns the same Frame without redoing the work,
+    and so does decoding the bytes object the last :meth:`Frame.encode` returned (its Frame was built
+    there from the encoded fields).
     """
     if data is _memo[0]:
         return _memo[1]
-    f = _decode(data)
+    if data is _encoded[0]:
+        f = _encoded[1]
+    else:
+        f = _decode(data)
     if type(data) is bytes:
         _memo[0] = data
         _memo[1] = f

@@ -10,6 +10,10 @@ from onboard.core.samples import RangeSample
 
 _memo = frames._memo     # frames.decode's [last bytes, its Frame] (one list, updated in place)
 _new = object.__new__
+try:                     # CPython: the class's own __new__ (object's), a C slot call where compiled
+    _CLASS_NEW = RangeSample.__new__ is object.__new__
+except AttributeError:   # MicroPython: no __new__ attribute on classes
+    _CLASS_NEW = False
 
 
 def range_sample(time_us, peer_id, range_m, peer_vel_mps, range_std_m):
@@ -17,7 +21,10 @@ def range_sample(time_us, peer_id, range_m, peer_vel_mps, range_std_m):
     already hold the field types (``peer_vel_mps`` a tuple of float m/s, ``range_std_m`` a float m): built without
     the constructor's per-field conversions (one sample per received BCAST in broadcast mode, the hot path).
     tests/unit/test_uwb_channel_speedup.py checks it against the constructor field by field."""
-    s = _new(RangeSample)
+    if _CLASS_NEW:
+        s = RangeSample.__new__(RangeSample)
+    else:
+        s = _new(RangeSample)
     s.time_us = int(time_us)
     s.peer_id = int(peer_id)
     s.range_m = float(range_m)
