@@ -33,10 +33,15 @@ N = 1000); bench/pf.py's ratios to the plain-C reference stay within their goals
 import numpy as np
 cimport cython
 cimport numpy as cnp
+import copyreg as _copyreg
+from importlib import import_module as _import_module
+from types import ModuleType as _ModuleType
+
 from cpython.float cimport PyFloat_AS_DOUBLE, PyFloat_CheckExact
+from cpython.object cimport Py_TYPE
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.math cimport atan2, cos, exp, fmod, sin, sqrt, INFINITY
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport uint32_t, uint64_t, uintptr_t
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal
@@ -286,9 +291,10 @@ def weighted_spread(const double[::1] xs, const double[::1] ys, const double[::1
 # random_standard_normal: 99 % of the draws) over an inline PCG64 step (XSL-RR 128/64, numpy/random/src/
 # pcg64/pcg64.h) on the generator's own state, and for the rest NumPy's random_standard_normal itself after
 # rewinding that step. The ziggurat's tables (ki, wi) are read out of NumPy's random_standard_normal at import
-# (a stand-in bit generator feeds it chosen words), the generator's state layout is checked against its
-# ``state`` dict, and the whole path is checked against Generator.standard_normal on a scratch generator:
-# anything unexpected turns it off (``fast_normals`` False) and every draw goes through ``draws.normals``.
+# (a stand-in bit generator feeds it chosen words), the generator's state layout is checked (``pcg_layout``:
+# read only inside the PCG64 object's own memory, then held to its ``state`` dict), and the whole path is
+# checked against Generator.standard_normal on a scratch generator: anything unexpected, an exception
+# included, turns it off (``fast_normals`` False) and every draw goes through ``draws.normals``.
 cdef extern from *:
     """
     #include <stdint.h>
@@ -395,43 +401,76 @@ cdef bint _read_tables() noexcept:
 
 
 cdef uint64_t* _pcg_words(object bit_generator) except NULL:
-    """The PCG64's {state, inc} words (numpy's pcg64_state: a pointer to them first)."""
+    """The PCG64's {state, inc} words (numpy's pcg64_state: a pointer to them first; numpy/random/_pcg64.pyx
+    keeps both structs inside the PCG64 object). Nothing is read outside the object's own memory (its address
+    up to its type's basic size): a state struct or words elsewhere (another layout) is a ValueError, never
+    dereferenced. Whether the words are the generator's state is pcg_layout's check."""
     cdef bitgen_t* bg = <bitgen_t*>PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
-    cdef uint64_t* words = (<uint64_t**>bg.state)[0]
-    if words == NULL:
-        raise ValueError("PCG64 without state")
-    return words
+    cdef uintptr_t lo = <uintptr_t><void*>bit_generator
+    cdef uintptr_t hi = lo + <uintptr_t>Py_TYPE(bit_generator).tp_basicsize
+    cdef uintptr_t st = <uintptr_t>bg.state
+    if st < lo or st + sizeof(uint64_t*) > hi:
+        raise ValueError("PCG64 state struct outside the bit generator object")
+    cdef uintptr_t words = <uintptr_t>(<uint64_t**>bg.state)[0]
+    if words < lo or words + 4 * sizeof(uint64_t) > hi:
+        raise ValueError("PCG64 state words outside the bit generator object")
+    return <uint64_t*>words
 
 
-def _check_fast_normals():
-    """Turn the C normals on when numpy's ziggurat tables read back, the PCG64 state layout matches its
-    ``state`` dict and scratch draws equal Generator.standard_normal bit for bit (then interleaved uniforms
-    too)."""
-    global _fast, _hi_first
-    _fast = False
+def pcg_layout(bit_generator):
+    """Where a numpy PCG64's 128-bit state and increment sit among its four state words: 0 (low word first)
+    or 1 (high first), checked against its ``state`` dict; None when it is not a PCG64 (this exact type) or
+    the words cannot be read safely or do not match (never raises)."""
+    try:
+        if type(bit_generator) is not _PCG64:
+            return None
+        st = bit_generator.state
+        if st.get("bit_generator") != "PCG64":
+            return None
+        state, inc = st["state"]["state"], st["state"]["inc"]
+        words = _pcg_words(bit_generator)
+        for hi_first in (0, 1):
+            w_state = (<object>words[1 - hi_first] << 64) | <object>words[hi_first]
+            w_inc = (<object>words[3 - hi_first] << 64) | <object>words[2 + hi_first]
+            if w_state == (state & ((1 << 128) - 1)) and w_inc == (inc & ((1 << 128) - 1)):
+                return hi_first
+    except Exception:
+        return None
+    return None
+
+
+def _verify_fast_normals():
+    """True when numpy's ziggurat tables read back, a scratch PCG64's layout checks (pcg_layout; sets
+    _hi_first) and its draws equal Generator.standard_normal bit for bit (then interleaved uniforms too)."""
+    global _hi_first
     if not _read_tables():
         return False
     ours = _Generator(_PCG64(0x5eed))
     ref = _Generator(_PCG64(0x5eed))
-    st = ours.bit_generator.state["state"]
-    words = _pcg_words(ours.bit_generator)
-    for hi_first in (0, 1):
-        w_state = (<object>words[1 - hi_first] << 64) | <object>words[hi_first]
-        w_inc = (<object>words[3 - hi_first] << 64) | <object>words[2 + hi_first]
-        if w_state == (st["state"] & ((1 << 128) - 1)) and w_inc == (st["inc"] & ((1 << 128) - 1)):
-            _hi_first = hi_first
-            break
-    else:
+    hi_first = pcg_layout(ours.bit_generator)
+    if hi_first is None:
         return False
-    _fast = True
+    _hi_first = hi_first
     buf = np.empty(20000)
     cdef double[::1] view = buf
     for k in (20000, 3000, 1, 7):
         _fill_normals(ours.bit_generator, view[:k])
         if not (np.array_equal(buf[:k], ref.standard_normal(k)) and np.array_equal(ours.random(3), ref.random(3))):
-            _fast = False
             return False
     return True
+
+
+def _check_fast_normals():
+    """Turn the C normals on (module flag and return value) when _verify_fast_normals passes; off when it
+    fails or raises anything."""
+    global _fast
+    _fast = False
+    try:
+        ok = bool(_verify_fast_normals())
+    except Exception:
+        ok = False
+    _fast = ok
+    return ok
 
 
 cdef int _fill_normals(object bit_generator, double[::1] out) except -1:
@@ -446,16 +485,27 @@ cdef int _fill_normals(object bit_generator, double[::1] out) except -1:
 fast_normals = _check_fast_normals()
 
 
+cdef inline object _fast_bitgen(object draws):
+    """The bit generator whose normals are drawn here in C for ``draws``: its PCG64 when draws is a
+    NumpyDraws over a Generator over a PCG64 (these exact types) and ``fast_normals`` holds, else None."""
+    if not _fast or type(draws) is not _NumpyDraws:
+        return None
+    gen = draws.gen
+    if type(gen) is not _Generator:
+        return None
+    bitgen = gen.bit_generator
+    return bitgen if type(bitgen) is _PCG64 else None
+
+
 def draw_normals(draws, Py_ssize_t k):
     """k standard normals as ``draws.normals(k)`` gives them (a float64 array): drawn here in C when draws
     is a NumpyDraws over a PCG64 Generator and ``fast_normals`` holds, else by draws.normals."""
-    if _fast and type(draws) is _NumpyDraws:
-        gen = draws.gen
-        if type(gen) is _Generator and type(gen.bit_generator) is _PCG64:
-            out = np.empty(k)
-            if k > 0:
-                _fill_normals(gen.bit_generator, out)
-            return out
+    bitgen = _fast_bitgen(draws)
+    if bitgen is not None:
+        out = np.empty(k)
+        if k > 0:
+            _fill_normals(bitgen, out)
+        return out
     return _draw_array(draws.normals(k), k)
 
 
@@ -504,7 +554,7 @@ cdef class PfKernel:
     """The particles in C arrays and the state hooks of ``particle_filter.ParticleFilter`` on the kernels
     above; see the module docstring. ``xs``, ``ys``, ``yaws``, ``ws``, ``lws`` are the filter's float64
     arrays (to read: the filter keeps the cos / sin of ``yaws`` from one step to the next); ``est`` is a
-    copy of the estimate buffer."""
+    copy of the estimate buffer. Copies and pickles as the pure filter does (``__reduce__``)."""
 
     # set by the pure class's __init__ and read here
     cdef public dict cfg
@@ -546,19 +596,17 @@ cdef class PfKernel:
     cdef object _normals(self, object draws, Py_ssize_t k):
         """k standard normals as ``draws.normals(k)`` gives them: drawn in C into the filter's buffer (valid
         until the next call) when draw_normals would, else draws.normals' answer as an array."""
-        if _fast and type(draws) is _NumpyDraws and k <= DIM * self.n:
-            gen = draws.gen
-            if type(gen) is _Generator:
-                bitgen = gen.bit_generator
-                if type(bitgen) is _PCG64:
-                    if bitgen is not self._bitgen:
-                        self._bg = <bitgen_t*>PyCapsule_GetPointer(bitgen.capsule, "BitGenerator")
-                        self._words = _pcg_words(bitgen)
-                        self._lock = bitgen.lock
-                        self._bitgen = bitgen
-                    with self._lock:
-                        pf_fill_normals(self._words, _hi_first, self._bg, _KI, _WI, k, _wdata(self._noise))
-                    return self._noise
+        if k <= DIM * self.n:
+            bitgen = _fast_bitgen(draws)
+            if bitgen is not None:
+                if bitgen is not self._bitgen:
+                    self._bg = <bitgen_t*>PyCapsule_GetPointer(bitgen.capsule, "BitGenerator")
+                    self._words = _pcg_words(bitgen)
+                    self._lock = bitgen.lock
+                    self._bitgen = bitgen
+                with self._lock:
+                    pf_fill_normals(self._words, _hi_first, self._bg, _KI, _WI, k, _wdata(self._noise))
+                return self._noise
         return _draw_array(draws.normals(k), k)
 
     def _spawn(self, double range_m, draws, learned):
@@ -645,6 +693,58 @@ cdef class PfKernel:
             return <long long>now_us >= self._t_us
         except OverflowError:
             return False
+
+    # ---------------------------------------------------------- copies and pickles
+    def __reduce__(self):
+        """copy.copy / copy.deepcopy / pickle: rebuilt by ``__setstate__`` from the settings, counters, time,
+        particle arrays (the kept cos / sin of the yaws with them) and the instance's dict, the kernels module
+        (``k``) by its name (modules do not pickle). The cache of the last generator (its object, lock and raw
+        pointers into its state) is left out: the copy looks its generator up again at its first draw."""
+        inst = getattr(self, "__dict__", None)
+        inst = {} if inst is None else dict(inst)
+        kernels_name = None
+        if type(inst.get("k")) is _ModuleType:
+            kernels_name = inst.pop("k").__name__
+        state = (self.cfg, self.n, self.n_refresh, self.inv_two_var_m2, self._outlier_e2_m2, self.initialized,
+                 self.steps, self.outliers, self.predict_only, self.resamples, self.last_refresh, self._outlier_run,
+                 self.lost_restarts, self.residual_lp_m, self._t_us, self._has_t, self.bias_m, self.sigma_range_m,
+                 self.sigma_bearing_rad, self.sigma_yaw_refresh_rad, self._trig_kept,
+                 (self._xs, self._ys, self._yaws, self._xs2, self._ys2, self._yaws2, self._ws, self._lws,
+                  self._cos, self._sin, self._cos2, self._sin2), self._est, self._noise)
+        return (_copyreg.__newobj__, (type(self),), (state, inst, kernels_name))
+
+    def __setstate__(self, state):
+        """The state ``__reduce__`` gives. The arrays are checked (float64, 1-D, contiguous, long enough for
+        ``n``) before the kernels may touch them: ValueError otherwise."""
+        fields, inst, kernels_name = state
+        (cfg, n, n_refresh, inv_two_var_m2, outlier_e2_m2, initialized, steps, outliers, predict_only, resamples,
+         last_refresh, outlier_run, lost_restarts, residual_lp_m, t_us, has_t, bias_m, sigma_range_m,
+         sigma_bearing_rad, sigma_yaw_refresh_rad, trig_kept, particles, est, noise) = fields
+        for arr, size in [(a, n) for a in particles] + [(est, EST_LEN), (noise, DIM * n)]:
+            if arr is not None and not (cnp.PyArray_CheckExact(arr)
+                                        and cnp.PyArray_TYPE(<cnp.ndarray>arr) == cnp.NPY_DOUBLE
+                                        and cnp.PyArray_NDIM(<cnp.ndarray>arr) == 1
+                                        and cnp.PyArray_ISCARRAY(<cnp.ndarray>arr)
+                                        and cnp.PyArray_SIZE(<cnp.ndarray>arr) >= size):
+                raise ValueError("particle filter state: a particle buffer is not a float64 array of %d values"
+                                 % size)
+        self.cfg, self.n, self.n_refresh = cfg, n, n_refresh
+        self.inv_two_var_m2, self._outlier_e2_m2 = inv_two_var_m2, outlier_e2_m2
+        self.initialized, self.steps, self.outliers, self.predict_only = initialized, steps, outliers, predict_only
+        self.resamples, self.last_refresh, self._outlier_run = resamples, last_refresh, outlier_run
+        self.lost_restarts, self.residual_lp_m, self._t_us, self._has_t = lost_restarts, residual_lp_m, t_us, has_t
+        self.bias_m, self.sigma_range_m = bias_m, sigma_range_m
+        self.sigma_bearing_rad, self.sigma_yaw_refresh_rad = sigma_bearing_rad, sigma_yaw_refresh_rad
+        (self._xs, self._ys, self._yaws, self._xs2, self._ys2, self._yaws2, self._ws, self._lws,
+         self._cos, self._sin, self._cos2, self._sin2) = particles
+        self._est, self._noise, self._trig_kept = est, noise, trig_kept
+        self._bitgen = self._lock = None
+        self._bg = NULL
+        self._words = NULL
+        if kernels_name is not None:
+            inst["k"] = _import_module(kernels_name)
+        if inst:
+            self.__dict__.update(inst)
 
     # ---------------------------------------------------------- state access
     @property

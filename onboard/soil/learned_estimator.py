@@ -59,6 +59,7 @@ fields as the classical estimator's), so both feed the same soil layers:
 """
 import json
 import math
+import numbers
 import os
 
 import numpy as np
@@ -148,13 +149,25 @@ def actions_from_commands(commands_by_time_us, times_us):
     return np.array(rows, dtype=float).reshape(-1, len(ACTION_CHANNELS))
 
 
+def drive_command_n(command):
+    """The track speed loop's commanded tractive effort [N] of an operator command dict, its ``drive_cmd_n``
+    as a float; None when the command carries none: the key absent, None (JSON null, as a log holds it), not
+    a number (bools included) or not finite."""
+    d = command.get("drive_cmd_n")
+    if d is None or isinstance(d, bool) or not isinstance(d, numbers.Real):
+        return None
+    d = float(d)
+    return d if math.isfinite(d) else None
+
+
 def controller_channels(samples, commands_by_time_us, times_us):
     """(n, 2) array of :data:`CONTROLLER_CHANNELS` at ``times_us``: the longitudinal acceleration [m/s^2],
     the central difference of the ground speed of the machine samples ``samples`` (all of the cut's, objects
     with ``time_us`` and ``speed_mps``) over +-:data:`ACCEL_HALF_SPAN` samples (one-sided at the cut's ends),
     and the track speed loop's commanded tractive effort [N], the ``drive_cmd_n`` of the command in force
     at each time. Raises CutEstimateError for a time without a sample or a command, or a command in force
-    without ``drive_cmd_n`` (absent or NaN: ``onboard.soil.loader_app.OperatorCommand`` without it)."""
+    without ``drive_cmd_n`` (absent, None, NaN: :func:`drive_command_n`; an
+    ``onboard.soil.loader_app.OperatorCommand`` without it)."""
     ordered = sorted(samples, key=lambda s: s.time_us)
     if len(ordered) < 2:
         raise CutEstimateError("acceleration needs at least 2 machine samples, got %d" % len(ordered))
@@ -176,11 +189,11 @@ def controller_channels(samples, commands_by_time_us, times_us):
         k = int(np.searchsorted(kt, int(tq), side="right")) - 1
         if k < 0:
             raise CutEstimateError("no operator command at or before %d us" % int(tq))
-        c = commands_by_time_us[keys[k]]
-        if "drive_cmd_n" not in c or not math.isfinite(c["drive_cmd_n"]):
+        drive_n = drive_command_n(commands_by_time_us[keys[k]])
+        if drive_n is None:
             raise CutEstimateError("the command in force at %d us carries no drive_cmd_n (the track speed loop's "
                                    "command, which the controller model reads)" % int(tq))
-        rows.append((accel, c["drive_cmd_n"]))
+        rows.append((accel, drive_n))
     return np.array(rows, dtype=float).reshape(-1, len(CONTROLLER_CHANNELS))
 
 

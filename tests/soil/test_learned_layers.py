@@ -131,6 +131,9 @@ def test_the_controller_model_runs_through_the_layers_from_the_apps_command_entr
     sub = subs[done[0]["window"]]
     with pytest.raises(CutEstimateError, match="drive_cmd_n"):
         est.layer_estimate(sub, est.window(sub, "force"), cut)
+    est.commands = {t: dict(c, drive_cmd_n=None) for t, c in cap.commands.items()}     # a log's JSON null
+    with pytest.raises(CutEstimateError, match="drive_cmd_n"):
+        est.layer_estimate(sub, est.window(sub, "force"), cut)
     # recorded at the app's boundary (the commands with drive_cmd_n): the replay is bit-exact
     code = main_replay([str(path), "--out", str(tmp_path / "r")])
     out = capsys.readouterr().out
@@ -164,3 +167,22 @@ def test_a_command_without_the_loops_command_is_kept_counted_and_round_trips():
             part.on_command(cmd)
         assert part.rejected_commands == 1 and sorted(part.commands) == [5, 7, 9]
         assert part.report().get("commands_without_drive_cmd") == counted
+
+
+def test_the_loops_command_is_a_finite_number_or_absent():
+    """``drive_cmd_n`` as the controller model reads it: a finite number is taken as a float; absent, None
+    (a log's JSON null), NaN, infinite, a bool or a string are "not given", a clear refusal, not a TypeError."""
+    from types import SimpleNamespace
+    from onboard.soil import learned_estimator as le
+    from onboard.soil.cut_estimator import CutEstimateError
+    samples = [SimpleNamespace(time_us=t, speed_mps=0.5 + 1e-6 * t) for t in (0, 100000, 200000)]
+    times = [0, 100000, 200000]
+    for value in (1500, 1500.25, np.float32(1500.25), np.int64(-3)):
+        ctl = le.controller_channels(samples, {0: {"drive_cmd_n": value}}, times)
+        assert ctl.shape == (3, 2) and ctl.dtype == float and np.all(ctl[:, 1] == float(value))
+        assert np.allclose(ctl[:, 0], 1.0)          # m/s^2: 0.1 m/s per 0.1 s
+    for value in (None, float("nan"), float("inf"), True, "1500", [1500.0]):
+        assert le.drive_command_n({"drive_cmd_n": value}) is None, value
+        with pytest.raises(CutEstimateError, match="drive_cmd_n"):
+            le.controller_channels(samples, {0: {"speed_mps": 0.5, "drive_cmd_n": value}}, times)
+    assert le.drive_command_n({}) is None

@@ -2,6 +2,8 @@
 (``harness.training.soil_estimator.separability``): cross-validated over whole episodes, a soil the inputs
 carry is told apart (AUROC near 1, and the F_z of the posterior near the true soil's), one they do not
 carry is not (AUROC near 0.5); bad input is one line, exit 2."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -50,3 +52,66 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert len(err) == 2 and all(line.startswith("soil separability:") for line in err)
     with pytest.raises(ValueError, match="controller"):
         sep.inputs_of({"x_raw": np.zeros((1, 34))}, "controller", P)
+
+
+def _save(path, data):
+    from harness.training.soil_estimator import dataset as ds
+    n = len(data["x_raw"])
+    ds.save(str(path), dict(data, truth=np.zeros((n, 5)), cut=np.zeros(n, dtype=int), samples=np.full(n, 60)))
+    return str(path)
+
+
+def test_one_episode_group_is_refused_not_reported(tmp_path, capsys):
+    """Windows that all fall in one fold get no held-out posterior: a ValueError (one line, exit 2), not an
+    AUROC of 0.5 from untouched posteriors."""
+    one = _data(True, episodes=4)                      # episodes 0-3: one group (episode // 4)
+    with pytest.raises(ValueError, match="at least 2 episode groups"):
+        sep.study(one, ["kinematic"], folds=3, epochs=1)
+    with pytest.raises(ValueError, match="at least 2 episode groups"):
+        sep.cv_posterior(np.zeros((8, 3)), np.zeros(8, dtype=int), np.full(8, 5), 4, folds=10)
+    # groups 0 and 3 with 3 folds: both in fold 0, the same refusal
+    with pytest.raises(ValueError, match="at least 2 episode groups"):
+        sep.cv_posterior(np.zeros((8, 3)), np.zeros(8, dtype=int), np.repeat([0, 3], 4), 4, folds=3)
+    assert sep.main(["--dataset", _save(tmp_path / "one.npz", one), "--folds", "3", "--epochs", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("soil separability: cross-validation over 3 folds")
+
+
+def test_malformed_datasets_and_a_missing_torch_are_one_line(tmp_path, capsys, monkeypatch):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"PK\x03\x04 not a zip archive")
+    empty = tmp_path / "empty.npz"
+    empty.write_bytes(b"")
+    short = _data(True)
+    short["soil"] = short["soil"][:-1]                  # a per-window array shorter than the rest
+    nan = _data(True)
+    nan["x_raw"][3, 5] = np.nan
+    for path in (bad, empty, _save(tmp_path / "short.npz", short), _save(tmp_path / "nan.npz", nan)):
+        assert sep.main(["--dataset", str(path), "--folds", "3", "--epochs", "1", "--inputs", "kinematic"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all(line.startswith("soil separability: ") and len(line) > 20 for line in err), err
+    assert "soil has 191 windows" in err[2] and "NaN" in err[3]
+    # torch not installed: one line naming what is missing
+    good = _save(tmp_path / "good.npz", _data(True))
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert sep.main(["--dataset", good, "--folds", "3", "--epochs", "1", "--inputs", "kinematic"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("soil separability: needs torch and scipy") and "torch" in err[0][40:]
+    # an exception without a message still gives a line
+    assert sep._first_line(ValueError("")) == "ValueError" and sep._first_line(OSError("a\nb")) == "a"
+
+
+def test_the_study_and_the_soil_strip_scenario_share_one_auroc():
+    from harness.scenarios.soil import soil_strip
+    assert sep.auroc is soil_strip.auroc
+    assert sep.auroc([3.0, 2.0], [1.0, 2.0]) == 0.875 and sep.auroc([], [1.0]) is None
+
+
+def test_arrays_of_the_wrong_shape_are_refused():
+    for key, value, match in (("geometry", np.zeros(192), "geometry"), ("x_raw", np.zeros((192, 30)), "x_raw"),
+                              ("force_n", np.zeros((192, P + 1, 2)), "force_n"),
+                              ("soil", np.full(192, 4), "soil indices")):
+        data = _data(True)
+        data[key] = value
+        with pytest.raises(ValueError, match=match):
+            sep.study(data, ["kinematic"], folds=3, epochs=1)

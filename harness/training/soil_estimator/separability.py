@@ -20,14 +20,17 @@ paper's inputs and the measured F_x only: the bound a perfect horizontal-force s
 
     python -m harness.training.soil_estimator.separability --dataset build/soil/dataset_e400_s1_h12_ctl.npz
 
-Bad input (a missing or malformed dataset, a bad number) is one line on stderr and exit status 2.
+Bad input (a missing or malformed dataset, one whose windows fall in fewer than two folds, a bad number) and a
+missing torch or scipy (``requirements-train.txt``) are one line on stderr and exit status 2.
 """
 import argparse
 import json
 import sys
+import zipfile
 
 import numpy as np
 
+from harness.scenarios.soil.soil_strip import auroc  # noqa: F401 (one definition: the soil-strip scenario's)
 from onboard.soil import learned_estimator as le
 
 KINDS = ("controller", "kinematic", "fx", "force")
@@ -49,29 +52,36 @@ def inputs_of(data, kind, horizon):
     raise ValueError("unknown input kind %r (one of %s)" % (kind, ", ".join(KINDS)))
 
 
-def auroc(pos, neg):
-    """Area under the ROC curve of scores ``pos`` against ``neg`` (Mann-Whitney, ties half); None if empty."""
-    from scipy.stats import rankdata
-    pos, neg = np.asarray(pos, float), np.asarray(neg, float)
-    if pos.size == 0 or neg.size == 0:
-        return None
-    r = rankdata(np.concatenate([pos, neg]))
-    return float((r[:pos.size].sum() - pos.size * (pos.size + 1) / 2.0) / (pos.size * neg.size))
-
-
 def cv_posterior(x, labels, groups, n_classes, folds, epochs=DEFAULTS["epochs"], hidden=DEFAULTS["hidden"],
                  seed=DEFAULTS["seed"]):
     """(B, n_classes) held-out class posteriors: for each fold f the classifier (module docstring) trained
-    on the windows whose ``groups % folds != f``, standardised on them, applied to the others."""
+    on the windows whose ``groups % folds != f``, standardised on them, applied to the others. ValueError
+    (one line) when the windows fall in fewer than two folds (no window would get a held-out posterior), on
+    non-finite inputs or labels outside 0 .. n_classes - 1."""
+    x = np.asarray(x, dtype=float)
+    labels = np.asarray(labels)
+    groups = np.asarray(groups)
+    if x.ndim != 2 or len(x) == 0 or labels.shape != (len(x),) or groups.shape != (len(x),):
+        raise ValueError("cross-validation needs (B, in) inputs with B labels and groups, got shapes %s, %s, %s"
+                         % (x.shape, labels.shape, groups.shape))
+    if not np.all(np.isfinite(x)):
+        raise ValueError("cross-validation inputs hold NaN or infinite values")
+    if not (np.issubdtype(labels.dtype, np.integer) and labels.min() >= 0 and labels.max() < n_classes):
+        raise ValueError("class labels must be whole numbers in 0..%d" % (n_classes - 1))
+    if not np.issubdtype(groups.dtype, np.integer):
+        raise ValueError("episode groups must be whole numbers")
+    fold_of = groups % folds
+    used = np.unique(fold_of)
+    if len(used) < 2:
+        raise ValueError("cross-validation over %d folds needs windows of at least 2 episode groups in different "
+                         "folds, got %d group(s) (%d window(s))" % (folds, len(np.unique(groups)), len(x)))
     import torch
     torch.set_num_threads(1)
-    x = np.asarray(x, dtype=float)
-    y = torch.tensor(np.asarray(labels), dtype=torch.long)
+    y = torch.tensor(labels, dtype=torch.long)
     post = np.zeros((len(x), n_classes))
-    for f in range(folds):
-        val = (np.asarray(groups) % folds) == f
-        if not np.any(val) or np.all(val):
-            continue
+    for f in used:
+        f = int(f)
+        val = fold_of == f
         torch.manual_seed(seed + f)
         mean, std = x[~val].mean(axis=0), x[~val].std(axis=0)
         xs = torch.tensor((x - mean) / np.where(std > 1e-9, std, 1.0), dtype=torch.float32)
@@ -113,10 +123,35 @@ def fz_errors(post, soil, force_n, mask):
     return {rule: {s: float(np.mean(v)) for s, v in sorted(per.items())} for rule, per in out.items()}
 
 
+def _check_windows(data, n_soils):
+    """ValueError (one line) unless the dataset's per-window arrays agree in length, the geometry is
+    (B, P, k), the kinematic inputs (B, 16 P + 2), the forces finite (B, P, 2) and the soils whole numbers
+    below ``n_soils``."""
+    x = np.asarray(data["x_raw"])
+    b = len(x)
+    for key in ("force_n", "geometry", "soil", "relative_density_pct", "episode", "whole_cut"):
+        if len(np.asarray(data[key])) != b:
+            raise ValueError("dataset array %s has %d windows, x_raw %d" % (key, len(np.asarray(data[key])), b))
+    geometry = np.asarray(data["geometry"])
+    if geometry.ndim != 3:
+        raise ValueError("dataset array geometry must be (B, P, k), got shape %s" % (geometry.shape,))
+    p = geometry.shape[1]
+    if x.ndim != 2 or x.shape[1] != len(le.CHANNELS) * p + len(le.GLOBALS):
+        raise ValueError("dataset array x_raw must be (B, %d) for %d horizon points, got shape %s"
+                         % (len(le.CHANNELS) * p + len(le.GLOBALS), p, x.shape))
+    force = np.asarray(data["force_n"], dtype=float)
+    if force.shape != (b, p, 2) or not np.all(np.isfinite(force)):
+        raise ValueError("dataset array force_n must be finite (B, %d, 2), got shape %s" % (p, force.shape))
+    soil = np.asarray(data["soil"])
+    if b and not (np.issubdtype(soil.dtype, np.integer) and soil.min() >= 0 and soil.max() < n_soils):
+        raise ValueError("dataset array soil must hold soil indices 0..%d" % (n_soils - 1))
+
+
 def study(data, kinds, folds=DEFAULTS["folds"], epochs=DEFAULTS["epochs"], id_max_pct=DEFAULTS["id_max_pct"],
           seed=DEFAULTS["seed"]):
     """{kind: {"auroc_whole", "auroc_sub", "fz_pct"}} (module docstring) of a dataset for input ``kinds``."""
     from harness.sim.soil_world import SOILS
+    _check_windows(data, len(SOILS))
     horizon = data["geometry"].shape[1]
     soil = np.asarray(data["soil"], dtype=int)
     low = np.asarray(data["relative_density_pct"]) < id_max_pct
@@ -152,12 +187,26 @@ def main(argv=None):
     from harness.training.soil_estimator import dataset as ds
     try:
         data = ds.load(args.dataset)
+    except (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        print("soil separability: dataset %s unreadable: %s" % (args.dataset, _first_line(exc)), file=sys.stderr)
+        return 2
+    try:
         result = study(data, args.inputs, args.folds, args.epochs, args.id_max_pct, args.seed)
-    except (ValueError, OSError, KeyError) as exc:
-        print("soil separability: %s" % str(exc).splitlines()[0], file=sys.stderr)
+    except ImportError as exc:          # torch (the classifier) or scipy (the AUROC's ranks)
+        print("soil separability: needs torch and scipy (pip install -r requirements-train.txt): %s"
+              % _first_line(exc), file=sys.stderr)
+        return 2
+    except (ValueError, KeyError) as exc:
+        print("soil separability: %s" % _first_line(exc), file=sys.stderr)
         return 2
     print(json.dumps(result, indent=1))
     return 0
+
+
+def _first_line(exc):
+    """The first line of an exception's message, or its type's name when the message is empty."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 if __name__ == "__main__":
