@@ -151,3 +151,6 @@ def test_two_network_v2_nets_keep_the_best_epoch_on_validation_session_3(name):
     curve = dict((int(e), r) for e, r in t["validation_r2"])
     assert sorted(curve) == list(range(5, 301, 5))
     assert t["best_epoch"] == max(curve, key=curve.get) and t["best_validation_r2"] == curve[t["best_epoch"]]
+    assert t.get("select", "prep_r2") == "prep_r2"                   # the Makefile's lines select on prep. R^2
+    if "validation_scores" in t:                                     # [epoch, prep R^2, raw COD, raw gain]
+        assert [[e, r] for e, r, _, _ in t["validation_scores"]] == t["validation_r2"]

@@ -70,6 +70,34 @@ def test_training_cli_writes_model_folders(session_file, tmp_path, capsys):
     assert json.loads((out / "terrain" / "card.json").read_text())["alexi"]["window_cells"] == 6
     v2 = json.loads((out / "v2_dyaw" / "card.json").read_text())
     assert v2["training"]["select_on"].startswith("validation") and v2["training"]["best_epoch"] in (1, 2)
+    assert v2["training"]["select"] == "prep_r2"                     # the default selection, recorded
+
+
+def test_raw_cod_selection_is_recorded_and_keeps_the_best_raw_per_frame_epoch(session_file, tmp_path, capsys):
+    """--select raw_cod: the card records it, every check's prep R^2, raw COD and raw gain, and the kept net is
+    the one whose raw per-frame coefficient of determination on the validation session (alexi-eval's raw mode)
+    is the curve's best."""
+    from harness.training.alexi import evaluate as ev
+    from harness.training.alexi import metrics as mt
+    from harness.training.alexi import train
+    from harness.training.quantize import mlp_forward
+    from harness.sim.alexi.nets import load_float_layers
+    out = tmp_path / "models"
+    code = train.main(["--train", session_file, "--test", session_file, "--val", session_file, "--out", str(out),
+                       "--nets", "v2_speed", "--v2-epochs", "4", "--val-every", "1", "--select", "raw_cod",
+                       "--v2-lr", "0.05"])
+    assert code == 0, capsys.readouterr().err
+    card = json.loads((out / "v2_speed" / "card.json").read_text())
+    t = card["training"]
+    assert t["select"] == "raw_cod" and t["select_on"].startswith("validation sessions (raw_cod")
+    table = t["validation_scores"]
+    assert [row[0] for row in table] == [1, 2, 3, 4]
+    assert t["validation_r2"] == [[row[0], row[2]] for row in table]    # the selected curve is the raw COD
+    best = max(table, key=lambda row: row[2])
+    assert t["best_epoch"] == best[0] and t["best_validation_r2"] == best[2]
+    x, y = ev.raw_kinematic(ds.load_sessions([session_file]), "speed", card["alexi"]["ranges"])
+    p = mlp_forward(load_float_layers(str(out / "v2_speed")), x)[:, 0]
+    assert mt.r2_cod(y, p) == pytest.approx(best[2], abs=1e-5) and mt.gain(y, p) == pytest.approx(best[3], abs=1e-4)
 
 
 def test_v2_keeps_the_epoch_best_on_the_validation_session(session_file):
@@ -114,6 +142,7 @@ def test_tilt_shuffle_moves_only_the_tilt_columns_of_the_chosen_share():
     (["--train", "/nonexistent.npz"], "cannot read a session"),
     (["--val", "/nonexistent.npz"], "cannot read a session"),
     (["--val-every", "0"], "--val-every must be >= 1"),
+    (["--select", "raw_r2"], "--select must be one of prep_r2, raw_cod"),
     (["--tilt-shuffle", "1.5"], "--tilt-shuffle must be a share in [0, 1]"),
 ])
 def test_training_cli_refuses_bad_input(session_file, tmp_path, capsys, argv, needle):

@@ -30,9 +30,15 @@ def preprocessed_xy(net, session):
     return ds.kinematic([session], a["recipe"], a["target"], a["ranges"])
 
 
+def raw_kinematic(sessions, target, ranges):
+    """(x, y) of the raw per-frame mode: inputs and targets only min-max normalised with ``ranges`` (teleport
+    frames dropped), as alexi-eval's raw figures and the training's ``raw_cod`` selection score them."""
+    return ds.kinematic(sessions, dict(pp.RAW_RECIPE), target, ranges)
+
+
 def raw_xy(net, session):
     a = _alexi(net)
-    return ds.kinematic([session], dict(pp.RAW_RECIPE), a["target"], a["ranges"])
+    return raw_kinematic([session], a["target"], a["ranges"])
 
 
 def score_net(net, session):

@@ -38,6 +38,16 @@ def r2_cod(y, p):
     return 1.0 - float(np.sum((y - p) ** 2)) / sst
 
 
+def gain(y, p):
+    """Least-squares slope of the prediction ``p`` on the truth ``y`` (cov(y, p) / var(y), dimensionless in
+    the same normalised units): 1 for an unbiased scale, < 1 for a prediction that is too small."""
+    y, p = np.asarray(y, dtype=np.float64).ravel(), np.asarray(p, dtype=np.float64).ravel()
+    var = float(np.sum((y - y.mean()) ** 2))
+    if var == 0:
+        return 0.0
+    return float(np.sum((y - y.mean()) * (p - p.mean()))) / var
+
+
 def spearman(a, b):
     from scipy.stats import spearmanr
     r = float(spearmanr(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)).statistic)
