@@ -45,6 +45,7 @@ cdef class Radio:
     cdef _Node n
 
 @cython.locals(motion=BouncingMotion)
+cpdef node_state(net, node_id, now_us)
 cpdef set_velocity(net, _Node n, now_us)
 cpdef handle(net, _Node n, samples, deadline_local, now_us)
 @cython.locals(cv=dict)
@@ -57,7 +58,7 @@ cpdef call_at(net, time_us, fn)
 cpdef deliver_event(net, _Node n, event, now_us)
 cpdef wake(net, _Node n, key, now_us)
 @cython.locals(cv=dict, c=_Clock, now_s=cython.double, start_s=cython.double, rmarker_s=cython.double,
-               end_s=cython.double, cur=cython.double, motion=BouncingMotion)
+               end_s=cython.double, cur=cython.double)
 cpdef submit_tx(net, _Node n, frame, dx_ticks)
 @cython.locals(s=_Node)
 cpdef frame_end(net, _Tx tx, now_us)

@@ -2,7 +2,7 @@
 # 40-bit timestamps and their intervals as C long long (exact: below 2**40); DS-TWR's products only where the
 # intervals are below _PRODUCT_SAFE (2**31), otherwise timestamps.ds_twr_tof_ticks on Python integers.
 cimport cython
-from cython_ext.uwb.frames cimport Frame, pack_entry
+from cython_ext.uwb.frames cimport Frame, _pack_int_entry
 from cython_ext.uwb.node_base cimport NodeBase
 
 cdef long long _MASK, _HALF, _NO_TIMESTAMP, _PRODUCT_SAFE
@@ -29,9 +29,10 @@ cdef class BroadcastNode(NodeBase):
     @cython.locals(nbr=dict, entries=bytearray, n_max=cython.Py_ssize_t, off=cython.Py_ssize_t, ids=list, rec=Neighbour,
                    f=Frame)
     cpdef _transmit(self, now_us, list acts)
-    @cython.locals(f=Frame, prev=Neighbour, rx=cython.longlong, seq=cython.longlong, at=cython.Py_ssize_t,
-                   q=cython.longlong, rq=cython.longlong)
-    cpdef _on_rx(self, data, long long raw_rx, now_us, list acts)
+    # raw_rx a Python object, checked (an integer within 40 bits) before its conversion to raw
+    @cython.locals(f=Frame, prev=Neighbour, raw=cython.longlong, rx=cython.longlong, seq=cython.longlong,
+                   at=cython.Py_ssize_t, q=cython.longlong, rq=cython.longlong)
+    cpdef _on_rx(self, data, raw_rx, now_us, list acts)
     @cython.locals(q0=cython.longlong, rq0=cython.longlong,
                    tq0=cython.longlong, tq=cython.longlong, rp=cython.longlong, tp=cython.longlong,
                    round1=cython.longlong, reply1=cython.longlong, round2=cython.longlong,

@@ -19,7 +19,8 @@ cdef class Frame:
     cpdef long long entry_ts_at(self, Py_ssize_t off) except? -1
     @cython.locals(out=bytearray, off=cython.Py_ssize_t, step=cython.Py_ssize_t)
     cpdef set_entries(self, entries)
-    cpdef set_entry_bytes(self, bytes data)
+    @cython.locals(n=cython.Py_ssize_t)
+    cpdef set_entry_bytes(self, data)
     # the velocity in C integers (int16 after the clamp) and doubles (mm * 0.001: the same double as decode's)
     @cython.locals(out=bytearray, g=Frame, vx=cython.longlong, vy=cython.longlong, n=cython.Py_ssize_t,
                    c=cython.long, e=bytes, tss=list, plen=cython.Py_ssize_t, k=cython.Py_ssize_t)
@@ -28,8 +29,12 @@ cdef class Frame:
 # exact double operations and C integers (|x| < 32767.5 before the conversion)
 @cython.locals(v=cython.double, x=cython.double, mm=cython.longlong, frac=cython.double)
 cpdef long long _vel_mmps(v_mps) except? -1
-# C integers (a 40-bit timestamp, bytes 0..255 once checked) written by index into the caller's bytearray
-cpdef pack_entry(bytearray out, Py_ssize_t off, long long node_id, long long seq, long long rx_ts)
+# C integers (a 40-bit timestamp, bytes 0..255) written by index into the caller's bytearray; pack_entry takes
+# Python objects and converts them (calling _pack_int_entry) only once checked to be integers in range (no float
+# truncation); _pack_int_entry's callers pass integers (the broadcast node: C integers, cimported, a C call)
+cpdef pack_entry(bytearray out, Py_ssize_t off, node_id, seq, rx_ts)
+cpdef _pack_int_entry(bytearray out, Py_ssize_t off, long long node_id, long long seq, long long rx_ts)
+# (their callers pass values checked to be integers in range: encode, _pack_int_entry)
 cpdef _put_ts(bytearray out, Py_ssize_t off, long long ts)
 cpdef _put_header(bytearray out, long long t, long long src, long long dst, long long seq, long long epoch,
                   long long vx, long long vy)

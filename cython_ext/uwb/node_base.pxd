@@ -1,4 +1,5 @@
 # Types for onboard/comms/uwb/node_base.py compiled as cython_ext.uwb.node_base (the .py is the source).
+cimport cython
 from cython_ext.uwb.frames cimport Frame
 
 cdef list _memo
@@ -15,5 +16,6 @@ cdef class NodeBase:
     cdef public long long _rx, _ranges      # counters read through the stats property
     cpdef tuple on_event(self, event, now_us)
     cpdef tuple on_rx(self, data, raw_rx_ticks, now_us)
+    @cython.locals(m=tuple)
     cpdef Frame _decode(self, data)
     cpdef tuple _sample(self, now_us, peer_id, range_m, Frame frame)

@@ -327,7 +327,7 @@ def test_the_frame_encode_keeps_for_decode_is_the_frame_decode_builds(impl):
         for f in frames:
             data = f.encode()
             kept = mod.decode(data)
-            assert kept is mod._encoded[1] and mod.decode(data) is kept
+            assert mod._encoded[0] == (data, kept) and kept is mod._encoded[0][1] and mod.decode(data) is kept
             assert _fields(kept) == _fields(mod._decode(bytes(data)))
             assert data == _pure_copy(P, f).encode()
 
@@ -354,3 +354,21 @@ def test_broadcast_entry_lookup_takes_the_first_entry_of_an_id(impl):
     g = Fm.Frame(Fm.BCAST, 3, 255, 7)
     g.set_entry_bytes(bytes(raw))
     assert g.entry_for(255) == (7, 9) and g.entries()[-1] == (255, 7, 9)
+
+
+def _plain_state_fn(*args):
+    """A BouncingMotion behind a plain function: no node_state, so the channel refreshes the whole state dict."""
+    motion = BouncingMotion(*args)
+    return lambda now_us: motion(now_us)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("name", ["token_ring_lossy", "broadcast"])
+def test_a_state_fn_without_node_state_gives_the_same_run(name, impl):
+    """The channel's node_state (the velocity handed to a node, a sender's position) from a state_fn that has no
+    node_state of its own (the state dict worked out and kept per time): the same digests."""
+    kwargs, expected = CASES[name]
+    nets = []
+    assert _digest(net_cls=functools.partial(UwbNetwork, impl=impl), motion_cls=_plain_state_fn, nets=nets,
+                   **kwargs) == expected
+    assert nets[0]._node_state is None and nets[0]._motion is None

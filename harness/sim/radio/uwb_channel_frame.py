@@ -144,21 +144,7 @@ def set_velocity(net, n, now_us):
     """Hand the node its reported velocity (as NodeBase.set_velocity) unless it holds that very value:
     a repeated call with equal non-zero finite components changes nothing (zeros go through: the sign
     of a zero is kept; rejected values go through: they are counted)."""
-    state_fn = net.state_fn
-    if state_fn is not None and net._state_time_us != now_us:
-        motion = net._motion
-        if motion is not None and state_fn is motion:
-            st = motion.node_state(n.id, now_us)    # the same, called directly
-        else:
-            one = net._node_state
-            if one is None:
-                net._states = state_fn(now_us)
-                net._state_time_us = now_us
-                st = net._states.get(n.id)
-            else:
-                st = one(n.id, now_us)           # state_fn(now_us).get(n.id), for this node alone
-    else:
-        st = net._states.get(n.id)
+    st = node_state(net, n.id, now_us)
     if st is not None and n.driver is not None:
         v = st[1]
         if v is n.vel:
@@ -170,6 +156,24 @@ def set_velocity(net, n, now_us):
         if vx == held[0] and vy == held[1] and vx and vy:
             return
         n.driver.set_velocity(vx, vy)
+
+
+def node_state(net, node_id, now_us):
+    """Node ``node_id``'s ``(pos_m, vel_mps)`` at true time ``now_us`` (us), or None where the state has none:
+    ``state_fn(now_us).get(node_id)`` (kept in ``net._states`` with its time, as ``net._refresh``), asked of the
+    channel's own motion model or of the state_fn's ``node_state`` for this node alone where there is one (the
+    same values), or the state set by ``set_state`` where there is no state_fn or it was asked at ``now_us``."""
+    state_fn = net.state_fn
+    if state_fn is not None and net._state_time_us != now_us:
+        motion = net._motion
+        if motion is not None and state_fn is motion:
+            return motion.node_state(node_id, now_us)    # the same, called directly
+        one = net._node_state
+        if one is not None:
+            return one(node_id, now_us)                  # state_fn(now_us).get(node_id), for this node alone
+        net._states = state_fn(now_us)                   # net._refresh, inline
+        net._state_time_us = now_us
+    return net._states.get(node_id)
 
 
 def handle(net, n, samples, deadline_local, now_us):
@@ -302,21 +306,10 @@ def submit_tx(net, n, frame, dx_ticks):
         raw_tx = dx
     end_s = start_s + air
     sender = n.id
-    state_fn = net.state_fn
-    if state_fn is not None and net._state_time_us != now_us:
-        motion = net._motion
-        if motion is not None and state_fn is motion:
-            pos = motion.node_state(sender, now_us)[0]     # the same, called directly
-        else:
-            one = net._node_state
-            if one is None:                    # net._refresh, inline
-                net._states = state_fn(now_us)
-                net._state_time_us = now_us
-                pos = net._states[sender][0]
-            else:
-                pos = one(sender, now_us)[0]   # state_fn(now_us)[sender], for the sender alone
-    else:
-        pos = net._states[sender][0]
+    st = node_state(net, sender, now_us)
+    if st is None:
+        raise KeyError(sender)                 # a sender without a state (net._states[sender])
+    pos = st[0]
     tx = _Tx(sender, bytes(frame), now_s, start_s, rmarker_s, end_s, pos, raw_tx)
     n.pending = tx
     n.busy_until_s = end_s

@@ -27,7 +27,7 @@ pseudo-random back-off of 1..4 rounds. A crashed node's slot stays empty until i
 """
 from . import frames as F
 from . import timestamps as T
-from .frames import pack_entry
+from .frames import _pack_int_entry
 from .node_base import NodeBase
 
 _HIST = 8   # own TX timestamps kept (by seq)
@@ -38,6 +38,7 @@ _ENTRY_LEN = F.BCAST_ENTRY_LEN
 _NO_TIMESTAMP = F.NO_TIMESTAMP
 _METERS_PER_TICK = T.METERS_PER_TICK
 _PRODUCT_SAFE = 1 << 31    # intervals below this: DS-TWR's products fit in 63 bits (C integers where compiled)
+_RAW_MAX = T.MASK_TICKS    # the largest raw timestamp (a Python int where compiled: compared with the raw object)
 
 
 class Neighbour:
@@ -156,7 +157,7 @@ class BroadcastNode(NodeBase):
             if now_us - rec.heard_us <= timeout:
                 ids.append(i)
                 if off < len(entries):
-                    pack_entry(entries, off, i, rec.seq, rec.rx_ts)
+                    _pack_int_entry(entries, off, i, rec.seq, rec.rx_ts)   # (frames.pack_entry: integers)
                     off += _ENTRY_LEN
             else:
                 del nbr[i]
@@ -191,7 +192,13 @@ class BroadcastNode(NodeBase):
         if prev is not None and prev.seq == seq:
             self._stats["duplicates"] += 1
             return
-        rx = raw_rx - self.ant                   # T.apply_rx_antenna_delay, inline
+        # the raw RX timestamp: an integer within 40 bits, else counted and the frame dropped (checked before any
+        # conversion: the compiled build holds it in a C integer only from here on)
+        if not isinstance(raw_rx, int) or raw_rx < 0 or raw_rx > _RAW_MAX:
+            self._stats["bad_timestamps"] += 1
+            return
+        raw = raw_rx
+        rx = raw - self.ant                      # T.apply_rx_antenna_delay, inline
         rx &= _MASK
         at = f.entry_offset(self.id)             # f.entry_for(self.id): (q, rq) or None
         q = -1

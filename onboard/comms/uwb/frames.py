@@ -29,7 +29,10 @@ Payloads (timestamps are 40-bit DW1000 ticks, 5 bytes each):
 The DW1000 adds its own 2-byte FCS on air; frames longer than 127 bytes need its
 proprietary long-frame mode (up to 1023 bytes), which is what the broadcast mode uses for
 large N. Decoding raises :class:`FrameError` (a ValueError) with a ``kind`` for every
-malformed input; it never raises anything else on arbitrary bytes.
+malformed input; it never raises anything else on arbitrary bytes. Encoding takes only integers
+(``int``, ``bool`` included) for the header fields, timestamps, entries and TOKEN/DISCOVER fields:
+anything else is a FrameError, checked before any conversion (the compiled build converts to C
+integers only values already checked, so both builds refuse the same input the same way).
 """
 import struct
 
@@ -65,6 +68,8 @@ TS_LEN = 5
 BCAST_ENTRY_LEN = 2 + TS_LEN
 MAX_FRAME_LEN = 1023
 NO_TIMESTAMP = (1 << 40) - 1
+# BCAST entries that fit in the longest frame (what set_entries / set_entry_bytes accept)
+MAX_BCAST_ENTRIES = (MAX_FRAME_LEN - HEADER_LEN - TS_LEN - CRC_LEN) // BCAST_ENTRY_LEN
 _TS_MAX = (1 << 40) - 1
 _MAX_ID = MAX_NODE_ID      # (private copies: C integers where compiled)
 _VERSION_BITS = VERSION << 4
@@ -115,15 +120,29 @@ def _vel_mmps(v_mps):
 
 def pack_entry(out, off, node_id, seq, rx_ts):
     """Write one BCAST entry into the bytearray ``out`` at ``off`` (BCAST_ENTRY_LEN bytes): id u8, seq u8 (of the
-    neighbour's last BCAST heard) and its 40-bit RX timestamp, big-endian. FrameError for an id, seq or
-    timestamp out of range (``out`` unchanged then; where compiled, an integer beyond 64 bits is an OverflowError)."""
-    if not 0 <= node_id <= _MAX_ID or not 0 <= seq <= 255:
-        raise FrameError("field", "bad entry id/seq %r/%r" % (node_id, seq))
-    if rx_ts < 0 or rx_ts > _TS_MAX:
-        raise FrameError("field", "timestamp %r outside 40 bits" % (rx_ts,))
+    neighbour's last BCAST heard) and its 40-bit RX timestamp, big-endian. FrameError ("field") for an id, seq or
+    timestamp that is not an integer or out of range (``out`` unchanged then): checked here, before the compiled
+    build converts anything to a C integer."""
+    if not isinstance(node_id, int) or not isinstance(seq, int) or not isinstance(rx_ts, int) \
+            or not 0 <= node_id <= MAX_NODE_ID or not 0 <= seq <= 255 or rx_ts < 0 or rx_ts > NO_TIMESTAMP:
+        raise _entry_error(node_id, seq, rx_ts)
+    _pack_int_entry(out, off, node_id, seq, rx_ts)
+
+
+def _pack_int_entry(out, off, node_id, seq, rx_ts):
+    """:func:`pack_entry` for a caller whose values are integers by construction (C integers where compiled, passed
+    without Python objects: the broadcast node's neighbour records): the same range checks."""
+    if not 0 <= node_id <= _MAX_ID or not 0 <= seq <= 255 or rx_ts < 0 or rx_ts > _TS_MAX:
+        raise _entry_error(node_id, seq, rx_ts)
     out[off] = node_id
     out[off + 1] = seq
     _put_ts(out, off + 2, rx_ts)
+
+
+def _entry_error(node_id, seq, rx_ts):
+    """The FrameError ("field") for a BCAST entry that is not three integers in range."""
+    return FrameError("field", "bad entry (id, seq, rx_ts) %r: integers in 0..%d, 0..255, 0..2**40-1"
+                      % ((node_id, seq, rx_ts), MAX_NODE_ID))
 
 
 def _put_ts(out, off, ts):
@@ -239,23 +258,35 @@ class Frame:
         return out
 
     def set_entries(self, entries):
-        """Set BCAST entries from a sequence of (node_id, seq, rx_ts)."""
+        """Set BCAST entries from a sequence of (node_id, seq, rx_ts) (integers, :func:`pack_entry`), at most
+        MAX_BCAST_ENTRIES of them (FrameError "long"); the frame is unchanged where one is refused."""
         if type(entries) is not list:
             entries = list(entries)
+        if len(entries) > MAX_BCAST_ENTRIES:
+            raise FrameError("long", "%d BCAST entries, at most %d fit in a frame" % (len(entries), MAX_BCAST_ENTRIES))
         step = BCAST_ENTRY_LEN
         out = bytearray(step * len(entries))
         off = 0
         for node_id, seq, rx_ts in entries:
-            try:
-                pack_entry(out, off, node_id, seq, rx_ts)
-            except OverflowError:   # compiled: an integer beyond 64 bits (out of range too)
-                raise FrameError("field", "bad entry %r" % ((node_id, seq, rx_ts),))
+            pack_entry(out, off, node_id, seq, rx_ts)
             off += step
         self._entries = bytes(out)
         self._index = None
 
     def set_entry_bytes(self, data):
-        """Set BCAST entries from their packed bytes (``bytes``: :func:`pack_entry`'s, one entry after another)."""
+        """Set BCAST entries from their packed bytes (``bytes`` or ``bytearray``: :func:`pack_entry`'s, one entry
+        after another, at most MAX_BCAST_ENTRIES). FrameError for another type ("type"), a length that is not a
+        whole number of entries ("length") or too many entries ("long"); the frame is unchanged then."""
+        if type(data) is not bytes:
+            if not isinstance(data, (bytes, bytearray)):
+                raise FrameError("type", "BCAST entries must be bytes, got %s" % type(data).__name__)
+            data = bytes(data)
+        n = len(data)
+        if n % BCAST_ENTRY_LEN:
+            raise FrameError("length", "%d bytes of BCAST entries is not a multiple of %d" % (n, BCAST_ENTRY_LEN))
+        if n > MAX_BCAST_ENTRIES * BCAST_ENTRY_LEN:
+            raise FrameError("long", "%d BCAST entries, at most %d fit in a frame"
+                             % (n // BCAST_ENTRY_LEN, MAX_BCAST_ENTRIES))
         self._entries = data
         self._index = None
 
@@ -267,12 +298,16 @@ class Frame:
         fields and kept for it (``_encoded``: a frame is encoded once and heard by every receiver, none of
         which decodes it again)."""
         t = self.type
-        if t not in TYPE_NAMES:
+        if not isinstance(t, int) or t not in TYPE_NAMES:
             raise FrameError("type", "unknown frame type %r" % (t,))
         src = self.src
         dst = self.dst
         seq = self.seq
         epoch = self.epoch
+        # integers only (a float is refused, not truncated: the compiled build converts them to C integers below)
+        if not isinstance(src, int) or not isinstance(dst, int) or not isinstance(seq, int) \
+                or not isinstance(epoch, int):
+            raise FrameError("field", "src/dst/seq/epoch must be integers, got %r" % ((src, dst, seq, epoch),))
         if not 0 <= src <= MAX_NODE_ID:
             raise FrameError("field", "src=%r outside 0..%d" % (src, MAX_NODE_ID))
         if not 0 <= dst <= BROADCAST_ID:
@@ -289,14 +324,15 @@ class Frame:
         if t == BCAST:
             ts = _checked_ts(self.tx_prev)
             e = bytes(self._entries)
+            if len(e) % BCAST_ENTRY_LEN:      # only where _entries was written directly (set_entry_bytes checks)
+                raise FrameError("length", "%d bytes of BCAST entries is not a multiple of %d"
+                                 % (len(e), BCAST_ENTRY_LEN))
             out = bytearray(HEADER_LEN + TS_LEN)
             _put_header(out, t, src, dst, seq, epoch, vx, vy)
             _put_ts(out, HEADER_LEN, ts)
             out += e
             g.tx_prev = int(ts)
             g._entries = e
-            if len(e) % BCAST_ENTRY_LEN:
-                g = None              # decode refuses such a payload: no Frame for it
         elif t == RESPONSE or t == FINAL or t == REPORT:
             tss = [_checked_ts(x) for x in self.ts]
             plen = TS_LEN * len(tss)
@@ -312,10 +348,17 @@ class Frame:
             out = bytearray(HEADER_LEN)
             _put_header(out, t, src, dst, seq, epoch, vx, vy)
             if t == TOKEN:
+                _check_ints((self.pass_no, self.members), "pass_no/members")
                 g.pass_no = self.pass_no & 0xFFFF
                 g.members = self.members & 0xFFFFFFFF
                 out += struct.pack(">HI", g.pass_no, g.members)
             elif t == DISCOVER:
+                _check_ints((self.invite_first, self.invite_count, self.join_slot_us, self.members),
+                            "invite_first/invite_count/join_slot_us/members")
+                if not 0 <= self.invite_first <= 255 or not 0 <= self.invite_count <= 255 \
+                        or not 0 <= self.join_slot_us <= 0xFFFF:
+                    raise FrameError("field", "invite_first/count/join_slot_us %r outside u8/u8/u16" % (
+                        (self.invite_first, self.invite_count, self.join_slot_us),))
                 out += struct.pack(">BBHI", self.invite_first, self.invite_count, self.join_slot_us,
                                    self.members & 0xFFFFFFFF)
                 g.invite_first = int(self.invite_first)
@@ -329,21 +372,31 @@ class Frame:
         out.append((c >> 8) & 0xFF)
         out.append(c & 0xFF)
         data = bytes(out)
-        if g is not None:
-            _encoded[0] = data
-            _encoded[1] = g
+        _encoded[0] = (data, g)       # one store: bytes and Frame always travel together
         return data
 
 
 def _checked_ts(ts):
-    """``ts`` itself where it is within 40 bits (0 .. 2**40 - 1), else FrameError."""
+    """``ts`` itself where it is an integer within 40 bits (0 .. 2**40 - 1), else FrameError ("field")."""
+    if not isinstance(ts, int):
+        raise FrameError("field", "timestamp must be an integer, got %r" % (ts,))
     if ts < 0 or ts > _TS_MAX:
         raise FrameError("field", "timestamp %r outside 40 bits" % (ts,))
     return ts
 
 
-_memo = [None, None]      # last decoded immutable bytes object and its Frame
-_encoded = [None, None]   # last encoded bytes object and the Frame decode gives for it (Frame.encode)
+def _check_ints(values, names):
+    """FrameError ("field") unless every item of the tuple ``values`` (the fields ``names``) is an integer."""
+    for v in values:
+        if not isinstance(v, int):
+            raise FrameError("field", "%s must be integers, got %r" % (names, values))
+
+
+# One-slot lists, each holding a (bytes object, its Frame) pair replaced as a whole (a reader never sees one
+# frame's bytes with another's Frame); the sentinel object is no caller's data.
+_NO_DATA = object()
+_memo = [(_NO_DATA, None)]      # the last decoded immutable bytes object and its Frame
+_encoded = [(_NO_DATA, None)]   # the last encoded bytes object and the Frame decode gives for it (Frame.encode)
 
 
 def decode(data):
@@ -354,15 +407,16 @@ def decode(data):
     and so does decoding the bytes object the last :meth:`Frame.encode` returned (its Frame was built
     there from the encoded fields).
     """
-    if data is _memo[0]:
-        return _memo[1]
-    if data is _encoded[0]:
-        f = _encoded[1]
+    m = _memo[0]
+    if data is m[0]:
+        return m[1]
+    m = _encoded[0]
+    if data is m[0]:
+        f = m[1]
     else:
         f = _decode(data)
     if type(data) is bytes:
-        _memo[0] = data
-        _memo[1] = f
+        _memo[0] = (data, f)
     return f
 
 

@@ -8,7 +8,7 @@ from . import frames
 from .config import check_node_id, merged_config
 from onboard.core.samples import RangeSample
 
-_memo = frames._memo     # frames.decode's [last bytes, its Frame] (one list, updated in place)
+_memo = frames._memo     # frames.decode's [(last bytes, its Frame)] (one list, its one item replaced whole)
 _new = object.__new__
 try:                     # CPython: the class's own __new__ (object's), a C slot call where compiled
     _CLASS_NEW = RangeSample.__new__ is object.__new__
@@ -82,8 +82,9 @@ class NodeBase:
 
     def _decode(self, data):
         """Decoded frame or None (counted by kind) for malformed bytes."""
-        if data is _memo[0]:            # frames.decode's own shortcut (one frame heard by many nodes)
-            f = _memo[1]
+        m = _memo[0]
+        if data is m[0]:                # frames.decode's own shortcut (one frame heard by many nodes)
+            f = m[1]
         else:
             try:
                 f = frames.decode(data)
