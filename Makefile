@@ -143,7 +143,8 @@ train-soil: setup $(STAMPS)/train-venv
 # alexi (terrain-leveling thesis ch. 6): Sandbox sessions (test A + unseen B with seed 0; sessions on terrain A
 # from other start poses: 1 and 2 train all nets, 4 (A at 5/3 of its height scale) also trains the V2 dtheta net,
 # 3 is the validation session; ~3-5 min each), then the V1, V2 three-network and terrain networks (~6 min on 2
-# idle cores), the V2 speed net (the epoch best on the validation session up to 300, ~12 min) and the V2 dtheta
+# idle cores), the V2 speed net (the epoch best on the validation session up to 300, ~12 min; then its affine
+# output calibration, least squares on the validation session, into its card) and the V2 dtheta
 # net (tilt-shuffle augmentation, the same selection; ~13 min idle, 20-50 min loaded)
 # -> models/alexi/<net>/{model.tflite,card.json,float_layers.npz}
 ALEXI_DATA = build/alexi
@@ -159,6 +160,7 @@ train-alexi: setup $(STAMPS)/train-venv
 	$(PY) -m harness.training.alexi.train $(ALEXI_SETS) --nets v1_speed,v1_dyaw,v2_dnorth,v2_deast,terrain
 	$(PY) -m harness.training.alexi.train $(ALEXI_SETS) --val $(ALEXI_DATA)/train_3/sandbox_A.npz \
 		--nets v2_speed --v2-epochs 300 --val-every 5
+	$(PY) -m harness.training.alexi.calibrate --net v2_speed --val $(ALEXI_DATA)/train_3/sandbox_A.npz
 	$(PY) -m harness.training.alexi.train $(ALEXI_DYAW) --nets v2_dyaw --v2-epochs 300 --tilt-shuffle 0.5
 
 clean:

@@ -9,7 +9,8 @@ always generated here.
 
 Per terrain and network (V2 two-network v and dtheta, V1 v and dtheta, V2 three-network dx, dy): MSE, R^2 as
 the squared Pearson correlation and as the coefficient of determination, on the preprocessed targets (the
-thesis's scoring) and on raw per-frame targets; the speed implied by the three-network dx, dy against the
+thesis's scoring) and on raw per-frame targets (for a net whose card holds an output calibration, raw also
+calibrated: ``raw_calibrated``, with the per-frame gain); the speed implied by the three-network dx, dy against the
 two-network v; the Spearman checks of table 6.2 on the test set and on the networks' predictions; the terrain
 net's one-step pixel correlation. ``success`` is the acceptance: V2 two-network R^2 (Pearson) on A within
 ``accept.margin`` of table 6.3 or better, on B no worse than A minus the margin, V2 above V1 on both outputs
@@ -55,10 +56,20 @@ def _models_dir(config):
 
 
 def check_settings(config):
+    import json
+    from harness.sim.alexi.nets import CalibrationError, parse_calibration
     root = _models_dir(config)
     for name in ev.KIN_NETS + ("terrain",):
-        if not os.path.isfile(os.path.join(root, name, "card.json")):
+        card = os.path.join(root, name, "card.json")
+        if not os.path.isfile(card):
             raise ConfigError("models.dir %s has no network %s (card.json): run `make train-alexi`" % (root, name))
+        try:
+            with open(card) as fh:
+                parse_calibration(json.load(fh), card)
+        except CalibrationError as exc:
+            raise ConfigError(str(exc)) from None
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            raise ConfigError("%s: unreadable card (%s)" % (card, exc)) from None
     d = config["data"]["dir"]
     if d is not None:
         need = ["A"] if config["terrain_b"]["file"] else ["A", "B"]
@@ -74,7 +85,8 @@ def load_nets(config):
     from harness.sim.alexi import nets
     root = _models_dir(config)
     kind, backend = config["models"]["kind"], config["models"]["backend"]
-    out = {name: nets.load(name, kind, backend, root) for name in ev.KIN_NETS}
+    cal = bool(config["models"].get("calibrated", True))
+    out = {name: nets.load(name, kind, backend, root, cal) for name in ev.KIN_NETS}
     return out, nets.load("terrain", kind, backend, root)
 
 

@@ -6,7 +6,8 @@ stream ``alexi-sim/commands``, never used in training) drives the reference from
 on terrain A (``config.file``; null: the example), then the surrogate from the same start on the same
 heightmap, once with the terrain network applying its dh each frame and once without. The surrogate runs the
 committed networks (``models.dir``; ``models.kind`` auto (the card's choice), int8 or float; ``models.backend``
-litert or pure) through the onboard policy backends with pitch and roll read off its own heightmap.
+litert or pure) through the onboard policy backends with pitch and roll read off its own heightmap, with each
+card's output calibration applied per frame (``models.calibrated``; false: the bare networks).
 
 Metrics: per surrogate run the final position error against the reference (m, unwrapped positions), the RMS
 position error over the run, the final heading error (deg) and the path lengths; the terrain network's dh
@@ -27,7 +28,7 @@ import time
 
 import numpy as np
 
-from harness.config import ConfigError, POSITIVE, TEXT, int_at_least, one_of, or_null
+from harness.config import BOOLEAN, ConfigError, POSITIVE, TEXT, int_at_least, one_of, or_null
 from harness.scenarios.leveling import sandbox_datagen as sdg
 from harness.sim.alexi.sim import AlexiSim, _shifted
 from harness.sim.sandbox import session as sess
@@ -42,7 +43,7 @@ DEFAULTS = {
     "frames": 6000, "segment_frames": 250,
     "command": {"speed_max_mps": 0.25, "yaw_rate_max_radps": math.pi / 2.0},
     "crop_cells": 32,
-    "models": {"dir": None, "kind": "auto", "backend": "litert"},
+    "models": {"dir": None, "kind": "auto", "backend": "litert", "calibrated": True},
     "corridor_m": 0.1,
     "png": {"frames": 3},
     "log": {"every_frames": 10},
@@ -52,7 +53,7 @@ SETTING_RANGES = {
     "config.file": or_null(TEXT), "frames": int_at_least(8), "segment_frames": int_at_least(1),
     "command.speed_max_mps": POSITIVE, "command.yaw_rate_max_radps": POSITIVE, "crop_cells": int_at_least(2),
     "models.dir": or_null(TEXT), "models.kind": one_of("auto", "int8", "float"),
-    "models.backend": one_of("litert", "pure"),
+    "models.backend": one_of("litert", "pure"), "models.calibrated": BOOLEAN,
     "corridor_m": POSITIVE, "png.frames": int_at_least(0), "log.every_frames": int_at_least(1),
 }
 
@@ -214,7 +215,9 @@ def run(config, ctx):
                "frames": config["frames"], "duration_s": config["frames"] * exp.frame_dt_us * 1e-6,
                "reference_path_length_m": float(np.sum(np.hypot(*np.diff(ref_path, axis=0).T))),
                "runs": runs, "terrain": terrain,
-               "models": {"kind": config["models"]["kind"], "backend": config["models"]["backend"]}}
+               "models": {"kind": config["models"]["kind"], "backend": config["models"]["backend"],
+                          "output_calibration": {k: [float(n.calibration[0][0]), float(n.calibration[1][0])]
+                                                 for k, n in sorted(nets.items()) if n.calibration is not None}}}
     if ctx.report is not None:
         _plots(ctx.report, ref_path, sims, ref_change, sur_change, corridor, exp)
     return metrics

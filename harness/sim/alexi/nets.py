@@ -5,6 +5,12 @@ A :class:`Net` takes inputs in SI units (the card's features), applies the card'
 (thesis 6.2.2), quantises, runs the int8 model and returns the prediction in SI units (the output's
 normalisation inverted). ``predict_normalised`` skips the input normalisation (inputs already preprocessed, as
 the thesis's test sets are) and returns the network's raw (normalised) output.
+
+Output calibration: a card may hold ``alexi.output_calibration = {a, b, fitted_on}``, an affine map
+y_cal = a * y + b of the network's normalised output, fitted by least squares of the reference's per-frame target
+on the net's per-frame prediction over a validation session (:mod:`harness.training.alexi.calibrate`). It is
+applied per frame by :meth:`Net.predict` (the simulator's path) and, when asked, by ``predict_normalised``; the
+squared Pearson R^2 is unchanged by it. A card without the field behaves as an uncalibrated net.
 """
 import json
 import os
@@ -29,6 +35,44 @@ def load_float_layers(model_dir):
         return [(z["w%d" % i], z["b%d" % i], str(z["act%d" % i])) for i in range(n)]
 
 
+CALIBRATION_KEY = "output_calibration"
+
+
+class CalibrationError(ValueError):
+    """A card's ``alexi.output_calibration`` is malformed."""
+
+
+def parse_calibration(card, where="card"):
+    """``(a [n_out], b [n_out])`` of the card's ``alexi.output_calibration`` (normalised output units), or None
+    when the card has none. Raises :class:`CalibrationError` on a malformed entry (not a dict, missing or
+    non-finite a / b, a <= 0, length not the output width)."""
+    cal = card.get("alexi", {}).get(CALIBRATION_KEY) if isinstance(card.get("alexi"), dict) else None
+    if cal is None:
+        return None
+    if not isinstance(cal, dict) or "a" not in cal or "b" not in cal:
+        raise CalibrationError("%s: alexi.%s must be a mapping with a and b, got %r" % (where, CALIBRATION_KEY, cal))
+    n_out = int(card["outputs"][0]["shape"][1])
+    try:
+        a = np.asarray(cal["a"], dtype=np.float64).reshape(-1)
+        b = np.asarray(cal["b"], dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise CalibrationError("%s: alexi.%s a, b must be numbers, got a=%r b=%r"
+                               % (where, CALIBRATION_KEY, cal["a"], cal["b"])) from None
+    if a.size == 1 and n_out > 1:
+        a = np.repeat(a, n_out)
+    if b.size == 1 and n_out > 1:
+        b = np.repeat(b, n_out)
+    if a.size != n_out or b.size != n_out:
+        raise CalibrationError("%s: alexi.%s a, b must have %d value(s), got %d, %d"
+                               % (where, CALIBRATION_KEY, n_out, a.size, b.size))
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise CalibrationError("%s: alexi.%s a, b must be finite, got a=%s b=%s"
+                               % (where, CALIBRATION_KEY, a.tolist(), b.tolist()))
+    if np.any(a <= 0.0):
+        raise CalibrationError("%s: alexi.%s a must be > 0 (a gain), got %s" % (where, CALIBRATION_KEY, a.tolist()))
+    return a, b
+
+
 def _act(x, name):
     return np.tanh(x) if name == "TANH" else x
 
@@ -36,9 +80,10 @@ def _act(x, name):
 class Net:
     """One network. ``kind`` ``int8`` (through ``backend``), ``float`` (the folded float layers, numpy) or
     ``auto`` (the card's ``alexi.runtime_kind``: float where the int8 export lost more than
-    :data:`INT8_R2_TOLERANCE` of R^2 on the test set, else int8)."""
+    :data:`INT8_R2_TOLERANCE` of R^2 on the test set, else int8). ``calibrated`` False ignores the card's
+    output calibration (the bare network)."""
 
-    def __init__(self, model_dir, kind="auto", backend="litert"):
+    def __init__(self, model_dir, kind="auto", backend="litert", calibrated=True):
         if kind not in KINDS:
             raise ValueError("network kind must be one of %s, got %r" % (KINDS, kind))
         self.model_dir = model_dir
@@ -57,6 +102,8 @@ class Net:
         self.out_scale = float(spec_out["quantization"]["scale"])
         self.out_zp = int(spec_out["quantization"]["zero_point"])
         self.n_in, self.n_out = int(spec_in["shape"][1]), int(spec_out["shape"][1])
+        self.calibration = (parse_calibration(self.card, os.path.join(model_dir, "card.json"))
+                            if calibrated else None)
         self.policy = None
         self.layers = None
         if kind == "int8":
@@ -70,8 +117,22 @@ class Net:
         q = np.sign(v) * np.floor(np.abs(v) + 0.5) + self.in_zp
         return np.clip(q, -128, 127).astype(np.int8)
 
-    def predict_normalised(self, x_norm):
-        """Network output [n, n_out] (normalised space) for normalised inputs [n, n_in]."""
+    def calibrate(self, y_norm):
+        """The card's output calibration y_cal = a * y + b applied to normalised outputs [n, n_out] (identity
+        without one)."""
+        y_norm = np.asarray(y_norm, dtype=np.float64)
+        if self.calibration is None:
+            return y_norm
+        a, b = self.calibration
+        return y_norm * a + b
+
+    def predict_normalised(self, x_norm, calibrated=False):
+        """Network output [n, n_out] (normalised space) for normalised inputs [n, n_in]; with ``calibrated``
+        the card's output calibration is applied."""
+        y = self._forward(x_norm)
+        return self.calibrate(y) if calibrated else y
+
+    def _forward(self, x_norm):
         x_norm = np.atleast_2d(np.asarray(x_norm, dtype=np.float64))
         if self.kind == "float":
             h = x_norm
@@ -91,9 +152,10 @@ class Net:
     def denormalise(self, y_norm):
         return np.asarray(y_norm, dtype=np.float64) * self.out_std + self.out_mean
 
-    def predict(self, x):
-        """SI inputs [n, n_in] -> SI outputs [n, n_out]."""
-        return self.denormalise(self.predict_normalised(self.normalise(np.atleast_2d(x))))
+    def predict(self, x, calibrated=True):
+        """SI inputs [n, n_in] -> SI outputs [n, n_out], the card's output calibration applied (if any) unless
+        ``calibrated`` is False."""
+        return self.denormalise(self.predict_normalised(self.normalise(np.atleast_2d(x)), calibrated))
 
     def predict_one(self, x):
         """One SI input vector -> SI output vector (list-free fast path for the simulator loop)."""
@@ -104,6 +166,6 @@ def model_dir(name, root=None):
     return os.path.join(root or MODEL_ROOT, name)
 
 
-def load(name, kind="auto", backend="litert", root=None):
-    """The network ``models/alexi/<name>``."""
-    return Net(model_dir(name, root), kind, backend)
+def load(name, kind="auto", backend="litert", root=None, calibrated=True):
+    """The network ``models/alexi/<name>`` (``calibrated`` False: its card's output calibration ignored)."""
+    return Net(model_dir(name, root), kind, backend, calibrated)

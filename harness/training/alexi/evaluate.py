@@ -42,14 +42,22 @@ def raw_xy(net, session):
 
 
 def score_net(net, session):
-    """{preprocessed: scores, raw: scores} of one kinematic net, plus the predictions used."""
+    """{preprocessed: scores, raw: scores (+ gain)} of one kinematic net, plus the predictions used; a net whose
+    card holds an output calibration also gets ``raw_calibrated`` (the per-frame figures the simulator sees)
+    and ``preprocessed_calibrated`` (its Pearson R^2 equals the uncalibrated one: an affine map)."""
     out = {}
     preds = {}
     for mode, fn in (("preprocessed", preprocessed_xy), ("raw", raw_xy)):
         x, y = fn(net, session)
         p = net.predict_normalised(x)[:, 0]
         out[mode] = mt.scores(y, p)
+        if mode == "raw":
+            out[mode]["gain"] = mt.gain(y, p)
         preds[mode] = (x, y, p)
+        if net.calibration is not None:
+            pc = net.calibrate(p[:, None])[:, 0]
+            out[mode + "_calibrated"] = dict(mt.scores(y, pc), gain=mt.gain(y, pc))
+            preds[mode + "_calibrated"] = (x, y, pc)
     return out, preds
 
 
