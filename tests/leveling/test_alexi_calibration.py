@@ -3,7 +3,6 @@ the least-squares fit, the CLI that writes it into a card (reproducible from the
 its use per frame by :class:`harness.sim.alexi.nets.Net` (a card without it behaves as before), the invariance
 of the Pearson R^2, and bad input (malformed entry, NaN): one clear line / exit 2, the card left as it was."""
 import json
-import math
 import os
 import shutil
 
@@ -11,12 +10,8 @@ import numpy as np
 import pytest
 
 from harness.config import ConfigError
-from harness.scenarios.leveling.sandbox_datagen import EXAMPLE_INI
 from harness.sim.alexi import nets
-from harness.sim.rng import RunRandom
 from harness.sim.sandbox import session as sess
-from harness.sim.sandbox.config import load_experiment
-from harness.sim.sandbox.world import SandboxWorld
 from harness.training.alexi import calibrate as cal
 from harness.training.alexi import dataset as ds
 from harness.training.alexi import evaluate as ev
@@ -26,15 +21,8 @@ VALIDATION_SESSION = os.path.join(nets.REPO, "build", "alexi", "train_3", "sandb
 
 
 @pytest.fixture(scope="module")
-def session_file(tmp_path_factory):
-    exp = load_experiment(EXAMPLE_INI)
-    north, east, yaw = exp.start
-    world = SandboxWorld(exp.terrain(), north, east, yaw, exp.vehicle, exp.soil, exp.frame_dt_us, exp.substeps,
-                         exp.erosion_iterations)
-    arrays = sess.run_session(world, 200, 25, 0.25, math.pi / 2, RunRandom(5).stream("cal").uniform, (0.25, 1.0), 0)
-    path = tmp_path_factory.mktemp("alexi_cal") / "sandbox_A.npz"
-    sess.save_npz(str(path), arrays, sess.meta("A", world, 5, "cal"))
-    return str(path)
+def session_file(example_session):
+    return example_session(200, 25, 5, "cal", 0)
 
 
 def _models_copy(tmp_path, names=("v2_speed",)):

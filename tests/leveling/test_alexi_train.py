@@ -2,16 +2,10 @@
 torch, the int8 export loads through the onboard backend and stays within its quantisation bound of torch, and
 the training CLI writes complete model folders; bad CLI input is one line, exit 2."""
 import json
-import math
 
 import numpy as np
 import pytest
 
-from harness.scenarios.leveling.sandbox_datagen import EXAMPLE_INI
-from harness.sim.rng import RunRandom
-from harness.sim.sandbox import session as sess
-from harness.sim.sandbox.config import load_experiment
-from harness.sim.sandbox.world import SandboxWorld
 from harness.training.alexi import dataset as ds
 from harness.training.alexi import preprocess as pp
 
@@ -19,15 +13,8 @@ torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(scope="module")
-def session_file(tmp_path_factory):
-    exp = load_experiment(EXAMPLE_INI)
-    north, east, yaw = exp.start
-    world = SandboxWorld(exp.terrain(), north, east, yaw, exp.vehicle, exp.soil, exp.frame_dt_us, exp.substeps,
-                         exp.erosion_iterations)
-    arrays = sess.run_session(world, 240, 30, 0.25, math.pi / 2, RunRandom(4).stream("smoke").uniform, (0.25, 1.0), 8)
-    path = tmp_path_factory.mktemp("alexi") / "sandbox_A.npz"
-    sess.save_npz(str(path), arrays, sess.meta("A", world, 4, "smoke"))
-    return str(path)
+def session_file(example_session):
+    return example_session(240, 30, 4, "smoke", 8)
 
 
 def test_v2_training_reduces_the_loss_and_exports_within_the_quantisation_bound(session_file, tmp_path):
