@@ -51,11 +51,6 @@ def fit_affine(y, p):
     return a, float(y.mean() - a * p.mean())
 
 
-def figures(y, p):
-    """{mse, r2_pearson, r2_cod, gain} of one prediction."""
-    return dict(mt.scores(y, p), gain=mt.gain(y, p))
-
-
 def fit_net(net, sessions):
     """(a, b, figures before, figures after) of ``net`` on the raw per-frame frames of ``sessions``."""
     ys, ps = [], []
@@ -67,7 +62,7 @@ def fit_net(net, sessions):
         ps.append(net.predict_normalised(x)[:, 0])
     y, p = np.concatenate(ys), np.concatenate(ps)
     a, b = fit_affine(y, p)
-    return a, b, figures(y, p), figures(y, a * p + b)
+    return a, b, mt.scores_and_gain(y, p), mt.scores_and_gain(y, a * p + b)
 
 
 def write_card(model_dir, calibration):

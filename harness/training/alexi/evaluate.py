@@ -50,13 +50,11 @@ def score_net(net, session):
     for mode, fn in (("preprocessed", preprocessed_xy), ("raw", raw_xy)):
         x, y = fn(net, session)
         p = net.predict_normalised(x)[:, 0]
-        out[mode] = mt.scores(y, p)
-        if mode == "raw":
-            out[mode]["gain"] = mt.gain(y, p)
+        out[mode] = mt.scores_and_gain(y, p) if mode == "raw" else mt.scores(y, p)
         preds[mode] = (x, y, p)
         if net.calibration is not None:
             pc = net.calibrate(p[:, None])[:, 0]
-            out[mode + "_calibrated"] = dict(mt.scores(y, pc), gain=mt.gain(y, pc))
+            out[mode + "_calibrated"] = mt.scores_and_gain(y, pc)
             preds[mode + "_calibrated"] = (x, y, pc)
     return out, preds
 

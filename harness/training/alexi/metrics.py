@@ -48,6 +48,11 @@ def gain(y, p):
     return float(np.sum((y - y.mean()) * (p - p.mean()))) / var
 
 
+def scores_and_gain(y, p):
+    """:func:`scores` of the prediction ``p`` with its :func:`gain` (``gain`` last)."""
+    return dict(scores(y, p), gain=gain(y, p))
+
+
 def spearman(a, b):
     from scipy.stats import spearmanr
     r = float(spearmanr(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)).statistic)

@@ -30,7 +30,7 @@ import zipfile
 
 import numpy as np
 
-from harness.scenarios.soil.soil_strip import auroc  # noqa: F401 (one definition: the soil-strip scenario's)
+from harness.scenarios.soil.soil_strip import auroc  # one definition: the soil-strip scenario's
 from onboard.soil import learned_estimator as le
 
 KINDS = ("controller", "kinematic", "fx", "force")

@@ -145,6 +145,11 @@ def _entry_error(node_id, seq, rx_ts):
                       % ((node_id, seq, rx_ts), MAX_NODE_ID))
 
 
+def _too_many_entries(n):
+    """The FrameError ("long") for ``n`` BCAST entries, more than MAX_BCAST_ENTRIES."""
+    return FrameError("long", "%d BCAST entries, at most %d fit in a frame" % (n, MAX_BCAST_ENTRIES))
+
+
 def _put_ts(out, off, ts):
     """Write the 40-bit timestamp ``ts`` (checked by the caller) into the bytearray ``out`` at ``off``, big-endian."""
     out[off] = (ts >> 32) & 0xFF
@@ -263,7 +268,7 @@ class Frame:
         if type(entries) is not list:
             entries = list(entries)
         if len(entries) > MAX_BCAST_ENTRIES:
-            raise FrameError("long", "%d BCAST entries, at most %d fit in a frame" % (len(entries), MAX_BCAST_ENTRIES))
+            raise _too_many_entries(len(entries))
         step = BCAST_ENTRY_LEN
         out = bytearray(step * len(entries))
         off = 0
@@ -285,8 +290,7 @@ class Frame:
         if n % BCAST_ENTRY_LEN:
             raise FrameError("length", "%d bytes of BCAST entries is not a multiple of %d" % (n, BCAST_ENTRY_LEN))
         if n > MAX_BCAST_ENTRIES * BCAST_ENTRY_LEN:
-            raise FrameError("long", "%d BCAST entries, at most %d fit in a frame"
-                             % (n // BCAST_ENTRY_LEN, MAX_BCAST_ENTRIES))
+            raise _too_many_entries(n // BCAST_ENTRY_LEN)
         self._entries = data
         self._index = None
 
