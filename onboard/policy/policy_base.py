@@ -133,6 +133,8 @@ class Policy(object):
         lists ``actions`` for it; otherwise the same as :meth:`predict`."""
         if self.outputs[0]["actions"] is None:
             return self.predict(*observations)
+        if len(observations) != len(self.inputs):
+            raise InputError("model takes %d observations, got %d" % (len(self.inputs), len(observations)))
         q_in = [self.quantize_input(o, i) for i, o in enumerate(observations)]
         return argmax(self.run(q_in)[0])
 

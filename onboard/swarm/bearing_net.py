@@ -166,8 +166,8 @@ class BearingPolicy:
         x = np.asarray(x, dtype=np.float64)
         if x.shape != (N_IN,) or not np.all(np.isfinite(x)):
             raise BearingInputError("bearing net input must be 6 finite numbers, got %r" % (x,))
-        xs, hs = [float(v) for v in x], [float(v) for v in h]
-        logits, state = self.policy.predict(xs, hs) if self.split_state else self.policy.predict(xs + hs)
+        h = np.asarray(h, dtype=np.float64)
+        logits, state = self.policy.predict(x, h) if self.split_state else self.policy.predict(np.concatenate((x, h)))
         return np.asarray(state, dtype=np.float64), np.asarray(logits, dtype=np.float64)
 
     def step(self, h, x):
