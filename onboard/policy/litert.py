@@ -86,6 +86,10 @@ class LiteRTPolicy(Policy):
         self._out = [d["index"] for d in self.interpreter.get_output_details()]
         # preallocated input buffers: one copy per call, no array construction
         self._in_bufs = [np.zeros(shape, dtype=dtype) for _, shape, dtype in self._in]
+        # the card's normalisation per input as arrays ((mean, std) or None), for _quantize
+        self._norms = [None if spec["normalization"] is None else
+                       (np.asarray(spec["normalization"]["mean"], dtype=np.float64),
+                        np.asarray(spec["normalization"]["std"], dtype=np.float64)) for spec in self.inputs]
 
     def _run(self, inputs):
         return [out.tolist() for out in self._invoke(inputs)]
@@ -113,9 +117,9 @@ class LiteRTPolicy(Policy):
             v = None
         if v is None or v.ndim != 1 or v.size != spec["size"] or not np.isfinite(v).all():
             return np.asarray(Policy.quantize_input(self, observation, index))
-        norm = spec["normalization"]
+        norm = self._norms[index]
         if norm is not None:
-            v = (v - np.asarray(norm["mean"], dtype=np.float64)) / np.asarray(norm["std"], dtype=np.float64)
+            v = (v - norm[0]) / norm[1]
         if spec["dtype"] != "int8":
             return v
         q = round_half_away(v / spec["scale"]) + spec["zero_point"]
