@@ -40,7 +40,7 @@ from onboard.core.settings import (BOOLEAN, NON_NEGATIVE, POSITIVE, ConfigError,
 from onboard.estimators.particle_filter import PfInputError, make_filter
 from onboard.estimators.particle_filter import checked_config as pf_checked_config
 from onboard.swarm import actions as act_mod
-from onboard.swarm.bearing_net import BearingInputError, decode, sample_bin
+from onboard.swarm.bearing_net import BEARING_ROW, ORIENTATION_ROW, BearingInputError, decode, sample_bin
 
 GOAL_ID = "goal"
 GUARD = -1                         # last_action when the collision guard overrode the DQN
@@ -196,6 +196,9 @@ def checked_config(config=None):
 
 
 class SwarmAgent:
+    """``net``: the learned bearing estimator (``bearing_net.BearingNet`` or ``BearingPolicy``: ``new_state()``
+    and ``step_probs(h, x)``)."""
+
     def __init__(self, policy, net, draws, config=None, kernels=None):
         cfg = checked_config(config)
         self.cfg = cfg
@@ -275,10 +278,11 @@ class SwarmAgent:
                         if v != v or v == _INF or v == -_INF:
                             raise ValueError("non-finite input %r" % (x,))
                 else:
-                    h, pb, po = self.net.step(t.h, x)
+                    h, probs = self.net.step_probs(t.h, x)
                     t.h = h
-                    t.learned = (float(decode(pb)[0]), float(decode(po)[0]))
-                    t.probs = (pb, po)
+                    angles_rad = decode(probs)[0]            # both distributions in one call
+                    t.learned = (float(angles_rad[BEARING_ROW]), float(angles_rad[ORIENTATION_ROW]))
+                    t.probs = (probs[BEARING_ROW], probs[ORIENTATION_ROW])
                     t.last_net_us = now_us
                     t.net_steps += 1
                 t.range_m = float(range_m)

@@ -26,9 +26,10 @@ BIN_RAD = 2.0 * math.pi / N_BINS
 BIN_CENTRES_RAD = -math.pi + BIN_RAD * (np.arange(N_BINS) + 0.5)
 N_IN = 6
 
-# Slices of the output logits (no magic indexes).
+# Slices of the output logits (no magic indexes), and the rows of the logits seen as [2, N_BINS].
 BEARING = slice(0, N_BINS)
 ORIENTATION = slice(N_BINS, 2 * N_BINS)
+BEARING_ROW, ORIENTATION_ROW = 0, 1
 
 
 class BearingInputError(ValueError):
@@ -103,12 +104,18 @@ class BearingNet:
 
     def step(self, h, x):
         """One input state x (6,) -> (new h, bearing probs (18,), orientation probs (18,))."""
+        h_new, probs = self.step_probs(h, x)
+        return h_new, probs[BEARING_ROW], probs[ORIENTATION_ROW]
+
+    def step_probs(self, h, x):
+        """One input state x (6,) -> (new h, probs [2, 18]: rows BEARING_ROW and ORIENTATION_ROW); the
+        same numbers as :meth:`step`, both softmaxes in one call."""
         x = np.asarray(x, dtype=np.float64)
         if x.shape != (N_IN,) or not np.all(np.isfinite(x)):
             raise BearingInputError("bearing net input must be 6 finite numbers, got %r" % (x,))
         h_new = self._cell((x * self.w["in_scale"])[None], h[None])[0]
         logits = h_new @ self._wo + self.w["b_out"]
-        return h_new, softmax(logits[BEARING]), softmax(logits[ORIENTATION])
+        return h_new, softmax(logits.reshape(2, N_BINS))
 
     def _cell(self, x, h):
         """One step for a batch: scaled inputs x [B, 6], states h [B, H] -> new states [B, H]."""
@@ -171,8 +178,13 @@ class BearingPolicy:
         return np.asarray(state, dtype=np.float64), np.asarray(logits, dtype=np.float64)
 
     def step(self, h, x):
+        h_new, probs = self.step_probs(h, x)
+        return h_new, probs[BEARING_ROW], probs[ORIENTATION_ROW]
+
+    def step_probs(self, h, x):
+        """(new state (H,), probs [2, 18]: rows BEARING_ROW and ORIENTATION_ROW), as BearingNet.step_probs."""
         h_new, logits = self.step_logits(h, x)
-        return h_new, softmax(logits[BEARING]), softmax(logits[ORIENTATION])
+        return h_new, softmax(logits.reshape(2, N_BINS))
 
     def run(self, xs):
         """Whole sequences xs [B, T, 6] -> logits [B, T, 36], stepped one inference at a time from a

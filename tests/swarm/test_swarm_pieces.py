@@ -532,9 +532,9 @@ class _CountingNet:
     def new_state(self):
         return self.net.new_state()
 
-    def step(self, h, x):
+    def step_probs(self, h, x):
         self.calls.append(x)
-        return self.net.step(h, x)
+        return self.net.step_probs(h, x)
 
 
 def test_pure_filter_mode_skips_the_learned_estimator_and_still_rejects_bad_input():
@@ -613,3 +613,20 @@ def test_committed_bearing_estimator_quality_on_fresh_dqn_flown_data():
         ev = evaluate(weights, x, b, y, has, np.random.default_rng(5), 10, net=net)
         assert ev["bearing_mae_deg"] <= 25.0 and ev["orientation_mae_deg"] <= 25.0, (net, ev)
         assert ev["bearing_acc_pm1"] >= 0.75, (net, ev)
+
+
+def test_step_probs_gives_steps_numbers_in_one_softmax_and_decode():
+    """The agent steps the estimator through step_probs (both softmaxes, then both decodes, in one call):
+    the same probabilities and angles, bit for bit, as step's two softmaxes and two decodes, on the float
+    net and on the int8 one through LiteRT."""
+    from onboard.swarm.bearing_net import BearingPolicy
+    rng = np.random.default_rng(11)
+    for net in (BearingNet.load(_committed("bearing")), BearingPolicy.load(os.path.dirname(_committed("bearing")))):
+        h1 = h2 = net.new_state()
+        for _ in range(200):
+            x = rng.normal(0.0, 1.0, 6) * (0.1, 2.0, 0.5, 0.5, 0.5, 0.5) + (0.1, 2.0, 0, 0, 0, 0)
+            h1, pb, po = net.step(h1, x)
+            h2, probs = net.step_probs(h2, x)
+            assert np.array_equal(h1, h2) and np.array_equal(probs[0], pb) and np.array_equal(probs[1], po)
+            angles, lengths = decode(probs)
+            assert (angles[0], lengths[0]) == tuple(decode(pb)) and (angles[1], lengths[1]) == tuple(decode(po))
