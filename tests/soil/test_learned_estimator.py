@@ -265,6 +265,14 @@ def test_the_sweep_reports_the_learned_estimator_beside_the_classical_one():
     assert cmp["c_pa"]["classical"]["coverage_1s"] == 1.0 and cmp["c_pa"]["learned"]["coverage_2s"] == 1.0
     assert cmp["c_pa"]["learned"]["coverage_1s"] == 0.0
     assert cmp["force_mae_pct_max"] == {"classical": 4.0, "learned": 20.0}
+    assert cmp["force_mae_pct_pooled"] == {"classical": 4.0, "learned": 20.0}
+    # pooled over every cut at I_d <= 60 % against the worst of those bins: (12 + 14 + 6) / 3 against 13
+    pooled = {"clay": [(10.0, 12.0), (10.0, 14.0), (30.0, 6.0), (90.0, 40.0)]}
+    rows = [("clay", idd, {"theta": {k: idd for k in le.THETA_U_NAMES}, "truth": {k: idd for k in le.THETA_U_NAMES},
+                           "sigma": {k: 1.0 for k in le.THETA_U_NAMES}, "force_mae_pct": pct})
+            for idd, pct in pooled["clay"]]
+    m = sw.learned_metrics(dict(config, relative_density_pct=[10.0, 30.0, 90.0]), rows, 4)
+    assert m["force_mae_pct_max"] == pytest.approx(13.0) and m["force_mae_pct_pooled"] == pytest.approx(32.0 / 3)
     with pytest.raises(ConfigError, match="learned_model"):
         prepare("soil-sweep", {"estimator": "learned", "learned_model": "/nonexistent/model"}, reduced=True)
     with pytest.raises(ConfigError, match="estimator"):

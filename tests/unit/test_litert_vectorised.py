@@ -36,11 +36,23 @@ def test_round_half_away_matches_the_scalar_rule():
     assert [int(g) for g in got] == want
 
 
+def vectorised(model):
+    """The model's LiteRT policy on the NumPy path whatever its size (small models take the loops)."""
+    policy = load_policy(os.path.join(REPO, model), "litert")
+    policy._vectorised = True
+    return policy
+
+
+def test_the_numpy_path_is_taken_from_its_size_on():
+    assert not load_policy(os.path.join(REPO, "models/swarm/dqn"), "litert")._vectorised
+    assert load_policy(os.path.join(REPO, "models/swarm/bearing"), "litert")._vectorised
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_predict_equals_the_element_loops(model):
-    fast = load_policy(os.path.join(REPO, model), "litert")
+    fast = vectorised(model)
     slow = load_policy(os.path.join(REPO, model), "litert")
-    probe = load_policy(os.path.join(REPO, model), "litert")     # quantize_input and act
+    probe = vectorised(model)     # quantize_input and act
     rng = np.random.default_rng(7)
     for trial in range(60):
         obs = []
@@ -66,18 +78,39 @@ def test_predict_equals_the_element_loops(model):
     assert fast.inferences == 60
 
 
-@pytest.mark.parametrize("bad", [[math.nan], [math.inf], ["x"], [[1.0, 2.0]]])
-def test_bad_observations_raise_the_loops_error_and_count_nothing(bad):
-    policy = load_policy(os.path.join(REPO, "models/pocket-dqn"), "litert")
+@pytest.mark.parametrize("bad", [[math.nan], [math.inf], ["x"], [[1.0, 2.0]], [1.7e308]])
+def test_bad_observations_raise_the_loops_error_after_the_same_counts(bad):
+    """A saturating value before the bad one: the loops count it, then raise; so must the NumPy path. 1.7e308
+    is finite but overflows once scaled (OverflowError in the loops)."""
+    policy = vectorised("models/pocket-dqn")
+    loops = load_policy(os.path.join(REPO, "models/pocket-dqn"), "litert")
     size = policy.inputs[0]["size"]
-    obs = [0.1] * (size - 1) + bad
-    with pytest.raises((InputError, TypeError, ValueError)) as fast_err:
+    obs = [1e6] + [0.1] * (size - 2) + bad
+    with pytest.raises((InputError, TypeError, ValueError, OverflowError)) as fast_err:
         policy.predict(obs)
     with pytest.raises(type(fast_err.value)) as loop_err:
-        Policy.quantize_input(policy, obs)
+        Policy.quantize_input(loops, obs)
     assert str(fast_err.value) == str(loop_err.value)
+    assert policy.saturated_inputs == loops.saturated_inputs == 1
+    with pytest.raises(type(fast_err.value)):
+        policy.act(obs)
     with pytest.raises(InputError):
         policy.predict([0.1] * (size + 1))
     with pytest.raises(InputError):
         policy.act([0.1] * size, [0.1] * size)
-    assert policy.inferences == 0 and policy.saturated_inputs == 0
+    assert policy.inferences == 0
+
+
+@pytest.mark.filterwarnings("ignore:Warning. converting a masked element to nan")
+def test_masked_and_iterator_observations_take_the_loops_values():
+    policy = vectorised("models/pocket-dqn")
+    loops = load_policy(os.path.join(REPO, "models/pocket-dqn"), "litert")
+    size = policy.inputs[0]["size"]
+    masked = np.ma.masked_array([0.2] * size, mask=[False] * (size - 1) + [True])
+    with pytest.raises(InputError) as fast_err:
+        policy.predict(masked)
+    with pytest.raises(InputError) as loop_err:
+        Policy.quantize_input(loops, masked)
+    assert str(fast_err.value) == str(loop_err.value)
+    values = [0.3 * k - 1.0 for k in range(size)]
+    assert policy.predict(iter(values)) == Policy.predict(loops, values)
