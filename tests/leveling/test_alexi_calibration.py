@@ -153,3 +153,22 @@ def test_cli_bad_input_is_one_line_exit_2_and_keeps_the_card(session_file, tmp_p
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and err.startswith("alexi calibrate:")
     assert open(path).read() == before
+
+
+def test_v2_against_v1_is_reported_on_the_raw_targets_beside_the_preprocessed_acceptance():
+    """On each version's preprocessed targets V1 may lead (the mounds PNG) while on the shared raw frames V2
+    does: both are in the metrics, the acceptance reads the preprocessed ones."""
+    from harness.scenarios.leveling import alexi_eval
+    from harness.training.alexi import evaluate as ev
+
+    def nets(prep, raw):
+        out = {n: {"preprocessed": {"r2_pearson": 0.5}, "raw": {"r2_pearson": 0.5}} for n in ev.KIN_NETS}
+        for n in ("v1_speed", "v2_speed", "v1_dyaw", "v2_dyaw"):
+            out[n] = {"preprocessed": {"r2_pearson": prep[n]}, "raw": {"r2_pearson": raw[n]}}
+        return out
+    prep = {"v1_speed": 0.9616, "v2_speed": 0.9594, "v1_dyaw": 0.887, "v2_dyaw": 0.951}
+    raw = {"v1_speed": 0.967, "v2_speed": 0.981, "v1_dyaw": 0.909, "v2_dyaw": 0.962}
+    results = {"B": {"nets": nets(prep, raw)}}
+    checks = alexi_eval.acceptance(results, 0.05)
+    assert checks == {"v2_beats_v1_speed_B": False, "v2_beats_v1_dyaw_B": True}
+    assert alexi_eval.v2_against_v1_raw(results) == {"v2_beats_v1_speed_B_raw": True, "v2_beats_v1_dyaw_B_raw": True}
