@@ -126,3 +126,28 @@ def test_range_truth_scores_as_the_plain_callback(impl):
             assert repr(truth.last_true_m) == repr(true_m)
     assert truth.counts == counts and len(errors) > 300
     assert repr(truth.errors) == repr(errors)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("speed", [1.0, math.inf])
+def test_the_motion_and_its_scoring_copy_and_pickle_on_every_build(impl, speed):
+    """copy, deepcopy and pickle give a motion with the same states, ranges and node states (the compiled build's
+    arrays are typed memoryviews, which Cython cannot pickle by itself), velocity tuples shared as before within
+    one copy; the range scoring copies with it."""
+    import copy
+    import pickle
+    mod = truth_module(impl)
+    motion = mod.BouncingMotion(7, RunRandom(3).stream("m"), 4.0, speed)
+    motion.positions_at(2_500_000)
+    truth = mod.RangeTruth(motion, 7, 0)
+    for other in (copy.copy(motion), copy.deepcopy(motion), pickle.loads(pickle.dumps(motion))):
+        assert type(other) is type(motion)
+        for now_us in _times_us(8, 40) + [2_500_000]:      # repr: an infinite speed gives NaN positions
+            assert repr(other.state(now_us)) == repr(motion.state(now_us))
+            assert repr(other.node_state(3, now_us)) == repr(motion.node_state(3, now_us))
+            assert repr(other.range_m(1, 5, now_us)) == repr(motion.range_m(1, 5, now_us))
+    copied_truth, copied_motion = pickle.loads(pickle.dumps((truth, motion)))
+    assert copied_truth.motion is copied_motion and copied_truth.n == 7
+    velocity = copied_motion.state(1_000_000)[2][1]
+    handed_out = any(velocity is v for v in copied_motion._vels[2])
+    assert handed_out == (speed == 1.0)        # one tuple per reflection only where every velocity is finite

@@ -37,7 +37,12 @@ class BouncingMotion:
         speed = rng.uniform(0.2, 1.0, size=n) * max_speed_mps
         heading = rng.uniform(-math.pi, math.pi, size=n)
         v0 = np.stack([speed * np.cos(heading), speed * np.sin(heading)], axis=1)
-        self._start = [(float(p0[i, 0]), float(p0[i, 1]), float(v0[i, 0]), float(v0[i, 1])) for i in range(n)]
+        self._setup([(float(p0[i, 0]), float(p0[i, 1]), float(v0[i, 0]), float(v0[i, 1])) for i in range(n)], area_m)
+
+    def _setup(self, start, area_m):
+        """Everything from the start states ``start`` [(x_m, y_m, vx_mps, vy_mps)] and the area (m)."""
+        n = len(start)
+        self._start = start
         # each node's four velocities (as is, x reflected, y reflected, both), one tuple each handed out again and
         # again: the channel skips a velocity it holds by identity. Not for non-finite ones (the protocol counts
         # every rejected velocity it is given): those come as new tuples every call, as before.
@@ -59,6 +64,12 @@ class BouncingMotion:
 
     def __call__(self, now_us):
         return self.state(now_us)
+
+    def __reduce__(self):
+        """Copies and pickles on both builds (the compiled one's arrays are typed memoryviews): the start states,
+        the area and the velocity tuples (one pickle keeps them the objects a channel pickled with it holds);
+        the positions and the last state are worked out again, the same floats."""
+        return _motion_from_state, (type(self), self._start, self._area_m, self._vels)
 
     def positions_at(self, now_us):
         """Every node's position at ``now_us`` into ``_x``, ``_y`` (m) and the index of its velocity tuple in
@@ -140,6 +151,14 @@ class BouncingMotion:
         ax, ay, ka = self._fold(a, t)
         bx, by, kb = self._fold(b, t)
         return _hypot(ax - bx, ay - by)
+
+
+def _motion_from_state(cls, start, area_m, vels):
+    """A :class:`BouncingMotion` (of class ``cls``: either build) from what ``__reduce__`` gave."""
+    motion = cls.__new__(cls)
+    motion._setup(start, area_m)
+    motion._vels = vels
+    return motion
 
 
 class RangeTruth:
