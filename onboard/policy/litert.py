@@ -106,8 +106,8 @@ class LiteRTPolicy(Policy):
         return [it.get_tensor(i).ravel() for i in self._out]
 
     # -- float interface, vectorised: the values, counters and errors of Policy's element loops
-    # (policy_base stays loop-only because it runs on MicroPython; the swarm's 134-value estimator
-    # input costs ~60 us in the loops against ~10 us here, more than LiteRT's inference itself)
+    # (policy_base stays loop-only because it runs on MicroPython; quantizing the swarm's 134-value
+    # estimator input takes ~60 us in the loops, twice LiteRT's inference, and ~20-30 us here)
     def _quantize(self, observation, index):
         """Policy.quantize_input as an array (int8 inputs: int64 values in [-128, 127]); anything
         that is not a flat, finite, right-sized sequence of numbers, or whose scaled values overflow,
