@@ -59,7 +59,7 @@ def _models_dir(config):
 
 def check_settings(config):
     import json
-    from harness.sim.alexi.nets import CalibrationError, parse_calibration
+    from harness.sim.alexi.nets import ModelError, parse_calibration
     root = _models_dir(config)
     for name in ev.KIN_NETS + ("terrain",):
         card = os.path.join(root, name, "card.json")
@@ -68,28 +68,42 @@ def check_settings(config):
         try:
             with open(card) as fh:
                 parse_calibration(json.load(fh), card)
-        except CalibrationError as exc:
+        except ModelError as exc:
             raise ConfigError(str(exc)) from None
-        except (ValueError, KeyError, TypeError, IndexError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             raise ConfigError("%s: unreadable card (%s)" % (card, exc)) from None
+    load_nets(config)      # every network of the run readable (model.tflite / float_layers.npz): cheap
     d = config["data"]["dir"]
     if d is not None:
-        need = ["A"] if config["terrain_b"]["file"] else ["A", "B"]
-        for t in need:
-            if not os.path.isfile(os.path.join(d, "sandbox_%s.npz" % t)):
+        for t in _data_labels(config):
+            path = os.path.join(d, "sandbox_%s.npz" % t)
+            if not os.path.isfile(path):
                 raise ConfigError("data.dir %s has no sandbox_%s.npz (run sandbox-datagen --out %s)" % (d, t, d))
+            try:
+                sess.inspect_npz(path)
+            except sess.SessionError as exc:
+                raise ConfigError(str(exc)) from None
     if config["terrain_b"]["file"] is not None or d is None:
         sdg.check_settings({"config": config["config"], "terrain_b": config["terrain_b"],
                             "crop": {"cells": config["datagen"]["crop_cells"]}})
 
 
+def _data_labels(config):
+    """The terrains read from ``data.dir`` (B is generated when ``terrain_b.file`` is given)."""
+    return ["A"] if config["terrain_b"]["file"] else ["A", "B"]
+
+
 def load_nets(config):
+    """``({kinematic net: Net}, terrain Net)``; ConfigError (one line naming the file) for a bad model folder."""
     from harness.sim.alexi import nets
     root = _models_dir(config)
-    kind, backend = config["models"]["kind"], config["models"]["backend"]
+    kind, backend = config["models"].get("kind", "auto"), config["models"].get("backend", "litert")
     cal = bool(config["models"].get("calibrated", True))
-    out = {name: nets.load(name, kind, backend, root, cal) for name in ev.KIN_NETS}
-    return out, nets.load("terrain", kind, backend, root)
+    try:
+        out = {name: nets.load(name, kind, backend, root, cal) for name in ev.KIN_NETS}
+        return out, nets.load("terrain", kind, backend, root)
+    except nets.ModelError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _generate(config, ctx, label):
@@ -112,10 +126,21 @@ def _generate(config, ctx, label):
     return arrays, {"terrain": label, "source": "generated"}
 
 
-def _session(config, ctx, label):
+def _read_session(path):
+    """``(arrays, meta)`` of a session file; ConfigError (one line naming the file and the problem) when bad."""
+    try:
+        return sess.load_npz(path)
+    except sess.SessionError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _session(config, ctx, label, loaded=None):
     d = config["data"]["dir"]
     if d is not None and not (label == "B" and config["terrain_b"]["file"]):
-        return sess.load_npz(os.path.join(d, "sandbox_%s.npz" % label)), os.path.join(d, "sandbox_%s.npz" % label)
+        path = os.path.join(d, "sandbox_%s.npz" % label)
+        if loaded and label in loaded:
+            return loaded[label], path
+        return _read_session(path), path
     user_b = label == "B" and config["terrain_b"]["file"]
     src = config["terrain_b"]["file"] if user_b else "generated (seed %d)" % ctx.seed
     return _generate(config, ctx, label), src
@@ -158,9 +183,12 @@ def acceptance(results, margin):
 
 def run(config, ctx):
     nets, terrain_net = load_nets(config)
+    d = config["data"]["dir"]
+    # every given session read (and checked) before any work, so a bad sandbox_B.npz costs nothing
+    loaded = {t: _read_session(os.path.join(d, "sandbox_%s.npz" % t)) for t in _data_labels(config)} if d else {}
     results, preds, sources = {}, {}, {}
     for label in ("A", "B"):
-        session, src = _session(config, ctx, label)
+        session, src = _session(config, ctx, label, loaded)
         res, p = ev.evaluate(nets, session, terrain_net)
         res["frames"] = int(session[0]["time_us"].size)
         res["source"] = src if isinstance(src, str) else str(src)

@@ -65,8 +65,12 @@ def check_settings(config):
     import json
     import os
     from harness.scenarios.leveling.alexi_eval import _models_dir
-    with open(os.path.join(_models_dir(config), "terrain", "card.json")) as fh:
-        window = int(json.load(fh)["alexi"]["window_cells"])
+    card = os.path.join(_models_dir(config), "terrain", "card.json")
+    try:
+        with open(card) as fh:
+            window = int(json.load(fh)["alexi"]["window_cells"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ConfigError("%s: malformed card: alexi.window_cells unreadable (%s)" % (card, exc)) from None
     if config["crop_cells"] < window:
         raise ConfigError("crop_cells (%d) must hold the terrain net's %d-cell window" % (config["crop_cells"], window))
 

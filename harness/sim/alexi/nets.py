@@ -14,6 +14,9 @@ squared Pearson R^2 is unchanged by it. A card without the field behaves as an u
 """
 import json
 import os
+import struct
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -28,17 +31,70 @@ INT8_R2_TOLERANCE = 0.01     # int8 "hurts" when it loses more R^2 (Pearson, tes
 FLOAT_FILE = "float_layers.npz"
 
 
-def load_float_layers(model_dir):
-    """``[(W [out, in], b [out], activation)]`` of ``model_dir/float_layers.npz`` (the float network, folded)."""
-    with np.load(os.path.join(model_dir, FLOAT_FILE), allow_pickle=False) as z:
-        n = len([k for k in z.files if k.startswith("w")])
-        return [(z["w%d" % i], z["b%d" % i], str(z["act%d" % i])) for i in range(n)]
+class ModelError(ValueError):
+    """A network folder cannot be used (card.json, model.tflite or float_layers.npz unreadable or malformed):
+    one line naming the file and the problem."""
+
+
+ACTIVATIONS = ("TANH", "NONE")
+_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError, RuntimeError,
+                struct.error, zipfile.BadZipFile, zlib.error)
+
+
+def _why(exc):
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def _not_npz(path):
+    """Why ``path`` is no .npz at all (empty, not a zip archive), or None."""
+    try:
+        if os.path.getsize(path) == 0:
+            return "empty file"
+        if not zipfile.is_zipfile(path):
+            return "not an .npz (zip) file, or truncated"
+    except OSError:
+        return None
+    return None
+
+
+def load_float_layers(model_dir, n_in=None, n_out=None):
+    """``[(W [out, in], b [out], activation)]`` of ``model_dir/float_layers.npz`` (the float network, folded).
+    Raises :class:`ModelError` when the file is unreadable or the layers are malformed (missing, not numeric,
+    non-finite, shapes not chaining from ``n_in`` inputs to ``n_out`` outputs, unknown activation)."""
+    path = os.path.join(model_dir, FLOAT_FILE)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            n = len([k for k in z.files if k.startswith("w")])
+            layers = [(z["w%d" % i], z["b%d" % i], str(z["act%d" % i])) for i in range(n)]
+    except FileNotFoundError:
+        raise ModelError("%s: missing (the float network; needed for kind float)" % path) from None
+    except _READ_ERRORS as exc:
+        raise ModelError("%s: not a readable float-layers file: %s" % (path, _not_npz(path) or _why(exc))) from None
+    if not layers:
+        raise ModelError("%s: holds no layers (w0, b0, act0, ...)" % path)
+    width = n_in
+    for i, (w, b, act) in enumerate(layers):
+        if w.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
+            raise ModelError("%s: layer %d weights are not numeric (w %s, b %s)" % (path, i, w.dtype, b.dtype))
+        if w.ndim != 2 or b.shape != (w.shape[0],) or (width is not None and w.shape[1] != width):
+            raise ModelError("%s: layer %d has w %s, b %s, expected w (out, %s) and b (out,)"
+                             % (path, i, w.shape, b.shape, width if width is not None else "in"))
+        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(b))):
+            raise ModelError("%s: layer %d holds non-finite weights (NaN or inf)" % (path, i))
+        if act not in ACTIVATIONS:
+            raise ModelError("%s: layer %d activation %r is not one of %s" % (path, i, act, ", ".join(ACTIVATIONS)))
+        width = w.shape[0]
+    if n_out is not None and width != n_out:
+        raise ModelError("%s: the last layer gives %d output(s), the card says %d" % (path, width, n_out))
+    return [(np.asarray(w, dtype=np.float64), np.asarray(b, dtype=np.float64), act) for w, b, act in layers]
 
 
 CALIBRATION_KEY = "output_calibration"
 
 
-class CalibrationError(ValueError):
+class CalibrationError(ModelError):
     """A card's ``alexi.output_calibration`` is malformed."""
 
 
@@ -46,12 +102,17 @@ def parse_calibration(card, where="card"):
     """``(a [n_out], b [n_out])`` of the card's ``alexi.output_calibration`` (normalised output units), or None
     when the card has none. Raises :class:`CalibrationError` on a malformed entry (not a dict, missing or
     non-finite a / b, a <= 0, length not the output width)."""
+    if not isinstance(card, dict):
+        raise CalibrationError("%s: must be a JSON object, got %s" % (where, type(card).__name__))
     cal = card.get("alexi", {}).get(CALIBRATION_KEY) if isinstance(card.get("alexi"), dict) else None
     if cal is None:
         return None
     if not isinstance(cal, dict) or "a" not in cal or "b" not in cal:
         raise CalibrationError("%s: alexi.%s must be a mapping with a and b, got %r" % (where, CALIBRATION_KEY, cal))
-    n_out = int(card["outputs"][0]["shape"][1])
+    try:
+        n_out = int(card["outputs"][0]["shape"][1])
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise CalibrationError("%s: malformed card: outputs[0].shape[1] unreadable (%s)" % (where, _why(exc))) from None
     try:
         a = np.asarray(cal["a"], dtype=np.float64).reshape(-1)
         b = np.asarray(cal["b"], dtype=np.float64).reshape(-1)
@@ -87,29 +148,53 @@ class Net:
         if kind not in KINDS:
             raise ValueError("network kind must be one of %s, got %r" % (KINDS, kind))
         self.model_dir = model_dir
-        with open(os.path.join(model_dir, "card.json")) as fh:
-            self.card = json.load(fh)
-        if kind == "auto":
-            kind = self.card.get("alexi", {}).get("runtime_kind", "int8")
+        card_path = os.path.join(model_dir, "card.json")
+        try:
+            with open(card_path) as fh:
+                self.card = json.load(fh)
+        except FileNotFoundError:
+            raise ModelError("%s: missing (no network there)" % card_path) from None
+        except OSError as exc:
+            raise ModelError("%s: cannot read it (%s)" % (card_path, _why(exc))) from None
+        except ValueError as exc:
+            raise ModelError("%s: not valid JSON (%s)" % (card_path, exc)) from None
+        if not isinstance(self.card, dict):
+            raise ModelError("%s: must be a JSON object, got %s" % (card_path, type(self.card).__name__))
+        try:
+            alexi = self.card.get("alexi", {})
+            if kind == "auto":
+                kind = alexi.get("runtime_kind", "int8") if isinstance(alexi, dict) else "int8"
+            if kind not in ("int8", "float"):
+                raise ValueError("alexi.runtime_kind must be int8 or float, got %r" % (kind,))
+            spec_in, spec_out = self.card["inputs"][0], self.card["outputs"][0]
+            self.in_mean = np.asarray(spec_in["normalization"]["mean"], dtype=np.float64)
+            self.in_std = np.asarray(spec_in["normalization"]["std"], dtype=np.float64)
+            self.out_mean = np.asarray(spec_out["normalization"]["mean"], dtype=np.float64)
+            self.out_std = np.asarray(spec_out["normalization"]["std"], dtype=np.float64)
+            self.in_scale = float(spec_in["quantization"]["scale"])
+            self.in_zp = int(spec_in["quantization"]["zero_point"])
+            self.out_scale = float(spec_out["quantization"]["scale"])
+            self.out_zp = int(spec_out["quantization"]["zero_point"])
+            self.n_in, self.n_out = int(spec_in["shape"][1]), int(spec_out["shape"][1])
+        except KeyError as exc:
+            raise ModelError("%s: malformed card (no %s)" % (card_path, exc)) from None
+        except (ValueError, TypeError, IndexError, AttributeError) as exc:
+            raise ModelError("%s: malformed card (%s)" % (card_path, exc)) from None
         self.kind = kind
-        spec_in, spec_out = self.card["inputs"][0], self.card["outputs"][0]
-        self.in_mean = np.asarray(spec_in["normalization"]["mean"], dtype=np.float64)
-        self.in_std = np.asarray(spec_in["normalization"]["std"], dtype=np.float64)
-        self.out_mean = np.asarray(spec_out["normalization"]["mean"], dtype=np.float64)
-        self.out_std = np.asarray(spec_out["normalization"]["std"], dtype=np.float64)
-        self.in_scale = float(spec_in["quantization"]["scale"])
-        self.in_zp = int(spec_in["quantization"]["zero_point"])
-        self.out_scale = float(spec_out["quantization"]["scale"])
-        self.out_zp = int(spec_out["quantization"]["zero_point"])
-        self.n_in, self.n_out = int(spec_in["shape"][1]), int(spec_out["shape"][1])
-        self.calibration = (parse_calibration(self.card, os.path.join(model_dir, "card.json"))
-                            if calibrated else None)
+        self.calibration = parse_calibration(self.card, card_path) if calibrated else None
         self.policy = None
         self.layers = None
         if kind == "int8":
-            self.policy = load_policy(model_dir, backend=backend)
+            tfl = os.path.join(model_dir, "model.tflite")
+            if not os.path.isfile(tfl):
+                raise ModelError("%s: missing (the int8 network; needed for kind int8)" % tfl)
+            try:
+                self.policy = load_policy(model_dir, backend=backend)
+            except _READ_ERRORS as exc:
+                why = _why(exc)
+                raise ModelError(why if model_dir in why else "%s: %s" % (tfl, why)) from None
         else:
-            self.layers = load_float_layers(model_dir)
+            self.layers = load_float_layers(model_dir, self.n_in, self.n_out)
 
     def quantise(self, x_norm):
         """Normalised inputs [n, k] -> int8 (round half away from zero, clamped), as ``Policy.quantize_input``."""

@@ -49,6 +49,9 @@ SCHEMA = {
     "experiment": {"name": "text", "algorithm": "text", "frame_dt": "positive", "substeps": "int",
                    "erosion_iterations": "int"},
 }
+# upper bounds (far above the project's INIs: scale 0.06-0.10 m, erosion_iterations 2); beyond them the physics
+# overflows (a white pixel 1e300 m high) or a frame never ends (1e8 erosion passes per frame)
+UPPER = {("map", "scale"): 10.0, ("experiment", "erosion_iterations"): 100}
 REQUIRED = {"vehicle": ("x", "z", "h"), "map": ("filename", "scale", "xy_scale"), "experiment": ("algorithm",)}
 MODELS = ("Dagu5",)
 ALGORITHMS = ("datagen",)
@@ -105,6 +108,8 @@ def _value(path, section, key, raw, kind):
         least = 0 if key == "erosion_iterations" else 1
         if v < least:
             raise ConfigError("%s must be a whole number >= %d, got %r" % (where, least, raw))
+        if (section, key) in UPPER and v > UPPER[section, key]:
+            raise ConfigError("%s must be a whole number <= %d, got %r" % (where, UPPER[section, key], raw))
         return v
     try:
         v = float(raw)
@@ -116,6 +121,8 @@ def _value(path, section, key, raw, kind):
         raise ConfigError("%s must be > 0, got %r" % (where, raw))
     if kind == "non_negative" and v < 0.0:
         raise ConfigError("%s must be >= 0, got %r" % (where, raw))
+    if (section, key) in UPPER and v > UPPER[section, key]:
+        raise ConfigError("%s must be <= %g, got %r" % (where, UPPER[section, key], raw))
     return v
 
 

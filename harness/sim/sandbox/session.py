@@ -8,6 +8,9 @@ after the frame minus before: the deformation, not the motion).
 """
 import hashlib
 import json
+import os
+import zipfile
+import zlib
 
 import numpy as np
 
@@ -122,10 +125,118 @@ def digest(arrays):
     return h.hexdigest()
 
 
-def load_npz(path):
-    """``(arrays, meta)`` of a session file written by :func:`save_npz`."""
-    with np.load(path, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files if k != "meta_json"}
-        m = json.loads(str(z["meta_json"]))
-    return arrays, m
+class SessionError(ValueError):
+    """A session file cannot be used: one line naming the file and what is wrong with it."""
 
+
+# arrays with one row per frame besides TABLE_KEYS (present when the session was logged with crops)
+FRAME_ARRAYS = ("crop_before_m", "crop_dh_m", "crop_centre_cell")
+GRID_ARRAYS = ("terrain_start_m", "terrain_end_m")
+_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, RuntimeError)
+
+
+def _why(exc):
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def _not_npz(path):
+    """Why ``path`` is no .npz at all (empty, not a zip archive), or None."""
+    try:
+        if os.path.getsize(path) == 0:
+            return "empty file"
+        if not zipfile.is_zipfile(path):
+            return "not an .npz (zip) file, or truncated"
+    except OSError:
+        return None
+    return None
+
+
+def inspect_npz(path):
+    """``({key: (dtype, shape)}, meta)`` of a session file, read from the array headers only (cheap); raises
+    :class:`SessionError` when it is not a readable session: not an .npz, ``meta_json`` missing or not a JSON
+    object, a table array missing, not numeric or not one value per frame, no frames."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            heads = {}
+            for name in zf.namelist():
+                key = name[:-4] if name.endswith(".npy") else name
+                with zf.open(name) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _fortran, dtype = read(fh)
+                heads[key] = (dtype, shape)
+            if "meta_json" not in heads:
+                raise SessionError("%s: no meta_json (not a session file written by sandbox-datagen)" % path)
+            if heads["meta_json"][0].kind not in "US" or heads["meta_json"][1] != ():
+                raise SessionError("%s: meta_json must be one JSON string, got %s %s"
+                                   % (path, heads["meta_json"][0], heads["meta_json"][1]))
+            with np.load(path, allow_pickle=False) as z:
+                text = str(z["meta_json"])
+    except SessionError:
+        raise
+    except IsADirectoryError:
+        raise SessionError("%s: is a folder, not a session file (.npz)" % path) from None
+    except FileNotFoundError:
+        raise SessionError("%s: no such session file" % path) from None
+    except _READ_ERRORS as exc:
+        raise SessionError("%s: not a readable session file: %s" % (path, _not_npz(path) or _why(exc))) from None
+    try:
+        m = json.loads(text)
+    except ValueError as exc:
+        raise SessionError("%s: meta_json is not valid JSON (%s)" % (path, exc)) from None
+    if not isinstance(m, dict):
+        raise SessionError("%s: meta_json must be a JSON object, got %s" % (path, type(m).__name__))
+    missing = [k for k in TABLE_KEYS if k not in heads]
+    if missing:
+        raise SessionError("%s: missing array%s %s" % (path, "s" if len(missing) > 1 else "", ", ".join(missing)))
+    frames = heads["time_us"][1][0] if len(heads["time_us"][1]) == 1 else None
+    for k in TABLE_KEYS + FRAME_ARRAYS + GRID_ARRAYS:
+        if k not in heads:
+            continue
+        dtype, shape = heads[k]
+        if dtype.kind not in "biuf":
+            raise SessionError("%s: array %s is not numeric (dtype %s)" % (path, k, dtype))
+        if k in GRID_ARRAYS:
+            if len(shape) != 2 or 0 in shape:
+                raise SessionError("%s: array %s must be a non-empty 2-D height grid, got shape %s" % (path, k, shape))
+        elif k in TABLE or k in FRAME_ARRAYS:
+            if frames is None:
+                raise SessionError("%s: array time_us must hold one value per frame, got shape %s"
+                                   % (path, heads["time_us"][1]))
+            if (k in TABLE and len(shape) != 1) or not shape or shape[0] != frames:
+                raise SessionError("%s: array %s has shape %s, expected %d frame%s like time_us"
+                                   % (path, k, shape, frames, "" if frames == 1 else "s"))
+    if frames == 0:
+        raise SessionError("%s: no frames (the table arrays are empty)" % path)
+    return heads, m
+
+
+def load_npz(path):
+    """``(arrays, meta)`` of a session file written by :func:`save_npz`. Raises :class:`SessionError` (one line
+    naming the file and the problem) when the file is unreadable, an array is missing, not numeric, not one
+    value per frame or holds NaN/inf, or the session has no frames."""
+    heads, m = inspect_npz(path)
+    arrays = {}
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            for k in z.files:
+                if k == "meta_json":
+                    continue
+                try:
+                    arrays[k] = z[k]
+                except _READ_ERRORS as exc:
+                    raise SessionError("%s: array %s is unreadable (%s)" % (path, k, _why(exc))) from None
+    except SessionError:
+        raise
+    except _READ_ERRORS as exc:
+        raise SessionError("%s: not a readable session file (.npz): %s" % (path, _why(exc))) from None
+    for k in TABLE_KEYS + FRAME_ARRAYS + GRID_ARRAYS:
+        a = arrays.get(k)
+        if a is not None and a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+            raise SessionError("%s: array %s holds %d non-finite value%s (NaN or inf)"
+                               % (path, k, bad, "" if bad == 1 else "s"))
+    return arrays, m

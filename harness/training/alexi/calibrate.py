@@ -94,13 +94,20 @@ def main(argv=None):
         print("alexi calibrate: --net must be one of %s, got %r" % (", ".join(KIN_NETS), args.net), file=sys.stderr)
         return 2
     model_dir = nt.model_dir(args.net, args.models)
+    from harness.sim.sandbox.session import SessionError
     try:
         net = nt.Net(model_dir, args.kind, args.backend)
-    except (OSError, ValueError, KeyError) as exc:
+    except nt.ModelError as exc:          # names the file and the problem
+        print("alexi calibrate: %s" % exc, file=sys.stderr)
+        return 2
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         print("alexi calibrate: cannot load %s: %s" % (model_dir, exc), file=sys.stderr)
         return 2
     try:
         sessions = ds.load_sessions(args.val)
+    except SessionError as exc:           # names the file and the problem
+        print("alexi calibrate: %s" % exc, file=sys.stderr)
+        return 2
     except (OSError, ValueError, KeyError) as exc:
         print("alexi calibrate: cannot read a session: %s" % exc, file=sys.stderr)
         return 2
