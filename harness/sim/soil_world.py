@@ -31,8 +31,11 @@ User files (settings ``file``, ``regions_file`` and ``npy_files``; every problem
 - one ``.npy`` 2-D array per property, of the grid's shape, replacing that property everywhere.
 
 Property keys in files are the user-facing units: ``c_pa``, ``phi_deg``, ``gamma_npm3``, ``ca_pa``,
-``delta_deg``. A field is refused when it has the wrong shape, holds NaN or infinities, a negative cohesion
-or adhesion, a unit weight <= 0, or friction angles outside [0, 90) deg (phi > 0).
+``delta_deg``. A field is refused when it has the wrong shape or a non-numeric (or bool) array, holds NaN or
+infinities, a negative cohesion or adhesion or one above 1 MPa (:data:`MAX_STRESS_PA`), a unit weight <= 0 or
+above 50 kN/m^3 (:data:`MAX_UNIT_WEIGHT_NPM3`), or friction angles outside [0, 90) deg (phi > 0); a region
+is refused when its geometry is not finite numbers, a rectangle's [lo, hi] is not in order, a circle's radius
+is not > 0, or it sets nothing.
 """
 import math
 import os
@@ -61,6 +64,11 @@ PRESETS = {
     "gravel": {"c_pa": (0.0, 0.0), "phi_deg": (35.0, 45.0), "gamma_npm3": (17e3, 21e3), "ca_ratio": 0.0,
                "delta_ratio": 2.0 / 3.0},
 }
+# upper bounds of what a field may hold (a user's file is refused above them): 1 MPa cohesion / adhesion
+# (33x the densest clay preset, 17x the cut estimator's bound of 60 kPa), 50 kN/m^3 unit weight (2.4x the
+# densest gravel preset, 2x the estimator's 25 kN/m^3, above any rock)
+MAX_STRESS_PA = 1e6
+MAX_UNIT_WEIGHT_NPM3 = 50e3
 LOOSE = {"cohesion_pa": 25.0, "friction_rad": 0.26, "swell": 1.2, "unit_weight_ratio": 0.8}
 
 PERCENT = within(0.0, 100.0)
@@ -168,8 +176,12 @@ def check_fields(values, where):
         if not np.all(np.isfinite(arr)):
             raise ConfigError("%s: %s holds NaN or infinite values" % (where, name))
     checks = (("c_pa", lambda a: a >= 0.0, "negative cohesion"),
+              ("c_pa", lambda a: a <= MAX_STRESS_PA, "a cohesion above %g Pa" % MAX_STRESS_PA),
               ("ca_pa", lambda a: a >= 0.0, "negative adhesion"),
+              ("ca_pa", lambda a: a <= MAX_STRESS_PA, "an adhesion above %g Pa" % MAX_STRESS_PA),
               ("gamma_npm3", lambda a: a > 0.0, "a unit weight <= 0"),
+              ("gamma_npm3", lambda a: a <= MAX_UNIT_WEIGHT_NPM3,
+               "a unit weight above %g N/m^3" % MAX_UNIT_WEIGHT_NPM3),
               ("phi_rad", lambda a: (a > 0.0) & (a < 0.5 * math.pi), "a friction angle phi outside (0, 90) deg"),
               ("delta_rad", lambda a: (a >= 0.0) & (a < 0.5 * math.pi),
                "a soil-tool friction delta outside [0, 90) deg"))
@@ -224,18 +236,42 @@ def relative_density_field(cfg, rng):
     return base
 
 
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _pair(region, key, where, what, ordered=False):
+    """``region[key]`` as two finite numbers (and lo < hi where ``ordered``), else one-line ConfigError."""
+    v = region[key]
+    if not (isinstance(v, list) and len(v) == 2 and all(_is_number(x) for x in v)):
+        raise ConfigError("%s: %s must be %s (two finite numbers), got %r" % (where, key, what, v))
+    if ordered and not v[0] < v[1]:
+        raise ConfigError("%s: %s must be %s with lo < hi, got %r" % (where, key, what, v))
+    return float(v[0]), float(v[1])
+
+
 def _region_mask(region, n, e, where):
     shape = region.get("shape")
     try:
         if shape == "rectangle":
-            (n0, n1), (e0, e1) = region["north_m"], region["east_m"]
+            n0, n1 = _pair(region, "north_m", where, "[lo, hi] in metres", ordered=True)
+            e0, e1 = _pair(region, "east_m", where, "[lo, hi] in metres", ordered=True)
             return (n >= n0) & (n < n1) & (e >= e0) & (e < e1)
         if shape == "circle":
-            cn, ce = region["centre_ne_m"]
-            r = float(region["radius_m"])
-            return (n - cn) ** 2 + (e - ce) ** 2 <= r * r
+            cn, ce = _pair(region, "centre_ne_m", where, "[north, east] in metres")
+            r = region["radius_m"]
+            if not _is_number(r) or r <= 0.0:
+                raise ConfigError("%s: radius_m must be a finite number > 0, got %r" % (where, r))
+            return (n - cn) ** 2 + (e - ce) ** 2 <= float(r) * float(r)
         if shape == "polygon":
-            verts = [(float(v[0]), float(v[1])) for v in region["vertices_ne_m"]]
+            raw = region["vertices_ne_m"]
+            if not isinstance(raw, list):
+                raise ConfigError("%s: vertices_ne_m must be a list of [north, east] pairs, got %r" % (where, raw))
+            for k, v in enumerate(raw):
+                if not (isinstance(v, list) and len(v) == 2 and all(_is_number(x) for x in v)):
+                    raise ConfigError("%s: vertex %d of vertices_ne_m must be [north, east] (two finite numbers), "
+                                      "got %r" % (where, k + 1, v))
+            verts = [(float(v[0]), float(v[1])) for v in raw]
             if len(verts) < 3:
                 raise ConfigError("%s: a polygon needs at least 3 vertices" % where)
             inside = np.zeros(n.shape, dtype=bool)
@@ -290,6 +326,8 @@ def _apply(values, mask, table, soil_arr, idd_arr, where):
 def load_regions(path, shape, cell_m, soil, relative_density_pct):
     """SoilFields from a TOML of regions (module docstring) on a grid of ``shape`` cells of ``cell_m``, the
     background from ``soil`` at ``relative_density_pct`` unless the file sets its own."""
+    if os.path.isdir(path):
+        raise ConfigError("soil field file %s is a directory, not a file" % path)
     if not os.path.isfile(path):
         raise ConfigError("soil field file %s not found" % path)
     try:
@@ -326,13 +364,22 @@ def load_regions(path, shape, cell_m, soil, relative_density_pct):
                 near = closest(key, allowed)
                 raise ConfigError("%s: unknown key %r%s" % (where, key, " (did you mean %r?)" % near if near else ""))
         mask = _region_mask(region, n, e, where)
+        if not any(key in region for key in _SETS):
+            raise ConfigError("%s: sets nothing (give soil, relative_density_pct or a property key: %s)"
+                              % (where, ", ".join(FILE_KEYS)))
         _apply(values, mask, region, soil_arr, idd_arr, where)
     return SoilFields(values, cell_m, idd_arr, soil_arr, "soil field file %s" % path)
+
+
+def _shape_text(shape):
+    return "x".join(str(s) for s in shape) if shape else "a single number (shape ())"
 
 
 def load_npy(path, key, shape):
     """A property array [SI units] from a user's .npy (``key`` one of FILE_KEYS; degrees converted)."""
     where = "soil field file %s" % path
+    if os.path.isdir(path):
+        raise ConfigError("%s is a directory, not a file" % where)
     if not os.path.isfile(path):
         raise ConfigError("%s not found" % where)
     try:
@@ -340,11 +387,11 @@ def load_npy(path, key, shape):
     except Exception as exc:
         raise ConfigError("%s: not a readable .npy array (%s)" % (where, str(exc).splitlines()[0] if str(exc)
                                                                   else type(exc).__name__))
-    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iuf":
         raise ConfigError("%s: a .npy of numbers is needed, got dtype %s" % (where, getattr(arr, "dtype", "?")))
     if arr.shape != tuple(shape):
         raise ConfigError("%s: %s needs shape %dx%d (north x east cells), got %s"
-                          % (where, key, shape[0], shape[1], "x".join(str(s) for s in arr.shape)))
+                          % (where, key, shape[0], shape[1], _shape_text(arr.shape)))
     arr = arr.astype(float)
     return np.radians(arr) if key.endswith("_deg") else arr
 
@@ -353,6 +400,8 @@ def load_npz(path, shape, soil, relative_density_pct):
     """Property arrays [SI units] from a user's .npz (module docstring): each array named by a key of
     FILE_KEYS replaces that property of the preset ``soil`` at ``relative_density_pct``."""
     where = "soil field file %s" % path
+    if os.path.isdir(path):
+        raise ConfigError("%s is a directory, not a file" % where)
     if not os.path.isfile(path):
         raise ConfigError("%s not found" % where)
     try:
@@ -374,11 +423,11 @@ def load_npz(path, shape, soil, relative_density_pct):
         if key not in arrays:
             continue
         arr = arrays[key]
-        if arr.dtype.kind not in "biuf":
+        if arr.dtype.kind not in "iuf":
             raise ConfigError("%s: %s must hold numbers, got dtype %s" % (where, key, arr.dtype))
         if arr.shape != tuple(shape):
             raise ConfigError("%s: %s needs shape %dx%d (north x east cells), got %s"
-                              % (where, key, shape[0], shape[1], "x".join(str(s) for s in arr.shape)))
+                              % (where, key, shape[0], shape[1], _shape_text(arr.shape)))
         arr = arr.astype(float)
         values[name] = np.radians(arr) if key.endswith("_deg") else arr
     return values

@@ -61,6 +61,7 @@ import json
 import math
 import numbers
 import os
+import zipfile
 
 import numpy as np
 
@@ -364,9 +365,10 @@ class LearnedEstimator:
             self.atol = float(est.get("whitened_atol", 2.0))
             self.rtol = float(est.get("whitened_rtol", 1e-4))
             self.correlated_samples = float(est.get("correlated_samples", 6.0))
-        except (KeyError, TypeError, ValueError, OSError) as exc:
+        except (KeyError, TypeError, ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
             raise LearnedModelError("learned soil estimator %s: malformed model (%s: %s)"
-                                    % (os.path.normpath(d), type(exc).__name__, exc))
+                                    % (os.path.normpath(d), type(exc).__name__, str(exc).splitlines()[0]
+                                       if str(exc) else "empty or truncated file"))
         self.null_fraction = 0.5
         self.card = card
         kinds = [k for k, v in INPUT_KINDS.items() if v == channels]
@@ -374,11 +376,49 @@ class LearnedEstimator:
             raise LearnedModelError("learned soil estimator %s: unknown input channels %s in the card"
                                     % (os.path.normpath(d), ", ".join(channels)))
         self.inputs = kinds[0]
+        self._check_shapes(z, len(channels) * self.horizon + len(GLOBALS), n_layers, os.path.normpath(d))
         if (self.x_mean.shape != (len(channels) * self.horizon + len(GLOBALS),) or not self.members
                 or self.prior_sigma.shape != (N_U,) or not np.all(self.prior_sigma > 0)
                 or not all(np.all(np.isfinite(a)) for layers in self.members for wb in layers for a in wb)):
             raise LearnedModelError("learned soil estimator %s: input size, prior or weights do not match the "
                                     "card (or hold NaN)" % os.path.normpath(d))
+
+    def _check_shapes(self, z, n_in, n_layers, where):
+        """Raise LearnedModelError naming the first array of weights.npz ``z`` whose shape does not fit the
+        card's input size ``n_in`` and output head, or the other arrays (a member's layers chained in order)."""
+        def need(name, arr, shape):
+            if arr.shape != shape:
+                raise LearnedModelError("learned soil estimator %s: weights.npz array %s has shape %s, %s expected "
+                                        "(the card and the other arrays)" % (where, name, arr.shape, shape))
+        need("x_mean", self.x_mean, (n_in,))
+        need("x_std", self.x_std, (n_in,))
+        need("bounds_lo", self.lo, (N_U,))
+        need("bounds_hi", self.hi, (N_U,))
+        for name, arr in (("x_mean", self.x_mean), ("x_std", self.x_std), ("bounds_lo", self.lo),
+                          ("bounds_hi", self.hi)):
+            if not np.all(np.isfinite(arr)):
+                raise LearnedModelError("learned soil estimator %s: weights.npz array %s holds NaN or infinite "
+                                        "values" % (where, name))
+        if not np.all(self.x_std > 0.0):
+            raise LearnedModelError("learned soil estimator %s: weights.npz array x_std holds values <= 0"
+                                    % where)
+        if not np.all(self.hi > self.lo):
+            raise LearnedModelError("learned soil estimator %s: weights.npz arrays bounds_lo, bounds_hi are not "
+                                    "in order (lo < hi)" % where)
+        if n_layers < 1:
+            raise LearnedModelError("learned soil estimator %s: weights.npz array layers is %d, at least 1 needed"
+                                    % (where, n_layers))
+        n_out = output_size(self.horizon)
+        for m, layers in enumerate(self.members):
+            width = n_in
+            for i, (w, b) in enumerate(layers):
+                if w.ndim != 2 or w.shape[1] != width or (i == n_layers - 1 and w.shape[0] != n_out):
+                    rows = n_out if i == n_layers - 1 else "any"
+                    raise LearnedModelError("learned soil estimator %s: weights.npz array m%d_w%d has shape %s, "
+                                            "(%s, %d) expected (the card and the other arrays)"
+                                            % (where, m, i, w.shape, rows, width))
+                need("m%d_b%d" % (m, i), b, (w.shape[0],))
+                width = w.shape[0]
 
     def forward(self, x_raw):
         """Per member the decoded outputs (:func:`decode`) of raw input vectors ``x_raw`` (B, in)."""
