@@ -11,7 +11,8 @@ user's **heightmap file** (``file``: a grayscale PNG or a .npy array, read by th
 ``height_scale_m`` (a PNG's value is its intensity, white = 1), or, when that is null, scaled so the file's
 highest value is ``peak_m``; each pixel covers ``pixel_m`` on the ground (null: one ``cell_m`` cell, or
 more so that the file's smaller side covers ``min_side_m``: a 16 x 16 file becomes 1 m x 1 m), resampled
-bilinearly to ``cell_m`` cells; the file sits on the bed.
+bilinearly to ``cell_m`` cells; the file sits on the bed. The grid, a file's or the generated field's, has at
+most ``MAX_CELLS`` (1024 x 1024) cells: a larger one is a ConfigError line, checked before it is made.
 
 Track contact (per track, each time the terrain is stepped; the SCM-lite model the thesis's reading aid
 proposes, section 6.2: Bekker sinkage with the parameter names of Chrono's ``SetSoilParameters``, the
@@ -49,6 +50,7 @@ from onboard.core.settings import (ConfigError, NON_NEGATIVE, POSITIVE, TEXT, ch
 
 QUANT_M = 1e-4                        # height resolution of a terrain file (m per loader unit)
 MIN_FILE_CELLS = 8                    # cells per side of a terrain file, at least
+MAX_CELLS = 1024 * 1024               # cells of the terrain grid, at most (the default field is 60 x 60)
 TOLERANCE_M = 1e-5                    # the track's sinkage is solved to this height
 
 DEFAULTS = {
@@ -124,17 +126,32 @@ def file_heights_m(path, height_scale_m=None, peak_m=0.06):
     return values * (peak_m / top) if top > 0.0 else values
 
 
+def check_grid(rows, cols, cell_m, cause):
+    """Raise ConfigError (one line) when a terrain grid of ``rows`` x ``cols`` cells exceeds ``MAX_CELLS``;
+    ``cause`` names the settings that made it. Checked before the grid is allocated."""
+    if rows * cols > MAX_CELLS:
+        raise ConfigError("%s gives a terrain grid of %dx%d cells of %g m (%.4g m x %.4g m); level-hill allows at "
+                          "most %d cells (1024x1024): make the terrain smaller or terrain.cell_m larger"
+                          % (cause, rows, cols, cell_m, rows * cell_m, cols * cell_m, MAX_CELLS))
+
+
 def resample(heights_m, cell_m, pixel_m=None, min_side_m=1.0):
     """A file's heights on the grid of ``cell_m`` cells: each pixel covers ``pixel_m`` (None: ``cell_m``, or
-    more so that the smaller side covers ``min_side_m``); bilinear when a pixel is not one cell."""
+    more so that the smaller side covers ``min_side_m``); bilinear when a pixel is not one cell. A grid of
+    more than ``MAX_CELLS`` cells is a ConfigError (before it is made)."""
     if pixel_m is None:
+        cause = "terrain.file of %dx%d pixels with terrain.min_side_m %g" % (heights_m.shape + (min_side_m,))
         pixel_m = max(cell_m, min_side_m / min(heights_m.shape))
+    else:
+        cause = "terrain.file of %dx%d pixels with terrain.pixel_m %g" % (heights_m.shape + (pixel_m,))
     factor = pixel_m / cell_m
     if abs(factor - 1.0) < 1e-9:
+        check_grid(heights_m.shape[0], heights_m.shape[1], cell_m, cause)
         return heights_m
     from scipy.ndimage import zoom
     rows = max(MIN_FILE_CELLS, int(round(heights_m.shape[0] * factor)))
     cols = max(MIN_FILE_CELLS, int(round(heights_m.shape[1] * factor)))
+    check_grid(rows, cols, cell_m, cause)
     out = zoom(heights_m, (rows / heights_m.shape[0], cols / heights_m.shape[1]), order=1, mode="nearest",
                grid_mode=True)
     return np.clip(out, 0.0, None)
@@ -150,6 +167,9 @@ def build_world(config, rng):
         heights = resample(file_heights_m(cfg["file"], cfg["height_scale_m"], cfg["peak_m"]), cell,
                            cfg["pixel_m"], cfg["min_side_m"])
         size = [heights.shape[0] * cell, heights.shape[1] * cell]
+    else:
+        check_grid(int(round(size[0] / cell)), int(round(size[1] / cell)), cell,
+                   "terrain.size_m [%g, %g]" % (size[0], size[1]))
     world = SandWorld({"size_m": size, "cell_m": cell, "ground_level_m": float(cfg["bed_m"]),
                        "spoil_band_m": cell, "piles_min": 0, "piles_max": 0, "repose_deg": cfg["repose_deg"],
                        "erosion_iterations": cfg["erosion_iterations"]})

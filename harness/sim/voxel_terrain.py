@@ -144,6 +144,8 @@ def load_heights(path, height_scale=None, max_units=12):
     """Heights (2-D int64 array, units) from a user's terrain file (see the module docstring)."""
     if not isinstance(path, str) or not path:
         raise ConfigError("terrain file must be a path, got %r" % (path,))
+    if os.path.isdir(path):
+        raise ConfigError("terrain file %s is a directory, not a file" % path)
     if not os.path.isfile(path):
         raise ConfigError("terrain file %s not found" % path)
     if os.path.getsize(path) == 0:

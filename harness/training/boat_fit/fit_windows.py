@@ -15,6 +15,8 @@ they are (row 0 excluded) for the optional heading term of ``vessel_fit.loss_and
 """
 import numpy as np
 
+from onboard.core.settings import ConfigError
+
 LOG_COLUMNS = ("time_s", "thrust_left_n", "thrust_right_n", "gnss_north_m", "gnss_east_m", "yaw_rad",
                "yaw_rate_radps")
 
@@ -26,7 +28,12 @@ def make_windows(log, window_s=5.0):
     n = len(t)
     dt = np.diff(t)
     dt = np.append(dt, dt[-1] if len(dt) else 0.0)
-    rows = int(round(window_s / float(np.median(dt))))
+    median_dt = float(np.median(dt))
+    rows = int(round(window_s / median_dt)) if median_dt > 0 else 0
+    if rows < 2:                      # no withheld row fits in a window (and the loop below would not advance)
+        raise ConfigError("time_s samples are %.6g s apart (median), %s the %g s fitting window, which needs 2 or "
+                          "more rows: is time_s in seconds?"
+                          % (median_dt, "longer than" if median_dt > window_s else "too far apart for", window_s))
     has_fix = np.isfinite(log["gnss_north_m"]) & np.isfinite(log["gnss_east_m"])
     fix_rows = np.flatnonzero(has_fix)
     starts = []
