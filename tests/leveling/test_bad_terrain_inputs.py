@@ -6,8 +6,6 @@
   fails at once instead of exhausting the machine's memory.
 - a ``terrain.file`` that is a directory says so (it used to say "not found").
 """
-import struct
-import zlib
 
 import numpy as np
 import pytest
@@ -15,18 +13,9 @@ import scipy.ndimage
 
 from harness.cli import main
 from harness.sim import hill_terrain
+from tests.leveling.png_files import png_gray8 as _png_gray8
 
 GUARD_CELLS = 4 * hill_terrain.MAX_CELLS if hasattr(hill_terrain, "MAX_CELLS") else 4 * 1024 * 1024
-
-
-def _png_gray8(path, rows):
-    h, w = len(rows), len(rows[0])
-    raw = b"".join(b"\x00" + bytes(r) for r in rows)
-
-    def chunk(tag, data):
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
-                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
 @pytest.fixture

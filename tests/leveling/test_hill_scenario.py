@@ -1,13 +1,12 @@
 """Scenario ``level-hill`` through the CLI: hill-sensing robots (thesis Alg. 6 on the onboard Node, pitch from
 their IMUs) level a mound field; users' heightmap files; bad files are one line and exit 2."""
 import json
-import struct
-import zlib
 
 import numpy as np
 import pytest
 
 from harness.cli import main
+from tests.leveling.png_files import png_gray8 as _png_gray8
 
 
 def _run(tmp_path, capsys, *args, name="out"):
@@ -15,17 +14,6 @@ def _run(tmp_path, capsys, *args, name="out"):
     code = main(["run", "level-hill", "--quiet", "--out", str(out)] + list(args))
     err = capsys.readouterr().err
     return code, err, out
-
-
-def _png_gray8(path, rows):
-    """A minimal 8-bit grayscale PNG written by hand (not by the project's reader's library)."""
-    h, w = len(rows), len(rows[0])
-    raw = b"".join(b"\x00" + bytes(r) for r in rows)
-
-    def chunk(tag, data):
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
-                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
 def test_reduced_run_halves_the_rms_with_pitch_from_the_imu(tmp_path, capsys):

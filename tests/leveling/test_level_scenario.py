@@ -2,14 +2,13 @@
 and the ``level-sweep`` study (figs. 4.2-4.5) in its quick mode with its Welch test."""
 import json
 import math
-import struct
-import zlib
 
 import numpy as np
 import pytest
 
 from harness.cli import main
 from harness.scenarios.leveling import level_sweep
+from tests.leveling.png_files import png_gray8 as _png_gray8
 
 
 def _run(tmp_path, capsys, *args):
@@ -17,17 +16,6 @@ def _run(tmp_path, capsys, *args):
     code = main(["run", "level-grid", "--quiet", "--out", str(out)] + list(args))
     err = capsys.readouterr().err
     return code, err, out
-
-
-def _png_gray8(path, rows):
-    """A minimal 8-bit grayscale PNG written by hand (not by the project's reader's library)."""
-    h, w = len(rows), len(rows[0])
-    raw = b"".join(b"\x00" + bytes(r) for r in rows)
-
-    def chunk(tag, data):
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
-                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
 def test_reduced_run_levels_with_exact_volume_and_plots(tmp_path, capsys):

@@ -44,36 +44,21 @@ def test_a_truncated_weights_archive_is_a_malformed_model(model):
     _refused(model, "malformed model")
 
 
-def test_truncated_bounds_are_refused_naming_the_array(model):
+# (array, how it is cut): each no longer fits the card and the other arrays
+CUTS = [("bounds_hi", lambda a: a[:1]), ("x_std", lambda a: a[:-3]), ("m2_w1", lambda a: a[:, :-1]),
+        ("m3_b2", lambda a: a[:-1]), ("m0_w2", lambda a: a[:-1])]
+
+
+@pytest.mark.parametrize("name,cut", CUTS, ids=[name for name, _ in CUTS])
+def test_an_array_that_does_not_fit_is_refused_naming_it(model, name, cut):
+    """Truncated bounds, a short normalisation, a layer that does not chain (weights or bias), a head of the
+    wrong size."""
     with np.load(model / "weights.npz") as zf:
-        hi = zf["bounds_hi"]
-    _rewrite(model, bounds_hi=hi[:1])
-    msg = _refused(model, "bounds_hi")
-    assert "(1,)" in msg and "(5,)" in msg
-
-
-def test_a_short_normalisation_is_refused_naming_the_array(model):
-    with np.load(model / "weights.npz") as zf:
-        std = zf["x_std"]
-    _rewrite(model, x_std=std[:-3])
-    _refused(model, "x_std")
-
-
-def test_a_layer_that_does_not_chain_is_refused_naming_the_array(model):
-    with np.load(model / "weights.npz") as zf:
-        w = zf["m2_w1"]
-        b = zf["m3_b2"]
-    _rewrite(model, m2_w1=w[:, :-1])
-    _refused(model, "m2_w1")
-    _rewrite(model, m2_w1=w, m3_b2=b[:-1])
-    _refused(model, "m3_b2")
-
-
-def test_a_head_of_the_wrong_size_is_refused_naming_the_array(model):
-    with np.load(model / "weights.npz") as zf:
-        w = zf["m0_w2"]
-    _rewrite(model, m0_w2=w[:-1])
-    _refused(model, "m0_w2")
+        array = zf[name]
+    _rewrite(model, **{name: cut(array)})
+    msg = _refused(model, name)
+    if name == "bounds_hi":
+        assert "(1,)" in msg and "(5,)" in msg
 
 
 def test_unordered_bounds_are_refused(model):

@@ -20,6 +20,7 @@ import zlib
 
 import numpy as np
 
+from harness.data_files import not_npz_reason, read_error_reason
 from onboard.policy.policy import load_policy
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -41,24 +42,6 @@ _READ_ERRORS = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, 
                 struct.error, zipfile.BadZipFile, zlib.error)
 
 
-def _why(exc):
-    if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
-    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-
-
-def _not_npz(path):
-    """Why ``path`` is no .npz at all (empty, not a zip archive), or None."""
-    try:
-        if os.path.getsize(path) == 0:
-            return "empty file"
-        if not zipfile.is_zipfile(path):
-            return "not an .npz (zip) file, or truncated"
-    except OSError:
-        return None
-    return None
-
-
 def load_float_layers(model_dir, n_in=None, n_out=None):
     """``[(W [out, in], b [out], activation)]`` of ``model_dir/float_layers.npz`` (the float network, folded).
     Raises :class:`ModelError` when the file is unreadable or the layers are malformed (missing, not numeric,
@@ -71,7 +54,7 @@ def load_float_layers(model_dir, n_in=None, n_out=None):
     except FileNotFoundError:
         raise ModelError("%s: missing (the float network; needed for kind float)" % path) from None
     except _READ_ERRORS as exc:
-        raise ModelError("%s: not a readable float-layers file: %s" % (path, _not_npz(path) or _why(exc))) from None
+        raise ModelError("%s: not a readable float-layers file: %s" % (path, not_npz_reason(path) or read_error_reason(exc))) from None
     if not layers:
         raise ModelError("%s: holds no layers (w0, b0, act0, ...)" % path)
     width = n_in
@@ -112,7 +95,7 @@ def parse_calibration(card, where="card"):
     try:
         n_out = int(card["outputs"][0]["shape"][1])
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise CalibrationError("%s: malformed card: outputs[0].shape[1] unreadable (%s)" % (where, _why(exc))) from None
+        raise CalibrationError("%s: malformed card: outputs[0].shape[1] unreadable (%s)" % (where, read_error_reason(exc))) from None
     try:
         a = np.asarray(cal["a"], dtype=np.float64).reshape(-1)
         b = np.asarray(cal["b"], dtype=np.float64).reshape(-1)
@@ -155,7 +138,7 @@ class Net:
         except FileNotFoundError:
             raise ModelError("%s: missing (no network there)" % card_path) from None
         except OSError as exc:
-            raise ModelError("%s: cannot read it (%s)" % (card_path, _why(exc))) from None
+            raise ModelError("%s: cannot read it (%s)" % (card_path, read_error_reason(exc))) from None
         except ValueError as exc:
             raise ModelError("%s: not valid JSON (%s)" % (card_path, exc)) from None
         if not isinstance(self.card, dict):
@@ -191,7 +174,7 @@ class Net:
             try:
                 self.policy = load_policy(model_dir, backend=backend)
             except _READ_ERRORS as exc:
-                why = _why(exc)
+                why = read_error_reason(exc)
                 raise ModelError(why if model_dir in why else "%s: %s" % (tfl, why)) from None
         else:
             self.layers = load_float_layers(model_dir, self.n_in, self.n_out)

@@ -8,12 +8,12 @@ after the frame minus before: the deformation, not the motion).
 """
 import hashlib
 import json
-import os
 import zipfile
 import zlib
 
 import numpy as np
 
+from harness.data_files import not_npz_reason, read_error_reason
 from harness.sim.sandbox import schedule
 
 FORMAT_VERSION = 1
@@ -135,24 +135,6 @@ GRID_ARRAYS = ("terrain_start_m", "terrain_end_m")
 _READ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, RuntimeError)
 
 
-def _why(exc):
-    if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
-    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-
-
-def _not_npz(path):
-    """Why ``path`` is no .npz at all (empty, not a zip archive), or None."""
-    try:
-        if os.path.getsize(path) == 0:
-            return "empty file"
-        if not zipfile.is_zipfile(path):
-            return "not an .npz (zip) file, or truncated"
-    except OSError:
-        return None
-    return None
-
-
 def inspect_npz(path):
     """``({key: (dtype, shape)}, meta)`` of a session file, read from the array headers only (cheap); raises
     :class:`SessionError` when it is not a readable session: not an .npz, ``meta_json`` missing or not a JSON
@@ -182,7 +164,7 @@ def inspect_npz(path):
     except FileNotFoundError:
         raise SessionError("%s: no such session file" % path) from None
     except _READ_ERRORS as exc:
-        raise SessionError("%s: not a readable session file: %s" % (path, _not_npz(path) or _why(exc))) from None
+        raise SessionError("%s: not a readable session file: %s" % (path, not_npz_reason(path) or read_error_reason(exc))) from None
     try:
         m = json.loads(text)
     except ValueError as exc:
@@ -228,11 +210,11 @@ def load_npz(path):
                 try:
                     arrays[k] = z[k]
                 except _READ_ERRORS as exc:
-                    raise SessionError("%s: array %s is unreadable (%s)" % (path, k, _why(exc))) from None
+                    raise SessionError("%s: array %s is unreadable (%s)" % (path, k, read_error_reason(exc))) from None
     except SessionError:
         raise
     except _READ_ERRORS as exc:
-        raise SessionError("%s: not a readable session file (.npz): %s" % (path, _why(exc))) from None
+        raise SessionError("%s: not a readable session file (.npz): %s" % (path, read_error_reason(exc))) from None
     for k in TABLE_KEYS + FRAME_ARRAYS + GRID_ARRAYS:
         a = arrays.get(k)
         if a is not None and a.dtype.kind == "f" and not np.all(np.isfinite(a)):

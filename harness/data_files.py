@@ -1,0 +1,25 @@
+"""Why a user's data file could not be read, in words for a one-line error (shared by the loaders of .npz files:
+Sandbox sessions, Alexi network folders)."""
+import os
+import zipfile
+
+
+def read_error_reason(exc):
+    """The reason an exception from reading a file gives, for a message: a missing key's name, an OS error's
+    text, else the exception's text or type."""
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
+def not_npz_reason(path):
+    """Why ``path`` is no .npz at all ("empty file", "not an .npz (zip) file, or truncated"), or None when it is a
+    zip archive (or cannot be looked at)."""
+    try:
+        if os.path.getsize(path) == 0:
+            return "empty file"
+        if not zipfile.is_zipfile(path):
+            return "not an .npz (zip) file, or truncated"
+    except OSError:
+        return None
+    return None
