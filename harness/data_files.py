@@ -2,6 +2,10 @@
 Sandbox sessions, Alexi network folders)."""
 import os
 import zipfile
+import zlib
+
+# what reading a user's .npz (np.load and its arrays) raises for a bad file: catch these, say why in one line
+NPZ_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, RuntimeError)
 
 
 def read_error_reason(exc):

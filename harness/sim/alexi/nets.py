@@ -15,12 +15,10 @@ squared Pearson R^2 is unchanged by it. A card without the field behaves as an u
 import json
 import os
 import struct
-import zipfile
-import zlib
 
 import numpy as np
 
-from harness.data_files import not_npz_reason, read_error_reason
+from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
 from onboard.policy.policy import load_policy
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -38,8 +36,8 @@ class ModelError(ValueError):
 
 
 ACTIVATIONS = ("TANH", "NONE")
-_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError, RuntimeError,
-                struct.error, zipfile.BadZipFile, zlib.error)
+# and what loading a model (its card's fields, LiteRT, the flatbuffer reader) raises besides
+_READ_ERRORS = NPZ_READ_ERRORS + (IndexError, TypeError, AttributeError, struct.error)
 
 
 def load_float_layers(model_dir, n_in=None, n_out=None):
@@ -54,7 +52,8 @@ def load_float_layers(model_dir, n_in=None, n_out=None):
     except FileNotFoundError:
         raise ModelError("%s: missing (the float network; needed for kind float)" % path) from None
     except _READ_ERRORS as exc:
-        raise ModelError("%s: not a readable float-layers file: %s" % (path, not_npz_reason(path) or read_error_reason(exc))) from None
+        raise ModelError("%s: not a readable float-layers file: %s"
+                         % (path, not_npz_reason(path) or read_error_reason(exc))) from None
     if not layers:
         raise ModelError("%s: holds no layers (w0, b0, act0, ...)" % path)
     width = n_in
@@ -95,7 +94,8 @@ def parse_calibration(card, where="card"):
     try:
         n_out = int(card["outputs"][0]["shape"][1])
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise CalibrationError("%s: malformed card: outputs[0].shape[1] unreadable (%s)" % (where, read_error_reason(exc))) from None
+        raise CalibrationError("%s: malformed card: outputs[0].shape[1] unreadable (%s)"
+                               % (where, read_error_reason(exc))) from None
     try:
         a = np.asarray(cal["a"], dtype=np.float64).reshape(-1)
         b = np.asarray(cal["b"], dtype=np.float64).reshape(-1)

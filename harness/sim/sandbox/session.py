@@ -9,11 +9,10 @@ after the frame minus before: the deformation, not the motion).
 import hashlib
 import json
 import zipfile
-import zlib
 
 import numpy as np
 
-from harness.data_files import not_npz_reason, read_error_reason
+from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
 from harness.sim.sandbox import schedule
 
 FORMAT_VERSION = 1
@@ -132,7 +131,6 @@ class SessionError(ValueError):
 # arrays with one row per frame besides TABLE_KEYS (present when the session was logged with crops)
 FRAME_ARRAYS = ("crop_before_m", "crop_dh_m", "crop_centre_cell")
 GRID_ARRAYS = ("terrain_start_m", "terrain_end_m")
-_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, RuntimeError)
 
 
 def inspect_npz(path):
@@ -163,8 +161,9 @@ def inspect_npz(path):
         raise SessionError("%s: is a folder, not a session file (.npz)" % path) from None
     except FileNotFoundError:
         raise SessionError("%s: no such session file" % path) from None
-    except _READ_ERRORS as exc:
-        raise SessionError("%s: not a readable session file: %s" % (path, not_npz_reason(path) or read_error_reason(exc))) from None
+    except NPZ_READ_ERRORS as exc:
+        raise SessionError("%s: not a readable session file: %s"
+                           % (path, not_npz_reason(path) or read_error_reason(exc))) from None
     try:
         m = json.loads(text)
     except ValueError as exc:
@@ -209,11 +208,11 @@ def load_npz(path):
                     continue
                 try:
                     arrays[k] = z[k]
-                except _READ_ERRORS as exc:
+                except NPZ_READ_ERRORS as exc:
                     raise SessionError("%s: array %s is unreadable (%s)" % (path, k, read_error_reason(exc))) from None
     except SessionError:
         raise
-    except _READ_ERRORS as exc:
+    except NPZ_READ_ERRORS as exc:
         raise SessionError("%s: not a readable session file (.npz): %s" % (path, read_error_reason(exc))) from None
     for k in TABLE_KEYS + FRAME_ARRAYS + GRID_ARRAYS:
         a = arrays.get(k)

@@ -27,7 +27,7 @@ import numpy as np
 from harness.training.alexi import evaluate as ev
 from harness.training.alexi import metrics as mt
 
-KIN_NETS = ("v1_speed", "v1_dyaw", "v2_speed", "v2_dyaw", "v2_dnorth", "v2_deast")
+KIN_NETS = ev.KIN_NETS              # the kinematic nets (the terrain net has no per-frame target)
 METHOD = "least squares of the reference's per-frame target on the net's per-frame prediction (raw mode, " \
          "normalised output units): y_cal = a * y_pred + b"
 
