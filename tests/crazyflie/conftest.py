@@ -15,7 +15,8 @@ def _quiet_cflib():
 
 @pytest.fixture
 def open_sync():
-    """open_sync(uri, cache_dir=None) -> an open cflib SyncCrazyflie, closed at teardown.
+    """open_sync(uri, cache_dir=None, before_open=None) -> an open cflib SyncCrazyflie, closed at teardown;
+    ``before_open(cf)`` is called with its Crazyflie before the link opens (a CflibCounter must see every packet).
 
     ``open_sync.close_all()`` closes them earlier: call it before the simulated fleet closes its
     sockets, or cflib's ping thread may still send to a closed port (ConnectionRefusedError in
@@ -26,8 +27,10 @@ def open_sync():
     init_cflib()
     opened = []
 
-    def _open(uri, cache_dir=None):
+    def _open(uri, cache_dir=None, before_open=None):
         scf = SyncCrazyflie(uri, cf=Crazyflie(rw_cache=cache_dir))
+        if before_open is not None:
+            before_open(scf.cf)
         scf.open_link()
         opened.append(scf)
         return scf

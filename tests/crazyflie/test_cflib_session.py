@@ -111,9 +111,12 @@ def test_velocity_setpoints_fly_a_drone_to_a_target_within_5_cm(open_sync):
     clock = SimClock()
     target_x_m, target_y_m, height_m = 1.2, -0.6, 0.5
     with SimCrazyflieFleet(1, seed=5, clock=clock) as fleet:
-        scf = open_sync(fleet.uris[0])
+        # the counter sees every packet from the link's opening on, as the drone's rx_packets counts them: the
+        # lockstep's uplink barrier (rx_packets >= packets_sent) then waits for each setpoint
+        counters = []
+        scf = open_sync(fleet.uris[0], before_open=lambda cf: counters.append(CflibCounter(cf)))
         cf = scf.cf
-        counter = CflibCounter(cf)
+        counter = counters[0]
         latest = {}
         lg = LogConfig(name="state", period_in_ms=10)
         for var in ("stateEstimate.x", "stateEstimate.y", "stateEstimate.z"):

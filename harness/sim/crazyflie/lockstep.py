@@ -32,7 +32,9 @@ class LockstepTimeout(RuntimeError):
 
 
 class CflibCounter:
-    """Counts what a bare cflib ``Crazyflie`` sends and the log packets it receives."""
+    """Counts what a bare cflib ``Crazyflie`` sends and the log packets it receives. Attach it before the link
+    opens: the lockstep compares its count with every packet the drone received, so packets sent before it
+    (connecting, TOC) would let the uplink barrier pass without waiting."""
 
     LOG_PORT = 5
     LOG_DATA_CHANNEL = 2
