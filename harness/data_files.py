@@ -1,5 +1,5 @@
 """Why a user's data file could not be read, in words for a one-line error (shared by the loaders of .npz files:
-Sandbox sessions, Alexi network folders)."""
+Sandbox sessions, Alexi network folders; and of .npy arrays: terrain and soil field files)."""
 import os
 import zipfile
 import zlib
@@ -26,4 +26,23 @@ def not_npz_reason(path):
             return "not an .npz (zip) file, or truncated"
     except OSError:
         return None
+    return None
+
+
+NPY_MAGIC = b"\x93NUMPY"           # the first bytes of every .npy file (NumPy's format, any version)
+
+
+def not_npy_reason(path):
+    """Why ``path`` is no .npy at all ("empty file", "not a .npy file (no NumPy header)"), or None when it starts
+    like one (or cannot be looked at). Checked before ``np.load``, which reads other bytes as a pickle and says
+    only that pickles are not allowed."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(NPY_MAGIC))
+    except OSError:
+        return None
+    if not head:
+        return "empty file"
+    if head != NPY_MAGIC:
+        return "not a .npy file (no NumPy header)"
     return None

@@ -43,6 +43,7 @@ import tomllib
 
 import numpy as np
 
+from harness.data_files import not_npy_reason
 from onboard.core.settings import (NON_NEGATIVE, POSITIVE, ConfigError, checked, closest, int_at_least, one_of,
                                    or_null, pair, within)
 from onboard.soil.fee import THETA_U_NAMES
@@ -382,6 +383,9 @@ def load_npy(path, key, shape):
         raise ConfigError("%s is a directory, not a file" % where)
     if not os.path.isfile(path):
         raise ConfigError("%s not found" % where)
+    reason = not_npy_reason(path)
+    if reason:
+        raise ConfigError("%s: %s" % (where, reason))
     try:
         arr = np.load(path, allow_pickle=False)
     except Exception as exc:

@@ -27,6 +27,7 @@ import os
 
 import numpy as np
 
+from harness.data_files import not_npy_reason
 from onboard.core.settings import (ConfigError, POSITIVE, TEXT, checked, int_at_least, int_within, is_number,
                                    one_of, or_null, pair)
 
@@ -129,6 +130,9 @@ def _png_values(path):
 
 
 def _npy_values(path):
+    reason = not_npy_reason(path)
+    if reason:
+        raise ConfigError("terrain file %s: %s" % (path, reason))
     try:
         arr = np.load(path, allow_pickle=False)
     except Exception as exc:

@@ -67,6 +67,7 @@ def _write(path, data):
 
 @pytest.mark.parametrize("make,needle", [
     (lambda p: _write(p, np.lib.format.MAGIC_PREFIX + b"\x01\x00garbage"), "not a readable .npy"),
+    (lambda p: _write(p, b"heights: 1 2 3\n"), "not a .npy file (no NumPy header)"),
     (lambda p: np.save(p, np.arange(12.0)), "2-D height grid"),
     (lambda p: np.save(p, np.array([[1.0, np.nan], [2.0, 3.0]])), "NaN or infinite"),
     (lambda p: np.save(p, np.array([[1.0, -2.0], [2.0, 3.0]])), "negative heights"),

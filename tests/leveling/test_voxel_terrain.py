@@ -113,6 +113,8 @@ def _bad_files(tmp_path):
     out["junk.png"] = "not a readable PNG"
     (tmp_path / "junk.npy").write_bytes(b"\x93NUMPY garbage")
     out["junk.npy"] = "not a readable .npy array"
+    (tmp_path / "random.npy").write_bytes(np.random.default_rng(0).bytes(256))     # no header: not "pickled data"
+    out["random.npy"] = "not a .npy file (no NumPy header)"
     np.save(tmp_path / "flat.npy", np.arange(5.0))
     out["flat.npy"] = "a 2-D height grid is needed, got shape 5"
     np.save(tmp_path / "none.npy", np.zeros((0, 4)))

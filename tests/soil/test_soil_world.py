@@ -143,6 +143,15 @@ def test_malformed_npy_fields_give_one_line(tmp_path, array, words):
     assert words in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("data,words", [(b"", "empty file"), (b"c_pa,40,20\n1,2,3\n", "not a .npy file (no NumPy header)"),
+                                        (bytes(range(256)), "not a .npy file (no NumPy header)")])
+def test_a_file_that_is_no_npy_says_so(tmp_path, data, words):
+    (tmp_path / "c.npy").write_bytes(data)
+    with pytest.raises(ConfigError) as err:
+        sw.build_fields(_cfg(field="file", npy_files={"c_pa": str(tmp_path / "c.npy")}))
+    assert words in str(err.value) and "c.npy" in str(err.value) and "\n" not in str(err.value)
+
+
 def test_bad_settings_and_missing_files():
     with pytest.raises(ConfigError, match="soil"):
         sw.build_fields(_cfg(soil="peat"))

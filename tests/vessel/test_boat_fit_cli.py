@@ -179,6 +179,19 @@ def test_missing_file_and_bad_setting_exit_2(tmp_path, capsys):
     assert "rounds" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv,needle", [
+    (["--rounds", "1", "--set", "rounds=0"], "rounds given twice: --rounds 1 and --set rounds=0; give it once"),
+    (["--rounds", "2", "--set", "rounds=2"], "rounds given twice"),
+    (["--method", "lbfgsb", "--set", "method=gradient_descent"], "method given twice"),
+])
+def test_a_setting_given_as_an_option_and_as_set_is_refused(tmp_path, capsys, argv, needle):
+    # refused before the log is read: the settings come first
+    assert cli.main(["boat-fit", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "out")] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "out").exists()
+
+
 def test_mcap_without_thrusts_is_refused(tmp_path):
     mc = McapLog(str(tmp_path / "x.mcap"))
     mc.log(log_topics.GNSS_TOPIC, 0, PositionSample(0, (0.0, 0.0)))

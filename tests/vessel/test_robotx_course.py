@@ -3,6 +3,7 @@ arbiter, pinger locator) on a course file written here, scored from the truth; b
 line; the scoring's pieces (hull contact, bootstrap interval, the planner's briefing) on their own."""
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,6 +156,49 @@ def test_a_bad_course_file_is_one_line_and_exit_2(tmp_path, capsys, text, needle
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err and "course.file" in err, err
     assert not (out / "metrics.json").exists()
+
+
+PINGER_BUOY = """[[buoys]]
+north_m = 74.0
+east_m = 9.0
+radius_m = 0.4
+height_m = 1.2
+role = "pinger"
+"""
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda c: c.replace(PINGER_BUOY, ""), 'tasks[2] (pinger_gate at north_m 68, east_m 9): a pinger gate needs '
+                                           'exactly one buoy with role = "pinger" (the file has 0)'),
+    (lambda c: c.replace(PINGER_BUOY, PINGER_BUOY + PINGER_BUOY.replace("9.0", "-9.0")), "(the file has 2)"),
+    # the speed gate's point 20 m off its buoys' centre: its crossing could not be scored
+    (lambda c: c.replace('kind = "speed_gate"\nnorth_m = 15.0', 'kind = "speed_gate"\nnorth_m = 35.0'),
+     "tasks[0] (speed_gate at north_m 35, east_m 0): no gate_left / gate_right buoy pair centred within 12 m"),
+    # the field's exit buoys given the obstacle role
+    (lambda c: c.replace('role = "exit_left"\n', "").replace('role = "exit_right"\n', ""),
+     "tasks[1] (obstacle_field at north_m 48, east_m 0): no exit_left / exit_right buoy pair"),
+])
+def test_a_course_whose_tasks_cannot_be_run_and_scored_is_one_line_and_exit_2(tmp_path, capsys, edit, needle):
+    text = edit(COURSE)
+    assert text != COURSE
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    load_course(path)                                   # a well-formed file: the loader takes it
+    out = tmp_path / "run"
+    assert main(["run", "robotx-course", "--reduced", "--quiet", "--out", str(out), "--set",
+                 "course.file=%s" % path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "course.file" in err, err
+    assert not (out / "metrics.json").exists()
+
+
+def test_generated_courses_the_example_and_the_compact_course_pass_the_mission_check(tmp_path):
+    example = Path(rc.__file__).parent / "courses" / "example.toml"
+    path = tmp_path / "compact.toml"
+    path.write_text(COURSE)
+    assert rc.mission_problem(load_course(example)) is None
+    assert rc.mission_problem(load_course(path)) is None
+    assert [s for s in range(200) if rc.mission_problem(rc.generate_course(s, "robotx"))] == []
 
 
 def test_hull_contact_is_the_rectangle_not_a_circle():

@@ -169,6 +169,8 @@ SETTING_RANGES.update(under("potential_field", PF_RANGES))
 REDUCED = {"seeds": 1, "course": {"tasks": 2}, "lidars": ["vlp16"], "layouts": ["wide"], "bootstrap": 200}
 
 PINGER_AREA_M = 30.0                 # the briefing's pinger area: gate buoys this near the pinger task's point
+GATE_WITHIN_M = 12.0                 # a gate (speed, pinger, field exit) pair scored for a task: centre this near its point
+ENTRY_WITHIN_M = 60.0                # the field's entry pair: centre this near the field task's point (its exit)
 STEP_US = 100000                     # world.run step: contacts, gates and the track are checked at 10 Hz
 PHYSICS_HZ = 100
 
@@ -203,7 +205,29 @@ def load_user_course(path, name="robotx-course"):
         raise ConfigError("%s: course.file: %s" % (name, str(exc).splitlines()[0]))
     if not course.tasks:
         raise ConfigError("%s: course.file: %s has a [goal], not a [[tasks]] mission" % (name, path))
+    problem = mission_problem(course)
+    if problem:
+        raise ConfigError("%s: course.file: %s: %s" % (name, path, problem))
     return course
+
+
+def mission_problem(course):
+    """Why the course's task list cannot be run and scored (one line), or None: a gate task (speed gate,
+    pinger gate, the field's exit) needs its pair of gate buoys centred within ``GATE_WITHIN_M`` of its point
+    (the scoring checks the crossing of that segment), and a pinger gate needs exactly one ``pinger`` buoy
+    (the hydrophones listen to it)."""
+    pingers = sum(1 for b in course.buoys if b.role == "pinger")
+    for i, t in enumerate(course.tasks):
+        where = "tasks[%d] (%s at north_m %g, east_m %g)" % (i, t.kind, t.north_m, t.east_m)
+        roles = {"speed_gate": ("gate_left", "gate_right"), "pinger_gate": ("gate_left", "gate_right"),
+                 "obstacle_field": ("exit_left", "exit_right")}.get(t.kind)
+        if roles and _pair_centre(course.buoys, roles[0], roles[1], (t.north_m, t.east_m), GATE_WITHIN_M) is None:
+            return ("%s: no %s / %s buoy pair centred within %g m of its point, so its crossing cannot be scored"
+                    % (where, roles[0], roles[1], GATE_WITHIN_M))
+        if t.kind == "pinger_gate" and pingers != 1:
+            return ('%s: a pinger gate needs exactly one buoy with role = "pinger" (the file has %d)'
+                    % (where, pingers))
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- course
@@ -232,7 +256,7 @@ def briefing(course, tasks):
     out = []
     for t in tasks:
         if t.kind == "obstacle_field":
-            p = _pair_centre(course.buoys, "entry_left", "entry_right", (t.north_m, t.east_m), 60.0)
+            p = _pair_centre(course.buoys, "entry_left", "entry_right", (t.north_m, t.east_m), ENTRY_WITHIN_M)
             out.append(ms.MissionTask(t.kind, t.north_m, t.east_m, None if p is None else p[1]))
         elif t.kind == "pinger_gate":
             g = _near(course.buoys, ("gate_left", "gate_right"), (t.north_m, t.east_m), PINGER_AREA_M)
@@ -253,11 +277,12 @@ def truth_gates(course, tasks):
     for t in tasks:
         p = (t.north_m, t.east_m)
         if t.kind == "speed_gate" or t.kind == "pinger_gate":
-            best = _pair_centre(course.buoys, "gate_left", "gate_right", p, 12.0)
+            best = _pair_centre(course.buoys, "gate_left", "gate_right", p, GATE_WITHIN_M)
             out.append([] if best is None else [((best[2].north_m, best[2].east_m), (best[3].north_m, best[3].east_m))])
         elif t.kind == "obstacle_field":
             segs = []
-            for left, right, within_m in (("entry_left", "entry_right", 60.0), ("exit_left", "exit_right", 12.0)):
+            for left, right, within_m in (("entry_left", "entry_right", ENTRY_WITHIN_M),
+                                          ("exit_left", "exit_right", GATE_WITHIN_M)):
                 best = _pair_centre(course.buoys, left, right, p, within_m)
                 if best is not None:
                     segs.append(((best[2].north_m, best[2].east_m), (best[3].north_m, best[3].east_m)))

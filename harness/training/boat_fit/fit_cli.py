@@ -57,10 +57,13 @@ def add_parser(subparsers):
 
 def run_cli(args):
     overrides = parse_set(args.set) if args.set else {}
-    if args.method:
-        overrides["method"] = args.method
-    if args.rounds is not None:
-        overrides["rounds"] = args.rounds
+    for key, value in (("method", args.method), ("rounds", args.rounds)):
+        if value is None:
+            continue
+        if key in overrides:                      # one value per setting: neither silently wins
+            raise ConfigError("%s given twice: --%s %s and --set %s=%s; give it once"
+                              % (key, key, value, key, overrides[key]))
+        overrides[key] = value
     procedure.settings(overrides)                 # bad settings fail before the log is read
     log = read_log(args.log)
     for note in log["notes"]:
