@@ -34,6 +34,7 @@ from onboard.core.settings import (ConfigError, POSITIVE, TEXT, checked, int_at_
 KINDS = ("mounds", "ridges", "pits")
 CONDITIONS = ("range", "grad", "rms")
 MAX_SIDE = 4096                       # cells per side of a terrain file
+MAX_UNITS = 2 ** 31                   # the tallest cell a terrain file may give, grid units (int64 sums stay exact)
 
 DEFAULTS = {
     "rows": 32,                       # cells north
@@ -174,11 +175,12 @@ def load_heights(path, height_scale=None, max_units=12):
     if not np.all(np.isfinite(values)):
         raise ConfigError("terrain file %s holds NaN or infinite heights" % path)
     heights = np.rint(values * scale)
+    # the messages give the file's own values (the caller's scale to grid units is not the user's setting)
     if heights.min() < 0:
-        raise ConfigError("terrain file %s holds negative heights (lowest %g units)" % (path, heights.min()))
-    if heights.max() > 2 ** 31:
-        raise ConfigError("terrain file %s: heights up to %g units are too tall (height_scale?)"
-                          % (path, heights.max()))
+        raise ConfigError("terrain file %s holds negative heights (lowest value %g)" % (path, values.min()))
+    if heights.max() > MAX_UNITS:
+        raise ConfigError("terrain file %s: its highest value %g is too tall (at most %g at this height scale)"
+                          % (path, values.max(), MAX_UNITS / scale))
     return heights.astype(np.int64)
 
 

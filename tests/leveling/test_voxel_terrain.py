@@ -122,7 +122,9 @@ def _bad_files(tmp_path):
     np.save(tmp_path / "nan.npy", np.array([[1.0, np.nan], [1.0, 1.0]]))
     out["nan.npy"] = "NaN or infinite"
     np.save(tmp_path / "neg.npy", np.array([[1.0, -3.0], [1.0, 1.0]]))
-    out["neg.npy"] = "negative heights"
+    out["neg.npy"] = "negative heights (lowest value -3)"
+    np.save(tmp_path / "tall.npy", np.full((2, 2), 1e12))
+    out["tall.npy"] = "its highest value 1e+12 is too tall (at most 2.14748e+09 at this height scale)"
     np.save(tmp_path / "text.npy", np.array([["a", "b"], ["c", "d"]]))
     out["text.npy"] = "a .npy of numbers is needed"
     np.save(tmp_path / "thin.npy", np.ones((1, 9)))

@@ -136,6 +136,10 @@ def _bad_logs(log):
     f = word[7].split(",")
     f[5] = "north"
     word[7] = ",".join(f)
+    huge = list(good)
+    f = huge[9].split(",")
+    f[2] = "1e300"
+    huge[9] = ",".join(f)
     return {
         "empty": (b"", "the log is empty"),
         "blank": (b"\n\n", "the log is empty"),
@@ -151,6 +155,7 @@ def _bad_logs(log):
         "no GNSS": (("\n".join(no_gnss) + "\n").encode(), "no GNSS fix in the log"),
         "half a fix": (("\n".join(half_fix) + "\n").encode(), "line 2: gnss_north_m given without gnss_east_m"),
         "not a number": (("\n".join(word) + "\n").encode(), "line 8: yaw_rad is not a number"),
+        "huge thrust": (("\n".join(huge) + "\n").encode(), "line 10: thrust_right_n is 1e+300, beyond 100000 N"),
         "binary": (bytes(range(256)) * 4, "neither a CSV log nor an MCAP recording"),
         "latin-1": ("time_s,\xe9\n".encode("latin-1"), "not a UTF-8 text CSV"),
         "broken mcap": (boat_log.MCAP_MAGIC + b"\x01\x02garbage", "not a readable MCAP recording"),
@@ -160,6 +165,7 @@ def _bad_logs(log):
 
 @pytest.mark.parametrize("case", ["empty", "blank", "header only", "missing column", "extra column", "short row",
                                   "non-monotonic time", "NaN thrust", "no GNSS", "half a fix", "not a number",
+                                  "huge thrust",
                                   "binary", "latin-1", "broken mcap", "too short to fit"])
 def test_a_malformed_log_is_one_line_and_exit_2(tmp_path, capsys, log40, case):
     data, expected = _bad_logs(log40)[case]
@@ -190,6 +196,17 @@ def test_a_setting_given_as_an_option_and_as_set_is_refused(tmp_path, capsys, ar
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_fit_round_that_leaves_the_constants_unchanged_is_reported(monkeypatch, log40):
+    # an optimiser that cannot move (a flat or overflowing loss) returns its start: the result names the
+    # fitted pass by identity (comparing the passes' dicts compared their arrays and raised)
+    from harness.training.boat_fit import procedure
+    monkeypatch.setattr(procedure, "_fit", lambda cfg, c, *a, **k: {"params": list(c), "loss": 0.0, "evals": 1,
+                                                                    "helper_cpu_s": 0.0})
+    result, _ = procedure.fit_log(log40, {"rounds": 1})
+    assert result["chosen_round"] == 1 and result["rounds_run"] == 1
+    assert result["params"] == result["rounds"][0]["params"]
 
 
 def test_mcap_without_thrusts_is_refused(tmp_path):

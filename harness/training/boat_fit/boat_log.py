@@ -27,6 +27,11 @@ from onboard.vessel import log_topics
 MCAP_MAGIC = b"\x89MCAP0\r\n"
 THRUST_COLUMNS = ("thrust_left_n", "thrust_right_n")
 GNSS_COLUMNS = ("gnss_north_m", "gnss_east_m")
+# Magnitudes no boat log can hold (a unit or parsing error in the file: values like 1e300 overflow the fit's
+# squares into inf): per column, (largest |value|, what it would mean)
+PLAUSIBLE_ABS = {"thrust_left_n": (1e5, "N of thrust (10 t)"), "thrust_right_n": (1e5, "N of thrust (10 t)"),
+                 "gnss_north_m": (1e7, "m from the local origin"), "gnss_east_m": (1e7, "m from the local origin"),
+                 "yaw_rad": (1e4, "rad of heading"), "yaw_rate_radps": (1e3, "rad/s of yaw rate")}
 
 
 def read_log(path):
@@ -233,7 +238,8 @@ def _num(v, name):
 def check_log(log, name="log", where=None):
     """Raise ConfigError (one line, naming the first bad row through ``where(i)``) unless ``log`` is a log
     the fit can use: at least 2 rows, finite strictly increasing time, finite thrusts in every row, GNSS
-    north and east given together (finite) and at least one fix, at least one heading, nothing infinite."""
+    north and east given together (finite) and at least one fix, at least one heading, nothing infinite and
+    nothing beyond :data:`PLAUSIBLE_ABS`."""
     where = where or (lambda i: "row %d" % (i + 1))
     t = np.asarray(log["time_s"], float)
     if len(t) < 2:
@@ -256,6 +262,13 @@ def check_log(log, name="log", where=None):
         if len(bad):
             raise ConfigError("%s: %s: %s is empty or NaN (the thrusts must be given in every row)"
                               % (name, where(int(bad[0])), col))
+    for col, (bound, meaning) in PLAUSIBLE_ABS.items():
+        v = np.asarray(log[col], float)
+        bad = np.flatnonzero(np.abs(v) > bound)
+        if len(bad):
+            i = int(bad[0])
+            raise ConfigError("%s: %s: %s is %g, beyond %g %s; a unit or format error?"
+                              % (name, where(i), col, v[i], bound, meaning))
     north, east = np.asarray(log["gnss_north_m"], float), np.asarray(log["gnss_east_m"], float)
     half = np.flatnonzero(np.isfinite(north) != np.isfinite(east))
     if len(half):

@@ -461,7 +461,7 @@ def fit_log(log, overrides=None, progress=None):
         "stop_reason": stop_reason,
         "stop_rtol": cfg["stop_rtol"],
         "split_in_two": bool(split),
-        "chosen_round": passes.index(best),
+        "chosen_round": next(k for k, p in enumerate(passes) if p is best),   # by identity: passes hold arrays
         "process_noise_scale": q_scale,
         "gnss_nis_mean": nis_mean,
         "horizons": horizons,
