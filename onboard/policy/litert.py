@@ -162,6 +162,14 @@ class LiteRTPolicy(Policy):
         self.inferences += 1
         return int(np.argmax(outs[0]))                        # the first index on ties, as argmax
 
+    def run_codes(self, codes):
+        """One inference on int8 codes a caller already holds (one flat sequence per input, each of its
+        input's size and dtype, e.g. a model output fed back as a recurrent state: not checked again); the
+        outputs' raw codes as flat arrays (copies). Counts the inference."""
+        outs = self._invoke(codes)
+        self.inferences += 1
+        return outs
+
     def run_batch_q(self, x_q):
         """Fast path for benchmarks/tests: int8 numpy array [n, features] -> int8 array [n, outs]."""
         it = self.interpreter

@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from onboard.policy.policy_base import Policy
+
 N_BINS = 18
 BIN_RAD = 2.0 * math.pi / N_BINS
 BIN_CENTRES_RAD = -math.pi + BIN_RAD * (np.arange(N_BINS) + 0.5)
@@ -141,6 +143,25 @@ class BearingNet:
         return out
 
 
+class StateArray(np.ndarray):
+    """A recurrent state as the float values every caller sees (dequantised, as before) that also keeps the
+    int8 codes the model output it as (``codes``), so that :class:`BearingPolicy` feeds them back as the next
+    step's state input without quantising it again: on the state's own grid (the output's scale and zero
+    point are the input's, no normalisation) quantising the dequantised values gives the same codes, so the
+    numbers are unchanged. Read-only, so the codes cannot go stale; an array derived from it (arithmetic,
+    a slice, a copy, an unpickled one) has ``codes`` None and is quantised as any array."""
+    codes = None
+
+
+def _same_int8_grid(state_in, state_out):
+    """True when the state input takes the state output's values unchanged: both int8 with one scale and
+    zero point, and no normalisation (or mean 0, std 1)."""
+    norm = state_in["normalization"]
+    plain = norm is None or (all(m == 0.0 for m in norm["mean"]) and all(d == 1.0 for d in norm["std"]))
+    return (plain and state_in["dtype"] == "int8" and state_out["dtype"] == "int8"
+            and state_in["scale"] == state_out["scale"] and state_in["zero_point"] == state_out["zero_point"])
+
+
 class BearingPolicy:
     """An int8 estimator (``model.tflite`` + card from harness/training/swarm_policy/export_bearing.py) run by an
     ``onboard.policy`` backend (LiteRT reference kernels or the pure int8 kernel): same
@@ -159,6 +180,10 @@ class BearingPolicy:
                 policy.outputs[1]["size"] != self.hidden:
             raise ValueError("not a bearing-estimator model: inputs %r, outputs %r"
                              % ([i["shape"] for i in ins], [o["shape"] for o in policy.outputs]))
+        # carry the state as the model's int8 codes (StateArray) where the backend runs raw codes and the
+        # state's input and output share one int8 grid
+        self._carry_codes = (self.split_state and hasattr(policy, "run_codes")
+                             and _same_int8_grid(ins[1], policy.outputs[1]))
 
     @classmethod
     def load(cls, model_dir, backend="litert"):
@@ -173,9 +198,25 @@ class BearingPolicy:
         x = np.asarray(x, dtype=np.float64)
         if x.shape != (N_IN,) or not np.all(np.isfinite(x)):
             raise BearingInputError("bearing net input must be 6 finite numbers, got %r" % (x,))
+        if self._carry_codes:
+            return self._step_codes(h, x)
         h = np.asarray(h, dtype=np.float64)
         logits, state = self.policy.predict(x, h) if self.split_state else self.policy.predict(np.concatenate((x, h)))
         return np.asarray(state, dtype=np.float64), np.asarray(logits, dtype=np.float64)
+
+    def _step_codes(self, h, x):
+        """step_logits through the backend's raw codes: the inputs quantised as ``predict`` does (the same
+        codes and saturation counts; a StateArray's own codes for the state), the outputs dequantised as it
+        does; the state returned as a StateArray."""
+        pol = self.policy
+        x_codes = Policy.quantize_input(pol, x, 0)              # six values: the loop is the fastest here
+        h_codes = h.codes if type(h) is StateArray and h.codes is not None else pol.quantize_input(h, 1)
+        logit_codes, state_codes = pol.run_codes([x_codes, h_codes])
+        out, st = pol.outputs[0], pol.outputs[1]
+        state = (st["scale"] * (state_codes.astype(np.float64) - st["zero_point"])).view(StateArray)
+        state.codes = state_codes
+        state.flags.writeable = False
+        return state, out["scale"] * (logit_codes.astype(np.float64) - out["zero_point"])
 
     def step(self, h, x):
         h_new, probs = self.step_probs(h, x)

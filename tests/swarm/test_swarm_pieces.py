@@ -630,3 +630,37 @@ def test_step_probs_gives_steps_numbers_in_one_softmax_and_decode():
             assert np.array_equal(h1, h2) and np.array_equal(probs[0], pb) and np.array_equal(probs[1], po)
             angles, lengths = decode(probs)
             assert (angles[0], lengths[0]) == tuple(decode(pb)) and (angles[1], lengths[1]) == tuple(decode(po))
+
+
+def test_the_int8_state_carried_as_codes_gives_the_float_paths_numbers():
+    """BearingPolicy on LiteRT carries the GRU's state as its int8 codes (StateArray) instead of dequantising
+    and quantising it again each step: the states, logits and the policy's counters equal those of the
+    float-carried path bit for bit, over in-range and saturating inputs and states handed back as plain
+    arrays; the carried state is read-only and what is derived from it has no codes."""
+    import pickle
+    from onboard.swarm.bearing_net import BearingPolicy, StateArray
+    model_dir = os.path.dirname(_committed("bearing"))
+    fast, slow = BearingPolicy.load(model_dir), BearingPolicy.load(model_dir)
+    assert fast._carry_codes
+    slow._carry_codes = False                              # the path before: predict on float states
+    rng = np.random.default_rng(21)
+    hf, hs = fast.new_state(), slow.new_state()
+    for step in range(300):
+        x = rng.normal(0.0, 1.0, 6) * (0.1, 2.0, 0.5, 0.5, 0.5, 0.5) + (0.1, 2.0, 0, 0, 0, 0)
+        if step % 50 == 7:
+            x[1] = 80.0                                      # a range far outside the input's int8 range
+        if step % 60 == 30:
+            hf = np.array(hf)                                # a plain float copy: quantised, as before
+        hf, lf = fast.step_logits(hf, x)
+        hs, ls = slow.step_logits(hs, x)
+        assert type(hf) is StateArray and hf.codes is not None
+        assert np.array_equal(hf, hs) and np.array_equal(lf, ls), step
+    assert fast.policy.saturated_inputs == slow.policy.saturated_inputs > 0
+    assert fast.policy.inferences == slow.policy.inferences == 300
+    with pytest.raises(ValueError):
+        hf[0] = 0.5                                          # read-only: the codes cannot go stale
+    assert (hf * 1.0).codes is None and hf[1:].codes is None and pickle.loads(pickle.dumps(hf)).codes is None
+    with pytest.raises(ValueError):
+        fast.step_logits(hf, [0.1, float("nan"), 0, 0, 0, 0])
+    # the pure int8 kernel has no raw-code entry: it keeps the float-carried path
+    assert not BearingPolicy.load(model_dir, backend="pure")._carry_codes
