@@ -18,7 +18,8 @@ tick gets the tick's time. Replay feeds each input where it was recorded and the
 rebuilt app's stand-in drivers read nothing. ``--impl pure|cython|numpy`` rebuilds an ES-EKF
 estimator with another implementation (default: the recorded one), or a swarm member's particle
 filters on other kernels (a swarm member's random draws are recorded inputs: ``random_state``).
-The soil loader app (``soil_loader``) rebuilds from its settings, the machine's constants, the
+The hill leveler (``hill_leveler``) rebuilds from its settings; its random walk's draws are recorded
+inputs too. The soil loader app (``soil_loader``) rebuilds from its settings, the machine's constants, the
 erosion kernel and the starting surface; its inputs are the machine's samples, the operator's
 commands (learned layers) and the end of the mission. ``--views OUT.mcap`` writes the rebuilt boat
 app's Foxglove views ("what the vehicle was thinking", ``onboard.vessel.boat_views``) into a new log.
@@ -261,6 +262,21 @@ def _soil_loader(config):
         raise ReplayError("cannot rebuild the soil loader app: %s" % exc)
 
 
+def _hill_leveler(config):
+    """The hill-sensing leveler (onboard.leveling.hill_app.HillLevelerApp) rebuilt from its recorded settings,
+    with stand-in motors and stand-in draws whose state the recorded ``random_state`` inputs set before each
+    control step."""
+    import numpy as np
+
+    from onboard.estimators.particle_filter_numpy import NumpyDraws
+    from onboard.leveling.hill_app import HillLevelerApp
+    try:
+        return HillLevelerApp(lambda cmd: None, NumpyDraws(np.random.default_rng()), config["config"],
+                              name=config.get("name") or HillLevelerApp.APP, start_us=config.get("start_us", 0))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReplayError("cannot rebuild the hill leveler: %s" % exc)
+
+
 # recorded app name -> fn(config) -> the app (with ``node``), rebuilt as it was recorded:
 # - ground_robot: onboard.runtime.ground_robot's recipe (the waypoints and grading scenarios);
 # - avr_ground_robot: the AVR robot's host app (boards/arduino/app.py), the ground robot's parts plus the
@@ -273,10 +289,13 @@ def _soil_loader(config):
 # - wamv_boat: the WAM-V boat app and service (boards/wamv);
 # - soil_loader: the track loader's soil-mapping app (onboard/soil/loader_app.py), recorded by a soil episode
 #   given a log (harness/scenarios/soil/soil_episode.py; soil-strip with a report folder); its outputs are the
-#   sweeps, the per-cut estimates and the soil layers' window updates.
+#   sweeps, the per-cut estimates and the soil layers' window updates;
+# - hill_leveler: one robot of level-hill (harness/scenarios/leveling/level_hill.py: record.app_robot), or any
+#   HillLevelerApp.record; its inputs are the IMU samples and the random walk's draws, its output the tracks'
+#   commands.
 APPS = {GroundRobotRuntime.APP: _ground_robot, "avr_ground_robot": _ground_robot,
         RpiGroundRobot.APP: _rpi_ground_robot, "mp_ground_robot": _ground_robot, "swarm_member": _swarm_member,
-        "wamv_boat": _wamv_boat, "soil_loader": _soil_loader}
+        "wamv_boat": _wamv_boat, "soil_loader": _soil_loader, "hill_leveler": _hill_leveler}
 # apps whose rebuild takes a ``view`` for its Foxglove views (``--views``)
 VIEW_APPS = ("wamv_boat",)
 

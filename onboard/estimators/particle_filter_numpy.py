@@ -113,6 +113,10 @@ class NumpyDraws:
     def uniforms(self, k):
         return self.gen.random(k)
 
+    def random(self):
+        """One uniform in [0, 1) (``random.random``'s interface, e.g. a behaviour's random walk)."""
+        return self.gen.random()
+
     def get_state(self):
         """The generator's state (``bit_generator.state``: a dict of names and whole numbers, JSON-able)."""
         return self.gen.bit_generator.state

@@ -9,10 +9,17 @@
   twist becomes track speeds by the thesis's skid-steer mapping (section 5.1.2,
   :func:`onboard.control.diffdrive.wheel_speeds`), handed to ``motors(WheelCmd)`` and output as
   ``/app/out/wheels``. While the failsafe is engaged (the IMU went stale) or before the first tilt estimate,
-  the motors get a stop.
+  the motors get a stop;
+- ``draws`` (``onboard.runtime.draws_state.DrawsState``): io group ``random_state`` at ``control_rate_hz``
+  (before ``control`` in the same tick): while the node records, the state of ``rand`` through the entry
+  point ``random_state``, so that a replay draws the same random walk.
 
 The pitch the behaviour sees is the estimator's, never the truth. ``rand`` (anything with ``random()`` in
-[0, 1)) draws the random walk.
+[0, 1); with ``get_state()`` / ``set_state(state)`` too, e.g.
+``onboard.estimators.particle_filter_numpy.NumpyDraws``, its draws are recorded) draws the random walk.
+
+:meth:`HillLevelerApp.record` records the app at its boundary (app ``hill_leveler``; see
+``onboard.runtime.node``): ``python -m harness replay LOG`` rebuilds it from its recorded settings.
 """
 from onboard.control.diffdrive import wheel_speeds
 from onboard.core.samples import WheelCmd
@@ -21,6 +28,7 @@ from onboard.estimators import tilt
 from onboard.estimators.tilt import TiltEstimator
 from onboard.leveling import hill_sensing
 from onboard.leveling.hill_sensing import HillSensing
+from onboard.runtime.draws_state import DrawsState
 from onboard.runtime.node import Node
 from onboard.runtime.scheduler import GROUP_RATES
 
@@ -145,9 +153,20 @@ class HillLevelerApp:
         self.node = Node(name, start_us=start_us, log=log)
         self.tilt = self.node.add("tilt", TiltPart(cfg))
         self.hill = self.node.add("hill", HillDrive(cfg, self.tilt, motors, rand))
+        self.draws = self.node.add("draws", DrawsState(rand, cfg["control_rate_hz"]))
+        self.start_us = int(start_us)
         self.on_imu = self.tilt.on_imu
         self.step = self.node.step
         self.run = self.node.run
+
+    def recipe_config(self):
+        """What rebuilds this app (before its first input): its settings, node name and start time."""
+        return {"config": self.cfg, "name": self.node.name, "start_us": self.start_us}
+
+    def record(self, sink, code_version="", time_us=0):
+        """Record the app at its boundary into ``sink(topic, time_us, msg)`` (app ``hill_leveler``;
+        ``onboard.runtime.node.Node.record``); call it before the first input."""
+        self.node.record(sink, self.APP, self.recipe_config(), code_version, time_us)
 
     @property
     def mode_name(self):

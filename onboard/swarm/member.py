@@ -29,8 +29,8 @@ Parts (in this order on the node):
   agent's setpoint is reset so it resumes from hover; after ``failsafe_land_s`` engaged in a row
   it calls ``driver.land(now_us)`` once (when the driver has one). Outputs each command as
   ``velocity``;
-- ``draws`` (:class:`DrawsState`): io group ``random_state`` at the decision's rate (so it runs
-  before ``decide`` in the same tick), while the node records: the state of the agent's random
+- ``draws`` (``onboard.runtime.draws_state.DrawsState``): io group ``random_state`` at the decision's rate
+  (so it runs before ``decide`` in the same tick), while the node records: the state of the agent's random
   draws (``draws.get_state()``, when the draws have it) through the entry point ``random_state``
   (``RandomState``, the state as JSON), whose handler sets it (``draws.set_state``; live it is the
   state they are in). The draws are an input of the member: the swarm's members share one
@@ -49,9 +49,9 @@ Pure Python (no numpy here); the agent's kernels/draws are whatever is passed in
 import json
 import math
 
-from onboard.core.samples import (BodyVelocitySample, GoalRangeSample, GoalReset, RandomState, SampleError,
-                                  VelocitySetpoint)
+from onboard.core.samples import BodyVelocitySample, GoalRangeSample, GoalReset, SampleError, VelocitySetpoint
 from onboard.core.settings import BOOLEAN, NON_NEGATIVE, RATE_HZ, ConfigError, checked, int_at_least
+from onboard.runtime.draws_state import DrawsState
 from onboard.runtime.node import Node
 from onboard.swarm.agent import GOAL_ID, SwarmAgent
 
@@ -390,40 +390,6 @@ class VelocityCommand:
     def report(self):
         return {"commands": self.commands, "hover_commands": self.hover_commands,
                 "refused_commands": self.refused_commands, "landings": self.landings}
-
-
-class DrawsState:
-    """Part: io group ``random_state`` - while the node records, the state of ``draws`` at the start of
-    each decision through the entry point ``random_state`` (see the module docstring). Draws without
-    ``get_state``/``set_state`` are not recorded (a replay of such a member may draw other numbers)."""
-
-    def __init__(self, draws, rate_hz):
-        self.draws = draws
-        self.rate_hz = rate_hz
-        self.states_recorded = 0
-        self.states_set = 0
-        self._node = None
-
-    def attach(self, node):
-        self._node = node
-        node.every("random_state", self.rate_hz, self._poll, io=True)
-        self.entry = node.entry("random_state", self._set)
-
-    def _poll(self, now_us):
-        get_state = getattr(self.draws, "get_state", None)
-        if get_state is None or not self._node.recording:
-            return
-        self.states_recorded += 1
-        self.entry(RandomState(now_us, json.dumps(get_state(), sort_keys=True)))
-
-    def _set(self, sample):
-        set_state = getattr(self.draws, "set_state", None)
-        if set_state is not None:
-            set_state(json.loads(sample.state_json))
-            self.states_set += 1
-
-    def report(self):
-        return {"states_recorded": self.states_recorded, "states_set": self.states_set}
 
 
 class SwarmMember:

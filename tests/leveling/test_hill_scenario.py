@@ -87,7 +87,35 @@ def test_spin_variant_spins_at_crests(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("setting,needle", [("terrain_rate_hz=100", "faster than app.imu_rate_hz"),
-                                            ("record.every_s=100", "longer than duration_s")])
+                                            ("record.every_s=100", "longer than duration_s"),
+                                            ("record.app_robot=4", "record.app_robot: the run has 4 robots")])
 def test_rates_and_records_that_cannot_run_are_refused(tmp_path, capsys, setting, needle):
     code, err, _ = _run(tmp_path, capsys, "--reduced", "--set", setting)
     assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_a_robots_app_recorded_in_the_log_replays_bit_exactly(tmp_path, capsys):
+    """Robot 0's app is recorded at its boundary (IMU samples, the random walk's draw states, ticks, track
+    commands); `harness replay` rebuilds it and gets the same commands. Without the recorded draws it would
+    not (the draws are inputs); a run with the recording off gives the same metrics."""
+    from harness.replay import read_recording, replay_events
+    code, err, out = _run(tmp_path, capsys, "--reduced", "--set", "duration_s=20", "--seed", "3")
+    assert code in (0, 3), err
+    log = out / "log.mcap"
+    assert main(["replay", str(log), "--out", str(tmp_path / "replay")]) == 0
+    text = capsys.readouterr().out
+    result = json.loads((tmp_path / "replay" / "replay.json").read_text())
+    assert result["identical"] and result["ticks"] == 1000            # 20 s at 50 Hz
+    assert result["topics"]["wheels"]["logged"] == result["topics"]["wheels"]["replayed"] == 200
+    events, damage = read_recording(str(log))
+    assert damage is None
+    imu = [e for e in events if e[0] == "/app/in/imu"]
+    states = [e for e in events if e[0] == "/app/in/random_state"]
+    assert len(states) == 200 and len(imu) >= 990 and result["inputs"] == len(imu) + len(states)
+    assert "hill_leveler: %d inputs, 1000 ticks replayed; identical" % result["inputs"] in text, text
+    blind = replay_events([e for e in events if e[0] != "/app/in/random_state"])
+    assert not blind["identical"] and blind["topics"]["wheels"]["first_divergence_us"] is not None
+    code, err, off = _run(tmp_path, capsys, "--reduced", "--set", "duration_s=20", "--seed", "3", "--set",
+                          "record.app_robot=-1", name="off")
+    assert (off / "metrics.json").read_text() == (out / "metrics.json").read_text()
+    assert not [e for e in read_recording(str(off / "log.mcap"))[0] if e[0].startswith("/app/")]

@@ -23,7 +23,9 @@ and max over every control step, deg); the behaviour's counters. ``success``: th
 ``goal.rms_reduction`` within ``duration_s`` and the volume is conserved (|error| <= 1e-9 of the volume).
 Plots: ``roughness`` (rms height and max gradient vs time), ``terrain`` (heights before and after, with the
 robots' paths), ``pitch`` (estimated vs true pitch of robot 0). Log: ``/hill/terrain`` every record, and
-``/hill/robots`` (pose, true and estimated pitch, mode) every record.
+``/hill/robots`` (pose, true and estimated pitch, mode) every record; robot ``record.app_robot``'s app
+(default 0; -1: none) recorded at its boundary (``/app/...``: its IMU samples, random-walk draws, ticks and
+track commands), which ``python -m harness replay LOG`` rebuilds and compares bit for bit.
 """
 import math
 import time
@@ -33,9 +35,11 @@ import numpy as np
 from harness.sim import hill_robots, hill_terrain
 from harness.sim.hill_robots import TerrainImu, TrackedRobot
 from harness.sim.hill_terrain import TrackContact, build_world, roughness
-from onboard.core.settings import (ConfigError, POSITIVE, RATE_HZ, int_within, under, within)
+from onboard.core.settings import (ConfigError, POSITIVE, RATE_HZ, int_at_least, int_within, under, within)
+from onboard.estimators.particle_filter_numpy import NumpyDraws
 from onboard.leveling import hill_app
 from onboard.leveling.hill_app import HillLevelerApp
+from onboard.runtime.mcap_log import code_version
 from onboard.runtime.scheduler import GROUP_RATES
 
 DESCRIPTION = "1-8 tracked robots level a mound field by hill-sensing (thesis Alg. 6) on deformable sand"
@@ -52,13 +56,14 @@ DEFAULTS = {
     "imu": dict(hill_robots.IMU_DEFAULTS),
     "app": dict({k: hill_app.DEFAULTS[k] for k in APP_KEYS}, imu_rate_hz=50, control_rate_hz=10),
     "goal": {"rms_reduction": 0.5},
-    "record": {"every_s": 10.0},
+    "record": {"every_s": 10.0, "app_robot": 0},
 }
 # a run of a few seconds of wall time: 1 m x 1 m, three mounds (with duration_s=400 the rms halves: tested)
 REDUCED = {"duration_s": 60.0, "terrain": {"size_m": [1.0, 1.0], "mounds": 3}, "record": {"every_s": 5.0}}
 
 SETTING_RANGES = {"robots": int_within(1, 8), "duration_s": POSITIVE, "terrain_rate_hz": RATE_HZ,
                   "goal.rms_reduction": within(0.0, 1.0), "record.every_s": POSITIVE,
+                  "record.app_robot": int_at_least(-1),
                   ("app.imu_rate_hz", "app.control_rate_hz", "terrain_rate_hz"): GROUP_RATES}
 for _prefix, _rules in (("terrain", hill_terrain.SETTING_RANGES), ("soil", hill_terrain.SOIL_SETTING_RANGES),
                         ("vehicle", hill_robots.VEHICLE_SETTING_RANGES), ("imu", hill_robots.IMU_SETTING_RANGES),
@@ -92,6 +97,9 @@ def check_settings(config):
         if hz > imu_hz:
             raise ConfigError("%s (%g Hz) is faster than app.imu_rate_hz (%g Hz), the simulation's step"
                               % (key, hz, imu_hz))
+    if config["record"]["app_robot"] >= config["robots"]:
+        raise ConfigError("record.app_robot: the run has %d robots (0..%d; -1 records none), got %d"
+                          % (config["robots"], config["robots"] - 1, config["record"]["app_robot"]))
     if config["record"]["every_s"] > config["duration_s"]:
         raise ConfigError("record.every_s (%g) is longer than duration_s (%g)"
                           % (config["record"]["every_s"], config["duration_s"]))
@@ -114,8 +122,11 @@ class _Fleet:
                                  rng.uniform(-math.pi, math.pi), v)
             self.robots.append(robot)
             self.imus.append(TerrainImu(robot, ctx.random.stream("level-hill/imu%d" % k), config["imu"]))
-            self.apps.append(HillLevelerApp(robot.command, ctx.random.stream("level-hill/walk%d" % k), app_cfg,
-                                            name="leveler%d" % k))
+            self.apps.append(HillLevelerApp(robot.command, NumpyDraws(ctx.random.stream("level-hill/walk%d" % k)),
+                                            app_cfg, name="leveler%d" % k))
+        k = config["record"]["app_robot"]
+        if k >= 0 and ctx.report is not None:       # robot k's app at its boundary, for `harness replay`
+            self.apps[k].record(ctx.log, code_version(), 0)
 
 
 def run(config, ctx):
