@@ -149,8 +149,10 @@ class StateArray(np.ndarray):
     step's state input without quantising it again: on the state's own grid (the output's scale and zero
     point are the input's, no normalisation) quantising the dequantised values gives the same codes, so the
     numbers are unchanged. Read-only, so the codes cannot go stale; an array derived from it (arithmetic,
-    a slice, a copy, an unpickled one) has ``codes`` None and is quantised as any array."""
+    a slice, a copy, an unpickled one) has ``codes`` None and is quantised as any array. ``grid``: the codes'
+    (scale, zero point); another model's state is quantised as any array."""
     codes = None
+    grid = None
 
 
 def _same_int8_grid(state_in, state_out):
@@ -184,6 +186,7 @@ class BearingPolicy:
         # state's input and output share one int8 grid
         self._carry_codes = (self.split_state and hasattr(policy, "run_codes")
                              and _same_int8_grid(ins[1], policy.outputs[1]))
+        self._grid = (policy.outputs[1]["scale"], policy.outputs[1]["zero_point"])
 
     @classmethod
     def load(cls, model_dir, backend="litert"):
@@ -210,11 +213,14 @@ class BearingPolicy:
         does; the state returned as a StateArray."""
         pol = self.policy
         x_codes = Policy.quantize_input(pol, x, 0)              # six values: the loop is the fastest here
-        h_codes = h.codes if type(h) is StateArray and h.codes is not None else pol.quantize_input(h, 1)
+        if type(h) is StateArray and h.codes is not None and h.grid == self._grid:
+            h_codes = h.codes
+        else:
+            h_codes = pol.quantize_input(h, 1)
         logit_codes, state_codes = pol.run_codes([x_codes, h_codes])
         out, st = pol.outputs[0], pol.outputs[1]
         state = (st["scale"] * (state_codes.astype(np.float64) - st["zero_point"])).view(StateArray)
-        state.codes = state_codes
+        state.codes, state.grid = state_codes, self._grid
         state.flags.writeable = False
         return state, out["scale"] * (logit_codes.astype(np.float64) - out["zero_point"])
 

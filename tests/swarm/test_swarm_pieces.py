@@ -662,5 +662,9 @@ def test_the_int8_state_carried_as_codes_gives_the_float_paths_numbers():
     assert (hf * 1.0).codes is None and hf[1:].codes is None and pickle.loads(pickle.dumps(hf)).codes is None
     with pytest.raises(ValueError):
         fast.step_logits(hf, [0.1, float("nan"), 0, 0, 0, 0])
+    # codes on another grid (another model's state) are not taken: the values are quantised
+    foreign = np.array(hf).view(StateArray)
+    foreign.codes, foreign.grid = np.zeros(fast.hidden, dtype=np.int8), (1.0, 0)
+    assert np.array_equal(fast.step_logits(foreign, x)[0], slow.step_logits(np.array(hf), x)[0])
     # the pure int8 kernel has no raw-code entry: it keeps the float-carried path
     assert not BearingPolicy.load(model_dir, backend="pure")._carry_codes
