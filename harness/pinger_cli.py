@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from onboard.core.settings import POSITIVE, ConfigError, argument, int_at_least
+from onboard.core.settings import ConfigError, argument, int_within, within
 from onboard.vessel import pinger as pg
 
 POSE_COLUMNS = ("time_s", "boat_north_m", "boat_east_m", "boat_yaw_rad")
@@ -114,6 +114,13 @@ def read_pings(path, hydrophones):
     return arr[:, 0], arr[:, 1:4], arr[:, 4:]
 
 
+# what the options can mean (beyond them the fit overflows or takes hours): sound in any liquid or gas, an arrival
+# time's noise from 1 ns to 1 ms (the robotx-course scenario's range), RANSAC sets
+SOUND_SPEED_RANGE = within(100.0, 1e4)
+TIMING_SIGMA_RANGE = within(1e-9, 1e-3)
+ITERATIONS_RANGE = int_within(1, 1000000)
+
+
 def add_parser(subparsers):
     p = subparsers.add_parser(
         "pinger-locate", help="locate an acoustic pinger from your own pings (RANSAC over TDOA contours)",
@@ -126,13 +133,15 @@ def add_parser(subparsers):
                    help="columns time_s,boat_north_m,boat_east_m,boat_yaw_rad,tdoa_1_0_s,tdoa_2_0_s[,tdoa_3_0_s...]")
     p.add_argument("--hydrophones", required=True, metavar='"x0,y0;x1,y1;x2,y2"',
                    help="hydrophone body positions, metres, x forward, y right (FRD), hydrophone 0 first")
-    p.add_argument("--sound-speed-mps", type=argument(POSITIVE), default=pg.SOUND_SPEED_MPS,
-                   help="speed of sound in the water (default %g m/s)" % pg.SOUND_SPEED_MPS)
-    p.add_argument("--timing-sigma-s", type=argument(POSITIVE), default=TIMING_SIGMA_S,
-                   help="noise of one arrival time: the inlier test (3 sigma) and the covariance (default %g s)"
-                        % TIMING_SIGMA_S)
-    p.add_argument("--iterations", type=argument(int_at_least(1), int), default=pg.ITERATIONS,
-                   help="RANSAC minimal sets (all pairs of contours when fewer; default %d)" % pg.ITERATIONS)
+    p.add_argument("--sound-speed-mps", type=argument(SOUND_SPEED_RANGE), default=pg.SOUND_SPEED_MPS,
+                   help="speed of sound in the water (default %g m/s; %s)" % (pg.SOUND_SPEED_MPS,
+                                                                            SOUND_SPEED_RANGE[0]))
+    p.add_argument("--timing-sigma-s", type=argument(TIMING_SIGMA_RANGE), default=TIMING_SIGMA_S,
+                   help="noise of one arrival time: the inlier test (3 sigma) and the covariance (default %g s; %s)"
+                        % (TIMING_SIGMA_S, TIMING_SIGMA_RANGE[0]))
+    p.add_argument("--iterations", type=argument(ITERATIONS_RANGE, int), default=pg.ITERATIONS,
+                   help="RANSAC minimal sets (all pairs of contours when fewer; default %d; %s)"
+                        % (pg.ITERATIONS, ITERATIONS_RANGE[0]))
     p.add_argument("--out", metavar="DIR", help="also write DIR/pinger.json (created)")
     p.set_defaults(func=run_cli)
     return p
@@ -146,6 +155,8 @@ def run_cli(args):
                         iterations=args.iterations)
     except pg.LocatorError as exc:
         raise ConfigError("%s: %s" % (args.pings, exc))
+    except (np.linalg.LinAlgError, OverflowError, FloatingPointError) as exc:   # numbers beyond any fit
+        raise ConfigError("%s: no fix: the least-squares fit failed on these numbers (%s)" % (args.pings, exc))
     result = fix.as_dict()
     cov = result["covariance_m2"]
     print("pinger: north_m %.3f east_m %.3f" % (fix.north_m, fix.east_m))

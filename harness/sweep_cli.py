@@ -40,8 +40,11 @@ EXAMPLES = """examples:
 """
 
 
+MAX_SEEDS = 100000          # runs of one sweep: far beyond any study, short of a list that fills the memory
+
+
 def seed_list(text):
-    """``1-50``, ``3``, ``1,4,10-12`` -> the seeds (integers >= 0, each once, in order)."""
+    """``1-50``, ``3``, ``1,4,10-12`` -> the seeds (integers >= 0, each once, in order; at most MAX_SEEDS)."""
     seeds = []
     try:
         for part in text.split(","):
@@ -51,11 +54,15 @@ def seed_list(text):
                 first, last = int(first), int(last)
                 if last < first:
                     raise ValueError
+                if len(seeds) + last - first + 1 > MAX_SEEDS:
+                    raise argparse.ArgumentTypeError("at most %d seeds in one sweep, got %r" % (MAX_SEEDS, text))
                 seeds.extend(range(first, last + 1))
             else:
                 seeds.append(int(part))
     except ValueError:
         raise argparse.ArgumentTypeError("expected seeds like 1-50 or 1,4,10-12 (integers >= 0), got %r" % text)
+    if len(seeds) > MAX_SEEDS:
+        raise argparse.ArgumentTypeError("at most %d seeds in one sweep, got %d" % (MAX_SEEDS, len(seeds)))
     if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError("expected distinct seeds >= 0 like 1-50 or 1,4,10-12, got %r" % text)
     return seeds

@@ -16,7 +16,8 @@ import sys
 
 import numpy as np
 
-from harness.config import positive_int
+from harness.config import non_negative_int
+from onboard.core.settings import argument, int_within
 from onboard.policy import tflite_pure as fb
 from onboard.policy.int8_pure import Int8Graph
 from onboard.policy.policy import load_model_dir, make_policy
@@ -150,6 +151,9 @@ def _run(args):
         return 2
 
 
+MAX_CHECK_INPUTS = 100000     # random inputs per check: every backend runs each (the pure kernel ~1 ms apiece)
+
+
 def add_parser(sub):
     p = sub.add_parser("policy", help="inspect or cross-check an int8 .tflite policy",
                        description=__doc__.split("\n\n")[0])
@@ -160,8 +164,9 @@ def add_parser(sub):
     pi.set_defaults(func=_run, policy_func=_cmd_inspect)
     pc = psub.add_parser("check", help="run every backend on N random inputs, report agreement")
     pc.add_argument("model", help=".tflite file or model directory")
-    pc.add_argument("-n", type=positive_int, default=1000, help="number of inputs, >= 1 (default 1000)")
-    pc.add_argument("--seed", type=int, default=0)
+    pc.add_argument("-n", type=argument(int_within(1, MAX_CHECK_INPUTS), int), default=1000,
+                    help="number of inputs, 1..%d (default 1000)" % MAX_CHECK_INPUTS)
+    pc.add_argument("--seed", type=non_negative_int, default=0)
     pc.add_argument("--json", action="store_true")
     pc.set_defaults(func=_run, policy_func=_cmd_check)
     return p

@@ -32,6 +32,7 @@ import os
 
 import numpy as np
 
+from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
 from harness.training.grading_policy.fcn import DEFAULTS as FCN_DEFAULTS, forward_numpy
 from harness.scenarios.grading.observation import ObservationRenderer
 
@@ -48,15 +49,40 @@ class ModelError(ValueError):
 
 
 def load_agent(name, model_dir=MODEL_DIR):
-    """(weights dict, card dict) of a committed agent; clear error when missing or corrupt."""
+    """(weights dict, card dict) of a committed agent; clear error (one line) when missing, corrupt, or when the
+    weights do not run the card's network on a crop of the card's shape."""
     folder = os.path.join(model_dir, name)
+    where = "cannot load grading agent %r from %s" % (name, folder)
     try:
         with open(os.path.join(folder, "card.json")) as fh:
             card = json.load(fh)
-        with np.load(os.path.join(folder, "weights.npz")) as data:
+    except (OSError, ValueError) as exc:
+        raise ModelError("%s: card.json: %s" % (where, read_error_reason(exc)))
+    path = os.path.join(folder, "weights.npz")
+    reason = not_npz_reason(path)
+    if reason:
+        raise ModelError("%s: weights.npz: %s" % (where, reason))
+    try:
+        with np.load(path, allow_pickle=False) as data:
             weights = {k: data[k] for k in data.files}
-    except (OSError, ValueError, json.JSONDecodeError) as exc:
-        raise ModelError("cannot load grading agent %r from %s: %s" % (name, folder, exc))
+    except NPZ_READ_ERRORS as exc:
+        raise ModelError("%s: weights.npz: %s" % (where, read_error_reason(exc)))
+    try:
+        shape = tuple(int(n) for n in card["input"]["shape"])
+        fcn = dict(FCN_DEFAULTS, **card["network"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelError("%s: card.json: no input shape or network settings (%s)" % (where, read_error_reason(exc)))
+    try:       # one forward pass on a zero crop: every array the network reads is there and fits
+        logits = forward_numpy(weights, np.zeros(shape, dtype=np.float32), fcn)
+        fits = logits.shape == (2,) + shape
+    except KeyError as exc:
+        raise ModelError("%s: weights.npz has no array %s" % (where, read_error_reason(exc)))
+    except (TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise ModelError("%s: the weights do not fit the card's network: %s" % (where, read_error_reason(exc)))
+    if not fits:
+        raise ModelError("%s: the network gives maps of shape %s for a %s crop (expected %s)"
+                         % (where, "x".join(map(str, logits.shape)), "x".join(map(str, shape)),
+                            "x".join(map(str, (2,) + shape))))
     return weights, card
 
 

@@ -19,7 +19,7 @@ import json
 import os
 import sys
 
-from harness.config import ConfigError, merge, parse_set, positive_int
+from harness.config import ConfigError, merge, non_negative_int, parse_set, positive_int
 from harness.scenarios.grading.agents import AGENT_BACKENDS, MODEL_DIR, ModelError, load_decider
 from harness.scenarios.grading.cell_stats import success_interval, table1_intervals
 from harness.scenarios.grading.episode import (DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode,
@@ -192,7 +192,7 @@ def add_parser(sub):
     p = sub.add_parser("grading-sweep", help="reproduce ag2u Table I/II and fig. 5 with the committed agents",
                        description=__doc__)
     p.add_argument("--rollouts", type=positive_int, default=50, help="episodes per scenario and agent (paper: 50)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=non_negative_int, default=1)
     p.add_argument("--out", default="reports/grading-sweep")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="episode setting for every cell, e.g. --set motors=vesc (repeatable)")
@@ -208,6 +208,11 @@ def add_parser(sub):
 
 
 def _cmd(args):
+    try:
+        os.makedirs(args.out, exist_ok=True)        # before the hours of rollouts, not after
+    except OSError as exc:
+        print("error: cannot write the report folder %s: %s" % (args.out, exc.strerror or exc), file=sys.stderr)
+        return 2
     try:
         table1, table2, _ = sweep(args.out, args.rollouts, args.seed, show_progress=not args.quiet,
                                   episode_overrides=parse_set(args.set), agent_backend=args.agent_backend,
