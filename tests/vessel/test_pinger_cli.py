@@ -106,9 +106,9 @@ GOOD_ROWS = "0,0,0,0,1e-4,2e-4\n2,3,0,0.2,1.1e-4,2.2e-4\n4,6,1,0.4,1.3e-4,2.1e-4
     (GOOD_HEADER + GOOD_ROWS, ["--hydrophones", "1,0;1,0;-1,1"], "at the same place"),
     (GOOD_HEADER + GOOD_ROWS, ["--hydrophones", "1,0;nan,1;-1,1"], "not finite"),
     (GOOD_HEADER + GOOD_ROWS, ["--hydrophones", "1,0;-1,0"], "unknown column tdoa_2_0_s"),
-    (GOOD_HEADER + GOOD_ROWS, ["--sound-speed-mps", "-3"], "expected a number > 0"),
-    (GOOD_HEADER + GOOD_ROWS, ["--sound-speed-mps", "fast"], "expected a number > 0"),
-    (GOOD_HEADER + GOOD_ROWS, ["--timing-sigma-s", "0"], "expected a number > 0"),
+    (GOOD_HEADER + GOOD_ROWS, ["--sound-speed-mps", "-3"], "expected a number in [100, 10000]"),
+    (GOOD_HEADER + GOOD_ROWS, ["--sound-speed-mps", "fast"], "expected a number in [100, 10000]"),
+    (GOOD_HEADER + GOOD_ROWS, ["--timing-sigma-s", "0"], "expected a number in [1e-09, 0.001]"),
     (GOOD_HEADER + "0,0,0,0,0.05,0.06\n2,3,0,0.2,0.05,-0.06\n", [], "no two time-difference contours"),
     (None, [], "cannot read it"),
 ])
