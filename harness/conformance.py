@@ -26,8 +26,10 @@ import os
 import sys
 
 from harness.sim.micropython import MicroPythonError, available as micropython_available, onboard_files, run_micropython
+from harness.report.run_report import report_folder
 from harness.replay import (EXIT_BAD_LOG, ReplayError, compare_outputs, outputs_of, read_recording,
                             replay_events, run_subcommand)
+from onboard.core.settings import ConfigError
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable, load as load_impl
 from onboard.runtime.replay_feed import OUT_PREFIX, floats_from_hex, floats_to_hex
 from onboard.estimators.eskf import IMPL_MODULES as ESKF_IMPL_MODULES
@@ -154,12 +156,14 @@ def check(events, targets=None):
 
 
 def cmd_conformance(args):
+    out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(args.log)), "conformance")
     try:
         events, damage = read_recording(args.log)
+        report_folder(out_dir)
         if not events:
             raise ReplayError("no app recording in %s" % args.log)
         results = check(events, args.target or None)
-    except (ReplayError, MicroPythonError) as exc:
+    except (ReplayError, MicroPythonError, ConfigError) as exc:
         print("error: %s" % str(exc).splitlines()[0], file=sys.stderr)
         return EXIT_BAD_LOG
     print("%-12s %-10s %8s %12s %12s  %s" % ("target", "output", "count", "max |diff|", "tolerance", "within"))
@@ -171,8 +175,6 @@ def cmd_conformance(args):
             print("%-12s %-10s %8d %12.3g %12.3g  %s" % (target, name, t["replayed"], t["max_abs_diff"], r["tolerance"],
                                                         "yes" if t["first_divergence_us"] is None else
                                                         "NO (from %.6f s)" % (t["first_divergence_us"] * 1e-6)))
-    out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(args.log)), "conformance")
-    os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "conformance.json"), "w") as fh:
         json.dump({"app": events[0][3].get("app"), "damage": damage, "targets": results}, fh, indent=2,
                   sort_keys=True)

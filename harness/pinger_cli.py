@@ -8,9 +8,9 @@ hydrophone 0's (s). ``--hydrophones`` gives the K hydrophones' body positions (x
 FRD), hydrophone 0 first. Prints the pinger's ``north_m``, ``east_m``, its 2x2 covariance (m^2) and the inlier
 count; ``--out DIR`` also writes ``DIR/pinger.json`` (``PingerFix.as_dict`` plus the inputs).
 
-A malformed file or argument (missing or unknown column, a value that is not a finite number, fewer than
-``MIN_PINGS`` rows, times not increasing, a bad ``--hydrophones``) or pings that give no fix: one line on
-stderr and exit status 2 (``ConfigError``).
+A malformed file or argument (missing or unknown column, a value that is not a finite number or is beyond its
+bound (``*_LIMIT_*``), fewer than ``MIN_PINGS`` rows, times not increasing, a bad ``--hydrophones``) or pings that
+give no fix: one line on stderr and exit status 2 (``ConfigError``).
 """
 import argparse
 import csv
@@ -26,6 +26,13 @@ from onboard.vessel import pinger as pg
 POSE_COLUMNS = ("time_s", "boat_north_m", "boat_east_m", "boat_yaw_rad")
 MIN_PINGS = 2
 TIMING_SIGMA_S = 5e-6          # default arrival-time noise: the top of the reading aid's 1-5 us (A22)
+
+# bounds on the input's magnitudes: beyond them a number is a unit or typing mistake and the fit's arithmetic loses
+# its meaning (cos/sin of 1e300 rad, squared 1e300 m overflow) instead of failing with a clear line
+BOAT_POSITION_LIMIT_M = 1e6    # |boat_north_m|, |boat_east_m|: a local NED frame, 1000 km covers any course
+BOAT_YAW_LIMIT_RAD = 1e4       # |boat_yaw_rad|: an unwrapped yaw of ~1600 turns; cos/sin still resolve 1e-11 rad
+TDOA_LIMIT_S = 1.0             # |tdoa_k_0_s|: 1.5 km of path difference in water, beyond any array of +-100 m
+HYDROPHONE_LIMIT_M = 100.0     # |x|, |y| of a hydrophone: its body position, on the hull or a towed line
 
 EXAMPLES = """examples:
   python -m harness pinger-locate pings.csv --hydrophones "1,0;-1,-1;-1,1"
@@ -56,6 +63,9 @@ def parse_hydrophones(text):
             raise ConfigError("%s: hydrophone %d is %r, not two numbers" % (where, k, p))
         if not (math.isfinite(x) and math.isfinite(y)):
             raise ConfigError("%s: hydrophone %d is %r, not finite" % (where, k, p))
+        if max(abs(x), abs(y)) > HYDROPHONE_LIMIT_M:
+            raise ConfigError("%s: hydrophone %d is %r, beyond the bound |x|, |y| <= %g m"
+                              % (where, k, p, HYDROPHONE_LIMIT_M))
         out.append((x, y))
     body = np.array(out)
     for i in range(len(out)):
@@ -65,11 +75,19 @@ def parse_hydrophones(text):
     return body
 
 
+def column_limit(name):
+    """The largest magnitude column ``name`` of PINGS.csv accepts (its own units), or None: unbounded."""
+    if name.startswith("tdoa_"):
+        return TDOA_LIMIT_S
+    return {"boat_north_m": BOAT_POSITION_LIMIT_M, "boat_east_m": BOAT_POSITION_LIMIT_M,
+            "boat_yaw_rad": BOAT_YAW_LIMIT_RAD}.get(name)
+
+
 def read_pings(path, hydrophones):
     """``(time_s, poses, tdoa_s)`` of PINGS.csv for ``hydrophones`` hydrophones (module docstring); blank
     lines are skipped; ConfigError (one line naming the file, line and column) when malformed."""
     try:
-        with open(path, newline="") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:     # a BOM, as Excel's "CSV UTF-8" writes
             rows = [(n + 1, r) for n, r in enumerate(csv.reader(fh)) if any(c.strip() for c in r)]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ConfigError("%s: cannot read it (%s)" % (path, getattr(exc, "strerror", None) or exc))
@@ -88,12 +106,13 @@ def read_pings(path, hydrophones):
     if extra:
         raise ConfigError("%s: unknown column %s (expected %s for %d hydrophones, as many as --hydrophones gives)"
                           % (path, extra[0], ",".join(need), hydrophones))
+    limits = [column_limit(name) for name in header]
     data = []
     for line, row in rows[1:]:
         if len(row) != len(header):
             raise ConfigError("%s: line %d has %d fields, the header %d" % (path, line, len(row), len(header)))
         values = {}
-        for name, cell in zip(header, row):
+        for name, cell, limit in zip(header, row, limits):
             try:
                 v = float(cell)
             except ValueError:
@@ -101,6 +120,9 @@ def read_pings(path, hydrophones):
             if not math.isfinite(v):
                 raise ConfigError("%s: line %d, column %s: %s is not a finite number" % (path, line, name,
                                                                                           cell.strip()))
+            if limit is not None and abs(v) > limit:
+                raise ConfigError("%s: line %d, column %s: %s is beyond the bound |%s| <= %g"
+                                  % (path, line, name, cell.strip(), name, limit))
             values[name] = v
         data.append((line, [values[c] for c in need]))
     if len(data) < MIN_PINGS:

@@ -12,14 +12,25 @@ import time
 from onboard.runtime.mcap_log import McapLog
 
 
-class RunReport:
-    """Creates ``out_dir`` (and its parents) and opens its ``log.mcap``; OSError when it cannot."""
-
-    def __init__(self, out_dir, scenario, seed, config):
-        self.out_dir = out_dir
+def report_folder(out_dir):
+    """Create ``out_dir`` (and its parents) for a tool's report, before the tool does its work; ConfigError (one
+    line) when it cannot be written (a file of that name, no permission)."""
+    from onboard.core.settings import ConfigError
+    try:
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise FileExistsError(17, "a file is there, not a folder", out_dir)
         os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError("cannot write the report folder %s: %s" % (out_dir, exc.strerror or exc))
+    return out_dir
+
+
+class RunReport:
+    """Creates ``out_dir`` (and its parents, :func:`report_folder`: ConfigError when it cannot) and opens its
+    ``log.mcap`` (OSError when it cannot)."""
+
+    def __init__(self, out_dir, scenario, seed, config):
+        self.out_dir = report_folder(out_dir)
         self.scenario = scenario
         self.seed = seed
         self.config = config

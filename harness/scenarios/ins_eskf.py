@@ -259,10 +259,14 @@ def case_metrics(rec, settle_s=10.0):
     }
 
 
+MAX_IMU_SAMPLES = 1000000
 SETTING_RANGES = {
     "settings": non_empty_list(one_of(*NOISE_SETTINGS),
                                "a non-empty list of %s" % ", ".join(sorted(NOISE_SETTINGS))),
     "duration_s": POSITIVE, "imu_rate_hz": RATE_HZ, "aiding_rate_hz": RATE_HZ,   # on the microsecond clock
+    # the trajectory is sampled whole before the run (generate): bound its IMU samples
+    ("duration_s", "imu_rate_hz"): ("at most %d IMU samples (duration_s x imu_rate_hz; e.g. 10000 s at 100 Hz)"
+                                    % MAX_IMU_SAMPLES, lambda d, hz: d * hz <= MAX_IMU_SAMPLES),
     "record_hz": RATE_HZ, "profile": one_of(*PROFILES),
     "legs": ("[] (the dozer legs) or a list of [north_m, east_m, down_m, roll_deg, pitch_deg, yaw_deg, duration_s] "
              "rows, the first the start pose",

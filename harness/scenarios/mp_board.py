@@ -274,13 +274,28 @@ def _log_samples(ctx, samples, board_out):
 
 
 def check_settings(config):
-    """A ``link_key`` file that cannot be read or holds no key: one line (the key is never shown)."""
+    """A ``link_key`` file that cannot be read or holds no key, or a ``pull_log`` path that cannot be written
+    (a folder, or in a folder that is missing or read-only): one line (the key is never shown)."""
     if config["link_key"]:
         from onboard.deploy.deployer import BadLinkKey, read_link_key
         try:
             read_link_key(config["link_key"])
         except BadLinkKey as exc:
             raise ConfigError("setting config.link_key: %s" % exc)
+    if config["pull_log"]:
+        _check_pull_log_path(config["pull_log"])
+
+
+def _check_pull_log_path(path):
+    """ConfigError unless ``path`` (the pulled log's OUT.mcap) can be written: checked before the deploy and
+    the lockstep run, which the log is pulled after."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ConfigError("setting config.pull_log: %s is a folder, not an .mcap file path" % path)
+    if not os.path.isdir(folder):
+        raise ConfigError("setting config.pull_log: %s: there is no folder %s" % (path, folder))
+    if not os.access(folder, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ConfigError("setting config.pull_log: %s cannot be written (no write permission)" % path)
 
 
 def _link_key(config, ctx):

@@ -71,6 +71,7 @@ class LevelerBridge(AvrBridge):
 
 
 # ---------------------------------------------------------------- terrain
+MAX_CELLS = 1024 * 1024             # the height grid's cells (the default 1.2 m at 2 cm: 3600)
 TERRAIN_DEFAULTS = {
     "size_m": [1.2, 1.2],              # north, east extent; the grid wraps around at its borders
     "cell_m": 0.02,
@@ -92,6 +93,9 @@ TERRAIN_RANGES = {
                                                                for x in m) and m[2] >= 0 and m[3] > 0 for m in v)),
     ("cell_m", "size_m"): ("a cell at most a tenth of the world's smaller side",
                            lambda cell, size: cell * 10 <= min(size)),
+    ("size_m", "cell_m"): ("at most %d cells (1024 x 1024: the grid, its erosion and the track patches run every "
+                           "step)" % MAX_CELLS,
+                           lambda size, cell: round(size[0] / cell) * round(size[1] / cell) <= MAX_CELLS),
 }
 
 

@@ -149,10 +149,14 @@ def read_link_key(path):
     with one line that never shows key material."""
     from onboard.comms.signed_frame import SigningError, key_from_hex
     try:
-        with open(path) as fh:
+        with open(path, encoding="ascii") as fh:
             return key_from_hex(fh.read())
     except OSError as exc:
         raise BadLinkKey("cannot read the link key %s: %s" % (path, exc.strerror or exc))
+    except UnicodeDecodeError:
+        # a raw binary key (or any non-text file); the decoder's own message would show a key byte
+        raise BadLinkKey("link key %s: a link key must be hex digits, the file holds bytes that are not ASCII text"
+                         % path)
     except SigningError as exc:
         raise BadLinkKey("link key %s: %s" % (path, exc))
 

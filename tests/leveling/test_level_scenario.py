@@ -127,7 +127,7 @@ def test_level_sweep_is_the_same_on_two_workers(tmp_path, capsys):
     assert (tmp_path / "a" / "level_sweep.json").read_bytes() == (tmp_path / "b" / "level_sweep.json").read_bytes()
 
 
-@pytest.mark.parametrize("args,needle", [(["--studies", "rho,nope"], "unknown study nope"),
+@pytest.mark.parametrize("args,needle", [(["--studies", "rho,nope"], "(unknown: nope)"),
                                          (["--terrains", "hills"], "--terrains"),
                                          (["--set", "agents=0"], "agents")])
 def test_level_sweep_bad_arguments_exit_2(tmp_path, capsys, args, needle):

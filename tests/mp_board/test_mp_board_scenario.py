@@ -1,9 +1,10 @@
 """The runtime deployed to the virtual MicroPython board gives the same outputs as CPython (1e-9)."""
+import numpy as np
 import pytest
 
 from harness.sim import virtual_board
-from harness.config import merge
-from harness.scenarios import load
+from harness.config import ConfigError, merge
+from harness.scenarios import load, prepare
 from harness.scenarios.context import RunContext
 from onboard.comms import line_link as ll
 from onboard.runtime.link_runtime import LinkRuntime, runtime_config
@@ -107,3 +108,37 @@ def test_a_board_without_its_link_key_refuses_every_line():
         (reply,) = link.handle_line(line)
         assert reply.startswith(b"X,no link key on this board")
     assert link.ticks == 0 and rt.last_cmd is None
+
+
+def test_a_binary_link_key_file_is_one_line_exit_2_before_anything_runs(tmp_path, capsys):
+    """``link_key`` naming a file of 64 random bytes (a raw key, not hex text): exit 2, one line naming the
+    setting, no key byte shown, no report."""
+    from harness.cli import main
+    key = np.random.default_rng(7).bytes(64)
+    assert any(b >= 0x80 for b in key)                     # not ASCII text
+    key_path = tmp_path / "link.key"
+    key_path.write_bytes(key)
+    out = tmp_path / "out"
+    assert main(["run", "mp-board", "--reduced", "--quiet", "--out", str(out),
+                 "--set", "link_key=%s" % key_path]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: setting config.link_key: link key %s: a link key must be hex digits, the file holds "
+                   "bytes that are not ASCII text\n" % key_path), err
+    assert not (out / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("where, needle", [
+    ("folder", "is a folder, not an .mcap file path"),
+    ("missing/board_log.mcap", "there is no folder"),
+])
+def test_a_pull_log_path_that_cannot_be_written_is_refused_before_the_deploy(tmp_path, where, needle):
+    """``pull_log`` naming a folder, or a file in a folder that is not there: the settings check refuses it
+    (one line naming the setting) instead of the pull failing after the deploy and the lockstep run."""
+    (tmp_path / "folder").mkdir()
+    path = str(tmp_path / where)
+    with pytest.raises(ConfigError) as exc:
+        prepare("mp-board", {"pull_log": path})
+    msg = str(exc.value)
+    assert msg.startswith("setting config.pull_log: %s" % path) and needle in msg and "\n" not in msg, msg
+    _mod, config = prepare("mp-board", {"pull_log": str(tmp_path / "folder" / "board_log.mcap")})
+    assert config["pull_log"].endswith("board_log.mcap")

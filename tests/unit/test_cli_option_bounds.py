@@ -1,7 +1,8 @@
 """Command-line values no run can use are one line and exit 2, before any work (found by probing the CLIs):
 pinger-locate's physical constants, sweep's seed ranges, policy check's input count and seed, grading-sweep's
-seed and report folder, and a grading agent folder whose weights are empty, truncated or not the card's
-network."""
+seed, the report folders of the sweeps and conformance, a grading agent folder whose weights are empty,
+truncated or not the card's network, scenario settings beyond any magnitude, grids and trajectories too
+large to allocate, and a boat course far beyond any course."""
 import os
 import shutil
 
@@ -86,3 +87,46 @@ def test_a_broken_grading_agent_folder_is_one_line(tmp_path, edit, needle):
         agents.load_agent("agent1", model_dir)
     assert needle in str(info.value) and "\n" not in str(info.value), str(info.value)
     agents.load_agent("agent2")                           # the committed agents still load
+
+
+def _run_exit_2(capsys, argv, needle):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("scenario,setting", [
+    ("waypoints", "max_duration_s=1e308"), ("uwb-ranging", "radio.clock_drift_ppm_max=1e308"),
+    ("swarm-fixed", "episode.arena_m=1e308"), ("boat-arbiters", "goal_radius_m=1e308"),
+    ("boat-ekf", "gnss_sigma_m=-1e300"),
+])
+def test_a_setting_beyond_any_magnitude_is_refused(tmp_path, capsys, scenario, setting):
+    # each overflowed somewhere in its run (OverflowError, "float too large to pack", ...)
+    _run_exit_2(capsys, ["run", scenario, "--reduced", "--quiet", "--out", str(tmp_path / "r"), "--set", setting],
+                "no setting takes a magnitude above 1e+12")
+
+
+def test_grids_and_trajectories_too_large_to_allocate_are_refused(tmp_path, capsys):
+    _run_exit_2(capsys, ["run", "fil-leveler", "--reduced", "--quiet", "--out", str(tmp_path / "f"), "--set",
+                         "terrain.cell_m=1e-5"], "must be at most 1048576 cells")           # asked for 107 GiB
+    _run_exit_2(capsys, ["run", "ins-eskf", "--reduced", "--quiet", "--out", str(tmp_path / "i"), "--set",
+                         "duration_s=1e9"], "must be at most 1000000 IMU samples")        # sampled for ever
+
+
+def test_a_boat_course_spanning_more_than_10_km_is_refused(tmp_path, capsys):
+    course = tmp_path / "utm.toml"
+    course.write_text("[start]\nnorth_m = 0.0\neast_m = 0.0\nyaw_deg = 0.0\n[goal]\nnorth_m = 5.4e6\neast_m = 0.0\n")
+    _run_exit_2(capsys, ["run", "boat-arbiters", "--reduced", "--quiet", "--out", str(tmp_path / "b"), "--set",
+                         "course.file=%s" % course], "goal: 5.4e+06 m from the start; a course spans at most 10000 m")
+
+
+def test_sweeps_and_conformance_check_their_report_folder_first(tmp_path, capsys):
+    blocked = tmp_path / "a_file"
+    blocked.write_text("")
+    _run_exit_2(capsys, ["level-sweep", "--quick", "--out", str(blocked)], "cannot write the report folder")
+    _run_exit_2(capsys, ["level-sweep", "--quick", "--studies", ",", "--out", str(tmp_path / "l")],
+                "--studies must be studies among rho, k, memetic")
+    assert not (tmp_path / "l").exists()
+    log = tmp_path / "run" / "log.mcap"
+    assert main(["run", "waypoints", "--reduced", "--quiet", "--out", str(log.parent)]) == 0
+    _run_exit_2(capsys, ["conformance", str(log), "--out", str(blocked)], "cannot write the report folder")

@@ -294,4 +294,4 @@ def test_cli_check_needs_at_least_one_input(capsys, count):
     with pytest.raises(SystemExit) as exc:
         main(["policy", "check", DQN_DIR, "-n", count])
     assert exc.value.code == 2
-    assert "argument -n: expected an integer >= 1" in capsys.readouterr().err
+    assert "argument -n: expected an integer in 1..100000" in capsys.readouterr().err

@@ -110,6 +110,18 @@ GOOD_ROWS = "0,0,0,0,1e-4,2e-4\n2,3,0,0.2,1.1e-4,2.2e-4\n4,6,1,0.4,1.3e-4,2.1e-4
     (GOOD_HEADER + GOOD_ROWS, ["--sound-speed-mps", "fast"], "expected a number in [100, 10000]"),
     (GOOD_HEADER + GOOD_ROWS, ["--timing-sigma-s", "0"], "expected a number in [1e-09, 0.001]"),
     (GOOD_HEADER + "0,0,0,0,0.05,0.06\n2,3,0,0.2,0.05,-0.06\n", [], "no two time-difference contours"),
+    (GOOD_HEADER + "0,0,0,1e300,1e-4,2e-4\n2,3,0,1e300,1.1e-4,2.2e-4\n4,6,1,1e300,1.3e-4,2.1e-4\n", [],
+     "line 2, column boat_yaw_rad: 1e300 is beyond the bound |boat_yaw_rad| <= 10000"),
+    (GOOD_HEADER + GOOD_ROWS.replace("0,0,0,0", "0,1e300,0,0"), [],
+     "line 2, column boat_north_m: 1e300 is beyond the bound |boat_north_m| <= 1e+06"),
+    (GOOD_HEADER + GOOD_ROWS.replace("4,6,1", "4,6,-2e6"), [],
+     "line 4, column boat_east_m: -2e6 is beyond the bound |boat_east_m| <= 1e+06"),
+    (GOOD_HEADER + GOOD_ROWS.replace("1.1e-4", "1.5"), [],
+     "line 3, column tdoa_1_0_s: 1.5 is beyond the bound |tdoa_1_0_s| <= 1"),
+    (GOOD_HEADER + GOOD_ROWS, ["--hydrophones", "1e300,0;-1,-1;-1,1"],
+     "hydrophone 0 is '1e300,0', beyond the bound |x|, |y| <= 100 m"),
+    (GOOD_HEADER + GOOD_ROWS, ["--hydrophones", "1,0;-1,-150;-1,1"],
+     "hydrophone 1 is '-1,-150', beyond the bound |x|, |y| <= 100 m"),
     (None, [], "cannot read it"),
 ])
 def test_malformed_input_is_one_line_and_exit_2(tmp_path, capsys, text, args, expect):
@@ -125,6 +137,21 @@ def test_malformed_input_is_one_line_and_exit_2(tmp_path, capsys, text, args, ex
     lines = printed.err.strip().splitlines()
     assert len(lines) == 1 and expect in lines[0], printed.err
     assert printed.out == "" and not out.exists()
+
+
+def test_a_csv_with_a_utf8_bom_locates_the_same_fix(tmp_path, capsys):
+    """A CSV saved with a byte order mark (Excel's "CSV UTF-8") reads like the same file without it."""
+    plain = tmp_path / "pings.csv"
+    _write_pings(plain)
+    bom = tmp_path / "pings_bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    printed = []
+    for path in (plain, bom):
+        code = cli.main(["pinger-locate", str(path), "--hydrophones", HYDROPHONES])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        printed.append(out.out)
+    assert printed[1] == printed[0] and printed[0].startswith("pinger: north_m ")
 
 
 def _exit_status(argv):

@@ -20,6 +20,7 @@ import os
 import sys
 
 from harness.config import ConfigError, merge, non_negative_int, parse_set, positive_int
+from harness.report.run_report import report_folder
 from harness.scenarios.grading.agents import AGENT_BACKENDS, MODEL_DIR, ModelError, load_decider
 from harness.scenarios.grading.cell_stats import success_interval, table1_intervals
 from harness.scenarios.grading.episode import (DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode,
@@ -209,11 +210,7 @@ def add_parser(sub):
 
 def _cmd(args):
     try:
-        os.makedirs(args.out, exist_ok=True)        # before the hours of rollouts, not after
-    except OSError as exc:
-        print("error: cannot write the report folder %s: %s" % (args.out, exc.strerror or exc), file=sys.stderr)
-        return 2
-    try:
+        report_folder(args.out)                     # before the hours of rollouts, not after
         table1, table2, _ = sweep(args.out, args.rollouts, args.seed, show_progress=not args.quiet,
                                   episode_overrides=parse_set(args.set), agent_backend=args.agent_backend,
                                   workers=args.workers, model_dir=args.model_dir, engine=args.engine,

@@ -33,6 +33,7 @@ import os
 import sys
 
 from harness.config import ConfigError, nested, overlay, parse_set, positive_int
+from harness.report.run_report import report_folder
 from harness.sim.leveling_grid import DEFAULTS as GRID_DEFAULTS, SETTING_RANGES as GRID_RANGES, run_level_grid
 from harness.sim.voxel_terrain import KINDS
 from harness.sweep_runner import add_engine_arguments, runner_from_args
@@ -348,8 +349,9 @@ def add_parser(sub):
 def _cmd(args):
     studies = tuple(s for s in args.studies.split(",") if s)
     bad = [s for s in studies if s not in STUDIES]
-    if bad:
-        raise ConfigError("level-sweep: unknown study %s (one of %s)" % (", ".join(bad), ", ".join(STUDIES)))
+    if bad or not studies:
+        raise ConfigError("level-sweep: --studies must be studies among %s%s"
+                          % (", ".join(STUDIES), " (unknown: %s)" % ", ".join(bad) if bad else ""))
     terrains = tuple(t for t in args.terrains.split(",") if t)
     bad = [t for t in terrains if t not in KINDS]
     if bad or not terrains:
@@ -358,6 +360,7 @@ def _cmd(args):
     runs = args.runs or (QUICK_RUNS if args.quick else 30)
     rho = _values(args.rho, float) if args.rho else (QUICK_RHO if args.quick else RHO_VALUES)
     k = _values(args.k, float) if args.k else (QUICK_K if args.quick else K_VALUES)
+    report_folder(args.out)                          # before the runs, not after
     with runner_from_args(args) as runner:
         out = level_sweep(args.out, studies, runs, base, rho, k, terrains, runner)
     print(markdown(out))
