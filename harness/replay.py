@@ -277,6 +277,31 @@ def _hill_leveler(config):
         raise ReplayError("cannot rebuild the hill leveler: %s" % exc)
 
 
+class _ReplayLevelerLink:
+    """Link stand-in of a replayed AVR leveler: polls nothing (the recorded pitches are fed at the entry point),
+    takes the phase commands."""
+
+    def poll(self, now_us):
+        return None
+
+    def set_phase(self, phase, now_us):
+        pass
+
+
+def _avr_leveler(config):
+    """The AVR leveler's host app (boards.arduino.leveler_app.AvrLeveler) rebuilt from its recorded settings,
+    with stand-in link and motors and stand-in draws whose state the recorded ``random_state`` inputs set."""
+    import numpy as np
+
+    from boards.arduino.leveler_app import AvrLeveler
+    from onboard.estimators.particle_filter_numpy import NumpyDraws
+    try:
+        return AvrLeveler(_ReplayLevelerLink(), NumpyDraws(np.random.default_rng()), config["config"], config["hill"],
+                          start_us=config.get("start_us", 0), motors=_ReplayMotors())
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReplayError("cannot rebuild the AVR leveler: %s" % exc)
+
+
 # recorded app name -> fn(config) -> the app (with ``node``), rebuilt as it was recorded:
 # - ground_robot: onboard.runtime.ground_robot's recipe (the waypoints and grading scenarios);
 # - avr_ground_robot: the AVR robot's host app (boards/arduino/app.py), the ground robot's parts plus the
@@ -292,10 +317,13 @@ def _hill_leveler(config):
 #   sweeps, the per-cut estimates and the soil layers' window updates;
 # - hill_leveler: one robot of level-hill (harness/scenarios/leveling/level_hill.py: record.app_robot), or any
 #   HillLevelerApp.record; its inputs are the IMU samples and the random walk's draws, its output the tracks'
-#   commands.
+#   commands;
+# - avr_leveler: the AVR leveler's host app (boards/arduino/leveler_app.py, fil-leveler), the board's pitch
+#   entering as PitchSample, the random walk's draws as inputs, the wheel and phase commands as outputs.
 APPS = {GroundRobotRuntime.APP: _ground_robot, "avr_ground_robot": _ground_robot,
         RpiGroundRobot.APP: _rpi_ground_robot, "mp_ground_robot": _ground_robot, "swarm_member": _swarm_member,
-        "wamv_boat": _wamv_boat, "soil_loader": _soil_loader, "hill_leveler": _hill_leveler}
+        "wamv_boat": _wamv_boat, "soil_loader": _soil_loader, "hill_leveler": _hill_leveler,
+        "avr_leveler": _avr_leveler}
 # apps whose rebuild takes a ``view`` for its Foxglove views (``--views``)
 VIEW_APPS = ("wamv_boat",)
 

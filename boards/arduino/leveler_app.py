@@ -10,13 +10,23 @@ The firmware (``make leveler``) closes the wheel speed loop, estimates its tilt 
   the behaviour's mode goes to the board as its phase (SET_PHASE, ``mode + 1``; 0 = no behaviour yet) when
   it changes. While the failsafe is engaged (LEVEL_STATE stale) the motors are stopped.
 
-``rand`` is any object with ``random()`` (the behaviour's random walk). Time is passed in (``now_us``).
+- ``draws`` (``onboard.runtime.draws_state.DrawsState``, io, ``rate_hz``): while the node records, the state
+  of ``rand`` before each behaviour step.
+
+``rand`` is any object with ``random()`` (the behaviour's random walk; with ``get_state`` / ``set_state``, e.g.
+``onboard.estimators.particle_filter_numpy.NumpyDraws``, its draws are recorded). Time is passed in
+(``now_us``).
+
+:meth:`AvrLeveler.record` records the app at its boundary (app ``avr_leveler``: each LEVEL_STATE's pitch enters
+through the entry point ``level_state`` as a ``PitchSample``; outputs ``wheel_cmd`` and ``phase``):
+``python -m harness replay LOG`` rebuilds it from its recorded settings.
 """
 from boards.arduino import board as C
 from onboard.control.diffdrive import wheel_speeds
-from onboard.core.samples import WheelCmd
+from onboard.core.samples import PitchSample, WheelCmd
 from onboard.core.settings import POSITIVE, RATE_HZ, checked, int_at_least
 from onboard.leveling.hill_sensing import HillSensing
+from onboard.runtime.draws_state import DrawsState
 from onboard.runtime.node import Node
 from onboard.runtime.polling import DriverPoll
 
@@ -50,10 +60,15 @@ class HillPart:
         self._node = node
         node.watch("level_state", self.cfg["level_state_timeout_us"])
         node.every("hill", self.cfg["rate_hz"], self.step)
+        self._pitch_entry = node.entry("level_state", self._on_pitch)
 
     def on_level_state(self, msg, now_us):
-        self.pitch_rad = msg.pitch_mrad * 1e-3
-        self._node.feed("level_state", now_us)
+        """The driver's LEVEL_STATE handler: its pitch (mrad on the wire) enters as a PitchSample."""
+        self._pitch_entry(PitchSample(now_us, msg.pitch_mrad * 1e-3))
+
+    def _on_pitch(self, sample):
+        self.pitch_rad = sample.pitch_rad
+        self._node.feed("level_state", sample.time_us)
 
     def step(self, now_us):
         if self._node.failsafe.engaged or self.pitch_rad is None:
@@ -72,6 +87,7 @@ class HillPart:
         if phase != self.sent_phase:
             self.link.set_phase(phase, now_us)
             self.sent_phase = phase
+            self._node.output("phase", now_us, {"phase": phase})
 
     def report(self):
         b = self.behaviour
@@ -88,9 +104,22 @@ class AvrLeveler:
         self.node.add("link", DriverPoll(link, cfg["rate_hz"]))
         self.hill = self.node.add("hill", HillPart(link, motors if motors is not None else link, rand, cfg,
                                                    hill_config))
+        self.draws = self.node.add("draws", DrawsState(rand, cfg["rate_hz"]))
+        self.start_us = int(start_us)
         link.on_level_state = self.hill.on_level_state
         self.step = self.node.step
         self.run = self.node.run
+
+    APP = "avr_leveler"
+
+    def recipe_config(self):
+        """What rebuilds this app (before its first input): host and behaviour settings, the start time."""
+        return {"config": self.cfg, "hill": self.hill.behaviour.cfg, "start_us": self.start_us}
+
+    def record(self, sink, code_version="", time_us=0):
+        """Record the app at its boundary into ``sink(topic, time_us, msg)`` (app ``avr_leveler``;
+        ``onboard.runtime.node.Node.record``); call it before the first input."""
+        self.node.record(sink, self.APP, self.recipe_config(), code_version, time_us)
 
     def report(self):
         return {"node": self.node.report(), "link": self.link.counters()}

@@ -287,6 +287,16 @@ class GoalReset(_Sample):
         self.time_us = int(time_us)
 
 
+class PitchSample(_Sample):
+    """The body's pitch (rad, Z-Y-X Euler pitch, nose up positive) as a board estimated it at ``time_us``
+    (the AVR leveler's LEVEL_STATE, ``boards.arduino.leveler_app``)."""
+    FIELDS = ("time_us", "pitch_rad")
+
+    def __init__(self, time_us, pitch_rad):
+        self.time_us = int(time_us)
+        self.pitch_rad = _num("pitch_rad", pitch_rad)
+
+
 class RandomState(_Sample):
     """The state of an app's random draws at ``time_us``, as a JSON string (e.g. a NumPy bit
     generator's ``state``): recorded before each use, so a replay draws the same numbers."""

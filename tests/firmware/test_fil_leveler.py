@@ -190,12 +190,22 @@ def test_link_loss_stops_the_motors_within_250ms(fil_built):
 
 # ------------------------------------------------------------------ scenario
 @pytest.mark.scenario
-def test_fil_leveler_reduced_run_lowers_the_mound(fil_built):
+def test_fil_leveler_reduced_run_lowers_the_mound(fil_built, tmp_path):
+    from harness.replay import read_recording, replay_events
+    from harness.report import RunReport
     from harness.scenarios import check_metrics, prepare
     from harness.scenarios.context import RunContext
     mod, cfg = prepare("fil-leveler", reduced=True)
-    m = mod.run(copy.deepcopy(cfg), RunContext(1))
+    report = RunReport(str(tmp_path / "run"), "fil-leveler", 1, cfg)
+    m = mod.run(copy.deepcopy(cfg), RunContext(1, report))
+    report.finish(m)
     check_metrics("fil-leveler", m)
+    # the host app was recorded at its boundary (the board's pitches, the random walk's draws): its replay
+    # commands the same wheels and phases, bit for bit
+    events, damage = read_recording(str(tmp_path / "run" / "log.mcap"))
+    replayed = replay_events(events)
+    assert damage is None and replayed["app"] == "avr_leveler" and replayed["identical"], replayed["topics"]
+    assert replayed["topics"]["wheel_cmd"]["replayed"] > 100 and replayed["topics"]["phase"]["replayed"] >= 2
     assert m["success"], m
     assert m["imu_handshake"]["ok"]
     assert m["rms_final_m"] < m["rms_initial_m"]
