@@ -73,13 +73,16 @@ def test_deploy_command_timeout_must_be_positive_seconds(capsys, timeout):
     (None, "cannot read the link key"),
     ("0011", "a link key must have at least 16 bytes, got 2"),
     ("not hex", "a link key must be hex digits"),
+    (bytes(range(128, 160)), "the file holds bytes that are not ASCII text"),       # a raw binary key
 ])
 def test_a_bad_link_key_file_is_one_line_exit_2_before_the_board_is_touched(tmp_path, capsys, content, needle):
-    """The command link's key file (``--link-key``) missing, too short or not hex: one line, exit 2, and the
-    port (which does not exist here) is never opened."""
+    """The command link's key file (``--link-key``) missing, too short, not hex or not text: one line, exit 2,
+    and the port (which does not exist here) is never opened."""
     from onboard.deploy.__main__ import main
     key = tmp_path / "link.key"
-    if content is not None:
+    if isinstance(content, bytes):
+        key.write_bytes(content)
+    elif content is not None:
         key.write_text(content)
     assert main(["pico_rp2040", "--port", str(tmp_path / "ttyNONE"), "--link-key", str(key)]) == 2
     err = capsys.readouterr().err
