@@ -27,7 +27,7 @@ ROLES = ("obstacle", "gate_left", "gate_right", "entry_left", "entry_right", "ex
 TASK_KINDS = ("speed_gate", "obstacle_field", "pinger_gate", "dock", "waypoint")
 KINDS = ("robotx", "buoy_field")
 
-MAX_EXTENT_M = 10000.0             # farthest point of a course from its start (RobotX courses span ~100 m)
+MAX_EXTENT_M = 10000.0             # farthest point of a course from the local origin (RobotX courses span ~100 m)
 BOAT_BEAM_M = 2.5                  # WAM-V 16 beam (with margin): the generator keeps gaps wider than this
 _TOP_KEYS = ("start", "buoys", "goal", "tasks", "shore")
 _START_KEYS = ("north_m", "east_m", "yaw_deg")
@@ -191,15 +191,15 @@ def _parse(doc, name):
                 fail(key, "must be a [north_m, east_m] pair or a table with north_m, east_m")
             shore.append((number(p[0], key + "[0]"), number(p[1], key + "[1]")))
     far = [(key, n, e) for key, n, e in
-           ([("goal", goal[0], goal[1])] if goal else []) + [("tasks[%d]" % i, t.north_m, t.east_m)
-                                                             for i, t in enumerate(tasks)]
+           [("start", sn, se)] + ([("goal", goal[0], goal[1])] if goal else [])
+           + [("tasks[%d]" % i, t.north_m, t.east_m) for i, t in enumerate(tasks)]
            + [("buoys[%d]" % i, b.north_m, b.east_m) for i, b in enumerate(buoys)]
            + [("shore[%d]" % i, p[0], p[1]) for i, p in enumerate(shore)]
-           if math.hypot(n - sn, e - se) > MAX_EXTENT_M]
+           if math.hypot(n, e) > MAX_EXTENT_M]
     if far:
         key, n, e = far[0]
-        fail(key, "%.6g m from the start; a course spans at most %g m (positions are local NED metres, not UTM or "
-                  "degrees)" % (math.hypot(n - sn, e - se), MAX_EXTENT_M))
+        fail(key, "%.6g m from the local origin; a course lies within %g m of it (positions are local NED metres, "
+                  "not UTM or degrees)" % (math.hypot(n, e), MAX_EXTENT_M))
     return Course(sn, se, math.radians(yaw_deg), tuple(buoys), goal, tuple(tasks), tuple(shore))
 
 

@@ -113,11 +113,14 @@ def test_grids_and_trajectories_too_large_to_allocate_are_refused(tmp_path, caps
                          "duration_s=1e9"], "must be at most 1000000 IMU samples")        # sampled for ever
 
 
-def test_a_boat_course_spanning_more_than_10_km_is_refused(tmp_path, capsys):
+def test_a_boat_course_point_more_than_10_km_from_the_origin_is_refused(tmp_path, capsys):
     course = tmp_path / "utm.toml"
     course.write_text("[start]\nnorth_m = 0.0\neast_m = 0.0\nyaw_deg = 0.0\n[goal]\nnorth_m = 5.4e6\neast_m = 0.0\n")
     _run_exit_2(capsys, ["run", "boat-arbiters", "--reduced", "--quiet", "--out", str(tmp_path / "b"), "--set",
-                         "course.file=%s" % course], "goal: 5.4e+06 m from the start; a course spans at most 10000 m")
+                         "course.file=%s" % course], "goal: 5.4e+06 m from the local origin; a course lies within")
+    course.write_text("[start]\nnorth_m = 1e300\neast_m = 0.0\nyaw_deg = 0.0\n[goal]\nnorth_m = 1e300\neast_m = 5.0\n")
+    _run_exit_2(capsys, ["run", "boat-arbiters", "--reduced", "--quiet", "--out", str(tmp_path / "b"), "--set",
+                         "course.file=%s" % course], "start: 1e+300 m from the local origin")
 
 
 def test_sweeps_and_conformance_check_their_report_folder_first(tmp_path, capsys):
