@@ -88,34 +88,6 @@ positive_float = argument(POSITIVE)
 non_negative_float = argument(NON_NEGATIVE)
 
 
-# No scenario setting is a number this large (the largest default is below 1e9; a stress in Pa, a time in us
-# stay below it): a larger one is a unit or typing error, and 1e308 overflows the simulations' arithmetic
-MAX_SETTING_MAGNITUDE = 1e12
-
-
-def check_magnitudes(config, where="config"):
-    """Raise ConfigError naming the first number in ``config`` (tables and lists inside it too) whose magnitude
-    exceeds MAX_SETTING_MAGNITUDE."""
-    def first(value, path):
-        if isinstance(value, dict):
-            for key, v in value.items():
-                found = first(v, "%s.%s" % (path, key))
-                if found:
-                    return found
-        elif isinstance(value, (list, tuple)):
-            for k, v in enumerate(value):
-                found = first(v, "%s[%d]" % (path, k))
-                if found:
-                    return found
-        elif isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_SETTING_MAGNITUDE:
-            return path, value
-        return None
-    found = first(config, where)
-    if found:
-        raise ConfigError("setting %s is %g: no setting takes a magnitude above %g (a unit or typing error?)"
-                          % (found[0], found[1], MAX_SETTING_MAGNITUDE))
-
-
 def check_ranges(config, rules, where="config"):
     """Raise ConfigError for the first setting outside its rule: "setting <where>.<path> must be ...", or
     "settings <where>.<a>, <where>.<b> must be ..." for a rule relating several (see range_problem)."""

@@ -22,7 +22,7 @@ import importlib
 import json
 import re
 
-from harness.config import ConfigError, check_magnitudes, check_ranges, merge
+from harness.config import ConfigError, check_ranges, merge
 
 SCENARIOS = {
     "waypoints": "harness.scenarios.waypoints",
@@ -91,7 +91,6 @@ def prepare(name, *layers, reduced=False):
         config = merge(config, layer or {}, name)
     if config is module.DEFAULTS:
         config = merge(config, {})          # a copy: a run never changes the module's DEFAULTS
-    check_magnitudes(config)
     check_ranges(config, module.SETTING_RANGES)
     check = getattr(module, "check_settings", None)
     if check is not None:

@@ -3,8 +3,9 @@
 Every component declares ``DEFAULTS`` (its settings with their default values; units in the names) and
 ``SETTING_RANGES`` (``{dotted path: rule}``) side by side and takes its settings with
 ``checked(DEFAULTS, SETTING_RANGES, overrides, owner)``: nested blocks merge key by key, an unknown key, a
-wrong type, a NaN/infinity or a value outside its rule raises :class:`ConfigError` with one line naming the
-owner and the setting (for an unknown key, the closest known one).
+wrong type, a NaN/infinity, a number of magnitude above ``MAX_MAGNITUDE`` or a value outside its rule raises
+:class:`ConfigError` with one line naming the owner and the setting (for an unknown key, the closest known
+one).
 
 A rule is (text, predicate): ``predicate(value)`` is True for a valid value and ``text`` completes
 "<setting> must be <text>". Predicates that raise TypeError count as False; NaN and infinities fail every
@@ -73,6 +74,28 @@ def _finite(value):
     return True
 
 
+# No setting is a number this large (the largest default is below 1e9; a stress in Pa, a time in us stay below
+# it): a larger one is a unit or typing error, and 1e308 overflows the arithmetic that uses it
+MAX_MAGNITUDE = 1e12
+
+
+def _too_large(value):
+    """The first number in ``value`` (lists and tables too) whose magnitude exceeds MAX_MAGNITUDE, or None."""
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            found = _too_large(v)
+            if found is not None:
+                return found
+    elif isinstance(value, dict):
+        for k in value:
+            found = _too_large(value[k])
+            if found is not None:
+                return found
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_MAGNITUDE:
+        return value
+    return None
+
+
 def _copy(value):
     """A copy of a default: tables and lists copied all the way down (a component may change its own)."""
     if isinstance(value, dict):
@@ -108,6 +131,10 @@ def _merged(defaults, overrides, owner, prefix, rules):
             raise ConfigError("%s setting %s must be %s, got %r" % (owner, path, type(default).__name__, value))
         if not _finite(value):
             raise ConfigError("%s setting %s must be finite, got %r" % (owner, path, value))
+        big = _too_large(value)
+        if big is not None:
+            raise ConfigError("%s setting %s is %g: no setting takes a magnitude above %g (a unit or typing error?)"
+                              % (owner, path, big, MAX_MAGNITUDE))
         if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         out[key] = value

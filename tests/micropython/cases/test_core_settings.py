@@ -85,6 +85,10 @@ def test_checked_merges_refuses_and_relates_settings():
         "unknown Thing setting 'block.rate_h' (did you mean 'block.rate_hz'?)"
     assert _refused(defaults, rules, {"on": 1}) == "Thing setting on must be bool, got 1"
     assert _refused(defaults, rules, {"gain": float("nan")}) == "Thing setting gain must be finite, got nan"
+    assert _refused(defaults, rules, {"gain": 1e308}) == \
+        "Thing setting gain is 1e+308: no setting takes a magnitude above 1e+12 (a unit or typing error?)"
+    assert _refused(defaults, rules, {"table": {"c": [1.0, -2 * 10 ** 13]}}) == \
+        "Thing setting table is -2e+13: no setting takes a magnitude above 1e+12 (a unit or typing error?)"
     assert _refused(defaults, rules, {"gain": 0}) == "Thing setting gain must be a number > 0, got 0.0"
     assert _refused(defaults, rules, {"block": {"rate_hz": 3}}) == \
         "Thing setting block.rate_hz must be a whole number of Hz dividing 1000000 (a whole-microsecond period), got 3"
