@@ -218,11 +218,8 @@ def _swarm_member(config):
     models (policy / estimator kinds, folder relative to the repository), particle-filter kernels of the
     recorded (or ``--impl``'s) implementation, a stand-in driver, and stand-in draws whose state the
     recorded ``random_state`` inputs set before each decision."""
-    import numpy as np
-
     from boards.crazyflie.cli import load_models
     from onboard.estimators import particle_filter as pf_mod
-    from onboard.estimators.particle_filter_numpy import NumpyDraws
     from onboard.swarm.member import SwarmMember
 
     models = config.get("models") or {}
@@ -240,7 +237,7 @@ def _swarm_member(config):
         kernels = pf_mod.kernels_for(config.get("impl") or "pure")
     except ImplUnavailable as exc:
         raise ReplayError("cannot rebuild the particle filters: %s" % exc)
-    return SwarmMember(dqn, net, NumpyDraws(np.random.default_rng()), config["peers"], _ReplayVelocityDriver(),
+    return SwarmMember(dqn, net, _replay_draws(), config["peers"], _ReplayVelocityDriver(),
                        config["member"], config["agent"], kernels=kernels, start_us=config["start_us"],
                        name=config.get("name") or "swarm_member", models=models)
 
@@ -262,16 +259,22 @@ def _soil_loader(config):
         raise ReplayError("cannot rebuild the soil loader app: %s" % exc)
 
 
+def _replay_draws():
+    """Stand-in random draws of a rebuilt app: the recorded ``random_state`` inputs set their state before each
+    use (``onboard.runtime.draws_state.DrawsState``), so what they start from does not matter."""
+    import numpy as np
+
+    from onboard.estimators.particle_filter_numpy import NumpyDraws
+    return NumpyDraws(np.random.default_rng())
+
+
 def _hill_leveler(config):
     """The hill-sensing leveler (onboard.leveling.hill_app.HillLevelerApp) rebuilt from its recorded settings,
     with stand-in motors and stand-in draws whose state the recorded ``random_state`` inputs set before each
     control step."""
-    import numpy as np
-
-    from onboard.estimators.particle_filter_numpy import NumpyDraws
     from onboard.leveling.hill_app import HillLevelerApp
     try:
-        return HillLevelerApp(lambda cmd: None, NumpyDraws(np.random.default_rng()), config["config"],
+        return HillLevelerApp(lambda cmd: None, _replay_draws(), config["config"],
                               name=config.get("name") or HillLevelerApp.APP, start_us=config.get("start_us", 0))
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayError("cannot rebuild the hill leveler: %s" % exc)
@@ -291,12 +294,9 @@ class _ReplayLevelerLink:
 def _avr_leveler(config):
     """The AVR leveler's host app (boards.arduino.leveler_app.AvrLeveler) rebuilt from its recorded settings,
     with stand-in link and motors and stand-in draws whose state the recorded ``random_state`` inputs set."""
-    import numpy as np
-
     from boards.arduino.leveler_app import AvrLeveler
-    from onboard.estimators.particle_filter_numpy import NumpyDraws
     try:
-        return AvrLeveler(_ReplayLevelerLink(), NumpyDraws(np.random.default_rng()), config["config"], config["hill"],
+        return AvrLeveler(_ReplayLevelerLink(), _replay_draws(), config["config"], config["hill"],
                           start_us=config.get("start_us", 0), motors=_ReplayMotors())
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayError("cannot rebuild the AVR leveler: %s" % exc)

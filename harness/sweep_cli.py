@@ -54,15 +54,15 @@ def seed_list(text):
                 first, last = int(first), int(last)
                 if last < first:
                     raise ValueError
-                if len(seeds) + last - first + 1 > MAX_SEEDS:
-                    raise argparse.ArgumentTypeError("at most %d seeds in one sweep, got %r" % (MAX_SEEDS, text))
-                seeds.extend(range(first, last + 1))
+                more = range(first, last + 1)
             else:
-                seeds.append(int(part))
+                more = (int(part),)
+            if len(seeds) + len(more) > MAX_SEEDS:        # counted before the list holds them
+                raise argparse.ArgumentTypeError("at most %d seeds in one sweep, got %d"
+                                                 % (MAX_SEEDS, len(seeds) + len(more)))
+            seeds.extend(more)
     except ValueError:
         raise argparse.ArgumentTypeError("expected seeds like 1-50 or 1,4,10-12 (integers >= 0), got %r" % text)
-    if len(seeds) > MAX_SEEDS:
-        raise argparse.ArgumentTypeError("at most %d seeds in one sweep, got %d" % (MAX_SEEDS, len(seeds)))
     if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError("expected distinct seeds >= 0 like 1-50 or 1,4,10-12, got %r" % text)
     return seeds

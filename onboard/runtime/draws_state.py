@@ -5,8 +5,8 @@ part in the same tick), while the node records: the state of the draws (``draws.
 draws have it) through the entry point ``random_state`` (``onboard.core.samples.RandomState``, the state as
 JSON), whose handler sets it (``draws.set_state``; live it is the state they are in). Recorded, a replayed
 app draws the same numbers as the app did, whoever else drew from the same generator in between (the swarm's
-members share one). Used by the swarm member (``onboard.swarm.member``) and the hill leveler
-(``onboard.leveling.hill_app``).
+members share one). Used by the swarm member (``onboard.swarm.member``), the hill leveler
+(``onboard.leveling.hill_app``) and the AVR leveler's host app (``boards.arduino.leveler_app``).
 """
 import json
 
