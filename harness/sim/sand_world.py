@@ -231,12 +231,15 @@ def _band(world, origin_ne_m, c, s, half_width_m, along_min_m, along_max_m):
     if i1 < i0 or j1 < j0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0), np.zeros(0)
-    ii, jj = np.meshgrid(np.arange(i0, i1 + 1), np.arange(j0, j1 + 1), indexing="ij")
-    dn = (ii + 0.5) * cell - origin_ne_m[0]
-    de = (jj + 0.5) * cell - origin_ne_m[1]
+    row_index = np.arange(i0, i1 + 1)
+    col_index = np.arange(j0, j1 + 1)
+    # a column of rows against a row of columns: the grid by broadcasting, in the row-major order of ravel
+    dn = ((row_index + 0.5) * cell - origin_ne_m[0])[:, None]
+    de = ((col_index + 0.5) * cell - origin_ne_m[1])[None, :]
     along = c * dn + s * de
     lateral = -s * dn + c * de
-    return ii.ravel(), jj.ravel(), along.ravel(), lateral.ravel()
+    return (np.repeat(row_index, col_index.size), np.tile(col_index, row_index.size),
+            along.ravel(), lateral.ravel())
 
 
 def _deposit_band(world, origin_ne_m, c, s, half_width_m, along_min_m, along_len_m, volume_m3):

@@ -18,6 +18,8 @@ from harness.training.grading_policy.train_policy import AGENT_OBSERVATION, AGEN
 # hang guard gets a margin that no machine speed reaches (pytest-timeout is never a speed check)
 pytestmark = [pytest.mark.scenario, pytest.mark.slow, pytest.mark.timeout(3600)]
 ROLLOUTS = 25
+# the compiled ES-EKF: the pure path's bits (tests/unit/test_eskf_kernels.py), in 0.6 of the CPU time
+FAST_ESKF = {"estimator_impl": "cython"}
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,7 @@ def ci_cells():
     25 of its 50 rollouts each (seed 1; rollout r is world seed 1000 + r), in two processes, ~2.3 min: 1/9 of
     the sweep's episodes. Keyed by (noise, agent)."""
     keys = [(noise, agent) for noise in ("sensor_fusion", "noise_less") for agent in ("agent1", "agent2")]
-    jobs = [((agent, noise, ROLLOUTS, 1, -1.0), episode_config(None), MODEL_DIR, "numpy") for noise, agent in keys]
+    jobs = [((agent, noise, ROLLOUTS, 1, -1.0), episode_config(FAST_ESKF), MODEL_DIR, "numpy") for noise, agent in keys]
     return dict(zip(keys, ordered_map(run_cell_job, jobs, 2)))
 
 
@@ -61,7 +63,7 @@ def test_committed_agents_point_at_the_experts_way_points_on_fresh_expert_decisi
     from episodes of the noise its expert data came from (agent1: the noise-free trajectory; agent2: sensor
     fusion, `make train-grading`)."""
     for agent, noise in (("agent1", "noise_less"), ("agent2", "sensor_fusion")):
-        data = dataset.collect(3, seed=77, noise=noise)
+        data = dataset.collect(3, seed=77, noise=noise, config=episode_config(FAST_ESKF))
         weights, card = load_agent(agent)
         assert card["input"]["observation"] == dict(AGENT_OBSERVATION, wall_height_m=AGENT_WALL_HEIGHT_M)
         assert sum(v.nbytes for v in weights.values()) < 2_000_000
@@ -72,7 +74,7 @@ def test_committed_agents_point_at_the_experts_way_points_on_fresh_expert_decisi
 
 def test_sweep_writes_tables_and_figure(tmp_path):
     table1, table2, fig5 = sweep(str(tmp_path), rollouts=1, seed=2, heading_levels_deg=(0, 40),
-                                 fig5_rollouts=1, show_progress=False)
+                                 fig5_rollouts=1, show_progress=False, episode_overrides=FAST_ESKF)
     assert set(table1) == {"noise_less", "sensor_fusion", "extreme"}
     for row in table1.values():
         assert 0.0 <= row["agent1"] <= 1.0 and 0.0 <= row["agent2"] <= 1.0
