@@ -168,3 +168,58 @@ def test_bad_arguments_one_line_exit_2(tmp_path, capsys):
         assert len(err.strip().splitlines()) == 1 and needle in err, (args, err)
         assert out == ""
     assert sorted(os.listdir(full)) == ["big.bin"]                # state kept
+
+
+def _paste_header(fd):
+    """Ask for raw-paste mode; the board's answer: "R\\x01", the 128-byte window, and 0x01 (two windows free)."""
+    os.write(fd, b"\x05A\x01")
+    assert _read_until(fd, b"R\x01\x80\x00\x01") == b"R\x01\x80\x00\x01"
+
+
+def test_raw_paste_mode_as_a_board_speaks_it():
+    """Raw-paste mode (MicroPython's pyexec.c / mp_reader_stdin): the window's flow control, the 0x04 that
+    ends the code, the program's output and error framed as in the raw REPL (without its "OK"), state kept
+    between programs; an empty paste runs nothing, Ctrl-C ends a paste with a KeyboardInterrupt, code with a
+    raw 0x01 / 0x02 byte is refused whole; the plain raw REPL still answers."""
+    with VirtualBoard() as board:
+        fd = os.open(board.port, os.O_RDWR | os.O_NOCTTY)
+        try:
+            os.write(fd, b"\r\x03\x03\x01")
+            _read_until(fd, b"raw REPL; CTRL-B to exit\r\n>")
+            code = b"x = '" + b"a" * 290 + b"'\nprint(len(x))"
+            _paste_header(fd)
+            os.write(fd, code[:256])                           # the two free windows, no more
+            assert _read_until(fd, b"\x01\x01") == b"\x01\x01"  # one 0x01 per window taken
+            os.write(fd, code[256:] + b"\x04")
+            assert _read_until(fd, b"\x04>") == b"\x04" + b"290\n\x04\x04>"
+            _paste_header(fd)
+            os.write(fd, b"print(x[:2]); 1/0\x04")
+            out = _read_until(fd, b"\x04>")
+            assert out.startswith(b"\x04aa\n\x04Traceback") and b"ZeroDivisionError" in out and b"OK" not in out
+            _paste_header(fd)
+            os.write(fd, b"\x04")
+            assert _read_until(fd, b"\x04>") == b"\x04\x04\x04>"
+            _paste_header(fd)
+            os.write(fd, b"print('never')\x03")
+            assert _read_until(fd, b"\x04>") == b"\x04\x04KeyboardInterrupt: \r\n\x04>"
+            _paste_header(fd)
+            os.write(fd, b"y = 1\x01\nprint('never')\x04")
+            out = _read_until(fd, b"\x04>")
+            assert out.startswith(b"\x04\x04ValueError") and b"never" not in out
+            os.write(fd, b"print(x[-3:], 'y' in globals())\x04")  # the plain raw REPL: "OK", then the output
+            assert _read_until(fd, b"\x04>") == b"OKaaa False\n\x04\x04>"
+        finally:
+            os.close(fd)
+
+
+def test_mpremote_takes_the_raw_paste_path():
+    from mpremote.transport_serial import SerialTransport
+    with VirtualBoard() as board:
+        transport = SerialTransport(board.port)
+        try:
+            transport.enter_raw_repl()
+            assert transport.exec("print(6 * 7)") == b"42\n"
+            assert transport.use_raw_paste                 # it falls back (and says so here) when refused
+            transport.exit_raw_repl()
+        finally:
+            transport.close()

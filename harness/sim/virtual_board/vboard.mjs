@@ -16,8 +16,12 @@
 //
 // What it adds around MicroPython's own event-driven REPL (friendly + raw REPL,
 // Ctrl-A/B/C/D, OK / output / \x04 error \x04 > framing come from pyexec.c):
-//  - raw-paste request (Ctrl-E A Ctrl-A) answered with "R\x00" (unsupported), so
-//    mpremote falls back to plain raw REPL;
+//  - raw-paste mode (Ctrl-E A Ctrl-A in the raw REPL), which the port's event-driven
+//    raw REPL lacks, as pyexec.c's do_reader_stdin and mp_reader_stdin do it on a board:
+//    "R\x01", the flow-control window (MICROPY_REPL_STDIN_BUFFER_MAX / 2 = 128 bytes,
+//    little-endian) and 0x01, then 0x01 per window of code taken; Ctrl-D ends the code
+//    (answered 0x04), which then runs as the raw REPL runs it (output 0x04 error 0x04 >)
+//    but without its "OK"; Ctrl-C ends it with a KeyboardInterrupt;
 //  - soft reset (Ctrl-D on an empty line): a fresh MicroPython instance (new heap,
 //    new sys.modules) with the flash filesystem carried over; boot.py runs, and
 //    main.py in friendly-REPL mode, as on a board;
@@ -73,6 +77,9 @@ let pendingInput = [];
 let muted = false;
 let replEcho = null;         // output of the REPL character being processed (first bytes)
 let dirty = false;
+let swallow = [];            // bytes the REPL is about to print that the host must not see
+// raw-paste mode: MICROPY_REPL_STDIN_BUFFER_MAX (256) / 2, the window mp_reader_new_stdin announces
+const PASTE_WINDOW = 128;
 
 // ------------------------------------------------------------------ shared WebAssembly memory
 // Mark the module's memory shared (limits flag 0x01 "has max" -> 0x03 "shared, has max").
@@ -223,7 +230,12 @@ function flush() {
 function emit(bytes) {
   if (muted) return;
   let eol = false;
-  for (const b of bytes) { outBuf.push(b); if (b === 10) eol = true; }
+  for (const b of bytes) {
+    if (swallow.length && b === swallow[0]) { swallow.shift(); continue; }
+    swallow = [];
+    outBuf.push(b);
+    if (b === 10) eol = true;
+  }
   if (replEcho !== null && replEcho.length < 64) for (const b of bytes) replEcho.push(b);
   const n = outBuf.length;
   if (eol || n > 4096 || (rawMode && n >= 2 && outBuf[n - 2] === 0x4f && outBuf[n - 1] === 0x4b)) flush();
@@ -492,33 +504,79 @@ async function softReset() {
 }
 
 // ------------------------------------------------------------------ main loop
+// One byte to MicroPython's REPL, and what the board does around it.
+async function replChar(c) {
+  replEcho = [];
+  const ret = mp.replProcessChar(c);
+  dropStaleInterrupt();
+  const text = Buffer.from(replEcho).toString("latin1");
+  replEcho = null;
+  if (text.includes("raw REPL; CTRL-B to exit")) rawMode = true;
+  if (c === 2 && rawMode) rawMode = false;
+  if (ret) {
+    flush();
+    await softReset();
+  }
+  if (c === 4) hostSync();
+}
+
+// The end of a raw-paste program (Ctrl-D, or Ctrl-C: mp_reader_stdin_readbyte): 0x04 to the host, then the
+// program runs in the raw REPL, whose "OK" (the acknowledgement of a plain raw-REPL program) is not sent.
+async function endPaste(code, c) {
+  emit([4]);
+  if (c === 3) {
+    emit(Buffer.from("\x04KeyboardInterrupt: \r\n\x04>", "latin1"));
+  } else if (code.length === 0) {
+    emit([4, 4, 0x3e]);                    // nothing to run (an empty raw-REPL line would be a soft reset)
+  } else if (code.includes(1) || code.includes(2)) {
+    // the raw REPL's line takes any byte but these two (reset, leave): refused, not run in part
+    emit(Buffer.from("\x04ValueError: the virtual board cannot run pasted code holding a raw 0x01 or 0x02 " +
+                     "byte\r\n\x04>", "latin1"));
+  } else {
+    for (const b of code) mp.replProcessChar(b);     // into the raw REPL's line: no echo
+    swallow = [0x4f, 0x4b];
+    await replChar(4);
+  }
+  flush();
+}
+
 async function main() {
   await boot(hostLoad(), true);
   flush();
-  let paste = 0;   // progress through the raw-paste request \x05 A \x01
+  let paste = 0;        // progress through the raw-paste request \x05 A \x01
+  let pasteCode = null; // the program of a raw paste being received, null outside one
+  let windowRemain = 0;
   for (;;) {
     // bytes a program read ahead but left (e.g. after its Ctrl-C) go to the REPL first
     const data = pendingInput.length ? Buffer.from(pendingInput.splice(0)) : readBlocking();
     for (let i = 0; i < data.length; i++) {
       const c = data[i];
+      if (pasteCode !== null) {
+        if (c === 3 || c === 4) {
+          const code = pasteCode;
+          pasteCode = null;
+          await endPaste(code, c);
+          continue;
+        }
+        pasteCode.push(c);
+        if (--windowRemain === 0) { emit([1]); flush(); windowRemain = PASTE_WINDOW; }
+        continue;
+      }
       if (rawMode) {
         if (paste === 0 && c === 5) { paste = 1; continue; }
         if (paste === 1 && c === 0x41) { paste = 2; continue; }
-        if (paste === 2 && c === 1) { paste = 0; emit([0x52, 0x00]); flush(); continue; }
+        if (paste === 2 && c === 1) {
+          paste = 0;
+          // "R\x01", the window, and 0x01: two windows free (mp_reader_new_stdin)
+          emit([0x52, 0x01, PASTE_WINDOW & 0xff, PASTE_WINDOW >> 8, 0x01]);
+          flush();
+          pasteCode = [];
+          windowRemain = PASTE_WINDOW;
+          continue;
+        }
         if (paste) { for (const b of [5, 0x41].slice(0, paste)) mp.replProcessChar(b); paste = 0; }
       }
-      replEcho = [];
-      const ret = mp.replProcessChar(c);
-      dropStaleInterrupt();
-      const text = Buffer.from(replEcho).toString("latin1");
-      replEcho = null;
-      if (text.includes("raw REPL; CTRL-B to exit")) rawMode = true;
-      if (c === 2 && rawMode) rawMode = false;
-      if (ret) {
-        flush();
-        await softReset();
-      }
-      if (c === 4) hostSync();
+      await replChar(c);
     }
     flush();
   }
