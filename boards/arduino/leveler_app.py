@@ -3,13 +3,14 @@
 The firmware (``make leveler``) closes the wheel speed loop, estimates its tilt from the AltIMU-10 v4
 (complementary filter) and streams LEVEL_STATE at 20 Hz over a 9600-baud link. The host runs
 
-- ``link`` (io, ``rate_hz``): ``AvrRobotLink.poll``; each LEVEL_STATE feeds the watched input
-  ``level_state`` and its pitch (rad, Z-Y-X Euler pitch, nose up positive) becomes the behaviour's input;
-- ``hill`` (``rate_hz``): hill-sensing (Cook thesis Alg. 6, :class:`onboard.leveling.hill_sensing.HillSensing`)
-  -> twist -> wheel speeds (thesis 5.1.2, :func:`onboard.control.diffdrive.wheel_speeds`) -> WHEEL_SPEED;
-  the behaviour's mode goes to the board as its phase (SET_PHASE, ``mode + 1``; 0 = no behaviour yet) when
-  it changes. While the failsafe is engaged (LEVEL_STATE stale) the motors are stopped.
-
+- ``link`` (io, ``rate_hz``): ``AvrRobotLink.poll``;
+- ``pitch`` (:class:`BoardPitch`): each LEVEL_STATE feeds the watched input ``level_state`` and its pitch
+  (rad, Z-Y-X Euler pitch, nose up positive) becomes the behaviour's input;
+- ``hill`` (rate group ``hill``, ``rate_hz``): the leveler apps' one hill-sensing drive
+  (:class:`onboard.leveling.hill_app.HillDrive`: Cook thesis Alg. 6 -> twist -> wheel speeds, thesis 5.1.2)
+  -> WHEEL_SPEED, output as ``wheel_cmd``; the behaviour's mode goes to the board as its phase (SET_PHASE,
+  ``mode + 1``; 0 = no behaviour yet) when it changes. While the failsafe is engaged (LEVEL_STATE stale) the
+  motors are stopped (STOP; output as a zero ``wheel_cmd``);
 - ``draws`` (``onboard.runtime.draws_state.DrawsState``, io, ``rate_hz``): while the node records, the state
   of ``rand`` before each behaviour step.
 
@@ -22,10 +23,9 @@ through the entry point ``level_state`` as a ``PitchSample``; outputs ``wheel_cm
 ``python -m harness replay LOG`` rebuilds it from its recorded settings.
 """
 from boards.arduino import board as C
-from onboard.control.diffdrive import wheel_speeds
-from onboard.core.samples import PitchSample, WheelCmd
+from onboard.core.samples import PitchSample
 from onboard.core.settings import POSITIVE, RATE_HZ, checked, int_at_least
-from onboard.leveling.hill_sensing import HillSensing
+from onboard.leveling.hill_app import HillDrive
 from onboard.runtime.draws_state import DrawsState
 from onboard.runtime.node import Node
 from onboard.runtime.polling import DriverPoll
@@ -41,58 +41,28 @@ SETTING_RANGES = {"rate_hz": RATE_HZ, "level_state_timeout_us": int_at_least(1),
                   "sprocket_radius_m": POSITIVE, "max_wheel_radps": POSITIVE}
 
 
-class HillPart:
-    """Alg. 6 on the board's pitch estimate; commands the motors at ``rate_hz``."""
+class BoardPitch:
+    """Part: the board's pitch estimate (LEVEL_STATE) through the entry point ``level_state``; watched input
+    ``level_state`` (stale after ``level_state_timeout_us``: failsafe)."""
 
-    def __init__(self, link, motors, rand, cfg, hill_config=None):
-        self.link = link
-        self.motors = motors
-        self.rand = rand
-        self.cfg = cfg
-        self.behaviour = HillSensing(hill_config)
+    def __init__(self, timeout_us):
+        self.timeout_us = timeout_us
         self.pitch_rad = None
-        self.sent_phase = None
-        self.commands = 0
-        self.stops = 0
         self._node = None
+        self._entry = None
 
     def attach(self, node):
         self._node = node
-        node.watch("level_state", self.cfg["level_state_timeout_us"])
-        node.every("hill", self.cfg["rate_hz"], self.step)
-        self._pitch_entry = node.entry("level_state", self._on_pitch)
+        node.watch("level_state", self.timeout_us)
+        self._entry = node.entry("level_state", self._on_pitch)
 
     def on_level_state(self, msg, now_us):
         """The driver's LEVEL_STATE handler: its pitch (mrad on the wire) enters as a PitchSample."""
-        self._pitch_entry(PitchSample(now_us, msg.pitch_mrad * 1e-3))
+        self._entry(PitchSample(now_us, msg.pitch_mrad * 1e-3))
 
     def _on_pitch(self, sample):
         self.pitch_rad = sample.pitch_rad
         self._node.feed("level_state", sample.time_us)
-
-    def step(self, now_us):
-        if self._node.failsafe.engaged or self.pitch_rad is None:
-            self.motors.stop(now_us)
-            self.stops += 1
-            return
-        twist = self.behaviour.step(self.pitch_rad, now_us, self.rand)
-        cfg = self.cfg
-        left, right = wheel_speeds(twist.speed_body_mps, twist.yaw_rate_radps, cfg["track_gauge_m"],
-                                   cfg["sprocket_radius_m"], cfg["max_wheel_radps"])
-        cmd = WheelCmd(now_us, left, right)
-        self.motors.command(cmd)
-        self.commands += 1
-        self._node.output("wheel_cmd", now_us, cmd)
-        phase = self.behaviour.mode + 1
-        if phase != self.sent_phase:
-            self.link.set_phase(phase, now_us)
-            self.sent_phase = phase
-            self._node.output("phase", now_us, {"phase": phase})
-
-    def report(self):
-        b = self.behaviour
-        return {"commands": self.commands, "stops": self.stops, "climbs": b.climbs, "spins": b.spins,
-                "behaviour_steps": b.steps, "bad_inputs": b.bad_inputs, "mode": b.mode_name}
 
 
 class AvrLeveler:
@@ -102,11 +72,15 @@ class AvrLeveler:
         self.link = link
         self.node = Node("avr_leveler", start_us=start_us, log=log)
         self.node.add("link", DriverPoll(link, cfg["rate_hz"]))
-        self.hill = self.node.add("hill", HillPart(link, motors if motors is not None else link, rand, cfg,
-                                                   hill_config))
+        self.pitch = self.node.add("pitch", BoardPitch(cfg["level_state_timeout_us"]))
+        track = (cfg["track_gauge_m"], cfg["sprocket_radius_m"], cfg["max_wheel_radps"])
+        self.hill = self.node.add("hill", HillDrive(hill_config, self.pitch, motors if motors is not None else link,
+                                                    rand, cfg["rate_hz"], track, group="hill", output="wheel_cmd",
+                                                    on_mode=self._phase))
         self.draws = self.node.add("draws", DrawsState(rand, cfg["rate_hz"]))
+        self.sent_phase = None
         self.start_us = int(start_us)
-        link.on_level_state = self.hill.on_level_state
+        link.on_level_state = self.pitch.on_level_state
         self.step = self.node.step
         self.run = self.node.run
 
@@ -120,6 +94,14 @@ class AvrLeveler:
         """Record the app at its boundary into ``sink(topic, time_us, msg)`` (app ``avr_leveler``;
         ``onboard.runtime.node.Node.record``); call it before the first input."""
         self.node.record(sink, self.APP, self.recipe_config(), code_version, time_us)
+
+    def _phase(self, mode, now_us):
+        """The behaviour's mode to the board as its phase (SET_PHASE, ``mode + 1``) when it changes."""
+        phase = mode + 1
+        if phase != self.sent_phase:
+            self.link.set_phase(phase, now_us)
+            self.sent_phase = phase
+            self.node.output("phase", now_us, {"phase": phase})
 
     def report(self):
         return {"node": self.node.report(), "link": self.link.counters()}

@@ -4,12 +4,12 @@
 - ``tilt`` (:class:`TiltPart`): entry point ``on_imu(ImuSample)`` (recorded on ``/app/in/imu`` while the
   node records), watched input ``imu``; rate group ``tilt`` (``imu_rate_hz``) runs the queued samples
   through :class:`onboard.estimators.tilt.TiltEstimator` (accelerometer gravity vector + gyro);
-- ``hill`` (:class:`HillDrive`): rate group ``control`` (``control_rate_hz``): the estimated pitch goes to
-  :class:`onboard.leveling.hill_sensing.HillSensing` (Cook thesis Alg. 6 or its spin-at-peak variant), whose
-  twist becomes track speeds by the thesis's skid-steer mapping (section 5.1.2,
+- ``hill`` (:class:`HillDrive`, the AVR leveler's drive too): rate group ``control`` (``control_rate_hz``):
+  the estimated pitch goes to :class:`onboard.leveling.hill_sensing.HillSensing` (Cook thesis Alg. 6 or its
+  spin-at-peak variant), whose twist becomes track speeds by the thesis's skid-steer mapping (section 5.1.2,
   :func:`onboard.control.diffdrive.wheel_speeds`), handed to ``motors(WheelCmd)`` and output as
   ``/app/out/wheels``. While the failsafe is engaged (the IMU went stale) or before the first tilt estimate,
-  the motors get a stop;
+  the motors get a stop (a zero ``WheelCmd``);
 - ``draws`` (``onboard.runtime.draws_state.DrawsState``): io group ``random_state`` at ``control_rate_hz``
   (before ``control`` in the same tick): while the node records, the state of ``rand`` through the entry
   point ``random_state``, so that a replay draws the same random walk.
@@ -100,17 +100,30 @@ class TiltPart:
 
 
 class HillDrive:
-    """Part: Alg. 6 on the estimated pitch -> track speeds -> ``motors`` (module docstring)."""
+    """Part: Cook thesis Alg. 6 on a pitch -> twist -> track speeds (thesis 5.1.2) -> motors, at ``rate_hz``
+    in rate group ``group``; the one hill-sensing drive of every leveler app (this module's, and the AVR
+    leveler's host app ``boards.arduino.leveler_app``).
 
-    def __init__(self, config, tilt_part, motors, rand):
-        self.behaviour = HillSensing(config["behaviour"])
-        self.tilt = tilt_part
+    behaviour_cfg: :class:`onboard.leveling.hill_sensing.HillSensing` settings (None: its defaults).
+    pitch: anything with ``pitch_rad`` (rad, nose up positive; None before the first estimate).
+    motors: ``command(WheelCmd)`` (sprocket speeds, rad/s) and ``stop(now_us)``.
+    track: (gauge_m, sprocket_radius_m, max_radps) of the skid-steer mapping.
+    output: the name the commands are output under; a stop is output as a zero ``WheelCmd``.
+    on_mode: None or ``on_mode(mode, now_us)`` after each behaviour step (the AVR leveler's phase).
+    While the node's failsafe is engaged, or before the first pitch, the motors get a stop."""
+
+    def __init__(self, behaviour_cfg, pitch, motors, rand, rate_hz, track, group="control", output=WHEELS_OUTPUT,
+                 on_mode=None):
+        self.behaviour = HillSensing(behaviour_cfg)
+        self.pitch = pitch
         self.motors = motors
         self.rand = rand
-        self.rate_hz = config["control_rate_hz"]
-        self.gauge_m = float(config["track_gauge_m"])
-        self.radius_m = float(config["sprocket_radius_m"])
-        self.max_radps = float(config["max_sprocket_radps"])
+        self.rate_hz = rate_hz
+        self.gauge_m, self.radius_m, self.max_radps = (float(v) for v in track)
+        self.group = group
+        self.output = output
+        self.on_mode = on_mode
+        self.commands = 0
         self.stops = 0
         self.last_cmd = None
         self.last_pitch_rad = None
@@ -118,27 +131,43 @@ class HillDrive:
 
     def attach(self, node):
         self.node = node
-        node.every("control", self.rate_hz, self._control)
+        node.every(self.group, self.rate_hz, self._control)
 
     def _control(self, now_us):
-        pitch = self.tilt.pitch_rad
+        pitch = self.pitch.pitch_rad
         self.last_pitch_rad = pitch
-        if self.node.failsafe.engaged or pitch is None:
+        stop = self.node.failsafe.engaged or pitch is None
+        if stop:
             self.stops += 1
             cmd = WheelCmd(now_us, 0.0, 0.0)
+            self.motors.stop(now_us)
         else:
             twist = self.behaviour.step(pitch, now_us, self.rand)
             left, right = wheel_speeds(twist.speed_body_mps, twist.yaw_rate_radps, self.gauge_m, self.radius_m,
                                        self.max_radps)
             cmd = WheelCmd(now_us, left, right)
+            self.commands += 1
+            self.motors.command(cmd)
         self.last_cmd = cmd
-        self.motors(cmd)
-        self.node.output(WHEELS_OUTPUT, now_us, cmd)
+        self.node.output(self.output, now_us, cmd)
+        if not stop and self.on_mode is not None:
+            self.on_mode(self.behaviour.mode, now_us)
 
     def report(self):
         b = self.behaviour
         return {"steps": b.steps, "climbs": b.climbs, "spins": b.spins, "draws": b.draws,
-                "bad_inputs": b.bad_inputs, "stops": self.stops}
+                "bad_inputs": b.bad_inputs, "commands": self.commands, "stops": self.stops, "mode": b.mode_name}
+
+
+class CallMotors:
+    """The motors interface (``command(WheelCmd)``, ``stop(now_us)``) over one function that takes a
+    ``WheelCmd``: a stop is a zero command."""
+
+    def __init__(self, fn):
+        self.command = fn
+
+    def stop(self, now_us):
+        self.command(WheelCmd(now_us, 0.0, 0.0))
 
 
 class HillLevelerApp:
@@ -152,7 +181,9 @@ class HillLevelerApp:
         self.cfg = cfg
         self.node = Node(name, start_us=start_us, log=log)
         self.tilt = self.node.add("tilt", TiltPart(cfg))
-        self.hill = self.node.add("hill", HillDrive(cfg, self.tilt, motors, rand))
+        track = (cfg["track_gauge_m"], cfg["sprocket_radius_m"], cfg["max_sprocket_radps"])
+        self.hill = self.node.add("hill", HillDrive(cfg["behaviour"], self.tilt, CallMotors(motors), rand,
+                                                    cfg["control_rate_hz"], track))
         self.draws = self.node.add("draws", DrawsState(rand, cfg["control_rate_hz"]))
         self.start_us = int(start_us)
         self.on_imu = self.tilt.on_imu
