@@ -287,14 +287,20 @@ def check_settings(config):
 
 
 def _check_pull_log_path(path):
-    """ConfigError unless ``path`` (the pulled log's OUT.mcap) can be written: checked before the deploy and
-    the lockstep run, which the log is pulled after."""
+    """ConfigError unless ``path`` (the pulled log's OUT.mcap) and the raw copy ``OUT.bin`` beside it
+    (``onboard.deploy.pull_log``) can be written: checked before the deploy and the lockstep run, which the
+    log is pulled after."""
     folder = os.path.dirname(os.path.abspath(path))
+    raw = os.path.splitext(path)[0] + ".bin"
     if os.path.isdir(path):
         raise ConfigError("setting config.pull_log: %s is a folder, not an .mcap file path" % path)
+    if os.path.isdir(raw):
+        raise ConfigError("setting config.pull_log: %s: the board's raw log goes beside it to %s, which is a folder"
+                          % (path, raw))
     if not os.path.isdir(folder):
         raise ConfigError("setting config.pull_log: %s: there is no folder %s" % (path, folder))
-    if not os.access(folder, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+    if not os.access(folder, os.W_OK | os.X_OK) or any(os.path.exists(p) and not os.access(p, os.W_OK)
+                                                       for p in (path, raw)):
         raise ConfigError("setting config.pull_log: %s cannot be written (no write permission)" % path)
 
 

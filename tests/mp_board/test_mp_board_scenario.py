@@ -130,11 +130,14 @@ def test_a_binary_link_key_file_is_one_line_exit_2_before_anything_runs(tmp_path
 @pytest.mark.parametrize("where, needle", [
     ("folder", "is a folder, not an .mcap file path"),
     ("missing/board_log.mcap", "there is no folder"),
+    ("raw/board_log.mcap", "board_log.bin, which is a folder"),
 ])
 def test_a_pull_log_path_that_cannot_be_written_is_refused_before_the_deploy(tmp_path, where, needle):
-    """``pull_log`` naming a folder, or a file in a folder that is not there: the settings check refuses it
-    (one line naming the setting) instead of the pull failing after the deploy and the lockstep run."""
+    """``pull_log`` naming a folder, a file in a folder that is not there, or one whose raw copy (OUT.bin
+    beside OUT.mcap) would land on a folder: the settings check refuses it (one line naming the setting)
+    instead of the pull failing after the deploy and the lockstep run."""
     (tmp_path / "folder").mkdir()
+    (tmp_path / "raw" / "board_log.bin").mkdir(parents=True)
     path = str(tmp_path / where)
     with pytest.raises(ConfigError) as exc:
         prepare("mp-board", {"pull_log": path})
