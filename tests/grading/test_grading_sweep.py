@@ -14,7 +14,7 @@ from harness.scenarios.grading.sweep import run_cell_job, episode_config, run_ce
 from harness.parallel import ordered_map
 from harness.training.grading_policy.train_policy import AGENT_OBSERVATION, AGENT_WALL_HEIGHT_M, accuracy
 
-# the module's cells take ~2.3 min on an idle 2-core machine and several times that on a busy one: the
+# the module's cells take ~2.3 min when run alone on a 2-core machine and several times that on a busy one: the
 # hang guard gets a margin that no machine speed reaches (pytest-timeout is never a speed check)
 pytestmark = [pytest.mark.scenario, pytest.mark.slow, pytest.mark.timeout(3600)]
 ROLLOUTS = 25
@@ -25,7 +25,7 @@ FAST_ESKF = {"estimator_impl": "cython"}
 @pytest.fixture(scope="module")
 def ci_cells():
     """The noise-less and sensor-fusion cells of the reported Table I sweep for the committed agents, the first
-    25 of its 50 rollouts each (seed 1; rollout r is world seed 1000 + r), in two processes, ~2.3 min: 1/9 of
+    25 of its 50 rollouts each (seed 1; rollout r is world seed 1000 + r), in two processes, ~2.3 min alone: 1/9 of
     the sweep's episodes. Keyed by (noise, agent)."""
     keys = [(noise, agent) for noise in ("sensor_fusion", "noise_less") for agent in ("agent1", "agent2")]
     jobs = [((agent, noise, ROLLOUTS, 1, -1.0), episode_config(FAST_ESKF), MODEL_DIR, "numpy") for noise, agent in keys]
