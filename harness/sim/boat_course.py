@@ -329,10 +329,14 @@ def _robotx(rng):
     return Course(0.0, 0.0, yaw, tuple(buoys), None, tuple(tasks), shore)
 
 
+# the buoy field's goal: this many metres from the start (least, most)
+BUOY_FIELD_GOAL_M = (60.0, 100.0)
+
+
 def _buoy_field(rng):
     yaw = _u(rng, -math.pi, math.pi)
     for _ in range(100):
-        dist = _u(rng, 60.0, 100.0)
+        dist = _u(rng, *BUOY_FIELD_GOAL_M)
         bearing = yaw + _u(rng, -0.3, 0.3)
         goal = (dist * math.cos(bearing), dist * math.sin(bearing))
         ax = _Axis(0.0, 0.0, bearing)

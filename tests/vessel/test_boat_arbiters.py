@@ -142,3 +142,21 @@ def test_metrics_do_not_depend_on_the_worker_count():
     two = _run(dict(base, workers=2), seed=4)
     assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
     assert one["arbiters"]["damn"]["seeded"]["runs"] == 2
+
+
+@pytest.mark.parametrize("settings, leg", [
+    (["--set", "goal_radius_m=40"], "(40 m, goal_behind_buoy)"),                   # the adversarial cases
+    (["--set", "goal_radius_m=1e6", "--set", "adversarial=false"], "(60 m, the seeded buoy fields)"),
+    (["--set", "goal_radius_m=30", "--set", "course.file=FILE"], "course.file)"),
+])
+def test_a_goal_radius_that_reaches_a_destination_from_the_leg_before_is_refused(tmp_path, capsys, settings, leg):
+    """A goal radius at least the shortest leg to a destination would count it reached without going there:
+    one line naming the setting and the leg, exit 2, nothing run."""
+    course = tmp_path / "held_out.toml"
+    course.write_text(HELD_OUT_MISSION)
+    out = tmp_path / "run"
+    code = main(["run", "boat-arbiters", "--quiet", "--out", str(out)]
+                + [s.replace("FILE", str(course)) for s in settings])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "goal_radius_m" in err and leg in err, err
+    assert not (out / "metrics.json").exists()

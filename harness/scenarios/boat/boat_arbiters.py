@@ -9,7 +9,8 @@ not in this loop) and the current destination; every ``control_hz`` period the h
 destination is the course's goal, or its tasks' points in order (a mission file). A run ends when the last
 destination is within ``goal_radius_m`` (reached), at a stall (the distance to the destination has not
 improved by ``stall_progress_m`` for ``stall_s``: a local minimum), or at the time limit
-(``time_extra_s`` + ``time_per_m_s`` x the straight distance).
+(``time_extra_s`` + ``time_per_m_s`` x the straight distance). ``goal_radius_m`` must be below the shortest
+leg to a destination of the cases run (else that destination counts as reached without going there).
 
 Cases: ``courses`` seeded "buoy_field" courses (``harness.sim.boat_course.generate_course``: 8-16 buoys
 between the start and a goal 60-100 m away), plus with ``adversarial`` three built here: "goal_behind_buoy"
@@ -41,7 +42,7 @@ import time
 from harness.config import (BOOLEAN, POSITIVE, TEXT, ConfigError, int_at_least, non_empty_list, one_of, or_null,
                             under, within)
 from harness.report.plots import figure, label
-from harness.sim.boat_course import Buoy, Course, CourseFileError, generate_course, load_course
+from harness.sim.boat_course import BUOY_FIELD_GOAL_M, Buoy, Course, CourseFileError, generate_course, load_course
 from harness.sim.rng import RunRandom
 from harness.sim.wamv import Wamv
 from onboard.control.heading_speed import HeadingSpeedController
@@ -102,7 +103,23 @@ def check_settings(config):
     if config["courses"] == 0 and not config["adversarial"] and not config["course"]["file"]:
         raise ConfigError("boat-arbiters: nothing to run (courses = 0, adversarial false, no course.file)")
     if config["course"]["file"]:
-        load_user_course(config["course"]["file"])
+        named = [("course.file", load_user_course(config["course"]["file"]))]
+    else:
+        named = adversarial_courses() if config["adversarial"] else []
+    legs = [(shortest_leg_m(course), name) for name, course in named]
+    if config["courses"] and not config["course"]["file"]:
+        legs.append((BUOY_FIELD_GOAL_M[0], "the seeded buoy fields"))
+    leg_m, where = min(legs)
+    if config["goal_radius_m"] >= leg_m:
+        raise ConfigError("boat-arbiters: goal_radius_m (%g m) is not below the shortest leg to a destination "
+                          "(%g m, %s): that destination would count as reached without going there"
+                          % (config["goal_radius_m"], leg_m, where))
+
+
+def shortest_leg_m(course):
+    """The shortest distance (m) from the start to the first destination or between two destinations in turn."""
+    points = [(course.start_north_m, course.start_east_m)] + destinations(course)
+    return min(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in zip(points, points[1:]))
 
 
 def load_user_course(path):
