@@ -135,7 +135,8 @@ class SandWorld:
             flux = np.zeros_like(h)
             for axis in (0, 1):
                 diff = np.diff(h, axis=axis)            # h[k+1] - h[k]
-                excess = np.where(np.abs(diff) > max_step, diff - np.sign(diff) * max_step, 0.0)
+                # the part beyond +-max_step: diff - sign(diff) max_step there, exactly 0 within
+                excess = diff - np.minimum(np.maximum(diff, -max_step), max_step)
                 move = 0.25 * excess                    # a quarter: stable with four neighbours
                 if axis == 0:
                     flux[:-1, :] += move
@@ -184,10 +185,10 @@ def blade_step(world, blade, edge_ne_m, yaw_rad, moved_m, target_level_m):
     if moved_m == 0.0:
         return
     # footprint swept by the edge this step: along in [0, moved], lateral in [-half_w, half_w]
-    rows, cols, along, lateral = _band(world, edge_ne_m, c, s, half_w + 0.5 * cell, -0.5 * cell, moved_m)
-    if rows.size:
-        inside = (np.abs(lateral) <= half_w) & (along >= -0.5 * cell) & (along <= moved_m)
-        rows, cols = rows[inside], cols[inside]
+    band = _band(world, edge_ne_m, c, s, half_w + 0.5 * cell, -0.5 * cell, moved_m)
+    if band is not None:
+        i0, j0, along, lateral = band
+        rows, cols = _cells(i0, j0, (np.abs(lateral) <= half_w) & (along >= -0.5 * cell) & (along <= moved_m))
         h = world.height_m[rows, cols]
         cut = np.clip(h - target_level_m, 0.0, None)
         h = h - cut
@@ -216,7 +217,9 @@ def blade_step(world, blade, edge_ne_m, yaw_rad, moved_m, target_level_m):
 
 
 def _band(world, origin_ne_m, c, s, half_width_m, along_min_m, along_max_m):
-    """Cells near the rectangle (along in [along_min, along_max], |lateral| <= half_width)."""
+    """The block of cells around the rectangle (along in [along_min, along_max], |lateral| <= half_width):
+    (first row, first column, along (m), lateral (m)) of the cell centres as 2-D arrays over the block, or
+    None when the block is outside the world."""
     cell = world.cell_m
     corners_n = []
     corners_e = []
@@ -229,17 +232,17 @@ def _band(world, origin_ne_m, c, s, half_width_m, along_min_m, along_max_m):
     j0 = max(0, int(math.floor(min(corners_e) / cell)))
     j1 = min(world.cols - 1, int(math.floor(max(corners_e) / cell)))
     if i1 < i0 or j1 < j0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0), np.zeros(0)
-    row_index = np.arange(i0, i1 + 1)
-    col_index = np.arange(j0, j1 + 1)
-    # a column of rows against a row of columns: the grid by broadcasting, in the row-major order of ravel
-    dn = ((row_index + 0.5) * cell - origin_ne_m[0])[:, None]
-    de = ((col_index + 0.5) * cell - origin_ne_m[1])[None, :]
-    along = c * dn + s * de
-    lateral = -s * dn + c * de
-    return (np.repeat(row_index, col_index.size), np.tile(col_index, row_index.size),
-            along.ravel(), lateral.ravel())
+        return None
+    # a column of rows against a row of columns: the block by broadcasting
+    dn = ((np.arange(i0, i1 + 1) + 0.5) * cell - origin_ne_m[0])[:, None]
+    de = ((np.arange(j0, j1 + 1) + 0.5) * cell - origin_ne_m[1])[None, :]
+    return i0, j0, c * dn + s * de, -s * dn + c * de
+
+
+def _cells(i0, j0, inside):
+    """(rows, columns) of the cells where the block mask ``inside`` (from :func:`_band`) holds, row-major."""
+    block_rows, block_cols = np.nonzero(inside)
+    return block_rows + i0, block_cols + j0
 
 
 def _deposit_band(world, origin_ne_m, c, s, half_width_m, along_min_m, along_len_m, volume_m3):
@@ -247,12 +250,14 @@ def _deposit_band(world, origin_ne_m, c, s, half_width_m, along_min_m, along_len
     outside the world, onto the nearest in-world cell (volume is never lost)."""
     if volume_m3 <= 0.0:
         return
-    rows, cols, along, lateral = _band(world, origin_ne_m, c, s, half_width_m, along_min_m,
-                                       along_min_m + along_len_m)
-    inside = (np.abs(lateral) <= half_width_m + 0.5 * world.cell_m) & \
-             (along >= along_min_m - 0.5 * world.cell_m) & (along <= along_min_m + along_len_m + 0.5 * world.cell_m)
-    rows, cols = rows[inside], cols[inside]
-    if rows.size == 0:
+    band = _band(world, origin_ne_m, c, s, half_width_m, along_min_m, along_min_m + along_len_m)
+    rows = ()
+    if band is not None:
+        i0, j0, along, lateral = band
+        rows, cols = _cells(i0, j0, (np.abs(lateral) <= half_width_m + 0.5 * world.cell_m)
+                            & (along >= along_min_m - 0.5 * world.cell_m)
+                            & (along <= along_min_m + along_len_m + 0.5 * world.cell_m))
+    if len(rows) == 0:
         i = min(world.rows - 1, max(0, int(origin_ne_m[0] / world.cell_m)))
         j = min(world.cols - 1, max(0, int(origin_ne_m[1] / world.cell_m)))
         rows, cols = np.array([i]), np.array([j])
