@@ -66,6 +66,23 @@ def _g_beta(alpha_rad, rho_rad, beta_rad, phi_rad, delta_rad):
     return 2.0 * csc2_b * _cot(beta_rad) / a - csc2_b * csc2_b / (a * a) - csc2_u + csc2_e
 
 
+def _slope_and_curvature(beta_rad, cot_rho, alpha_phi_rad, delta_rho_phi_rad):
+    """(:func:`dlog_n_gamma_dbeta`, :func:`_g_beta`) at ``beta_rad`` from the terms that do not depend on beta
+    (cot rho, alpha + phi, delta + rho + phi): the same operations in the same order, so the same bits, with
+    the sines and cosines shared between the two."""
+    s_b = np.sin(beta_rad)
+    cot_b = np.cos(beta_rad) / s_b
+    a = cot_rho + cot_b
+    u = alpha_phi_rad + beta_rad
+    e = delta_rho_phi_rad + beta_rad
+    s_u = np.sin(u)
+    s_e = np.sin(e)
+    slope = -1.0 / (s_b * s_b * a) + np.cos(u) / s_u - np.cos(e) / s_e
+    csc2_b = 1.0 / s_b ** 2
+    curvature = 2.0 * csc2_b * cot_b / a - csc2_b * csc2_b / (a * a) - 1.0 / s_u ** 2 + 1.0 / s_e ** 2
+    return slope, curvature
+
+
 def beta_star(alpha_rad, rho_rad, phi_rad, delta_rad, beta_min_rad=DEFAULTS["beta_min_rad"],
               eta_max_rad=DEFAULTS["eta_max_rad"], tol_rad=1e-12, iterations=100):
     """(beta*, at_bound) arrays: the minimiser of N_gamma over the admissible interval (see
@@ -84,13 +101,13 @@ def beta_star(alpha_rad, rho_rad, phi_rad, delta_rad, beta_min_rad=DEFAULTS["bet
     beta = np.clip(beta_eq11(phi), lo, hi)
     done = at_hi | at_lo
     out = np.where(at_hi, hi, np.where(at_lo, lo, beta))
+    cot_rho, alpha_phi, delta_rho_phi = _cot(rho), alpha + phi, delta + rho + phi
     for _ in range(iterations):
         if np.all(done):
             break
-        g = dlog_n_gamma_dbeta(alpha, rho, beta, phi, delta)
+        g, gb = _slope_and_curvature(beta, cot_rho, alpha_phi, delta_rho_phi)
         lo = np.where(g < 0.0, beta, lo)
         hi = np.where(g < 0.0, hi, beta)
-        gb = _g_beta(alpha, rho, beta, phi, delta)
         with np.errstate(divide="ignore", invalid="ignore"):
             newton = beta - g / gb
         ok = (gb > 0.0) & (newton > lo) & (newton < hi)

@@ -278,3 +278,16 @@ def test_numpy_path_agrees_with_the_pure_path():
         assert abs(x_np - fee.wedge_length(theta_k[2], theta_k[0], b)) < 1e-12
     bad_u = [np.array([-1.0]), np.array([R(30.0)]), np.array([16e3]), np.array([0.0]), np.array([R(20.0)])]
     assert not fee_numpy.force(bad_u, [np.array([0.0]), np.array([R(80.0)]), 0.2, 1.85, 0.0])[4][0]
+
+
+def test_the_newton_steps_shared_terms_give_the_separate_functions_bits():
+    """beta_star's Newton step computes the slope and curvature of ln N_gamma together from the terms that do
+    not depend on beta: bit for bit what dlog_n_gamma_dbeta and _g_beta give (the failure angles, and with
+    them every force and estimate, stay as they were)."""
+    rng = np.random.default_rng(5)
+    n = 20000
+    alpha, rho = rng.uniform(-0.4, 0.5, n), rng.uniform(0.2, 1.5, n)
+    phi, delta, beta = rng.uniform(0.1, 0.9, n), rng.uniform(0.0, 0.7, n), rng.uniform(0.02, 1.2, n)
+    slope, curvature = fee_numpy._slope_and_curvature(beta, fee_numpy._cot(rho), alpha + phi, delta + rho + phi)
+    assert np.array_equal(slope, fee_numpy.dlog_n_gamma_dbeta(alpha, rho, beta, phi, delta))
+    assert np.array_equal(curvature, fee_numpy._g_beta(alpha, rho, beta, phi, delta))
