@@ -375,9 +375,13 @@ def test_training_agent1_on_noise_free_data_keeps_its_own_cache(tmp_path):
         train_policy.main(common + ["--out", str(tmp_path / "sf")])
 
 
+FAST_ESKF = dict(EPISODE_DEFAULTS, estimator_impl="cython")     # the compiled ES-EKF: the pure path's bits
+
+
 def test_episode_chunks_collected_separately_equal_one_collection():
-    whole = dataset.collect(2, seed=1)
-    parts = dataset.merge(dataset.collect(1, seed=1), dataset.collect(1, seed=1, first_episode=1))
+    whole = dataset.collect(2, seed=1, config=FAST_ESKF)
+    parts = dataset.merge(dataset.collect(1, seed=1, config=FAST_ESKF),
+                          dataset.collect(1, seed=1, first_episode=1, config=FAST_ESKF))
     for key in dataset.RECORD_KEYS:
         assert np.array_equal(whole[key], parts[key])
 
@@ -407,9 +411,8 @@ def test_mirror_augmentation_flips_crops_and_way_point_labels_together():
 
 def test_dataset_collected_in_worker_processes_equals_one_collection():
     from harness.training.grading_policy import dataset
-    fast = dict(EPISODE_DEFAULTS, estimator_impl="cython")     # the compiled ES-EKF: the pure path's bits
-    one = dataset.collect(3, seed=5, config=fast)
-    split = dataset.collect_parallel(3, 5, workers=2, config=fast)
+    one = dataset.collect(3, seed=5, config=FAST_ESKF)
+    split = dataset.collect_parallel(3, 5, workers=2, config=FAST_ESKF)
     assert len(one["true_pose"]) > 0
     for key in dataset.RECORD_KEYS:
         assert np.array_equal(one[key], split[key]), key
