@@ -524,6 +524,7 @@ async function replChar(c) {
 // program runs in the raw REPL, whose "OK" (the acknowledgement of a plain raw-REPL program) is not sent.
 async function endPaste(code, c) {
   emit([4]);
+  flush();                                 // the host has it before the program runs, as on a board
   if (c === 3) {
     emit(Buffer.from("\x04KeyboardInterrupt: \r\n\x04>", "latin1"));
   } else if (code.length === 0) {
