@@ -106,11 +106,13 @@ def beta_star(alpha_rad, rho_rad, phi_rad, delta_rad, beta_min_rad=DEFAULTS["bet
         if np.all(done):
             break
         g, gb = _slope_and_curvature(beta, cot_rho, alpha_phi, delta_rho_phi)
-        lo = np.where(g < 0.0, beta, lo)
-        hi = np.where(g < 0.0, hi, beta)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            newton = beta - g / gb
-        ok = (gb > 0.0) & (newton > lo) & (newton < hi)
+        descending = g < 0.0
+        lo = np.where(descending, beta, lo)
+        hi = np.where(descending, hi, beta)
+        convex = gb > 0.0
+        # the Newton step where the curvature is positive (elsewhere the bisection is taken, whatever it is)
+        newton = beta - np.divide(g, gb, out=np.zeros_like(g), where=convex)
+        ok = convex & (newton > lo) & (newton < hi)
         new = np.where(ok, newton, 0.5 * (lo + hi))
         finished = ~done & ((np.abs(new - beta) <= tol_rad) | (hi - lo <= tol_rad))
         out = np.where(finished, new, out)
