@@ -30,6 +30,9 @@ import pytest
     ("mp-board", "batch_ticks=0", "config.batch_ticks must be an integer >= 1"),
     ("mp-board", "aiding.yaw_sigma_rad=-0.1", "config.aiding.yaw_sigma_rad must be a number >= 0"),
     ("grading", "agent=\"agent3\"", "config.agent must be one of 'expert', 'agent1', 'agent2', got 'agent3'"),
+    ("swarm-fixed", "episode.goal_radius_m=2.0",
+     "config.episode.goal_radius_m (2 m) must be below half the arena (arena_m 4 m)"),
+    ("swarm-random", "episode.goal_radius_m=1e6", "must be below half the arena"),
     ("grading", "world.spoil_band_m=99.0",
      "config.world.spoil_band_m, config.world.size_m must be a spoil band narrower than the world's north side"),
 ])

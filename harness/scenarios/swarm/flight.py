@@ -157,6 +157,9 @@ def check_config(config):
     problem = range_problem(c, SETTING_RANGES)
     if problem:
         raise ValueError(problem)
+    if c["goal_radius_m"] >= 0.5 * c["arena_m"]:
+        raise ValueError("goal_radius_m (%g m) must be below half the arena (arena_m %g m): goals would count as "
+                         "reached from across the arena" % (c["goal_radius_m"], c["arena_m"]))
     agent_checked_config(agent_config(c))      # the agent's settings go by the same names (mode: agent_mode)
     return c
 
