@@ -1,4 +1,10 @@
 """The runtime deployed to the virtual MicroPython board gives the same outputs as CPython (1e-9)."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
 import numpy as np
 import pytest
 
@@ -7,6 +13,7 @@ from harness.config import ConfigError, merge
 from harness.scenarios import load, prepare
 from harness.scenarios.context import RunContext
 from onboard.comms import line_link as ll
+from onboard.deploy.build import REPO_ROOT
 from onboard.runtime.link_runtime import LinkRuntime, runtime_config
 
 pytestmark = pytest.mark.timeout(180)
@@ -145,3 +152,28 @@ def test_a_pull_log_path_that_cannot_be_written_is_refused_before_the_deploy(tmp
     assert msg.startswith("setting config.pull_log: %s" % path) and needle in msg and "\n" not in msg, msg
     _mod, config = prepare("mp-board", {"pull_log": str(tmp_path / "folder" / "board_log.mcap")})
     assert config["pull_log"].endswith("board_log.mcap")
+
+
+def test_a_pull_log_folder_without_write_permission_is_refused_before_the_deploy():
+    """A read-only folder for ``pull_log``: one line naming the setting. As root (CI) permissions do not bind, so
+    the check runs in a child process that drops to the unprivileged user ``nobody`` once it has imported what it
+    needs (root's Python installation may not be readable to that user)."""
+    top = tempfile.mkdtemp(prefix="pull_log_ro_")
+    try:
+        os.chmod(top, 0o755)
+        folder = os.path.join(top, "ro")
+        os.mkdir(folder, 0o555)
+        os.chmod(folder, 0o555)
+        path = os.path.join(folder, "board_log.mcap")
+        drop = "os.setgid(65534); os.setuid(65534)\n" if os.geteuid() == 0 else ""
+        script = ("import os\nfrom harness.config import ConfigError\nfrom harness.scenarios import load, prepare\n"
+                  "load('mp-board')\n" + drop +
+                  "try:\n    prepare('mp-board', {'pull_log': %r})\nexcept ConfigError as exc:\n    print(exc)\n" % path)
+        proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=120, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        assert proc.returncode == 0, proc.stderr[-800:]
+        assert proc.stdout == "setting config.pull_log: %s cannot be written (no write permission)\n" % path, \
+            proc.stdout
+    finally:
+        os.chmod(os.path.join(top, "ro"), 0o755)
+        shutil.rmtree(top)
