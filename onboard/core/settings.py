@@ -59,18 +59,23 @@ def _type_ok(default, value):
     return isinstance(value, type(default))
 
 
-def _finite(value):
-    """False for a NaN or infinite float, also inside lists (e.g. way-points) and tables."""
-    if isinstance(value, float):
-        return value - value == 0
+def _leaves(value):
+    """The values inside ``value``: itself, or the leaves of its lists and tables (e.g. way-points), in order."""
     if isinstance(value, (list, tuple)):
         for v in value:
-            if not _finite(v):
-                return False
-    if isinstance(value, dict):
+            yield from _leaves(v)
+    elif isinstance(value, dict):
         for k in value:
-            if not _finite(value[k]):
-                return False
+            yield from _leaves(value[k])
+    else:
+        yield value
+
+
+def _finite(value):
+    """False for a NaN or infinite float, also inside lists (e.g. way-points) and tables."""
+    for v in _leaves(value):
+        if isinstance(v, float) and not v - v == 0:
+            return False
     return True
 
 
@@ -81,18 +86,9 @@ MAX_MAGNITUDE = 1e12
 
 def _too_large(value):
     """The first number in ``value`` (lists and tables too) whose magnitude exceeds MAX_MAGNITUDE, or None."""
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            found = _too_large(v)
-            if found is not None:
-                return found
-    elif isinstance(value, dict):
-        for k in value:
-            found = _too_large(value[k])
-            if found is not None:
-                return found
-    elif isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_MAGNITUDE:
-        return value
+    for v in _leaves(value):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) > MAX_MAGNITUDE:
+            return v
     return None
 
 
