@@ -125,8 +125,6 @@ class HillDrive:
         self.on_mode = on_mode
         self.commands = 0
         self.stops = 0
-        self.last_cmd = None
-        self.last_pitch_rad = None
         self.node = None
 
     def attach(self, node):
@@ -135,7 +133,6 @@ class HillDrive:
 
     def _control(self, now_us):
         pitch = self.pitch.pitch_rad
-        self.last_pitch_rad = pitch
         stop = self.node.failsafe.engaged or pitch is None
         if stop:
             self.stops += 1
@@ -148,7 +145,6 @@ class HillDrive:
             cmd = WheelCmd(now_us, left, right)
             self.commands += 1
             self.motors.command(cmd)
-        self.last_cmd = cmd
         self.node.output(self.output, now_us, cmd)
         if not stop and self.on_mode is not None:
             self.on_mode(self.behaviour.mode, now_us)
