@@ -287,11 +287,12 @@ def check_settings(config):
 
 
 def _check_pull_log_path(path):
-    """ConfigError unless ``path`` (the pulled log's OUT.mcap) and the raw copy ``OUT.bin`` beside it
-    (``onboard.deploy.pull_log``) can be written: checked before the deploy and the lockstep run, which the
-    log is pulled after."""
+    """ConfigError unless ``path`` (the pulled log's OUT.mcap) and the raw copy beside it (OUT.bin,
+    ``onboard.deploy.pull_log.raw_log_path``) can be written: checked before the deploy and the lockstep run,
+    which the log is pulled after."""
+    from onboard.deploy.pull_log import raw_log_path
     folder = os.path.dirname(os.path.abspath(path))
-    raw = os.path.splitext(path)[0] + ".bin"
+    raw = raw_log_path(path)
     if os.path.isdir(path):
         raise ConfigError("setting config.pull_log: %s is a folder, not an .mcap file path" % path)
     if os.path.isdir(raw):

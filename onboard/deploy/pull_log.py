@@ -90,13 +90,18 @@ def describe(contents, counts):
     return "; ".join(parts)
 
 
+def raw_log_path(out_path):
+    """Where :func:`pull_log` keeps the fetched raw log of ``out_path`` (OUT.mcap): ``OUT.bin`` beside it."""
+    return os.path.splitext(out_path)[0] + ".bin"
+
+
 def pull_log(board, port, out_path, timeout_s=10.0, log=print, boards_dir=None, log_bin=None):
     """Fetch (or, with ``log_bin``, take that local copy of) the board's ring log and write ``out_path``
     (MCAP). -> result dict (``exit_code`` 0, or EXIT_LOG_DAMAGED when records were lost)."""
     from onboard.runtime.ring_log import read_log
     manifest = load_manifest(board, boards_dir)
     if log_bin is None:
-        local = os.path.splitext(out_path)[0] + ".bin"
+        local = raw_log_path(out_path)
         fetch(manifest, port, local, timeout_s=timeout_s)
     else:
         local = log_bin
