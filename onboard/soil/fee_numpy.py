@@ -58,18 +58,12 @@ def dlog_n_gamma_dbeta(alpha_rad, rho_rad, beta_rad, phi_rad, delta_rad):
             - _cot(delta_rad + rho_rad + phi_rad + beta_rad))
 
 
-def _g_beta(alpha_rad, rho_rad, beta_rad, phi_rad, delta_rad):
-    a = _cot(rho_rad) + _cot(beta_rad)
-    csc2_b = 1.0 / np.sin(beta_rad) ** 2
-    csc2_u = 1.0 / np.sin(alpha_rad + phi_rad + beta_rad) ** 2
-    csc2_e = 1.0 / np.sin(delta_rad + rho_rad + phi_rad + beta_rad) ** 2
-    return 2.0 * csc2_b * _cot(beta_rad) / a - csc2_b * csc2_b / (a * a) - csc2_u + csc2_e
-
-
 def _slope_and_curvature(beta_rad, cot_rho, alpha_phi_rad, delta_rho_phi_rad):
-    """(:func:`dlog_n_gamma_dbeta`, :func:`_g_beta`) at ``beta_rad`` from the terms that do not depend on beta
-    (cot rho, alpha + phi, delta + rho + phi): the same operations in the same order, so the same bits, with
-    the sines and cosines shared between the two."""
+    """(:func:`dlog_n_gamma_dbeta`, d^2 ln N_gamma / d beta^2) at ``beta_rad`` from the terms that do not depend
+    on beta (cot rho, alpha + phi, delta + rho + phi), the sines and cosines shared between the two; the slope
+    is :func:`dlog_n_gamma_dbeta`'s operations in its order, so its bits. With A = cot rho + cot beta, u = alpha +
+    phi + beta, e = delta + rho + phi + beta the curvature is
+    2 csc^2(beta) cot(beta) / A - csc^4(beta) / A^2 - csc^2(u) + csc^2(e)."""
     s_b = np.sin(beta_rad)
     cot_b = np.cos(beta_rad) / s_b
     a = cot_rho + cot_b
