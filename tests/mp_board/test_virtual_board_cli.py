@@ -59,6 +59,15 @@ def _interrupt_spinning_program(port, program, banner):
         proc.stderr.close()
 
 
+def _wait_for_boot_prompt(port):
+    """Read the board's power-on banner and prompt: boot.py (and main.py) have run."""
+    fd = os.open(port, os.O_RDWR | os.O_NOCTTY)
+    try:
+        _read_until(fd, b"for more information.\r\n>>> ")
+    finally:
+        os.close(fd)
+
+
 def _start_cli(*args):
     proc = subprocess.Popen([sys.executable, "-m", "harness", "virtual-board"] + list(args), cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -74,6 +83,9 @@ def test_command_serves_mpremote_lists_sizes_and_stops_on_sigint_with_counters(t
     proc, port = _start_cli("--flash-dir", str(flash), "--flash-bytes", "262144")
     try:
         assert port.startswith("/dev/")
+        # the port is there before boot.py has run, as a board's USB serial is, and a Ctrl-C sent during it
+        # interrupts boot.py as on a board: mpremote's first Ctrl-C waits for the power-on prompt
+        _wait_for_boot_prompt(port)
         r = _mpremote(port, "exec", "print(1+1)")
         assert (r.returncode, r.stdout.strip()) == (0, "2"), r.stderr
 
