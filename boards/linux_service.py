@@ -107,13 +107,40 @@ def run_until_stopped(app, clock, stop, duration_s=None, chunk_us=CHUNK_US):
         app.run(clock, now + chunk_us)
 
 
-def unit_text(template, python, workdir, config, user):
-    """``template`` (a systemd unit with {python}, {workdir}, {config}, {user}) filled in; ConfigError when
-    a path is not absolute (systemd needs absolute paths)."""
+UNIT_TEMPLATE = """[Unit]
+Description=Onboard runtime: {description}
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=simple
+User={user}
+SupplementaryGroups={groups}
+WorkingDirectory={workdir}
+Environment=PYTHONUNBUFFERED=1
+ExecStart={python} -m {package} run --config {config}
+# SIGTERM: the runtime {on_stop} and closes its MCAP log
+KillSignal=SIGTERM
+SuccessExitStatus=130 143
+KillMode=mixed
+TimeoutStopSec=5
+Restart=on-failure
+RestartSec=2
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def unit_text(description, package, groups, on_stop, python, workdir, config, user):
+    """The board's systemd unit: ``description`` (what runs), ``package`` (``boards.NAME``, run with
+    ``-m``), ``groups`` (its supplementary groups, space-separated), ``on_stop`` (what SIGTERM makes safe);
+    ConfigError when a path is not absolute (systemd needs absolute paths)."""
     for name, value in (("python", python), ("workdir", workdir), ("config", config)):
         if not os.path.isabs(value):
             raise ConfigError("%s must be an absolute path, got %r" % (name, value))
-    return template.format(python=python, workdir=workdir, config=config, user=user)
+    return UNIT_TEMPLATE.format(description=description, package=package, groups=groups, on_stop=on_stop,
+                                python=python, workdir=workdir, config=config, user=user)
 
 
 def _write_unit(text, output):

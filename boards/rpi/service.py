@@ -301,34 +301,10 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=N
     return stop.exit_status()
 
 
-UNIT_TEMPLATE = """[Unit]
-Description=Onboard runtime: Raspberry Pi ground robot (VESC motors, MPU-6050, MCAP log)
-After=network-online.target
-Wants=network-online.target
-
-[Service]
-Type=simple
-User={user}
-SupplementaryGroups=dialout i2c
-WorkingDirectory={workdir}
-Environment=PYTHONUNBUFFERED=1
-ExecStart={python} -m boards.rpi run --config {config}
-# SIGTERM: the runtime releases the motors (SetCurrent 0) and closes its MCAP log
-KillSignal=SIGTERM
-SuccessExitStatus=130 143
-KillMode=mixed
-TimeoutStopSec=5
-Restart=on-failure
-RestartSec=2
-
-[Install]
-WantedBy=multi-user.target
-"""
-
-
 def service_unit(python, workdir, config, user="pi"):
     """Text of the systemd unit (``/etc/systemd/system/onboard-rpi.service``)."""
-    return unit_text(UNIT_TEMPLATE, python, workdir, config, user)
+    return unit_text("Raspberry Pi ground robot (VESC motors, MPU-6050, MCAP log)",
+                     "boards.rpi", "dialout i2c", "releases the motors (SetCurrent 0)", python, workdir, config, user)
 
 
 def main(argv=None, i2c_buses=None, prog="python -m boards.rpi"):

@@ -200,34 +200,10 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, port_paths=
     return stop.exit_status()
 
 
-UNIT_TEMPLATE = """[Unit]
-Description=Onboard runtime: WAM-V boat (GNSS NMEA, heading HDT/ROT, two VESC outboards, MCAP log)
-After=network-online.target
-Wants=network-online.target
-
-[Service]
-Type=simple
-User={user}
-SupplementaryGroups=dialout
-WorkingDirectory={workdir}
-Environment=PYTHONUNBUFFERED=1
-ExecStart={python} -m boards.wamv run --config {config}
-# SIGTERM: the runtime releases both outboards (SetCurrent 0) and closes its MCAP log
-KillSignal=SIGTERM
-SuccessExitStatus=130 143
-KillMode=mixed
-TimeoutStopSec=5
-Restart=on-failure
-RestartSec=2
-
-[Install]
-WantedBy=multi-user.target
-"""
-
-
 def service_unit(python, workdir, config, user="wamv"):
     """Text of the systemd unit (``/etc/systemd/system/onboard-wamv.service``)."""
-    return unit_text(UNIT_TEMPLATE, python, workdir, config, user)
+    return unit_text("WAM-V boat (GNSS NMEA, heading HDT/ROT, two VESC outboards, MCAP log)",
+                     "boards.wamv", "dialout", "releases both outboards (SetCurrent 0)", python, workdir, config, user)
 
 
 def main(argv=None, port_paths=None, prog="python -m boards.wamv"):
