@@ -47,7 +47,7 @@ from onboard.core.rotations import euler_to_dcm
 from onboard.core.settings import ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_at_least, one_of, \
     or_null, pair, within
 from onboard.soil.blind_map import blade_footprint
-from onboard.soil.blind_map_numpy import slip_height as eq12_slip_height
+from onboard.soil.blind_map_numpy import blade_mask, pair_passes, slip_pass, slip_height as eq12_slip_height
 from harness.sim.soil_world import loose_properties
 
 DEFAULTS = {
@@ -500,52 +500,15 @@ class SoilTerrain:
             return 0.0
         h = self.height_m[i0:i1 + 1, j0:j1 + 1]
         loose = self.loose_m[i0:i1 + 1, j0:j1 + 1]
-        masked = np.zeros(h.shape, dtype=bool)
-        zmask = np.full(h.shape, np.inf)
-        for k, z in (mask or {}).items():
-            i, j = k // self.n_east - i0, k % self.n_east - j0
-            if 0 <= i < h.shape[0] and 0 <= j < h.shape[1]:
-                masked[i, j] = True
-                zmask[i, j] = z
+        masked, underside_m = blade_mask(mask or {}, h.shape, self.n_east, i0, j0)
         repose = self._repose_step()
-        ni, nj = h.shape
         moved = 0.0
         for _ in range(iterations):
             moved_pass = 0.0
-            for axis in (0, 1):
-                for parity in (0, 1):
-                    if axis == 0:
-                        first = (parity - i0) % 2
-                        count = len(range(first, ni - 1, 2))
-                        a_idx = (slice(first, first + 2 * count, 2), slice(0, nj))
-                        b_idx = (slice(first + 1, first + 1 + 2 * count, 2), slice(0, nj))
-                    else:
-                        first = (parity - j0) % 2
-                        count = len(range(first, nj - 1, 2))
-                        a_idx = (slice(0, ni), slice(first, first + 2 * count, 2))
-                        b_idx = (slice(0, ni), slice(first + 1, first + 1 + 2 * count, 2))
-                    if count == 0:
-                        continue
-                    ha, hb = h[a_idx].copy(), h[b_idx].copy()
-                    la, lb = loose[a_idx].copy(), loose[b_idx].copy()
-                    a_src = ha >= hb
-                    step = np.minimum(np.where(a_src, ha - hb, hb - ha), np.where(a_src, la, lb))
-                    src_masked = np.where(a_src, masked[a_idx], masked[b_idx])
-                    active = ((la > 0.0) | (lb > 0.0)) & (step > repose) & ~src_masked
-                    if not np.any(active):
-                        continue
-                    slip = np.zeros(step.shape)
-                    slip[active] = self._slip(step[active])
-                    dst_masked = np.where(a_src, masked[b_idx], masked[a_idx])
-                    room = np.where(a_src, zmask[b_idx] - hb, zmask[a_idx] - ha)
-                    slip = np.where(dst_masked, np.where(room <= 0.0, 0.0, np.minimum(slip, room)), slip)
-                    slip = np.where(slip > 0.0, slip, 0.0)
-                    sign = np.where(a_src, 1.0, -1.0)
-                    h[a_idx] = ha - sign * slip
-                    h[b_idx] = hb + sign * slip
-                    loose[a_idx] = la - sign * slip
-                    loose[b_idx] = lb + sign * slip
-                    moved_pass += float(slip.sum())
+            for a_idx, b_idx in pair_passes(h.shape, i0, j0):
+                done = slip_pass(h, loose, masked, underside_m, a_idx, b_idx, repose, self._slip)
+                if done is not None:
+                    moved_pass += float(done[0].sum())
             moved += moved_pass
             if moved_pass == 0.0:
                 break

@@ -838,13 +838,9 @@ def slip_height(step_m, run_m, cohesion_pa, friction_rad, unit_weight_npm3, dt_s
     return min(travel * math.sin(a), 0.5 * (step_m - run_m * math.tan(friction_rad)))
 
 
-def erode(grid, centre_ne_m, mask, cohesion_pa, friction_rad, unit_weight_npm3, dt_s, iterations, roi_m):
-    """PerformSoilErosion (soil paper Alg. 5, eq. 12) of the loose soil (c_l [Pa], phi_l [rad], gamma_l
-    [N/m^3]) in the square of half size ``roi_m`` around ``centre_ne_m``: ``iterations`` times four passes
-    of disjoint 4-neighbour pairs with slip steps of ``dt_s`` (module docstring); ``mask`` = {flat index:
-    swept-volume or blade bottom height [m, up]} (E and Z; empty for none).
-    Conserves the sum of the elevation and of the loose layer exactly up to rounding. Returns the
-    volume moved [m^3]."""
+def erosion_window(grid, centre_ne_m, roi_m):
+    """The cells (i0, i1, j0, j1), first and last row and column, of the square of half size ``roi_m`` [m]
+    around ``centre_ne_m`` (NE [m]) clipped to the grid; None when the square misses the grid."""
     g = grid.cell_m
     ij = grid.index_of(centre_ne_m[0], centre_ne_m[1])
     if ij is None:
@@ -856,7 +852,22 @@ def erode(grid, centre_ne_m, mask, cohesion_pa, friction_rad, unit_weight_npm3, 
     i0, i1 = max(ci - half, 0), min(ci + half, grid.n_north - 1)
     j0, j1 = max(cj - half, 0), min(cj + half, grid.n_east - 1)
     if i0 > i1 or j0 > j1:
+        return None
+    return i0, i1, j0, j1
+
+
+def erode(grid, centre_ne_m, mask, cohesion_pa, friction_rad, unit_weight_npm3, dt_s, iterations, roi_m):
+    """PerformSoilErosion (soil paper Alg. 5, eq. 12) of the loose soil (c_l [Pa], phi_l [rad], gamma_l
+    [N/m^3]) in the square of half size ``roi_m`` around ``centre_ne_m``: ``iterations`` times four passes
+    of disjoint 4-neighbour pairs with slip steps of ``dt_s`` (module docstring); ``mask`` = {flat index:
+    swept-volume or blade bottom height [m, up]} (E and Z; empty for none).
+    Conserves the sum of the elevation and of the loose layer exactly up to rounding. Returns the
+    volume moved [m^3]."""
+    window = erosion_window(grid, centre_ne_m, roi_m)
+    if window is None:
         return 0.0
+    i0, i1, j0, j1 = window
+    g = grid.cell_m
     h = grid.layer(ELEVATION)
     loose = grid.layer(LOOSE)
     var = grid.layer(ELEVATION_VAR)

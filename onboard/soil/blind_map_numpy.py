@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from onboard.soil.blind_map import GRAVITY_MPS2
+from onboard.soil.blind_map import GRAVITY_MPS2, erosion_window
 from onboard.soil.grid_map import ELEVATION, ELEVATION_VAR, LOOSE
 from onboard.soil.grid_map_numpy import view
 
@@ -33,74 +33,98 @@ def slip_height(step_m, run_m, cohesion_pa, friction_rad, unit_weight_npm3, dt_s
     return out
 
 
+def blade_mask(mask, shape, n_east, i0, j0):
+    """(masked, underside_m) arrays over a window of ``shape`` cells whose first cell is the grid's (i0, j0):
+    the cells of ``mask`` ({flat index of a grid with ``n_east`` columns: underside height [m, up]}; cells
+    outside the window are left out) and their underside heights (inf elsewhere)."""
+    masked = np.zeros(shape, dtype=bool)
+    underside_m = np.full(shape, np.inf)
+    for k, z in mask.items():
+        i, j = k // n_east - i0, k % n_east - j0
+        if 0 <= i < shape[0] and 0 <= j < shape[1]:
+            masked[i, j] = True
+            underside_m[i, j] = z
+    return masked, underside_m
+
+
+def pair_passes(shape, i0, j0):
+    """The four passes of disjoint 4-neighbour pairs over a window of ``shape`` cells whose first cell is
+    the grid's (i0, j0), as ``onboard.soil.blind_map.erode`` runs them: north pairs from even grid rows,
+    then odd rows, then east pairs likewise (parity by the grid's index, so a window pairs as the whole
+    grid does). Yields (a_idx, b_idx), the slices of each pair's first and second cell; a pass without a
+    pair is left out."""
+    ni, nj = shape
+    for axis in (0, 1):
+        for parity in (0, 1):
+            if axis == 0:
+                first = (parity - i0) % 2
+                count = len(range(first, ni - 1, 2))
+                a_idx = (slice(first, first + 2 * count, 2), slice(0, nj))
+                b_idx = (slice(first + 1, first + 1 + 2 * count, 2), slice(0, nj))
+            else:
+                first = (parity - j0) % 2
+                count = len(range(first, nj - 1, 2))
+                a_idx = (slice(0, ni), slice(first, first + 2 * count, 2))
+                b_idx = (slice(0, ni), slice(first + 1, first + 1 + 2 * count, 2))
+            if count:
+                yield a_idx, b_idx
+
+
+def slip_pass(h, loose, masked, underside_m, a_idx, b_idx, repose_m, slip_of):
+    """One pass of disjoint pairs (soil paper Alg. 5): in each pair with loose soil whose step (height
+    difference [m], at most the higher cell's loose soil) exceeds ``repose_m``, loose soil slips from the
+    higher cell to the lower one by ``slip_of(steps)`` [m] (an array of the active steps), never out of a
+    masked cell and into one only up to its underside. Updates ``h`` and ``loose`` [m] in place; returns
+    (slip [m] per pair, a_src: the pair's first cell was the source), or None when no pair is active."""
+    ha, hb = h[a_idx].copy(), h[b_idx].copy()
+    la, lb = loose[a_idx].copy(), loose[b_idx].copy()
+    a_src = ha >= hb
+    step = np.minimum(np.where(a_src, ha - hb, hb - ha), np.where(a_src, la, lb))
+    src_masked = np.where(a_src, masked[a_idx], masked[b_idx])
+    active = ((la > 0.0) | (lb > 0.0)) & (step > repose_m) & ~src_masked
+    if not np.any(active):
+        return None
+    slip = np.zeros(step.shape)
+    slip[active] = slip_of(step[active])
+    dst_masked = np.where(a_src, masked[b_idx], masked[a_idx])
+    room = np.where(a_src, underside_m[b_idx] - hb, underside_m[a_idx] - ha)
+    slip = np.where(dst_masked, np.where(room <= 0.0, 0.0, np.minimum(slip, room)), slip)
+    slip = np.where(slip > 0.0, slip, 0.0)
+    sign = np.where(a_src, 1.0, -1.0)
+    h[a_idx] = ha - sign * slip
+    h[b_idx] = hb + sign * slip
+    loose[a_idx] = la - sign * slip
+    loose[b_idx] = lb + sign * slip
+    return slip, a_src
+
+
 def erode(grid, centre_ne_m, mask, cohesion_pa, friction_rad, unit_weight_npm3, dt_s, iterations, roi_m):
     """PerformSoilErosion (soil paper Alg. 5) as ``onboard.soil.blind_map.erode``; returns the volume moved
     [m^3]."""
-    g = grid.cell_m
-    ij = grid.index_of(centre_ne_m[0], centre_ne_m[1])
-    if ij is None:
-        ci = int(math.floor((centre_ne_m[0] - grid.origin_n_m) / g))
-        cj = int(math.floor((centre_ne_m[1] - grid.origin_e_m) / g))
-    else:
-        ci, cj = ij
-    half = int(math.ceil(roi_m / g))
-    i0, i1 = max(ci - half, 0), min(ci + half, grid.n_north - 1)
-    j0, j1 = max(cj - half, 0), min(cj + half, grid.n_east - 1)
-    if i0 > i1 or j0 > j1:
+    window = erosion_window(grid, centre_ne_m, roi_m)
+    if window is None:
         return 0.0
+    i0, i1, j0, j1 = window
+    g = grid.cell_m
     h = view(grid, ELEVATION)[i0:i1 + 1, j0:j1 + 1]
     loose = view(grid, LOOSE)[i0:i1 + 1, j0:j1 + 1]
     var = view(grid, ELEVATION_VAR)[i0:i1 + 1, j0:j1 + 1]
-    masked = np.zeros(h.shape, dtype=bool)
-    zmask = np.full(h.shape, np.inf)
-    ne = grid.n_east
-    for k, z in mask.items():
-        i, j = k // ne - i0, k % ne - j0
-        if 0 <= i < h.shape[0] and 0 <= j < h.shape[1]:
-            masked[i, j] = True
-            zmask[i, j] = z
+    masked, underside_m = blade_mask(mask, h.shape, grid.n_east, i0, j0)
     repose = g * math.tan(friction_rad)
+
+    def slip_of(steps_m):
+        return slip_height(steps_m, g, cohesion_pa, friction_rad, unit_weight_npm3, dt_s)
+
     moved = 0.0
-    ni, nj = h.shape
     for _ in range(iterations):
-        for axis in (0, 1):
-            for parity in (0, 1):
-                if axis == 0:
-                    first = (parity - i0) % 2
-                    count = len(range(first, ni - 1, 2))
-                    a_idx = (slice(first, first + 2 * count, 2), slice(0, nj))
-                    b_idx = (slice(first + 1, first + 1 + 2 * count, 2), slice(0, nj))
-                else:
-                    first = (parity - j0) % 2
-                    count = len(range(first, nj - 1, 2))
-                    a_idx = (slice(0, ni), slice(first, first + 2 * count, 2))
-                    b_idx = (slice(0, ni), slice(first + 1, first + 1 + 2 * count, 2))
-                if count == 0:
-                    continue
-                ha, hb = h[a_idx].copy(), h[b_idx].copy()
-                la, lb = loose[a_idx].copy(), loose[b_idx].copy()
-                a_src = ha >= hb
-                step = np.where(a_src, ha - hb, hb - ha)
-                lsrc = np.where(a_src, la, lb)
-                step = np.minimum(step, lsrc)
-                src_masked = np.where(a_src, masked[a_idx], masked[b_idx])
-                active = ((la > 0.0) | (lb > 0.0)) & (step > repose) & ~src_masked
-                if not np.any(active):
-                    continue
-                slip = np.zeros(step.shape)
-                slip[active] = slip_height(step[active], g, cohesion_pa, friction_rad, unit_weight_npm3, dt_s)
-                dst_masked = np.where(a_src, masked[b_idx], masked[a_idx])
-                room = np.where(a_src, zmask[b_idx] - hb, zmask[a_idx] - ha)
-                slip = np.where(dst_masked, np.where(room <= 0.0, 0.0, np.minimum(slip, room)), slip)
-                slip = np.where(slip > 0.0, slip, 0.0)
-                sign = np.where(a_src, 1.0, -1.0)
-                h[a_idx] = ha - sign * slip
-                h[b_idx] = hb + sign * slip
-                loose[a_idx] = la - sign * slip
-                loose[b_idx] = lb + sign * slip
-                va, vb = var[a_idx].copy(), var[b_idx].copy()
-                extra = 0.25 * slip * slip
-                var[a_idx] = np.where(a_src, va, va + extra)
-                var[b_idx] = np.where(a_src, vb + extra, vb)
-                moved += float(slip.sum())
+        for a_idx, b_idx in pair_passes(h.shape, i0, j0):
+            done = slip_pass(h, loose, masked, underside_m, a_idx, b_idx, repose, slip_of)
+            if done is None:
+                continue
+            slip, a_src = done
+            va, vb = var[a_idx].copy(), var[b_idx].copy()
+            extra = 0.25 * slip * slip
+            var[a_idx] = np.where(a_src, va, va + extra)
+            var[b_idx] = np.where(a_src, vb + extra, vb)
+            moved += float(slip.sum())
     return moved * g * g
