@@ -40,6 +40,7 @@ with signing (HELLO ``signing`` = 1) drops a command without a valid trailer and
 """
 import struct
 
+from onboard.comms.cobs import cobs_decode, cobs_encode
 from onboard.comms.crc import crc16_ccitt_false
 from onboard.comms.siphash import siphash24
 
@@ -162,49 +163,6 @@ class ProtocolError(ValueError):
 
 def _faults_text(flags):
     return [name for bit, name in FAULT_NAMES if flags & bit]
-
-
-# ---------------------------------------------------------------- COBS
-def cobs_encode(data):
-    """COBS-encode ``data`` (bytes); the result holds no 0x00 (the frame end is not added)."""
-    out = bytearray()
-    block = bytearray()
-    for b in data:
-        if b == 0:
-            out.append(len(block) + 1)
-            out.extend(block)
-            block = bytearray()
-        else:
-            block.append(b)
-            if len(block) == 254:
-                out.append(255)
-                out.extend(block)
-                block = bytearray()
-    out.append(len(block) + 1)
-    out.extend(block)
-    return bytes(out)
-
-
-def cobs_decode(data):
-    """Decode COBS ``data`` (no trailing 0x00). Returns bytes, or None when it is not valid COBS."""
-    out = bytearray()
-    i = 0
-    n = len(data)
-    while i < n:
-        code = data[i]
-        if code == 0:
-            return None
-        end = i + code
-        if end > n:
-            return None
-        block = data[i + 1:end]
-        if 0 in block:
-            return None
-        out.extend(block)
-        i = end
-        if code != 0xFF and i < n:
-            out.append(0)
-    return bytes(out)
 
 
 # ---------------------------------------------------------------- frames

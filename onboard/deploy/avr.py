@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import time
 
+from onboard.comms.cobs import cobs_decode, cobs_encode
 from onboard.comms.crc import crc16_ccitt_false
 from onboard.deploy.build import BOARDS_DIR, REPO_ROOT, BoardNotFound, DeployError
 
@@ -262,36 +263,6 @@ def flash(manifest, port, hex_path, timeout_s=60.0, attempts=None, log=print):
 
 
 # ------------------------------------------------------------------ HELLO
-def cobs_encode(data):
-    out = bytearray()
-    block = bytearray()
-    for b in data:
-        if b == 0:
-            out.append(len(block) + 1)
-            out += block
-            block = bytearray()
-        else:
-            block.append(b)
-    out.append(len(block) + 1)
-    out += block
-    return bytes(out)
-
-
-def cobs_decode(data):
-    """COBS-decoded ``data`` (one frame without its 0x00), or None when its structure is broken."""
-    out = bytearray()
-    i = 0
-    while i < len(data):
-        c = data[i]
-        if c == 0 or i + c > len(data):
-            return None
-        out += data[i + 1:i + c]
-        i += c
-        if c < 0xFF and i < len(data):
-            out.append(0)
-    return bytes(out)
-
-
 def get_hello_frame(seq):
     """GET_HELLO (type 0x08, empty body), as on the wire (PROTOCOL.md section 2)."""
     raw = bytes((MSG_GET_HELLO, seq & 0xFF))
