@@ -149,7 +149,8 @@ def add_parser(subparsers):
         description="Locate a pinger from each ping's hydrophone time differences and the boat pose at the ping "
                     "(RobotX AAVS III-D-1): RANSAC over the time-difference contours of all pings, least-squares "
                     "refinement, covariance. Prints north_m, east_m, the covariance and the inlier count; --out "
-                    "writes DIR/pinger.json. Exit 2 on a malformed file or argument.",
+                    "writes DIR/pinger.json. Exit 2 on a malformed file or argument. The file format: "
+                    "docs/formats/pinger-pings.md.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pings", metavar="PINGS.csv",
                    help="columns time_s,boat_north_m,boat_east_m,boat_yaw_rad,tdoa_1_0_s,tdoa_2_0_s[,tdoa_3_0_s...]")

@@ -11,7 +11,8 @@ user's **heightmap file** (``file``: a grayscale PNG or a .npy array, read by th
 ``height_scale_m`` (a PNG's value is its intensity, white = 1), or, when that is null, scaled so the file's
 highest value is ``peak_m``; each pixel covers ``pixel_m`` on the ground (null: one ``cell_m`` cell, or
 more so that the file's smaller side covers ``min_side_m``: a 16 x 16 file becomes 1 m x 1 m), resampled
-bilinearly to ``cell_m`` cells; the file sits on the bed. The grid, a file's or the generated field's, has at
+bilinearly to ``cell_m`` cells; the file sits on the bed, its first row (a PNG's top edge) along the north
+edge. The grid, a file's or the generated field's, has at
 most ``MAX_CELLS`` (1024 x 1024) cells: a larger one is a ConfigError line, checked before it is made.
 
 Track contact (per track, each time the terrain is stepped; the SCM-lite model the thesis's reading aid
@@ -164,7 +165,8 @@ def build_world(config, rng):
     heights = None
     size = cfg["size_m"]
     if cfg["file"] is not None:
-        heights = resample(file_heights_m(cfg["file"], cfg["height_scale_m"], cfg["peak_m"]), cell,
+        # the file's first row is the north edge (as in level-grid); the world's row 0 is the south edge
+        heights = resample(np.flipud(file_heights_m(cfg["file"], cfg["height_scale_m"], cfg["peak_m"])), cell,
                            cfg["pixel_m"], cfg["min_side_m"])
         size = [heights.shape[0] * cell, heights.shape[1] * cell]
     else:

@@ -19,7 +19,9 @@ heights are kept as a flat row-major list of ints (``h[row * cols + col]``) for 
 - **A user's terrain file** (``file``): a grayscale PNG (8 or 16 bit; an RGB(A) image whose channels are
   equal passes) read as intensities in [0, 1] (white = 1), or a ``.npy`` 2-D array of heights. Heights =
   round(value * ``height_scale``); ``height_scale`` null means a PNG's white is ``max_units`` and a .npy
-  holds units. The file sets the grid's size. A missing, empty, malformed, non-grayscale, non-finite or
+  holds units. The file reads as an image viewer shows it: its first row (a PNG's top edge) is the grid's north
+  edge, its first column the west edge (the Sandbox reads its PNG alike). The file sets the grid's size. A
+  format description for users: ``docs/formats/terrain-heightmap.md``. A missing, empty, malformed, non-grayscale, non-finite or
   negative file raises :class:`onboard.core.settings.ConfigError` with one line naming the file.
 """
 import math
@@ -146,7 +148,8 @@ def _npy_values(path):
 
 
 def load_heights(path, height_scale=None, max_units=12):
-    """Heights (2-D int64 array, units) from a user's terrain file (see the module docstring)."""
+    """Heights (2-D int64 array, units) from a user's terrain file (see the module docstring), rows in the
+    file's order: row 0 is its first row (a PNG's top edge)."""
     if not isinstance(path, str) or not path:
         raise ConfigError("terrain file must be a path, got %r" % (path,))
     if os.path.isdir(path):
@@ -188,7 +191,8 @@ def build_heights(config, rng):
     """Heights of the configured terrain: the user's file when ``file`` is set, else the generator."""
     cfg = checked(DEFAULTS, SETTING_RANGES, config, "terrain")
     if cfg["file"] is not None:
-        return load_heights(cfg["file"], cfg["height_scale"], cfg["max_units"])
+        # the file's first row is the north edge; the grid's row 0 is the south edge
+        return np.flipud(load_heights(cfg["file"], cfg["height_scale"], cfg["max_units"]))
     return generate(cfg, rng)
 
 

@@ -140,3 +140,15 @@ def test_a_climbing_track_slips_and_throws_sand_downhill():
     assert contact.sheared_m3 > 0.0 and abs(world.volume_m3() - v0) <= 1e-15
     gained = world.height_m - h0
     assert gained[15, 19:21].min() > 0.0 and gained[24, 19:21].max() <= 0.0   # behind (south) gains, ahead not
+
+
+def test_a_files_first_row_is_the_north_edge(tmp_path):
+    """As in level-grid and the Sandbox: the file's first row lies along the north edge of the sand world."""
+    npy = tmp_path / "north_dune.npy"
+    heights = np.zeros((12, 20))
+    heights[:3, :] = 0.03                                       # a dune along the file's top edge
+    np.save(npy, heights)
+    world = _world({"file": str(npy), "cell_m": 0.05, "bed_m": 0.02, "height_scale_m": 1.0, "pixel_m": 0.05,
+                    "erosion_iterations": 0})
+    north_half, south_half = world.height_m[6:], world.height_m[:6]
+    assert north_half.sum() > south_half.sum() + 0.5 * 3 * 20 * 0.03

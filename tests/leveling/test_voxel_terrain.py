@@ -146,3 +146,15 @@ def test_bad_terrain_files_give_one_clear_line(tmp_path):
         message = str(info.value)
         assert needle in message, (name, message)
         assert "\n" not in message and name in message
+
+
+def test_a_files_first_row_is_the_north_edge(tmp_path):
+    """A heightmap file reads as an image viewer shows it (and as the Sandbox reads its PNG): its first row (a
+    PNG's top edge) is the grid's north edge, its first column the west edge; grid row 0 is the south edge."""
+    arr = np.array([[9.0, 9.0, 5.0], [0.0, 0.0, 1.0]])          # high along the top edge, one corner marked
+    np.save(tmp_path / "north_high.npy", arr)
+    png = _png(tmp_path / "north_high.png", np.array([[255, 255, 128], [0, 0, 21]], dtype=np.uint8), "L")
+    for path, top in ((str(tmp_path / "north_high.npy"), [9, 9, 5]), (png, [12, 12, 6])):
+        grid = build_heights({"file": path}, None)
+        assert grid[-1].tolist() == top                         # the northmost row: the file's first
+        assert grid[0].tolist() == [0, 0, 1]                    # the southmost: its last
