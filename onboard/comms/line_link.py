@@ -117,10 +117,15 @@ def decode(line):
 
 
 def parse_int(s):
-    try:
-        return int(s)
-    except ValueError:
+    """An integer field: an optional ``-`` and ASCII digits (what both interpreters read alike: CPython's
+    ``int()`` also takes underscores, spaces, ``+`` and non-ASCII digits); LinkError otherwise."""
+    digits = s[1:] if s[:1] == "-" else s
+    if not digits:
         raise LinkError("integer field is not decimal: %r" % (s,))
+    for ch in digits:
+        if ch < "0" or ch > "9":
+            raise LinkError("integer field is not decimal: %r" % (s,))
+    return int(s)
 
 
 def imu_fields(sample):

@@ -48,14 +48,27 @@ def _fields(line):
     return body.split(",")
 
 
+def _digits(text):
+    """True for a non-empty run of the digits 0-9 (no sign, space, exponent, "nan" that int/float take)."""
+    if not text:
+        return False
+    for ch in text:
+        if ch < "0" or ch > "9":
+            return False
+    return True
+
+
 def _angle(value, hemi, deg_digits):
     if len(value) < deg_digits + 2 or hemi not in ("N", "S", "E", "W"):
         raise NmeaError("bad coordinate %r %r" % (value, hemi))
-    try:
-        deg = int(value[:deg_digits]) + float(value[deg_digits:]) / 60.0
-    except ValueError:
+    whole, _, frac = value[deg_digits:].partition(".")
+    if not (_digits(value[:deg_digits]) and _digits(whole) and (not frac or _digits(frac))):
         raise NmeaError("bad coordinate %r" % (value,))
-    if not deg == deg or deg > (90.0 if deg_digits == 2 else 180.0):
+    minutes = float(value[deg_digits:])
+    if minutes >= 60.0:
+        raise NmeaError("coordinate minutes out of range %r" % (value,))
+    deg = int(value[:deg_digits]) + minutes / 60.0
+    if deg > (90.0 if deg_digits == 2 else 180.0):
         raise NmeaError("coordinate out of range %r" % (value,))
     return -deg if hemi in ("S", "W") else deg
 

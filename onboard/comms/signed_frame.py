@@ -158,7 +158,8 @@ class FrameVerifier:
 
     ``keys``: {key_id: key bytes}. ``floor``: the counter mark saved before a reboot (frames at or below it
     are refused; 0 for a fresh link). ``persist(mark)``: None, or called with a new mark to save whenever an
-    accepted counter passes the saved one (``reserve`` ahead, see the module's doc)."""
+    accepted counter passes the saved one (``reserve`` ahead, see the module's doc); a ``persist`` that raises
+    leaves the verifier as it was (the frame is not accepted; the exception reaches the caller)."""
 
     def __init__(self, keys, floor=0, persist=None, reserve=DEFAULT_RESERVE):
         if not keys:
@@ -194,12 +195,15 @@ class FrameVerifier:
         if counter <= last or counter <= self.floor:
             self.counts["replayed"] += 1
             return None
+        if counter >= self.saved_mark:
+            # saved before anything changes: a persist that raises leaves the frame unaccepted and the
+            # mark in memory at the one saved, so the next fresh frame saves it again
+            mark = min(counter + self.reserve, COUNTER_MAX)
+            if self.persist is not None:
+                self.persist(mark)
+            self.saved_mark = mark
         self.last[stream] = counter
         self.counts["accepted"] += 1
-        if counter >= self.saved_mark:
-            self.saved_mark = min(counter + self.reserve, COUNTER_MAX)
-            if self.persist is not None:
-                self.persist(self.saved_mark)
         return payload
 
     def report(self):

@@ -109,7 +109,7 @@ def _merged(defaults, overrides, owner, prefix, rules):
         raise ConfigError("%s settings%s must be a table of settings, got %r"
                           % (owner, " " + prefix[:-1] if prefix else "", overrides))
     for key in overrides:
-        path = prefix + key
+        path = prefix + (key if isinstance(key, str) else str(key))
         value = overrides[key]
         if key not in defaults:
             near = closest(key, defaults) if isinstance(key, str) else None
@@ -184,9 +184,16 @@ def within(lo, hi):
     return ("a number in [%g, %g]" % (lo, hi), lambda v: is_number(v) and lo <= v <= hi)
 
 
+def _is_choice(value, choice):
+    """``value`` is ``choice``'s value, a boolean only for a boolean (``True == 1`` in Python)."""
+    return value == choice and isinstance(value, bool) == isinstance(choice, bool)
+
+
 def one_of(*choices):
-    """One of ``choices`` (None is written as null, as in the JSON and TOML configs)."""
-    return ("one of %s" % ", ".join("null" if c is None else repr(c) for c in choices), lambda v: v in choices)
+    """One of ``choices`` (None is written as null, as in the JSON and TOML configs); true/false match only
+    the choices True/False, and a number only a number."""
+    return ("one of %s" % ", ".join("null" if c is None else repr(c) for c in choices),
+            lambda v: any(_is_choice(v, c) for c in choices))
 
 
 def vector(count, rule, ordered=False):

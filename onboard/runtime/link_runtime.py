@@ -13,7 +13,8 @@ counted, and changes nothing.
 Signed links: with a ``verifier`` (:class:`onboard.comms.signed_frame.FrameVerifier`) every line must
 be a signed line (:func:`onboard.comms.line_link.sign_line`); with ``require_signed`` and no verifier
 (a board whose link key was never provisioned) every line is refused. Refused lines are counted in
-``auth_rejected`` (and by the verifier, by reason) and answered ``X``.
+``auth_rejected`` (and by the verifier, by reason) and answered ``X``; so is a line whose counter mark the
+verifier could not save (an OSError of its ``persist``: a full or failing flash).
 """
 from onboard.comms import line_link as ll
 from onboard.core.samples import ImuSample, PoseSample, SampleError
@@ -46,6 +47,11 @@ class LinkRuntime:
             except ll.LinkError as exc:
                 self.auth_rejected += 1
                 return [ll.encode("X", [str(exc).replace(",", ";")])]
+            except OSError as exc:
+                # the verifier could not save its counter mark (flash full or failing): the line is not
+                # accepted and the verifier is unchanged (signed_frame.FrameVerifier.open)
+                self.auth_rejected += 1
+                return [ll.encode("X", [("counter mark not saved: %s" % (exc,)).replace(",", ";")])]
         try:
             tag, fields = ll.decode(line)
             return self._dispatch(tag, fields)

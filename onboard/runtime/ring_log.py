@@ -25,7 +25,8 @@ starts with the record's time (int64, us) because it differs from the message's 
 The file is created once at its full size (zeros), so the log never grows past ``size_bytes`` of
 flash. Each :class:`RingLogSink` opened on it starts a new *session* (the header's counter + 1): the
 meta area is rewritten and data records start again at data_start; older sessions' records that
-were not overwritten yet are ignored by the reader (counted as ``stale``).
+were not overwritten yet are ignored by the reader (counted as ``stale``). After session
+``SESSION_MAX`` the file is zeroed again and the count starts again at 1.
 
 Writing in batches: the sink only holds what it is given (``(topic, time_us, msg)``, no encoding on
 the app's step) until ``batch_records`` are held, then frames them all and writes them with one
@@ -550,14 +551,17 @@ class RingLogSink:
             if f.tell() == self.size_bytes:
                 f.seek(0)
                 prev = parse_header(f.read(HEADER_BYTES))
-            if prev is None or prev[1] != self.size_bytes or prev[2] != self.meta_bytes:
+            if (prev is None or prev[1] != self.size_bytes or prev[2] != self.meta_bytes
+                    or prev[0] >= SESSION_MAX):
+                # (after session SESSION_MAX the number starts again at 1: the file is zeroed, so that no
+                # record of an older session of the same number is read as the new one's)
                 prev = None
                 f.close()
                 f = None
         if f is None:
             self._create()
             f = open(self.path, "r+b")
-        self.session = 1 if prev is None or prev[0] >= SESSION_MAX else prev[0] + 1
+        self.session = 1 if prev is None else prev[0] + 1
         try:
             f.seek(0)
             f.write(_header(self.session, self.size_bytes, self.meta_bytes))
@@ -608,10 +612,18 @@ class RingLogSink:
             self.write_held()
 
     def _failed(self, exc):
+        """A write error: counted, kept in ``error``, the log stopped (the file closed; a close that fails
+        as well, as a buffered file on a failing flash does, is ignored: recording never stops the app)."""
         self.write_errors += 1
         self.error = "write failed: %s" % (exc,)
         self._held = []
-        self.close()
+        f = self._f
+        self._f = None
+        if f is not None:
+            try:
+                f.close()
+            except OSError:
+                pass
 
     def write_held(self):
         """Encode the held messages and write their records, in order, with one ``write`` per run of
@@ -742,12 +754,13 @@ class RingLogSink:
         if self._f is not None and self._held:
             self.write_held()
         f = self._f
-        self._f = None
         if f is not None:
             try:
                 f.flush()
-            finally:
                 f.close()
+            except OSError as exc:
+                self._failed(exc)
+            self._f = None
 
     @property
     def closed(self):
@@ -854,7 +867,7 @@ def read_log(data):
             continue
         try:
             out.records.append(_decode(t, rid, payload, samples))
-        except (ValueError, TypeError, IndexError, KeyError):
+        except _STRUCT_ERRORS + (IndexError, KeyError):   # struct.error: a body short for its topic's layout
             out.undecodable += 1
     return out
 

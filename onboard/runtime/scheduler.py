@@ -72,7 +72,7 @@ class Scheduler:
             if name in names:
                 raise SchedulerConfigError("rate group %r declared twice" % (name,))
             names.add(name)
-            if not (isinstance(rate_hz, int) and rate_hz > 0):
+            if not (isinstance(rate_hz, int) and not isinstance(rate_hz, bool) and rate_hz > 0):
                 raise SchedulerConfigError("rate of group %r must be a positive whole number of Hz, got %r"
                                            % (name, rate_hz))
             self.groups.append(RateGroup(name, rate_hz, fn))

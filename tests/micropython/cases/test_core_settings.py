@@ -96,3 +96,24 @@ def test_checked_merges_refuses_and_relates_settings():
         "Thing settings gain, block.rate_hz must be a gain below the rate, got 20.0, 10"
     assert closest("wheelbse_m", ["wheelbase_m", "wheel_radius_m"]) == "wheelbase_m"
     assert closest("zzzz", ["wheelbase_m"]) is None
+
+
+def test_a_key_that_is_not_text_is_an_unknown_setting_with_one_line():
+    """A table built in code (or a JSON/TOML loader's output gone wrong) with a number for a key: the one-line
+    ConfigError of an unknown setting, not a TypeError from joining the key to its block's path."""
+    defaults = {"gain": 1.0, "block": {"rate_hz": 10}}
+    assert _refused(defaults, {}, {1: 2.0}) == "unknown Thing setting '1' (known: block, gain)"
+    assert _refused(defaults, {}, {"block": {None: 5}}) == "unknown Thing setting 'block.None' (known: block.rate_hz)"
+
+
+def test_one_of_numbers_refuses_a_boolean_and_one_of_booleans_refuses_a_number():
+    """``True == 1`` in Python: ``one_of(1, -1)`` must still refuse true, and ``one_of(True, False)`` refuse 0/1
+    (a setting with a rule is checked by its rule alone, so no type check catches it)."""
+    text, ok = one_of(1, -1)
+    assert ok(1) and ok(-1) and not ok(True) and not ok(0)
+    text, ok = one_of(True, False)
+    assert ok(True) and ok(False) and not ok(1) and not ok(0)
+    text, ok = one_of(None, "a")
+    assert ok(None) and ok("a") and not ok(False) and not ok(0)
+    assert _refused({"sign": 1}, {"sign": one_of(1, -1)}, {"sign": True}) == \
+        "Thing setting sign must be one of 1, -1, got True"

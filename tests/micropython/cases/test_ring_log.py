@@ -5,8 +5,8 @@ Written samples read back equal and in order; the file never grows past its size
 record lose only that record (dropped / torn counted); a second session ignores the first's records.
 """
 from onboard.core.samples import ImuSample, NavState, PoseSample, WheelCmd
-from onboard.runtime.ring_log import (HEADER_BYTES, RECORD_OVERHEAD_BYTES, RingLogError, RingLogSink, crc32,
-                                      crc32_pure, read_log)
+from onboard.runtime.ring_log import (HEADER_BYTES, RECORD_OVERHEAD_BYTES, SESSION_MAX, RingLogError, RingLogSink, _header,
+                                      crc32, crc32_pure, read_log)
 
 _counter = [0]
 
@@ -341,3 +341,95 @@ def test_a_sample_changed_after_it_was_made_decodes_as_its_constructor_makes_it(
     records = _records_in(path)
     assert len(records) == 2 and records[1][3] == ImuSample(20, 10, (1.0, 2.0, 3.0), (4.0, 5.0, 6.0))
     assert records[1][3].dvel_body_mps[0] == 1.0 and type(records[1][3].dvel_body_mps[0]) is float
+
+
+class _FailingFile:
+    """A file on a flash that has gone bad: every write and flush raises OSError (as a full littlefs or a
+    buffered file whose data cannot reach the disk does); closing it raises too."""
+
+    def __init__(self):
+        self.closed = False
+
+    def seek(self, *args):
+        return 0
+
+    def write(self, data):
+        raise OSError(28, "no space left on device")
+
+    def flush(self):
+        raise OSError(28, "no space left on device")
+
+    def close(self):
+        self.closed = True
+        raise OSError(28, "no space left on device")
+
+
+def test_a_failing_flash_stops_the_log_without_stopping_the_app():
+    """A write error is counted, kept in ``error`` and stops the log; nothing raises into the app, even
+    when the flush and close that follow fail as well."""
+    for how in ("batch", "flush", "close"):
+        sink = RingLogSink(_path("failing.bin"), 16384, meta_bytes=1024, batch_records=1)
+        sink("/app/config", 0, CONFIG)
+        real = sink._f
+        sink._f = _FailingFile()
+        real.close()
+        if how == "batch":
+            _tick(sink, 0)                      # batch_records=1: the write happens in the call
+        elif how == "flush":
+            sink.flush()
+        else:
+            sink._held.append(("/app/step", 1, {"time_us": 1, "tick": 0}))
+            sink.close()
+        assert sink.closed and sink.write_errors == 1 and "write failed" in sink.error, how
+        _tick(sink, 1)                          # ignored once stopped
+        sink.flush()
+        sink.close()
+        assert sink.write_errors == 1
+
+
+def test_a_session_number_that_wraps_does_not_read_an_old_lap_of_the_same_number():
+    """After session SESSION_MAX the counter starts again at 1: records left in the data area by an older
+    session 1 (of another layout) must not be read as the new session's."""
+    path = _path("wrap_session.bin")
+    old = RingLogSink(path, 16384, meta_bytes=1024)
+    assert old.session == 1
+    old("/app/config", 0, CONFIG)
+    for k in range(40):
+        old("/app/out/wheels", 1000 * k, {"time_us": 1000 * k, "a": 0.5 * k, "b": 1.5, "c": k})
+    old.close()
+    with open(path, "r+b") as f:                # the file went through SESSION_MAX - 1 more sessions
+        f.write(_header(SESSION_MAX, 16384, 1024))
+    new = RingLogSink(path, 16384, meta_bytes=1024)
+    assert new.session == 1
+    new("/app/config", 0, CONFIG)
+    for k in range(3):
+        _tick(new, k)
+    new.close()
+    log = read_log(_read(path))
+    want = []
+    for k in range(3):
+        want.extend(_expected(k))
+    assert log.session == 1 and log.dropped == 0 and log.undecodable == 0
+    _same(log.records, want)
+
+
+def test_a_record_whose_crc_holds_but_whose_body_is_short_for_its_topic_is_undecodable():
+    """A record of the session with a valid CRC but a payload shorter than its topic's layout (a stale
+    record's false resync, a writer bug) is counted ``undecodable``; the reader does not raise."""
+    from onboard.runtime.ring_log import _frame
+    path = _path("short_body.bin")
+    sink = RingLogSink(path, 16384, meta_bytes=1024)
+    sink("/app/config", 0, CONFIG)
+    for k in range(3):
+        _tick(sink, k)
+    sink.close()
+    data = bytearray(_read(path))
+    log = read_log(bytes(data))
+    n = len(log.records)
+    pos = HEADER_BYTES + 1024
+    for topic, _, _, _ in log.records:
+        pos += RECORD_OVERHEAD_BYTES + PAYLOAD_BYTES[topic]
+    rec = _frame(2, log.session, log.last_seq + 1, b"\x01\x02\x03")    # id 2: the IMU topic (64 bytes)
+    data[pos:pos + len(rec)] = rec
+    log = read_log(bytes(data))
+    assert log.undecodable == 1 and len(log.records) == n and log.last_seq == n

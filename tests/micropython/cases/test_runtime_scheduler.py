@@ -120,3 +120,14 @@ def test_the_group_rates_settings_rule_accepts_what_the_scheduler_builds():
         except SchedulerConfigError:
             built = False
         assert GROUP_RATES[1](*rates) == built, rates
+
+
+def test_a_boolean_rate_is_refused_as_the_settings_rule_refuses_it():
+    """``True`` is an int in Python: a rate of True must not build a 1 Hz group (GROUP_RATES refuses it)."""
+    for rates in ((True, 1), (100, True), (False, 1)):
+        assert not GROUP_RATES[1](*rates)
+        try:
+            Scheduler([("g%d" % i, r, None) for i, r in enumerate(rates)])
+        except SchedulerConfigError:
+            continue
+        raise AssertionError("rates %r built a scheduler" % (rates,))

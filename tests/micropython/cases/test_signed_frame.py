@@ -98,3 +98,32 @@ def test_signed_lines_of_the_line_link_round_trip_and_refuse_the_rest():
             pass
         else:
             raise AssertionError("opened %r" % (bad,))
+
+
+def test_a_mark_that_could_not_be_saved_is_saved_again_and_no_replay_after_the_reboot():
+    """``persist`` raising (flash full or failing) leaves the verifier as it was: the frame is not accepted,
+    and the next fresh frame tries to save the mark again, so a reboot never accepts a frame that was
+    accepted before it (the mark in memory must not run ahead of the one saved)."""
+    saved = []
+    failing = [True]
+
+    def persist(mark):
+        if failing[0]:
+            raise OSError("flash full")
+        saved.append(mark)
+
+    signer = sf.FrameSigner(KEY)
+    verifier = sf.FrameVerifier({0: KEY}, persist=persist, reserve=10)
+    first = signer.frame(b"first")
+    try:
+        verifier.open(first)
+    except OSError:
+        pass
+    assert verifier.last == {} and verifier.counts["accepted"] == 0 and verifier.saved_mark == 0
+    failing[0] = False
+    accepted = [signer.frame(b"%d" % k) for k in range(3)]
+    for frame in accepted:
+        assert verifier.open(frame) is not None
+    assert saved and saved[-1] >= 4                            # the mark covers every accepted counter
+    rebooted = sf.FrameVerifier({0: KEY}, floor=saved[-1], reserve=10)
+    assert all(rebooted.open(frame) is None for frame in [first] + accepted)
