@@ -15,11 +15,20 @@ class SampleError(ValueError):
 def _vec(name, value, length):
     try:
         out = tuple(float(v) for v in value)
-    except TypeError:
+    except (TypeError, ValueError):
         raise SampleError("%s must be a sequence of %d numbers" % (name, length))
     if len(out) != length:
         raise SampleError("%s must have %d entries, got %d" % (name, length, len(out)))
     return out
+
+
+def _int(name, value):
+    """A whole-number field (a time in us, a count, an id), or SampleError naming it (text, None, NaN or
+    infinity: ``int()`` raises ValueError / TypeError / OverflowError for them)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise SampleError("%s must be a whole number, got %r" % (name, value))
 
 
 def _num(name, value):
@@ -87,8 +96,8 @@ class ImuSample(_Sample):
     FIELDS = ("time_us", "dt_us", "dvel_body_mps", "dang_body_rad")
 
     def __init__(self, time_us, dt_us, dvel_body_mps, dang_body_rad):
-        self.time_us = int(time_us)
-        self.dt_us = int(dt_us)
+        self.time_us = _int("time_us", time_us)
+        self.dt_us = _int("dt_us", dt_us)
         if self.dt_us <= 0:
             raise SampleError("dt_us must be positive, got %d" % self.dt_us)
         self.dvel_body_mps = _vec("dvel_body_mps", dvel_body_mps, 3)
@@ -104,7 +113,7 @@ class PoseSample(_Sample):
     FIELDS = ("time_us", "pos_ned_m", "euler_rad", "cov_pos_m2", "cov_att_rad2")
 
     def __init__(self, time_us, pos_ned_m, euler_rad, cov_pos_m2=None, cov_att_rad2=None):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.pos_ned_m = _vec("pos_ned_m", pos_ned_m, 3)
         self.euler_rad = _vec("euler_rad", euler_rad, 3)
         self.cov_pos_m2 = None if cov_pos_m2 is None else _vec("cov_pos_m2", cov_pos_m2, 3)
@@ -117,7 +126,7 @@ class GnssSample(_Sample):
 
     def __init__(self, time_us, lat_deg, lon_deg, alt_m, vel_ned_mps=(0.0, 0.0, 0.0),
                  h_acc_m=1.0, v_acc_m=1.0):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.lat_deg = float(lat_deg)
         self.lon_deg = float(lon_deg)
         self.alt_m = float(alt_m)
@@ -131,8 +140,8 @@ class RangeSample(_Sample):
     FIELDS = ("time_us", "peer_id", "range_m", "peer_vel_mps", "range_std_m")
 
     def __init__(self, time_us, peer_id, range_m, peer_vel_mps=(0.0, 0.0), range_std_m=0.0):
-        self.time_us = int(time_us)
-        self.peer_id = int(peer_id)
+        self.time_us = _int("time_us", time_us)
+        self.peer_id = _int("peer_id", peer_id)
         self.range_m = float(range_m)
         self.peer_vel_mps = tuple(map(float, peer_vel_mps))     # no generator: one per range, hot
         self.range_std_m = float(range_std_m)
@@ -143,7 +152,7 @@ class WheelSpeedSample(_Sample):
     FIELDS = ("time_us", "left_radps", "right_radps")
 
     def __init__(self, time_us, left_radps, right_radps):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.left_radps = float(left_radps)
         self.right_radps = float(right_radps)
 
@@ -153,9 +162,9 @@ class EncoderSample(_Sample):
     FIELDS = ("time_us", "left_ticks", "right_ticks")
 
     def __init__(self, time_us, left_ticks, right_ticks):
-        self.time_us = int(time_us)
-        self.left_ticks = int(left_ticks)
-        self.right_ticks = int(right_ticks)
+        self.time_us = _int("time_us", time_us)
+        self.left_ticks = _int("left_ticks", left_ticks)
+        self.right_ticks = _int("right_ticks", right_ticks)
 
 
 class WheelCmd(_Sample):
@@ -163,7 +172,7 @@ class WheelCmd(_Sample):
     FIELDS = ("time_us", "left_radps", "right_radps")
 
     def __init__(self, time_us, left_radps, right_radps):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.left_radps = float(left_radps)
         self.right_radps = float(right_radps)
 
@@ -173,7 +182,7 @@ class TwistCmd(_Sample):
     FIELDS = ("time_us", "speed_body_mps", "yaw_rate_radps")
 
     def __init__(self, time_us, speed_body_mps, yaw_rate_radps):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.speed_body_mps = float(speed_body_mps)
         self.yaw_rate_radps = float(yaw_rate_radps)
 
@@ -183,7 +192,7 @@ class VelocitySetpoint(_Sample):
     FIELDS = ("time_us", "vel_ned_mps", "yaw_rate_radps")
 
     def __init__(self, time_us, vel_ned_mps, yaw_rate_radps=0.0):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.vel_ned_mps = _vec("vel_ned_mps", vel_ned_mps, 3)
         self.yaw_rate_radps = float(yaw_rate_radps)
 
@@ -193,7 +202,7 @@ class NavState(_Sample):
     FIELDS = ("time_us", "pos_ned_m", "vel_ned_mps", "euler_rad")
 
     def __init__(self, time_us, pos_ned_m, vel_ned_mps, euler_rad):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.pos_ned_m = _vec("pos_ned_m", pos_ned_m, 3)
         self.vel_ned_mps = _vec("vel_ned_mps", vel_ned_mps, 3)
         self.euler_rad = _vec("euler_rad", euler_rad, 3)
@@ -206,7 +215,7 @@ class FaultSet(_Sample):
     FIELDS = ("time_us", "faults")
 
     def __init__(self, time_us, faults=()):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         names = []
         for f in faults:
             if not isinstance(f, str) or not f:
@@ -231,7 +240,7 @@ class MissionCmd(_Sample):
     FIELDS = ("time_us", "waypoints_ne_m", "hold")
 
     def __init__(self, time_us, waypoints_ne_m=(), hold=False):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.hold = bool(hold)
         out = []
         for w in waypoints_ne_m:
@@ -249,7 +258,7 @@ class MissionCmd(_Sample):
                 direction = w[WAYPOINT_DIRECTION]
                 if direction not in (1, -1):
                     raise SampleError("way-point direction must be +1 or -1, got %r" % (direction,))
-                point = point + (int(direction),)
+                point = point + (_int("direction", direction),)
             out.append(point)
         if self.hold and out:
             raise SampleError("a hold command carries no way-points")
@@ -265,7 +274,7 @@ class BodyVelocitySample(_Sample):
     FIELDS = ("time_us", "vel_body_mps", "yaw_rad")
 
     def __init__(self, time_us, vel_body_mps, yaw_rad):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.vel_body_mps = _vec("vel_body_mps", vel_body_mps, 2)
         self.yaw_rad = _num("yaw_rad", yaw_rad)
 
@@ -275,7 +284,7 @@ class GoalRangeSample(_Sample):
     FIELDS = ("time_us", "range_m")
 
     def __init__(self, time_us, range_m):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.range_m = _num("range_m", range_m)
 
 
@@ -284,7 +293,7 @@ class GoalReset(_Sample):
     FIELDS = ("time_us",)
 
     def __init__(self, time_us):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
 
 
 class PitchSample(_Sample):
@@ -293,7 +302,7 @@ class PitchSample(_Sample):
     FIELDS = ("time_us", "pitch_rad")
 
     def __init__(self, time_us, pitch_rad):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.pitch_rad = _num("pitch_rad", pitch_rad)
 
 
@@ -303,7 +312,7 @@ class RandomState(_Sample):
     FIELDS = ("time_us", "state_json")
 
     def __init__(self, time_us, state_json):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         if not isinstance(state_json, str) or not state_json:
             raise SampleError("state_json must be a non-empty JSON string, got %r" % (state_json,))
         self.state_json = state_json

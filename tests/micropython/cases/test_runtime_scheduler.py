@@ -103,6 +103,24 @@ def test_samples_validate_shape():
     assert not WheelCmd(0, float("nan"), 0.0).is_finite()
 
 
+def test_a_time_or_vector_that_is_not_a_number_is_a_sample_error():
+    """Text, None, NaN or infinity where a sample wants a whole number or a vector of numbers: SampleError
+    naming the field (the watched inputs count it), not the ValueError / OverflowError of int() or float()."""
+    bad = ((lambda: ImuSample(float("nan"), 10000, [0, 0, 0], [0, 0, 0]), "time_us"),
+           (lambda: ImuSample(float("inf"), 10000, [0, 0, 0], [0, 0, 0]), "time_us"),
+           (lambda: ImuSample("soon", 10000, [0, 0, 0], [0, 0, 0]), "time_us"),
+           (lambda: ImuSample(10, None, [0, 0, 0], [0, 0, 0]), "dt_us"),
+           (lambda: ImuSample(10, 10000, ["x", 0, 0], [0, 0, 0]), "dvel_body_mps"),
+           (lambda: WheelCmd(None, 0.0, 0.0), "time_us"))
+    for make, field in bad:
+        try:
+            make()
+        except SampleError as exc:
+            assert field in str(exc), (field, str(exc))
+        else:
+            raise AssertionError("accepted a bad " + field)
+
+
 def golden_scheduler_times():
     calls = []
     sched = Scheduler([("a", 200, lambda t: None), ("b", 40, lambda t: calls.append(t))])
