@@ -11,7 +11,6 @@ Exit statuses (the same for every board): 0 stopped after ``--duration-s``, 130 
 SIGTERM (128 + the signal's number, as a shell reports it; the unit counts both as a clean stop), 2 a malformed
 config (one line naming the setting), 3 a device, port or the log cannot be opened.
 """
-import argparse
 import copy
 import json
 import os
@@ -20,6 +19,7 @@ import sys
 import time
 import tomllib
 
+from onboard.cli import OneLineParser
 from onboard.core.settings import POSITIVE, ConfigError, argument
 
 EXIT_CONFIG = 2
@@ -40,9 +40,12 @@ def read_settings(path):
             with open(path, "rb") as fh:
                 return tomllib.load(fh)
         with open(path) as fh:
-            return json.load(fh)
+            data = json.load(fh)
     except (OSError, ValueError) as exc:
         raise ConfigError("cannot read config %s: %s" % (path, exc))
+    if not isinstance(data, dict):
+        raise ConfigError("config %s must be a table of settings, got %.60s" % (path, json.dumps(data)))
+    return data
 
 
 def load_config(path, default_config, merged_config):
@@ -136,11 +139,21 @@ def unit_text(description, package, groups, on_stop, python, workdir, config, us
     """The board's systemd unit: ``description`` (what runs), ``package`` (``boards.NAME``, run with
     ``-m``), ``groups`` (its supplementary groups, space-separated), ``on_stop`` (what SIGTERM makes safe);
     ConfigError when a path is not absolute (systemd needs absolute paths)."""
-    for name, value in (("python", python), ("workdir", workdir), ("config", config)):
-        if not os.path.isabs(value):
-            raise ConfigError("%s must be an absolute path, got %r" % (name, value))
+    # a control character (a newline: another directive) or, in ExecStart, a space would break the unit; an
+    # empty User= runs the service as root
+    for name, value, spaces in (("python", python, False), ("workdir", workdir, True), ("config", config, False)):
+        if not os.path.isabs(value) or _breaks_unit(value, spaces):
+            raise ConfigError("%s must be an absolute path without %scontrol characters, got %r"
+                              % (name, "" if spaces else "spaces or ", value))
+    if not user or _breaks_unit(user, False):
+        raise ConfigError("user must be a user name (no spaces or control characters), got %r" % (user,))
     return UNIT_TEMPLATE.format(description=description, package=package, groups=groups, on_stop=on_stop,
                                 python=python, workdir=workdir, config=config, user=user)
+
+
+def _breaks_unit(value, spaces_allowed):
+    """Whether ``value`` holds a control character (or, unless ``spaces_allowed``, whitespace)."""
+    return any(ord(c) < 32 or ord(c) == 127 or (c.isspace() and not spaces_allowed) for c in value)
 
 
 def _write_unit(text, output):
@@ -163,10 +176,10 @@ def service_main(argv, prog, description, name, default_config, load, run, unit,
     ``load(path) -> cfg``; ``run(cfg, log_file, duration_s) -> exit status``; ``unit(python, workdir, config,
     user) -> text``; ``devices_line``: what exit status 3 covers. Returns the exit status.
     """
-    parser = argparse.ArgumentParser(prog=prog, description=description,
-                                     epilog="exit status: 0 stopped after --duration-s, 130/143 stopped by "
-                                            "SIGINT/SIGTERM (stopped safely, log closed), 2 malformed config "
-                                            "(one line naming the setting), 3 %s." % devices_line)
+    parser = OneLineParser(prog=prog, description=description,
+                           epilog="exit status: 0 stopped after --duration-s, 130/143 stopped by "
+                                  "SIGINT/SIGTERM (stopped safely, log closed), 2 malformed config "
+                                  "(one line naming the setting), 3 %s." % devices_line)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run the runtime until SIGTERM/SIGINT")
     p.add_argument("--config", help=".toml or .json settings (see `default-config`)")

@@ -10,9 +10,8 @@ from harness import scenarios
 from harness.config import ConfigError, load_file, non_negative_int, parse_set
 from harness.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, how_it_ended, signals_raise
 from harness.progress import close_all
+from onboard.cli import EXIT_BAD_INPUT, OneLineParser
 from onboard.deploy.build import DeployError
-
-EXIT_BAD_INPUT = 2
 EXIT_DEPLOY = 4
 
 # Modules adding their own subcommands: each defines add_parser(subparsers), whose
@@ -48,13 +47,6 @@ HARNESS_EXAMPLES = """examples:
   python -m harness settings waypoints                  # its settings: defaults and ranges
   python -m harness run --help                          # seeds, settings, the report folder
 """
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An argument error is one line on stderr (``prog: error: ...; see prog --help``), exit status 2."""
-
-    def error(self, message):
-        self.exit(EXIT_BAD_INPUT, "%s: error: %s (see `%s --help`)\n" % (self.prog, message, self.prog))
 
 
 def _resolve_scenario(arg):

@@ -32,6 +32,8 @@ def load_file(path):
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError("%s: not valid %s: %s" % (path, path.rsplit(".", 1)[-1].upper(),
                                                     str(exc).splitlines()[0]))
+    except OSError as exc:
+        raise ConfigError("cannot read %s: %s" % (path, exc.strerror or exc))
     raise ConfigError("%s: scenario files must end in .toml or .json" % path)
 
 
@@ -43,14 +45,19 @@ def merge(defaults, overrides, where="config", rules=None):
     return checked(defaults, rules or {}, overrides, where)
 
 
-def nested(settings):
-    """``{"a.b": 1, "c": 2}`` -> ``{"a": {"b": 1}, "c": 2}`` (dotted setting paths to a settings tree)."""
+def nested(settings, labels=None):
+    """``{"a.b": 1, "c": 2}`` -> ``{"a": {"b": 1}, "c": 2}`` (dotted setting paths to a settings tree);
+    ConfigError when a path goes on below a setting given a value that is no table (``a=3``, then ``a.b=1``),
+    naming the path as ``labels`` (path -> words, e.g. the ``--set`` item) gives it."""
     out = {}
     for key, value in settings.items():
         node = out
         parts = key.split(".")
-        for p in parts[:-1]:
+        for i, p in enumerate(parts[:-1]):
             node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ConfigError("%s: %s is %s, not a table of settings"
+                                  % ((labels or {}).get(key, key), ".".join(parts[:i + 1]), json.dumps(node)))
         node[parts[-1]] = value
     return out
 
@@ -70,6 +77,7 @@ def overlay(base, over):
 def parse_set(items):
     """``["a.b=1.5", "c=true"]`` -> nested dict; values parsed as JSON, else kept as strings."""
     flat = {}
+    labels = {}
     for item in items:
         if "=" not in item:
             raise ConfigError("--set expects KEY=VALUE, got %r" % item)
@@ -78,7 +86,8 @@ def parse_set(items):
             flat[key] = json.loads(text)
         except json.JSONDecodeError:
             flat[key] = text
-    return nested(flat)
+        labels[key] = "--set " + item
+    return nested(flat, labels)
 
 
 # argparse types: the text converted and checked, "expected an integer >= 1, got '0'"

@@ -28,7 +28,7 @@ import sys
 from harness.sim.micropython import MicroPythonError, available as micropython_available, onboard_files, run_micropython
 from harness.report.run_report import report_folder
 from harness.replay import (EXIT_BAD_LOG, ReplayError, compare_outputs, outputs_of, read_recording,
-                            replay_events, run_subcommand)
+                            recorded_header, replay_events, run_subcommand)
 from onboard.core.settings import ConfigError
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable, load as load_impl
 from onboard.runtime.replay_feed import OUT_PREFIX, floats_from_hex, floats_to_hex
@@ -118,8 +118,8 @@ def _impl_available(impl, modules=ESKF_IMPL_MODULES):
 
 def check(events, targets=None):
     """-> {target: {"tolerance", "topics" (compare_outputs), "within": bool}} or a skipped reason."""
-    header = events[0][3] if events else {}
-    est = header.get("config", {}).get("estimator", {})
+    header = recorded_header(events)
+    est = header["config"].get("estimator", {})
     swarm = header.get("app") == SWARM_MEMBER_APP
     impls = list(IMPLEMENTATIONS) if est.get("kind") == "eskf" or swarm else ["pure"]
     wanted = targets or impls + ["micropython"]

@@ -34,6 +34,8 @@ from mcap.records import Channel, Message, Schema
 from mcap.stream_reader import StreamReader
 
 from boards.rpi.app import RpiGroundRobot
+from harness.config import ConfigError, non_negative_float
+from harness.report.run_report import report_folder
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable
 from onboard.runtime.ground_robot import GroundRobotRuntime
 from onboard.runtime.mcap_log import McapLog
@@ -274,11 +276,8 @@ def _hill_leveler(config):
     with stand-in motors and stand-in draws whose state the recorded ``random_state`` inputs set before each
     control step."""
     from onboard.leveling.hill_app import HillLevelerApp
-    try:
-        return HillLevelerApp(lambda cmd: None, _replay_draws(), config["config"],
-                              name=config.get("name") or HillLevelerApp.APP, start_us=config.get("start_us", 0))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ReplayError("cannot rebuild the hill leveler: %s" % exc)
+    return HillLevelerApp(lambda cmd: None, _replay_draws(), config["config"],
+                          name=config.get("name") or HillLevelerApp.APP, start_us=config.get("start_us", 0))
 
 
 class _ReplayLevelerLink:
@@ -296,11 +295,8 @@ def _avr_leveler(config):
     """The AVR leveler's host app (boards.arduino.leveler_app.AvrLeveler) rebuilt from its recorded settings,
     with stand-in link and motors and stand-in draws whose state the recorded ``random_state`` inputs set."""
     from boards.arduino.leveler_app import AvrLeveler
-    try:
-        return AvrLeveler(_ReplayLevelerLink(), _replay_draws(), config["config"], config["hill"],
-                          start_us=config.get("start_us", 0), motors=_ReplayMotors())
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ReplayError("cannot rebuild the AVR leveler: %s" % exc)
+    return AvrLeveler(_ReplayLevelerLink(), _replay_draws(), config["config"], config["hill"],
+                      start_us=config.get("start_us", 0), motors=_ReplayMotors())
 
 
 # recorded app name -> fn(config) -> the app (with ``node``), rebuilt as it was recorded:
@@ -377,10 +373,10 @@ def _with_impl(config, impl):
         config = copy.deepcopy(config)
         config["impl"] = impl
         return config
-    est = config.get("estimator", {})
-    if est.get("kind") != "eskf":
-        raise ReplayError("--impl picks the ESKF's implementation, but this recording's estimator is %r"
-                          % (est.get("kind"),))
+    est = config.get("estimator")
+    kind = est.get("kind") if isinstance(est, dict) else None
+    if kind != "eskf":
+        raise ReplayError("--impl picks the ESKF's implementation, but this recording's estimator is %r" % (kind,))
     config = copy.deepcopy(config)
     config["estimator"]["impl"] = impl
     return config
@@ -419,6 +415,27 @@ def compare_outputs(logged, replayed, tolerance=0.0):
     return topics
 
 
+def _reason(exc):
+    """Why a recorded setting or record was refused, in words: a missing key's name, else the exception's text."""
+    if isinstance(exc, KeyError) and exc.args:
+        return "no %r" % (exc.args[0],)
+    return str(exc) or type(exc).__name__
+
+
+def recorded_header(events):
+    """The recording's ``/app/config`` record (its first ``/app/`` record): a table naming the ``app`` and its
+    ``config`` table; ReplayError (one line) when there is none or it was edited into something else."""
+    if not events or events[0][0] != CONFIG_TOPIC:
+        raise ReplayError("no app recording in this log (its first /app/ record must be %s)" % CONFIG_TOPIC)
+    header = events[0][3]
+    if not isinstance(header, dict) or not isinstance(header.get("app"), str):
+        raise ReplayError("the recording's %s names no app (got %.80r)" % (CONFIG_TOPIC, header))
+    if not isinstance(header.get("config"), dict):
+        raise ReplayError("the recording's %s holds no config table for app %r (got %.80r)"
+                          % (CONFIG_TOPIC, header["app"], header.get("config")))
+    return header
+
+
 def replay_events(events, impl=None, tolerance=0.0, view=None):
     """Rebuild the recorded app, feed it the recorded inputs and ticks; -> per-topic comparison.
     ``impl``: the ES-EKF implementation for the rebuilt app (pure | cython | numpy; None: as recorded).
@@ -426,22 +443,23 @@ def replay_events(events, impl=None, tolerance=0.0, view=None):
     for a MicroPython board's log); times and counts are always compared exactly. ``view``: a
     ``view(topic, time_us, schema_name, msg)`` for the rebuilt app's Foxglove views (the boat app's,
     ``VIEW_APPS``; e.g. a log recorded on the boat without them)."""
-    if not events or events[0][0] != CONFIG_TOPIC:
-        raise ReplayError("no app recording in this log (its first /app/ record must be %s)" % CONFIG_TOPIC)
-    header = events[0][3]
-    build = APPS.get(header.get("app"))
+    header = recorded_header(events)
+    build = APPS.get(header["app"])
     if build is None:
         raise ReplayError("recorded app %r is not one replay can rebuild (known: %s)"
-                          % (header.get("app"), ", ".join(sorted(APPS))))
+                          % (header["app"], ", ".join(sorted(APPS))))
     config = _with_impl(header["config"], impl)
+    if view is not None and header["app"] not in VIEW_APPS:
+        raise ReplayError("recorded app %r writes no views (--views is for: %s)"
+                          % (header["app"], ", ".join(sorted(VIEW_APPS))))
+    try:
+        app = build(config) if view is None else build(dict(config, views=True), view)
+    except ReplayError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:     # settings edited by hand: a key gone, a wrong type
+        raise ReplayError("cannot rebuild the recorded app %r from its settings: %s" % (header["app"], _reason(exc)))
     if view is not None:
-        if header.get("app") not in VIEW_APPS:
-            raise ReplayError("recorded app %r writes no views (--views is for: %s)"
-                              % (header.get("app"), ", ".join(sorted(VIEW_APPS))))
         config = dict(config, views=True)
-        app = build(config, view)
-    else:
-        app = build(config)
     node = app.node
     replayed = {}
 
@@ -451,10 +469,19 @@ def replay_events(events, impl=None, tolerance=0.0, view=None):
 
     node.record(sink, header["app"], config)
     logged = outputs_of(events)
+    fed = [None]
+
+    def tracked():              # which record the rebuilt app refused, for the message
+        for event in events[1:]:
+            fed[0] = event
+            yield event
     try:
-        inputs, _ticks = feed(node, events[1:])
+        inputs, _ticks = feed(node, tracked())
     except ReplayFeedError as exc:
         raise ReplayError(str(exc))
+    except (KeyError, TypeError, ValueError) as exc:     # a record edited by hand
+        raise ReplayError("the recorded %s at %d us cannot be fed to the rebuilt app: %s"
+                          % (fed[0][0], fed[0][2], _reason(exc)))
     topics = compare_outputs(logged, replayed, tolerance)
     est = config.get("estimator", {})
     if _is_swarm_member(config):            # its particle filters' kernels
@@ -500,8 +527,10 @@ def _plot(estimates, path):
 def cmd_replay(args):
     views_path = getattr(args, "views", None)
     views_log = None
+    out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(args.log)), "replay")
     try:
         events, damage = read_recording(args.log)
+        report_folder(out_dir)
         if views_path:
             try:
                 views_log = McapLog(views_path)
@@ -510,7 +539,7 @@ def cmd_replay(args):
         result = replay_events(events, impl=getattr(args, "impl", None),
                                tolerance=getattr(args, "tolerance", 0.0),
                                view=None if views_log is None else views_log.log_view)
-    except ReplayError as exc:
+    except (ReplayError, ConfigError) as exc:
         if views_log is not None:           # no views log left behind for a replay that did not run
             views_log.close()
             os.remove(views_path)
@@ -522,8 +551,6 @@ def cmd_replay(args):
             views_log.close()
     estimates = result.pop("estimates")
     result["damage"] = damage
-    out_dir = args.out or os.path.join(os.path.dirname(os.path.abspath(args.log)), "replay")
-    os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "replay.json"), "w") as fh:
         json.dump(result, fh, indent=2, sort_keys=True)
     if estimates[0] or estimates[1]:
@@ -573,7 +600,7 @@ def add_parser(sub):
     p.add_argument("--views", metavar="OUT.mcap", default=None,
                    help="write the rebuilt app's Foxglove views into OUT.mcap (the boat app: what it was thinking, "
                         "e.g. for a log recorded on the boat without them)")
-    p.add_argument("--tolerance", type=float, default=0.0, metavar="ABS",
+    p.add_argument("--tolerance", type=non_negative_float, default=0.0, metavar="ABS",
                    help="numbers differing by at most ABS count as identical (default 0: bit exact; "
                         "times and counts always exact)")
     p.set_defaults(func=cmd_replay)

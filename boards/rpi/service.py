@@ -222,10 +222,13 @@ def pose_verifier(pose_cfg):
                           "file of hex key digits (e.g. python3 -c 'import secrets; print(secrets.token_hex(16))' "
                           "> pose.key), or set pose.signing=off for an unsigned input on 127.0.0.1")
     try:
-        with open(path) as fh:
+        with open(path, encoding="ascii") as fh:
             key = key_from_hex(fh.read())
     except OSError as exc:
         raise ConfigError("rpi setting pose.key_file: cannot read %s: %s" % (path, exc.strerror or exc))
+    except UnicodeDecodeError:          # a raw binary key: the decoder's own message would show a key byte
+        raise ConfigError("rpi setting pose.key_file: %s: a link key must be hex digits, the file holds bytes that "
+                          "are not ASCII text" % path)
     except SigningError as exc:
         raise ConfigError("rpi setting pose.key_file: %s: %s" % (path, exc))
     mark_file = path + ".counter"

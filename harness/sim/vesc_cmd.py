@@ -19,6 +19,8 @@ import signal
 import sys
 import time
 
+from harness.config import non_negative_int
+
 PHYSICS_DT_US = 1000                    # motor step (us); the ports are serviced at least this often
 MAX_CATCH_UP_STEPS = 200                # after a host stall, steps run at once (older ones are skipped)
 FAULT_ALIASES = {"over_current": "ABS_OVER_CURRENT", "overcurrent": "ABS_OVER_CURRENT"}
@@ -56,7 +58,7 @@ def add_parser(sub):
                         "or its number")
     p.add_argument("--drop-replies", type=float, default=0.0, metavar="P",
                    help="probability that a reply frame is lost (default: 0)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the dropped replies (default: 1)")
+    p.add_argument("--seed", type=non_negative_int, default=1, help="seed of the dropped replies (default: 1)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a SimVesc setting for every VESC (repeatable; VALUE is JSON, else a string)")
     p.set_defaults(func=cmd_vescs)

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from onboard.cli import OneLineParser
 from onboard.core.settings import POSITIVE, argument
 from onboard.deploy.avr import is_avr_board, list_avr_boards
 from onboard.deploy.build import DeployError, build, list_boards, mpy_cross_version
@@ -32,7 +33,7 @@ examples:
 
 
 def build_parser():
-    p = argparse.ArgumentParser(prog="python -m onboard.deploy", description=(
+    p = OneLineParser(prog="python -m onboard.deploy", description=(
         "Deploy the onboard runtime to a MicroPython board with mpremote: builds the board's file "
         "set (only the modules it imports), optionally precompiles to .mpy with mpy-cross, copies "
         "only files whose sha256 changed into a staging folder, verifies them by sha256, switches "

@@ -29,7 +29,8 @@ import time
 
 from onboard.comms.cobs import cobs_decode, cobs_encode
 from onboard.comms.crc import crc16_ccitt_false
-from onboard.deploy.build import BOARDS_DIR, REPO_ROOT, BoardNotFound, DeployError
+from onboard.core.settings import BOOLEAN, TEXT, int_at_least, int_within
+from onboard.deploy.build import BOARDS_DIR, REPO_ROOT, BoardNotFound, DeployError, read_manifest
 
 EXIT_BAD = 2
 EXIT_NO_BOARD = 3
@@ -69,28 +70,35 @@ def list_avr_boards(boards_dir=None):
 
 REQUIRED = ("mcu", "make_target", "programmer", "upload_baud", "touch_1200", "link_on_upload_port",
             "link_baud", "board_id", "flash_max_bytes")
+# the values the keys of an AVR board's manifest take
+AVR_MANIFEST_RULES = {"mcu": TEXT, "make_target": TEXT, "programmer": TEXT, "upload_baud": int_at_least(1),
+                      "touch_1200": BOOLEAN, "link_on_upload_port": BOOLEAN, "link_baud": int_at_least(1),
+                      "board_id": int_within(0, 255), "flash_max_bytes": int_at_least(1)}
 
 
 def load_avr_manifest(board, boards_dir=None):
     """The manifest dict of AVR board ``board`` (``path`` added), or None when no AVR board has that name."""
     for path in sorted(glob.glob(os.path.join(boards_dir or BOARDS_DIR, "*", "manifest_*.json"))):
-        try:
-            with open(path) as fh:
-                m = json.load(fh)
-        except ValueError as exc:
-            raise DeployError("%s: not valid JSON (%s)" % (path, exc), EXIT_BAD)
-        if not (isinstance(m, dict) and m.get("kind") == "avr" and m.get("board") == board):
+        m = read_manifest(path, {}, ())
+        if not (m.get("kind") == "avr" and m.get("board") == board):
             continue
-        missing = [k for k in REQUIRED if k not in m]
-        if missing:
-            raise DeployError("%s: missing key %r" % (path, missing[0]), EXIT_BAD)
+        m = read_manifest(path, AVR_MANIFEST_RULES, REQUIRED)
         m["path"] = path
         return m
     return None
 
 
 def is_avr_board(board, boards_dir=None):
-    return board in list_avr_boards(boards_dir)
+    """Whether ``board`` is an AVR board: listed, or named by a ``manifest_<board>.json`` that cannot be read
+    (loading it then says why, rather than "unknown board")."""
+    if board in list_avr_boards(boards_dir):
+        return True
+    for path in glob.glob(os.path.join(boards_dir or BOARDS_DIR, "*", "manifest_%s.json" % glob.escape(board))):
+        try:
+            read_manifest(path, {}, ())
+        except DeployError:
+            return True
+    return False
 
 
 # ------------------------------------------------------------------ build
@@ -102,6 +110,8 @@ def read_avr_key(path):
             text = fh.read()
     except OSError as exc:
         raise DeployError("cannot read the link key %s: %s" % (path, exc.strerror or exc), EXIT_BAD)
+    except UnicodeDecodeError:
+        text = ""               # a raw binary key (or any non-text file): refused below, its bytes never shown
     digits = "".join(text.split())
     if not re.fullmatch("[0-9a-fA-F]{%d}" % KEY_HEX_DIGITS, digits):
         raise DeployError("link key %s: the AVR firmware needs exactly %d hex digits (a 128-bit SipHash key)"

@@ -13,6 +13,8 @@ import json
 import os
 import subprocess
 
+from onboard.core.settings import TEXT, int_at_least
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BOARDS_DIR = os.path.join(REPO_ROOT, "boards")
 
@@ -51,12 +53,40 @@ def load_manifest(board, boards_dir=None):
         known = list_boards(boards_dir)
         raise BoardNotFound("unknown board %r (%s)" % (board, "MicroPython boards: %s" % ", ".join(known) if known
                                                        else "no MicroPython board packages in %s" % boards_dir))
-    with open(path) as fh:
-        manifest = json.load(fh)
-    for key in ("entry", "flash_bytes", "micropython_version", "mpy_version", "mpy_march"):
+    manifest = read_manifest(path, MANIFEST_RULES, ("entry", "flash_bytes", "micropython_version", "mpy_version",
+                                                    "mpy_march"))
+    manifest["dir"] = os.path.dirname(path)
+    return manifest
+
+
+FILE_NAMES = ("a list of file names", lambda v: isinstance(v, list) and all(isinstance(x, str) and x for x in v))
+# the keys of a MicroPython board's manifest.json a deploy reads, and the values they take
+MANIFEST_RULES = {
+    "entry": FILE_NAMES, "keep_source": FILE_NAMES, "flash_bytes": int_at_least(1), "mpy_version": int_at_least(0),
+    "mpy_march": TEXT, "micropython_version": ("a list of integers such as [1, 27]", lambda v: isinstance(v, list)
+                                               and len(v) >= 2 and all(type(x) is int and x >= 0 for x in v)),
+}
+
+
+def read_manifest(path, rules, required):
+    """The JSON object in the board manifest ``path``, its ``required`` keys present and every key of ``rules``
+    ({key: (text, ok)}) it holds taking its values; DeployError (exit 2, one line naming the file and the key)
+    otherwise."""
+    try:
+        with open(path) as fh:
+            manifest = json.load(fh)
+    except OSError as exc:
+        raise DeployError("cannot read %s: %s" % (path, exc.strerror or exc), 2)
+    except ValueError as exc:                   # JSONDecodeError, UnicodeDecodeError
+        raise DeployError("%s: not valid JSON (%s)" % (path, str(exc).splitlines()[0]), 2)
+    if not isinstance(manifest, dict):
+        raise DeployError("%s: must be a JSON object, got %s" % (path, type(manifest).__name__), 2)
+    for key in required:
         if key not in manifest:
             raise DeployError("%s: missing key %r" % (path, key), 2)
-    manifest["dir"] = os.path.dirname(path)
+    for key, (text, ok) in rules.items():
+        if key in manifest and not ok(manifest[key]):
+            raise DeployError("%s: %s must be %s, got %.60r" % (path, key, text, manifest[key]), 2)
     return manifest
 
 
@@ -100,8 +130,12 @@ def collect_sources(manifest, root=REPO_ROOT):
         if src in seen:
             continue
         seen.add(src)
-        with open(src) as fh:
-            names = _imports(fh.read(), src)
+        try:
+            with open(src) as fh:
+                names = _imports(fh.read(), src)
+        except (SyntaxError, ValueError) as exc:        # ValueError: not UTF-8 text, or a NUL byte
+            where = " (line %s)" % exc.lineno if getattr(exc, "lineno", None) else ""
+            raise DeployError("%s is not valid Python: %s%s" % (src, getattr(exc, "msg", None) or exc, where), 2)
         for name in sorted(names):
             if not name.startswith("onboard"):
                 continue

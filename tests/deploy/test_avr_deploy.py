@@ -170,10 +170,13 @@ def test_build_only_unsigned_and_keyed(key_file, build_dir):
     assert keyed["signing"] is True and keyed["sha256"] != fw["sha256"]
 
 
-@pytest.mark.parametrize("content,args", [("0011", ()), (KEY_HEX, ("--unsigned",)), (None, ())])
+@pytest.mark.parametrize("content,args", [("0011", ()), (KEY_HEX, ("--unsigned",)), (None, ()),
+                                          (b"\xff\xfe" + bytes(range(128, 144)), ())])    # a raw binary key
 def test_bad_key_arguments_one_line_exit_2(tmp_path, content, args):
     path = tmp_path / "k"
-    if content is not None:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
         path.write_text(content)
     proc = run_deploy("uno", "--build-only", "--link-key", str(path), *args)
     assert proc.returncode == 2
@@ -181,3 +184,24 @@ def test_bad_key_arguments_one_line_exit_2(tmp_path, content, args):
     assert "0011" not in proc.stderr
     proc = run_deploy("uno", "--build-only")                 # signing off only when asked for
     assert proc.returncode == 2 and "--unsigned" in proc.stderr
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda text: text[:-3], "manifest_uno.json: not valid JSON"),
+    (lambda text: text.replace('"flash_max_bytes": 32256', '"flash_max_bytes": "x"'),
+     "manifest_uno.json: flash_max_bytes must be an integer >= 1, got 'x'"),
+    (lambda text: text.replace('"mcu": "atmega328p"', '"mcu": 5'), "manifest_uno.json: mcu must be a non-empty string"),
+])
+def test_a_broken_avr_manifest_is_one_line_naming_it(tmp_path, capsys, edit, needle):
+    """A copy of boards/arduino whose manifest_uno.json was broken: one line naming the file and the key, exit 2,
+    before anything is built."""
+    import shutil
+    from onboard.deploy.__main__ import main
+    shutil.copytree(os.path.join(REPO_ROOT, "boards", "arduino"), str(tmp_path / "boards" / "arduino"))
+    manifest = tmp_path / "boards" / "arduino" / "manifest_uno.json"
+    manifest.write_text(edit(manifest.read_text()))
+    assert main(["uno", "--build-only", "--unsigned", "--boards-dir", str(tmp_path / "boards"),
+                 "--build-dir", str(tmp_path / "build")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "build").exists()

@@ -87,3 +87,61 @@ def test_a_bad_link_key_file_is_one_line_exit_2_before_the_board_is_touched(tmp_
     assert main(["pico_rp2040", "--port", str(tmp_path / "ttyNONE"), "--link-key", str(key)]) == 2
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["uno", "--build-only", "--key-id", "x"], "argument --key-id: invalid int value: 'x'"),
+    (["pico_rp2040", "--port", "/dev/null", "--timeout", "0"], "argument --timeout: expected a number > 0, got '0'"),
+    (["pico_rp2040", "--no-such-option"], "unrecognized arguments: --no-such-option"),
+    ([], "the following arguments are required: board"),
+])
+def test_deploy_command_argument_errors_are_one_line(capsys, argv, needle):
+    """argparse's own errors too: one line (no usage block), exit 2."""
+    from onboard.deploy.__main__ import main
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "--help" in err, err
+
+
+def _broken_board(tmp_path, change):
+    """A copy of boards/pico_rp2040 (and the mp_common files it names) with ``change(folder)`` applied."""
+    import os
+    import shutil
+    from onboard.deploy.build import BOARDS_DIR
+    for name in ("pico_rp2040", "mp_common"):
+        shutil.copytree(os.path.join(BOARDS_DIR, name), str(tmp_path / name))
+    change(tmp_path / "pico_rp2040")
+    return str(tmp_path)
+
+
+def _manifest_with(**changes):
+    def change(folder):
+        import json
+        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest.update(changes)
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+    return change
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda f: (f / "manifest.json").write_text('{"board": "pico_rp2040",'), "manifest.json: not valid JSON"),
+    (lambda f: (f / "manifest.json").write_bytes(bytes(range(128, 256))), "manifest.json: not valid JSON"),
+    (_manifest_with(entry=[5]), "manifest.json: entry must be a list of file names, got [5]"),
+    (_manifest_with(entry="main.py"), "manifest.json: entry must be a list of file names, got 'main.py'"),
+    (_manifest_with(keep_source=5), "manifest.json: keep_source must be a list of file names, got 5"),
+    (_manifest_with(flash_bytes="big"), "manifest.json: flash_bytes must be an integer >= 1, got 'big'"),
+    (_manifest_with(mpy_march=None), "manifest.json: mpy_march must be a non-empty string, got None"),
+    (lambda f: (f / "board.py").write_text((f / "board.py").read_text() + "\ndef (\n"),
+     "board.py is not valid Python: invalid syntax (line"),
+])
+def test_a_broken_board_folder_is_one_line_exit_2(tmp_path, capsys, change, needle):
+    """A board folder (--boards-dir: a copy) whose manifest.json is not JSON or holds a key of the wrong type, or
+    whose entry file does not parse: one line naming the file, exit 2, nothing built."""
+    from onboard.deploy.__main__ import main
+    boards = _broken_board(tmp_path, change)
+    assert main(["pico_rp2040", "--build-only", "--boards-dir", boards]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and needle in err, err
+    assert not (tmp_path / "pico_rp2040" / "build").exists()

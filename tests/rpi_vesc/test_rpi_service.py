@@ -314,6 +314,8 @@ def test_the_bench_entry_point_passes_the_simulated_bus_in():
     (None, "rpi setting pose.key_file: the pose input is signed (pose.signing=required); give it a file of hex key"),
     ("0011", "rpi setting pose.key_file: %s: a link key must have at least 16 bytes, got 2"),
     ("not hex at all", "rpi setting pose.key_file: %s: a link key must be hex digits"),
+    (bytes(range(128, 160)), "rpi setting pose.key_file: %s: a link key must be hex digits, the file holds bytes "
+                             "that are not ASCII text"),          # a raw binary key
 ])
 def test_a_signed_pose_input_without_a_good_key_is_one_line_and_exit_2(tmp_path, capsys, key_text, needle):
     """The pose input is signed unless pose.signing=off says otherwise: no key file, or a malformed one, stops
@@ -322,7 +324,7 @@ def test_a_signed_pose_input_without_a_good_key_is_one_line_and_exit_2(tmp_path,
     pose = {"udp_port": 0}
     key_file = tmp_path / "pose.key"
     if key_text is not None:
-        key_file.write_text(key_text)
+        (key_file.write_bytes if isinstance(key_text, bytes) else key_file.write_text)(key_text)
         pose["key_file"] = str(key_file)
         needle = needle % key_file
     path = tmp_path / "cfg.json"

@@ -154,3 +154,82 @@ def test_mission_cmd_sample():
                 {"waypoints_ne_m": [5]}):
         with pytest.raises(SampleError):
             MissionCmd(0, **bad)
+
+
+def _edited_recording(path, edit):
+    """A short ground-robot recording (0.3 s) written through ``edit(topic, msg) -> msg`` (a recording whose
+    settings or records were edited by hand)."""
+    log = McapLog(str(path))
+
+    def sink(topic, time_us, msg):
+        log.log(topic, time_us, edit(topic, json.loads(json.dumps(msg)) if isinstance(msg, dict) else msg))
+
+    app = GroundRobotRuntime([(2.0, 0.0)], _Motors())
+    app.record(sink)
+    for t in range(0, 300000, 10000):
+        app.on_imu(ImuSample(t + 10000, 10000, (0.0, 0.0, -0.0980665), (0.0, 0.0, 0.0)))
+        if t % 100000 == 0:
+            app.on_pose(PoseSample(t, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+        app.step(t)
+    log.close()
+    return path
+
+
+def _edit_config(change):
+    def edit(topic, msg):
+        if topic == "/app/config":
+            change(msg)
+        return msg
+    return edit
+
+
+EDITED = {
+    "no config": (_edit_config(lambda m: m.pop("config")), "no config"),
+    "config a list": (_edit_config(lambda m: m.update(config=[1, 2])), "config"),
+    "app a list": (_edit_config(lambda m: m.update(app=[1])), "app"),
+    "no runtime": (_edit_config(lambda m: m["config"].pop("runtime")), "runtime"),
+    "no estimator": (_edit_config(lambda m: m["config"].pop("estimator")), "estimator"),
+    "waypoints not numbers": (_edit_config(lambda m: m["config"].update(waypoints_ne_m="x")), "ground_robot"),
+    "no waypoints": (_edit_config(lambda m: m["config"].update(waypoints_ne_m=[])), "way-point list is empty"),
+    "inputs garbage": (lambda t, m: _same_schema(m, {"garbage": 1}) if t.startswith("/app/in/") else m, "/app/in/"),
+    "ticks garbage": (lambda t, m: {"x": 1} if t == "/app/step" else m, "/app/step"),
+}
+
+
+def _same_schema(msg, data):
+    """``data`` logged under ``msg``'s schema (its type's name)."""
+    return type(type(msg).__name__, (), {"as_dict": lambda self: data})()
+
+
+@pytest.mark.parametrize("what", sorted(EDITED))
+def test_a_recording_edited_by_hand_is_one_line_and_exit_2(tmp_path, capsys, what):
+    """A recording whose settings or records were edited (a key removed, a wrong type, garbage in an input or
+    a tick) cannot be rebuilt or fed: one line naming what is wrong, exit 2, no report written."""
+    edit, needle = EDITED[what]
+    log = _edited_recording(tmp_path / "edited.mcap", edit)
+    for main in (main_replay, _main_conformance_pure):
+        assert main([str(log), "--out", str(tmp_path / "r")]) == EXIT_BAD_LOG
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and needle in err, err
+        assert not (tmp_path / "r" / "replay.json").exists() and not (tmp_path / "r" / "conformance.json").exists()
+
+
+def _main_conformance_pure(argv):
+    from harness.conformance import main_conformance
+    return main_conformance(argv + ["--target", "pure"])
+
+
+def test_a_report_folder_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    log = _edited_recording(tmp_path / "a.mcap", lambda t, m: m)
+    for out in (str(log), str(tmp_path / "a.mcap" / "r")):
+        assert main_replay([str(log), "--out", out]) == EXIT_BAD_LOG
+        err = capsys.readouterr().err
+        assert err.startswith("error: cannot write the report folder %s: " % out) and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("tolerance", ["nan", "-1", "inf", "x"])
+def test_the_tolerance_is_a_finite_number_at_least_0(tmp_path, capsys, tolerance):
+    with pytest.raises(SystemExit) as exc:
+        main_replay([str(tmp_path / "a.mcap"), "--tolerance", tolerance])
+    assert exc.value.code == 2
+    assert "argument --tolerance: expected a number >= 0, got %r" % tolerance in capsys.readouterr().err

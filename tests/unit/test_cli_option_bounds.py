@@ -133,3 +133,11 @@ def test_sweeps_and_conformance_check_their_report_folder_first(tmp_path, capsys
     log = tmp_path / "run" / "log.mcap"
     assert main(["run", "waypoints", "--reduced", "--quiet", "--out", str(log.parent)]) == 0
     _run_exit_2(capsys, ["conformance", str(log), "--out", str(blocked)], "cannot write the report folder")
+
+
+@pytest.mark.parametrize("server", ["crazyflies", "vescs"])
+@pytest.mark.parametrize("seed", ["-1", "x"])
+def test_the_servers_seed_is_an_integer_at_least_0_named_in_the_error(capsys, server, seed):
+    """A negative seed is refused by its option's name before anything is served (not numpy's bare "expected
+    non-negative integer")."""
+    _exit_2(capsys, [server, "--seed", seed], "argument --seed: expected an integer >= 0, got %r" % seed)

@@ -9,6 +9,8 @@ import signal
 import sys
 import threading
 
+from harness.config import non_negative_int
+
 
 SENSOR_NOISE_CHOICES = {"all": {"attitude_imu": True, "position_velocity_vbat": True},
                         "imu": {"attitude_imu": True, "position_velocity_vbat": False},
@@ -24,7 +26,7 @@ def add_parser(sub):
                    help="first UDP port; drone i gets base+i (default: 19850, where cflib scans; "
                         "0 picks free ports)")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default: 127.0.0.1)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the ranging and sensor noise (default: 1)")
+    p.add_argument("--seed", type=non_negative_int, default=1, help="seed of the ranging and sensor noise (default: 1)")
     p.add_argument("--spacing", type=float, default=1.0, help="start spacing along x in metres (default: 1.0)")
     p.add_argument("--sensor-noise", choices=SENSOR_NOISE_CHOICES, default="all",
                    help="seeded noise and biases on the logged estimates: all (attitude, gyro, acc, position, "
