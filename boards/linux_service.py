@@ -20,7 +20,7 @@ import time
 import tomllib
 
 from onboard.cli import OneLineParser
-from onboard.core.settings import POSITIVE, ConfigError, argument
+from onboard.core.settings import POSITIVE, ConfigError, argument, object_without_repeats
 
 EXIT_CONFIG = 2
 EXIT_START = 3
@@ -40,7 +40,7 @@ def read_settings(path):
             with open(path, "rb") as fh:
                 return tomllib.load(fh)
         with open(path) as fh:
-            data = json.load(fh)
+            data = json.load(fh, object_pairs_hook=object_without_repeats)
     except (OSError, ValueError) as exc:
         raise ConfigError("cannot read config %s: %s" % (path, exc))
     if not isinstance(data, dict):

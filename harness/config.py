@@ -10,9 +10,9 @@ import os
 import tomllib
 
 from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, RATE_HZ, TEXT,  # noqa: F401 (re-exported)
-                                   UNIT_OPEN, WAYPOINTS_NE_M, ConfigError, argument, checked, closest, int_at_least,
-                                   int_within, mounted, non_empty_list, one_of, or_null, pair, range_problem,
-                                   setting_problem, under, vector, within)
+                                   UNIT_OPEN, WAYPOINTS_NE_M, ConfigError, RepeatedKey, argument, checked, closest,
+                                   int_at_least, int_within, mounted, non_empty_list, object_without_repeats, one_of,
+                                   or_null, pair, range_problem, setting_problem, under, vector, within)
 
 
 def load_file(path):
@@ -25,13 +25,15 @@ def load_file(path):
                 return tomllib.load(fh)
         if path.endswith(".json"):
             with open(path) as fh:
-                data = json.load(fh)
+                data = json.load(fh, object_pairs_hook=object_without_repeats)
             if not isinstance(data, dict):
                 raise ConfigError("%s: top level must be an object" % path)
             return data
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError("%s: not valid %s: %s" % (path, path.rsplit(".", 1)[-1].upper(),
                                                     str(exc).splitlines()[0]))
+    except RepeatedKey as exc:
+        raise ConfigError("%s: %s" % (path, exc))
     except OSError as exc:
         raise ConfigError("cannot read %s: %s" % (path, exc.strerror or exc))
     raise ConfigError("%s: scenario files must end in .toml or .json" % path)

@@ -22,6 +22,21 @@ class ConfigError(ValueError):
     the message is one line for the user."""
 
 
+class RepeatedKey(ConfigError):
+    """A key given twice in one object of a JSON settings file (see :func:`object_without_repeats`)."""
+
+
+def object_without_repeats(pairs):
+    """``json.load``'s ``object_pairs_hook`` for settings files: the object as a dict; RepeatedKey for a key
+    given twice (JSON keeps the last one silently, where TOML refuses it)."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise RepeatedKey("key %r appears twice in one object" % (key,))
+        out[key] = value
+    return out
+
+
 def _distance(a, b):
     """Levenshtein edit distance of two strings (difflib is not on MicroPython)."""
     row = list(range(len(b) + 1))

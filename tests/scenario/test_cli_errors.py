@@ -112,6 +112,21 @@ def test_a_set_into_a_setting_that_is_no_table_is_one_line(tmp_path, capsys, set
     assert not out.exists()
 
 
+@pytest.mark.parametrize("text,argv_of", [
+    ('{"scenario": "waypoints", "seed_offset": 1, "scenario": "ins-eskf"}', lambda p: [p]),
+    ('{"aiding": {"pos_sigma_m": 0.2, "pos_sigma_m": 0.3}}', lambda p: ["waypoints", "--config", p]),
+])
+def test_a_json_settings_file_with_a_key_given_twice_is_one_line(tmp_path, capsys, text, argv_of):
+    """JSON keeps the last of two equal keys silently (TOML refuses them): a settings file is refused instead."""
+    path = tmp_path / "settings.json"
+    path.write_text(text)
+    out = tmp_path / "out"
+    assert main(["run"] + argv_of(str(path)) + ["--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "appears twice in one object" in err and str(path) in err, err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("how", ["scenario", "config"])
 def test_a_settings_file_that_cannot_be_read_is_one_line(how):
     """A scenario file or --config file without read permission: one line naming it. As root permissions do not
@@ -174,3 +189,12 @@ def test_a_config_file_whose_top_level_is_no_table_is_one_line(tmp_path, board, 
     path.write_text(text)
     err = _one_line_exit_2([board, "run", "--config", str(path), "--duration-s", "0.1"], tmp_path)
     assert "must be a table of settings" in err and str(path) in err, err
+
+
+@pytest.mark.parametrize("board", ["boards.rpi", "boards.wamv"])
+def test_a_json_config_with_a_key_given_twice_is_one_line(tmp_path, board):
+    """JSON would keep the second ``log`` table silently (TOML refuses a repeated key): refused, the file named."""
+    path = tmp_path / "cfg.json"
+    path.write_text('{"log": {"dir": "/tmp/a"}, "log": {"dir": "/tmp/b"}}')
+    err = _one_line_exit_2([board, "run", "--config", str(path), "--duration-s", "0.1"], tmp_path)
+    assert "key 'log' appears twice in one object" in err and str(path) in err, err
