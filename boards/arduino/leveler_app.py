@@ -5,7 +5,9 @@ The firmware (``make leveler``) closes the wheel speed loop, estimates its tilt 
 
 - ``link`` (io, ``rate_hz``): ``AvrRobotLink.poll``;
 - ``pitch`` (:class:`BoardPitch`): each LEVEL_STATE feeds the watched input ``level_state`` and its pitch
-  (rad, Z-Y-X Euler pitch, nose up positive) becomes the behaviour's input;
+  (rad, Z-Y-X Euler pitch, nose up positive) becomes the behaviour's input; a LEVEL_STATE flagging
+  ``FAULT_IMU`` (the board's tilt filter was not updated: its pitch is frozen) is counted (``imu_faults``) and
+  not fed, so a failing IMU makes the input stale and the failsafe stops the motors;
 - ``hill`` (rate group ``hill``, ``rate_hz``): the leveler apps' one hill-sensing drive
   (:class:`onboard.leveling.hill_app.HillDrive`: Cook thesis Alg. 6 -> twist -> wheel speeds, thesis 5.1.2)
   -> WHEEL_SPEED, output as ``wheel_cmd``; the behaviour's mode goes to the board as its phase (SET_PHASE,
@@ -23,6 +25,7 @@ through the entry point ``level_state`` as a ``PitchSample``; outputs ``wheel_cm
 ``python -m harness replay LOG`` rebuilds it from its recorded settings.
 """
 from boards.arduino import board as C
+from boards.arduino import protocol as P
 from onboard.core.samples import PitchSample
 from onboard.core.settings import POSITIVE, RATE_HZ, checked, int_at_least
 from onboard.leveling.hill_app import HillDrive
@@ -43,10 +46,12 @@ SETTING_RANGES = {"rate_hz": RATE_HZ, "level_state_timeout_us": int_at_least(1),
 
 class BoardPitch:
     """Part: the board's pitch estimate (LEVEL_STATE) through the entry point ``level_state``; watched input
-    ``level_state`` (stale after ``level_state_timeout_us``: failsafe)."""
+    ``level_state`` (stale after ``level_state_timeout_us``: failsafe). A LEVEL_STATE with ``FAULT_IMU`` set
+    carries a frozen pitch (the firmware skipped its tilt update): counted in ``imu_faults``, never fed."""
 
     def __init__(self, timeout_us):
         self.timeout_us = timeout_us
+        self.imu_faults = 0
         self.pitch_rad = None
         self._node = None
         self._entry = None
@@ -58,11 +63,17 @@ class BoardPitch:
 
     def on_level_state(self, msg, now_us):
         """The driver's LEVEL_STATE handler: its pitch (mrad on the wire) enters as a PitchSample."""
+        if msg.faults & P.FAULT_IMU:
+            self.imu_faults += 1
+            return
         self._entry(PitchSample(now_us, msg.pitch_mrad * 1e-3))
 
     def _on_pitch(self, sample):
         self.pitch_rad = sample.pitch_rad
         self._node.feed("level_state", sample.time_us)
+
+    def report(self):
+        return {"imu_faults": self.imu_faults}
 
 
 class AvrLeveler:

@@ -69,7 +69,17 @@ def _log_block_ok(block):
     period, names = block["period_ms"], block["variables"]
     return (isinstance(period, int) and not isinstance(period, bool) and 10 <= period <= 2540 and period % 10 == 0
             and isinstance(names, list) and len(names) > 0
-            and all(isinstance(v, str) and v.count(".") == 1 for v in names))
+            and all(isinstance(v, str) and v.count(".") == 1 for v in names)
+            and all(_whole_group(names, group) for group in _STATE_GROUPS))
+
+
+# variables the driver reads together from one log packet (a position needs x, y and z; a velocity vx and vy)
+_STATE_GROUPS = (("stateEstimate.x", "stateEstimate.y", "stateEstimate.z"), ("stateEstimate.vx", "stateEstimate.vy"))
+
+
+def _whole_group(names, group):
+    n = sum(1 for v in group if v in names)
+    return n == 0 or n == len(group)
 
 
 # every setting's value range (onboard.core.settings rules); params and log_blocks are tables replaced whole
@@ -85,7 +95,9 @@ SETTING_RANGES = {
     "range_peer_ids": ("a list of integers >= 0", lambda v: isinstance(v, list) and all(int_at_least(0)[1](i) for i in v)),
     "params": ("a table of group.name = number", _params_ok),
     "log_blocks": ("a non-empty table of blocks {period_ms: a multiple of 10 in 10..2540, variables: group.name "
-                   "strings}", lambda v: isinstance(v, dict) and len(v) > 0 and all(_log_block_ok(b) for b in v.values())),
+                   "strings; a block with one of stateEstimate.x, stateEstimate.y, stateEstimate.z has all three, one "
+                   "with stateEstimate.vx or stateEstimate.vy has both}",
+                   lambda v: isinstance(v, dict) and len(v) > 0 and all(_log_block_ok(b) for b in v.values())),
     ("land_via_high_level", "params"): ("false, or params with \"commander.enHighLevel\" = 1",
                                         lambda high_level, params: not high_level
                                         or params.get("commander.enHighLevel") == 1),
@@ -99,6 +111,19 @@ def validate(overrides=None):
 
 def load(path):
     """Read a board config file (.toml or .json, table ``[crazyflie]`` or top level) and validate it."""
+    return validate(_read(path))
+
+
+def load_overrides(path):
+    """The settings a board config file sets (checked like :func:`load`), without the defaults of the ones it
+    leaves out: what goes over another component's driver settings (the swarm member's log blocks)."""
+    data = _read(path)
+    cfg = validate(data)
+    return {k: cfg[k] for k in data}
+
+
+def _read(path):
+    """The ``crazyflie`` table (or top level) of a board config file, unchecked."""
     if not os.path.isfile(path):
         raise CrazyflieConfigError("board config not found: %s" % path)
     try:
@@ -116,4 +141,7 @@ def load(path):
         raise CrazyflieConfigError("%s: %s" % (path, str(exc).splitlines()[0]))
     if not isinstance(data, dict):
         raise CrazyflieConfigError("%s: top level must be a table" % path)
-    return validate(data.get("crazyflie", data))
+    data = data.get("crazyflie", data)
+    if not isinstance(data, dict):
+        raise CrazyflieConfigError("%s: table crazyflie must be a table" % path)
+    return data

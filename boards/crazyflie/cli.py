@@ -14,7 +14,7 @@ import signal
 import sys
 
 from boards.crazyflie.app import CrazyflieMember, member_driver_config
-from boards.crazyflie.board import CrazyflieConfigError, load as load_board_config
+from boards.crazyflie.board import CrazyflieConfigError, load_overrides as load_board_config
 from boards.crazyflie.driver import CLOSED, FLYING, LANDED, LINK_LOST, CrazyflieDriver, CrazyflieLinkError
 from onboard.impl import IMPLEMENTATIONS
 from onboard.runtime.clock import MonotonicClock
@@ -157,7 +157,7 @@ def run_member(args, clock=None, out=None):
     clock = clock or MonotonicClock()
     overrides = {}
     if args.board_config:
-        overrides = {k: v for k, v in load_board_config(args.board_config).items()}
+        overrides = load_board_config(args.board_config)       # only what the file sets
     overrides.setdefault("connect_timeout_s", args.connect_timeout_s)
     overrides["flight_height_m"] = args.height_m
     peers = [p for p in args.peers if p != args.id]

@@ -66,7 +66,10 @@ class Lsm6dsox:
 
 
 class DiffDrivePwm:
-    """Wheel speed commands (rad/s) -> PWM duty and direction (open loop, duty ~ speed)."""
+    """Wheel speed commands (rad/s) -> PWM duty and direction (open loop, duty ~ speed).
+
+    A command that is not finite (NaN, inf) is refused, counted in ``rejected_commands``, and both motors
+    are stopped instead; no pin is touched before the whole command has been checked."""
 
     def __init__(self, pwm_left, pwm_right, dir_left, dir_right, max_wheel_radps):
         self.pwm_left = pwm_left
@@ -76,6 +79,7 @@ class DiffDrivePwm:
         self.max_wheel_radps = max_wheel_radps
         self.commands = 0
         self.stops = 0
+        self.rejected_commands = 0
 
     def _set(self, pwm, pin, radps):
         frac = abs(radps) / self.max_wheel_radps
@@ -85,6 +89,12 @@ class DiffDrivePwm:
         pwm.duty_u16(int(frac * _DUTY_FULL))
 
     def command(self, wheel_cmd):
+        left = wheel_cmd.left_radps
+        right = wheel_cmd.right_radps
+        if not (left - left == 0.0 and right - right == 0.0):     # NaN or inf
+            self.rejected_commands += 1
+            self.stop(wheel_cmd.time_us)
+            return
         self._set(self.pwm_left, self.dir_left, wheel_cmd.left_radps)
         self._set(self.pwm_right, self.dir_right, wheel_cmd.right_radps)
         self.commands += 1

@@ -80,6 +80,11 @@ class VescTelemetry(_Sample):
         self.fw_timeout = bool(fw_timeout)
 
 
+# GetValues fields a VescTelemetry is made of (controller_id and status may be absent: older firmware)
+_SAMPLE_FIELDS = ("rpm_erpm", "avg_motor_current_a", "avg_input_current_a", "duty", "v_in_v", "temp_fet_degc",
+                  "temp_motor_degc", "fault_code", "tachometer_ticks")
+
+
 class _Motor:
     def __init__(self, cfg):
         self.name = cfg["name"]
@@ -154,7 +159,8 @@ class VescDiffDrive:
         return ok
 
     def command(self, wheel_cmd):
-        """Drive the wheels at ``wheel_cmd`` (rad/s); stops instead while faulted or on NaN."""
+        """Drive the wheels at ``wheel_cmd`` (rad/s); stops instead while faulted or on NaN. A command that
+        does not reach every motor (a port vanished while sending) is followed by a stop at once."""
         now_us = wheel_cmd.time_us
         if self.faults() or not wheel_cmd.is_finite():
             self.refused_commands += 1
@@ -164,11 +170,15 @@ class VescDiffDrive:
         self.commands += 1
         self._last_cmd_us = now_us
         self._driving = True
+        reached = True
         for name, w in (("left", wheel_cmd.left_radps), ("right", wheel_cmd.right_radps)):
             motor = self.motors[name]
             w = max(-lim, min(lim, w))
             motor.target_erpm = self.radps_to_erpm(motor, w)
-            self._send(motor, codec.set_rpm(motor.target_erpm), now_us)
+            if not self._send(motor, codec.set_rpm(motor.target_erpm), now_us):
+                reached = False
+        if not reached:
+            self.stop(now_us)                 # never leave one side driving
 
     def stop(self, now_us):
         """Safe stop: brake current (or zero current) on every motor."""
@@ -260,6 +270,10 @@ class VescDiffDrive:
         except codec.VescDecodeError:
             self.bad_replies += 1
             return None
+        for name in _SAMPLE_FIELDS:
+            if getattr(values, name) is None:     # a selective reply without a field the sample needs
+                self.bad_replies += 1
+                return None
         pending = self._pending[link_name]
         motor = None
         if values.controller_id is not None:
@@ -274,7 +288,7 @@ class VescDiffDrive:
         if motor is None:
             self.unrouted_replies += 1
             return None
-        rpm = values.rpm_erpm if values.rpm_erpm is not None else 0.0
+        rpm = values.rpm_erpm
         status = values.status or 0
         sample = VescTelemetry(
             now_us, motor.name, values.controller_id, self.erpm_to_radps(motor, rpm), rpm,
