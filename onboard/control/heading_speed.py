@@ -15,7 +15,7 @@ a larger left thrust turns the boat right. Each control step:
 """
 import math
 
-from onboard.control.pid import Pid
+from onboard.control.pid import Pid, PidInputError, is_finite_number
 from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked
 
 DEFAULTS = {
@@ -70,6 +70,16 @@ class HeadingSpeedController:
         return (half + d, half - d)
 
     def step(self, psi_ref_rad, u_ref_mps, psi_rad, r_radps, u_mps, now_us):
+        """Raises ``PidInputError`` (a ValueError) for a non-finite input or time going backwards, with
+        both PIDs unchanged."""
+        for name, v in (("psi_ref_rad", psi_ref_rad), ("u_ref_mps", u_ref_mps), ("psi_rad", psi_rad),
+                        ("r_radps", r_radps), ("u_mps", u_mps)):
+            if not is_finite_number(v):
+                raise PidInputError("heading/speed controller: %s must be a finite number, got %r" % (name, v))
+        for pid in (self.heading, self.speed):
+            if pid._last_us is not None and now_us < pid._last_us:
+                raise PidInputError("heading/speed controller: time went backwards: %d < %d us"
+                                    % (now_us, pid._last_us))
         c = self.cfg
         e_psi = wrap_pi(psi_ref_rad - psi_rad)
         n_nm = self.heading.update(e_psi, now_us) - c["heading_kd_nm_per_radps"] * r_radps

@@ -1,12 +1,25 @@
 """PID controller with time passed in, output limits and anti-windup (pure Python)."""
 
 
+class PidInputError(ValueError):
+    """A PID error that is not a finite number, or time going backwards; the controller was not changed."""
+
+
+def is_finite_number(v):
+    """True for a number that is neither NaN nor infinite (``v - v`` is NaN for those)."""
+    try:
+        return v - v == 0
+    except TypeError:
+        return False
+
+
 class Pid:
     """u = kp*e + ki*integral(e) + kd*de/dt, clamped to [-output_limit, output_limit].
 
     The integral is frozen while the output saturates in the direction of the error
     (conditional integration anti-windup). ``update(error, now_us)``; the first call
-    has no derivative term.
+    has no derivative term. A non-finite error or a ``now_us`` before the previous call's raises
+    :class:`PidInputError` and changes nothing (one NaN would otherwise stay in the integral for good).
     """
 
     def __init__(self, kp, ki=0.0, kd=0.0, output_limit=None, integral_limit=None):
@@ -23,6 +36,10 @@ class Pid:
         self._last_us = None
 
     def update(self, error, now_us):
+        if not is_finite_number(error):
+            raise PidInputError("PID error must be a finite number, got %r" % (error,))
+        if self._last_us is not None and now_us < self._last_us:
+            raise PidInputError("PID time went backwards: %d < %d us" % (now_us, self._last_us))
         dt = 0.0 if self._last_us is None else (now_us - self._last_us) * 1e-6
         deriv = 0.0
         if self._last_error is not None and dt > 0.0:

@@ -568,6 +568,8 @@ class ParticleFilter:
                     self.lost_restarts += 1
                     return self._restart(now_us, range_m, draws, learned)
             n_new = self._refresh_count() if learned is not None else 0
+            if n_new >= self.n:
+                n_new = self.n - 1           # keep one: round(fraction * n) can reach n (e.g. 0.95 * 10)
             frac = c["resample_neff_fraction"]
             if frac >= 1.0 or est[EST_NEFF] < frac * self.n:
                 self.last_refresh = n_new

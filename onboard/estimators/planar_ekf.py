@@ -9,7 +9,8 @@ increment, position by Euler integration at the mid-interval heading), with the
 constant-bias error model of ag2u eq. 10 as two bias states. Updates take the aiding
 pose's north, east and yaw (ag2u eq. 5b restricted to the plane), with the yaw
 residual wrapped to [-pi, pi). Joseph-form covariance update; Mahalanobis gating
-of outliers (counted); non-finite or malformed input raises
+of outliers (counted); non-finite or malformed input (a negative pose variance, an
+IMU sample not later than the previous IMU sample) raises
 :class:`EstimatorInputError` and leaves the state untouched. As the ES-EKF
 (``onboard.estimators.eskf``, lost-filter restart), a filter that has fused no pose for
 ``gate_reset_s`` while poses keep arriving gated restarts from the gated pose (position
@@ -72,6 +73,7 @@ class PlanarEkf:
         self.rejected = 0
         self.resets = 0                      # lost-filter restarts (gate_reset_s)
         self.last_fused_us = None            # time of the last pose fused (or of initialisation)
+        self.last_imu_us = None              # time of the last IMU sample propagated (IMU must move forward)
         self.last_nis = None
 
     # ------------------------------------------------------------ set-up
@@ -103,6 +105,10 @@ class PlanarEkf:
             raise EstimatorInputError("IMU sample at %d us has non-finite values" % imu.time_us)
         if not self.initialized:
             return False
+        if self.last_imu_us is not None and imu.time_us <= self.last_imu_us:
+            self.rejected += 1
+            raise EstimatorInputError("IMU sample at %d us is not after the previous one (%d us)"
+                                      % (imu.time_us, self.last_imu_us))
         dt = imu.dt_us * 1e-6
         x = self.x
         dyaw = imu.dang_body_rad[2] - x[GYRO_BIAS_Z] * dt
@@ -139,6 +145,7 @@ class PlanarEkf:
         self.x = new_x
         self.P = la.symmetrize(P, N_STATE)
         self.time_us = imu.time_us
+        self.last_imu_us = imu.time_us
         self.predicts += 1
         return True
 
@@ -228,3 +235,8 @@ class PlanarEkf:
         if not pose.is_finite():
             self.rejected += 1
             raise EstimatorInputError("pose sample at %d us has non-finite values" % pose.time_us)
+        # a negative variance can leave S positive and drive P's diagonal negative (0 is fine: P is PD)
+        for var in (pose.cov_pos_m2 or ()) + (pose.cov_att_rad2 or ()):
+            if var < 0.0:
+                self.rejected += 1
+                raise EstimatorInputError("pose sample at %d us has a negative variance" % pose.time_us)

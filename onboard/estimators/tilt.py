@@ -78,6 +78,9 @@ class TiltEstimator:
         if abs(cp) < 1e-6:
             cp = 1e-6 if cp >= 0 else -1e-6
         roll += da[0] + (da[1] * sr + da[2] * cr) * math.sin(pitch) / cp
+        if roll >= math.pi or roll < -math.pi:       # keep roll in [-pi, pi) (a roll-over, a fast spin)
+            roll = math.fmod(roll + math.pi, 2.0 * math.pi)
+            roll = (roll + 2.0 * math.pi if roll < 0.0 else roll) - math.pi
         pitch += da[1] * cr - da[2] * sr
         norm = math.sqrt(fx * fx + fy * fy + fz * fz)
         if abs(norm - G_MPS2) <= self.gate:
@@ -88,6 +91,8 @@ class TiltEstimator:
             elif droll < -math.pi:
                 droll += 2.0 * math.pi
             roll += k * droll
+            if roll >= math.pi or roll < -math.pi:
+                roll = roll - 2.0 * math.pi if roll >= math.pi else roll + 2.0 * math.pi
             pitch += k * (pitch_acc - pitch)
         else:
             self.gated += 1

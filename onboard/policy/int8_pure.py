@@ -67,6 +67,18 @@ def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+def f32_or_none(x):
+    """``f32(float(x))``, or None for NaN, an infinity or a value that float32 cannot hold (CPython's
+    ``struct`` raises OverflowError for it, MicroPython's gives inf)."""
+    try:
+        v = f32(float(x))
+    except OverflowError:
+        return None
+    if v != v or v in (float("inf"), float("-inf")):
+        return None
+    return v
+
+
 def f32_bits(x):
     """IEEE-754 bits (unsigned int) of a Python float rounded to float32."""
     return struct.unpack("<I", struct.pack("<f", x))[0]
@@ -755,10 +767,10 @@ class Int8Graph(object):
             else:
                 vals = []
                 for v in x:
-                    v = float(v)
-                    if v != v:
-                        raise InputError("input %r contains NaN" % t["name"])
-                    vals.append(f32(v))
+                    fv = f32_or_none(v)
+                    if fv is None:
+                        raise InputError("input %r: %r is NaN, infinite or beyond float32" % (t["name"], v))
+                    vals.append(fv)
                 values[idx] = vals
         for layer in self.layers:
             layer.run(values)

@@ -11,7 +11,7 @@ import math
 
 from onboard.policy import card as card_mod
 from onboard.policy import tflite_pure as fb
-from onboard.policy.int8_pure import INT8_MAX, INT8_MIN, InputError, round_half_away
+from onboard.policy.int8_pure import INT8_MAX, INT8_MIN, InputError, f32_or_none, round_half_away
 
 
 class BackendUnavailable(RuntimeError):
@@ -73,8 +73,8 @@ class Policy(object):
                 if spec["dtype"] == "int8":
                     if not isinstance(v, int) or isinstance(v, bool) or v < INT8_MIN or v > INT8_MAX:
                         raise InputError("input %r: %r is not an int8 value" % (spec["name"], v))
-                elif not isinstance(v, (int, float)) or v != v:
-                    raise InputError("input %r: %r is not a number" % (spec["name"], v))
+                elif not isinstance(v, (int, float)) or f32_or_none(v) is None:
+                    raise InputError("input %r: %r is not a finite float32 number" % (spec["name"], v))
             checked.append(values)
         out = self._run(checked)
         self.inferences += 1
@@ -102,7 +102,11 @@ class Policy(object):
             if spec["dtype"] != "int8":
                 out.append(v)
                 continue
-            q = round_half_away(v / spec["scale"]) + spec["zero_point"]
+            x = v / spec["scale"]
+            if x - x != 0:          # a finite value that overflows once normalised and scaled (1e308 / 0.01)
+                raise InputError("observation %r[%d] = %r overflows once normalised and scaled"
+                                 % (spec["name"], i, values[i]))
+            q = round_half_away(x) + spec["zero_point"]
             if q < INT8_MIN or q > INT8_MAX:
                 self.saturated_inputs += 1
                 q = INT8_MIN if q < INT8_MIN else INT8_MAX

@@ -8,7 +8,9 @@ of the normalised shaft speed n behind the command, exact for a command held ove
 
 followed by an asymmetric static curve T = curve(n): piecewise linear through the table
 (``command_points``, ``forward_n``) for n >= 0 and through (-``command_points``, -``reverse_n``) for n < 0.
-The default table is VRX's fitted WAM-V curve (reading aid 2.2). Commands are clamped to [-1, 1].
+The default table is VRX's fitted WAM-V curve (reading aid 2.2). Commands are clamped to [-1, 1]; a
+non-finite command is no thrust (0), and :meth:`ThrustMap.step` with either command non-finite commands
+both sides 0, as ``onboard.vessel.outboards.VescOutboards.command`` stops both motors for it.
 
 :meth:`ThrustMap.inverse` is the static curve's inverse (the steady-state command that gives a thrust),
 for a controller's thrust allocation; thrusts beyond the table's ends give +-1.
@@ -41,6 +43,13 @@ SETTING_RANGES = {
     "forward_n": INCREASING_FROM_ZERO,
     "reverse_n": INCREASING_FROM_ZERO,
 }
+
+
+def _clamped_command(command):
+    """A command clamped to [-1, 1]; 0 for NaN or an infinity (``max(-1, min(1, nan))`` would be 1)."""
+    if not command - command == 0:
+        return 0.0
+    return max(-1.0, min(1.0, command))
 
 
 def _interp(x, xs, ys):
@@ -80,7 +89,7 @@ class ThrustMap:
 
     def static(self, command):
         """Steady-state thrust (N) of a command in [-1, 1] (clamped): the static curve."""
-        c = max(-1.0, min(1.0, command))
+        c = _clamped_command(command)
         if c >= 0.0:
             return _interp(c, self.command_points, self.forward_n)
         return -_interp(-c, self.command_points, self.reverse_n)
@@ -98,11 +107,15 @@ class ThrustMap:
         return 1.0 - math.exp(-dt_s / self.lag_tau_s)
 
     def step(self, command_left, command_right, dt_s):
-        """Advance both lags by ``dt_s`` seconds with the commands held (clamped to [-1, 1]); returns the
-        thrusts (T_l, T_r) in N at the end of the step (the m_l, m_r of robotx eqs. 2 and 5)."""
+        """Advance both lags by ``dt_s`` seconds with the commands held (clamped to [-1, 1]; both 0 when either
+        is not finite); returns the thrusts (T_l, T_r) in N at the end of the step (the m_l, m_r of robotx
+        eqs. 2 and 5)."""
         a = self.lag_factor(dt_s)
-        cl = max(-1.0, min(1.0, command_left))
-        cr = max(-1.0, min(1.0, command_right))
+        if not (command_left - command_left == 0 and command_right - command_right == 0):
+            cl = cr = 0.0                # the outboards stop both motors for a non-finite command
+        else:
+            cl = _clamped_command(command_left)
+            cr = _clamped_command(command_right)
         self.shaft[0] += (cl - self.shaft[0]) * a
         self.shaft[1] += (cr - self.shaft[1]) * a
         return (self.static(self.shaft[0]), self.static(self.shaft[1]))
