@@ -277,10 +277,13 @@ class MissionPlanner:
             raise MissionError("mission: unknown event %r (known: %s)" % (event, ", ".join(EVENTS)))
         if not isinstance(now_us, int):
             raise MissionError("mission: now_us must be an integer, got %r" % (now_us,))
+        # what an event carries is checked before anything changes (its count included)
         if event == "pinger_fix":
             fix = _point(data, "pinger fix")
         elif event == "buoys_updated":
             buoys = self._checked_buoys(data)
+        elif event in ("gate_passed", "arrived") and data is not None:
+            point = _point(data, "gate" if event == "gate_passed" else "way-point")
         self.events[event] = self.events.get(event, 0) + 1
         if event == "start":
             if self.state == "idle":
@@ -300,10 +303,10 @@ class MissionPlanner:
             if self.deadline_us is not None and now_us >= self.deadline_us:
                 self._finish("timed_out", now_us)
         elif event == "gate_passed":
-            if data is None or (self.gate is not None and _point(data, "gate") == self.gate.centre):
+            if data is None or (self.gate is not None and point == self.gate.centre):
                 self._gate_passed(now_us)
         elif event == "arrived":
-            if data is None or _point(data, "way-point") == self.destination:
+            if data is None or point == self.destination:
                 self._arrived(now_us)
         return self.destination
 

@@ -146,6 +146,8 @@ def test_a_field_without_an_entry_gate_and_a_waypoint():
     ("pinger_fix", "here", "finite"),
     ("buoys_updated", [("obstacle", 1.0)], "role, north_m, east_m"),
     ("buoys_updated", 3, "list of"),
+    ("arrived", (float("nan"), 1.0), "finite"),
+    ("gate_passed", "gate", "finite"),
 ])
 def test_bad_events_are_refused_and_change_nothing(event, data, match):
     p = ms.MissionPlanner(tasks(), (0.0, 0.0))
