@@ -238,6 +238,7 @@ class BlindMapping:
         self.on_machine = None
         self.on_finish = None
         self.last_time_us = 0
+        self._last_pose_us = None       # the last accepted sample's blade pose time (None: no sample yet)
 
     def attach(self, node):
         self.node = node
@@ -252,8 +253,15 @@ class BlindMapping:
         if not isinstance(sample, MachineSample) or not sample.is_finite():
             self.rejected += 1
             return
+        last = self._last_pose_us
+        if last is not None and (sample.time_us < self.last_time_us or sample.blade_pose.time_us < last):
+            # stamped before the last sample: the blind map cannot step back (it raised out of the map
+            # group, losing the rest of the period's queue); refused and counted like any bad sample
+            self.rejected += 1
+            return
         self.node.feed("machine", sample.time_us)
         self.last_time_us = sample.time_us
+        self._last_pose_us = sample.blade_pose.time_us
         self.queue.append(sample)
 
     def _on_lidar(self, scan):

@@ -55,6 +55,9 @@ class SoilLayersError(ValueError):
     """A malformed estimate or wedge (wrong number of values, a wedge entry that is not (cell, x, x_max))."""
 
 
+_INF = float("inf")
+
+
 def _finite(v):
     return isinstance(v, (int, float)) and (v - v == 0)
 
@@ -191,12 +194,24 @@ class SoilLayers:
             if not good:
                 self.rejected += 1
                 continue
-            c_w = math.exp(c_s * x / x_max)          # Alg. 4 line 11
+            try:
+                c_w = math.exp(c_s * x / x_max)      # Alg. 4 line 11
+            except (OverflowError, ValueError):      # MicroPython: ValueError("math domain error")
+                c_w = _INF
+            if not c_w < _INF:
+                # a cell far beyond a tiny wedge (x / x_max in the thousands): r is infinite, the
+                # estimate says nothing about this cell, which keeps its values (the update's limit)
+                continue
             for k in range(n):
                 r = c_w * var[k]                     # line 12 (the estimate's variance, notes A5)
                 s = vars_[k][cell]
-                means[k][cell] = (r * means[k][cell] + s * theta[k]) / (s + r)     # line 16
-                vars_[k][cell] = r * s / (s + r)                                   # line 17
+                mean = (r * means[k][cell] + s * theta[k]) / (s + r)     # line 16
+                v = r * s / (s + r)                                      # line 17
+                # r so large that the products overflow (or so small they underflow to 0): the limit is
+                # no change (or one the layer cannot hold); the property keeps its values
+                if mean - mean == 0 and v - v == 0 and v > 0.0:
+                    means[k][cell] = mean
+                    vars_[k][cell] = v
             updates[cell] += 1.0
             done.append(cell)
         if done:

@@ -158,6 +158,7 @@ class Track:
         self.last_net_us = None        # the estimator's dt is the time since its previous input
         self.net_steps = 0             # estimator inputs so far (its history length)
         self.rejected = 0
+        self.time_faults = 0           # ... of them stamped before the track's last input (rejected too)
         self.negative_ranges = 0
         self.range_lp_m = None         # low-passed range (range_smoothing_s), m
         self.recent_ranges = []        # (time_us, range_m) of the last brake_window_s (range-rate brake)
@@ -211,6 +212,7 @@ class SwarmAgent:
         self.last_action = act_mod.SLOW_DOWN
         self.last_us = None
         self.steps = 0
+        self.time_faults = 0            # policy steps refused: their time was before the last one's
         self.guard_overrides = 0
         self.guard_holds = 0            # policy steps the guard hovered (guard_residual_m)
         self.brakes = 0                 # policy steps the range-rate brake hovered (brake_ttc_s)
@@ -256,6 +258,16 @@ class SwarmAgent:
                                         and range_m != _INF and range_m != -_INF):
             t.rejected += 1
             return t.est
+        latest_us = t.last_us
+        for us in (t.last_range_us, t.last_net_us):
+            if us is not None and (latest_us is None or us > latest_us):
+                latest_us = us
+        if latest_us is not None and now_us < latest_us:
+            # a range stamped before this track's last input: its filter cannot step back in time, and
+            # applied it would move the smoothed range and the brake's window backwards (dt < 0)
+            t.rejected += 1
+            t.time_faults += 1
+            return t.est
         if range_m is not None and range_m < 0.0:
             t.negative_ranges += 1
             range_m = 0.0
@@ -263,6 +275,9 @@ class SwarmAgent:
         net_dt_s = 0.0 if t.last_net_us is None else (now_us - t.last_net_us) * 1e-6
         mode = self.cfg["mode"]
         net_due = False
+        # what a refused update must leave as it was (the filter leaves its particles untouched itself)
+        saved = dict(t.__dict__)
+        saved_ranges = list(t.recent_ranges)
         try:
             if range_m is not None:
                 x = (net_dt_s, range_m, v_own_body_mps[0], v_own_body_mps[1], v_obj_body_mps[0], v_obj_body_mps[1])
@@ -322,6 +337,8 @@ class SwarmAgent:
                     learned = self._proposal(t)
                 t.est = t.pf.step(now_us, v_own_body_mps, v_obj_body_mps, range_m, self.draws, learned=learned)
         except (PfInputError, BearingInputError, TypeError, ValueError):
+            t.__dict__.update(saved)
+            t.recent_ranges = saved_ranges
             t.rejected += 1
             return t.est
         t.last_us = now_us
@@ -368,9 +385,14 @@ class SwarmAgent:
         ttc_s = self.cfg["brake_ttc_s"]
         if ttc_s <= 0.0:
             return False
+        oldest_us = now_us - int(self.cfg["brake_window_s"] * 1e6)
         for obj_id, t in self.tracks.items():
             pts = t.recent_ranges
             if obj_id == GOAL_ID or len(pts) < self.cfg["brake_min_samples"]:
+                continue
+            if pts[-1][0] < oldest_us:
+                # no range within the window (a neighbour gone silent): its old fit, extrapolated, only
+                # ever closes in and would hold the brake for good
                 continue
             n = len(pts)
             ts = [p[0] for p in pts]
@@ -400,7 +422,13 @@ class SwarmAgent:
         return (now_us - self._hold_since_us) * 1e-6 < self.cfg["guard_hold_max_s"]
 
     def decide(self, now_us, v_own_body_mps):
-        """DQN action from the current estimates; returns the new body-frame velocity setpoint (m/s)."""
+        """DQN action from the current estimates; returns the new body-frame velocity setpoint (m/s).
+
+        A time before the last step's is a fault (counted in ``time_faults``): the setpoint is held and
+        nothing changes (integrated over dt < 0, slowing down sped the drone up)."""
+        if self.last_us is not None and now_us < self.last_us:
+            self.time_faults += 1
+            return self.setpoint_body_mps
         dt_s = 0.1 if self.last_us is None else (now_us - self.last_us) * 1e-6
         goal = self.tracks.get(GOAL_ID)
         g = goal.est if goal is not None and goal.est is not None else None
