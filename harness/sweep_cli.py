@@ -30,6 +30,8 @@ from harness.sweep_runner import Runner, add_engine_arguments
 from harness.sweep_table import build_table, cell_label, write_table
 
 EXIT_JOBS_FAILED = 3
+# what a sweep writes at its end (run.json also when it is interrupted): removed when a sweep starts in the folder
+SUMMARY_FILES = ("table.json", "table.csv", "table.md", "results.json", "run.json")
 
 EXAMPLES = """examples:
   python -m harness sweep waypoints --seeds 1-8 --reduced          # 8 quick runs, one cell
@@ -70,7 +72,8 @@ def seed_list(text):
 
 def split_values(text):
     """``0.1,0.2`` -> [0.1, 0.2]; commas inside brackets, braces or quotes do not split (``[1,2],[3]`` is two
-    values); each value is JSON, else a string."""
+    values); each value is JSON, else a string (``NaN`` and ``Infinity`` too: not JSON, the sweep's files could
+    not hold them, and the cell is reported as failed)."""
     parts, depth, quote, current = [], 0, None, ""
     for ch in text:
         if quote:
@@ -90,10 +93,14 @@ def split_values(text):
     values = []
     for part in parts:
         try:
-            values.append(json.loads(part))
+            values.append(json.loads(part, parse_constant=_not_json_constant))
         except ValueError:
             values.append(part)
     return values
+
+
+def _not_json_constant(name):
+    raise ValueError("%s is not JSON" % name)
 
 
 def sweep_axes(items):
@@ -156,13 +163,18 @@ def run_sweep(name, seeds, axes=None, out_dir=None, base=None, reduced=False, ru
     try:
         _write_json(out_dir, "sweep.json", {"scenario": name, "seeds": seeds, "axes": axes, "config": base,
                                             "reduced": reduced}, create=True)
+        for stale in SUMMARY_FILES:      # an earlier sweep's summary must not pass for this one's (jobs/ stays)
+            try:
+                os.remove(os.path.join(out_dir, stale))
+            except FileNotFoundError:
+                pass
         t0 = time.perf_counter()
         try:
             result = runner.run(jobs, out_dir=out_dir, resume=resume, show_progress=show_progress,
                                 desc="sweep %s" % name)
         except BaseException as exc:
             # Ctrl-C / SIGTERM / a crash of the runner itself: the finished jobs are in jobs/ already; say so
-            done = len(os.listdir(os.path.join(out_dir, "jobs"))) if os.path.isdir(os.path.join(out_dir, "jobs")) else 0
+            done = _stored(out_dir, jobs)
             _write_json(out_dir, "run.json", {
                 "scenario": name, "seeds": seeds, "axes": axes, "config": base, "reduced": reduced,
                 "ended": how_it_ended(exc), "wall_time_s": round(time.perf_counter() - t0, 3),
@@ -191,15 +203,32 @@ def run_sweep(name, seeds, axes=None, out_dir=None, base=None, reduced=False, ru
     return table, rows, result
 
 
+def _stored(out_dir, jobs):
+    """How many of ``jobs`` have their result in ``out_dir/jobs/`` (not another sweep's, not a temporary file)."""
+    keys = {job.key for job in jobs}
+    try:
+        names = os.listdir(os.path.join(out_dir, "jobs"))
+    except OSError:
+        return 0
+    return len({os.path.splitext(n)[0] for n in names if n.endswith((".json", ".pkl"))} & keys)
+
+
 def _write_json(out_dir, name, data, create=False):
     if create:
         try:
             os.makedirs(out_dir, exist_ok=True)
         except OSError as exc:
             raise ConfigError("cannot write the sweep folder %s: %s" % (out_dir, exc.strerror or exc))
-    with open(os.path.join(out_dir, name), "w") as fh:
-        json.dump(data, fh, indent=2, allow_nan=False)
-        fh.write("\n")
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"      # whole or not at all (ValueError for NaN)
+    path = os.path.join(out_dir, name)
+    tmp = os.path.join(out_dir, ".%s.%d.tmp" % (name, os.getpid()))
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def add_parser(sub):

@@ -149,7 +149,12 @@ class InlineEngine:
 
 
 class PoolEngine:
-    """Up to ``workers`` jobs at a time in forked worker processes (one pool per call)."""
+    """Up to ``workers`` jobs at a time in forked worker processes (one pool per call).
+
+    A worker that dies (killed, out of memory, a crash in C) breaks the whole pool, and every job then in
+    flight with it: the pool is replaced, the jobs that were in flight run again one at a time (in job
+    order), and only a job that breaks the pool while alone is reported failed (``BrokenProcessPool``), so
+    which jobs fail does not depend on the worker count."""
 
     name = "local"
 
@@ -157,31 +162,58 @@ class PoolEngine:
         self.workers = int(workers)
         self.startup_s = 0.0
 
-    def outcomes(self, indexed_jobs):
-        pending = list(indexed_jobs)
+    def _pool(self, jobs):
         t0 = time.perf_counter()
-        pool = concurrent.futures.ProcessPoolExecutor(max_workers=min(self.workers, len(pending)),
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=max(1, min(self.workers, jobs)),
                                                       mp_context=_fork_context(), initializer=_worker_signals)
         self.startup_s += time.perf_counter() - t0
-        in_flight = {}
+        return pool
+
+    def outcomes(self, indexed_jobs):
+        pending = list(indexed_jobs)
+        pool = self._pool(len(pending))
+        in_flight = {}                 # future -> (index, job, dispatch time, alone)
+        suspects = []                  # (index, job) in flight when a worker died: each runs again alone
+        broken = False
         pending.reverse()
         clean = False
         try:
-            while pending or in_flight:
-                while pending and len(in_flight) < self.workers:
-                    index, job = pending.pop()
-                    in_flight[pool.submit(_execute, job.fn, job.args)] = (index, time.perf_counter())
+            while pending or in_flight or suspects:
+                if broken and not in_flight:               # every future of the broken pool is back
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    pool = self._pool(len(pending) + len(suspects))
+                    broken = False
+                while not broken and (suspects or pending):
+                    alone = bool(suspects)
+                    if len(in_flight) >= (1 if alone else self.workers):
+                        break
+                    index, job = suspects.pop(0) if alone else pending.pop()
+                    try:
+                        future = pool.submit(_execute, job.fn, job.args)
+                    except concurrent.futures.process.BrokenProcessPool:     # broke before its future said so
+                        broken = True
+                        if alone:
+                            suspects.insert(0, (index, job))
+                        else:
+                            pending.append((index, job))
+                        break
+                    in_flight[future] = (index, job, time.perf_counter(), alone)
                 done, _ = concurrent.futures.wait(in_flight, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in sorted(done, key=lambda f: in_flight[f][0]):
-                    index, sent = in_flight.pop(future)
+                    index, job, sent, alone = in_flight.pop(future)
                     try:
                         raw = future.result()
                     except concurrent.futures.process.BrokenProcessPool as exc:
+                        broken = True
+                        if not alone:                      # it or another job in flight killed the pool
+                            suspects.append((index, job))
+                            continue
                         raw = ("error", None, "BrokenProcessPool", "a worker process died (killed, out of "
                                "memory or crashed): %s" % exc, "", 0.0)
                     except Exception as exc:             # the result could not come back (not picklable)
                         raw = ("error", None, type(exc).__name__, str(exc), traceback.format_exc(), 0.0)
                     yield index, Outcome(raw, time.perf_counter() - sent)
+                suspects.sort(key=_first_item)
             clean = True
         finally:
             if not clean:                          # stopped early (an error in strict mode, Ctrl-C, a kill)
@@ -190,6 +222,10 @@ class PoolEngine:
 
     def close(self):
         pass
+
+
+def _first_item(pair):
+    return pair[0]
 
 
 def _worker_signals():

@@ -3,6 +3,9 @@
 ``metrics.json`` holds only outcome metrics (identical seeds give identical files);
 ``run.json`` holds the run's identity (scenario, seed, config, Python version) and its wall-clock figures
 (``wall_time_s`` of the whole run, ``timing``: what the scenario reported with ``ctx.timing``).
+JSON files are written whole (a temporary file renamed). A run in a folder that holds an earlier run's report
+first removes that run's outcome files (``metrics.json``, ``run.json`` and the plots its run.json lists), so
+nothing of the earlier run passes for this one's.
 """
 import json
 import os
@@ -25,12 +28,32 @@ def report_folder(out_dir):
     return out_dir
 
 
+def _remove_earlier_report(out_dir):
+    """Remove what an earlier run's report left in ``out_dir``: its metrics.json, run.json and the plots its
+    run.json lists (only those: other files in the folder are not the report's)."""
+    run_json = os.path.join(out_dir, "run.json")
+    plots = []
+    try:
+        with open(run_json) as fh:
+            listed = json.load(fh).get("plots")
+        if isinstance(listed, list):
+            plots = [p for p in listed if isinstance(p, str) and p.endswith(".png") and os.path.basename(p) == p]
+    except (OSError, ValueError, AttributeError):
+        pass
+    for name in ["metrics.json"] + plots + ["run.json"]:
+        try:
+            os.remove(os.path.join(out_dir, name))
+        except FileNotFoundError:
+            pass
+
+
 class RunReport:
     """Creates ``out_dir`` (and its parents, :func:`report_folder`: ConfigError when it cannot) and opens its
     ``log.mcap`` (OSError when it cannot)."""
 
     def __init__(self, out_dir, scenario, seed, config):
         self.out_dir = report_folder(out_dir)
+        _remove_earlier_report(self.out_dir)
         self.scenario = scenario
         self.seed = seed
         self.config = config
@@ -56,9 +79,15 @@ class RunReport:
 
     def write_json(self, name, data):
         path = self.path(name)
-        with open(path, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True, allow_nan=False)
-            fh.write("\n")
+        text = json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"   # ValueError for NaN: nothing written
+        tmp = self.path(".%s.%d.tmp" % (name, os.getpid()))
+        try:
+            with open(tmp, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
         return path
 
     def add_timing(self, **figures):
@@ -70,8 +99,10 @@ class RunReport:
         """The run did not finish: close the log (everything recorded so far stays readable) and write run.json
         saying how it ended (``ended``: e.g. "interrupted by SIGINT", "failed: ValueError") and after how many
         wall-clock seconds; no metrics.json (a run cut short has no outcomes)."""
-        self.mcap.close()
-        self._write_run(ended)
+        try:
+            self.mcap.close()
+        finally:                   # run.json says how the run ended also when its log could not be finished
+            self._write_run(ended)
 
     def finish(self, metrics):
         """Close the log and write metrics.json and run.json; returns the metrics path."""

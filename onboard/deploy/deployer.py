@@ -225,7 +225,7 @@ def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, lo
         _copy(device, plan, built, stub_bytes)
         result["uploaded"] = len(plan.uploads)
         result["copied_on_board"] = len(plan.local_copies)
-        _verify(device, plan.staging, built)
+        _verify(device, plan.staging, built, stub_hash if plan.stub else None)
         entries = {p: h for p, (_, h, _) in built.items()}
         switch = dev.switch_script(plan.staging, json.dumps({"board": board, "files": entries}))
         if plan.stub:
@@ -275,12 +275,16 @@ def _copy(device, plan, built, stub_bytes):
             os.unlink(tmp.name)
 
 
-def _verify(device, staging, built):
+def _verify(device, staging, built, stub_hash=None):
+    """Every staged file's sha256, and the new boot stub's (``/main.new``, renamed over ``/main.py`` by the
+    switch) when ``stub_hash`` is given; CopyFailed (the previous version stays active) for any difference."""
     probe = device.exec_json(dev.PROBE_SCRIPT, error_cls=dev.CopyFailed)
     slot = probe["slots"].get(staging) or {"files": {}}
     have = dict(slot["files"])
     have.pop(".manifest", None)
     bad = [p for p, (_, h, _) in built.items() if have.get(p) != h]
+    if stub_hash is not None and probe.get("stub_new") != stub_hash:
+        bad.append("main.py (boot stub, /main.new)")
     extra = [p for p in have if p not in built]
     if bad or extra:
         raise dev.CopyFailed("verification failed in /%s (sha256 differs: %s; unexpected: %s); the "

@@ -83,8 +83,8 @@ class Device:
         raise error_cls("board script printed no result: %r" % out[-400:])
 
 
-# Runs on the board: version, flash, active slot, file hashes of both slots, sizes of the files in /
-# (the ring log's, for the flash check).
+# Runs on the board: version, flash, active slot, file hashes of both slots and of the boot stub (/main.py, and
+# /main.new while a deploy stages a new one), sizes of the files in / (the ring log's, for the flash check).
 PROBE_SCRIPT = r"""
 import sys, os, json, binascii
 try:
@@ -131,6 +131,10 @@ try:
     stub = _h('/main.py')
 except OSError:
     stub = None
+try:
+    stub_new = _h('/main.new')
+except OSError:
+    stub_new = None
 root = {}
 for e in os.ilistdir('/'):
     if not e[1] & 0x4000:
@@ -140,7 +144,7 @@ impl = sys.implementation
 print('JSON:' + json.dumps({'version': list(impl.version[:3]), 'mpy': getattr(impl, '_mpy', None),
     'machine': getattr(impl, '_machine', sys.platform), 'hashlib': hashlib is not None,
     'block_bytes': st[0], 'free_bytes': st[0] * st[4], 'total_bytes': st[0] * st[2],
-    'active': active, 'stub': stub, 'slots': {'app_a': _slot('app_a'), 'app_b': _slot('app_b')},
+    'active': active, 'stub': stub, 'stub_new': stub_new, 'slots': {'app_a': _slot('app_a'), 'app_b': _slot('app_b')},
     'root_files': root}))
 """
 

@@ -372,6 +372,7 @@ def _json_encoder():
 # write ``NaN``): a message with a non-finite number raises ValueError here and goes through _clean
 _ENCODE = _json_encoder()
 BATCH_RECORDS = 256          # messages held before they are encoded and written (McapLog.log)
+SEQUENCE_MASK = 0xFFFFFFFF   # an MCAP message's sequence number is a uint32: it wraps around
 
 
 _first = itemgetter(0)
@@ -513,25 +514,39 @@ class McapLog:
             self._write_held()
 
     def _write_held(self):
+        """A message that cannot be encoded (not JSON) is not written: the others of the batch are, then its
+        error is raised. Sequence numbers (MCAP's uint32) wrap around after 2**32 messages of a topic."""
         held = self._held
         self._held = []
-        self._done += len(held)
         if self._proc is not None:
+            self._done += len(held)
             self._send(held)
             return
         channels = self._channels
         seq = self._seq
         getters = self._getters
         add = self._writer.add_message
-        for topic, time_us, message in held:
-            channel = channels.get(topic)
-            if channel is None:
-                channel = self._register(topic, message)
-            t_ns = int(time_us) * 1000
-            n = seq[topic]
-            add(channel_id=channel, log_time=t_ns, publish_time=t_ns, sequence=n,
-                data=encode_message(message, getters))
-            seq[topic] = n + 1
+        error = None
+        written = 0
+        try:
+            for topic, time_us, message in held:
+                try:
+                    data = encode_message(message, getters)
+                except (TypeError, ValueError) as exc:
+                    error = error or exc
+                    continue
+                channel = channels.get(topic)
+                if channel is None:
+                    channel = self._register(topic, message)
+                t_ns = int(time_us) * 1000
+                n = seq[topic]
+                add(channel_id=channel, log_time=t_ns, publish_time=t_ns, sequence=n, data=data)
+                seq[topic] = (n + 1) & SEQUENCE_MASK
+                written += 1
+        finally:
+            self._done += written
+        if error is not None:
+            raise error
 
     def _send(self, items):
         """One frame of ``items`` to the writer process (:mod:`onboard.runtime.mcap_writer`): marshal
@@ -640,7 +655,7 @@ class McapLog:
         with signal_guard.deferred():
             self._writer.add_message(channel_id=channel, log_time=t_ns, publish_time=t_ns,
                                      sequence=self._seq[topic], data=data)
-            self._seq[topic] += 1
+            self._seq[topic] = (self._seq[topic] + 1) & SEQUENCE_MASK
             self._done += 1
         return True
 
@@ -712,5 +727,7 @@ class McapLog:
             try:
                 self._write_held()     # a message that cannot be encoded raises here, after the others
             finally:
-                self._writer.finish()
-                self._fh.close()
+                try:
+                    self._writer.finish()
+                finally:
+                    self._fh.close()   # also when finishing failed (a write error): the file is not left open
