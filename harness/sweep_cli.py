@@ -25,6 +25,7 @@ import time
 from harness import scenarios
 from harness.config import ConfigError, load_file, nested, overlay
 from harness.interrupts import how_it_ended
+from harness.report.run_report import write_whole
 from harness.scenario_jobs import scenario_job
 from harness.sweep_runner import Runner, add_engine_arguments
 from harness.sweep_table import build_table, cell_label, write_table
@@ -219,16 +220,7 @@ def _write_json(out_dir, name, data, create=False):
             os.makedirs(out_dir, exist_ok=True)
         except OSError as exc:
             raise ConfigError("cannot write the sweep folder %s: %s" % (out_dir, exc.strerror or exc))
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"      # whole or not at all (ValueError for NaN)
-    path = os.path.join(out_dir, name)
-    tmp = os.path.join(out_dir, ".%s.%d.tmp" % (name, os.getpid()))
-    try:
-        with open(tmp, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_whole(os.path.join(out_dir, name), json.dumps(data, indent=2, allow_nan=False) + "\n")   # NaN: ValueError
 
 
 def add_parser(sub):

@@ -7,9 +7,12 @@ dotted names (``estimator.updates``); text and lists are left out of the table (
 per-seed results); a metric that is null for a seed counts for the others (``n`` says how many).
 """
 import csv
+import io
 import json
 import math
 import os
+
+from harness.report.run_report import write_whole
 
 Z975 = 1.959964
 INTERVAL = ("Student t interval of the mean for numbers, Wilson score interval for yes/no metrics (the fraction "
@@ -112,20 +115,19 @@ def _fmt(value):
 
 
 def write_table(out_dir, table):
-    """table.json, table.csv and table.md in ``out_dir``; returns their names."""
-    with open(os.path.join(out_dir, "table.json"), "w") as fh:
-        json.dump(table, fh, indent=2, allow_nan=False)
-        fh.write("\n")
+    """table.json, table.csv and table.md in ``out_dir``, each written whole; returns their names."""
+    write_whole(os.path.join(out_dir, "table.json"), json.dumps(table, indent=2, allow_nan=False) + "\n")
     axes = list(table["axes"])
-    with open(os.path.join(out_dir, "table.csv"), "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(axes + ["metric", "kind", "n", "mean", "ci95_low", "ci95_high", "sd", "min", "max"])
-        for cell in table["cells"]:
-            head = [json.dumps(cell["settings"].get(a)) if not isinstance(cell["settings"].get(a), (int, float, str))
-                    else cell["settings"].get(a) for a in axes]
-            for name, s in cell["metrics"].items():
-                w.writerow(head + [name, s["kind"], s["n"]] + ["" if v is None else repr(v) for v in (
-                    s["mean"], s["ci95"][0], s["ci95"][1], s["sd"], s["min"], s["max"])])
+    rows = io.StringIO(newline="")
+    w = csv.writer(rows)
+    w.writerow(axes + ["metric", "kind", "n", "mean", "ci95_low", "ci95_high", "sd", "min", "max"])
+    for cell in table["cells"]:
+        head = [json.dumps(cell["settings"].get(a)) if not isinstance(cell["settings"].get(a), (int, float, str))
+                else cell["settings"].get(a) for a in axes]
+        for name, s in cell["metrics"].items():
+            w.writerow(head + [name, s["kind"], s["n"]] + ["" if v is None else repr(v) for v in (
+                s["mean"], s["ci95"][0], s["ci95"][1], s["sd"], s["min"], s["max"])])
+    write_whole(os.path.join(out_dir, "table.csv"), rows.getvalue())
     cells = table["cells"]
     names = []
     for cell in cells:
@@ -150,8 +152,7 @@ def write_table(out_dir, table):
         lines += ["", "## Failed jobs", ""]
         lines += ["- %s, seed %d: %s: %s" % (cell_label(f["settings"]), f["seed"], f["error"], f["message"])
                   for f in table["failures"]]
-    with open(os.path.join(out_dir, "table.md"), "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+    write_whole(os.path.join(out_dir, "table.md"), "\n".join(lines) + "\n")
     return ["table.json", "table.csv", "table.md"]
 
 

@@ -28,6 +28,21 @@ def report_folder(out_dir):
     return out_dir
 
 
+def write_whole(path, text):
+    """Write ``text`` to ``path`` whole or not at all: into a temporary file beside it, then renamed over it (an
+    interruption or a write error leaves the previous file, never half of one). Written as given (no newline
+    translation)."""
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, ".%s.%d.tmp" % (name, os.getpid()))
+    try:
+        with open(tmp, "w", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def _remove_earlier_report(out_dir):
     """Remove what an earlier run's report left in ``out_dir``: its metrics.json, run.json and the plots its
     run.json lists (only those: other files in the folder are not the report's)."""
@@ -79,15 +94,7 @@ class RunReport:
 
     def write_json(self, name, data):
         path = self.path(name)
-        text = json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"   # ValueError for NaN: nothing written
-        tmp = self.path(".%s.%d.tmp" % (name, os.getpid()))
-        try:
-            with open(tmp, "w") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        write_whole(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")   # NaN: ValueError
         return path
 
     def add_timing(self, **figures):

@@ -55,6 +55,21 @@ def test_a_report_file_that_cannot_be_written_leaves_no_half_file(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["run.json"]
 
 
+def test_a_table_that_cannot_be_written_leaves_the_previous_one_whole(tmp_path):
+    from harness.sweep_table import write_table
+    stat = {"kind": "number", "n": 2, "mean": 1.5, "ci95": [1.0, 2.0], "sd": 0.5, "min": 1.0, "max": 2.0}
+    table = {"scenario": "waypoints", "reduced": True, "seeds": [1, 2], "axes": ["a"], "failures": [],
+             "cells": [{"settings": {"a": 1}, "label": "a=1", "metrics": {"m": stat}, "failed": 0, "jobs": 2}]}
+    write_table(str(tmp_path), table)
+    before = {name: (tmp_path / name).read_bytes() for name in ("table.json", "table.csv", "table.md")}
+    assert before["table.csv"].count(b"\r\n") == 2                # csv's own line ends, as written before
+    table["cells"][0]["metrics"]["m"] = dict(stat, mean=float("nan"))
+    with pytest.raises(ValueError):
+        write_table(str(tmp_path), table)
+    assert {name: (tmp_path / name).read_bytes() for name in before} == before
+    assert sorted(os.listdir(tmp_path)) == sorted(before)
+
+
 @pytest.mark.timeout(300)
 def test_a_sweep_with_a_nan_cell_reports_it_as_a_failed_cell(tmp_path, capsys):
     from harness.cli import main
