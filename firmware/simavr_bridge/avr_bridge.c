@@ -87,7 +87,8 @@
 static size_t out_limit = OUT_CAP / 2;
 #define IN_CAP (16 * 1024)
 #define RX_WAIT_TIMEOUT_MS 5000
-#define TX_BLOCK_TIMEOUT_MS 5000
+/* how long the simulation waits for a reader of a full pty before it drops its output (BRIDGE_TX_BLOCK_MS) */
+static long tx_block_timeout_ms = 5000;
 
 static avr_t *avr;
 static pinmap_t pm;
@@ -172,7 +173,7 @@ static void flush_output(int block)
         }
         if (!block)
             return;
-        if (waited_ms >= TX_BLOCK_TIMEOUT_MS) {
+        if (waited_ms >= tx_block_timeout_ms) {
             tx_dropped += out_len;
             out_len = 0;
             return;
@@ -847,6 +848,11 @@ int main(int argc, char **argv)
         long cap = atol(getenv("BRIDGE_OUT_CAP"));
         if (cap >= 64 && cap <= OUT_CAP / 2)
             out_limit = (size_t)cap;
+    }
+    if (getenv("BRIDGE_TX_BLOCK_MS")) {
+        tx_block_timeout_ms = atol(getenv("BRIDGE_TX_BLOCK_MS"));
+        if (tx_block_timeout_ms < 10 || tx_block_timeout_ms > 600000)
+            die("BRIDGE_TX_BLOCK_MS takes 10..600000 ms");
     }
     if (getenv("BRIDGE_DROP_UNREAD") && !drop_unread_limit) {   /* same as --drop-unread */
         drop_unread_limit = atoi(getenv("BRIDGE_DROP_UNREAD"));

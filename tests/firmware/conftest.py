@@ -60,7 +60,7 @@ class CLink:
         self.lib.link_decoder_init(ctypes.byref(d))
         frames = []
         for b in bytes(data):
-            if self.lib.link_decoder_feed(ctypes.byref(d), b):
+            if self.lib.link_decoder_feed(ctypes.byref(d), b) == 1:     # -1: a frame dropped
                 frames.append(bytes(d.frame[:d.frame_len]))
         c = d.counters
         return frames, {"frames_ok": c.frames_ok, "crc_errors": c.crc_errors,

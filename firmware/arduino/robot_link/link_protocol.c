@@ -107,7 +107,7 @@ int link_decoder_feed(link_decoder_t *d, uint8_t byte)
         if (d->len >= LINK_MAX_ENCODED) {
             d->overflow = 1;          /* too long for any valid frame: drop to the next 0x00 */
             counter_inc(&d->counters.oversize);
-            return 0;
+            return -1;
         }
         d->buf[d->len++] = byte;
         return 0;
@@ -126,12 +126,12 @@ int link_decoder_feed(link_decoder_t *d, uint8_t byte)
     int m = link_cobs_decode(d->buf, n, d->frame);
     if (m < LINK_HEADER_LEN + LINK_CRC_LEN) {
         counter_inc(&d->counters.cobs_errors);
-        return 0;
+        return -1;
     }
     uint16_t got = (uint16_t)((d->frame[m - 2] << 8) | d->frame[m - 1]);
     if (link_crc16(d->frame, (size_t)(m - LINK_CRC_LEN)) != got) {
         counter_inc(&d->counters.crc_errors);
-        return 0;
+        return -1;
     }
     d->frame_len = (uint8_t)(m - LINK_CRC_LEN);
     counter_inc(&d->counters.frames_ok);

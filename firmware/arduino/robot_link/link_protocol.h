@@ -134,7 +134,9 @@ size_t link_encode_frame(uint8_t type, uint8_t seq, const uint8_t *body, size_t 
                          uint8_t *out);
 
 void link_decoder_init(link_decoder_t *d);
-/* Feed one byte; returns 1 when a CRC-valid frame is ready in d->frame / d->frame_len. */
+/* Feed one byte; returns 1 when a CRC-valid frame is ready in d->frame / d->frame_len, -1 when this byte made
+ * the decoder drop a frame (oversize, bad COBS or too short, bad CRC: counted, and reported even once the
+ * counter has saturated), 0 otherwise (a byte buffered or skipped, an empty frame). */
 int link_decoder_feed(link_decoder_t *d, uint8_t byte);
 
 /* Little-endian field helpers. */

@@ -104,7 +104,8 @@ static void add_sat(uint16_t *c, uint8_t n)
 }
 
 /* ------------------------------------------------------------------ sending */
-static void send_frame(uint8_t type, const uint8_t *body, uint8_t len)
+/* Returns 0 when the frame was dropped (leveler build: no room in the UART's transmit buffer), else 1. */
+static uint8_t send_frame(uint8_t type, const uint8_t *body, uint8_t len)
 {
     uint8_t out[LINK_MAX_ENCODED + 1];
     size_t n = link_encode_frame(type, tx_seq++, body, len, out);
@@ -113,10 +114,11 @@ static void send_frame(uint8_t type, const uint8_t *body, uint8_t len)
     if ((size_t)LINK_SERIAL.availableForWrite() < n) {
         if (tx_dropped != 0xFF)
             tx_dropped++;
-        return;
+        return 0;
     }
 #endif
     LINK_SERIAL.write(out, n);
+    return 1;
 }
 
 static void send_hello(void)
@@ -177,8 +179,8 @@ static void tilt_update(void)
         return;
     }
     float p = imu_gyro[0] * GYRO_RADPS_PER_LSB;
-    float q = -imu_gyro[1] * GYRO_RADPS_PER_LSB;
-    float r = -imu_gyro[2] * GYRO_RADPS_PER_LSB;
+    float q = -(float)imu_gyro[1] * GYRO_RADPS_PER_LSB;   /* not -int16: -(-32768) overflows */
+    float r = -(float)imu_gyro[2] * GYRO_RADPS_PER_LSB;
     float dt = TICK_PERIOD_US * 1e-6f;
     float sr = sinf(roll_rad), cr = cosf(roll_rad);
     float roll_dot = p + (q * sr + r * cr) * tanf(pitch_rad);
@@ -195,7 +197,7 @@ static void send_level_state(uint32_t t_us, int32_t enc_l, int32_t enc_r)
     link_put_u32(b + 8, (uint32_t)enc_r);
     link_put_u16(b + 12, (uint16_t)clamp16f(pitch_rad * 1000.0f));
     link_put_u16(b + 14, (uint16_t)clamp16f(roll_rad * 1000.0f));
-    link_put_u16(b + 16, (uint16_t)clamp16f(-imu_gyro[2] * GYRO_RADPS_PER_LSB * 1000.0f));
+    link_put_u16(b + 16, (uint16_t)clamp16f(-(float)imu_gyro[2] * GYRO_RADPS_PER_LSB * 1000.0f));
     link_put_u16(b + 18, (uint16_t)clamp16f(imu_accel[0] * ACCEL_MMPS2_PER_LSB));
     link_put_u16(b + 20, (uint16_t)duty_left);
     link_put_u16(b + 22, (uint16_t)duty_right);
@@ -203,8 +205,8 @@ static void send_level_state(uint32_t t_us, int32_t enc_l, int32_t enc_r)
     b[26] = last_cmd_seq;
     b[27] = level_phase;
     b[28] = tx_dropped;
-    faults_since_report = 0;
-    send_frame(MSG_LEVEL_STATE, b, sizeof b);
+    if (send_frame(MSG_LEVEL_STATE, b, sizeof b))
+        faults_since_report = 0;         /* a dropped one's transient flags go out with the next one sent */
 }
 #endif
 
@@ -397,13 +399,19 @@ static void handle_frame(const uint8_t *f, uint8_t len)
     }
 }
 
+/* Takes the received bytes up to and including the end of one valid frame, then returns to the loop. A reply
+ * (PONG, STATUS, HELLO) waits for room in the UART's transmit buffer, so a host that keeps sending queries
+ * faster than their replies leave would otherwise keep the loop in here: no failsafe check, no tick, no
+ * watchdog feed (a watchdog reset). One frame a pass keeps the failsafe check within one reply's wire time. */
 static void poll_link(void)
 {
     while (LINK_SERIAL.available() > 0) {
-        uint16_t before = rx.counters.crc_errors + rx.counters.cobs_errors + rx.counters.oversize;
-        if (link_decoder_feed(&rx, (uint8_t)LINK_SERIAL.read()))
+        int r = link_decoder_feed(&rx, (uint8_t)LINK_SERIAL.read());
+        if (r > 0) {
             handle_frame(rx.frame, rx.frame_len);
-        else if ((uint16_t)(rx.counters.crc_errors + rx.counters.cobs_errors + rx.counters.oversize) != before)
+            return;
+        }
+        if (r < 0)                       /* dropped (counted by the decoder, even once its counters saturate) */
             faults_since_report |= FAULT_RX_ERROR;
     }
 }
@@ -445,7 +453,8 @@ static void tick(uint32_t t_us)
     }
 #else
     if (imu_read(imu_accel, imu_gyro)) {
-        faults &= (uint16_t)~FAULT_IMU;
+        if (imu_whoami == IMU_WHOAMI_VALUE)   /* not set up at boot (no answer, wrong chip): its data stay suspect */
+            faults &= (uint16_t)~FAULT_IMU;
     } else {
         faults |= FAULT_IMU;
         inc(&n_imu_errors);
