@@ -3,9 +3,13 @@
 ``SimI2cBus`` has the ``machine.I2C`` memory API the drivers use; devices register
 at an address; a missing address raises OSError (ENODEV/NACK), as on Linux.
 ``SimMpu6050`` keeps the chip's register file: configuration writes land in it, and
-``set_motion(specific_force_body_mps2, rate_body_radps)`` writes the data registers
-the way the chip would (sensor axes = board x forward, y left, z up; big-endian
-int16 with the configured full scale, saturating), with optional constant biases.
+``set_motion(specific_force_body_mps2, rate_body_radps)`` sets the motion the chip is in; like the
+chip, which samples continuously, the data registers hold that motion at the full scale configured
+*now* (re-sampled on every register write: sensor axes = board x forward, y left, z up; big-endian
+int16, saturating), with optional constant biases. Power-on state as the register map (rev 4.2) gives
+it: every register 0 except WHO_AM_I and PWR_MGMT_1 = 0x40 (SLEEP); a sleeping chip does not sample,
+so its data registers keep their last values (0 after power-on); DEVICE_RESET (PWR_MGMT_1 bit 7)
+restores the power-on values and clears itself.
 ``sim_mpu6050_bus(address)`` builds a bus with one chip at rest (desk runs of the Pi service).
 """
 import errno
@@ -20,6 +24,9 @@ REG_WHO_AM_I = 0x75
 REG_GYRO_CONFIG = 0x1B
 REG_ACCEL_CONFIG = 0x1C
 REG_ACCEL_XOUT_H = 0x3B
+REG_PWR_MGMT_1 = 0x6B
+PWR_MGMT_1_DEVICE_RESET = 0x80
+PWR_MGMT_1_SLEEP = 0x40
 
 # the settings block of a simulated MPU-6050 in a scenario: how often its data registers refresh (and the
 # driver reads them) and its errors
@@ -62,33 +69,49 @@ class SimI2cBus:
 
 class SimMpu6050:
     def __init__(self, who_am_i=0x68, temp_degc=25.0):
-        self.regs = bytearray(128)
-        self.regs[REG_WHO_AM_I] = who_am_i
-        self.regs[0x6B] = 0x40              # sleeps after power-up
+        self.who_am_i = who_am_i
         self.temp_degc = temp_degc
         self.accel_bias_mps2 = (0.0, 0.0, 0.0)
         self.gyro_bias_radps = (0.0, 0.0, 0.0)
-        self.set_motion((0.0, 0.0, -G_MPS2), (0.0, 0.0, 0.0))
+        self._motion = ((0.0, 0.0, -G_MPS2), (0.0, 0.0, 0.0))
+        self._power_on()
+
+    def _power_on(self):
+        """Power-on / DEVICE_RESET register values: all 0 but WHO_AM_I, and SLEEP set in PWR_MGMT_1."""
+        self.regs = bytearray(128)
+        self.regs[REG_WHO_AM_I] = self.who_am_i
+        self.regs[REG_PWR_MGMT_1] = PWR_MGMT_1_SLEEP
 
     def read(self, reg, nbytes):
         return bytes(self.regs[reg:reg + nbytes])
 
     def write(self, reg, data):
         for k, b in enumerate(data):
+            if reg + k == REG_PWR_MGMT_1 and b & PWR_MGMT_1_DEVICE_RESET:
+                self._power_on()            # the reset bit clears itself once the registers are reset
+                continue
             self.regs[reg + k] = b
+        self._sample()                      # a range change or a wake-up shows in the next sample
 
     @property
     def awake(self):
-        return not (self.regs[0x6B] & 0x40)
+        return not (self.regs[REG_PWR_MGMT_1] & PWR_MGMT_1_SLEEP)
 
     def set_motion(self, specific_force_body_mps2, rate_body_radps):
-        """Write the data registers from body-FRD specific force (m/s^2) and rate (rad/s)."""
+        """Body-FRD specific force (m/s^2) and rate (rad/s) from now on; sampled into the data registers
+        while the chip is awake."""
+        self._motion = (tuple(specific_force_body_mps2), tuple(rate_body_radps))
+        self._sample()
+
+    def _sample(self):
+        """Write the data registers from the current motion at the current full scales (awake only)."""
+        if not self.awake:
+            return
         afs = (self.regs[REG_ACCEL_CONFIG] >> 3) & 3
         fs = (self.regs[REG_GYRO_CONFIG] >> 3) & 3
         lsb_per_mps2 = 16384.0 / (1 << afs) / G_MPS2
         lsb_per_radps = 131.0 / (1 << fs) / math.radians(1.0)
-        f = specific_force_body_mps2
-        w = rate_body_radps
+        f, w = self._motion
         # body FRD -> sensor (x fwd, y left, z up): (x, -y, -z)
         f_s = (f[0] + self.accel_bias_mps2[0], -f[1] + self.accel_bias_mps2[1], -f[2] + self.accel_bias_mps2[2])
         w_s = (w[0] + self.gyro_bias_radps[0], -w[1] + self.gyro_bias_radps[1], -w[2] + self.gyro_bias_radps[2])

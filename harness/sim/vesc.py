@@ -2,7 +2,8 @@
 
 ``SimVesc`` is one controller: a first-order speed loop with a current limit, its own
 command timeout (the firmware's ``timeout_msec``: when commands stop, the motor is
-released, or braked with ``timeout_brake_current_a``), injectable fault codes (the
+released, or braked with ``timeout_brake_current_a``; 0 disables it; GetValues status bit 0 is the
+firmware's ``has_timeout``: no command for longer than the timeout), injectable fault codes (the
 motor is released while a fault is active, like ``mc_interface`` does), and
 GetValues telemetry in the FW 5.x/6.x layout. ``SimVescPort`` is the UART: it owns
 a :class:`harness.sim.ptys.PtyPair` whose slave path (also reachable through a stable
@@ -228,7 +229,15 @@ class SimVesc:
             tachometer_abs_ticks=int(self.tacho_abs_ticks), fault_code=self.fault_code,
             pid_pos_deg=0.0, controller_id=self.controller_id, temp_mos1_degc=self.cfg["temp_fet_degc"],
             temp_mos2_degc=self.cfg["temp_fet_degc"], temp_mos3_degc=self.cfg["temp_fet_degc"],
-            avg_vd_v=0.0, avg_vq_v=duty * v_in, status=codec.STATUS_TIMEOUT if self.timed_out else 0)
+            avg_vd_v=0.0, avg_vq_v=duty * v_in, status=codec.STATUS_TIMEOUT if self.has_timeout() else 0)
+
+    def has_timeout(self):
+        """The firmware's ``timeout_has_timeout()`` (GetValues status bit 0): no command for longer than
+        ``timeout_ms`` since the last one (or since boot, time 0), whatever the motor does; never with
+        ``timeout_ms`` 0 (vedderb/bldc timeout.c)."""
+        timeout_us = self.cfg["timeout_ms"] * 1000
+        last_us = self.last_cmd_us if self.last_cmd_us is not None else 0
+        return timeout_us != 0 and self.now_us - last_us > timeout_us
 
     def setup_values(self):
         """{field: value} of the GetValuesSetup reply (one VESC: this controller's own figures)."""
@@ -254,7 +263,7 @@ class SimVesc:
         if self._fault_until_us is not None and now_us >= self._fault_until_us:
             self.clear_fault()
         if (self.mode != MODE_NONE and self.last_cmd_us is not None and not self.timed_out
-                and now_us - self.last_cmd_us > cfg["timeout_ms"] * 1000):
+                and cfg["timeout_ms"] != 0 and now_us - self.last_cmd_us > cfg["timeout_ms"] * 1000):
             self.timed_out = True
             self.timeouts += 1
             if cfg["timeout_brake_current_a"] > 0.0:

@@ -10,7 +10,9 @@ that made them (one session per client address).
 Each log variable reads a *source*: a function of no arguments, keyed by the name in LOG_VARIABLES,
 that the services providing the quantity hand in (``log_sources()`` of the vehicle, commander,
 supervisor and link). A period byte counts 10 ms; a started block first sends on the next multiple of
-its period (the firmware's timers tick on a grid), then every period.
+its period (the firmware's timers tick on a grid), then every period. Period 0 is the firmware's
+single-shot run (``logStartBlock``: ``workerSchedule(logRunBlock)``): the block is sent once, at the next
+advance, and a periodic block keeps its period.
 """
 import struct
 
@@ -38,7 +40,7 @@ class _LogVar:
 
 
 class _LogBlock:
-    __slots__ = ("block_id", "ops", "period_us", "running", "next_due_us", "size")
+    __slots__ = ("block_id", "ops", "period_us", "running", "next_due_us", "size", "single_shot_us")
 
     def __init__(self, block_id):
         self.block_id = block_id
@@ -47,6 +49,14 @@ class _LogBlock:
         self.running = False
         self.next_due_us = 0
         self.size = 0
+        self.single_shot_us = None   # LOG_START with period 0: one packet due at this time
+
+    def due_us(self):
+        """When the block next sends (periodic or single shot); None when it will not."""
+        due = self.next_due_us if self.running else None
+        if self.single_shot_us is not None and (due is None or self.single_shot_us < due):
+            due = self.single_shot_us
+        return due
 
 
 def _reply(cmd, block_id, err):
@@ -99,9 +109,9 @@ class LogService:
             if block is None:
                 return [_reply(cmd, block_id, crtp.ENOENT)]
             period_units = data[2]
-            if period_units == 0:
-                self.stats["malformed"] += 1
-                return [_reply(cmd, block_id, crtp.E2BIG)]
+            if period_units == 0:                   # single-shot run: once, the timer left as it is
+                block.single_shot_us = now_us
+                return [_reply(cmd, block_id, 0)]
             block.period_us = period_units * LOG_PERIOD_UNIT_US
             block.next_due_us = (now_us // block.period_us + 1) * block.period_us
             block.running = True
@@ -162,8 +172,9 @@ class LogService:
         due = None
         for blocks in self.sessions.values():
             for b in blocks.values():
-                if b.running and (due is None or b.next_due_us < due):
-                    due = b.next_due_us
+                b_due = b.due_us()
+                if b_due is not None and (due is None or b_due < due):
+                    due = b_due
         return due
 
     def skip_backlog(self, now_us):
@@ -184,14 +195,18 @@ class LogService:
         sources = self.sources
         for client, blocks in self.sessions.items():
             for block in blocks.values():
-                if not block.running or block.next_due_us > now_us:
-                    continue
-                due = block.next_due_us
-                block.next_due_us += block.period_us
-                ts = (due // 1000) & 0xFFFFFF
-                body = bytearray((block.block_id, ts & 0xFF, (ts >> 8) & 0xFF, (ts >> 16) & 0xFF))
-                for source, fmt in block.ops:
-                    body += crtp.pack_value(fmt, sources[source]())
-                out.append((client, crtp.packet(crtp.PORT_LOG, crtp.LOG_CH_DATA, body)))
+                dues = []
+                if block.single_shot_us is not None and block.single_shot_us <= now_us:
+                    dues.append(block.single_shot_us)
+                    block.single_shot_us = None
+                if block.running and block.next_due_us <= now_us:
+                    dues.append(block.next_due_us)
+                    block.next_due_us += block.period_us
+                for due in dues:
+                    ts = (due // 1000) & 0xFFFFFF
+                    body = bytearray((block.block_id, ts & 0xFF, (ts >> 8) & 0xFF, (ts >> 16) & 0xFF))
+                    for source, fmt in block.ops:
+                        body += crtp.pack_value(fmt, sources[source]())
+                    out.append((client, crtp.packet(crtp.PORT_LOG, crtp.LOG_CH_DATA, body)))
         self.stats["log_packets"] += len(out)
         return out
