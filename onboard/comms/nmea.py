@@ -130,10 +130,11 @@ def _coord(deg, deg_digits, pos, neg):
 
 def gga(utc_s, lat_deg, lon_deg, quality=1, sats=10, hdop=0.9, alt_m=0.0, talker="GP"):
     """A GGA sentence (with checksum and CRLF) for a fix; ``quality`` 0 writes an empty position."""
-    utc_s = utc_s % 86400.0
-    h = int(utc_s // 3600)
-    m = int((utc_s - 3600 * h) // 60)
-    t = "%02d%02d%05.2f" % (h, m, utc_s - 3600 * h - 60 * m)
+    # whole centiseconds first, so that 59.996 s becomes the next minute, never "60.00" (hhmmss.ss)
+    cs = int(round(utc_s * 100.0)) % 8640000
+    h, cs = cs // 360000, cs % 360000
+    m, cs = cs // 6000, cs % 6000
+    t = "%02d%02d%02d.%02d" % (h, m, cs // 100, cs % 100)
     if quality:
         la, lh = _coord(lat_deg, 2, "N", "S")
         lo, oh = _coord(lon_deg, 3, "E", "W")

@@ -48,3 +48,10 @@ def test_reader_counts_and_splits():
     assert len(fixes) == 1 and r.bad == 1 and r.ignored == 1 and r.no_fix == 1
     assert len(r.feed(good[20:].encode("ascii"))) == 1
     assert r.feed(b"x" * 200) == [] and r.overlong == 1
+
+
+def test_gga_time_rounds_into_the_next_minute_never_to_60_seconds():
+    """hhmmss.ss: 59.996 s past a minute is the next minute (the old "%05.2f" of the seconds wrote 60.00)."""
+    for utc_s, text in ((59.996, "000100.00"), (3599.999, "010000.00"), (86399.996, "000000.00"),
+                        (3600.5, "010000.50"), (75.25, "000115.25")):
+        assert nmea.gga(utc_s, 1.0, 2.0).split(",")[1] == text, utc_s
