@@ -76,6 +76,7 @@ class BenchWorld:
         self._later_requests = {side: 0 for side in SIDES}
         self._stop = threading.Event()
         self._thread = None
+        self.error = None                  # why the simulated boat stopped, when a step raised
         self._lock = threading.Lock()
 
     def step(self):
@@ -112,14 +113,18 @@ class BenchWorld:
     def _loop(self):
         t0_ns = time.monotonic_ns()
         dt_us = self.vessel.dt_us
-        while not self._stop.is_set():
-            target_us = (time.monotonic_ns() - t0_ns) // 1000
-            n = 0
-            with self._lock:
-                while self.now_us + dt_us <= target_us and n < MAX_CATCH_UP_STEPS:
-                    self.step()
-                    n += 1
-            time.sleep(0.002)
+        try:
+            while not self._stop.is_set():
+                target_us = (time.monotonic_ns() - t0_ns) // 1000
+                n = 0
+                with self._lock:
+                    while self.now_us + dt_us <= target_us and n < MAX_CATCH_UP_STEPS:
+                        self.step()
+                        n += 1
+                time.sleep(0.002)
+        except Exception as exc:    # noqa: BLE001 - said, not lost with the thread (the service then sees stale inputs)
+            self.error = "%s: %s" % (type(exc).__name__, exc)
+            print("wamv_bench: the simulated boat stopped: %s" % self.error, file=self.out, flush=True)
 
     def start(self):
         self._thread = threading.Thread(target=self._loop, name="wamv-bench-world", daemon=True)
@@ -175,7 +180,7 @@ def main(argv=None):
             time.sleep(0.01)
         world.stop()
         print("wamv_bench: %s" % json.dumps(world.summary()), flush=True)
-        return rc
+        return rc if world.error is None else (rc or 1)
     finally:
         world.close()
 

@@ -159,3 +159,25 @@ def test_heading_sentences_round_trip_and_bad_ones_are_refused():
                 "$HETHS,10.0,V*%02X" % nmea.checksum("HETHS,10.0,V")):
         with pytest.raises(nmea.NmeaError):
             hn.parse(bad)
+
+
+def test_a_bench_world_whose_step_raises_says_so_instead_of_dying_silently():
+    """The bench's world thread: an exception in a step is kept and printed (the thread used to end without a
+    word, and the service then only saw its inputs go stale)."""
+    import io
+    import time as _time
+    from harness.sim.wamv_bench import BenchWorld
+    out = io.StringIO()
+    world = BenchWorld(out=out)
+    try:
+        def broken(*_args):
+            raise RuntimeError("thrust model gone")
+        world.vessel.step_thrust = broken
+        world.start()
+        deadline = _time.monotonic() + 30.0               # a hang guard only: the first step raises
+        while world.error is None and _time.monotonic() < deadline:
+            _time.sleep(0.01)
+        assert world.error == "RuntimeError: thrust model gone"
+        assert "wamv_bench: the simulated boat stopped: RuntimeError: thrust model gone" in out.getvalue()
+    finally:
+        world.close()
