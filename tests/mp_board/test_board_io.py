@@ -9,17 +9,11 @@ robot stands on blocks, pose at the origin, way-point 2 m ahead: driving until t
 the link (an ``X`` line), the motors are off within imu_timeout_us + 1 tick + 1 control period and stay
 off while the IMU is silent, and the robot drives again once it answers.
 """
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from harness.sim import micropython as mpy
 from onboard.runtime import ground_robot
+from tests.mp_board.board_script import run_board_script
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAIL_FROM_US = 1000000
 FAIL_UNTIL_US = 2000000
 END_US = 3000000
@@ -101,44 +95,10 @@ BOARD_FILES = {"board.py": "boards/pico_rp2040/board.py", "mp_app.py": "boards/m
                "machine.py": "harness/sim/virtual_board/frozen/machine.py"}
 
 
-def _read(rel):
-    with open(os.path.join(REPO, rel)) as fh:
-        return fh.read()
-
-
-def _result(stdout):
-    lines = [ln for ln in stdout.splitlines() if ln.startswith("BOARDIO ")]
-    assert lines, stdout[-2000:]
-    return json.loads(lines[-1][len("BOARDIO "):])
-
-
-def _run_micropython():
-    if not mpy.available():
-        pytest.fail("MicroPython (node + npm package) is missing: run `make setup`")
-    files = mpy.onboard_files()
-    for name, rel in BOARD_FILES.items():
-        files[mpy.MP_LIB_DIR + "/" + name] = _read(rel)
-    return _result(mpy.run_micropython(SCRIPT, files))
-
-
-def _run_cpython(tmp_path):
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    for name, rel in BOARD_FILES.items():
-        (lib / name).write_text(_read(rel))
-    (lib / "micropython.py").write_text("def const(x):\n    return x\n")     # MicroPython's built-in module
-    (tmp_path / "run.py").write_text(SCRIPT)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(lib), REPO]))
-    proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, env=env,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return _result(proc.stdout)
-
-
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("interpreter", ["cpython", pytest.param("micropython", marks=pytest.mark.micropython)])
 def test_an_imu_that_stops_answering_stops_the_motors_is_reported_and_the_app_recovers(interpreter, tmp_path):
-    r = _run_micropython() if interpreter == "micropython" else _run_cpython(tmp_path)
+    r = run_board_script(interpreter, SCRIPT, BOARD_FILES, "BOARDIO", tmp_path)
     bound_us = ground_robot.DEFAULTS["imu_timeout_us"] + TICK_US + CONTROL_US
     assert r["driven_before"], "the robot was not driving before the fault (the test could not fail)"
     assert r["off_us"] is not None and r["off_us"] <= bound_us, r

@@ -5,16 +5,11 @@ A NaN speed (an estimator that diverged upstream) must be refused and counted, b
 never raise out of ``command`` and never touch a direction pin (a NaN used to flip the left direction pin, then
 raise in ``int(nan)`` with the left H-bridge still at its old duty: the wheel reversed at speed).
 """
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
-from harness.sim import micropython as mpy
+from tests.mp_board.board_script import run_board_script
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 SCRIPT = """
 import json
@@ -49,44 +44,10 @@ print("PWMDRV " + json.dumps(out))
 FILES = {"mp_drivers.py": "boards/mp_common/mp_drivers.py", "machine.py": "harness/sim/virtual_board/frozen/machine.py"}
 
 
-def _read(rel):
-    with open(os.path.join(REPO, rel)) as fh:
-        return fh.read()
-
-
-def _result(stdout):
-    lines = [ln for ln in stdout.splitlines() if ln.startswith("PWMDRV ")]
-    assert lines, stdout[-2000:]
-    return json.loads(lines[-1][len("PWMDRV "):])
-
-
-def _run_cpython(tmp_path):
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    for name, rel in FILES.items():
-        (lib / name).write_text(_read(rel))
-    (lib / "micropython.py").write_text("def const(x):\n    return x\n")     # MicroPython's built-in module
-    (tmp_path / "run.py").write_text(SCRIPT)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(lib), REPO]))
-    proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, env=env,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return _result(proc.stdout)
-
-
-def _run_micropython():
-    if not mpy.available():
-        pytest.fail("MicroPython (node + npm package) is missing: run `make setup`")
-    files = mpy.onboard_files()
-    for name, rel in FILES.items():
-        files[mpy.MP_LIB_DIR + "/" + name] = _read(rel)
-    return _result(mpy.run_micropython(SCRIPT, files))
-
-
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("interpreter", ["cpython", pytest.param("micropython", marks=pytest.mark.micropython)])
 def test_non_finite_wheel_command_is_refused_counted_and_stops_both_motors(interpreter, tmp_path):
-    r = _run_micropython() if interpreter == "micropython" else _run_cpython(tmp_path)
+    r = run_board_script(interpreter, SCRIPT, FILES, "PWMDRV", tmp_path)
     assert r["driving"] == [32767, 32767, 1, 1], r          # 5 of 10 rad/s forward: the test could fail
     for name in ("nan_left", "nan_right", "inf"):
         got = r[name]

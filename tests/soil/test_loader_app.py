@@ -110,3 +110,20 @@ def test_the_force_paths_invert_the_machines_moment_balance_and_dynamics():
     torque = (20000.0 + 0.04 * 5000.0 * g + 5000.0 * slope) * 0.35       # level ground, F_x = 20 kN
     assert machine_forces.fx_from_drive(MACHINE, torque, v, np.zeros(120), dt) == pytest.approx(20000.0, abs=1e-6)
     assert machine_forces.speed_slope_mps2([1.0], dt).tolist() == [0.0]
+
+
+def test_a_machine_sample_earlier_than_the_last_is_refused_and_the_rest_of_the_period_is_mapped():
+    """A sample stamped before the last one was queued: the blind map raised BlindMapError out of the map
+    group in the middle of its queue (the queue already taken: the later samples of the period were lost,
+    the stale sample already in the cut). It is refused at the entry point and counted instead."""
+    node, mapping, _cuts = _mapping_node()
+    for k in range(5):
+        mapping.on_machine(_sample(k, 1.0 + k / 60.0))
+    mapping.on_machine(_sample(2, 1.0))                      # late: earlier than the last sample
+    for k in range(5, 10):
+        mapping.on_machine(_sample(k, 1.0 + k / 60.0))
+    node.step(10 * DT_US)
+    assert mapping.report()["rejected"] == 1
+    assert mapping.mapper.poses[-1].time_us == 9 * DT_US
+    times = [s.time_us for s in mapping.cut.samples]
+    assert times == sorted(times) and len(times) == 10
