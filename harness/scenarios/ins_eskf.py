@@ -239,21 +239,22 @@ def case_metrics(rec, settle_s=10.0):
     vel = np.linalg.norm(err[:, 6:9], axis=1)
     late = t >= settle_s
     inside = np.abs(err) <= 3.0 * rec["sigma"] + 1e-12
+    settled = bool(late.any())          # no sample after settle_s (a short run): the rms are null, not 0.0
     return {
-        "position_error_rms_m": rms(pos[late]),
+        "position_error_rms_m": rms(pos[late]) if settled else None,
         "position_error_final_m": float(pos[-1]),
-        "attitude_error_rms_deg": rms(att[late]),
+        "attitude_error_rms_deg": rms(att[late]) if settled else None,
         "attitude_error_final_deg": float(att[-1]),
-        "velocity_error_rms_mps": rms(vel[late]),
+        "velocity_error_rms_mps": rms(vel[late]) if settled else None,
         "accel_bias_true_mps2": rec["accel_bias_true_mps2"],
         "accel_bias_est_mps2": rec["accel_bias_est_mps2"],
         "accel_bias_error_final_mps2": [float(v) for v in err[-1, 9:12]],
         "gyro_bias_true_dps": [math.degrees(v) for v in rec["gyro_bias_true_radps"]],
         "gyro_bias_est_dps": [math.degrees(v) for v in rec["gyro_bias_est_radps"]],
         "gyro_bias_error_final_dps": [math.degrees(float(v)) for v in err[-1, 12:15]],
-        "nees_mean": float(np.mean(rec["nees"][late])) if late.any() else None,
+        "nees_mean": float(np.mean(rec["nees"][late])) if settled else None,
         "nis_mean": float(np.mean(rec["nis"])) if rec["nis"].size else None,
-        "within_3sigma_fraction": float(np.mean(inside[late])) if late.any() else None,
+        "within_3sigma_fraction": float(np.mean(inside[late])) if settled else None,
         "counters": rec["counters"],
         "impl": rec["impl"],
     }

@@ -152,7 +152,10 @@ def _path_diff(points, a, b):
 
 
 # ---------------------------------------------------------------------------------------------- checks
-def _checked(tdoa_s, poses, body_xy, sound_speed_mps, timing_sigma_s):
+def checked_inputs(tdoa_s, poses, body_xy, sound_speed_mps, timing_sigma_s):
+    """The locator's inputs as arrays (tdoa [pings x K-1] s, poses [pings x 3], body [K x 2] m), or LocatorError
+    (one line) when they cannot give a fix: malformed or non-finite, fewer than 2 contours, coinciding
+    hydrophones, or every hydrophone position over all pings on one line (a mirror-ambiguous fix)."""
     try:
         body = np.asarray(body_xy, dtype=float)
         tdoa = np.asarray(tdoa_s, dtype=float)
@@ -325,7 +328,7 @@ def locate(tdoa_s, poses, body_xy, sound_speed_mps=SOUND_SPEED_MPS, timing_sigma
     covariance); ``iterations``: RANSAC minimal sets (all pairs of contours when there are fewer);
     ``max_range_m``: how far from the hydrophones hypotheses are sought; ``seed``: the draws of minimal sets.
     Returns a :class:`PingerFix`; raises :class:`LocatorError` (module docstring)."""
-    tdoa, pose, body = _checked(tdoa_s, poses, body_xy, float(sound_speed_mps), float(timing_sigma_s))
+    tdoa, pose, body = checked_inputs(tdoa_s, poses, body_xy, float(sound_speed_mps), float(timing_sigma_s))
     c = float(sound_speed_mps)
     sigma = float(timing_sigma_s)
     pings, pairs = tdoa.shape

@@ -67,3 +67,14 @@ def test_custom_legs_from_config():
     m = mod.run(cfg, RunContext(1))
     assert m["duration_s"] == pytest.approx(10.0)
     assert m["success"] is True
+
+
+def test_error_rms_over_an_empty_settled_window_is_null_not_zero():
+    """A run shorter than the 10 s settling time has no sample to average: the rms errors are null like
+    nees_mean and within_3sigma_fraction, not a perfect 0.0."""
+    module, config = prepare("ins-eskf", {"duration_s": 5.0, "settings": ["sensor_fusion"]})
+    m = module.run(config, RunContext(1))["settings"]["sensor_fusion"]
+    assert m["nees_mean"] is None and m["within_3sigma_fraction"] is None
+    assert m["position_error_rms_m"] is None
+    assert m["attitude_error_rms_deg"] is None
+    assert m["velocity_error_rms_mps"] is None

@@ -173,3 +173,13 @@ def test_boat_pinger_results_do_not_depend_on_the_workers():
 def test_boat_pinger_refuses_settings_that_do_not_fit_together(override, text):
     with pytest.raises(ConfigError, match=text):
         prepare("boat-pinger", override)
+
+
+@pytest.mark.parametrize("layout, text", [([[1.0, 0.0], [-1.0, 0.0]], "contour"),
+                                          ([[1.0, 0.0], [0.0, 0.0], [-1.0, 0.0]], "one line"),
+                                          ([[1.0, 0.0], [1.0, 0.0], [-1.0, 1.0]], "coincide")])
+def test_boat_pinger_refuses_a_hydrophone_layout_that_cannot_fix_one_ping(layout, text):
+    """pings must include 1: a layout whose single ping gives no fix is bad input (exit 2), not a crash of the
+    first trial with a LocatorError traceback."""
+    with pytest.raises(ConfigError, match=text):
+        prepare("boat-pinger", {"hydrophones_body_m": layout})

@@ -117,6 +117,14 @@ def check_settings(config):
     if 1 not in config["pings"] or 3 not in config["pings"]:
         raise ConfigError("boat-pinger: pings (%s) must include 1 and 3 (the acceptance compares them)"
                           % config["pings"])
+    # every trial locates from one ping: the layout must give a fix from one ping (>= 3 distinct hydrophones,
+    # not all on one line), else the first trial's locator raises mid-run: the locator's own check decides
+    try:
+        pg.checked_inputs(np.zeros((1, len(config["hydrophones_body_m"]) - 1)), np.zeros((1, 3)),
+                    config["hydrophones_body_m"], config["sound_speed_mps"], config["timing_sigma_s"])
+    except pg.LocatorError as exc:
+        raise ConfigError("boat-pinger: hydrophones_body_m %s gives no fix from one ping (%s)"
+                          % (config["hydrophones_body_m"], exc))
     p = config["placement"]
     for key, limit in (("lengths_m", p["deck_length_m"]), ("widths_m", p["deck_width_m"])):
         if max(p[key]) > limit + 1e-9:

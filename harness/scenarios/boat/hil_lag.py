@@ -54,6 +54,9 @@ SETTING_RANGES = {
     "cut_window_s": POSITIVE, "plan": ("a list of [duration_s > 0, heading_deg, speed_mps]", lambda v: isinstance(
         v, list) and len(v) > 0 and all(isinstance(l, list) and len(l) == 3 and l[0] > 0 for l in v)),
     "control_rate_hz": int_at_least(1), "controller_timeout_ms": int_at_least(1),
+    # the heading error is counted after settle_s: none left would be an rms of 0.0 over no sample
+    ("settle_s", "duration_s"): ("in order (settle_s < duration_s: the heading error is counted after settle_s)",
+                                 lambda settle, duration: settle < duration),
 }
 REDUCED = {"latencies_s": [0.0, 0.3], "duration_s": 12.0, "lag_duration_s": 8.0, "cut_at_s": 3.0,
            "plan": [[6.0, 0.0, 1.5], [6.0, 60.0, 1.5]]}
