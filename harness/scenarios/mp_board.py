@@ -37,6 +37,7 @@ from harness.config import ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, ConfigEr
 from harness.report.plots import figure, label
 from onboard.comms import line_link as ll
 from onboard.deploy.build import list_boards
+from onboard.deploy.pull_log import pull_log, raw_log_path
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.runtime.ground_robot import GroundRobotRuntime
 from onboard.runtime.link_runtime import LinkRuntime, STATE_KEYS, parse_state, runtime_config
@@ -290,7 +291,6 @@ def _check_pull_log_path(path):
     """ConfigError unless ``path`` (the pulled log's OUT.mcap) and the raw copy beside it (OUT.bin,
     ``onboard.deploy.pull_log.raw_log_path``) can be written: checked before the deploy and the lockstep run,
     which the log is pulled after."""
-    from onboard.deploy.pull_log import raw_log_path
     folder = os.path.dirname(os.path.abspath(path))
     raw = raw_log_path(path)
     if os.path.isdir(path):
@@ -381,7 +381,6 @@ def pull_and_replay(config, port, info):
     records and bytes the board wrote (its ``LOG`` counters), bytes per record, records dropped, the
     replay's ticks, largest output difference and whether every output topic has the logged count."""
     from harness.replay import read_recording, replay_events
-    from onboard.deploy.pull_log import pull_log
     board_log = info.get("board_log") or {}
     pulled = pull_log(config["board"], port, config["pull_log"], timeout_s=config["deploy_timeout_s"],
                       log=lambda m: None)
