@@ -155,7 +155,7 @@ def main(argv=None):
         log = (lambda msg: None) if args.json else print
         link_key = read_link_key(args.link_key) if args.link_key else None
         result = deploy(args.board, args.port, mpy=args.mpy, dry_run=args.dry_run,
-                        start=False, timeout_s=args.timeout, log=log, boards_dir=args.boards_dir, link_key=link_key)
+                        timeout_s=args.timeout, log=log, boards_dir=args.boards_dir, link_key=link_key)
         if not args.dry_run and not args.no_start:
             ready = soft_reset_and_start(args.port, timeout_s=args.timeout)
             result["started"] = ready is not None

@@ -12,8 +12,9 @@ folder already holds exactly the new set; otherwise the *other* folder is the
 staging folder: files already right there stay, files unchanged since the active
 version are copied on the board, only changed files travel over the link
 (``mpremote fs cp``), (3) copies, (4) verifies every staged file by sha256, (5)
-switches ``/active`` (write + rename) and (6) soft-resets so ``main.py`` starts.
-Any failure before (5) leaves the previous version active.
+switches ``/active`` (write + rename). Any failure before (5) leaves the previous version active. Starting the
+new version, (6) a soft reset so ``main.py`` runs, is the caller's
+(:func:`onboard.deploy.device.soft_reset_and_start`; ``python -m onboard.deploy`` does it unless ``--no-start``).
 """
 import hashlib
 import json
@@ -177,9 +178,9 @@ def provision_link_key(device, key, key_path, log=print):
     return key_fingerprint(key)
 
 
-def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, log=print, boards_dir=None,
-           link_key=None):
-    """Deploy ``board``'s file set to the board on ``port``. Returns a result dict (also for dry runs).
+def deploy(board, port, mpy=False, dry_run=False, timeout_s=10.0, log=print, boards_dir=None, link_key=None):
+    """Deploy ``board``'s file set to the board on ``port``. Returns a result dict (also for dry runs); its
+    ``started`` stays False: starting the app is the caller's (module docstring).
     ``link_key``: None, or the command link's key (bytes) to provision at the board's ``LINK_KEY_PATH``
     (manifest ``link_key_path``, default ``/link.key``), after the files are switched."""
     t0 = time.monotonic()
@@ -239,8 +240,6 @@ def deploy(board, port, mpy=False, dry_run=False, start=True, timeout_s=10.0, lo
         log("verified %d files by sha256; /active -> %s" % (len(built), plan.staging))
     if link_key is not None:
         result["link_key"] = provision_link_key(device, link_key, manifest.get("link_key_path", "/link.key"), log=log)
-    if start:
-        result["started"] = True
     result["mpremote_calls"] = device.calls
     result["elapsed_s"] = time.monotonic() - t0
     return result

@@ -62,6 +62,7 @@ def test_first_all_second_nothing_edit_one_then_failed_copy_keeps_previous(board
     with VirtualBoard(fs_dir=flash_dir) as board:
         first = deploy(BOARD, board.port, mpy=True, timeout_s=20, log=logs.append, boards_dir=boards_dir)
         assert first["switched"] and first["uploaded"] == first["files"] > 10
+        assert first["started"] is False          # deploy() starts nothing (the command line soft-resets after it)
         # hashes on the board equal the local build, file by file (independent read-back)
         probe = _probe(board.port)
         active = probe["active"]
