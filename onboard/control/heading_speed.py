@@ -76,14 +76,13 @@ class HeadingSpeedController:
                         ("r_radps", r_radps), ("u_mps", u_mps)):
             if not is_finite_number(v):
                 raise PidInputError("heading/speed controller: %s must be a finite number, got %r" % (name, v))
-        for pid in (self.heading, self.speed):
-            if pid._last_us is not None and now_us < pid._last_us:
-                raise PidInputError("heading/speed controller: time went backwards: %d < %d us"
-                                    % (now_us, pid._last_us))
         c = self.cfg
         e_psi = wrap_pi(psi_ref_rad - psi_rad)
+        e_u = u_ref_mps - u_mps
+        self.heading.check(e_psi, now_us)      # both checked before either moves
+        self.speed.check(e_u, now_us)
         n_nm = self.heading.update(e_psi, now_us) - c["heading_kd_nm_per_radps"] * r_radps
-        x_n = c["drag_n_per_mps"] * u_ref_mps + self.speed.update(u_ref_mps - u_mps, now_us)
+        x_n = c["drag_n_per_mps"] * u_ref_mps + self.speed.update(e_u, now_us)
         t_l, t_r = self.allocate(x_n, n_nm)
         self.last_thrust_n = (t_l, t_r)
         self.steps += 1

@@ -35,11 +35,16 @@ class Pid:
         self._last_error = None
         self._last_us = None
 
-    def update(self, error, now_us):
+    def check(self, error, now_us):
+        """Raise :class:`PidInputError` when :meth:`update` would refuse ``error`` at ``now_us`` (a non-finite
+        error, time before the previous update's); changes nothing."""
         if not is_finite_number(error):
             raise PidInputError("PID error must be a finite number, got %r" % (error,))
         if self._last_us is not None and now_us < self._last_us:
             raise PidInputError("PID time went backwards: %d < %d us" % (now_us, self._last_us))
+
+    def update(self, error, now_us):
+        self.check(error, now_us)
         dt = 0.0 if self._last_us is None else (now_us - self._last_us) * 1e-6
         deriv = 0.0
         if self._last_error is not None and dt > 0.0:
