@@ -20,7 +20,6 @@ no bootloader/firmware answering, 6 flashing or verification failed.
 """
 import glob
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -30,7 +29,7 @@ import time
 from onboard.comms.cobs import cobs_decode, cobs_encode
 from onboard.comms.crc import crc16_ccitt_false
 from onboard.core.settings import BOOLEAN, TEXT, int_at_least, int_within
-from onboard.deploy.build import BOARDS_DIR, REPO_ROOT, BoardNotFound, DeployError, read_manifest
+from onboard.deploy.build import BOARDS_DIR, REPO_ROOT, BoardNotFound, DeployError, check_manifest, read_manifest
 
 EXIT_BAD = 2
 EXIT_NO_BOARD = 3
@@ -59,11 +58,10 @@ def list_avr_boards(boards_dir=None):
     out = []
     for path in sorted(glob.glob(os.path.join(boards_dir or BOARDS_DIR, "*", "manifest_*.json"))):
         try:
-            with open(path) as fh:
-                m = json.load(fh)
-        except (OSError, ValueError):
+            m = read_manifest(path)
+        except DeployError:                 # unreadable: not listed (loading the board by name says why)
             continue
-        if isinstance(m, dict) and m.get("kind") == "avr" and isinstance(m.get("board"), str):
+        if m.get("kind") == "avr" and isinstance(m.get("board"), str):
             out.append(m["board"])
     return out
 
@@ -79,10 +77,10 @@ AVR_MANIFEST_RULES = {"mcu": TEXT, "make_target": TEXT, "programmer": TEXT, "upl
 def load_avr_manifest(board, boards_dir=None):
     """The manifest dict of AVR board ``board`` (``path`` added), or None when no AVR board has that name."""
     for path in sorted(glob.glob(os.path.join(boards_dir or BOARDS_DIR, "*", "manifest_*.json"))):
-        m = read_manifest(path, {}, ())
+        m = read_manifest(path)
         if not (m.get("kind") == "avr" and m.get("board") == board):
             continue
-        m = read_manifest(path, AVR_MANIFEST_RULES, REQUIRED)
+        check_manifest(path, m, AVR_MANIFEST_RULES, REQUIRED)
         m["path"] = path
         return m
     return None
@@ -95,7 +93,7 @@ def is_avr_board(board, boards_dir=None):
         return True
     for path in glob.glob(os.path.join(boards_dir or BOARDS_DIR, "*", "manifest_%s.json" % glob.escape(board))):
         try:
-            read_manifest(path, {}, ())
+            read_manifest(path)
         except DeployError:
             return True
     return False

@@ -68,10 +68,9 @@ MANIFEST_RULES = {
 }
 
 
-def read_manifest(path, rules, required):
-    """The JSON object in the board manifest ``path``, its ``required`` keys present and every key of ``rules``
-    ({key: (text, ok)}) it holds taking its values; DeployError (exit 2, one line naming the file and the key)
-    otherwise."""
+def read_manifest(path, rules=None, required=()):
+    """The JSON object in the board manifest ``path``, checked by :func:`check_manifest` against ``rules`` and
+    ``required``; DeployError (exit 2, one line naming the file) when it cannot be read or is no object."""
     try:
         with open(path) as fh:
             manifest = json.load(fh)
@@ -81,13 +80,19 @@ def read_manifest(path, rules, required):
         raise DeployError("%s: not valid JSON (%s)" % (path, str(exc).splitlines()[0]), 2)
     if not isinstance(manifest, dict):
         raise DeployError("%s: must be a JSON object, got %s" % (path, type(manifest).__name__), 2)
+    check_manifest(path, manifest, rules or {}, required)
+    return manifest
+
+
+def check_manifest(path, manifest, rules, required):
+    """DeployError (exit 2, one line naming the file ``path`` and the key) unless the ``required`` keys are in
+    ``manifest`` and every key of ``rules`` ({key: (text, ok)}) it holds takes its values."""
     for key in required:
         if key not in manifest:
             raise DeployError("%s: missing key %r" % (path, key), 2)
     for key, (text, ok) in rules.items():
         if key in manifest and not ok(manifest[key]):
             raise DeployError("%s: %s must be %s, got %.60r" % (path, key, text, manifest[key]), 2)
-    return manifest
 
 
 def _imports(source, filename):
