@@ -36,6 +36,7 @@ import time
 import traceback
 
 from harness.config import ConfigError
+from harness.report.run_report import write_whole
 
 ENGINES = ("local", "ray")
 RAY_PIN = "ray==2.60.0"           # the optional dependency's pin (pyproject.toml, requirements.lock)
@@ -456,16 +457,13 @@ class ResultStore:
         try:
             text = json.dumps(record)
             value = json.loads(text)["result"]
-            name, data, mode = job.key + ".json", text + "\n", "w"
+            name, data = job.key + ".json", text + "\n"
         except (TypeError, ValueError):
             try:
-                name, data, mode = job.key + ".pkl", pickle.dumps(record, protocol=4), "wb"
+                name, data = job.key + ".pkl", pickle.dumps(record, protocol=4)
             except Exception:                # neither JSON nor picklable: kept in memory only
                 return value
-        tmp = os.path.join(self.dir, ".%s.%d.tmp" % (name, os.getpid()))
-        with open(tmp, mode) as fh:
-            fh.write(data)
-        os.replace(tmp, os.path.join(self.dir, name))
+        write_whole(os.path.join(self.dir, name), data)
         return value
 
 

@@ -28,15 +28,15 @@ def report_folder(out_dir):
     return out_dir
 
 
-def write_whole(path, text):
-    """Write ``text`` to ``path`` whole or not at all: into a temporary file beside it, then renamed over it (an
-    interruption or a write error leaves the previous file, never half of one). Written as given (no newline
-    translation)."""
+def write_whole(path, data):
+    """Write ``data`` (text, or bytes) to ``path`` whole or not at all: into a temporary file beside it, then
+    renamed over it (an interruption or a write error leaves the previous file, never half of one). Written as
+    given (no newline translation)."""
     folder, name = os.path.split(path)
     tmp = os.path.join(folder, ".%s.%d.tmp" % (name, os.getpid()))
     try:
-        with open(tmp, "w", newline="") as fh:
-            fh.write(text)
+        with (open(tmp, "wb") if isinstance(data, bytes) else open(tmp, "w", newline="")) as fh:
+            fh.write(data)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
