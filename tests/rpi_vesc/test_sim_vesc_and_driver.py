@@ -152,6 +152,27 @@ def test_sim_port_skips_garbage_and_partial_frames(tmp_path, close_ports):
         t.close()
 
 
+def test_sim_port_accepts_long_header_of_length_255(close_ports):
+    # the firmware's try_decode_packet (vedderb/bldc comm/packet.c) takes a 16-bit length of 255
+    from tests.rpi_vesc.test_vesc_codec import _frame_with_header
+    v = SimVesc()
+    port = SimVescPort(v)
+    close_ports.append(port)
+    t = SerialTransport(port.path).open()
+    try:
+        request = codec.get_values() + bytes(254)       # GetValues ignores bytes after the id
+        t.write(_frame_with_header(b"\x03\x00\xff", request))
+        assert port.service(1000) == 1
+        reply = b""
+        for _ in range(10):
+            reply += t.read(4096, 0.0)
+        [payload] = codec.FrameDecoder().feed(reply)
+        assert codec.decode_values(payload).controller_id == v.controller_id
+        assert port.report()["skipped_bytes"] == 0
+    finally:
+        t.close()
+
+
 def test_can_forward_to_missing_id_is_dropped_and_counted(close_ports):
     port = SimVescPort(SimVesc({"controller_id": 1}), can_bus=[SimVesc({"controller_id": 2})])
     close_ports.append(port)

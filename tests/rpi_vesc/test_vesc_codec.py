@@ -4,6 +4,7 @@ import struct
 import pytest
 from hypothesis import given, strategies as st
 
+from onboard.comms.crc import crc16_xmodem
 from onboard.comms.vesc import codec
 
 
@@ -136,6 +137,58 @@ def test_selective_reply_roundtrip():
     out = codec.decode_values(payload)
     assert (out.rpm_erpm, out.fault_code, out.controller_id) == (-4200.0, 2, 3)
     assert out.temp_fet_degc is None
+
+
+# ---------------------------------------------------------------- header boundaries (vedderb/bldc comm/packet.c)
+def _frame_with_header(header, payload):
+    """A frame built byte by byte around ``payload`` with the given header (not by our encoder)."""
+    crc = crc16_xmodem(payload)
+    return bytes(header) + payload + bytes((crc >> 8, crc & 0xFF, 3))
+
+
+def _boundary_payload(n):
+    # no byte 2 or 3 inside, so a refused frame cannot resynchronise on its own payload
+    return bytes(0x10 + (k * 37) % 0xF0 for k in range(n))
+
+
+@pytest.mark.parametrize("n,expected_header", [(254, b"\x02\xfe"), (255, b"\x02\xff"), (256, b"\x03\x01\x00")])
+def test_encoder_header_at_length_boundary(n, expected_header):
+    # packet_send_packet: short header while len <= 255, the 16-bit one from 256 on
+    payload = _boundary_payload(n)
+    assert codec.encode_frame(payload) == _frame_with_header(expected_header, payload)
+
+
+@pytest.mark.parametrize("n,header,accepted", [
+    (254, b"\x02\xfe", True),
+    (255, b"\x02\xff", True),
+    (254, b"\x03\x00\xfe", False),       # try_decode_packet: 16-bit length < 255 is refused
+    (255, b"\x03\x00\xff", True),        # ... but exactly 255 is accepted
+    (256, b"\x03\x01\x00", True),
+])
+def test_decoder_header_at_length_boundary(n, header, accepted):
+    payload = _boundary_payload(n)
+    after = codec.encode_frame(codec.alive())
+    stream = _frame_with_header(header, payload) + after
+    for step in (len(stream), 1):           # whole, and one byte at a time
+        dec = codec.FrameDecoder()
+        out = []
+        for pos in range(0, len(stream), step):
+            out.extend(dec.feed(stream[pos:pos + step]))
+        if accepted:
+            assert out == [payload, codec.alive()]
+            assert dec.skipped_bytes == 0 and dec.framing_errors == 0
+        else:
+            assert out == [codec.alive()]
+            assert dec.framing_errors >= 1
+        assert dec.pending == 0
+
+
+def test_decoder_refuses_short_header_of_length_zero():
+    # a 256-byte payload cannot be sent with the 1-byte length (256 & 0xFF == 0): zero length is refused
+    payload = _boundary_payload(256)
+    dec = codec.FrameDecoder()
+    assert dec.feed(_frame_with_header(b"\x02\x00", payload) + codec.encode_frame(codec.alive())) == [codec.alive()]
+    assert dec.framing_errors >= 1 and dec.pending == 0
 
 
 # ---------------------------------------------------------------- properties

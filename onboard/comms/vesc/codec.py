@@ -12,6 +12,9 @@ Wire format (vedderb/bldc ``comm/packet.c``, ``packet_send_packet`` / ``try_deco
     2, len(1 byte), payload, crc16 hi, crc16 lo, 3        payload of 1..255 bytes
     3, len hi, len lo, payload, crc16 hi, crc16 lo, 3     payload of 256..PACKET_MAX_PL_LEN
 
+The encoder picks the short header up to 255 bytes; the decoder, like the firmware's,
+also accepts the long header with a length of exactly 255 (refused below 255).
+
 CRC-16/XMODEM (poly 0x1021, init 0) over the payload only. The first payload byte is
 the command id (``COMM_PACKET_ID`` in vedderb/bldc ``datatypes.h``). Multi-byte
 integers are big-endian. ``float16``/``float32`` fields are *scaled integers*
@@ -221,7 +224,10 @@ class FrameDecoder:
                 return "more", 0, None
             length = (buf[i + 1] << 8) | buf[i + 2]
             head = 3
-            if length < 256:           # a shorter payload must use the short header
+            # vedderb/bldc comm/packet.c try_decode_packet: a 16-bit length below 255 is
+            # refused ("if (len < 255) return -1;"); 255 itself is accepted, although
+            # packet_send_packet only emits this header from 256 bytes on.
+            if length < 255:
                 return "bad_len", 0, None
         else:
             return "no_start", 0, None
