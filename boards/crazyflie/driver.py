@@ -211,7 +211,10 @@ class CrazyflieDriver:
             try:
                 param.set_value(name, value)
                 if not done.wait(self.cfg["param_timeout_s"]):
-                    raise CrazyflieLinkError("no read-back of parameter %s from %s" % (name, self.uri))
+                    # the firmware sends nothing back for a write it refuses (param_logic.c paramWriteProcess)
+                    raise CrazyflieLinkError("no read-back of parameter %s from %s within %.1f s (the drone "
+                                             "refused the write or the link lost it)"
+                                             % (name, self.uri, self.cfg["param_timeout_s"]))
             finally:
                 param.remove_update_callback(group=group, name=pname, cb=cb)
             back = float(got["v"])

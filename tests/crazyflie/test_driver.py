@@ -9,6 +9,7 @@ from boards.crazyflie.board import CrazyflieConfigError, validate
 from boards.crazyflie.driver import FLYING, LANDED, LINK_LOST, CrazyflieLinkError, CrazyflieSwarm
 from boards.crazyflie.samples import BatterySample
 from harness.sim.clock import SimClock
+from harness.sim.crazyflie import crtp
 from harness.sim.crazyflie.fleet import SimCrazyflieFleet
 from harness.sim.crazyflie.lockstep import Lockstep
 from onboard.core.samples import NavState, RangeSample, VelocitySetpoint
@@ -194,6 +195,35 @@ def test_config_errors_are_clear(rig_factory):
         rig_factory(1, config={"params": {"commander.enHighLevel": 1, "nosuch.param": 1}})
     with pytest.raises(CrazyflieConfigError, match="not in TOC"):
         rig_factory(1, config={"log_blocks": {"a": {"period_ms": 10, "variables": ["nosuch.var"]}}})
+
+
+@pytest.mark.parametrize("case", ["read_only_in_toc", "write_left_unanswered"])
+def test_param_write_the_drone_refuses_fails_clearly_without_hanging(case):
+    """A read-only parameter in the board config is refused before anything is sent (cflib's set_value
+    would raise AttributeError). A write the drone leaves unanswered, as crazyflie-firmware's
+    param_logic.c paramWriteProcess does for a read-only parameter, ends in a CrazyflieLinkError after
+    param_timeout_s (cflib's UDP link does not resend it); the drone keeps its value either way."""
+    fleet = SimCrazyflieFleet(1, seed=3, clock=SimClock()).start()
+    try:
+        drone = fleet.drones[0]
+        if case == "read_only_in_toc":
+            name, param = "deck.bcLoco", drone.param("deck", "bcLoco")
+            error, match = CrazyflieConfigError, "deck.bcLoco is read-only on the drone"
+        else:
+            name, param = "posCtlPid.xKp", drone.param("posCtlPid", "xKp")
+            param.flags |= crtp.PARAM_FLAG_RONLY     # refused by the drone, writable in the TOC cflib read
+            error, match = CrazyflieLinkError, "no read-back of parameter posCtlPid.xKp from udp://"
+        before = param.value
+        swarm = CrazyflieSwarm(fleet.uris, {"params": {"commander.enHighLevel": 1, name: 0},
+                                            "param_timeout_s": 1.0})
+        with pytest.raises(error, match=match):
+            swarm.connect()
+        assert [d.state for d in swarm.drivers] == ["closed"]
+        assert param.value == before
+        assert drone.stats["rejected_param_writes"] == (0 if case == "read_only_in_toc" else 1)
+    finally:
+        fleet.release_links()
+        fleet.close()
 
 
 def test_connecting_to_nothing_fails_within_the_timeout():

@@ -160,8 +160,7 @@ def test_param_read_write_read_only_nan_and_unknown():
     _p, _c, d = one(ask(cf, crtp.PORT_PARAM, crtp.PARAM_CH_WRITE, struct.pack("<Hf", kp, float("nan"))))
     assert struct.unpack("<Hf", d) == (kp, 3.5), "NaN refused, the value kept is echoed"
     loco = toc["deck.bcLoco"][0]
-    _p, _c, d = one(ask(cf, crtp.PORT_PARAM, crtp.PARAM_CH_WRITE, struct.pack("<HB", loco, 0)))
-    assert d[2] == 1, "read-only parameter unchanged"
+    assert ask(cf, crtp.PORT_PARAM, crtp.PARAM_CH_WRITE, struct.pack("<HB", loco, 0)) == []
     _p, _c, d = one(ask(cf, crtp.PORT_PARAM, crtp.PARAM_CH_WRITE, struct.pack("<HH", kp, 1)))
     assert struct.unpack("<f", d[2:])[0] == 3.5, "wrong size refused"
     assert one(ask(cf, crtp.PORT_PARAM, crtp.PARAM_CH_READ, struct.pack("<H", 999)))[2][2] == crtp.ENOENT
@@ -171,6 +170,28 @@ def test_param_read_write_read_only_nan_and_unknown():
     replies = ask(cf, crtp.PORT_PARAM, crtp.PARAM_CH_MISC, body)
     assert crtp.split(replies[0])[2][-1] == 0
     assert crtp.split(replies[1])[2] == struct.pack("<BHB", crtp.MISC_VALUE_UPDATED, toc["commander.enHighLevel"][0], 1)
+
+
+def test_param_write_to_read_only_is_unanswered_and_by_name_refused_with_eacces():
+    """crazyflie-firmware param_logic.c: paramWriteProcess returns without sending anything for a
+    PARAM_RONLY parameter; paramWriteByNameProcess answers EACCES (after EINVAL for another type)."""
+    cf = SimCrazyflie()
+    toc, _ = read_toc(cf, crtp.PORT_PARAM)
+    loco, flags = toc["deck.bcLoco"]
+    assert flags & crtp.PARAM_FLAG_RONLY
+    before = cf.param("deck", "bcLoco").value
+    writes = dict(cf.stats)
+    for raw in (struct.pack("<HB", loco, 0), struct.pack("<HB", loco, before), struct.pack("<HH", loco, 0)):
+        assert ask(cf, crtp.PORT_PARAM, crtp.PARAM_CH_WRITE, raw) == [], "no reply, not even an echo"
+    _p, _c, d = one(ask(cf, crtp.PORT_PARAM, crtp.PARAM_CH_READ, struct.pack("<H", loco)))
+    assert d == struct.pack("<HBB", loco, 0, before) and cf.param("deck", "bcLoco").value == before
+    head = bytes((crtp.MISC_SETBYNAME,)) + b"deck\0bcLoco\0"
+    assert one(ask(cf, crtp.PORT_PARAM, crtp.PARAM_CH_MISC, head + bytes((0x08, 0))))[2] == head + bytes((crtp.EACCES,))
+    assert one(ask(cf, crtp.PORT_PARAM, crtp.PARAM_CH_MISC, head + bytes((0x06,)) + struct.pack("<f", 0.0)))[2] \
+        == head + bytes((crtp.EINVAL,)), "another type: EINVAL before EACCES"
+    assert cf.param("deck", "bcLoco").value == before
+    assert cf.stats["param_writes"] == writes["param_writes"]
+    assert cf.stats["rejected_param_writes"] == writes["rejected_param_writes"] + 4
 
 
 def test_param_extended_persistent_and_default_value():

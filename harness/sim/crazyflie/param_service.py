@@ -5,7 +5,9 @@ channel 2 writes one and echoes the value the parameter then holds; channel 3 (m
 (what cflib's ``set_value_raw`` sends, answered and then announced with VALUE_UPDATED), gets the
 extended type, the default value (v1, v2), and stores, clears or reports the persistent value of
 parameters flagged persistent. Read-only parameters, writes of the wrong size and NaN or infinite
-floats are refused (counted in ``rejected_param_writes``) and leave the value as it was.
+floats are refused (counted in ``rejected_param_writes``) and leave the value as it was. As in the
+firmware, a channel-2 write to a read-only parameter gets no reply at all, and a set-by-name of one
+is answered with EACCES.
 
 Modules that act on a parameter register a callback with :meth:`ParamService.watch`, called after
 every accepted write (the firmware's PARAM_ADD_WITH_CALLBACK).
@@ -83,27 +85,36 @@ class ParamService:
                 self.stats["rejected_param_writes"] += 1
                 return [crtp.packet(crtp.PORT_PARAM, channel, data[:2] + bytes((crtp.ENOENT,)))]
             p = self.params[ident]
+            if p.read_only:
+                # param_logic.c paramWriteProcess: "if (params[index].type & PARAM_RONLY) return;",
+                # nothing is sent back (cflib's own set_value refuses such a write before sending it)
+                self.stats["rejected_param_writes"] += 1
+                return []
             self._write(p, data[2:])
             # the firmware echoes id + the value the parameter now holds
             return [crtp.packet(crtp.PORT_PARAM, channel, data[:2] + crtp.pack_value(p.fmt, p.value))]
         return self._misc(data)
 
     def _write(self, p, raw):
-        """Store a raw little-endian value; wrong size, NaN/infinity or read-only writes are refused."""
-        size = crtp.type_size(p.fmt)
-        if p.read_only or len(raw) != size:
+        """Store a raw little-endian value; returns 0, or the errno of a refused write: EACCES for a
+        read-only parameter (param_logic.c paramWriteByNameProcess), EINVAL for a wrong size or a
+        NaN/infinity (the simulator's own checks)."""
+        if p.read_only:
             self.stats["rejected_param_writes"] += 1
-            return False
+            return crtp.EACCES
+        if len(raw) != crtp.type_size(p.fmt):
+            self.stats["rejected_param_writes"] += 1
+            return crtp.EINVAL
         value = struct.unpack(p.fmt, raw)[0]
         if isinstance(value, float) and not is_finite((value,)):
             self.stats["rejected_param_writes"] += 1
-            return False
+            return crtp.EINVAL
         p.value = value
         self.stats["param_writes"] += 1
         callback = self._watchers.get((p.group, p.name))
         if callback is not None:
             callback(p)
-        return True
+        return 0
 
     def _misc(self, data):
         cmd = data[0]
@@ -119,8 +130,10 @@ class ParamService:
             head = bytes((cmd,)) + rest[:z2 + 1]
             if p is None:
                 return [crtp.packet(crtp.PORT_PARAM, ch, head + bytes((crtp.ENOENT,)))]
-            if type_id != p.type_id or not self._write(p, raw):
-                return [crtp.packet(crtp.PORT_PARAM, ch, head + bytes((crtp.EINVAL,)))]
+            # paramWriteByNameProcess: ENOENT, then EINVAL for another type, then EACCES for read-only
+            err = crtp.EINVAL if type_id != p.type_id else self._write(p, raw)
+            if err:
+                return [crtp.packet(crtp.PORT_PARAM, ch, head + bytes((err,)))]
             return [crtp.packet(crtp.PORT_PARAM, ch, head + b"\0"),
                     crtp.packet(crtp.PORT_PARAM, ch, struct.pack("<BH", crtp.MISC_VALUE_UPDATED, p.ident)
                                 + crtp.pack_value(p.fmt, p.value))]
