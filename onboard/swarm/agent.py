@@ -19,7 +19,8 @@ On top of the DQN, each off by default and not in the paper (see DEFAULTS): a co
 (which hovers instead of backing off while the neighbour's estimate disagrees with its ranges),
 a range-rate brake (hover when the ranges alone say contact within a second), a collapsed-estimate
 rule (an unresolved neighbour is shown at its measured range), a detour when the goal stops getting
-closer, and a final P-approach to the goal estimate.
+closer, and a final P-approach to the goal estimate. A neighbour whose last range is older than
+``range_max_age_s`` (its ranging stopped) is shown neither to the DQN nor to the guard.
 
 ``mode`` picks the estimation configuration compared in pocket figs. 5-6: ``hybrid`` (PF +
 learned), ``pf`` (pure particle filter, uninformed start, no refresh) or ``learned``
@@ -87,6 +88,13 @@ DEFAULTS = {
     # bearing
     "guard_residual_m": 0.0,
     "guard_hold_max_s": 2.0,       # ... for at most this long in a row, then it backs off anyway (no deadlock)
+    # a neighbour whose last range is older than this (s) is not shown to the DQN nor to the guard: its ranging
+    # stopped (it left, landed, or its radio died) and its last range, and the estimate only dead-reckoned
+    # since, would trigger or suppress avoidance for good. Every neighbour is ranged at least once per 0.1 s
+    # ranging / policy period (pocket V-B; the token ring several times), so the default is ten ranging
+    # periods: ten lost in a row is a silent neighbour, not packet loss (the member's uwb_timeout_us engages
+    # the failsafe after the same 1 s without any neighbour range). Counted in stale_neighbour_steps
+    "range_max_age_s": 1.0,
     # range-rate brake (not in the paper; 0 turns it off): hover when a neighbour's ranges alone (least-squares
     # rate over brake_window_s, no bearing needed) say it closes faster than brake_min_closing_mps and
     # contact comes within brake_ttc_s
@@ -167,7 +175,7 @@ class Track:
 # value ranges of the settings (onboard.core.settings rules; checked_config)
 SETTING_RANGES = dict(
     {"mode": one_of(*MODES), "pf_init": one_of(*PF_INITS), "learned_refresh": one_of(*REFRESH_MODES),
-     "range_smoothing_s": POSITIVE, "brake_window_s": POSITIVE,
+     "range_smoothing_s": POSITIVE, "brake_window_s": POSITIVE, "range_max_age_s": POSITIVE,
      "min_confidence": within(0.0, 1.0), "collapsed_estimate_fraction": within(0.0, 1.0),
      "collapsed_goal_fraction": within(0.0, 1.0),
      "warmup_steps": int_at_least(0), "brake_min_samples": int_at_least(0), "guard_on_range": BOOLEAN,
@@ -216,6 +224,8 @@ class SwarmAgent:
         self.guard_overrides = 0
         self.guard_holds = 0            # policy steps the guard hovered (guard_residual_m)
         self.brakes = 0                 # policy steps the range-rate brake hovered (brake_ttc_s)
+        self.stale_neighbours = 0       # neighbours left out at the last policy step: range older than range_max_age_s
+        self.stale_neighbour_steps = 0  # ... summed over the policy steps
         self._hold_since_us = None      # when the present run of guard holds began
         self.detours = 0
         self.approach_steps = 0
@@ -425,7 +435,9 @@ class SwarmAgent:
         """DQN action from the current estimates; returns the new body-frame velocity setpoint (m/s).
 
         A time before the last step's is a fault (counted in ``time_faults``): the setpoint is held and
-        nothing changes (integrated over dt < 0, slowing down sped the drone up)."""
+        nothing changes (integrated over dt < 0, slowing down sped the drone up). A neighbour whose last
+        range is older than ``range_max_age_s`` is left out of the DQN's input and the guard (counted in
+        ``stale_neighbours`` / ``stale_neighbour_steps``)."""
         if self.last_us is not None and now_us < self.last_us:
             self.time_faults += 1
             return self.setpoint_body_mps
@@ -439,11 +451,18 @@ class SwarmAgent:
                 g, d_goal_m = shown, goal.range_lp_m
                 self.collapsed_goal_steps += 1
         near = None
+        max_age_us = int(self.cfg["range_max_age_s"] * 1e6)
+        stale = 0
         for obj_id, t in self.tracks.items():
             if obj_id == GOAL_ID or t.est is None or t.range_m is None:
                 continue
+            if t.last_range_us is not None and now_us - t.last_range_us > max_age_us:
+                stale += 1                                 # its ranging stopped: see range_max_age_s
+                continue
             if near is None or t.range_m < near.range_m:
                 near = t
+        self.stale_neighbours = stale
+        self.stale_neighbour_steps += stale
         if g is None:
             action = act_mod.SLOW_DOWN                    # nothing to fly to yet: hold still
         else:

@@ -337,6 +337,7 @@ class SwarmDecision:
         return {"decisions": self.decisions, "dropouts": self.dropouts, "ranges_used": self.ranges_used,
                 "waiting_steps": self.waiting_steps, "failsafe_steps": self.failsafe_steps,
                 "guard_overrides": a.guard_overrides, "brakes": a.brakes, "detours": a.detours,
+                "stale_neighbour_steps": a.stale_neighbour_steps,
                 "tracks": sorted(str(k) for k in a.tracks)}
 
 
