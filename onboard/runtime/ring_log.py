@@ -40,10 +40,16 @@ the field by field encoding gives; any other message takes that long way. For th
 reverse, decodes to the same sample: the reader rebuilds it through its constructor). Messages must
 not change after they are recorded (samples do not).
 
+The sequence is the session's data record count modulo 2**32: at ~310 records/s it wraps after ~160 days of
+one session. The data area holds far fewer than 2**31 records, so the records kept always span less than
+half the sequence space and the reader orders them in serial-number arithmetic (RFC 1982): the oldest
+is the one after the widest gap between the sequence numbers found, modulo 2**32.
+
 Crash safety: a torn write leaves a record whose CRC fails. The reader scans the area record by
 record (resynchronising byte by byte after a bad record), keeps the records of the header's session
-whose CRC holds, orders them by sequence and counts the sequence numbers missing between the oldest
-and the newest as ``dropped``; a bad record right after the newest one is the ``torn`` last write.
+whose CRC holds, orders them by sequence (modulo 2**32, above) and counts the sequence numbers missing
+between the oldest and the newest as ``dropped``; a bad record right after the newest one is the
+``torn`` last write.
 What a reset or power loss costs: the records held (fewer than ``batch_records``), or, during a
 batch's write, the records of that batch from the torn one on: at most ``batch_records`` newest
 records, every older one kept. With ``flush_records`` (a littlefs commit every so many records, what
@@ -90,6 +96,7 @@ CRC_BYTES = 4
 RECORD_OVERHEAD_BYTES = RECORD_HEAD_BYTES + CRC_BYTES
 MAX_PAYLOAD_BYTES = 0xFFFF
 SESSION_MAX = 0xFFFF
+SEQ_MASK = 0xFFFFFFFF             # a record's sequence is the data record count modulo 2**32 (u32: wraps)
 
 ID_CONFIG = 0                     # meta: the /app/config record (int64 time_us + JSON)
 ID_TOPIC = 1                      # meta: a topic definition
@@ -643,7 +650,7 @@ class RingLogSink:
         try:
             for topic, time_us, msg in held:
                 lay = layouts.get((topic, type(msg)))
-                rec = None if lay is None else lay.frame(msg, time_us, session, seq)
+                rec = None if lay is None else lay.frame(msg, time_us, session, seq & SEQ_MASK)
                 if rec is None:
                     self.records = seq
                     try:
@@ -718,7 +725,7 @@ class RingLogSink:
         if len(payload) > MAX_PAYLOAD_BYTES:
             self.too_large += 1
             return None
-        rec = _frame(rid, self.session, self.records, payload)
+        rec = _frame(rid, self.session, self.records & SEQ_MASK, payload)
         if len(rec) > self.size_bytes - self.data_start:
             self.too_large += 1
             return None
@@ -785,8 +792,9 @@ class RingLogContents:
     dropped: sequence numbers missing between the oldest and the newest record kept (a bad CRC);
     torn: 1 when the record after the newest one was cut (a torn last write); stale: valid records of
     older sessions (ignored); undecodable: records without a topic definition or whose fields do not
-    build their sample; first_seq/last_seq: sequence numbers of the oldest/newest record
-    (first_seq > 0: the log wrapped and older records were overwritten, or the first ones were bad);
+    build their sample; first_seq/last_seq: sequence numbers (u32, modulo 2**32) of the oldest/newest
+    record (first_seq > 0: the log wrapped and older records were overwritten, or the first ones were
+    bad; last_seq < first_seq: the sequence wrapped past 2**32 in between);
     truncated_bytes: how much shorter than size_bytes the data was; header_ok: the file header was valid.
     """
 
@@ -853,11 +861,12 @@ def read_log(data):
             kept[rec[3]] = rec
     if not kept:
         return out
-    seqs = sorted(kept)
+    seqs = serial_order(kept)
     out.first_seq, out.last_seq = seqs[0], seqs[-1]
-    out.dropped = out.last_seq - out.first_seq + 1 - len(seqs)
+    out.dropped = ((out.last_seq - out.first_seq) & SEQ_MASK) + 1 - len(seqs)
     newest = kept[out.last_seq]
-    out.torn = _torn_after(data, newest[0] + newest[5], out.size_bytes, out.session, out.last_seq + 1)
+    out.torn = _torn_after(data, newest[0] + newest[5], out.size_bytes, out.session,
+                           (out.last_seq + 1) & SEQ_MASK)
     from onboard.core import samples
     for seq in seqs:
         _, rid, _, _, payload, _ = kept[seq]
@@ -870,6 +879,21 @@ def read_log(data):
         except _STRUCT_ERRORS + (IndexError, KeyError):   # struct.error: a body short for its topic's layout
             out.undecodable += 1
     return out
+
+
+def serial_order(seqs):
+    """The distinct u32 sequence numbers ``seqs`` oldest first, in serial-number arithmetic (RFC 1982):
+    they span less than 2**31 (one data area's records), so the oldest is the one after the widest gap
+    between neighbours modulo 2**32 (the sequence may have wrapped past 2**32 in between)."""
+    seqs = sorted(seqs)
+    n = len(seqs)
+    start = 0
+    widest = (seqs[0] - seqs[-1]) & SEQ_MASK          # the gap from the largest round to the smallest
+    for i in range(1, n):
+        if seqs[i] - seqs[i - 1] > widest:
+            widest = seqs[i] - seqs[i - 1]
+            start = i
+    return seqs[start:] + seqs[:start]
 
 
 def _torn_after(data, pos, end, session, seq):
