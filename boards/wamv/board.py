@@ -27,3 +27,4 @@ HEADING_POLL_HZ = 50                # read the heading port
 HEADING_SIGMA_DEG = 1.0             # heading noise the EKF assumes for HDT/THS
 ROT_SIGMA_DPS = 0.5                 # rate-of-turn noise the EKF assumes for ROT
 ROT_TIMEOUT_US = 300000             # the yaw rate from ROT at 10-20 Hz (the app's imu input): three missing
+INPUT_RECONNECT_PERIOD_US = 500000  # a vanished GNSS / heading port is reopened this often (the VESC links' period)

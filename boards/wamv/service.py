@@ -16,7 +16,13 @@ Devices (serial ports, opened with pyserial):
 - ``outboards.left_port`` / ``right_port``: the two outboards' VESC controllers (VESC UART protocol,
   ``onboard.vessel.outboards.VescOutboards``). A link that drops later is reconnected by the driver.
 
-Every port must exist when the service starts (else exit 3, one line, nothing commanded). The mission is
+Every port must exist when the service starts (else exit 3, one line, nothing commanded). A GNSS or heading
+port that vanishes later (the device unplugged: its read raises) does not end the service: its input goes
+stale, so the app's failsafe stops both outboards (SetCurrent 0) while it is missing, and the port is reopened
+every ``gnss.reconnect_period_us`` / ``heading.reconnect_period_us`` until it is back; then the boat goes on
+(``boards.wamv.serial_input``, the outboards' reconnect mechanism). Each loss and each reconnection is printed
+(``onboard-wamv: gnss port lost: ...``), logged on ``/wamv/port`` and counted in the app's report (parts
+``gnss_port``, ``heading_port``: ``disconnects``, ``reconnects``, ``open_failures``). The mission is
 ``mission.plan``: heading/speed legs ``[[duration_s, heading_deg, speed_mps], ...]``, repeated (what the app
 supports). With ``log.record = true`` (the default) the app records itself at its boundary into the same log
 (``/app/...``: settings, every GNSS fix, heading and yaw-rate sample, outboard telemetry, tick, thrust and
@@ -44,8 +50,9 @@ from onboard.core.settings import (BOOLEAN, POSITIVE, TEXT, ConfigError, checked
 BENCH_SIM_PREFIX = "bench-sim:"
 
 DEFAULT_CONFIG = {
-    "gnss": {"port": B.GNSS_PORT, "baud": B.GNSS_BAUD},
+    "gnss": {"port": B.GNSS_PORT, "baud": B.GNSS_BAUD, "reconnect_period_us": B.INPUT_RECONNECT_PERIOD_US},
     "heading": {"port": B.HEADING_PORT, "baud": B.HEADING_BAUD, "poll_hz": B.HEADING_POLL_HZ,
+                "reconnect_period_us": B.INPUT_RECONNECT_PERIOD_US,
                 "heading_sigma_deg": B.HEADING_SIGMA_DEG, "rot_sigma_dps": B.ROT_SIGMA_DPS},
     "outboards": {"left_port": B.OUTBOARD_PORTS["left"], "right_port": B.OUTBOARD_PORTS["right"],
                   "baud": B.OUTBOARD_BAUD, "max_erpm": B.MAX_ERPM, "direction_left": 1, "direction_right": 1},
@@ -66,8 +73,8 @@ def _is_plan(v):
 TIMEOUT_US = int_at_least(10000)
 # every setting's value range (onboard.core.settings rules), checked before a port or the log opens
 SETTING_RANGES = {
-    "gnss.port": TEXT, "gnss.baud": int_at_least(1),
-    "heading.port": TEXT, "heading.baud": int_at_least(1),
+    "gnss.port": TEXT, "gnss.baud": int_at_least(1), "gnss.reconnect_period_us": TIMEOUT_US,
+    "heading.port": TEXT, "heading.baud": int_at_least(1), "heading.reconnect_period_us": TIMEOUT_US,
     # a rate the app's 100 Hz base tick divides into (the node's rate groups)
     "heading.poll_hz": one_of(10, 20, 25, 50, 100),
     "heading.heading_sigma_deg": POSITIVE, "heading.rot_sigma_dps": POSITIVE,
@@ -118,24 +125,30 @@ def check_ports_exist(ports):
             raise ServiceStartError("serial port %s (%s) does not exist" % (path, setting))
 
 
-def build_app(cfg, ports, log=None, start_us=0):
+def build_app(cfg, ports, log=None, start_us=0, on_port_change=None):
     """(app, outboards, closers) from a config dict and the resolved ports; the GNSS and heading ports are
-    opened here (ServiceStartError when one cannot be), the outboards' links at the app's first control tick."""
+    opened here (ServiceStartError when one cannot be), the outboards' links at the app's first control tick.
+    The GNSS and heading ports are ``boards.wamv.serial_input.SerialInput`` s (parts ``gnss_port``,
+    ``heading_port``): reopened when they vanish, each loss and reconnection handed to
+    ``on_port_change(now_us, name, event, error)`` (None: counted only)."""
     from boards.wamv.app import WamvApp
     from boards.wamv.heading_nmea import HeadingNmea
-    from onboard.comms.transport import SerialTransport, TransportError
+    from boards.wamv.serial_input import SerialInput
+    from onboard.comms.transport import SerialTransport
     from onboard.vessel.outboards import VescOutboards
 
     closers = []
     opened = {}
+    rates = {"gnss": B.GNSS_POLL_HZ, "heading": cfg["heading"]["poll_hz"]}
     try:
         for block in ("gnss", "heading"):
-            path = ports[block + ".port"]
-            try:
-                opened[block] = SerialTransport(path, cfg[block]["baud"]).open()
-            except TransportError as exc:
-                raise ServiceStartError("cannot open the %s port: %s" % (block, exc))
-            closers.append(opened[block].close)
+            port = SerialInput(block, lambda path=ports[block + ".port"], baud=cfg[block]["baud"]:
+                               SerialTransport(path, baud).open(), rates[block], cfg[block]["reconnect_period_us"],
+                               on_port_change)
+            if not port.connect(start_us):
+                raise ServiceStartError("cannot open the %s port: %s" % (block, port.last_error))
+            opened[block] = port
+            closers.append(port.close)
     except BaseException:
         for close in closers:
             close()
@@ -151,6 +164,8 @@ def build_app(cfg, ports, log=None, start_us=0):
     app.node.add("heading", HeadingNmea(opened["heading"], app.on_heading, app.on_yaw_rate, hcfg["poll_hz"],
                                         math.radians(hcfg["heading_sigma_deg"]),
                                         math.radians(hcfg["rot_sigma_dps"])))
+    for block in ("gnss", "heading"):
+        app.node.add(block + "_port", opened[block])
     closers.append(outboards.close)
     return app, outboards, closers
 
@@ -166,8 +181,14 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, port_paths=
     check_ports_exist(ports)            # before the log opens
     mcap, log_file = open_log(log_file, cfg["log"]["dir"], "wamv", "onboard-wamv")
     clock = MonotonicClock()            # zero now: the watched inputs count from the service's start
+
+    def port_change(now_us, name, event, error):
+        mcap.log("/wamv/port", now_us, {"time_us": now_us, "port": name, "event": event, "error": error or ""})
+        why = ": %s; the failsafe stops the outboards while it is missing" % error if event == "lost" else ""
+        print("onboard-wamv: %s port %s%s" % (name, event, why), file=out, flush=True)
+
     try:
-        app, outboards, closers = build_app(cfg, ports, log=mcap.log, start_us=0)
+        app, outboards, closers = build_app(cfg, ports, log=mcap.log, start_us=0, on_port_change=port_change)
     except BaseException:
         mcap.close()
         raise
