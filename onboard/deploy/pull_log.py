@@ -82,7 +82,12 @@ def describe(contents, counts):
         parts.append("file %d bytes short" % s["truncated_bytes"])
     if not s["header_ok"]:
         parts.append("header unreadable")
-    if s["first_seq"]:
+    if s["last_seq"] is not None and s["last_seq"] < s["first_seq"]:
+        # the u32 sequence passed 2**32 between the oldest and the newest kept record (ring_log's serial order):
+        # more than 2**32 records were written, how many more is not in the log
+        parts.append("wrapped: older records were overwritten, more than 2**32 in the session (a replay starts "
+                     "mid-run and is not expected to match)")
+    elif s["first_seq"]:
         parts.append("wrapped: the oldest %d records were overwritten (a replay starts mid-run and is not "
                      "expected to match)" % s["first_seq"])
     if contents.config is None:

@@ -5,7 +5,7 @@ tick in the order it ran, none reported lost. Before, the records from sequence 
 sorted before the older ones."""
 from harness.replay import read_recording
 from onboard.core.samples import ImuSample
-from onboard.deploy.pull_log import convert
+from onboard.deploy.pull_log import convert, describe
 from onboard.runtime.node import STEP_TOPIC
 from onboard.runtime.ring_log import RingLogSink, read_log_file
 
@@ -29,6 +29,8 @@ def test_a_recording_across_the_sequence_wrap_replays_every_tick_in_order(tmp_pa
     assert (contents.first_seq, contents.last_seq) == (U32 - 31, 48)
     counts = convert(contents, str(tmp_path / "board.mcap"))
     assert counts["ticks"] == 39 and counts["left_out"] == 1          # the last tick is left out (may be cut)
+    line = describe(contents, counts)
+    assert "more than 2**32" in line and "oldest %d records" % (U32 - 31) not in line
     events, damage = read_recording(str(tmp_path / "board.mcap"))
     assert damage is None
     ticks = [data["tick"] for topic, _, _, data in events if topic == STEP_TOPIC]
