@@ -7,10 +7,7 @@ TWO_PI = 2.0 * math.pi
 
 def wrap_pi(angle_rad):
     """Wrap an angle to [-pi, pi) radians."""
-    a = math.fmod(angle_rad + PI, TWO_PI)
-    if a < 0.0:
-        a += TWO_PI
-    return a - PI
+    return wrap_2pi(angle_rad + PI) - PI
 
 
 def wrap_2pi(angle_rad):
@@ -18,6 +15,9 @@ def wrap_2pi(angle_rad):
     a = math.fmod(angle_rad, TWO_PI)
     if a < 0.0:
         a += TWO_PI
+        if a >= TWO_PI:
+            # a remainder just below zero (-1e-17) rounded up to 2*pi, which is 0
+            a = 0.0
     return a
 
 

@@ -35,9 +35,27 @@ def euler_to_dcm(roll_rad, pitch_rad, yaw_rad):
             -sp, cp * sr, cp * cr]
 
 
+# |cos(pitch)| below which dcm_to_euler treats the attitude as near gimbal lock (pitch within 1e-4 rad of
+# +-pi/2): there the rounding of the last row's roll terms (r[7], r[8] ~ cos(pitch)) swamps roll and yaw
+GIMBAL_COS = 1e-4
+
+
 def dcm_to_euler(R_body_to_ned):
-    """(roll_rad, pitch_rad, yaw_rad) from R_body_to_ned; pitch clamped to [-pi/2, pi/2]."""
+    """(roll_rad, pitch_rad, yaw_rad) from R_body_to_ned; pitch clamped to [-pi/2, pi/2].
+
+    Near gimbal lock (pitch within 1e-4 rad of +-pi/2) roll and yaw turn about nearly one axis and only
+    their sum or difference is fixed by R: roll is taken from the last row (0 where cos(pitch) is at the
+    rounding level) and yaw from R's top-left block given that roll, so the angles rebuild R."""
     r = R_body_to_ned
+    cp = math.sqrt(r[7] * r[7] + r[8] * r[8])
+    if cp < GIMBAL_COS:
+        roll = math.atan2(r[7], r[8]) if cp > 1e-15 else 0.0
+        sr = math.sin(roll)
+        cr = math.cos(roll)
+        pitch = math.atan2(-r[6], cp)
+        # sin(roll) * r[2] - cos(roll) * r[1] = sin(yaw), cos(roll) * r[4] - sin(roll) * r[5] = cos(yaw)
+        yaw = math.atan2(sr * r[2] - cr * r[1], cr * r[4] - sr * r[5])
+        return (roll, pitch, yaw)
     s = -r[6]
     if s > 1.0:
         s = 1.0
@@ -127,10 +145,16 @@ def quat_norm(q):
 
 
 def quat_normalize(q):
-    """Unit quaternion with non-negative w (a canonical sign)."""
+    """Unit quaternion with non-negative w (a canonical sign); RotationError for a zero, NaN or infinite one."""
     n = quat_norm(q)
-    if not n > 0.0:
-        raise RotationError("cannot normalise a zero quaternion")
+    if not 1e-150 < n < 1e150:
+        # zero, NaN or infinite, or squares that underflow or overflow (1e-200, 1e200): scaled by the largest
+        # entry first
+        m = max(abs(q[0]), abs(q[1]), abs(q[2]), abs(q[3]))
+        if not 0.0 < m < float("inf") or not n == n:
+            raise RotationError("cannot normalise the quaternion %r (zero, NaN or infinite)" % (tuple(q),))
+        q = (q[0] / m, q[1] / m, q[2] / m, q[3] / m)
+        n = quat_norm(q)
     if q[0] < 0.0:
         n = -n
     return (q[0] / n, q[1] / n, q[2] / n, q[3] / n)
