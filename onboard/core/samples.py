@@ -24,11 +24,15 @@ def _vec(name, value, length):
 
 def _int(name, value):
     """A whole-number field (a time in us, a count, an id), or SampleError naming it (text, None, NaN or
-    infinity: ``int()`` raises ValueError / TypeError / OverflowError for them)."""
+    infinity: ``int()`` raises ValueError / TypeError / OverflowError for them; a float with a fraction, which
+    ``int()`` would truncate (10.7 us to 10, a 0.5 us interval to 0), text of digits and a boolean)."""
     try:
-        return int(value)
+        out = int(value)
     except (TypeError, ValueError, OverflowError):
+        out = None
+    if out is None or out != value or isinstance(value, bool):
         raise SampleError("%s must be a whole number, got %r" % (name, value))
+    return out
 
 
 def _num(name, value):
@@ -127,12 +131,12 @@ class GnssSample(_Sample):
     def __init__(self, time_us, lat_deg, lon_deg, alt_m, vel_ned_mps=(0.0, 0.0, 0.0),
                  h_acc_m=1.0, v_acc_m=1.0):
         self.time_us = _int("time_us", time_us)
-        self.lat_deg = float(lat_deg)
-        self.lon_deg = float(lon_deg)
-        self.alt_m = float(alt_m)
+        self.lat_deg = _num("lat_deg", lat_deg)
+        self.lon_deg = _num("lon_deg", lon_deg)
+        self.alt_m = _num("alt_m", alt_m)
         self.vel_ned_mps = _vec("vel_ned_mps", vel_ned_mps, 3)
-        self.h_acc_m = float(h_acc_m)
-        self.v_acc_m = float(v_acc_m)
+        self.h_acc_m = _num("h_acc_m", h_acc_m)
+        self.v_acc_m = _num("v_acc_m", v_acc_m)
 
 
 class RangeSample(_Sample):
@@ -142,9 +146,9 @@ class RangeSample(_Sample):
     def __init__(self, time_us, peer_id, range_m, peer_vel_mps=(0.0, 0.0), range_std_m=0.0):
         self.time_us = _int("time_us", time_us)
         self.peer_id = _int("peer_id", peer_id)
-        self.range_m = float(range_m)
+        self.range_m = _num("range_m", range_m)
         self.peer_vel_mps = tuple(map(float, peer_vel_mps))     # no generator: one per range, hot
-        self.range_std_m = float(range_std_m)
+        self.range_std_m = _num("range_std_m", range_std_m)
 
 
 class WheelSpeedSample(_Sample):
@@ -153,8 +157,8 @@ class WheelSpeedSample(_Sample):
 
     def __init__(self, time_us, left_radps, right_radps):
         self.time_us = _int("time_us", time_us)
-        self.left_radps = float(left_radps)
-        self.right_radps = float(right_radps)
+        self.left_radps = _num("left_radps", left_radps)
+        self.right_radps = _num("right_radps", right_radps)
 
 
 class EncoderSample(_Sample):
@@ -173,8 +177,8 @@ class WheelCmd(_Sample):
 
     def __init__(self, time_us, left_radps, right_radps):
         self.time_us = _int("time_us", time_us)
-        self.left_radps = float(left_radps)
-        self.right_radps = float(right_radps)
+        self.left_radps = _num("left_radps", left_radps)
+        self.right_radps = _num("right_radps", right_radps)
 
 
 class TwistCmd(_Sample):
@@ -183,8 +187,8 @@ class TwistCmd(_Sample):
 
     def __init__(self, time_us, speed_body_mps, yaw_rate_radps):
         self.time_us = _int("time_us", time_us)
-        self.speed_body_mps = float(speed_body_mps)
-        self.yaw_rate_radps = float(yaw_rate_radps)
+        self.speed_body_mps = _num("speed_body_mps", speed_body_mps)
+        self.yaw_rate_radps = _num("yaw_rate_radps", yaw_rate_radps)
 
 
 class VelocitySetpoint(_Sample):
@@ -194,7 +198,7 @@ class VelocitySetpoint(_Sample):
     def __init__(self, time_us, vel_ned_mps, yaw_rate_radps=0.0):
         self.time_us = _int("time_us", time_us)
         self.vel_ned_mps = _vec("vel_ned_mps", vel_ned_mps, 3)
-        self.yaw_rate_radps = float(yaw_rate_radps)
+        self.yaw_rate_radps = _num("yaw_rate_radps", yaw_rate_radps)
 
 
 class NavState(_Sample):
@@ -216,8 +220,15 @@ class FaultSet(_Sample):
 
     def __init__(self, time_us, faults=()):
         self.time_us = _int("time_us", time_us)
+        try:
+            # one name as text would be taken letter by letter ("link_down" -> "_", "d", "i", ...)
+            given = None if isinstance(faults, str) else tuple(faults)
+        except TypeError:
+            given = None
+        if given is None:
+            raise SampleError("faults must be a sequence of fault names, got %r" % (faults,))
         names = []
-        for f in faults:
+        for f in given:
             if not isinstance(f, str) or not f:
                 raise SampleError("faults must be non-empty strings, got %r" % (f,))
             if f not in names:
@@ -250,7 +261,7 @@ class MissionCmd(_Sample):
                 raise SampleError("a way-point must be (north_m, east_m[, direction]), got %r" % (w,))
             if n not in (WAYPOINT_DIRECTION, WAYPOINT_DIRECTION + 1):
                 raise SampleError("a way-point must be (north_m, east_m[, direction]), got %r" % (w,))
-            point = (float(w[WAYPOINT_NORTH]), float(w[WAYPOINT_EAST]))
+            point = (_num("way-point north_m", w[WAYPOINT_NORTH]), _num("way-point east_m", w[WAYPOINT_EAST]))
             for x in point:
                 if x != x or x in (float("inf"), float("-inf")):
                     raise SampleError("way-point %r is not finite" % (w,))

@@ -144,8 +144,11 @@ def _merged(defaults, overrides, owner, prefix, rules):
             raise ConfigError("%s setting %s must be finite, got %r" % (owner, path, value))
         big = _too_large(value)
         if big is not None:
-            raise ConfigError("%s setting %s is %g: no setting takes a magnitude above %g (a unit or typing error?)"
-                              % (owner, path, big, MAX_MAGNITUDE))
+            # an integer beyond the floats (JSON allows 400 digits) has no %g (OverflowError; "inf" on MicroPython)
+            text = ("%g" % big if isinstance(big, float) or -1e308 <= big <= 1e308
+                    else "an integer of magnitude beyond 1e308")
+            raise ConfigError("%s setting %s is %s: no setting takes a magnitude above %g (a unit or typing error?)"
+                              % (owner, path, text, MAX_MAGNITUDE))
         if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         out[key] = value

@@ -15,7 +15,10 @@ def us_to_s(t_us):
 
 
 def hz_to_period_us(rate_hz):
-    """Period in whole microseconds of a rate in Hz; the rate must divide 1 s exactly."""
+    """Period in whole microseconds of a rate in Hz; the rate must divide 1 s exactly (ValueError otherwise:
+    also for a rate below 1 Hz, zero, negative, NaN or a boolean)."""
+    if isinstance(rate_hz, bool) or not 1 <= rate_hz <= US_PER_S:
+        raise ValueError("rate %r Hz must be a number of Hz in 1..1000000 dividing 1 s" % (rate_hz,))
     period = US_PER_S // int(rate_hz)
     if period * rate_hz != US_PER_S:
         raise ValueError("rate %r Hz has no whole-microsecond period" % (rate_hz,))
