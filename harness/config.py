@@ -29,11 +29,15 @@ def load_file(path):
             if not isinstance(data, dict):
                 raise ConfigError("%s: top level must be an object" % path)
             return data
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError("%s: not valid %s: %s" % (path, path.rsplit(".", 1)[-1].upper(),
-                                                    str(exc).splitlines()[0]))
     except RepeatedKey as exc:
         raise ConfigError("%s: %s" % (path, exc))
+    except ConfigError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        # a TOML or JSON syntax error, bytes that are not UTF-8, an integer of more than 4300 digits (int()
+        # refuses it inside both parsers with a plain ValueError) or lists nested thousands deep
+        raise ConfigError("%s: not valid %s: %s" % (path, path.rsplit(".", 1)[-1].upper(),
+                                                    str(exc).splitlines()[0].split(";")[0]))
     except OSError as exc:
         raise ConfigError("cannot read %s: %s" % (path, exc.strerror or exc))
     raise ConfigError("%s: scenario files must end in .toml or .json" % path)
@@ -88,6 +92,8 @@ def parse_set(items):
             flat[key] = json.loads(text)
         except json.JSONDecodeError:
             flat[key] = text
+        except (ValueError, RecursionError) as exc:      # a number of more than 4300 digits, lists thousands deep
+            raise ConfigError("--set %s: value not usable: %s" % (key, str(exc).splitlines()[0].split(";")[0]))
         labels[key] = "--set " + item
     return nested(flat, labels)
 
