@@ -3,10 +3,14 @@
 Scheme (TFLite's full-integer quantization):
 
 - activations: asymmetric int8, range from a representative (calibration) dataset, nudged
-  to contain 0 (``scale = (max - min) / 255``, ``zp = round(-128 - min / scale)``);
+  to contain 0 (``scale = (max - min) / 255``, ``zp = round(-128 - min / scale)``); a tensor
+  that is 0 over the whole calibration set (a dead ReLU layer) gets scale 1 (as TensorFlow's
+  quantizer: any scale holds 0 exactly, and a tiny one would saturate the next layer's int32
+  biases, whose scale is s_in * s_w);
 - weights: symmetric int8 per output channel (``scale_c = max|w_c| / 127``, zp 0, values in
   [-127, 127]), or per tensor;
-- biases: int32 with ``scale = s_in * s_w[c]``, zp 0;
+- biases: int32 with ``scale = s_in * s_w[c]``, zp 0 (a channel whose bias would not fit gets a wider
+  weight scale: :func:`bias_min_weight_scales`);
 - model input and output: int8 (``float_io=True`` adds QUANTIZE/DEQUANTIZE ops instead).
 
 ``export_mlp`` writes ``<dir>/model.tflite`` and ``<dir>/card.json`` (see
@@ -14,6 +18,7 @@ Scheme (TFLite's full-integer quantization):
 """
 import hashlib
 import json
+import math
 import os
 
 import numpy as np
@@ -29,27 +34,45 @@ def f32(x):
 
 
 def activation_qparams(lo, hi):
-    """(scale, zero point) of an asymmetric int8 tensor covering [lo, hi] and 0."""
+    """(scale, zero point) of an asymmetric int8 tensor covering [lo, hi] and 0; scale 1 for a range
+    under 1e-8 wide (a tensor that is 0). ValueError when lo or hi is NaN or infinite."""
+    if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
+        raise ValueError("activation range [%r, %r] is not finite (NaN or inf in the calibration data or "
+                         "the weights)" % (float(lo), float(hi)))
     lo = min(float(lo), 0.0)
     hi = max(float(hi), 0.0)
-    if hi - lo < 1e-8:
-        hi = lo + 1e-8
-    scale = f32((hi - lo) / 255.0)
+    scale = f32((hi - lo) / 255.0) if hi - lo >= 1e-8 else f32(1.0)
     zp = int(np.clip(np.round(INT8_MIN - lo / scale), INT8_MIN, INT8_MAX))
     return scale, zp
 
 
-def quantize_weights(w, per_channel=True):
-    """Symmetric int8 weights [out, in] -> (int8 array, float32 scales [out] or [1])."""
+def quantize_weights(w, per_channel=True, min_scales=None):
+    """Symmetric int8 weights [out, in] -> (int8 array, float32 scales [out] or [1]). ``min_scales`` [out]:
+    the least scale of each output channel (per tensor: their largest), see :func:`bias_min_weight_scales`.
+    ValueError when a weight is NaN or infinite."""
     w = np.asarray(w, dtype=np.float64)
+    if not np.all(np.isfinite(w)):
+        raise ValueError("weights hold %d non-finite values (NaN or inf)" % int(np.sum(~np.isfinite(w))))
     if per_channel:
         amax = np.abs(w).max(axis=1)
     else:
         amax = np.array([np.abs(w).max()])
-    scales = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    scales = np.where(amax > 0, amax / 127.0, 1.0)
+    if min_scales is not None:
+        least = np.asarray(min_scales, dtype=np.float64)
+        scales = np.maximum(scales, least if per_channel else least.max())
+    scales = scales.astype(np.float32)
     s = scales[:, None] if per_channel else scales[0]
     q = np.clip(np.round(w / s), -127, 127).astype(np.int8)
     return q, scales
+
+
+def bias_min_weight_scales(bias, in_scale):
+    """The least weight scale per output channel at which its bias fits the int32 bias tensor (scale
+    ``in_scale * s_w``) with room to spare (|q| <= 2^30): a channel whose weights are ~0 but whose bias is not
+    (a unit whose incoming weights decayed) would otherwise get a bias scale so small that the bias saturates
+    at 2^31 - 1 steps and the layer's output loses it. TensorFlow's quantizer widens such scales likewise."""
+    return np.abs(np.asarray(bias, dtype=np.float64)) / (float(np.float32(in_scale)) * 2.0 ** 30)
 
 
 def _act(x, name):
@@ -80,7 +103,8 @@ def build_mlp_int8(layers, calib_x, per_channel=True, float_io=False, descriptio
     ``input_range`` (lo, hi): overrides the calibrated input range. Activations RELU, RELU6
     and NONE are fused into FULLY_CONNECTED; TANH becomes a separate TANH operator with
     TFLite's fixed output quantization (1/128, 0).
-    Returns (tflite bytes, quantization info dict).
+    Returns (tflite bytes, quantization info dict). ValueError when a weight, a bias or a calibration
+    value is NaN or infinite (the model would be silently wrong).
     """
     calib_x = np.asarray(calib_x, dtype=np.float64)
     b = TfliteBuilder(description)
@@ -100,9 +124,11 @@ def build_mlp_int8(layers, calib_x, per_channel=True, float_io=False, descriptio
     h = calib_x
     for li, (w, bias, act) in enumerate(layers):
         w = np.asarray(w, dtype=np.float64)
+        if not np.all(np.isfinite(bias)):
+            raise ValueError("layer %d: a bias is not finite (NaN or inf)" % li)
         n_out = w.shape[0]
         pre = h @ w.T + bias
-        wq, wscales = quantize_weights(w, per_channel)
+        wq, wscales = quantize_weights(w, per_channel, bias_min_weight_scales(bias, cur_scale))
         bias_scales = (np.float32(cur_scale) * wscales).astype(np.float32)
         bq = np.round(np.asarray(bias, dtype=np.float64) / bias_scales.astype(np.float64))
         bq = np.clip(bq, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
@@ -139,16 +165,19 @@ def build_mlp_int8(layers, calib_x, per_channel=True, float_io=False, descriptio
 
 
 def write_model_dir(model_dir, tflite_bytes, card):
-    """Write ``model.tflite`` and ``card.json`` (filling file, size and sha256 into the card)."""
-    os.makedirs(model_dir, exist_ok=True)
+    """Write ``model.tflite`` and ``card.json`` (filling file, size and sha256 into the card).
+
+    The card is serialised before either file is touched (a value JSON cannot hold, NaN or inf
+    included, raises and leaves the folder as it was), and each file is written whole
+    (``write_whole``): never a half-written card, nor a new model beside a card that fails."""
+    from harness.report.run_report import write_whole
     card = dict(card)
     card["schema"] = CARD_SCHEMA
     card["file"] = "model.tflite"
     card["size_bytes"] = len(tflite_bytes)
     card["sha256"] = hashlib.sha256(tflite_bytes).hexdigest()
-    with open(os.path.join(model_dir, "model.tflite"), "wb") as fh:
-        fh.write(tflite_bytes)
-    with open(os.path.join(model_dir, "card.json"), "w") as fh:
-        json.dump(card, fh, indent=2, sort_keys=True)
-        fh.write("\n")
+    text = json.dumps(card, indent=2, sort_keys=True, allow_nan=False) + "\n"   # NaN: ValueError
+    os.makedirs(model_dir, exist_ok=True)
+    write_whole(os.path.join(model_dir, "model.tflite"), bytes(tflite_bytes))
+    write_whole(os.path.join(model_dir, "card.json"), text)
     return card

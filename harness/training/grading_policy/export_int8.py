@@ -12,7 +12,8 @@ card, so it re-runs unchanged on retrained weights) and writes
   CONV_2D 1x1 head -> ``logits`` int8 [1, rows, cols, 2] (NHWC: channel 0 green push
   target, channel 1 red next-leg start; each decision is a channel's argmax);
 - quantization (harness.training.quantize's scheme): symmetric per-channel int8 filters,
-  int32 biases at s_in * s_w, asymmetric int8 activations whose ranges are the min/max
+  int32 biases at s_in * s_w (a filter whose bias would not fit gets a wider scale,
+  ``quantize.bias_min_weight_scales``), asymmetric int8 activations whose ranges are the min/max
   over calibration crops rendered in expert episodes (agent1: at the true pose; agent2:
   also at K poses drawn from the ESKF's N(x_est, Sigma), ag2u eq. 1, as it was trained),
   except the logits' lower bound: ``--logit-margin`` below the smallest per-crop map
@@ -39,7 +40,8 @@ from harness.scenarios.grading.episode import DEFAULTS as EPISODE_DEFAULTS, Grad
 from harness.training.grading_policy.fcn import conv2d_same
 from harness.scenarios.grading.observation import ObservationRenderer
 from harness.sim.rng import RunRandom
-from harness.training.quantize import activation_qparams, quantize_weights, write_model_dir
+from harness.training.quantize import (activation_qparams, bias_min_weight_scales, quantize_weights,
+                                       write_model_dir)
 from harness.training.tflite_builder import TfliteBuilder
 
 GREEN, RED = 0, 1            # output channels (way-point maps)
@@ -195,8 +197,9 @@ def build_int8(weights, net, calib_crops, description="grading FCN int8", percen
             wf = w[key + ".weight"]                       # [O, C, k, k] (torch layout)
             o, c, kh, kw = wf.shape
             w_ohwc = wf.transpose(0, 2, 3, 1)             # TFLite [O, kh, kw, C]
-            wq, wscales = quantize_weights(w_ohwc.reshape(o, -1), per_channel=True)
             s_in = np.float32(qp[src][0])
+            wq, wscales = quantize_weights(w_ohwc.reshape(o, -1), per_channel=True,
+                                           min_scales=bias_min_weight_scales(w[key + ".bias"], s_in))
             bias_scales = (s_in * wscales).astype(np.float32)
             bq = np.clip(np.round(w[key + ".bias"] / bias_scales.astype(np.float64)),
                          -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
@@ -294,8 +297,14 @@ def evaluate(weights, net, model_dir, crops, pure_crops=2):
 
 def export(agent, model_dir=MODEL_DIR, out_dir=None, calib_episodes=12, eval_episodes=6, seed=11,
            k_samples=8, pure_crops=2, max_legs=None, logit_margin=6.0, log=print):
-    """Export one agent; returns the written int8 card (with metrics)."""
+    """Export one agent; returns the written int8 card (with metrics). ValueError (one line) when the agent
+    cannot be loaded or ``out_dir`` cannot be created, before the calibration episodes run."""
     weights, float_card = load_agent(agent, model_dir)
+    out_dir = out_dir or os.path.join(model_dir, agent, INT8_SUBDIR)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise ValueError("cannot write the int8 model folder %s: %s" % (out_dir, exc.strerror or exc))
     net = float_card["network"]
     obs = float_card["input"]["observation"]
     rows, cols = int(obs["rows"]), int(obs["cols"])
@@ -311,7 +320,6 @@ def export(agent, model_dir=MODEL_DIR, out_dir=None, calib_episodes=12, eval_epi
                   "ranges": "min/max", "logit_margin": logit_margin,
                   "estimator": EPISODE_DEFAULTS["estimator"], "noise": "sensor_fusion"}
     card = int8_card(agent, float_card, weights_sha, info, rows, cols, calib_desc)
-    out_dir = out_dir or os.path.join(model_dir, agent, INT8_SUBDIR)
     write_model_dir(out_dir, data, card)
     heldout = collect_crops("agent1", eval_episodes, seed + 1000, obs_config=obs, max_legs=max_legs)
     card["metrics"] = evaluate(weights, net, out_dir, heldout, pure_crops)

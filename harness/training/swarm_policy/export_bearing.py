@@ -26,7 +26,8 @@ import numpy as np
 
 from harness.training.swarm_policy import bearing_data as bd
 from harness.training.swarm_policy.train_bearing import NOISE
-from harness.training.quantize import activation_qparams, quantize_weights, write_model_dir
+from harness.training.quantize import (activation_qparams, bias_min_weight_scales, quantize_weights,
+                                       write_model_dir)
 from harness.training.tflite_builder import TfliteBuilder
 from onboard.policy.card import CARD_SCHEMA
 from onboard.swarm.bearing_net import (BEARING, N_BINS, N_IN, ORIENTATION, BearingNet, BearingPolicy, decode, sigmoid,
@@ -81,7 +82,7 @@ def build(net, calib_xs):
     t_in = b.add_tensor("input", [1, N_IN + H], "int8", scale=in_scale, zero_point=in_zp)
     w1 = np.concatenate([w["w_ih"], w["w_hh"]], 1)
     b1 = w["b_ih"] + w["b_hh"]
-    q1, s1 = quantize_weights(w1, per_channel=True)
+    q1, s1 = quantize_weights(w1, per_channel=True, min_scales=bias_min_weight_scales(b1, in_scale))
     bs1 = (np.float32(in_scale) * s1).astype(np.float32)
     t_w1 = b.add_tensor("cell/weights", [H, N_IN + H], "int8", data=q1, scale=s1, zero_point=0)
     t_b1 = b.add_tensor("cell/bias", [H], "int32", data=np.round(b1 / bs1.astype(np.float64)).astype(np.int32),
@@ -91,7 +92,7 @@ def build(net, calib_xs):
     b.add_op("FULLY_CONNECTED", [t_in, t_w1, t_b1], [t_pre], activation="NONE")
     t_state = b.add_tensor("state", [1, H], "int8", scale=1.0 / 128.0, zero_point=0)
     b.add_op("TANH", [t_pre], [t_state])
-    q2, s2 = quantize_weights(w["w_out"], per_channel=True)
+    q2, s2 = quantize_weights(w["w_out"], per_channel=True, min_scales=bias_min_weight_scales(w["b_out"], 1.0 / 128.0))
     bs2 = (np.float32(1.0 / 128.0) * s2).astype(np.float32)
     t_w2 = b.add_tensor("head/weights", [2 * N_BINS, H], "int8", data=q2, scale=s2, zero_point=0)
     t_b2 = b.add_tensor("head/bias", [2 * N_BINS], "int32",
@@ -171,7 +172,8 @@ def build_gru(net, calib_xs):
         return bld.add_tensor(name, [1, width], "int8", scale=scale, zero_point=zp)
 
     def fc(name, src, w_rows, bias, width):
-        q, s = quantize_weights(w_rows, per_channel=True)
+        q, s = quantize_weights(w_rows, per_channel=True,
+                                min_scales=bias_min_weight_scales(bias, info[src]["scale"]))
         bs = (np.float32(info[src]["scale"]) * s).astype(np.float32)
         tw = bld.add_tensor(name + "/weights", list(w_rows.shape), "int8", data=q, scale=s, zero_point=0)
         tb = bld.add_tensor(name + "/bias", [w_rows.shape[0]], "int32",
