@@ -23,7 +23,7 @@ import subprocess
 
 import numpy as np
 
-from onboard.policy.int8_pure import Int8Graph
+from onboard.policy.int8_pure import INT8_MAX, INT8_MIN, InputError, Int8Graph
 from onboard.policy.policy_base import Policy
 from onboard.policy.tflite_pure import tensor_size
 
@@ -160,22 +160,24 @@ void pi8_model_invoke_batch(const int8_t *in, int8_t *out, int32_t n) {
 
 
 def write_generated(model_bytes, out_dir, name="model", vectors=None):
-    """Write model.c, model.h (and vectors.h when ``vectors`` [n, n_in] int8 is given)."""
+    """Write model.c, model.h (and vectors.h when ``vectors`` [n, n_in] int8 is given), each whole
+    (``write_whole``: a temporary file renamed), so a compiler reading them while another process (a second
+    test worker building the same model into the same folder) writes them sees a complete file, never a
+    truncated one."""
+    from harness.report.run_report import write_whole
     source, header, info = generate_c(model_bytes, name)
     os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "model.c"), "w") as fh:
-        fh.write(source)
-    with open(os.path.join(out_dir, "model.h"), "w") as fh:
-        fh.write(header)
+    write_whole(os.path.join(out_dir, "model.c"), source)
+    write_whole(os.path.join(out_dir, "model.h"), header)
     if vectors is not None:
         vectors = np.asarray(vectors, dtype=np.int64)
         rows = ["    {" + ", ".join(str(int(v)) for v in row) + "}," for row in vectors]
-        with open(os.path.join(out_dir, "vectors.h"), "w") as fh:
-            fh.write("/* Generated test vectors (int8 model inputs) -- do not edit. */\n"
-                     "#include <avr/pgmspace.h>\n#include \"model.h\"\n"
-                     "#define PI8_N_VECTORS %d\n"
-                     "static const int8_t pi8_vectors[%d][PI8_MODEL_INPUT_SIZE] PROGMEM = {\n%s\n};\n"
-                     % (len(vectors), len(vectors), "\n".join(rows)))
+        write_whole(os.path.join(out_dir, "vectors.h"),
+                    "/* Generated test vectors (int8 model inputs) -- do not edit. */\n"
+                    "#include <avr/pgmspace.h>\n#include \"model.h\"\n"
+                    "#define PI8_N_VECTORS %d\n"
+                    "static const int8_t pi8_vectors[%d][PI8_MODEL_INPUT_SIZE] PROGMEM = {\n%s\n};\n"
+                    % (len(vectors), len(vectors), "\n".join(rows)))
     return info
 
 
@@ -226,8 +228,16 @@ class HostCPolicy(Policy):
         return [list(self._out_buf)]
 
     def run_batch_q(self, x_q):
-        """int8 [n, n_in] -> int8 [n, n_out] in one C call."""
-        x = np.ascontiguousarray(np.asarray(x_q, dtype=np.int8))
+        """int8 [n, n_in] -> int8 [n, n_out] in one C call. ``InputError`` when ``x_q`` is not an [n, n_in]
+        array of whole numbers in [-128, 127] (the C code reads n * n_in bytes: a narrower array would be
+        read past its end, and a value outside int8 would wrap)."""
+        x = np.asarray(x_q)
+        if x.ndim != 2 or x.shape[1] != self.c_info["n_in"]:
+            raise InputError("run_batch_q needs an [n, %d] array, got shape %r" % (self.c_info["n_in"], x.shape))
+        if x.size and (x.dtype.kind not in "iu" or x.min() < INT8_MIN or x.max() > INT8_MAX):
+            raise InputError("run_batch_q needs whole numbers in [%d, %d] (dtype %s, values %r .. %r)"
+                             % (INT8_MIN, INT8_MAX, x.dtype, x.min(), x.max()))
+        x = np.ascontiguousarray(x, dtype=np.int8)
         out = np.zeros((x.shape[0], self.c_info["n_out"]), dtype=np.int8)
         self.lib.pi8_model_invoke_batch(x.ctypes.data, out.ctypes.data, x.shape[0])
         return out

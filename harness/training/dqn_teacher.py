@@ -210,12 +210,13 @@ def train_and_export(out_dir, seed=1, n_train=30000, n_test=10000, n_calib=20000
 
 
 def load_float_reference(model_dir):
-    """(float layers, mean, std) saved next to a model by :func:`train_and_export`."""
-    z = np.load(os.path.join(model_dir, "float_weights.npz"))
-    n = sum(1 for k in z.files if k.startswith("W"))
-    layers = [(z["W%d" % i].astype(np.float64), z["b%d" % i].astype(np.float64),
-               "RELU" if i < n - 1 else "NONE") for i in range(n)]
-    return layers, z["mean"], z["std"]
+    """(float layers, mean, std) saved next to a model by :func:`train_and_export` (the file is closed on
+    return)."""
+    with np.load(os.path.join(model_dir, "float_weights.npz")) as z:
+        n = sum(1 for k in z.files if k.startswith("W"))
+        layers = [(z["W%d" % i].astype(np.float64), z["b%d" % i].astype(np.float64),
+                   "RELU" if i < n - 1 else "NONE") for i in range(n)]
+        return layers, z["mean"], z["std"]
 
 
 def main(argv=None):
