@@ -31,6 +31,7 @@ the int8 network in the preprocessed space (the int8-vs-float measurement). Seed
 list gets ``seed * 100 + k``), one torch thread by default. Bad input: one line, exit 2.
 """
 import argparse
+import math
 import os
 import sys
 import time
@@ -46,6 +47,11 @@ DEFAULTS = {"v1_epochs": 2000, "v2_epochs": 25, "terrain_epochs": 10, "v2_lr": 0
             "terrain_lr": 1e-3, "terrain_width": 64, "terrain_layers": 2, "window": 16, "seed": 1, "threads": 1,
             "val_every": 5, "tilt_shuffle": 0.0}
 OUT = os.path.join("models", "alexi")
+# Least values of the whole-number settings (--batch: the batch norm needs two samples a batch; --max-frames 0:
+# every frame); the learning rates must be finite and > 0.
+MINIMA = {"v1_epochs": 1, "v2_epochs": 1, "terrain_epochs": 1, "batch": 2, "terrain_width": 1, "terrain_layers": 0,
+          "threads": 1, "seed": 0, "max_frames": 0}
+RATES = ("v2_lr", "terrain_lr")
 # V2 model-selection scores on the validation sessions (--select)
 SELECT = {"prep_r2": "R^2 Pearson on the preprocessed (recipe: smoothed, quantised) targets, as the thesis scores",
           "raw_cod": "coefficient of determination on the raw per-frame targets (alexi-eval's raw mode): sees a "
@@ -373,6 +379,16 @@ def main(argv=None):
     if args.window < 2 or args.window % 2:
         print("alexi train: --window must be an even number >= 2, got %d" % args.window, file=sys.stderr)
         return 2
+    for key, least in MINIMA.items():
+        if getattr(args, key) < least:
+            print("alexi train: --%s must be >= %d, got %d" % (key.replace("_", "-"), least, getattr(args, key)),
+                  file=sys.stderr)
+            return 2
+    for key in RATES:
+        if not (math.isfinite(getattr(args, key)) and getattr(args, key) > 0.0):
+            print("alexi train: --%s must be a finite number > 0, got %r" % (key.replace("_", "-"), getattr(args, key)),
+                  file=sys.stderr)
+            return 2
     try:
         train_s = ds.load_sessions(args.train)
         test_s = ds.load_sessions(args.test)

@@ -40,6 +40,7 @@ import time
 import numpy as np
 
 from harness.config import ConfigError, non_negative_float, non_negative_int, positive_int
+from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
 from harness.training.grading_policy import dataset
 from harness.scenarios.grading.agents import PolicyDecider
 from harness.scenarios.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, STARTS
@@ -237,10 +238,13 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
     init = None
     init_training = None
     if args.init:
-        with np.load(os.path.join(args.init, agent, "weights.npz")) as f:
-            init = {k: f[k] for k in f.files}
-        with open(os.path.join(args.init, agent, "card.json")) as fh:
-            init_training = json.load(fh).get("training")
+        folder = os.path.join(args.init, agent)
+        init = _read_npz(os.path.join(folder, "weights.npz"), "--init weights")
+        try:
+            with open(os.path.join(folder, "card.json")) as fh:
+                init_training = json.load(fh).get("training")
+        except (OSError, ValueError, AttributeError) as exc:
+            raise ConfigError("--init card %s: %s" % (os.path.join(folder, "card.json"), read_error_reason(exc)))
         log("%s: behaviour-cloned weights from %s" % (agent, args.init))
     if args.epochs > 0 or init is None:
         weights, stats = train(agent, data, args.seed, args.epochs, fcn_config, obs_config, args.k_samples,
@@ -398,8 +402,24 @@ def main(argv=None):
         ap.error(str(exc))
     try:
         return _train(args, fcn_config, obs_config)
+    except ConfigError as exc:             # a damaged --data cache or --init folder: one line
+        print("train_policy: %s" % exc, file=sys.stderr)
+        return 2
     finally:
         args.runner.close()
+
+
+def _read_npz(path, what):
+    """{name: array} of the .npz at ``path``; ConfigError (one line naming ``what`` and the file) when it is
+    missing, empty, no .npz or damaged."""
+    reason = not_npz_reason(path)
+    try:
+        if reason:
+            raise ValueError(reason)
+        with np.load(path) as f:
+            return {k: f[k] for k in f.files}
+    except NPZ_READ_ERRORS as exc:
+        raise ConfigError("%s %s: %s" % (what, path, read_error_reason(exc)))
 
 
 def _train(args, fcn_config, obs_config):
@@ -411,13 +431,13 @@ def _train(args, fcn_config, obs_config):
                          "aiding_error": args.aiding_error, "start": args.start, "noise": args.data_noise,
                          "expert": collect_config["expert"]}, sort_keys=True)
     if args.data and os.path.exists(args.data):
-        with np.load(args.data) as f:
-            cached = str(f["recipe"]) if "recipe" in f.files else "(a cache without the key)"
-            if cached != recipe:
-                sys.exit("train_policy: %s was collected with %s, not %s; delete it or pass another --data"
-                         % (args.data, cached, recipe))
-            data = {k[len("train_"):]: f[k] for k in f.files if k.startswith("train_")}
-            val = {k[len("val_"):]: f[k] for k in f.files if k.startswith("val_")}
+        f = _read_npz(args.data, "--data cache")
+        cached = str(f["recipe"]) if "recipe" in f else "(a cache without the key)"
+        if cached != recipe:
+            sys.exit("train_policy: %s was collected with %s, not %s; delete it or pass another --data"
+                     % (args.data, cached, recipe))
+        data = {k[len("train_"):]: v for k, v in f.items() if k.startswith("train_")}
+        val = {k[len("val_"):]: v for k, v in f.items() if k.startswith("val_")}
     else:
         data = dataset.collect_parallel(args.episodes, args.seed, args.data_noise, config=collect_config,
                                         runner=args.runner)

@@ -30,6 +30,7 @@ import os
 
 import numpy as np
 
+from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
 from harness.parallel import ordered_map
 from harness.scenarios.soil import soil_episode as ep
 from harness.scenarios.soil import soil_sweep
@@ -37,6 +38,7 @@ from harness.sim.rng import RunRandom
 from harness.sim.soil_world import SOILS
 from harness.training.soil_estimator.capture import Capture, cut_controller, cut_inputs
 from onboard.soil import learned_estimator as le
+from onboard.soil.fee import THETA_U_NAMES
 
 DEFAULTS = {"episodes": 268, "seed": 1, "id_min_pct": 1.0, "id_max_pct": 100.0, "horizon": 12,
             "window_samples": [60, 120], "workers": 2}
@@ -147,11 +149,59 @@ def save(path, data):
     np.savez_compressed(path, **{k: data[k] for k in KEYS + OPTIONAL_KEYS if k in data})
 
 
+def check_windows(data):
+    """ValueError (one line) unless the dataset arrays ``data`` holds (of :data:`KEYS` and
+    :data:`OPTIONAL_KEYS`; ``x_raw`` and ``geometry`` at least) are numeric and finite, agree in
+    their number of windows B and have the layout of the module docstring: ``geometry`` (B, P, 6), ``x_raw``
+    (B, 16 P + 2), ``force_n`` and ``controller`` (B, P, 2), ``truth`` (B, 5), the others (B,), ``soil``
+    indices into ``SOILS``."""
+    arrays = {k: np.asarray(data[k]) for k in KEYS + OPTIONAL_KEYS if k in data}
+    for key, a in arrays.items():
+        if a.dtype.kind not in "biuf":
+            raise ValueError("dataset array %s is not numeric (dtype %s)" % (key, a.dtype))
+        if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+            raise ValueError("dataset array %s holds %d NaN or infinite values" % (key, int(np.sum(~np.isfinite(a)))))
+    x = arrays["x_raw"]
+    b = x.shape[0] if x.ndim else 0
+    for key, a in arrays.items():
+        if (a.shape[0] if a.ndim else 0) != b:
+            raise ValueError("dataset array %s has %d windows, x_raw %d" % (key, a.shape[0] if a.ndim else 0, b))
+    geometry = arrays["geometry"]
+    if geometry.ndim != 3 or geometry.shape[2] != len(le.GEOMETRY_CHANNELS):
+        raise ValueError("dataset array geometry must be (B, P, %d), got shape %s"
+                         % (len(le.GEOMETRY_CHANNELS), geometry.shape))
+    p = geometry.shape[1]
+    if x.ndim != 2 or x.shape[1] != len(le.CHANNELS) * p + len(le.GLOBALS):
+        raise ValueError("dataset array x_raw must be (B, %d) for %d horizon points, got shape %s"
+                         % (len(le.CHANNELS) * p + len(le.GLOBALS), p, x.shape))
+    for key, shape in (("force_n", (b, p, 2)), ("controller", (b, p, 2)), ("truth", (b, len(THETA_U_NAMES)))):
+        if key in arrays and arrays[key].shape != shape:
+            raise ValueError("dataset array %s must be %s, got shape %s" % (key, shape, arrays[key].shape))
+    for key in ("soil", "relative_density_pct", "episode", "cut", "whole_cut", "samples"):
+        if key in arrays and arrays[key].ndim != 1:
+            raise ValueError("dataset array %s must be (B,), got shape %s" % (key, arrays[key].shape))
+    soil = arrays.get("soil")
+    if soil is not None and b and not (soil.dtype.kind in "iu" and soil.min() >= 0 and soil.max() < len(SOILS)):
+        raise ValueError("dataset array soil must hold soil indices 0..%d" % (len(SOILS) - 1))
+
+
 def load(path):
-    """The dataset saved at ``path`` (with the :data:`OPTIONAL_KEYS` it holds); ValueError (one line) when a
-    key of :data:`KEYS` is missing."""
-    with np.load(path) as z:
-        missing = [k for k in KEYS if k not in z]
-        if missing:
-            raise ValueError("soil dataset %s: missing arrays %s" % (path, ", ".join(missing)))
-        return {k: np.array(z[k]) for k in KEYS + OPTIONAL_KEYS if k in z}
+    """The dataset saved at ``path`` (with the :data:`OPTIONAL_KEYS` it holds); ValueError (one line, naming
+    the file) when it is no .npz, a key of :data:`KEYS` is missing or the arrays fail :func:`check_windows`
+    (a NaN would otherwise train a NaN network through the normalisation)."""
+    reason = not_npz_reason(path)
+    if reason:
+        raise ValueError("soil dataset %s: %s" % (path, reason))
+    try:
+        with np.load(path) as z:
+            missing = [k for k in KEYS if k not in z]
+            data = {k: np.array(z[k]) for k in KEYS + OPTIONAL_KEYS if k in z}
+    except NPZ_READ_ERRORS as exc:
+        raise ValueError("soil dataset %s: %s" % (path, read_error_reason(exc)))
+    if missing:
+        raise ValueError("soil dataset %s: missing arrays %s" % (path, ", ".join(missing)))
+    try:
+        check_windows(data)
+    except ValueError as exc:
+        raise ValueError("soil dataset %s: %s" % (path, exc))
+    return data

@@ -123,35 +123,12 @@ def fz_errors(post, soil, force_n, mask):
     return {rule: {s: float(np.mean(v)) for s, v in sorted(per.items())} for rule, per in out.items()}
 
 
-def _check_windows(data, n_soils):
-    """ValueError (one line) unless the dataset's per-window arrays agree in length, the geometry is
-    (B, P, k), the kinematic inputs (B, 16 P + 2), the forces finite (B, P, 2) and the soils whole numbers
-    below ``n_soils``."""
-    x = np.asarray(data["x_raw"])
-    b = len(x)
-    for key in ("force_n", "geometry", "soil", "relative_density_pct", "episode", "whole_cut"):
-        if len(np.asarray(data[key])) != b:
-            raise ValueError("dataset array %s has %d windows, x_raw %d" % (key, len(np.asarray(data[key])), b))
-    geometry = np.asarray(data["geometry"])
-    if geometry.ndim != 3:
-        raise ValueError("dataset array geometry must be (B, P, k), got shape %s" % (geometry.shape,))
-    p = geometry.shape[1]
-    if x.ndim != 2 or x.shape[1] != len(le.CHANNELS) * p + len(le.GLOBALS):
-        raise ValueError("dataset array x_raw must be (B, %d) for %d horizon points, got shape %s"
-                         % (len(le.CHANNELS) * p + len(le.GLOBALS), p, x.shape))
-    force = np.asarray(data["force_n"], dtype=float)
-    if force.shape != (b, p, 2) or not np.all(np.isfinite(force)):
-        raise ValueError("dataset array force_n must be finite (B, %d, 2), got shape %s" % (p, force.shape))
-    soil = np.asarray(data["soil"])
-    if b and not (np.issubdtype(soil.dtype, np.integer) and soil.min() >= 0 and soil.max() < n_soils):
-        raise ValueError("dataset array soil must hold soil indices 0..%d" % (n_soils - 1))
-
-
 def study(data, kinds, folds=DEFAULTS["folds"], epochs=DEFAULTS["epochs"], id_max_pct=DEFAULTS["id_max_pct"],
           seed=DEFAULTS["seed"]):
     """{kind: {"auroc_whole", "auroc_sub", "fz_pct"}} (module docstring) of a dataset for input ``kinds``."""
     from harness.sim.soil_world import SOILS
-    _check_windows(data, len(SOILS))
+    from harness.training.soil_estimator.dataset import check_windows
+    check_windows(data)
     horizon = data["geometry"].shape[1]
     soil = np.asarray(data["soil"], dtype=int)
     low = np.asarray(data["relative_density_pct"]) < id_max_pct

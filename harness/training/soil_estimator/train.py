@@ -253,6 +253,11 @@ def main(argv=None):
         if getattr(args, name) < 1:
             print("train-soil: --%s must be >= 1, got %d" % (name, getattr(args, name)), file=sys.stderr)
             return 2
+    for name in ("seed", "data_seed"):                  # member m is seeded seed * 100 + m (numpy: >= 0)
+        if getattr(args, name) < 0:
+            print("train-soil: --%s must be >= 0, got %d" % (name.replace("_", "-"), getattr(args, name)),
+                  file=sys.stderr)
+            return 2
     if args.w_xz is not None and not (all(math.isfinite(w) and w >= 0 for w in args.w_xz) and max(args.w_xz) > 0):
         print("train-soil: --w-xz must be two finite weights >= 0, not both 0", file=sys.stderr)
         return 2
