@@ -46,20 +46,42 @@ def check_card_fields(card):
         if not specs:
             raise CardMismatchError("card has no %s" % side)
         for spec in specs:
+            if not isinstance(spec, dict):
+                raise CardMismatchError("card %s entry must be an object, got %r" % (side, spec))
             for key in ("name", "shape", "dtype"):
                 if key not in spec:
                     raise CardMismatchError("card %s entry is missing %r" % (side, key))
+            shape = spec["shape"]
+            if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
+                raise CardMismatchError("card %s %r shape must be a list of positive whole numbers, got %r"
+                                        % (side, spec["name"], shape))
             n = 1
-            for d in spec["shape"]:
+            for d in shape:
                 n *= d
             norm = spec.get("normalization")
             if norm is not None:
-                if len(norm.get("mean", ())) != n or len(norm.get("std", ())) != n:
+                if not isinstance(norm, dict):
+                    raise CardMismatchError("card %s %r normalization must be an object" % (side, spec["name"]))
+                mean, std = norm.get("mean"), norm.get("std")
+                if not (isinstance(mean, list) and isinstance(std, list) and len(mean) == n and len(std) == n):
                     raise CardMismatchError("card %s %r normalization needs %d means and stds"
                                             % (side, spec["name"], n))
-                for s in norm["std"]:
-                    if not s > 0:
+                for m in mean:
+                    if not _is_finite_number(m):
+                        raise CardMismatchError("card %s %r normalization mean must be finite numbers, got %r"
+                                                % (side, spec["name"], m))
+                for s in std:
+                    if not (_is_finite_number(s) and s > 0):
                         raise CardMismatchError("card normalization std must be > 0")
+
+
+def _is_count(d):
+    return isinstance(d, int) and not isinstance(d, bool) and d > 0
+
+
+def _is_finite_number(v):
+    """An int or float (not a bool) that is neither NaN nor infinite (``v - v`` is NaN for those)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v - v == 0
 
 
 def _close(a, b):

@@ -204,6 +204,16 @@ def _copy_dqn(tmp_path):
     (lambda c: c.update(schema="other"), "schema"),
     (lambda c: c.update(sha256="0" * 64), "sha256"),
     (lambda c: c["inputs"][0]["normalization"].update(std=[1.0] * 6), "normalization"),
+    # malformed rather than mismatched: a clear CardMismatchError, not a TypeError from inside the check
+    (lambda c: c["inputs"][0].update(shape=None), "shape must be a list"),
+    (lambda c: c["inputs"][0].update(shape=[1, "7"]), "shape must be a list"),
+    (lambda c: c["inputs"][0].update(shape=[1, True]), "shape must be a list"),
+    (lambda c: c["inputs"][0]["normalization"].update(std=["1"] * len(c["inputs"][0]["normalization"]["std"])),
+     "std must be > 0"),
+    (lambda c: c["inputs"][0]["normalization"].update(std=None), "normalization needs"),
+    (lambda c: c["inputs"][0].update(normalization=[0.0, 1.0]), "normalization must be an object"),
+    (lambda c: c["inputs"][0]["normalization"]["mean"].__setitem__(0, None), "mean must be finite"),
+    (lambda c: c["outputs"].__setitem__(0, "q_values"), "entry must be an object"),
 ])
 def test_card_mismatch_is_refused(tmp_path, edit, match):
     d = _copy_dqn(tmp_path)
