@@ -92,6 +92,10 @@ SETTING_RANGES = {
     "loose.friction_rad": within(0.0, 1.4),
     "loose.unit_weight_npm3": or_null(POSITIVE),
     "pile.repose_rad": or_null(within(0.05, 1.4)),
+    # a null pile.repose_rad takes loose.friction_rad, which may be 0: the pile's wedge needs a slope (tan r > 0)
+    ("pile.repose_rad", "loose.friction_rad"): (
+        "a pile slope of at least 0.05 rad (pile.repose_rad null takes loose.friction_rad)",
+        lambda r, phi: r is not None or phi >= 0.05),
     "pile.side_spill_per_m": within(0.0, 10.0),
     "cut_tolerance_m": NON_NEGATIVE,
     "erosion.enabled": BOOLEAN,

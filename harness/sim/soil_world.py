@@ -299,7 +299,7 @@ _SETS = ("soil", "relative_density_pct") + FILE_KEYS
 
 def _apply(values, mask, table, soil_arr, idd_arr, where):
     """Set the cells of ``mask`` from a table's soil / relative_density_pct / property keys."""
-    if "soil" in table and table["soil"] not in PRESETS:
+    if "soil" in table and not (isinstance(table["soil"], str) and table["soil"] in PRESETS):
         raise ConfigError("%s: unknown soil %r (known: %s)" % (where, table["soil"], ", ".join(SOILS)))
     if "relative_density_pct" in table:
         v = table["relative_density_pct"]
@@ -342,7 +342,7 @@ def load_regions(path, shape, cell_m, soil, relative_density_pct):
             raise ConfigError("soil field file %s: unknown key %r%s" % (path, key,
                                                                         " (did you mean %r?)" % near if near else ""))
     n, e = _centres(shape, cell_m)
-    soil_arr = np.full(shape, doc.get("soil", soil), dtype=object)
+    soil_arr = np.full(shape, soil, dtype=object)         # the file's own soil is checked and set by _apply
     idd_arr = np.full(shape, float(relative_density_pct))
     values = {name: np.zeros(shape) for name in PROPERTIES}
     everywhere = np.ones(shape, dtype=bool)
@@ -359,7 +359,7 @@ def load_regions(path, shape, cell_m, soil, relative_density_pct):
         if not isinstance(region, dict):
             raise ConfigError("%s: must be a table" % where)
         shape_name = region.get("shape")
-        allowed = ("shape",) + _REGION_GEOMETRY.get(shape_name, ()) + _SETS
+        allowed = ("shape",) + (_REGION_GEOMETRY.get(shape_name, ()) if isinstance(shape_name, str) else ()) + _SETS
         for key in region:
             if key not in allowed:
                 near = closest(key, allowed)
