@@ -18,7 +18,7 @@ the terrain and the sensor's errors; the robot never reads its true pitch.
 import math
 
 from onboard.core.samples import ImuSample
-from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked
+from onboard.core.settings import NON_NEGATIVE, POSITIVE, ConfigError, checked
 from onboard.core.units import G_MPS2
 
 VEHICLE_DEFAULTS = {
@@ -59,6 +59,14 @@ def height_at(world, north_m, east_m):
 class TrackedRobot:
     def __init__(self, world, north_m, east_m, yaw_rad, vehicle=None):
         cfg = checked(VEHICLE_DEFAULTS, VEHICLE_SETTING_RANGES, vehicle, "vehicle")
+        # a track's contact patch (hill_terrain.TrackContact) is the cells whose centres lie under it, and the
+        # bands of cells behind and ahead of it as wide as the track: a side of sqrt(2) cells (the cell's diagonal)
+        # covers a cell centre in every pose; a smaller one may cover none and the press fails mid-run
+        least = math.sqrt(2.0) * world.cell_m
+        if min(cfg["track_length_m"], cfg["track_width_m"]) < least:
+            raise ConfigError("vehicle track %g m x %g m: each side must be at least %.4g m, the diagonal of a "
+                              "terrain cell of %g m (a smaller track may cover no cell centre)"
+                              % (cfg["track_length_m"], cfg["track_width_m"], least, world.cell_m))
         self.cfg = cfg
         self.world = world
         self.north_m = float(north_m)
@@ -71,6 +79,7 @@ class TrackedRobot:
         self.load_per_track_n = 0.5 * float(cfg["mass_kg"]) * G_MPS2
         self.cmd_left_radps = 0.0
         self.cmd_right_radps = 0.0
+        self.refused_commands = 0
         self.left_mps = 0.0
         self.right_mps = 0.0
         self.distance_m = 0.0
@@ -84,9 +93,14 @@ class TrackedRobot:
 
     # ------------------------------------------------------------ the motors' side
     def command(self, cmd):
-        """A WheelCmd: sprocket speeds (rad/s)."""
+        """A WheelCmd: sprocket speeds (rad/s). A command holding NaN or inf is refused (the commands held stay;
+        counted in ``refused_commands``); returns whether it was taken."""
+        if not (math.isfinite(cmd.left_radps) and math.isfinite(cmd.right_radps)):
+            self.refused_commands += 1
+            return False
         self.cmd_left_radps = cmd.left_radps
         self.cmd_right_radps = cmd.right_radps
+        return True
 
     # ------------------------------------------------------------ motion
     @property
@@ -191,9 +205,13 @@ class TerrainImu:
 
     def sample(self, now_us):
         """ImuSample over the interval since the previous call (None on the first two calls: a velocity
-        needs two positions, an acceleration two velocities)."""
-        pos, att = self._truth()
+        needs two positions, an acceleration two velocities). A ``now_us`` not after the previous call's is a
+        ValueError (nothing changes)."""
         last = self._last
+        if last is not None and not now_us > last[0]:
+            raise ValueError("TerrainImu.sample: time %r us is not after the previous sample's %d us"
+                             % (now_us, last[0]))
+        pos, att = self._truth()
         self._last = (now_us, pos, att)
         if last is None:
             return None

@@ -221,7 +221,12 @@ class _Patch:
         self.along = c * dn + s * de
         self.lateral = -s * dn + c * de
         self.under = (np.abs(self.along) <= self.half_l) & (np.abs(self.lateral) <= self.half_w)
-        # the grid wraps around like the robots (a patch is smaller than the grid: its cells are distinct)
+        # the grid wraps around like the robots; a patch larger than the grid would hold a cell twice (its
+        # volume written back twice: not conserved)
+        if i1 - i0 > world.rows or j1 - j0 > world.cols:
+            raise ValueError("a track's contact patch of %dx%d cells does not fit the %dx%d terrain grid (a track "
+                             "too long for the terrain, or cell_m too coarse)" % (i1 - i0, j1 - j0, world.rows,
+                                                                                  world.cols))
         self.window = np.ix_(np.arange(i0, i1) % world.rows, np.arange(j0, j1) % world.cols)
         self.cell = cell
 

@@ -171,7 +171,7 @@ def load_heights(path, height_scale=None, max_units=12):
         raise ConfigError("terrain file %s holds no cells" % path)
     if values.ndim != 2:
         raise ConfigError("terrain file %s: a 2-D height grid is needed, got shape %s"
-                          % (path, "x".join(str(s) for s in values.shape)))
+                          % (path, "x".join(str(s) for s in values.shape) or "() (a single number)"))
     if min(values.shape) < 2 or max(values.shape) > MAX_SIDE:
         raise ConfigError("terrain file %s: %dx%d cells; each side must be 2..%d"
                           % (path, values.shape[0], values.shape[1], MAX_SIDE))
