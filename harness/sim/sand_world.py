@@ -46,6 +46,13 @@ SETTING_RANGES = {
                            lambda cell, size: cell * 4 <= min(size)),
     ("spoil_band_m", "size_m"): ("a spoil band narrower than the world's north side",
                                  lambda band, size: band < size[0]),
+    # random piles are centred pile_margin_m inside the work area (SandWorld.work_north_max_m) and the east side
+    ("piles_max", "pile_margin_m", "size_m", "spoil_band_m", "cell_m"): (
+        "room for the piles' centres (2 pile_margin_m at most the east side and the work area's north side, "
+        "size_m[0] less the spoil band, in whole cells), or piles_max 0",
+        lambda piles, margin, size, band, cell: piles == 0 or (
+            2.0 * margin <= size[1]
+            and 2.0 * margin <= (int(round(size[0] / cell)) - int(round(band / cell))) * cell)),
 }
 
 
