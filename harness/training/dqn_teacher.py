@@ -22,6 +22,9 @@ Training: numpy, Adam on the mean squared Q error, ReLU hidden layers, inputs
 normalized by the training set's mean/std (stored in the card). Run::
 
     python -m harness.training.dqn_teacher --out models/pocket-dqn --seed 1
+
+A negative seed or an ``--out`` folder it cannot create is one line on stderr and exit status 2, before
+training; every file is written whole.
 """
 import argparse
 import math
@@ -30,8 +33,10 @@ import sys
 
 import numpy as np
 
-from harness.config import positive_int
+from harness.config import non_negative_int, positive_int
+from harness.report.run_report import write_whole
 from harness.sim.rng import RunRandom
+from harness.training.npz_files import npz_bytes
 from harness.training.quantize import build_mlp_int8, mlp_forward, write_model_dir
 
 N_ACTIONS = 9
@@ -205,7 +210,7 @@ def train_and_export(out_dir, seed=1, n_train=30000, n_test=10000, n_calib=20000
     for i, (w, b, _) in enumerate(layers):
         arrays["W%d" % i] = w.astype(np.float32)
         arrays["b%d" % i] = b.astype(np.float32)
-    np.savez(os.path.join(out_dir, "float_weights.npz"), **arrays)
+    write_whole(os.path.join(out_dir, "float_weights.npz"), npz_bytes(arrays))
     return card
 
 
@@ -222,11 +227,21 @@ def load_float_reference(model_dir):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default="models/pocket-dqn")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=non_negative_int, default=1)
     p.add_argument("--epochs", type=positive_int, default=30)
     p.add_argument("--per-tensor", action="store_true", help="per-tensor instead of per-channel weights")
     args = p.parse_args(argv)
-    card = train_and_export(args.out, seed=args.seed, epochs=args.epochs, per_channel=not args.per_tensor)
+    try:                                          # before training: a folder it cannot write is one line
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as exc:
+        print("dqn_teacher: cannot write the output folder %s: %s" % (args.out, exc.strerror or exc),
+              file=sys.stderr)
+        return 2
+    try:
+        card = train_and_export(args.out, seed=args.seed, epochs=args.epochs, per_channel=not args.per_tensor)
+    except OSError as exc:
+        print("dqn_teacher: cannot write the model in %s: %s" % (args.out, exc.strerror or exc), file=sys.stderr)
+        return 2
     for k, v in sorted(card["metrics"].items()):
         print("%-45s %s" % (k, v))
     print("wrote %s/model.tflite (%d bytes) and card.json" % (args.out, card["size_bytes"]))

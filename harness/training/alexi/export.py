@@ -9,20 +9,23 @@ import os
 
 import numpy as np
 
+from harness.report.run_report import write_whole
+from harness.training.npz_files import npz_bytes
 from harness.training.quantize import build_mlp_int8, write_model_dir
 
 from harness.sim.alexi.nets import FLOAT_FILE, load_float_layers  # noqa: F401 (the reader lives with the runtime)
 
 
 def save_float_layers(model_dir, layers):
-    os.makedirs(model_dir, exist_ok=True)
+    """Write ``model_dir/float_layers.npz`` whole (``write_whole``: never half of one)."""
     data = {}
     for i, (w, b, act) in enumerate(layers):
         data["w%d" % i] = np.asarray(w, dtype=np.float64)
         data["b%d" % i] = np.asarray(b, dtype=np.float64)
         data["act%d" % i] = np.array(act)
-    with open(os.path.join(model_dir, FLOAT_FILE), "wb") as fh:
-        np.savez(fh, **data)
+    blob = npz_bytes(data)
+    os.makedirs(model_dir, exist_ok=True)
+    write_whole(os.path.join(model_dir, FLOAT_FILE), blob)
 
 
 def export(model_dir, name, description, layers, calib_x, in_norm, out_norm, features, output, alexi, training,

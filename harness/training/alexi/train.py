@@ -38,6 +38,7 @@ import time
 
 import numpy as np
 
+from harness.report.run_report import write_whole
 from harness.training.alexi import dataset as ds
 from harness.training.alexi import metrics as mt
 from harness.training.alexi import preprocess as pp
@@ -291,9 +292,8 @@ def _update_card(out_dir, card, metrics, runtime_kind):
     card = dict(card)
     card["metrics"] = metrics
     card["alexi"] = dict(card["alexi"], runtime_kind=runtime_kind)
-    with open(os.path.join(out_dir, "card.json"), "w") as fh:
-        json.dump(card, fh, indent=2, sort_keys=True)
-        fh.write("\n")
+    # serialised first, then written whole: an interruption leaves the earlier card, never half of one
+    write_whole(os.path.join(out_dir, "card.json"), json.dumps(card, indent=2, sort_keys=True) + "\n")
 
 
 def terrain_scale(dh):

@@ -21,6 +21,7 @@ import sys
 import numpy as np
 
 from harness.config import parse_set
+from harness.report.run_report import write_whole
 from harness.training.boat_fit import procedure
 from harness.training.boat_fit.boat_log import read_log
 from onboard.core.settings import ConfigError
@@ -76,9 +77,8 @@ def run_cli(args):
     result, detail = procedure.fit_log(log, overrides, progress=say)
     result["log"] = {"path": args.log, "format": log["source"], "rows": int(len(log["time_s"])),
                      "duration_s": float(log["time_s"][-1] - log["time_s"][0]), "notes": log["notes"]}
-    with open(os.path.join(args.out, "fit.json"), "w") as fh:
-        json.dump(_json_ready(result), fh, indent=2, sort_keys=True)
-        fh.write("\n")
+    # serialised first, written whole: a failure leaves the earlier fit.json, never half of one
+    write_whole(os.path.join(args.out, "fit.json"), json.dumps(_json_ready(result), indent=2, sort_keys=True) + "\n")
     plots = [] if args.no_plots else write_plots(args.out, result, detail)
     print("fit: %s" % ", ".join("%s %.4g" % (k, v) for k, v in result["params"].items()))
     print("MSE train %s m^2, test %s m^2 over %d windows (%d held back); wrote %s" % (

@@ -40,8 +40,10 @@ import time
 import numpy as np
 
 from harness.config import ConfigError, non_negative_float, non_negative_int, positive_int
-from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
+from harness.data_files import read_error_reason
 from harness.training.grading_policy import dataset
+from harness.training.npz_files import npz_bytes, read_npz
+from harness.report.run_report import write_whole
 from harness.scenarios.grading.agents import PolicyDecider
 from harness.scenarios.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, STARTS
 from harness.sim.sensors.pose import ERROR_MODELS as AIDING_ERROR_MODELS
@@ -239,7 +241,7 @@ def train_agent(agent, data, val, args, fcn_config, obs_config, log=print, on_ro
     init_training = None
     if args.init:
         folder = os.path.join(args.init, agent)
-        init = _read_npz(os.path.join(folder, "weights.npz"), "--init weights")
+        init = read_npz(os.path.join(folder, "weights.npz"), "--init weights")
         try:
             with open(os.path.join(folder, "card.json")) as fh:
                 init_training = json.load(fh).get("training")
@@ -409,19 +411,6 @@ def main(argv=None):
         args.runner.close()
 
 
-def _read_npz(path, what):
-    """{name: array} of the .npz at ``path``; ConfigError (one line naming ``what`` and the file) when it is
-    missing, empty, no .npz or damaged."""
-    reason = not_npz_reason(path)
-    try:
-        if reason:
-            raise ValueError(reason)
-        with np.load(path) as f:
-            return {k: f[k] for k in f.files}
-    except NPZ_READ_ERRORS as exc:
-        raise ConfigError("%s %s: %s" % (what, path, read_error_reason(exc)))
-
-
 def _train(args, fcn_config, obs_config):
     """Collect (or load) the data and train every agent of ``args.agents`` on ``args.runner``."""
     t0 = time.perf_counter()
@@ -431,7 +420,7 @@ def _train(args, fcn_config, obs_config):
                          "aiding_error": args.aiding_error, "start": args.start, "noise": args.data_noise,
                          "expert": collect_config["expert"]}, sort_keys=True)
     if args.data and os.path.exists(args.data):
-        f = _read_npz(args.data, "--data cache")
+        f = read_npz(args.data, "--data cache")
         cached = str(f["recipe"]) if "recipe" in f else "(a cache without the key)"
         if cached != recipe:
             sys.exit("train_policy: %s was collected with %s, not %s; delete it or pass another --data"
@@ -458,11 +447,12 @@ def _train(args, fcn_config, obs_config):
 
         def save(weights, training, metrics, out=out, agent=agent):
             training["label_geometry"] = geometry
+            # both files serialised first, then each written whole (an interrupted run leaves a usable model)
+            card = json.dumps(make_card(agent, fcn_config, obs_config, training, metrics), indent=2) + "\n"
+            blob = npz_bytes(weights)
             os.makedirs(out, exist_ok=True)
-            np.savez(os.path.join(out, "weights.npz"), **weights)
-            with open(os.path.join(out, "card.json"), "w") as fh:
-                json.dump(make_card(agent, fcn_config, obs_config, training, metrics), fh, indent=2)
-                fh.write("\n")
+            write_whole(os.path.join(out, "weights.npz"), blob)
+            write_whole(os.path.join(out, "card.json"), card)
 
         weights, training, metrics = train_agent(agent, data, val, args, fcn_config, obs_config, on_round=save)
         save(weights, training, metrics)

@@ -17,13 +17,19 @@ on held-out sequences (decoded bearing / orientation error, pocket IV-A), so "in
 measured, not assumed.
 
     .venv/bin/python -m harness.training.swarm_policy.export_bearing --dir models/swarm/bearing
+
+A missing or damaged weights.npz (the estimator's, or for a GRU the DQN's it was trained on), a negative seed
+or a folder it cannot write is one line on stderr and exit status 2 (0 on success).
 """
 import argparse
 import json
 import os
+import sys
 
 import numpy as np
 
+from harness.config import ConfigError, non_negative_int
+from harness.training.npz_files import read_npz
 from harness.training.swarm_policy import bearing_data as bd
 from harness.training.swarm_policy.train_bearing import NOISE
 from harness.training.quantize import (activation_qparams, bias_min_weight_scales, quantize_weights,
@@ -227,14 +233,15 @@ def angle_errors_deg(run_seq, xs, b, y, has, k=10):
 def export(model_dir=BEARING_DIR, seed=1, dqn_dir=DQN_DIR):
     """Export ``<model_dir>/weights.npz`` (GRU or Elman) to ``model.tflite`` + ``card.json`` there. A GRU
     is calibrated and checked on sequences flown by the DQN in ``dqn_dir`` (its training data), the
-    Elman net on the goal walker's."""
+    Elman net on the goal walker's. ConfigError (one line) when a weights file cannot be read."""
     from onboard.policy.policy import make_policy
     from onboard.swarm.dqn import DqnFloat
 
-    net = BearingNet.load(os.path.join(model_dir, "weights.npz"))
+    net = read_npz(os.path.join(model_dir, "weights.npz"), "bearing estimator weights", BearingNet)
     H = net.hidden
     gru = net.cell == "gru"
-    q_fn = DqnFloat.load(os.path.join(dqn_dir, "weights.npz")).q_values_batch if gru else None
+    q_fn = (read_npz(os.path.join(dqn_dir, "weights.npz"), "DQN weights (the GRU's data flights)", DqnFloat)
+            .q_values_batch if gru else None)
     calib_xs, _, _, _ = _sequences(seed, q_fn=q_fn)
     tfl, info = build_gru(net, calib_xs) if gru else build(net, calib_xs)
     x_features = [{"name": n, "unit": u, "meaning": m} for n, u, m in INPUT_NAMES]
@@ -297,12 +304,20 @@ def export(model_dir=BEARING_DIR, seed=1, dqn_dir=DQN_DIR):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=non_negative_int, default=1)
     p.add_argument("--dir", default=BEARING_DIR)
     a = p.parse_args(argv)
-    card = export(a.dir, a.seed)
+    try:
+        card = export(a.dir, a.seed)
+    except ConfigError as exc:
+        print("export_bearing: %s" % exc, file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print("export_bearing: cannot write the model in %s: %s" % (a.dir, exc.strerror or exc), file=sys.stderr)
+        return 2
     print(json.dumps(card["metrics"], indent=2))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,15 +12,19 @@ int8 kernel (``onboard.policy``, bit-exact with each other) with the float DQN.
     .venv/bin/python -m harness.training.swarm_policy.export_dqn --seed 1
 
 Onboard, ``onboard.policy.load_policy("models/swarm/dqn", backend="litert" | "pure")`` runs it;
-the swarm agent takes any object with ``act(obs)``.
+the swarm agent takes any object with ``act(obs)``. A missing or damaged weights.npz, a negative seed or a
+folder it cannot write is one line on stderr and exit status 2 (0 on success).
 """
 import argparse
 import json
 import os
+import sys
 
 import numpy as np
 
+from harness.config import ConfigError, non_negative_int
 from harness.sim.swarm_arena import SwarmBatch
+from harness.training.npz_files import read_npz
 from harness.training.quantize import build_mlp_int8, mlp_forward, write_model_dir
 from onboard.swarm.actions import DIRECTIONS_BODY, N_ACTIONS
 from onboard.swarm.dqn import DqnFloat
@@ -56,7 +60,9 @@ def record_inputs(policy, seed, steps=150, est_noise_m=0.2):
 
 
 def export(dqn_dir=DQN_DIR, seed=1):
-    f = DqnFloat.load(os.path.join(dqn_dir, "weights.npz"))
+    """Write ``dqn_dir/{model.tflite, card.json}`` from its weights.npz; returns the card. ConfigError (one line)
+    when the weights cannot be read."""
+    f = read_npz(os.path.join(dqn_dir, "weights.npz"), "DQN weights", DqnFloat)
     w0, b0, w1, b1, w2, b2 = f.w
     calib = record_inputs(f, seed, steps=80)
     test = record_inputs(f, seed + 1, steps=60)
@@ -131,12 +137,20 @@ def export(dqn_dir=DQN_DIR, seed=1):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=non_negative_int, default=1)
     p.add_argument("--dir", default=DQN_DIR)
     a = p.parse_args(argv)
-    card = export(a.dir, a.seed)
+    try:
+        card = export(a.dir, a.seed)
+    except ConfigError as exc:
+        print("export_dqn: %s" % exc, file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print("export_dqn: cannot write the model in %s: %s" % (a.dir, exc.strerror or exc), file=sys.stderr)
+        return 2
     print(json.dumps(card["metrics"], indent=2))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

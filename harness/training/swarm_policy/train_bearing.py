@@ -9,16 +9,21 @@ of the paper's 512 LSTM cells (see onboard/swarm/bearing_net.py).
 
     .venv/bin/python -m harness.training.swarm_policy.train_bearing --help
 
-Writes models/swarm/bearing/weights.npz and train_card.json. Needs PyTorch (requirements-train.txt).
+Writes models/swarm/bearing/weights.npz and train_card.json, each whole. Needs PyTorch (requirements-train.txt).
+Out-of-range numbers, a missing or damaged ``--data-policy`` weights.npz and an output folder that cannot be
+created are refused before training (one line, exit status 2).
 """
 import argparse
 import json
 import os
+import sys
 import time
 
 import numpy as np
 
-from harness.config import non_negative_int, positive_float, positive_int
+from harness.config import ConfigError, non_negative_int, positive_float, positive_int
+from harness.report.run_report import write_whole
+from harness.training.npz_files import npz_bytes, read_npz
 from harness.training.swarm_policy import bearing_data as bd
 from harness.sim.swarm_arena import DEFAULTS as SIM_DEFAULTS
 from onboard.swarm.bearing_net import BEARING, N_BINS, ORIENTATION, BearingNet, angle_to_class, decode, softmax
@@ -26,11 +31,13 @@ from onboard.swarm.bearing_net import BEARING, N_BINS, ORIENTATION, BearingNet, 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 MODEL_DIR = os.path.join(REPO, "models", "swarm", "bearing")
 IN_SCALE = np.array([10.0, 0.5, 2.0, 2.0, 2.0, 2.0], np.float32)   # dt/0.1 s, d/2 m, v/0.5 m/s
+DATA_STEPS = 400          # steps of every recorded sequence (make_dataset)
+VAL_STEPS = 200           # steps of the validation sequences train() evaluates
 NOISE = {"range_bias_m": SIM_DEFAULTS["range_bias_m"], "range_sigma_m": SIM_DEFAULTS["range_sigma_m"],
          "vel_sigma_mps": SIM_DEFAULTS["vel_noise_mps"]}
 
 
-def make_dataset(seed, steps=400, scale=1, q_fn=None):
+def make_dataset(seed, steps=DATA_STEPS, scale=1, q_fn=None):
     """Noise-free recordings: 2 m arenas with 2 drones (pocket V-C.1) and 4 m arenas with 3 drones (flights)."""
     rng = np.random.default_rng(seed)
     parts = [bd.collect(rng, 64 * scale, 2, steps, 2.0, q_fn=q_fn), bd.collect(rng, 32 * scale, 3, steps, 4.0, q_fn=q_fn)]
@@ -120,7 +127,8 @@ def train(seed=1, iters=2500, hidden=64, seq_len=80, k=10, batch=30, lr=2e-3, op
         sched.step()
         if (it + 1) % every == 0 or it == iters - 1 or out_of_time:
             w = weights_of(gru, head)
-            ev = evaluate(w, x[val][:24, :200], b[val][:24, :200], y[val][:24, :200], has[val][:24], np.random.default_rng(seed + 7), k)
+            ev = evaluate(w, x[val][:24, :VAL_STEPS], b[val][:24, :VAL_STEPS], y[val][:24, :VAL_STEPS], has[val][:24],
+                          np.random.default_rng(seed + 7), k)
             history.append({"iter": it + 1, "loss": float(loss.detach()), **ev})
             log("iter %5d loss %.3f bearing acc %.2f (+-1 bin %.2f, mae %.1f deg) orientation acc %.2f (mae %.1f deg) (%.0fs)"
                 % (it + 1, float(loss.detach()), ev["bearing_acc"], ev["bearing_acc_pm1"], ev["bearing_mae_deg"],
@@ -144,7 +152,7 @@ def weights_of(gru, head):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=non_negative_int, default=1)
     p.add_argument("--iters", type=positive_int, default=2500)
     p.add_argument("--hidden", type=positive_int, default=64)
     p.add_argument("--cell", choices=("gru", "rnn"), default="gru",
@@ -161,11 +169,25 @@ def main(argv=None):
                    help="paper: RMSProp; Adam converges in fewer iterations here")
     p.add_argument("--out", default=MODEL_DIR)
     a = p.parse_args(argv)
+    if a.seq_len > DATA_STEPS:
+        p.error("--seq-len must be <= %d (the recorded sequences' steps), got %d" % (DATA_STEPS, a.seq_len))
+    if a.k >= min(a.seq_len, VAL_STEPS):
+        p.error("--k must be < --seq-len and < %d (the validation sequences' steps), got %d" % (VAL_STEPS, a.k))
+    if a.data_policy:                             # read by train(): a missing or damaged file is one line first
+        from onboard.swarm.dqn import DqnFloat
+        try:
+            read_npz(os.path.join(a.data_policy, "weights.npz"), "--data-policy DQN weights", DqnFloat)
+        except ConfigError as exc:
+            print("train_bearing: %s" % exc, file=sys.stderr)
+            return 2
+    try:                                          # before training: a folder it cannot write is one line
+        os.makedirs(a.out, exist_ok=True)
+    except OSError as exc:
+        print("train_bearing: cannot write the output folder %s: %s" % (a.out, exc.strerror or exc), file=sys.stderr)
+        return 2
     weights, info = train(seed=a.seed, iters=a.iters, hidden=a.hidden, seq_len=a.seq_len, k=a.k,
                           optimizer=a.optimizer, batch=a.batch, lr=a.lr, data_scale=a.data_scale,
                           max_minutes=a.max_minutes, data_policy=a.data_policy, cell=a.cell)
-    os.makedirs(a.out, exist_ok=True)
-    np.savez(os.path.join(a.out, "weights.npz"), **weights)
     card = {
         "model": "learned bearing / orientation estimator (uwb-pocket-drones IV-A)",
         "inputs": ["dt_s", "range_m", "vx_own_body_mps", "vy_own_body_mps", "vx_obj_body_mps", "vy_obj_body_mps"],
@@ -183,11 +205,16 @@ def main(argv=None):
         **info,
     }
     # card.json of this folder belongs to the int8 export (harness/training/swarm_policy/export_bearing.py)
-    with open(os.path.join(a.out, "train_card.json"), "w") as fh:
-        json.dump(card, fh, indent=2, default=float)
-        fh.write("\n")
+    text = json.dumps(card, indent=2, default=float) + "\n"
+    try:
+        write_whole(os.path.join(a.out, "weights.npz"), npz_bytes(weights))
+        write_whole(os.path.join(a.out, "train_card.json"), text)
+    except OSError as exc:
+        print("train_bearing: cannot write %s: %s" % (a.out, exc.strerror or exc), file=sys.stderr)
+        return 2
     print("wrote", a.out)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -9,17 +9,22 @@ The weights with the best greedy evaluation score are kept (pocket V-F).
 
     .venv/bin/python -m harness.training.swarm_policy.train_dqn --help
 
-Writes models/swarm/dqn/weights.npz and train_card.json (export_dqn.py then writes model.tflite + card.json). Needs PyTorch (requirements-train.txt).
+Writes models/swarm/dqn/weights.npz and train_card.json, each whole (export_dqn.py then writes model.tflite +
+card.json). Needs PyTorch (requirements-train.txt). Out-of-range numbers and an output folder that cannot be
+created are refused before training (one line, exit status 2).
 """
 import argparse
 import json
 import os
+import sys
 import time
 
 import numpy as np
 
-from harness.config import argument, non_negative_float, positive_float, positive_int, within
+from harness.config import argument, non_negative_float, non_negative_int, positive_float, positive_int, within
+from harness.report.run_report import write_whole
 from harness.sim.swarm_arena import SwarmBatch
+from harness.training.npz_files import npz_bytes
 from onboard.swarm.actions import N_ACTIONS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -182,13 +187,13 @@ def train(seed=1, env_steps=6000, episode_steps=150, batch=30, updates_per_step=
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=non_negative_int, default=1)
     p.add_argument("--env-steps", type=positive_int, default=6000)
     p.add_argument("--batch", type=positive_int, default=30, help="minibatch (paper: 30)")
     p.add_argument("--lr", type=positive_float, default=5e-4)
-    p.add_argument("--goal-scale", type=float, default=0.0,
+    p.add_argument("--goal-scale", type=non_negative_float, default=0.0,
                    help="eq. 4 normalisation of the goal distance d1 (m); 0: the arena side")
-    p.add_argument("--shaping", type=float, default=0.0,
+    p.add_argument("--shaping", type=non_negative_float, default=0.0,
                    help="weight of potential-based shaping on the goal distance (0: eq. 4 alone)")
     p.add_argument("--critical", type=positive_float, default=0.5, help="critical distance c of pocket eq. 4 (m)")
     p.add_argument("--gamma", type=argument(within(0.0, 1.0)), default=0.95)
@@ -197,14 +202,18 @@ def main(argv=None):
     p.add_argument("--max-minutes", type=positive_float, default=None, help="stop (keeping the best weights) after this long")
     p.add_argument("--stop-at", type=positive_int, default=None,
                    help="stop after this env step (the epsilon schedule still spans --env-steps): a reproducible cut")
-    p.add_argument("--hysteretic", type=float, default=None, help="beta of hysteretic Q-learning (e.g. 0.5)")
+    p.add_argument("--hysteretic", type=argument(within(0.0, 1.0)), default=None,
+                   help="beta of hysteretic Q-learning, in [0, 1] (e.g. 0.5)")
     p.add_argument("--out", default=MODEL_DIR)
     a = p.parse_args(argv)
+    try:                                          # before training: a folder it cannot write is one line
+        os.makedirs(a.out, exist_ok=True)
+    except OSError as exc:
+        print("train_dqn: cannot write the output folder %s: %s" % (a.out, exc.strerror or exc), file=sys.stderr)
+        return 2
     weights, info = train(seed=a.seed, env_steps=a.env_steps, hysteretic=a.hysteretic, batch=a.batch, lr=a.lr,
                           est_noise_m=a.est_noise, max_minutes=a.max_minutes, gamma=a.gamma, n_step=a.n_step,
                           critical_m=a.critical, goal_scale_m=a.goal_scale, shaping=a.shaping, stop_at=a.stop_at)
-    os.makedirs(a.out, exist_ok=True)
-    np.savez(os.path.join(a.out, "weights.npz"), **weights)
     card = {
         "model": "swarm DQN (uwb-pocket-drones IV-C)",
         "inputs": ["vx_body_mps", "vy_body_mps", "goal_x_body_m", "goal_y_body_m",
@@ -219,11 +228,16 @@ def main(argv=None):
         **info,
     }
     # card.json of this folder is the int8 model's (harness/training/swarm_policy/export_dqn.py); training facts go here
-    with open(os.path.join(a.out, "train_card.json"), "w") as fh:
-        json.dump(card, fh, indent=2, default=float)
-        fh.write("\n")
+    text = json.dumps(card, indent=2, default=float) + "\n"
+    try:
+        write_whole(os.path.join(a.out, "weights.npz"), npz_bytes(weights))
+        write_whole(os.path.join(a.out, "train_card.json"), text)
+    except OSError as exc:
+        print("train_dqn: cannot write %s: %s" % (a.out, exc.strerror or exc), file=sys.stderr)
+        return 2
     print("wrote", a.out)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

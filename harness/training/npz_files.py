@@ -1,0 +1,32 @@
+"""Reading a user's .npz for the training commands: one line naming the file when it cannot be read (shared by
+the grading trainer's ``--data`` / ``--init`` files and the swarm exporters' weights), and an .npz as bytes
+for ``harness.report.run_report.write_whole`` (a model's weights written whole, never half of them)."""
+import io
+
+import numpy as np
+
+from harness.config import ConfigError
+from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
+
+
+def read_npz(path, what, build=dict):
+    """``build({name: array})`` of the .npz at ``path`` (default: that dict); ConfigError (one line naming
+    ``what`` and the file) when it is missing, empty, no .npz or damaged, or ``build`` refuses its arrays (a
+    missing array: KeyError, wrong shapes: ValueError)."""
+    reason = not_npz_reason(path)
+    try:
+        if reason:
+            raise ValueError(reason)
+        with np.load(path) as f:
+            arrays = {k: f[k] for k in f.files}
+        return build(arrays)
+    except NPZ_READ_ERRORS as exc:
+        raise ConfigError("%s %s: %s" % (what, path, read_error_reason(exc)))
+
+
+def npz_bytes(arrays):
+    """The bytes of an uncompressed .npz holding ``arrays`` ({name: array}), what ``np.savez`` writes: serialised
+    in memory, so the caller writes the file whole (``write_whole``) and a failure leaves the old file."""
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
