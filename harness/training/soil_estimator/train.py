@@ -19,7 +19,9 @@ index // 4 ends in 9, so every soil is held out alike); the others train
 by default), ``--jobs`` members at a time in worker processes (the same members). The card records the
 normalisation, the training settings, the dataset's hash and size, and the validation metrics (per property:
 RMSE, normalised RMSE, 1-sigma / 2-sigma coverage of the whole-cut windows; the force prediction error over the
-horizon, also per soil and I_d bin at I_d <= 60 %).
+horizon, also per soil and I_d bin at I_d <= 60 %, over the ``force_cuts`` cuts with a valid horizon point).
+A metric that could not be measured is ``null`` in the card (a force error where no cut has a valid horizon
+point, an nrmse of a property whose true values are all 0), never NaN; both files are written whole.
 Bad input (a missing or malformed dataset file, a bad number) is one line on stderr and exit status 2.
 """
 import argparse
@@ -31,7 +33,9 @@ import time
 
 import numpy as np
 
+from harness.report.run_report import write_whole
 from harness.sim.soil_world import PRESETS, SOILS
+from harness.training.npz_files import npz_bytes
 from harness.training.soil_estimator import dataset as ds
 from onboard.soil import cut_estimator
 from onboard.soil import learned_estimator as le
@@ -138,8 +142,9 @@ def member_job(job):
 def evaluate(data, mask, x_mean, x_std, lo, hi, horizon, members):
     """Validation metrics of the ensemble ``members`` ([[(W, b)]]) on the whole-cut windows of ``mask``
     through the NumPy inference (``learned_estimator``): per property rmse / nrmse / coverage (stated sigma:
-    the members' mean variance plus their spread), the horizon force error [%]; and on all windows of
-    ``mask`` the same force error."""
+    the members' mean variance plus their spread), the horizon force error [%] over the ``force_cuts`` cuts
+    with at least one valid horizon point (None, null in the card, when no cut has one: no force error was
+    measured; likewise per I_d bin)."""
     sel = mask & data["whole_cut"]
     out = {"windows": int(mask.sum()), "whole_cuts": int(sel.sum())}
     if not np.any(sel):
@@ -158,7 +163,8 @@ def evaluate(data, mask, x_mean, x_std, lo, hi, horizon, members):
         out[name] = {"rmse": rmse, "nrmse": rmse / scale if scale > 0 else None,
                      "coverage_1s": float(np.mean(np.abs(err) <= sig)),
                      "coverage_2s": float(np.mean(np.abs(err) <= 2.0 * sig))}
-    # horizon force error (beta0 + beta_res at the horizon points, the training's and inference's rule)
+    # horizon force error (beta0 + beta_res at the horizon points, the training's and inference's rule); a cut
+    # with no valid horizon point has no force error (NaN here, left out of every mean below)
     errs, mags = [], []
     for i, j in enumerate(np.flatnonzero(sel)):
         d0 = {k: float(np.mean([d[k][i] for d in decs])) for k in ("depth_res_m", "surcharge_rel")}
@@ -166,42 +172,59 @@ def evaluate(data, mask, x_mean, x_std, lo, hi, horizon, members):
         br = np.mean([d["beta_res_rad"][i] for d in decs], axis=0)
         fx, fz, valid = le.fee_window_force(theta[i], data["geometry"][j], d0["depth_res_m"], d0["surcharge_rel"], fr,
                                             br)
+        if not np.any(valid):
+            errs.append(np.nan)
+            mags.append(np.nan)
+            continue
         f = data["force_n"][j]
         errs.append(np.concatenate([np.abs(f[valid, 0] - fx[valid]), np.abs(f[valid, 1] - fz[valid])]).mean())
         mags.append(np.concatenate([np.abs(f[valid, 0]), np.abs(f[valid, 1])]).mean())
-    out["force_mae_pct"] = float(100.0 * np.mean(errs) / max(np.mean(mags), 1e-9))
+    errs, mags = np.array(errs), np.array(mags)
+    has_force = ~np.isnan(errs)
+
+    def force_pct(m):
+        """The force error [%] over the cuts of ``m`` that have one; None (null in the card) when none has."""
+        m = m & has_force
+        return float(100.0 * np.mean(errs[m]) / max(np.mean(mags[m]), 1e-9)) if np.any(m) else None
+    out["force_cuts"] = int(has_force.sum())
+    out["force_mae_pct"] = force_pct(np.ones(len(errs), dtype=bool))
     idd = data["relative_density_pct"][sel]
     low = idd <= 60.0
     if np.any(low):
-        out["force_mae_pct_id_le_60"] = float(100.0 * np.mean(np.array(errs)[low])
-                                              / max(np.mean(np.array(mags)[low]), 1e-9))
+        out["force_mae_pct_id_le_60"] = force_pct(low)
     # per soil and I_d bin at I_d <= 60 % (soil-sweep's acceptance bins, 20 % wide): mean over the cuts of each
     # cut's error in % of its mean |F| (soil-sweep's rule), and the worst bin
-    pct = 100.0 * np.array(errs) / np.maximum(np.array(mags), 1e-9)
+    pct = 100.0 * errs / np.maximum(mags, 1e-9)
     bins = {}
     for s, soil in enumerate(SOILS):
         for lo_pct in (0.0, 20.0, 40.0):
             m = (data["soil"][sel] == s) & (idd >= lo_pct) & (idd < lo_pct + 20.0)
             if np.any(m):
-                bins["%s %d-%d" % (soil, lo_pct, lo_pct + 20)] = {"cuts": int(m.sum()), "pct": float(pct[m].mean())}
+                mf = m & has_force
+                bins["%s %d-%d" % (soil, lo_pct, lo_pct + 20)] = {
+                    "cuts": int(m.sum()), "pct": float(pct[mf].mean()) if np.any(mf) else None}
     if bins:
         out["force_mae_pct_bins_id_le_60"] = bins
-        out["force_mae_pct_worst_bin_id_le_60"] = max(b["pct"] for b in bins.values())
+        known = [b["pct"] for b in bins.values() if b["pct"] is not None]
+        out["force_mae_pct_worst_bin_id_le_60"] = max(known) if known else None
     return out
 
 
 def export(out_dir, members, x_mean, x_std, lo, hi, card):
-    os.makedirs(out_dir, exist_ok=True)
+    """Write ``out_dir/{weights.npz, card.json}``, each whole (``write_whole``: an interrupted export leaves the
+    earlier file, never half of one). Both are serialised first: a card value JSON cannot hold (NaN, inf)
+    raises ValueError before either file is touched; a metric that was not measured is None (null)."""
+    text = json.dumps(card, indent=2, sort_keys=False, allow_nan=False) + "\n"
     arrays = {"x_mean": x_mean, "x_std": x_std, "bounds_lo": lo, "bounds_hi": hi,
               "members": np.array(len(members)), "layers": np.array(len(members[0]))}
     for m, layers in enumerate(members):
         for i, (w, b) in enumerate(layers):
             arrays["m%d_w%d" % (m, i)] = np.asarray(w, dtype=np.float32)    # float32 weights: lossless
             arrays["m%d_b%d" % (m, i)] = np.asarray(b, dtype=np.float32)
-    np.savez(os.path.join(out_dir, "weights.npz"), **arrays)
-    with open(os.path.join(out_dir, "card.json"), "w") as f:
-        json.dump(card, f, indent=2, sort_keys=False)
-        f.write("\n")
+    blob = npz_bytes(arrays)
+    os.makedirs(out_dir, exist_ok=True)
+    write_whole(os.path.join(out_dir, "weights.npz"), blob)
+    write_whole(os.path.join(out_dir, "card.json"), text)
 
 
 def get_dataset(args, log):
