@@ -79,7 +79,7 @@ class TrackedRobot:
         self.load_per_track_n = 0.5 * float(cfg["mass_kg"]) * G_MPS2
         self.cmd_left_radps = 0.0
         self.cmd_right_radps = 0.0
-        self.refused_commands = 0
+        self.rejected_commands = 0
         self.left_mps = 0.0
         self.right_mps = 0.0
         self.distance_m = 0.0
@@ -94,9 +94,9 @@ class TrackedRobot:
     # ------------------------------------------------------------ the motors' side
     def command(self, cmd):
         """A WheelCmd: sprocket speeds (rad/s). A command holding NaN or inf is refused (the commands held stay;
-        counted in ``refused_commands``); returns whether it was taken."""
+        counted in ``rejected_commands``); returns whether it was taken."""
         if not (math.isfinite(cmd.left_radps) and math.isfinite(cmd.right_radps)):
-            self.refused_commands += 1
+            self.rejected_commands += 1
             return False
         self.cmd_left_radps = cmd.left_radps
         self.cmd_right_radps = cmd.right_radps

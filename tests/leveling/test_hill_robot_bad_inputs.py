@@ -55,7 +55,7 @@ def test_a_non_finite_wheel_command_is_refused_and_counted(bad):
     robot = TrackedRobot(_world(), 0.5, 0.5, 0.0)
     assert robot.command(WheelCmd(0, 2.0, 2.0)) is True
     assert robot.command(WheelCmd(1, bad, 1.0)) is False and robot.command(WheelCmd(2, 1.0, bad)) is False
-    assert robot.refused_commands == 2 and (robot.cmd_left_radps, robot.cmd_right_radps) == (2.0, 2.0)
+    assert robot.rejected_commands == 2 and (robot.cmd_left_radps, robot.cmd_right_radps) == (2.0, 2.0)
     for _ in range(50):
         robot.step(0.01)
     assert all(math.isfinite(v) for v in (robot.north_m, robot.east_m, robot.yaw_rad, robot.pitch_rad))

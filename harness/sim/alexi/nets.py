@@ -19,6 +19,7 @@ import struct
 import numpy as np
 
 from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
+from onboard.policy.card import check_card_fields
 from onboard.policy.policy import load_policy
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -159,6 +160,12 @@ class Net:
             self.out_scale = float(spec_out["quantization"]["scale"])
             self.out_zp = int(spec_out["quantization"]["zero_point"])
             self.n_in, self.n_out = int(spec_in["shape"][1]), int(spec_out["shape"][1])
+            # the card's structure and normalisation (as load_policy checks it for int8; the float layers read
+            # the same card), and finite means, which that check leaves to the caller
+            check_card_fields(self.card)
+            for side, mean in (("inputs", self.in_mean), ("outputs", self.out_mean)):
+                if not np.all(np.isfinite(mean)):
+                    raise ValueError("card %s normalization mean must be finite, got %s" % (side, mean.tolist()))
         except KeyError as exc:
             raise ModelError("%s: malformed card (no %s)" % (card_path, exc)) from None
         except (ValueError, TypeError, IndexError, AttributeError) as exc:

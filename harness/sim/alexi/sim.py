@@ -4,7 +4,8 @@ Each frame (``frame_dt_us``):
 
 1. the command (desired speed l in m/s, yaw rate in rad/s, NED) becomes sprocket speeds by the skid-steer
    kinematics of thesis 5.1.2 (:func:`onboard.control.diffdrive.wheel_speeds`) followed by the vehicle's
-   first-order motor lag ``motor_tau_s`` (the motors, not the ground: the networks learn the ground);
+   first-order motor lag ``motor_tau_s`` (the motors, not the ground: the networks learn the ground); a
+   command holding NaN or inf is rejected (the sprocket commands held stay; counted in ``rejected_commands``);
 2. pitch and roll are read off the heightmap at the pose (thesis 6.1, :mod:`heightmap`);
 3. the kinematic networks map (v_left, v_right, phi, psi) to v (m per frame, forward) and dtheta (rad per
    frame) -- or, in the three-network variant, to the world-frame dx, dy and dtheta with v = +-sqrt(dx^2 + dy^2)
@@ -22,6 +23,7 @@ import math
 import numpy as np
 
 from harness.sim.alexi import heightmap as hm
+from harness.sim.sandbox.terrain import wrap_into_tile
 from onboard.control.diffdrive import wheel_speeds
 
 
@@ -40,7 +42,8 @@ class AlexiSim:
         self.rows, self.cols = self.h.shape
         self.cell_m = float(cell_m)
         self.size_n_m, self.size_e_m = self.rows * self.cell_m, self.cols * self.cell_m
-        self.north_m, self.east_m, self.yaw_rad = north_m % self.size_n_m, east_m % self.size_e_m, float(yaw_rad)
+        self.north_m, self.east_m = wrap_into_tile(north_m, self.size_n_m), wrap_into_tile(east_m, self.size_e_m)
+        self.yaw_rad = float(yaw_rad)
         self.unwrapped_ne_m = [float(north_m), float(east_m)]
         self.vehicle = dict(vehicle)
         self.r_pitch_m = 0.5 * float(vehicle["track_length_m"])
@@ -48,6 +51,8 @@ class AlexiSim:
         self.frame_dt_us = int(frame_dt_us)
         self.lag = 1.0 - math.exp(-self.frame_dt_us * 1e-6 / float(vehicle["motor_tau_s"]))
         self.left_radps = self.right_radps = 0.0
+        self.cmd_left_radps = self.cmd_right_radps = self.cmd_speed_mps = 0.0
+        self.rejected_commands = 0
         if not ("speed" in kin and "dyaw" in kin) and not all(k in kin for k in ("dnorth", "deast", "dyaw")):
             raise ValueError("kinematic networks must be {speed, dyaw} or {dnorth, deast, dyaw}, got %s" % sorted(kin))
         self.kin = kin
@@ -77,13 +82,17 @@ class AlexiSim:
         v = self.vehicle
         lc, rc = wheel_speeds(speed_mps, yaw_rate_radps, v["track_gauge_m"], v["sprocket_radius_m"],
                               v["max_sprocket_radps"])
-        self.left_radps += self.lag * (lc - self.left_radps)
-        self.right_radps += self.lag * (rc - self.right_radps)
+        if math.isfinite(lc) and math.isfinite(rc):
+            self.cmd_left_radps, self.cmd_right_radps, self.cmd_speed_mps = lc, rc, float(speed_mps)
+        else:
+            self.rejected_commands += 1
+        self.left_radps += self.lag * (self.cmd_left_radps - self.left_radps)
+        self.right_radps += self.lag * (self.cmd_right_radps - self.right_radps)
         pitch, roll = hm.pitch_roll(self.h, self.cell_m, self.north_m, self.east_m, self.yaw_rad,
                                     self.r_pitch_m, self.r_roll_m)
         x = np.array([self.left_radps, self.right_radps, pitch, roll])
         ds_m, dyaw = self._kin_predict(x)
-        if self.three and speed_mps < 0.0:
+        if self.three and self.cmd_speed_mps < 0.0:
             ds_m = -ds_m               # thesis 6.1: v is multiplied by -1 when the desired speed is negative
         if self.terrain is not None:
             self._deform(x)
@@ -93,7 +102,7 @@ class AlexiSim:
         self.unwrapped_ne_m[1] += de
         n, e = self.north_m + dn, self.east_m + de
         teleport = not (0.0 <= n < self.size_n_m and 0.0 <= e < self.size_e_m)
-        self.north_m, self.east_m = n % self.size_n_m, e % self.size_e_m
+        self.north_m, self.east_m = wrap_into_tile(n, self.size_n_m), wrap_into_tile(e, self.size_e_m)
         self.yaw_rad = wrap_angle(self.yaw_rad + dyaw)
         self.now_us += self.frame_dt_us
         self.frames += 1

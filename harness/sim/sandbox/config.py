@@ -31,7 +31,7 @@ from harness.sim.sandbox import terramechanics as tm
 from harness.sim.sandbox.terrain import MIN_CELLS, TileTerrain
 from harness.sim.sandbox.tracked_robot import VEHICLE_DEFAULTS, VEHICLE_SETTING_RANGES
 from harness.sim.voxel_terrain import load_heights
-from onboard.core.settings import ConfigError, checked
+from onboard.core.settings import MAX_MAGNITUDE, ConfigError, checked
 
 TOP = "__top__"
 QUANT = 1.0e-4                        # heightmap intensity resolution through the voxel loader
@@ -123,6 +123,9 @@ def _value(path, section, key, raw, kind):
         raise ConfigError("%s must be >= 0, got %r" % (where, raw))
     if (section, key) in UPPER and v > UPPER[section, key]:
         raise ConfigError("%s must be <= %g, got %r" % (where, UPPER[section, key], raw))
+    if abs(v) > MAX_MAGNITUDE:      # the rule of every setting (settings.checked, which sees [vehicle] only)
+        raise ConfigError("%s is %g: no setting takes a magnitude above %g (a unit or typing error?)"
+                          % (where, v, MAX_MAGNITUDE))
     return v
 
 

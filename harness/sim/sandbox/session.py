@@ -7,12 +7,14 @@ centred on the robot's cell at the frame's start, before the frame) and ``crop_d
 after the frame minus before: the deformation, not the motion).
 """
 import hashlib
+import io
 import json
 import zipfile
 
 import numpy as np
 
 from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
+from harness.report.run_report import write_whole
 from harness.sim.sandbox import schedule
 
 FORMAT_VERSION = 1
@@ -104,11 +106,14 @@ def meta(label, world, seed, source, extra=None):
 
 
 def save_npz(path, arrays, meta_dict):
-    """Write the session (``np.savez_compressed``) with ``meta_json``; returns the path."""
+    """Write the session (``np.savez_compressed``) with ``meta_json`` whole or not at all (a failure leaves
+    the file that was there, never half of one: :func:`harness.report.run_report.write_whole`); returns the
+    path."""
     data = dict(arrays)
     data["meta_json"] = np.array(json.dumps(meta_dict, sort_keys=True, allow_nan=False))
-    with open(path, "wb") as fh:
-        np.savez_compressed(fh, **data)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **data)
+    write_whole(path, buf.getvalue())
     return path
 
 

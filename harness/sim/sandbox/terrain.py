@@ -44,6 +44,14 @@ MIN_CELLS = 16                        # cells per side, at least
 CONTACT_TESTS = ("mesh", "patch")     # module docstring
 
 
+def wrap_into_tile(x_m, size_m):
+    """``x_m`` wrapped into [0, ``size_m``) (m): ``x_m % size_m``, except that a tiny negative ``x_m`` (whose
+    float remainder rounds up to ``size_m`` itself, e.g. -1e-18 % 0.64 == 0.64) gives 0.0, the same point of
+    the tile inside it."""
+    x = x_m % size_m
+    return 0.0 if x >= size_m else x
+
+
 def tileable_heights(rows, cols, cell_m, peak_m, wavelength_m, rng):
     """Seamless heights (rows x cols, m) in [0, ``peak_m``]: white noise filtered in Fourier space by a
     Gaussian of the spatial wavelength ``wavelength_m`` (periodic by construction); ``rng`` a NumPy

@@ -60,8 +60,9 @@ MAX_DTAN = 0.05
 class TrackedRobot:
     """Pose ``north_m``, ``east_m``, ``yaw_rad``; bottom plane ``base_m`` (height at the body's centre),
     ``tan_pitch``, ``tan_roll``; body velocity ``u_mps``, ``v_mps``, ``r_radps``; track belt speeds
-    ``left_mps``, ``right_mps``; the last substep's ``slip`` (left, right), ``sinkage_m`` (mean plastic
-    sinkage of the loaded points) and normal loads ``load_n`` (per point)."""
+    ``left_mps``, ``right_mps``; ``rejected_commands`` (non-finite commands refused); the last substep's
+    ``slip`` (left, right), ``sinkage_m`` (mean plastic sinkage of the loaded points) and normal loads ``load_n``
+    (per point)."""
 
     def __init__(self, terrain, north_m, east_m, yaw_rad, vehicle=None, soil=None):
         cfg = checked(VEHICLE_DEFAULTS, VEHICLE_SETTING_RANGES, vehicle, "vehicle")
@@ -99,6 +100,7 @@ class TrackedRobot:
         self.K_m = float(s["K_m"])
         self.cmd_left_radps = 0.0
         self.cmd_right_radps = 0.0
+        self.rejected_commands = 0
         self.left_mps = 0.0
         self.right_mps = 0.0
         self.u_mps = self.v_mps = self.r_radps = 0.0
@@ -117,10 +119,16 @@ class TrackedRobot:
 
     # ------------------------------------------------------------ commands and geometry
     def command(self, left_radps, right_radps):
-        """Sprocket speed commands (rad/s), clipped to +-``max_sprocket_radps``."""
+        """Sprocket speed commands (rad/s), clipped to +-``max_sprocket_radps``. A pair holding NaN or inf is
+        refused (the commands held stay; counted in ``rejected_commands``); returns whether it was taken."""
+        left, right = float(left_radps), float(right_radps)
+        if not (math.isfinite(left) and math.isfinite(right)):
+            self.rejected_commands += 1
+            return False
         m = self.max_radps
-        self.cmd_left_radps = min(m, max(-m, float(left_radps)))
-        self.cmd_right_radps = min(m, max(-m, float(right_radps)))
+        self.cmd_left_radps = min(m, max(-m, left))
+        self.cmd_right_radps = min(m, max(-m, right))
+        return True
 
     @property
     def pitch_rad(self):

@@ -6,7 +6,8 @@ the map against each track, as the thesis's SCM did at every step, so a frame's 
 
 Commands are the thesis's desired linear speed l and yaw rate (NED: positive turns right), mapped to
 sprocket speeds by the skid-steer kinematics of thesis 5.1.2 (:func:`onboard.control.diffdrive.wheel_speeds`,
-saturating together at the vehicle's ``max_sprocket_radps``).
+saturating together at the vehicle's ``max_sprocket_radps``). A command holding NaN or inf is rejected: the
+frame runs on the sprocket commands held, and the robot counts it (``robot.rejected_commands``).
 
 Wrap-around: a robot whose centre leaves the tile is teleported to the opposite side (position modulo the
 tile); the frame is flagged ``teleport`` (its absolute position jumps; the pose deltas, taken from the motion
@@ -14,6 +15,7 @@ itself, do not).
 """
 import math
 
+from harness.sim.sandbox.terrain import wrap_into_tile
 from harness.sim.sandbox.tracked_robot import TrackedRobot
 from onboard.control.diffdrive import wheel_speeds
 
@@ -32,7 +34,8 @@ class SandboxWorld:
             raise ValueError("frame_dt_us (%r) must be a positive multiple of substeps (%r)" % (frame_dt_us, substeps))
         self.terrain = terrain
         size_n, size_e = terrain.size_ne_m
-        self.robot = TrackedRobot(terrain, north_m % size_n, east_m % size_e, yaw_rad, vehicle, soil)
+        self.robot = TrackedRobot(terrain, wrap_into_tile(north_m, size_n), wrap_into_tile(east_m, size_e), yaw_rad,
+                                  vehicle, soil)
         self.frame_dt_us = int(frame_dt_us)
         self.substeps = int(substeps)
         self.erosion_iterations = erosion_iterations
@@ -60,8 +63,8 @@ class SandboxWorld:
         size_n, size_e = self.terrain.size_ne_m
         teleport = not (0.0 <= r.north_m < size_n and 0.0 <= r.east_m < size_e)
         if teleport:
-            r.north_m %= size_n
-            r.east_m %= size_e
+            r.north_m = wrap_into_tile(r.north_m, size_n)
+            r.east_m = wrap_into_tile(r.east_m, size_e)
             self.teleports += 1
         c, s = math.cos(yaw0), math.sin(yaw0)
         self.now_us += self.frame_dt_us
