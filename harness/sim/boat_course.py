@@ -85,12 +85,10 @@ def load_course(path):
     except OSError as e:
         raise CourseFileError("course file %s: cannot read: %s" % (name, _one_line(e.strerror or e)))
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CourseFileError("course file %s: not UTF-8 text" % name)
-    except tomllib.TOMLDecodeError as e:
-        raise CourseFileError("course file %s: not valid TOML: %s" % (name, _one_line(e)))
-    return _parse(doc, name)
+    return parse_course(text, name)
 
 
 def parse_course(text, name="<string>"):
@@ -99,6 +97,8 @@ def parse_course(text, name="<string>"):
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise CourseFileError("course file %s: not valid TOML: %s" % (name, _one_line(e)))
+    except RecursionError:                      # tomllib recurses once per level of nested arrays / tables
+        raise CourseFileError("course file %s: not valid TOML: arrays or tables nested too deeply" % name)
     return _parse(doc, name)
 
 

@@ -16,6 +16,7 @@ import os
 import sys
 
 from boards.wamv.app import WamvApp
+from harness.config import non_negative_int
 from harness.sim.boat_course import CourseFileError, generate_course, load_course
 from harness.sim.boat_world import BoatWorld
 from harness.sim.lidar import Lidar, LidarScene, LidarSensor
@@ -62,7 +63,7 @@ def record_run(path, course, seed=1, duration_s=60.0, arbiter="damn", views=True
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m harness.sim.boat_playback", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for log.mcap")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=non_negative_int, default=1)
     ap.add_argument("--seconds", type=float, default=60.0, help="simulated seconds at most (default 60)")
     ap.add_argument("--arbiter", choices=ARBITERS, default="damn")
     ap.add_argument("--course", help="a TOML course file (default: the seeded buoy field)")
@@ -76,7 +77,11 @@ def main(argv=None):
     except (CourseFileError, OSError) as exc:
         print("error: %s" % exc, file=sys.stderr)
         return 2
-    os.makedirs(args.out, exist_ok=True)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as exc:
+        print("error: --out %s: %s" % (args.out, exc.strerror or exc), file=sys.stderr)
+        return 2
     path = os.path.join(args.out, "log.mcap")
     rep = record_run(path, course, args.seed, args.seconds, args.arbiter, not args.no_views, version=code_version())
     print("boat_playback: %s, %d LIDAR frames, %d buoys confirmed, %d decisions, arrived %s, %d view messages -> %s"

@@ -33,7 +33,8 @@ import math
 import numpy as np
 
 from onboard.core.angles import wrap_pi
-from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, int_at_least, one_of, under, within
+from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, int_at_least, is_number, one_of,
+                                   under, within)
 from onboard.vessel import model as vm
 from onboard.vessel import thrust_map as tm
 
@@ -76,7 +77,10 @@ DEFAULTS = {
 }
 SETTING_RANGES = {
     "mode": one_of(*MODES),
-    "dt_s": within(1e-4, 0.1),
+    # the vessel's clock counts whole microseconds (time_us += dt_us): a step of a fraction of one would make the
+    # clock (and the waves read at it) drift from the integrated motion
+    "dt_s": ("a number in [0.0001, 0.1] of whole microseconds",
+             lambda v: is_number(v) and 1e-4 <= v <= 0.1 and abs(v * 1e6 - round(v * 1e6)) <= 1e-6),
     "start.north_m": ANY_NUMBER, "start.east_m": ANY_NUMBER, "start.yaw_deg": ANY_NUMBER,
     "start.yaw_rate_dps": ANY_NUMBER, "start.surge_mps": ANY_NUMBER, "start.sway_mps": ANY_NUMBER,
     "paper.noise.yaw_rad_per_sqrt_s": NON_NEGATIVE, "paper.noise.yaw_rate_radps_per_sqrt_s": NON_NEGATIVE,
@@ -136,6 +140,7 @@ class Wamv:
         thr = cfg["thrusters"]
         self.thrust_map = tm.ThrustMap(thrust_map_settings(thr), "wamv thrusters")
         self.command_lr = [0.0, 0.0]
+        self.rejected_commands = 0
         self.applied_thrust_n = (0.0, 0.0)
         # rich mode: current (NED, towards), wind gust state, wave components
         cur = cfg["current"]
@@ -214,8 +219,14 @@ class Wamv:
 
     # ------------------------------------------------------------ inputs
     def command(self, command_left, command_right):
-        """Throttle commands in [-1, 1] (clamped), held until the next call."""
-        self.command_lr = [max(-1.0, min(1.0, float(command_left))), max(-1.0, min(1.0, float(command_right)))]
+        """Throttle commands in [-1, 1] (clamped), held until the next call. A pair holding NaN or inf is
+        refused (the commands held stay; counted in ``rejected_commands``); returns whether it was taken."""
+        left, right = float(command_left), float(command_right)
+        if not (math.isfinite(left) and math.isfinite(right)):
+            self.rejected_commands += 1
+            return False
+        self.command_lr = [max(-1.0, min(1.0, left)), max(-1.0, min(1.0, right))]
+        return True
 
     def _thrusts(self):
         """Advance the thrusters one step; (T_l, T_r) in N applied over the step."""

@@ -234,13 +234,18 @@ def lag_experiment(latency_s, seed=0, duration_s=30.0, control_hz=10.0, physics_
     controllers service their UARTs and the motors step at ``physics_hz``. Returns {"command" (ticks, 2),
     "telemetry" (ticks, 2) throttles stamped at each tick (NaN where none came), "thrust_n" (steps, 2),
     "t_s" (steps,) step start times, "applied" {side: [(time_us, cmd, value)]} commands handed to the
-    motors, "lag_s" the estimate of :func:`estimate_lag_s` (missing telemetry held), "report"}."""
+    motors, "lag_s" the estimate of :func:`estimate_lag_s` (missing telemetry held), "report"}. A control period
+    that is not a whole multiple of the physics step is a ValueError."""
+    dt_us = int(round(1e6 / physics_hz))
+    ctrl_us = int(round(1e6 / control_hz))
+    if dt_us * physics_hz != 1e6 or ctrl_us * control_hz != 1e6 or ctrl_us % dt_us:
+        # a control tick between two physics steps would never be sent (nor its telemetry stamped)
+        raise ValueError("lag experiment: the control period (1 / %r Hz) must be a whole multiple of the physics "
+                         "step (1 / %r Hz), both whole microseconds" % (control_hz, physics_hz))
     cfg = dict(interface or {}, latency_s=latency_s)
     sim = SimOutboards(cfg, thrusters)
     try:
         drv = sim.driver()
-        dt_us = int(round(1e6 / physics_hz))
-        ctrl_us = int(round(1e6 / control_hz))
         cmds = command_sequence(duration_s, control_hz, np.random.default_rng(seed))
         ticks = len(cmds)
         tel = {side: {} for side in SIDES}

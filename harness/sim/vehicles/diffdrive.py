@@ -36,14 +36,21 @@ class DiffDriveRobot:
         self.right_radps = 0.0
         self.left_cmd_radps = 0.0
         self.right_cmd_radps = 0.0
+        self.rejected_commands = 0
         self.speed_mps = 0.0
         self.yaw_rate_radps = 0.0
         self.distance_m = 0.0
 
     def command(self, left_radps, right_radps):
+        """Wheel speed commands (rad/s), clamped to +-``max_wheel_radps``. A pair holding NaN or inf is
+        refused (the commands held stay; counted in ``rejected_commands``); returns whether it was taken."""
+        if not (math.isfinite(left_radps) and math.isfinite(right_radps)):
+            self.rejected_commands += 1
+            return False
         lim = self.cfg["max_wheel_radps"]
         self.left_cmd_radps = max(-lim, min(lim, left_radps))
         self.right_cmd_radps = max(-lim, min(lim, right_radps))
+        return True
 
     def step(self, dt_s):
         """Advance the physics by dt_s seconds."""
