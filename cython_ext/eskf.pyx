@@ -130,6 +130,12 @@ cdef inline bint _cov3(object c, const double* default, double* out):
     return False
 
 
+cdef inline bint _flat_doubles(const Py_buffer* view) noexcept:
+    """The buffer is one dimension of C doubles (what the pure code indexes as ``buf[i]``, of ``len(buf)``)."""
+    return (view.ndim == 1 and view.itemsize == sizeof(double) and view.format != NULL and view.format[0] == b'd'
+            and view.format[1] == 0)
+
+
 cdef inline bint _tuple3(object v, double* out) except -1:
     """Three doubles of a length-3 tuple (floats or ints); False when not such a tuple."""
     cdef tuple t
@@ -142,10 +148,11 @@ cdef inline bint _tuple3(object v, double* out) except -1:
     return True
 
 
-def pack_imu(buf, Py_ssize_t k, sample):
+def pack_imu(buf, k, sample):
     """``onboard.estimators.eskf_packed.pack_imu`` with the sample read in C: the same values written, the
     same return value (True when every value is finite); anything but an ImuSample's int times and
-    3-tuples (or a buffer that is not doubles) goes to the pure function, which also raises its errors."""
+    3-tuples, a slot ``k`` that is not an int inside the buffer, or a buffer that is not a flat run of doubles
+    goes to the pure function, which also raises its errors."""
     cdef Py_buffer view
     cdef double row[IMU_STRIDE]
     cdef double* out
@@ -161,13 +168,14 @@ def pack_imu(buf, Py_ssize_t k, sample):
         return _packed.pack_imu(buf, k, sample)
     try:
         PyObject_GetBuffer(buf, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
-    except (TypeError, BufferError):
+    except (TypeError, BufferError, ValueError):      # NumPy: ValueError for a read-only or strided array
         return _packed.pack_imu(buf, k, sample)
-    if (view.itemsize != sizeof(double) or view.format == NULL or view.format[0] != b'd' or view.format[1] != 0
-            or k < 0 or (k + 1) * IMU_STRIDE > view.len // sizeof(double)):
+    # k compared before any product (a huge k times the stride wraps around in C)
+    if (not _flat_doubles(&view) or type(k) is not int or k < 0
+            or k >= (view.len // <Py_ssize_t>sizeof(double)) // IMU_STRIDE):
         PyBuffer_Release(&view)
         return _packed.pack_imu(buf, k, sample)
-    out = <double*>view.buf + k * IMU_STRIDE
+    out = <double*>view.buf + <Py_ssize_t>k * IMU_STRIDE
     for i in range(IMU_STRIDE):
         out[i] = row[i]
         finite = finite and isfinite(row[i])
@@ -328,13 +336,14 @@ cdef class EskfKernel:
         return refused
 
     @cython.always_allow_keywords(False)
-    def predict_packed(self, buf, Py_ssize_t count):
+    def predict_packed(self, buf, count):
         """As the pure ``predict_packed``: the first ``count`` samples of a packed IMU buffer (layout of
         ``onboard.estimators.eskf_packed``), each exactly as ``predict``; returns how many were refused.
 
         The buffer is read through the buffer protocol (one ``PyObject_GetBuffer``, about half what
         acquiring a typed memoryview costs per call): a well-formed, in-order sample goes to the kernel with
-        no Python object made; anything else (and every sample before initialisation) to the pure code."""
+        no Python object made; anything else (and every sample before initialisation) to the pure code, and so
+        does a ``count`` that is not an int the buffer holds (the pure code refuses it or reads it)."""
         cdef Py_buffer view
         cdef const double* row
         cdef double dv[3]
@@ -342,19 +351,20 @@ cdef class EskfKernel:
         cdef double t_d, dt_d
         cdef long long t, dt_us
         cdef long refused = 0
-        cdef Py_ssize_t k, n_values
+        cdef Py_ssize_t k, n
         try:
             PyObject_GetBuffer(buf, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS)
-        except (TypeError, BufferError):
-            return _pure.Eskf.predict_packed(self, buf, count)      # a sequence that is no buffer
-        if view.itemsize != sizeof(double) or view.format == NULL or view.format[0] != b'd' or view.format[1] != 0:
-            PyBuffer_Release(&view)             # not doubles: the pure code reads it as a sequence
+        except (TypeError, BufferError, ValueError):     # NumPy: ValueError for a strided array
+            return _pure.Eskf.predict_packed(self, buf, count)      # a sequence that is no flat buffer
+        # not flat doubles: the pure code reads it as a sequence; count compared before any product (a huge
+        # count times the stride wraps around in C)
+        if (not _flat_doubles(&view) or type(count) is not int or count < 0
+                or count > (view.len // <Py_ssize_t>sizeof(double)) // IMU_STRIDE):
+            PyBuffer_Release(&view)
             return _pure.Eskf.predict_packed(self, buf, count)
+        n = count
         try:
-            n_values = view.len // sizeof(double)
-            if count < 0 or count * IMU_STRIDE > n_values:
-                _pure.check_packed_count(n_values, count)
-            for k in range(count):
+            for k in range(n):
                 row = <const double*>view.buf + k * IMU_STRIDE
                 t_d = row[IMU_TIME_US]
                 dt_d = row[IMU_DT_US]

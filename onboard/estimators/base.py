@@ -58,6 +58,13 @@ POSE_DIM = 3
 COUNTER_KEYS = ("predicts", "updates", "gated", "rejected")
 
 
+# Times (time_us, now_us) an estimator takes: a signed 64-bit integer. The Cython builds keep times in C
+# ``long long`` fields, so a later time would be taken by the pure build and overflow in the compiled one; every
+# build refuses it as bad input.
+TIME_US_MIN = -(1 << 63)
+TIME_US_MAX = (1 << 63) - 1
+
+
 class EstimatorInputError(ValueError):
     """A sample handed to an estimator is malformed or non-finite; the state was not changed."""
 

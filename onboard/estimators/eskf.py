@@ -79,7 +79,7 @@ from onboard.core.rotations import d2e, e2d
 from onboard.core.samples import NavState
 from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, int_at_least, vector
 from onboard.core.units import G_MPS2
-from onboard.estimators.base import EstimatorInputError
+from onboard.estimators.base import TIME_US_MAX, TIME_US_MIN, EstimatorInputError
 from onboard.estimators.eskf_packed import (IMU_DANG_BODY_RAD, IMU_DT_US, IMU_DVEL_BODY_MPS, IMU_STRIDE, IMU_TIME_US,
                                             pack_imu)
 from onboard.estimators.ins import Strapdown
@@ -182,11 +182,18 @@ def _vec3(obj, name, what):
         raise EskfInputError("%s.%s must have 3 entries, got %d" % (what, name, n))
     try:
         out = (float(v[0]), float(v[1]), float(v[2]))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise EskfInputError("%s.%s must hold numbers" % (what, name))
     if not is_finite(out):
         raise EskfInputError("%s.%s has non-finite values %r" % (what, name, out))
     return out
+
+
+def check_int64(value, what):
+    """EskfInputError unless ``value`` (an int: a time in us or a counter) fits a signed 64-bit integer
+    (base.TIME_US_MIN/MAX), as the Cython build holds it."""
+    if value < TIME_US_MIN or value > TIME_US_MAX:
+        raise EskfInputError("%s=%d outside the signed 64-bit range" % (what, value))
 
 
 def parse_imu(imu, last_imu_us, max_dt_us):
@@ -196,6 +203,7 @@ def parse_imu(imu, last_imu_us, max_dt_us):
         dt_us = int(imu.dt_us)
     except (AttributeError, TypeError, ValueError, OverflowError):
         raise EskfInputError("IMU sample needs integer time_us and dt_us")
+    check_int64(time_us, "IMU sample time_us")
     if dt_us <= 0 or dt_us > max_dt_us:
         raise EskfInputError("IMU dt_us=%d outside (0, %d]" % (dt_us, max_dt_us))
     if last_imu_us is not None and time_us <= last_imu_us:
@@ -232,6 +240,7 @@ def parse_pose(pose, cfg):
         time_us = int(pose.time_us)
     except (AttributeError, TypeError, ValueError, OverflowError):
         raise EskfInputError("pose sample needs an integer time_us")
+    check_int64(time_us, "pose sample time_us")
     pos = _vec3(pose, "pos_ned_m", "pose sample")
     euler = _vec3(pose, "euler_rad", "pose sample")
     r = [0.0] * N_MEAS
@@ -344,6 +353,7 @@ class Eskf:
         for v in vals:
             if len(v) != 3 or not is_finite((float(v[0]), float(v[1]), float(v[2]))):
                 raise EskfInputError("initial conditions must be 3 finite numbers each, got %r" % (v,))
+        check_int64(int(time_us), "initial time_us")
         self._reset_nominal(pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps)
         c = self.cfg
         P = [0.0] * (N_STATE * N_STATE)
@@ -707,20 +717,32 @@ class Eskf:
                 "resets": self.resets, "last_fused_us": self.last_fused_us, "last_nis": self.last_nis}
 
     def set_state(self, state):
-        """Restore a dict from get_state() (any implementation's)."""
+        """Restore a dict from get_state() (any implementation's). Every value is converted and checked before
+        any is set (times and counters within a signed 64-bit integer, as the Cython build holds them):
+        EskfInputError or the conversion's error with the filter unchanged."""
         if len(state["P"]) != N_STATE * N_STATE or len(state["D_ned_to_body"]) != 9:
             raise EskfInputError("state has the wrong size")
-        self._set_nominal(*[[float(v) for v in state[key]] for key in (
-            "pos_ned_m", "vel_ned_mps", "D_ned_to_body", "accel_bias_mps2", "gyro_bias_radps")])
-        self.P = [float(v) for v in state["P"]]
-        self.initialized = bool(state["initialized"])
-        self.time_us = int(state["time_us"])
-        self.last_imu_us = None if state["last_imu_us"] is None else int(state["last_imu_us"])
+        nominal = [[float(v) for v in state[key]] for key in (
+            "pos_ned_m", "vel_ned_mps", "D_ned_to_body", "accel_bias_mps2", "gyro_bias_radps")]
+        P = [float(v) for v in state["P"]]
+        ints = {"time_us": int(state["time_us"])}
         for key in ("predicts", "updates", "gated", "rejected", "skipped"):
-            setattr(self, key, int(state[key]))
-        self.resets = int(state.get("resets", 0))
-        self.last_fused_us = int(state.get("last_fused_us", self.time_us))
-        self.last_nis = float(state["last_nis"])
+            ints[key] = int(state[key])
+        ints["resets"] = int(state.get("resets", 0))
+        ints["last_fused_us"] = int(state.get("last_fused_us", ints["time_us"]))
+        last_imu_us = None if state["last_imu_us"] is None else int(state["last_imu_us"])
+        for key in ints:
+            check_int64(ints[key], "state " + key)
+        if last_imu_us is not None:
+            check_int64(last_imu_us, "state last_imu_us")
+        last_nis = float(state["last_nis"])
+        self._set_nominal(*nominal)
+        self.P = P
+        self.initialized = bool(state["initialized"])
+        for key in ints:
+            setattr(self, key, ints[key])
+        self.last_imu_us = last_imu_us
+        self.last_nis = last_nis
 
 
 IMPL_MODULES = {"pure": "onboard.estimators.eskf", "cython": "cython_ext.eskf",
