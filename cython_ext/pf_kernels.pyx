@@ -257,8 +257,9 @@ def refresh(double[::1] xs, double[::1] ys, double[::1] yaws, Py_ssize_t start, 
     """See particle_filter.refresh (polar spread around the learned estimate)."""
     if count <= 0:
         return
-    if start < 0 or noise.shape[0] < 3 * count or xs.shape[0] < start + count \
-            or ys.shape[0] < start + count or yaws.shape[0] < start + count:
+    # no product or sum of the arguments (start + count or 3 * count wrap around in C for huge ones)
+    if start < 0 or count > noise.shape[0] // 3 or count > xs.shape[0] - start \
+            or count > ys.shape[0] - start or count > yaws.shape[0] - start:
         raise ValueError("refresh buffers too short")
     with nogil:
         _refresh(&xs[0], &ys[0], &yaws[0], start, count, range_m, bearing_rad, yaw_rad, sigma_range_m,

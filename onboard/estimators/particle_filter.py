@@ -47,7 +47,7 @@ import math
 
 from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, UNIT_OPEN, checked, int_at_least, is_number,
                                    one_of, within)
-from onboard.estimators.base import EstimatorInputError
+from onboard.estimators.base import TIME_US_MAX, TIME_US_MIN, EstimatorInputError
 
 # UWB ranging error model, pocket III-A (DecaWave DWM1000 vs motion capture).
 UWB_RANGE_BIAS_M = 0.0085569
@@ -135,6 +135,14 @@ class PfInputError(EstimatorInputError):
 
 def _finite(v):
     return v == v and v not in (float("inf"), float("-inf"))
+
+
+def _as_float(v):
+    """float(v) for a number; an int too large for a float gives inf (as MicroPython's float() does)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return float("inf")
 
 
 def wrap_pi(angle_rad):
@@ -445,19 +453,28 @@ class ParticleFilter:
         self._yaws2 = alloc_(n)
         self.est = alloc_(EST_LEN)
 
+    def _drawn(self, values, k):
+        """A draws object's answer as a kernel buffer, checked to hold the ``k`` values asked for before any
+        particle is touched (ValueError, as the compiled filter's check: a short answer used to stop the pure
+        kernels part-way through the particles with IndexError)."""
+        buf = self.k.as_buffer(values)
+        if len(buf) < k:
+            raise ValueError("draws returned %d values, %d asked" % (len(buf), k))
+        return buf
+
     def _spawn(self, range_m, draws, learned):
         """New particles for range_m (float, checked): around learned = (bearing_rad, rel_yaw_rad) floats
         (pocket IV-B) or, None, on a ring; log-weights back to 0."""
         k = self.k
         c = self.cfg
         if learned is not None:
-            noise = k.as_buffer(draws.normals(PARTICLE_DIM * self.n))
+            noise = self._drawn(draws.normals(PARTICLE_DIM * self.n), PARTICLE_DIM * self.n)
             k.refresh(self.xs, self.ys, self.yaws, 0, self.n, range_m - c["range_bias_m"],
                       learned[0], learned[1], c["refresh_range_sigma_m"],
                       c["refresh_bearing_sigma_rad"], c["refresh_yaw_sigma_rad"], noise)
         else:
-            normals = k.as_buffer(draws.normals(self.n))
-            uniforms = k.as_buffer(draws.uniforms(2 * self.n))
+            normals = self._drawn(draws.normals(self.n), self.n)
+            uniforms = self._drawn(draws.uniforms(2 * self.n), 2 * self.n)
             k.init_ring(self.xs, self.ys, self.yaws, self.n, range_m - c["range_bias_m"],
                         c["refresh_range_sigma_m"], normals, uniforms)
         self.lws = k.alloc(self.n)
@@ -465,7 +482,7 @@ class ParticleFilter:
     def _predict(self, dt_s, vxo, vyo, vxp, vyp, range_m, draws, sigma_pos_m, sigma_yaw_rad):
         """Propagate and weight the particles (predict_weight); range_m None keeps the prior weights.
         Returns the estimate buffer (EST_* slots), which resampling leaves as it is."""
-        noise = self.k.as_buffer(draws.normals(PARTICLE_DIM * self.n))
+        noise = self._drawn(draws.normals(PARTICLE_DIM * self.n), PARTICLE_DIM * self.n)
         if range_m is None:
             self.k.predict_weight(self.xs, self.ys, self.yaws, self.ws, self.lws, self.n, dt_s, vxo, vyo, vxp,
                                   vyp, 0.0, 0.0, 0.0, noise, sigma_pos_m, sigma_yaw_rad, self.est)
@@ -489,7 +506,7 @@ class ParticleFilter:
         self.yaws, self._yaws2 = self._yaws2, self.yaws
         self.lws = k.alloc(n)
         if n_new:
-            fresh = k.as_buffer(draws.normals(PARTICLE_DIM * n_new))
+            fresh = self._drawn(draws.normals(PARTICLE_DIM * n_new), PARTICLE_DIM * n_new)
             k.refresh(self.xs, self.ys, self.yaws, n - n_new, n_new,
                       range_m - c["range_bias_m"], learned[0], learned[1],
                       c["refresh_range_sigma_m"], c["refresh_bearing_sigma_rad"],
@@ -506,8 +523,9 @@ class ParticleFilter:
         self._check_range(range_m, allow_none=False)
         if learned is not None:
             learned = self._check_learned(learned)       # (bearing_rad, rel_yaw_rad) as floats
+        now_us = self._check_time(now_us)
         self._spawn(float(range_m), draws, learned)
-        self.time_us = int(now_us)
+        self.time_us = now_us
         self.initialized = True
         self.steps = 0
         self.w_slow = None
@@ -524,7 +542,7 @@ class ParticleFilter:
         """
         if not self.initialized:
             raise PfInputError("particle filter stepped before initialize()")
-        now_us = int(now_us)
+        now_us = self._check_time(now_us)
         if now_us < self.time_us:
             self.rejected += 1
             raise PfInputError("time went backwards: %d < %d us" % (now_us, self.time_us))
@@ -625,11 +643,23 @@ class ParticleFilter:
         return self.est[EST_NEFF]
 
     # ---------------------------------------------------------- input checks
+    def _check_time(self, now_us):
+        """now_us as an int within base.TIME_US_MIN/MAX (the compiled filter's C time), else PfInputError."""
+        try:
+            t = int(now_us)
+        except (TypeError, ValueError, OverflowError):
+            self.rejected += 1
+            raise PfInputError("time must be an integer number of us, got %r" % (now_us,))
+        if t < TIME_US_MIN or t > TIME_US_MAX:
+            self.rejected += 1
+            raise PfInputError("time %d us outside the signed 64-bit range" % t)
+        return t
+
     def _check_vel(self, v, who):
         try:
             vx = float(v[0])
             vy = float(v[1])
-        except (TypeError, IndexError, ValueError):
+        except (TypeError, IndexError, ValueError, OverflowError):
             self.rejected += 1
             raise PfInputError("%s velocity must be (vx_mps, vy_mps), got %r" % (who, v))
         if not (_finite(vx) and _finite(vy)):
@@ -643,7 +673,7 @@ class ParticleFilter:
                 return
             self.rejected += 1
             raise PfInputError("a range is needed to initialise the particle filter")
-        if not isinstance(range_m, (int, float)) or not _finite(range_m) or range_m < 0.0:
+        if not isinstance(range_m, (int, float)) or not _finite(_as_float(range_m)) or range_m < 0.0:
             self.rejected += 1
             raise PfInputError("range must be a finite number >= 0 m, got %r" % (range_m,))
 
@@ -651,7 +681,7 @@ class ParticleFilter:
         try:
             b = float(learned[0])
             y = float(learned[1])
-        except (TypeError, IndexError, ValueError):
+        except (TypeError, IndexError, ValueError, OverflowError):
             self.rejected += 1
             raise PfInputError("learned estimate must be (bearing_rad, rel_yaw_rad), got %r" % (learned,))
         if not (_finite(b) and _finite(y)):
