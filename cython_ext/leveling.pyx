@@ -60,6 +60,41 @@ cdef extern from *:
     uint64_t lvl_inc_hi(lvl_pcg64_t *r) nogil
     uint64_t lvl_inc_lo(lvl_pcg64_t *r) nogil
 
+cdef extern from *:
+    """
+    #include <math.h>
+    typedef __int128 lvl_i128;
+    /* VoxelTerrain.is_level's rms test, n * sumsq - total * total <= bound, as Python evaluates it: the left
+       side an exact integer (here 128 bits: n * sumsq and total * total overflow 64 bits on tall terrains),
+       compared exactly with the double bound (an integer is <= x exactly when it is <= floor(x)). */
+    static inline int lvl_rms_le(int64_t n, lvl_i128 sumsq, int64_t total, double bound) {
+        lvl_i128 v = (lvl_i128)n * sumsq - (lvl_i128)total * total;
+        if (bound != bound)
+            return 0;
+        if (bound >= 0x1p126)
+            return 1;
+        if (bound < -0x1p126)
+            return 0;
+        return v <= (lvl_i128)floor(bound);
+    }
+    /* (eps * n) ** 2 as Python's float ** computes it: libm's pow, which is not always x * x (glibc's pow can
+       round a near-tie the other way); the exponent is volatile so that the compiler cannot fold pow(x, 2.0)
+       into x * x. */
+    static inline double lvl_square_as_python(double x) {
+        volatile double two = 2.0;
+        return pow(x, two);
+    }
+    static inline uint64_t lvl_i128_hi(lvl_i128 v) { return (uint64_t)((unsigned __int128)v >> 64); }
+    static inline uint64_t lvl_i128_lo(lvl_i128 v) { return (uint64_t)v; }
+    """
+    # C: __int128; Cython sees a long long, so it is only summed in C and handed to the helpers here (never
+    # converted to or from a Python object: lvl_i128_hi / _lo do that)
+    ctypedef long long lvl_i128
+    int lvl_rms_le(int64_t n, lvl_i128 sumsq, int64_t total, double bound) noexcept nogil
+    double lvl_square_as_python(double x) noexcept nogil
+    uint64_t lvl_i128_hi(lvl_i128 v) noexcept nogil
+    uint64_t lvl_i128_lo(lvl_i128 v) noexcept nogil
+
 name = "cython"
 
 cdef enum:
@@ -74,6 +109,7 @@ cdef enum:
     COND_RMS = 2
 
 CONDITIONS = ("range", "grad", "rms")
+INT64_MAX = (1 << 63) - 1
 MASK64 = (1 << 64) - 1
 
 
@@ -101,7 +137,8 @@ cdef class ProbabilisticKernel:
     cdef int64_t *hist
     cdef int64_t hist_cap
     cdef bint out_of_memory
-    cdef public int64_t lo, hi, total, sumsq, bad_pairs, takes, puts
+    cdef public int64_t lo, hi, total, bad_pairs, takes, puts
+    cdef lvl_i128 sumsq               # sum of squared heights: 128 bits (n * hi**2 can pass 2**63)
     # world
     cdef int64_t[::1] occ, pos, order, picked_from
     cdef int64_t[::1] carrying, moved
@@ -232,7 +269,7 @@ cdef class ProbabilisticKernel:
             v = h[i]
             self.hist[v] += 1
             self.total += v
-            self.sumsq += v * v
+            self.sumsq += <lvl_i128>v * v
             if v < self.lo:
                 self.lo = v
             if v > self.hi:
@@ -265,7 +302,7 @@ cdef class ProbabilisticKernel:
                 self.bad_pairs += (<double>abs(new - hj) > eps) - (<double>abs(old - hj) > eps)
         h[idx] = new
         self.total += new - old
-        self.sumsq += new * new - old * old
+        self.sumsq += <lvl_i128>new * new - <lvl_i128>old * old
         self.hist[new] += 1
         if new < self.lo:
             self.lo = new
@@ -285,12 +322,15 @@ cdef class ProbabilisticKernel:
             return <double>(self.hi - self.lo) <= self.eps
         if self.condition == COND_GRAD:
             return self.bad_pairs == 0
-        return <double>(n * self.sumsq - self.total * self.total) <= (self.eps * n) * (self.eps * n)
+        return lvl_rms_le(n, self.sumsq, self.total, lvl_square_as_python(self.eps * n))
 
     @cython.boundscheck(False)
     @cython.wraparound(False)
-    def advance(self, int64_t limit):
-        """Cycles until the level condition or ``cycles == limit``; True when level after the last one."""
+    def advance(self, limit_cycles):
+        """Cycles until the level condition or ``cycles == limit_cycles`` (an int of any size: the cycle counter
+        is 64 bits and never negative, so the limit is clamped to [-1, 2**63 - 1], the same cycles); True when
+        level after the last one."""
+        cdef int64_t limit = min(max(limit_cycles, -1), INT64_MAX)
         cdef int64_t *h = &self.h[0]
         cdef int64_t *pos = &self.pos[0]
         cdef int64_t *occ = &self.occ[0]
@@ -452,7 +492,8 @@ cdef class ProbabilisticKernel:
                              "relocated": self.relocated, "moves": self.moves,
                              "blocked_moves": self.blocked_moves, "refused_ops": self.refused_ops,
                              "takes": self.takes, "puts": self.puts},
-                "level": {"lo": self.lo, "hi": self.hi, "total": self.total, "sumsq": self.sumsq,
+                "level": {"lo": self.lo, "hi": self.hi, "total": self.total,
+                          "sumsq": (<object>lvl_i128_hi(self.sumsq) << 64) | lvl_i128_lo(self.sumsq),
                           "bad_pairs": self.bad_pairs}}
 
 

@@ -54,6 +54,7 @@ ORDERS = ("random", "fixed")
 IMPLS = ("pure", "cython")
 KERNEL_MODULES = {"cython": "cython_ext.leveling"}
 KERNEL_MAX_UNITS = 1 << 24            # tallest cell the compiled loop takes (units)
+KERNEL_MAX_MEMORY = 1 << 24           # most FIFO heights (agents x memory) the compiled loop takes: it allocates all
 _MEMETIC_BLOCK = {k: v for k, v in memetic.DEFAULTS.items() if k != "variant"}   # variant = algorithm
 
 DEFAULTS = {
@@ -175,6 +176,10 @@ class LevelingGrid:
                               "(its histogram has one slot per unit), got %d; use impl=pure"
                               % (KERNEL_MAX_UNITS, self.terrain.hi))
         pcfg = self.cfg["probabilistic"]
+        if len(self.agents) * pcfg["memory"] > KERNEL_MAX_MEMORY:
+            raise ConfigError("leveling grid setting impl: the cython inner loop takes agents x probabilistic.memory "
+                              "up to %d heights (it allocates every slot), got %d x %d; use impl=pure"
+                              % (KERNEL_MAX_MEMORY, len(self.agents), pcfg["memory"]))
         states = []
         for name in ("agents", "order"):
             st = rr.stream(name).bit_generator.state
