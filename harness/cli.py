@@ -13,6 +13,7 @@ from harness.progress import close_all
 from onboard.cli import EXIT_BAD_INPUT, OneLineParser
 from onboard.deploy.build import DeployError
 EXIT_DEPLOY = 4
+EXIT_BROKEN_PIPE = 141          # stdout's reader went away (128 + SIGPIPE), as a shell reports it
 
 # Modules adding their own subcommands: each defines add_parser(subparsers), whose
 # parser sets ``func`` (args -> exit code). One line per tool, listed explicitly.
@@ -189,8 +190,17 @@ def build_parser():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
-    with signals_raise():
-        return _run_command(args)
+    try:
+        with signals_raise():
+            code = _run_command(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # stdout's reader (`| head`) went away: exit quietly; point stdout at devnull so that the
+        # interpreter's final flush does not raise again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 def _run_command(args):

@@ -9,6 +9,7 @@ board config (one line), 3 cannot connect / link lost / models missing (one line
 """
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
@@ -116,6 +117,9 @@ def build_parser(prog="python -m boards.crazyflie"):
                         "the member's driver settings")
     p.add_argument("--connect-timeout-s", type=_positive, default=10.0,
                    help="give up connecting after this long (default: 10)")
+    p.add_argument("--verbose", action="store_true",
+                   help="also show cflib's own log messages (link errors, warnings) on stderr; by default "
+                        "a failure is our one error line")
     return parser
 
 
@@ -229,6 +233,10 @@ def _land(driver, clock):
 def main(argv=None, clock=None, prog="python -m boards.crazyflie"):
     """The command line; returns the exit status. ``clock`` (now_us, sleep_until_us) defaults to the host's."""
     args = build_parser(prog).parse_args(argv)
+    if args.verbose:
+        logging.basicConfig(level=logging.INFO, format="%(name)s: %(levelname)s: %(message)s")
+    else:               # cflib logs link errors itself (a traceback and all); the CLI says them in one line
+        logging.getLogger("cflib").setLevel(logging.CRITICAL + 1)
     try:
         status, report = run_member(args, clock=clock)
     except CrazyflieConfigError as exc:

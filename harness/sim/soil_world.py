@@ -171,11 +171,20 @@ class SoilFields:
 
 
 def check_fields(values, where):
-    """Raise ConfigError (one line naming ``where``) unless every property is finite and physical."""
+    """Raise ConfigError (one line naming ``where``, the property as users write it (``phi_deg``), the first
+    bad cell and its value in that key's unit) unless every property is finite and physical."""
+    def user(name, i, j):       # "phi_deg = 95" for the internal phi_rad
+        key = FILE_KEYS[PROPERTIES.index(name)]
+        v = float(values[name][i, j])
+        return key, math.degrees(v) if key.endswith("_deg") else v
+
     for name in PROPERTIES:
-        arr = values[name]
-        if not np.all(np.isfinite(arr)):
-            raise ConfigError("%s: %s holds NaN or infinite values" % (where, name))
+        bad = ~np.isfinite(values[name])
+        if np.any(bad):
+            i, j = np.argwhere(bad)[0]
+            key, v = user(name, i, j)
+            raise ConfigError("%s: %s holds NaN or infinite values, first at cell (%d, %d) (%s = %g)"
+                              % (where, key, i, j, key, v))
     checks = (("c_pa", lambda a: a >= 0.0, "negative cohesion"),
               ("c_pa", lambda a: a <= MAX_STRESS_PA, "a cohesion above %g Pa" % MAX_STRESS_PA),
               ("ca_pa", lambda a: a >= 0.0, "negative adhesion"),
@@ -190,7 +199,8 @@ def check_fields(values, where):
         bad = ~ok(values[name])
         if np.any(bad):
             i, j = np.argwhere(bad)[0]
-            raise ConfigError("%s: %s at cell (%d, %d) (%s = %g)" % (where, text, i, j, name, values[name][i, j]))
+            key, v = user(name, i, j)
+            raise ConfigError("%s: %s at cell (%d, %d) (%s = %g)" % (where, text, i, j, key, v))
 
 
 def _centres(shape, cell_m):

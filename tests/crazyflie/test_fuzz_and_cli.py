@@ -161,3 +161,21 @@ def test_a_taken_port_is_a_one_line_error(capsys):
         assert main(["crazyflies", "--base-port", str(port)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: cannot bind 127.0.0.1:%d for cf0: " % port) and err.count("\n") == 1
+
+
+def _closed_udp_port():
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()                      # nothing listens there now: cflib's datagrams are refused
+    return port
+
+
+def test_member_to_a_closed_port_prints_only_its_own_error_line():
+    port = _closed_udp_port()
+    proc = subprocess.run([sys.executable, "-m", "boards.crazyflie", "member", "--uri", "udp://127.0.0.1:%d" % port,
+                           "--id", "0", "--connect-timeout-s", "1"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.startswith("error: cannot connect to udp://127.0.0.1:%d" % port), proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr   # no cflib log

@@ -33,3 +33,22 @@ def test_a_number_beyond_the_magnitude_rule_is_one_line_exit_2(tmp_path, capsys,
 def test_numbers_up_to_the_rule_still_read(tmp_path):
     exp = load_experiment(_copy_example(tmp_path, {"k_c = 990.0": "k_c = 1e12", "h = 30.0": "h = -1e12"}))
     assert exp.soil["k_c"] == 1e12
+
+
+def test_a_frame_dt_off_the_microsecond_grid_is_refused_not_rounded(tmp_path, capsys):
+    path = _copy_example(tmp_path, {"frame_dt = 0.01": "frame_dt = 0.0100005"})
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    msg = str(err.value)
+    assert "[experiment] frame_dt = 0.0100005 s is not a whole number of microseconds" in msg and "\n" not in msg
+    out = tmp_path / "out"
+    code = main(["run", "sandbox-datagen", "--reduced", "--quiet", "--set", "config.file=" + path, "--out", str(out)])
+    err_text = capsys.readouterr().err
+    assert code == 2 and err_text.count("\n") == 1 and "frame_dt = 0.0100005" in err_text, err_text
+    assert not (out / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("frame_dt,us", [("0.01", 10000), ("0.001", 1000), ("0.0123", 12300)])
+def test_a_frame_dt_on_the_microsecond_grid_still_reads(tmp_path, frame_dt, us):
+    exp = load_experiment(_copy_example(tmp_path, {"frame_dt = 0.01": "frame_dt = " + frame_dt}))
+    assert exp.frame_dt_us == us

@@ -52,7 +52,7 @@ def test_a_users_npz_file_loads_and_is_estimated(tmp_path, capsys):
 @pytest.mark.parametrize("kind,needle", [
     ("shape", "c_pa needs shape 80x50 (north x east cells), got 40x50"),
     ("cohesion", "negative cohesion at cell (3, 4) (c_pa = -5)"),
-    ("nan", "phi_rad holds NaN or infinite values"),
+    ("nan", "phi_deg holds NaN or infinite values, first at cell (10, 10) (phi_deg = nan)"),
     ("name", "unknown array 'cohesion'"),
     ("toml", "negative cohesion"),
     ("missing", "not found"),

@@ -163,3 +163,31 @@ def test_bad_settings_and_missing_files():
         sw.build_fields(_cfg(field="file", regions_file="/nonexistent/fields.toml"))
     with pytest.raises(ConfigError, match="not found"):
         sw.build_fields(_cfg(field="file", npy_files={"ca_pa": "/nonexistent/ca.npy"}))
+
+
+def test_a_bad_field_names_the_users_key_unit_and_first_cell(tmp_path):
+    phi = np.full((40, 20), 31.0)
+    phi[3, 7] = np.nan
+    phi[5, 2] = np.inf
+    np.save(tmp_path / "phi.npy", phi)
+    with pytest.raises(ConfigError) as err:
+        sw.build_fields(_cfg(field="file", npy_files={"phi_deg": str(tmp_path / "phi.npy")}))
+    msg = str(err.value)
+    assert "phi_deg holds NaN or infinite values, first at cell (3, 7) (phi_deg = nan)" in msg, msg
+    assert "phi_rad" not in msg and "\n" not in msg
+    phi[3, 7], phi[5, 2] = 31.0, 95.0
+    np.savez(tmp_path / "site.npz", phi_deg=phi)
+    with pytest.raises(ConfigError) as err:
+        sw.build_fields(_cfg(field="file", file=str(tmp_path / "site.npz")))
+    msg = str(err.value)
+    assert "friction angle phi outside (0, 90) deg at cell (5, 2) (phi_deg = 95)" in msg, msg
+    assert "phi_rad" not in msg and "site.npz" in msg
+
+
+def test_a_bad_region_value_is_shown_in_degrees(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[[regions]]\nshape = "rectangle"\nnorth_m = [0, 1]\neast_m = [0, 1]\ndelta_deg = 90.0\n')
+    with pytest.raises(ConfigError) as err:
+        sw.build_fields(_cfg(field="file", regions_file=str(path)))
+    msg = str(err.value)
+    assert "at cell (0, 0) (delta_deg = 90)" in msg and "delta_rad" not in msg, msg

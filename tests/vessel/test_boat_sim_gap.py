@@ -46,3 +46,15 @@ def test_conditions_switch_the_disturbances_lag_and_noise():
 def test_bad_condition_settings_are_refused_before_running(layer, needle):
     with pytest.raises(ConfigError, match=needle):
         scenarios.prepare("boat-sim-gap", layer)
+
+
+def test_a_broken_course_file_is_refused_in_this_scenarios_name(tmp_path, capsys):
+    from harness.cli import main
+    course = tmp_path / "broken.toml"
+    course.write_text("[start]\nnorth_m = \n")
+    code = main(["run", "boat-sim-gap", "--reduced", "--quiet", "--out", str(tmp_path / "r"), "--set",
+                 "course.file=%s" % course])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: boat-sim-gap: course.file: "), err
+    assert "robotx-course" not in err and len(err.strip().splitlines()) == 1, err

@@ -152,6 +152,8 @@ def condition_config(config, condition, arbiter):
 
 
 def check_settings(config):
+    if config["course"]["file"]:
+        rc.load_user_course(config["course"]["file"], "boat-sim-gap")   # its errors name this scenario
     for cond in CONDITIONS:
         for arb in config["arbiters"]:
             condition_config(config, cond, arb)

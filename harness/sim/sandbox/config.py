@@ -221,6 +221,9 @@ def load_experiment(path):
     cell = mp["xy_scale"]
     rows, cols = heights.shape
     frame_dt_us = int(round(exp.get("frame_dt", 0.01) * 1e6))
+    if abs(exp.get("frame_dt", 0.01) * 1e6 - frame_dt_us) > 1e-6:    # tolerance: 0.01 s is 10000.000000000002 us
+        raise ConfigError("%s: [experiment] frame_dt = %r s is not a whole number of microseconds"
+                          % (path, exp["frame_dt"]))
     substeps = exp.get("substeps", 10)
     if frame_dt_us < substeps or frame_dt_us % substeps:
         raise ConfigError("%s: [experiment] frame_dt (%d us) must be a whole multiple of substeps (%d) in us"
