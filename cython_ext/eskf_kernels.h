@@ -60,10 +60,27 @@ static inline void eskf_e2d(double roll, double pitch, double yaw, double *d)
     d[8] = cp * cr;
 }
 
-/* ag2u eq. 7: (roll, pitch, yaw) of D_ned_to_body. */
+/* |cos(pitch)| below which eskf_d2e treats the attitude as near gimbal lock (rotations.GIMBAL_COS). */
+#define ESKF_GIMBAL_COS 1e-4
+
+/* ag2u eq. 7: (roll, pitch, yaw) of D_ned_to_body; rotations.d2e's operations in its order (so the residual
+ * of ag2u eq. 6 has the pure path's bits). R = D^T, so R[7] = d[5], R[8] = d[8], R[6] = d[2], R[0] = d[0],
+ * R[3] = d[1], R[1] = d[3], R[2] = d[6], R[4] = d[4], R[5] = d[7]. Near gimbal lock (pitch within 1e-4 rad
+ * of +-pi/2) roll comes from the last row (0 where cos(pitch) is at the rounding level), pitch from
+ * atan2(-R[6], cos(pitch)) and yaw from R's top-left block given that roll, so the angles rebuild R. */
 static inline void eskf_d2e(const double *d, double *e)
 {
-    double s = -d[2];
+    double cp = sqrt(d[5] * d[5] + d[8] * d[8]);
+    double s, sr, cr;
+    if (cp < ESKF_GIMBAL_COS) {
+        e[0] = cp > 1e-15 ? atan2(d[5], d[8]) : 0.0;
+        sr = sin(e[0]);
+        cr = cos(e[0]);
+        e[1] = atan2(-d[2], cp);
+        e[2] = atan2(sr * d[6] - cr * d[3], cr * d[4] - sr * d[7]);
+        return;
+    }
+    s = -d[2];
     if (s > 1.0)
         s = 1.0;
     else if (s < -1.0)

@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from onboard.core.rotations import quat_from_euler
+from onboard.core.rotations import GIMBAL_COS, quat_from_euler
 from onboard.core.units import G_MPS2, US_PER_S, hz_to_period_us, s_to_us
 
 PROFILES = ("linear", "smooth")
@@ -92,10 +92,28 @@ def quat_to_dcm_array(q):
 
 
 def dcm_to_euler_array(R):
-    """(roll, pitch, yaw) rad (N, 3) of R_body_to_ned (N, 3, 3), as rotations.dcm_to_euler."""
+    """(roll, pitch, yaw) rad (N, 3) of R_body_to_ned (N, 3, 3), as rotations.dcm_to_euler.
+
+    Near gimbal lock (|cos(pitch)| < rotations.GIMBAL_COS: pitch within 1e-4 rad of +-pi/2) the same branch
+    as rotations.dcm_to_euler: pitch = atan2(-R[2, 0], cos(pitch)), roll from the last row (0 where
+    cos(pitch) is at the rounding level, below 1e-15) and yaw from R's top-left block given that roll, so
+    the angles rebuild R. Other rows keep the generic formulas (asin, atan2 of the last row and first
+    column)."""
     pitch = np.arcsin(np.clip(-R[:, 2, 0], -1.0, 1.0))
     roll = np.arctan2(R[:, 2, 1], R[:, 2, 2])
     yaw = np.arctan2(R[:, 1, 0], R[:, 0, 0])
+    cp = np.sqrt(R[:, 2, 1] * R[:, 2, 1] + R[:, 2, 2] * R[:, 2, 2])
+    lock = cp < GIMBAL_COS
+    if lock.any():
+        L = R[lock]
+        c = cp[lock]
+        r = np.where(c > 1e-15, np.arctan2(L[:, 2, 1], L[:, 2, 2]), 0.0)
+        sr = np.sin(r)
+        cr = np.cos(r)
+        roll[lock] = r
+        pitch[lock] = np.arctan2(-L[:, 2, 0], c)
+        # sin(roll) R[0, 2] - cos(roll) R[0, 1] = sin(yaw), cos(roll) R[1, 1] - sin(roll) R[1, 2] = cos(yaw)
+        yaw[lock] = np.arctan2(sr * L[:, 0, 2] - cr * L[:, 0, 1], cr * L[:, 1, 1] - sr * L[:, 1, 2])
     return np.stack([roll, pitch, yaw], axis=1)
 
 

@@ -109,14 +109,22 @@ def dcm_apply(R, v):
 
 
 def dcm_orthonormalize(R):
-    """Nearest rotation by one Gram-Schmidt pass on the rows (keeps drift bounded)."""
+    """Nearest rotation by one Gram-Schmidt pass on the rows (keeps drift bounded).
+
+    RotationError when the first row is zero (or its squares underflow) or the second row is zero or
+    parallel to the first: no rotation is near such a matrix."""
     r0 = [R[0], R[1], R[2]]
     r1 = [R[3], R[4], R[5]]
     n0 = math.sqrt(r0[0] * r0[0] + r0[1] * r0[1] + r0[2] * r0[2])
+    if n0 == 0.0:
+        raise RotationError("cannot orthonormalise the matrix %r: its first row is zero" % (list(R),))
     r0 = [r0[0] / n0, r0[1] / n0, r0[2] / n0]
     d = r0[0] * r1[0] + r0[1] * r1[1] + r0[2] * r1[2]
     r1 = [r1[0] - d * r0[0], r1[1] - d * r0[1], r1[2] - d * r0[2]]
     n1 = math.sqrt(r1[0] * r1[0] + r1[1] * r1[1] + r1[2] * r1[2])
+    if n1 == 0.0:
+        raise RotationError("cannot orthonormalise the matrix %r: its second row is zero or parallel to the first"
+                            % (list(R),))
     r1 = [r1[0] / n1, r1[1] / n1, r1[2] / n1]
     r2 = [r0[1] * r1[2] - r0[2] * r1[1],
           r0[2] * r1[0] - r0[0] * r1[2],

@@ -5,9 +5,16 @@ G_MPS2 = 9.80665          # standard gravity, m/s^2 (NED: gravity is +z, i.e. do
 US_PER_S = 1000000
 
 
+_INF = float("inf")
+
+
 def s_to_us(t_s):
-    """Seconds -> integer microseconds (rounded to nearest)."""
-    return int(round(t_s * US_PER_S))
+    """Seconds -> integer microseconds (rounded to nearest); ValueError for a NaN or infinite time (also one
+    so large that its microseconds overflow a float)."""
+    t_us = t_s * US_PER_S
+    if not isinstance(t_us, int) and not -_INF < t_us < _INF:
+        raise ValueError("time %r s is not a finite number of seconds" % (t_s,))
+    return int(round(t_us))
 
 
 def us_to_s(t_us):

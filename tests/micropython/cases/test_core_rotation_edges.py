@@ -70,3 +70,36 @@ def test_wrapping_just_below_the_start_of_the_range_stays_in_it():
     assert wrap_pi(below_minus_pi) == -PI
     d = angle_diff(-PI, 4e-16)
     assert -PI <= d < PI, d
+
+
+def test_orthonormalizing_a_matrix_with_a_zero_or_dependent_row_is_a_rotation_error():
+    """A zero first row, a zero second row or a second row parallel to the first divided by zero
+    (ZeroDivisionError); they are RotationError (a ValueError) naming the row."""
+    cases = (([0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], "first row is zero"),
+             ([1e-200, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], "first row is zero"),
+             ([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], "second row is zero or parallel"),
+             ([0.0, 2.0, 0.0, 0.0, -3.0, 0.0, 0.0, 0.0, 1.0], "second row is zero or parallel"),
+             ([0.0] * 9, "first row is zero"))
+    for R, words in cases:
+        try:
+            out = rot.dcm_orthonormalize(R)
+        except rot.RotationError as exc:
+            assert isinstance(exc, ValueError)
+            assert words in str(exc), (R, str(exc))
+            continue
+        raise AssertionError("orthonormalised %r to %r" % (R, out))
+
+
+def test_orthonormalizing_keeps_its_results_for_usable_matrices():
+    """A zero third row is rebuilt from the first two; drifted rotations come back as before."""
+    assert rot.dcm_orthonormalize([1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]) == [1.0, 0.0, 0.0, 0.0, 1.0, 0.0,
+                                                                                    0.0, 0.0, 1.0]
+    R = rot.euler_to_dcm(0.3, -0.2, 1.1)
+    drifted = [R[i] * (1.0 + 1e-6 * (i % 4)) for i in range(9)]
+    out = rot.dcm_orthonormalize(drifted)
+    assert _max_diff(rot.dcm_mul(out, rot.dcm_transpose(out)), [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]) < 1e-15
+
+
+def golden_orthonormalize():
+    R = rot.euler_to_dcm(0.3, -0.2, 1.1)
+    return rot.dcm_orthonormalize([R[i] * (1.0 + 1e-6 * (i % 4)) for i in range(9)])
