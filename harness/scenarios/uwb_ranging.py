@@ -18,7 +18,7 @@ import numpy as np
 from harness.sim.clock import SimClock
 from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, int_at_least, non_empty_list, one_of, within
 from harness.report.plots import figure, label
-from harness.sim.radio.uwb_channel import RADIO_DEFAULTS, UwbNetwork, truth_module
+from harness.sim.radio.uwb_channel import RADIO_DEFAULTS, RADIO_SETTING_RANGES, UwbNetwork, truth_module
 from harness.sim.radio.uwb_channel_truth import BouncingMotion  # noqa: F401 (the scenario's motion model)
 from onboard.comms.uwb.node import DEFAULTS as PROTOCOL_DEFAULTS
 
@@ -131,10 +131,9 @@ SETTING_RANGES = {
     "duration_s": POSITIVE, "warmup_s": NON_NEGATIVE, "area_m": POSITIVE, "max_speed_mps": NON_NEGATIVE,
     "protocol.reply_delay_us": int_at_least(1), "protocol.slot_us": int_at_least(1),
     "protocol.antenna_delay_ticks": int_at_least(0),
-    "radio.data_rate_kbps": one_of(110, 850, 6800), "radio.prf_mhz": one_of(16, 64),
-    "radio.preamble_symbols": int_at_least(1), "radio.clock_drift_ppm_max": NON_NEGATIVE,
-    "radio.loss_prob": within(0.0, 1.0), "radio.nlos_pair_fraction": within(0.0, 1.0),
 }
+# the radio settings the scenario exposes, with the channel simulator's own rules (drift within a crystal's range)
+SETTING_RANGES.update({"radio." + k: RADIO_SETTING_RANGES[k] for k in DEFAULTS["radio"]})
 
 
 def check_settings(config):

@@ -73,12 +73,24 @@ RADIO_DEFAULTS = {
     "nlos_bias_m": 0.3,
     "trace": False,               # keep every transmission's air interval (tests)
 }
+# A node's clock runs at rate 1 + drift_ppm * 1e-6 (uwb_channel_frame._Clock): at -1e6 ppm or below it stands
+# still or runs backwards and the channel divides by zero. A real crystal drifts by tens of ppm (the DW1000
+# wants +-20 ppm); 1e5 ppm (10 %) is far beyond any working oscillator, so a drift of that magnitude or more is
+# a unit or typing error, and below it the clock rate stays within [0.9, 1.1].
+MAX_CLOCK_DRIFT_PPM = 1e5
+
+
+def _drift_ok(v):
+    return ANY_NUMBER[1](v) and abs(v) < MAX_CLOCK_DRIFT_PPM
+
+
 RADIO_SETTING_RANGES = {
     "channel": one_of(1, 2, 3, 4, 5, 7), "data_rate_kbps": one_of(110, 850, 6800), "prf_mhz": one_of(16, 64),
     "preamble_symbols": int_at_least(1), "tx_start_delay_us": NON_NEGATIVE, "rx_event_latency_us": NON_NEGATIVE,
-    "clock_drift_ppm_max": NON_NEGATIVE,
-    "clock_drifts_ppm": ("null or a table {node id: ppm}",
-                         lambda v: v is None or (isinstance(v, dict) and all(ANY_NUMBER[1](x) for x in v.values()))),
+    "clock_drift_ppm_max": ("a number in [0, %g) (ppm)" % MAX_CLOCK_DRIFT_PPM,
+                            lambda v: _drift_ok(v) and v >= 0),
+    "clock_drifts_ppm": ("null or a table {node id: ppm} of drifts of magnitude below %g ppm" % MAX_CLOCK_DRIFT_PPM,
+                         lambda v: v is None or (isinstance(v, dict) and all(_drift_ok(x) for x in v.values()))),
     "antenna_delay_true_ticks": int_at_least(0), "antenna_delay_spread_ticks": int_at_least(0),
     "range_mean_m": ANY_NUMBER, "range_var_m2": NON_NEGATIVE, "noise": BOOLEAN, "loss_prob": within(0.0, 1.0),
     "collisions": BOOLEAN, "max_range_m": POSITIVE, "nlos_pair_fraction": within(0.0, 1.0),
