@@ -37,7 +37,8 @@ import numpy as np
 from boards.arduino import board as C
 from harness.sim.avr_bridge import (FIRMWARE_DIR, PLANT_DEFAULTS, PLANT_SETTING_RANGES, AvrBridge, AvrPlant,
                                     FilRig, open_link)
-from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked, int_at_least, pair, within
+from onboard.core.settings import (NON_NEGATIVE, POSITIVE, RATE_HZ, ConfigError, checked, int_at_least, is_number,
+                                   pair, setting_problem, within)
 from onboard.core.units import G_MPS2
 
 LPS25H_TEMP_RAW_25C = int(round((25.0 - 42.5) * 480.0))   # LPS25H: T = 42.5 + raw / 480 degC
@@ -249,6 +250,30 @@ LEVELER_PLANT_RANGES = dict({k: v for k, v in PLANT_SETTING_RANGES.items() if k 
                             terrain_step_us=int_at_least(1))
 
 
+def erosion_period_us(period_s):
+    """A terrain's ``erosion_period_s`` on the plant's microsecond clock, as LevelerPlant schedules it (truncated)."""
+    return int(period_s * 1e6)
+
+
+# LevelerPlant erodes at most once per physics step (1 / plant physics_hz): an erosion period shorter than the
+# step would erode less often than configured (and one under 1 us truncates to 0 us). The rule relates the
+# terrain's and the plant's settings as the fil-leveler scenario and LevelerRig name them.
+EROSION_STEP_RULE = (
+    "an erosion period of at least one physics step (1 / physics_hz: the plant erodes at most once a step)",
+    lambda period_s, hz: not (is_number(period_s) and RATE_HZ[1](hz)) or erosion_period_us(period_s) >= 1000000 // hz)
+LEVELER_RANGES = {("terrain.erosion_period_s", "plant.physics_hz"): EROSION_STEP_RULE}
+
+
+def check_erosion_step(terrain_cfg, plant_cfg, owner=None):
+    """Raise ConfigError (one line naming ``terrain.erosion_period_s`` and ``plant.physics_hz``) unless the
+    terrain's erosion period (MoundTerrain settings) is at least the plant's physics step (LevelerPlant
+    settings): :data:`LEVELER_RANGES`."""
+    line = setting_problem({"terrain": {"erosion_period_s": terrain_cfg["erosion_period_s"]},
+                            "plant": {"physics_hz": plant_cfg["physics_hz"]}}, LEVELER_RANGES, owner)
+    if line:
+        raise ConfigError(line)
+
+
 def rover5_vehicle(start_ne_m=(0.3, 0.3), start_yaw_deg=45.0, motor_no_load_radps=9.6):
     """DiffDriveRobot settings of the Dagu Rover 5 (boards.arduino.board.ROVER5)."""
     return {"wheelbase_m": C.ROVER5["track_gauge_m"], "wheel_radius_m": C.ROVER5["sprocket_radius_m"],
@@ -266,6 +291,7 @@ class LevelerPlant(AvrPlant):
 
     def __init__(self, bridge, robot, terrain, rand, config=None):
         cfg = checked(LEVELER_PLANT_DEFAULTS, LEVELER_PLANT_RANGES, config, "LevelerPlant")
+        check_erosion_step(terrain.cfg, cfg, "LevelerPlant")
         base = {k: cfg[k] for k in PLANT_DEFAULTS if k not in _MPU_ONLY}
         base.update(imu_model="noisy", imu_dlpf_hz=0.0)      # _imu_raw below replaces the MPU-6050 model
         super().__init__(bridge, robot, None, base)
@@ -277,7 +303,7 @@ class LevelerPlant(AvrPlant):
         self._slid_m = 0.0
         self._moved_m = 0.0
         self._next_terrain_us = cfg["terrain_step_us"]
-        self._next_erosion_us = int(terrain.cfg["erosion_period_s"] * 1e6)
+        self._next_erosion_us = erosion_period_us(terrain.cfg["erosion_period_s"])
 
     def _imu_raw(self, t_us):
         """AltIMU raw outputs (chip axes x forward, y left, z up) for the interval ending at t_us."""
@@ -339,7 +365,7 @@ class LevelerPlant(AvrPlant):
             self._slid_m = 0.0
             self._moved_m = 0.0
         if t_us >= self._next_erosion_us:
-            self._next_erosion_us += int(self.terrain.cfg["erosion_period_s"] * 1e6)
+            self._next_erosion_us += erosion_period_us(self.terrain.cfg["erosion_period_s"])
             self.terrain.erode()
         return st
 
@@ -353,6 +379,7 @@ class LevelerRig(FilRig):
         from harness.sim.vehicles.diffdrive import DiffDriveRobot
         self.terrain = MoundTerrain(terrain)
         plant_cfg = checked(LEVELER_PLANT_DEFAULTS, LEVELER_PLANT_RANGES, plant, "LevelerPlant")
+        check_erosion_step(self.terrain.cfg, plant_cfg, "LevelerRig")       # before the firmware starts
         self.robot = DiffDriveRobot(dict(rover5_vehicle(motor_no_load_radps=plant_cfg["motor_no_load_radps"]),
                                          **(vehicle or {})))
         self.bridge = LevelerBridge()

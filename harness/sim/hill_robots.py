@@ -56,17 +56,25 @@ def height_at(world, north_m, east_m):
             + fx * ((1.0 - fy) * h[i + 1, j] + fy * h[i + 1, j + 1]))
 
 
+def check_track_covers_cells(vehicle, cell_m):
+    """Raise ConfigError (one line naming the settings) unless both sides of a track (``vehicle``'s
+    ``track_length_m`` and ``track_width_m``, m) are at least the diagonal of a terrain cell of ``cell_m`` (m).
+
+    A track's contact patch (hill_terrain.TrackContact) is the cells whose centres lie under it, and the bands of
+    cells behind and ahead of it as wide as the track: a side of sqrt(2) cells (the cell's diagonal) covers a cell
+    centre in every pose; a smaller one may cover none and the press fails mid-run. TrackedRobot checks it when
+    built, and the level-hill scenario's check_settings before the run."""
+    least = math.sqrt(2.0) * cell_m
+    if min(vehicle["track_length_m"], vehicle["track_width_m"]) < least:
+        raise ConfigError("vehicle track_length_m x track_width_m %g m x %g m: each side must be at least %.4g m, "
+                          "the diagonal of a terrain cell of %g m (a smaller track may cover no cell centre)"
+                          % (vehicle["track_length_m"], vehicle["track_width_m"], least, cell_m))
+
+
 class TrackedRobot:
     def __init__(self, world, north_m, east_m, yaw_rad, vehicle=None):
         cfg = checked(VEHICLE_DEFAULTS, VEHICLE_SETTING_RANGES, vehicle, "vehicle")
-        # a track's contact patch (hill_terrain.TrackContact) is the cells whose centres lie under it, and the
-        # bands of cells behind and ahead of it as wide as the track: a side of sqrt(2) cells (the cell's diagonal)
-        # covers a cell centre in every pose; a smaller one may cover none and the press fails mid-run
-        least = math.sqrt(2.0) * world.cell_m
-        if min(cfg["track_length_m"], cfg["track_width_m"]) < least:
-            raise ConfigError("vehicle track %g m x %g m: each side must be at least %.4g m, the diagonal of a "
-                              "terrain cell of %g m (a smaller track may cover no cell centre)"
-                              % (cfg["track_length_m"], cfg["track_width_m"], least, world.cell_m))
+        check_track_covers_cells(cfg, world.cell_m)
         self.cfg = cfg
         self.world = world
         self.north_m = float(north_m)

@@ -227,7 +227,22 @@ def estimate_lag_s(command, telemetry, period_s, max_lag_s=1.0):
     return max(0.0, (best_m - 0.5) * period_s)
 
 
-def lag_experiment(latency_s, seed=0, duration_s=30.0, control_hz=10.0, physics_hz=100.0, interface=None,
+LAG_PHYSICS_HZ = 100.0            # the lag experiment's physics rate (Hz) unless given
+
+
+def lag_periods_us(control_hz, physics_hz=LAG_PHYSICS_HZ):
+    """(physics step, control period) in whole us of the lag experiment; ValueError unless both are whole
+    microseconds and the control period a whole multiple of the step (a control tick between two physics steps
+    would never be sent, nor its telemetry stamped)."""
+    dt_us = int(round(1e6 / physics_hz))
+    ctrl_us = int(round(1e6 / control_hz))
+    if dt_us * physics_hz != 1e6 or ctrl_us * control_hz != 1e6 or ctrl_us % dt_us:
+        raise ValueError("lag experiment: the control period (1 / %r Hz) must be a whole multiple of the physics "
+                         "step (1 / %r Hz), both whole microseconds" % (control_hz, physics_hz))
+    return dt_us, ctrl_us
+
+
+def lag_experiment(latency_s, seed=0, duration_s=30.0, control_hz=10.0, physics_hz=LAG_PHYSICS_HZ, interface=None,
                    thrusters=None):
     """Command the simulated outboards over their ptys with the driver, in lockstep: every control tick the
     driver polls telemetry and sends the tick's throttles (:func:`command_sequence`, seeded); the
@@ -236,12 +251,7 @@ def lag_experiment(latency_s, seed=0, duration_s=30.0, control_hz=10.0, physics_
     "t_s" (steps,) step start times, "applied" {side: [(time_us, cmd, value)]} commands handed to the
     motors, "lag_s" the estimate of :func:`estimate_lag_s` (missing telemetry held), "report"}. A control period
     that is not a whole multiple of the physics step is a ValueError."""
-    dt_us = int(round(1e6 / physics_hz))
-    ctrl_us = int(round(1e6 / control_hz))
-    if dt_us * physics_hz != 1e6 or ctrl_us * control_hz != 1e6 or ctrl_us % dt_us:
-        # a control tick between two physics steps would never be sent (nor its telemetry stamped)
-        raise ValueError("lag experiment: the control period (1 / %r Hz) must be a whole multiple of the physics "
-                         "step (1 / %r Hz), both whole microseconds" % (control_hz, physics_hz))
+    dt_us, ctrl_us = lag_periods_us(control_hz, physics_hz)
     cfg = dict(interface or {}, latency_s=latency_s)
     sim = SimOutboards(cfg, thrusters)
     try:

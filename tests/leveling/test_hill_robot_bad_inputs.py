@@ -50,6 +50,26 @@ def test_the_cli_refuses_a_track_narrower_than_a_cell_with_one_line(tmp_path, ca
     assert code == 2 and err.count("\n") == 1 and "each side must be at least" in err
 
 
+@pytest.mark.parametrize("vehicle", [{"track_width_m": 0.01, "track_length_m": 0.02}, {"track_width_m": 0.03}])
+def test_level_hill_refuses_a_track_smaller_than_a_cell_diagonal_before_the_run(vehicle):
+    """The scenario's check_settings applies the robot's rule (hill_robots.check_track_covers_cells) up front:
+    prepare refuses the settings without building a robot (it used to pass, and the run failed in the fleet)."""
+    from harness.scenarios import prepare
+
+    with pytest.raises(ConfigError, match=r"vehicle track_length_m x track_width_m .*each side must be at least "
+                                          r"0.03536 m") as info:
+        prepare("level-hill", {"vehicle": vehicle, "terrain": FLAT})
+    assert "\n" not in str(info.value)
+
+
+def test_level_hill_takes_its_default_and_reduced_tracks():
+    from harness.scenarios import prepare
+
+    for reduced in (False, True):
+        _module, config = prepare("level-hill", reduced=reduced)
+        assert config["vehicle"]["track_width_m"] == 0.045
+
+
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_a_non_finite_wheel_command_is_refused_and_counted(bad):
     robot = TrackedRobot(_world(), 0.5, 0.5, 0.0)

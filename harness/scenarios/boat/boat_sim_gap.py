@@ -147,7 +147,7 @@ def condition_config(config, condition, arbiter):
         check_ranges(cfg, rc.SETTING_RANGES)
     except ConfigError as exc:
         raise ConfigError("boat-sim-gap: %s: %s" % (condition, str(exc).splitlines()[0]))
-    rc.check_settings(cfg)
+    rc.check_settings(cfg, "boat-sim-gap: %s" % condition)      # its errors name this scenario and the condition
     return cfg
 
 

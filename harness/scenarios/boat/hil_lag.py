@@ -28,11 +28,11 @@ import time
 import numpy as np
 
 from boards.wamv.app import WamvApp
-from harness.config import POSITIVE, int_at_least, non_empty_list, within
+from harness.config import POSITIVE, ConfigError, int_at_least, non_empty_list, within
 from harness.report.plots import figure, label
 from harness.sim.boat_world import BoatWorld
 from harness.sim.rng import RunRandom
-from harness.sim.wamv_thrusters import lag_experiment
+from harness.sim.wamv_thrusters import LAG_PHYSICS_HZ, lag_experiment, lag_periods_us
 from onboard.core.angles import wrap_pi
 
 DESCRIPTION = "Boat HIL lag: outboards on ptys with injected latency; lag estimate, heading error vs lag, link cut"
@@ -61,6 +61,20 @@ SETTING_RANGES = {
 REDUCED = {"latencies_s": [0.0, 0.3], "duration_s": 12.0, "lag_duration_s": 8.0, "cut_at_s": 3.0,
            "plan": [[6.0, 0.0, 1.5], [6.0, 60.0, 1.5]]}
 CUT_LIMIT_S = 0.25
+
+
+def check_settings(config):
+    """The lag experiment's control period (1 / control_rate_hz) is a whole multiple of its physics step, both
+    whole microseconds (wamv_thrusters.lag_periods_us): lag_experiment refuses it otherwise, in the middle of
+    the run after the cases before it."""
+    try:
+        lag_periods_us(config["control_rate_hz"])
+    except ValueError:
+        raise ConfigError("setting config.control_rate_hz must give a control period that is a whole number of "
+                          "microseconds and a whole multiple of the lag experiment's physics step (1 / %g Hz), "
+                          "got %r" % (LAG_PHYSICS_HZ, config["control_rate_hz"]))
+
+
 CASE_TOPIC = "/boat/hil_lag/case"
 
 

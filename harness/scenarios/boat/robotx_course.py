@@ -175,13 +175,15 @@ STEP_US = 100000                     # world.run step: contacts, gates and the t
 PHYSICS_HZ = 100
 
 
-def check_settings(config):
+def check_settings(config, scenario="robotx-course"):
+    """The settings' relations and the components' own checks; each error is one ConfigError line starting with
+    ``scenario`` (the running scenario's name: boat-sim-gap checks its conditions' robotx-course settings here)."""
     for name in config["layouts"]:
         if name not in config["hydrophone_layouts"]:
-            raise ConfigError("robotx-course: layouts: %r is not in hydrophone_layouts (%s)"
-                              % (name, ", ".join(sorted(config["hydrophone_layouts"]))))
+            raise ConfigError("%s: layouts: %r is not in hydrophone_layouts (%s)"
+                              % (scenario, name, ", ".join(sorted(config["hydrophone_layouts"]))))
     if config["pinger"]["max_pings"] < config["pinger"]["min_pings"]:
-        raise ConfigError("robotx-course: pinger.max_pings must be >= pinger.min_pings")
+        raise ConfigError("%s: pinger.max_pings must be >= pinger.min_pings" % scenario)
     try:
         from harness.sim.lidar import check_config
         check_config(dict(config["lidar"]))
@@ -193,9 +195,9 @@ def check_settings(config):
         ws.Heading(Wamv(), np.random.default_rng(0), config["heading"])
         ws.YawGyro(Wamv(), np.random.default_rng(0), config["gyro"])
     except ValueError as exc:
-        raise ConfigError("robotx-course: %s" % str(exc).splitlines()[0])
+        raise ConfigError("%s: %s" % (scenario, str(exc).splitlines()[0]))
     if config["course"]["file"]:
-        load_user_course(config["course"]["file"])
+        load_user_course(config["course"]["file"], scenario)
 
 
 def load_user_course(path, name="robotx-course"):

@@ -83,6 +83,7 @@ def check_settings(config):
     """Build the terrain once (a bad terrain file fails here, one line) and check the robots fit on it."""
     world = build_world(config["terrain"], np.random.default_rng(0))
     v = config["vehicle"]
+    hill_robots.check_track_covers_cells(v, world.cell_m)
     need = 2.0 * math.hypot(v["track_length_m"], v["track_gauge_m"])
     side = min(world.rows, world.cols) * world.cell_m
     if side < need:

@@ -16,7 +16,8 @@ to, itself relative to the INI's folder; default the INI's folder); sections:
 - ``[soil]`` (optional): ``k_c``, ``k_phi``, ``n``, ``c``, ``phi``, ``K``, ``repose`` (deg), with the
   literature's names and :data:`harness.sim.sandbox.terramechanics.SANDY_SOIL` as defaults.
 - ``[experiment]``: ``name``, ``algorithm`` (``datagen``: Alg. 5), ``frame_dt`` (s), ``substeps``,
-  ``erosion_iterations``.
+  ``erosion_iterations``; a substep (``frame_dt / substeps``) of at most 20 ms
+  (:data:`harness.sim.sandbox.tracked_robot.MAX_SUBSTEP_US`: the robot's integration is not stable beyond).
 
 Every problem (a missing file, an unknown section or key, a value of the wrong kind, a missing or unreadable
 heightmap) raises :class:`onboard.core.settings.ConfigError` with one line naming the file and the key.
@@ -29,7 +30,7 @@ import numpy as np
 
 from harness.sim.sandbox import terramechanics as tm
 from harness.sim.sandbox.terrain import MIN_CELLS, TileTerrain
-from harness.sim.sandbox.tracked_robot import VEHICLE_DEFAULTS, VEHICLE_SETTING_RANGES
+from harness.sim.sandbox.tracked_robot import MAX_SUBSTEP_US, VEHICLE_DEFAULTS, VEHICLE_SETTING_RANGES
 from harness.sim.voxel_terrain import load_heights
 from onboard.core.settings import MAX_MAGNITUDE, ConfigError, checked
 
@@ -228,6 +229,10 @@ def load_experiment(path):
     if frame_dt_us < substeps or frame_dt_us % substeps:
         raise ConfigError("%s: [experiment] frame_dt (%d us) must be a whole multiple of substeps (%d) in us"
                           % (path, frame_dt_us, substeps))
+    if frame_dt_us > MAX_SUBSTEP_US * substeps:
+        raise ConfigError("%s: [experiment] frame_dt / substeps is %d us / %d = %g ms per substep: at most %g ms (the "
+                          "robot's integration is not stable at longer substeps; raise substeps)"
+                          % (path, frame_dt_us, substeps, frame_dt_us / substeps / 1000.0, MAX_SUBSTEP_US / 1000.0))
     check_fits(heights.shape, cell, vehicle, "%s: [map]" % path)
     if vehicle["track_width_m"] < cell:
         raise ConfigError("%s: [map] xy_scale %g m is coarser than the track width %g m" % (

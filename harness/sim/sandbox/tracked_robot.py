@@ -21,8 +21,14 @@ track's leading end, at the track speed, at least ``MIN_SHEAR_SPEED_MPS``) (Wong
 skid-steering model). Plus grade resistance (gravity along the slope, -m g sin(pitch) forward, +m g sin(roll)
 to the right), Bekker compaction resistance per track and the tracks' internal resistance
 (``track_resistance_coeff`` x the weight), both against each track's motion over the ground. Integrated by
-linearised implicit Euler (the shear law is stiff at small slip), so the step is stable at any substep
-length. The track speeds follow the sprocket commands with a first-order lag ``motor_tau_s``. The horizontal
+linearised implicit Euler (the shear law is stiff at small slip): that keeps the stiff shear damped at the
+substeps used (1 ms: a 0.01 s frame of 10 substeps), but it is NOT stable at any substep length: the
+linearisation, the contact's Newton solve (which starts from the last substep's plane) and the footprints
+pressed once per substep all assume the pose changes little within a substep. Substeps up to about 20 ms
+behave (:data:`MAX_SUBSTEP_US`); at 50 ms the contact Newton already fails to converge at times, and with 1 s
+substeps the robot commanded 0.25 m/s moves some 43 m in one frame. SandboxWorld and the INI reader
+(:mod:`harness.sim.sandbox.config`) refuse a substep (frame_dt / substeps) longer than MAX_SUBSTEP_US. The
+track speeds follow the sprocket commands with a first-order lag ``motor_tau_s``. The horizontal
 motion is planar: the body speed is taken as the ground-plane speed (cos(pitch) ~ 1 on the slopes driven).
 """
 import math
@@ -55,6 +61,9 @@ LINE_SEARCH_HALVINGS = 8
 FORCE_TOLERANCE = 1e-4                # of the weight (and of weight x length for the moments)
 MAX_DZ_M = 0.005                      # Newton step limits
 MAX_DTAN = 0.05
+# the longest substep (frame_dt / substeps) the integration is sane at (module docstring: 50 ms already has Newton
+# failures, 1 s moves the robot tens of metres in a frame); the project's INIs use 1 ms
+MAX_SUBSTEP_US = 20000
 
 
 class TrackedRobot:

@@ -16,7 +16,7 @@ itself, do not).
 import math
 
 from harness.sim.sandbox.terrain import wrap_into_tile
-from harness.sim.sandbox.tracked_robot import TrackedRobot
+from harness.sim.sandbox.tracked_robot import MAX_SUBSTEP_US, TrackedRobot
 from onboard.control.diffdrive import wheel_speeds
 
 
@@ -32,6 +32,9 @@ class SandboxWorld:
                  erosion_iterations=None):
         if frame_dt_us <= 0 or substeps < 1 or frame_dt_us % substeps:
             raise ValueError("frame_dt_us (%r) must be a positive multiple of substeps (%r)" % (frame_dt_us, substeps))
+        if frame_dt_us > MAX_SUBSTEP_US * substeps:
+            raise ValueError("frame_dt_us / substeps (%r / %r) must be at most %d us: the robot's integration is not "
+                             "stable at longer substeps (tracked_robot)" % (frame_dt_us, substeps, MAX_SUBSTEP_US))
         self.terrain = terrain
         size_n, size_e = terrain.size_ne_m
         self.robot = TrackedRobot(terrain, wrap_into_tile(north_m, size_n), wrap_into_tile(east_m, size_e), yaw_rad,
