@@ -68,7 +68,7 @@ from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_
     vector, ANY_NUMBER
 from onboard.soil import fee_numpy
 from onboard.soil.fee import DEFAULTS as FEE_LIMITS
-from onboard.soil.fee import N_U, THETA_U_NAMES
+from onboard.soil.fee import HALF_PI, N_U, THETA_U_NAMES
 
 DEFAULTS = {
     # (mean, sigma) of the Gaussian prior per property (the grid map's layer prior, notes A16)
@@ -313,7 +313,7 @@ class CutEstimator:
 
     def estimate(self, window):
         """The :class:`CutEstimate` of a :class:`CutWindow`; raises CutEstimateError for too few samples
-        or no measured force."""
+        with a measured force (``min_samples``) or no measured force."""
         try:
             from scipy.optimize import least_squares
         except ImportError:
@@ -322,10 +322,19 @@ class CutEstimator:
         n = len(window)
         has_x = np.isfinite(window.fx_n)
         has_z = np.isfinite(window.fz_n)
-        if n < cfg["min_samples"]:
-            raise CutEstimateError("cut window has %d samples, at least %d needed" % (n, cfg["min_samples"]))
         if not np.any(has_x) and not np.any(has_z):
             raise CutEstimateError("cut window has no measured force component")
+        # the samples that count are those with a measured force (a sample without one adds no residual)
+        n_meas = int(np.count_nonzero(has_x | has_z))
+        if n_meas < cfg["min_samples"]:
+            raise CutEstimateError("cut window has %d samples with a measured force (of %d), at least %d needed"
+                                   % (n_meas, n, cfg["min_samples"]))
+        # a surface so steep that the failure plane cannot meet it (alpha + beta < pi/2 with beta >= beta_min,
+        # whatever the properties): no FEE force exists there (fee_numpy.beta_star would raise mid-fit)
+        steep = ~(HALF_PI - FEE_LIMITS["beta_min_rad"] - window.alpha_rad > FEE_LIMITS["beta_min_rad"])
+        if np.any(steep):
+            raise CutEstimateError("cut window surface inclination alpha reaches %.1f deg: no admissible failure "
+                                   "angle (the FEE's domain)" % math.degrees(float(np.max(window.alpha_rad[steep]))))
         nz = cfg["noise"]
         sx = nz["rel_sigma"] * np.abs(window.fx_n[has_x]) + nz["abs_sigma_n"]
         sz = nz["rel_sigma"] * np.abs(window.fz_n[has_z]) + nz["abs_sigma_n"]

@@ -276,7 +276,11 @@ class GridMap:
             for k in range(n):
                 na, ea = ns[k], es[k]
                 nb, eb = ns[(k + 1) % n], es[(k + 1) % n]
-                if (na <= yn < nb) or (nb <= yn < na):
+                if nb < na:
+                    # from the southern end: an edge shared by two polygons (traversed in opposite
+                    # directions) then crosses a scan line at the same east, to the last bit
+                    na, ea, nb, eb = nb, eb, na, ea
+                if na <= yn < nb:
                     xs.append(ea + (yn - na) * (eb - ea) / (nb - na))
             xs.sort()
             for p in range(0, len(xs) - 1, 2):

@@ -428,7 +428,8 @@ class LearnedEstimator:
     def estimate(self, window, kinematics, actions, controller=None):
         """The ``CutEstimate`` of a ``CutWindow`` with its kinematics and actions (and, for the controller
         model, its :data:`CONTROLLER_CHANNELS` (n, 2), :func:`controller_channels`; module docstring);
-        raises CutEstimateError for a window too short or with bad or missing inputs."""
+        raises CutEstimateError for a window too short, with bad or missing inputs, or without a sample with a
+        measured force where the FEE is valid for the estimate."""
         n = len(window)
         if n < 10:
             raise CutEstimateError("cut window has %d samples, at least 10 needed" % n)
@@ -457,6 +458,10 @@ class LearnedEstimator:
         # eq. 9 (notes A6, A7): the window's force Jacobian per prior sigma, whitened by the sensor noise
         has_x = np.isfinite(window.fx_n)
         has_z = np.isfinite(window.fz_n)
+        if not np.any((has_x | has_z) & valid):
+            # nothing to check the estimate against (its force error would be NaN) and no eq. 9 Jacobian
+            raise CutEstimateError("no window sample with a measured force lies inside the FEE's domain for "
+                                   "the estimate (e.g. |alpha| beyond its clipping limit)")
         sx = self.noise_rel * np.abs(np.where(has_x, window.fx_n, 0.0)) + self.noise_abs
         sz = self.noise_rel * np.abs(np.where(has_z, window.fz_n, 0.0)) + self.noise_abs
         jac = np.zeros((2 * n, N_U))

@@ -506,7 +506,10 @@ class CutEstimation:
             index.append(int(dist // window_m) if window_m > 0.0 else 0)
         last = index[-1]
         if last > 0 and window_m > 0.0 and dist - last * window_m < 0.5 * window_m:
-            index = [min(k, last - 1) for k in index]
+            # joined to the window before it, which is not last - 1 when samples are missing over a
+            # window's length of travel (a gap in the cut skips window numbers)
+            before = max(k for k in index if k < last)
+            index = [before if k == last else k for k in index]
         subs = {}
         of_time = {}
         for s, k in zip(samples, index):

@@ -255,3 +255,31 @@ def test_the_geometry_corrections_scale_the_surcharge_shift_the_cut_depth_and_ar
         value, sigma = e.known_residuals[name]
         assert 0.0 < sigma <= 1.2 * prior and abs(value) < 3.0 * sigma
     assert CutEstimator().estimate(w).known_residuals == {}
+
+
+def test_min_samples_counts_the_samples_with_a_measured_force():
+    # a window of 30 samples of which only 2 carry a force reading is 2 samples of data, not 30: refused
+    # like a window of 2 samples, not estimated from two residuals and the prior as a success
+    n = 30
+    fx = np.full(n, np.nan)
+    fx[:2] = [9000.0, 9100.0]
+    sparse = CutWindow(np.zeros(n), np.full(n, 1.4), np.full(n, 0.1), np.full(n, 1.85), np.zeros(n), fx,
+                       np.full(n, np.nan))
+    with pytest.raises(CutEstimateError, match="2 samples with a measured force"):
+        CutEstimator().estimate(sparse)
+    full = CutWindow(np.zeros(n), np.full(n, 1.4), np.full(n, 0.1), np.full(n, 1.85), np.zeros(n),
+                     np.full(n, 9000.0), np.full(n, np.nan))           # every sample measured: estimated
+    assert CutEstimator().estimate(full).samples == n
+
+
+def test_a_surface_too_steep_for_any_failure_angle_is_a_clear_refusal():
+    # one sample whose bank surface rises at 89 deg (alpha + beta_min >= pi/2 - beta_min): no failure plane
+    # meets it. The estimator raised fee.FeeDomainError from inside the fit, which the loader app's
+    # estimation part (catching CutEstimateError) let out of its scheduled task
+    n = 30
+    alpha = np.zeros(n)
+    alpha[5] = np.radians(89.0)
+    steep = CutWindow(alpha, np.full(n, 1.4), np.full(n, 0.1), np.full(n, 1.85), np.zeros(n), np.full(n, 9000.0),
+                      np.full(n, 3000.0))
+    with pytest.raises(CutEstimateError, match="89.0 deg"):
+        CutEstimator().estimate(steep)

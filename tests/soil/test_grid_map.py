@@ -137,3 +137,28 @@ def test_numpy_view_shares_the_storage():
     assert g.volume_m3(LOOSE) == pytest.approx(0.1 * 6.0)
     with pytest.raises(ValueError, match="shape"):
         grid_map_numpy.load(g, LOOSE, np.zeros((20, 30)))
+
+
+def test_polygons_sharing_an_edge_through_cell_centres_split_the_cells_exactly():
+    # the docstring's half-open rule: a centre on an edge shared by two polygons belongs to exactly one of
+    # them. The shared edge is traversed one way by each polygon; its crossing with a scan line must come out
+    # the same to the last bit either way, else a centre on it lands in both polygons or in neither.
+    g = GridMap({"size_m": [1.2, 1.2], "cell_m": 0.1})
+    rng = random.Random(5)
+    checked = 0
+    for _ in range(300):
+        p = g.centre(rng.randint(0, 9), rng.randint(0, 9))
+        q = g.centre(rng.randint(0, 9), rng.randint(0, 9))
+        if p == q:
+            continue
+        dn, de = q[0] - p[0], q[1] - p[1]
+        mid = (0.5 * (p[0] + q[0]), 0.5 * (p[1] + q[1]))
+        left = (mid[0] - 0.37 * de, mid[1] + 0.37 * dn)      # either side of the chord p-q
+        right = (mid[0] + 0.41 * de, mid[1] - 0.41 * dn)
+        a = set(g.polygon_cells([p, left, q]))
+        b = set(g.polygon_cells([q, right, p]))
+        both = set(g.polygon_cells([p, left, q, right]))
+        assert not (a & b), (p, q, sorted(a & b))
+        assert a | b == both, (p, q, sorted((a | b) ^ both))
+        checked += 1
+    assert checked > 250

@@ -127,3 +127,17 @@ def test_a_machine_sample_earlier_than_the_last_is_refused_and_the_rest_of_the_p
     assert mapping.mapper.poses[-1].time_us == 9 * DT_US
     times = [s.time_us for s in mapping.cut.samples]
     assert times == sorted(times) and len(times) == 10
+
+
+def test_a_short_last_window_is_joined_to_the_one_before_across_missing_samples():
+    # 1 m windows: samples over 0-0.95 m, then none (dropped samples) until 3.05 m, then to 3.25 m. The last
+    # window (0.25 m long) is to be joined to the one before it, window 0; with min(k, last - 1) it was only
+    # renumbered to 2 and stayed a window of its own
+    cut = loader_app.Cut((0, 0))
+    north = [0.05 * k for k in range(20)] + [3.05, 3.1, 3.15, 3.2, 3.25]
+    cut.samples = [_sample(k, n) for k, n in enumerate(north)]
+    subs = loader_app.CutEstimation.windows(cut, 1.0)
+    assert [len(s.samples) for s in subs] == [len(north)]
+    # without the gap the same rule: a short remainder joins window 1 of two
+    cut.samples = [_sample(k, 0.05 * k) for k in range(46)]          # 0 .. 2.25 m
+    assert [len(s.samples) for s in loader_app.CutEstimation.windows(cut, 1.0)] == [20, 26]

@@ -98,7 +98,7 @@ def settle(episode, iterations):
         return
     world, grid = episode.world, episode.grid
     world.terrain.settle(iterations)
-    centre = (0.5 * grid.n_north * grid.cell_m, 0.5 * grid.n_east * grid.cell_m)
+    centre = (grid.origin_n_m + 0.5 * grid.n_north * grid.cell_m, grid.origin_e_m + 0.5 * grid.n_east * grid.cell_m)
     episode.app.part("mapping").mapper.settle(centre, 0.5 * max(grid.n_north, grid.n_east) * grid.cell_m + grid.cell_m,
                                               iterations)
 
