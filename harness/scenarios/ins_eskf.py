@@ -29,16 +29,16 @@ import numpy as np
 from harness.parallel import ordered_map
 from harness.sim.clock import PRIORITY_SENSOR, SimClock
 from harness.sim.rng import RunRandom
-from harness.config import ANY_NUMBER, POSITIVE, RATE_HZ, non_empty_list, one_of, vector
+from harness.config import ANY_NUMBER, POSITIVE, RATE_HZ, ConfigError, non_empty_list, one_of, vector
 from harness.metrics import rms
 from harness.report.plots import figure, label
 from harness.sim.sensors.ins_errors import (NOISE_SETTINGS, ImuErrors, aiding_pose, initial_conditions,
                                         noise_setting)
-from harness.sim.trajectory import PROFILES, dozer_legs, generate, rotvec_of_dcm_array
+from harness.sim.trajectory import PROFILES, TrajectoryError, _leg_rows, dozer_legs, generate, rotvec_of_dcm_array
 from onboard.core.rotations import quat_from_euler
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.impl import IMPLEMENTATIONS
-from onboard.core.units import US_PER_S, hz_to_period_us
+from onboard.core.units import US_PER_S, hz_to_period_us, s_to_us
 from onboard.estimators.eskf import N_STATE, make_eskf
 
 DESCRIPTION = "strapdown INS + 15-state ESKF on a dozer trajectory under the ag2u noise settings"
@@ -275,6 +275,23 @@ SETTING_RANGES = {
     "gyro_increments": one_of("euler", "rotvec"),
     "ic_mode": one_of("random", "fixed"), "impl": one_of("", *IMPLEMENTATIONS),
 }
+
+
+def check_settings(config):
+    """Own ``legs`` (``duration_s`` is then unused) make a trajectory at ``imu_rate_hz``: every leg after the
+    start pose a positive whole number of IMU periods long, MAX_IMU_SAMPLES samples at most in all."""
+    if not config["legs"]:
+        return
+    try:
+        rows = _leg_rows(config["legs"])
+        dt_us = hz_to_period_us(config["imu_rate_hz"])
+        samples = sum(s_to_us(row[6]) // dt_us for row in rows[1:])
+        if samples > MAX_IMU_SAMPLES:
+            raise TrajectoryError("the legs last %d IMU samples at %d Hz, more than %d"
+                                  % (samples, config["imu_rate_hz"], MAX_IMU_SAMPLES))
+        generate(config["legs"], config["imu_rate_hz"], config["profile"])
+    except TrajectoryError as exc:
+        raise ConfigError("setting config.legs: %s" % exc)
 
 
 def _case_log(ctx, name):

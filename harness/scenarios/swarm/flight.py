@@ -125,6 +125,8 @@ ESTIMATORS = ("float", "int8", "int8-pure")
 
 
 GOAL_MODES = ("fixed", "random")
+RANDOM_HALF_FRACTION = 0.8          # random starts and goals: drawn in the arena's middle 80 % on each axis
+RANDOM_START_SEPARATION_M = 0.5     # random starts: at least this far apart
 UWB_MODES = ("token_ring", "broadcast")
 # value ranges of the flight settings (onboard.core.settings rules; check_config); the agent's own
 # settings are checked by onboard.swarm.agent.checked_config
@@ -160,8 +162,25 @@ def check_config(config):
     if c["goal_radius_m"] >= 0.5 * c["arena_m"]:
         raise ValueError("goal_radius_m (%g m) must be below half the arena (arena_m %g m): goals would count as "
                          "reached from across the arena" % (c["goal_radius_m"], c["arena_m"]))
+    if c["goals"] == "random":
+        side_m = RANDOM_HALF_FRACTION * c["arena_m"]
+        for key, what, n, sep_m in (("goal_separation_m", "random goals (goals_per_drone x drones)",
+                                     c["drones"] * c["goals_per_drone"], c["goal_separation_m"]),
+                                    ("drones", "random starts", c["drones"], RANDOM_START_SEPARATION_M)):
+            if n > most_points_apart(side_m, sep_m):
+                raise ValueError("%s: %d %s cannot be %g m apart in the %g m square they are drawn from "
+                                 "(arena_m %g m)" % (key, n, what, sep_m, side_m, c["arena_m"]))
     agent_checked_config(agent_config(c))      # the agent's settings go by the same names (mode: agent_mode)
     return c
+
+
+def most_points_apart(side_m, sep_m):
+    """At most how many points fit in a square of side ``side_m`` at least ``sep_m`` apart (Oler's
+    inequality: 2/sqrt(3) (s/d)^2 + 2 s/d + 1, an upper bound: more never fit, whatever the draw)."""
+    if sep_m <= 0.0:
+        return math.inf
+    r = side_m / sep_m
+    return 2.0 / math.sqrt(3.0) * r * r + 2.0 * r + 1.0
 
 
 def load_models(policy="float", estimator="float", bearing_dir=None, dqn_dir=None):
@@ -211,12 +230,12 @@ def run_episode(config, rng_truth, rng_agents, models=None, seed=1, record=None,
     c = check_config(config)
     m = c["drones"]
     net, dqn = models or load_models(c["policy"], c["estimator"])
-    half = c["arena_m"] / 2.0 * 0.8
+    half = c["arena_m"] / 2.0 * RANDOM_HALF_FRACTION
     if c["goals"] == "fixed":
         starts, goals = fixed_layout(m, c["arena_m"])
         goal_queue = [[g] for g in goals]
     else:
-        starts = sample_separated(rng_truth, 1, m, half, 0.5)[0]
+        starts = sample_separated(rng_truth, 1, m, half, RANDOM_START_SEPARATION_M)[0]
         # random goals (pocket VI-B), no two drones' goals closer than goal_separation_m: two drones told
         # to hover on the same spot could not both reach it without a collision
         g = c["goals_per_drone"]

@@ -3,7 +3,8 @@
 Runs ``episodes`` seeded flights for each drone count in ``drone_counts`` (and of the larger swarm,
 ``large_swarm``), each drone with its own onboard SwarmAgent (learned estimator + particle filters +
 DQN); with ``episode.compare_estimators`` it replays every flight offline through each estimator
-configuration of ``estimators`` (pocket VI-A, figs. 5-6; the study, ``STUDY_CONFIG``). Metrics: goals_reached, goals_total, min_separation_m, mean_position_error_m and
+configuration of ``estimators`` (pocket VI-A, figs. 5-6; the study, ``STUDY_CONFIG``). Metrics: goals_reached, goals_total,
+min_separation_m (null without a pair: one drone), mean_position_error_m and
 mean_orientation_error_deg (per track after it converged, see episode.track_summary; the
 ``*_from_3s`` figures average every track from 3 s on), success rate, per-count details,
 estimator convergence per configuration, and ``success`` (every flight successful: the CLI exits 3
@@ -106,6 +107,11 @@ def check_config(config, goals="fixed"):
     ls = config["large_swarm"]
     if not config["drone_counts"] and not ls["drones"]:
         raise ConfigError("nothing to fly: config.drone_counts is empty and config.large_swarm.drones is 0")
+    counts = config["drone_counts"] + ([ls["drones"]] if ls["drones"] else [])
+    if config["episode"]["link"] == "direct" and min(counts) < 2:
+        raise ConfigError("setting config.drone_counts, config.large_swarm.drones: the direct world "
+                          "(harness.sim.swarm_arena) flies 2 drones or more, got %d (episode.link=\"cflib\" "
+                          "flies one)" % min(counts))
     flights = [("episode", _flight_config(config, goals, drones=max(config["drone_counts"] or [2])))]
     if ls["drones"]:
         flights.append(("large_swarm", _flight_config(config, goals, drones=ls["drones"], uwb_mode=ls["uwb_mode"],
@@ -318,7 +324,7 @@ def run(goals, config, ctx):
             "episodes": len(rows),
             "goals_reached": sum(r["goals_reached"] for r in rows),
             "goals_total": sum(r["goals_total"] for r in rows),
-            "min_separation_m": min(r["min_separation_m"] for r in rows),
+            "min_separation_m": _least_separation(r["min_separation_m"] for r in rows),
             "mean_position_error_m": _mean([r["mean_position_error_m"] for r in rows]),
             "mean_orientation_error_deg": _mean([r["mean_orientation_error_deg"] for r in rows]),
             "mean_time_to_complete_s": _mean([r["time_to_complete_s"] for r in rows]),
@@ -333,7 +339,7 @@ def run(goals, config, ctx):
             "drones": ls["drones"], "uwb_mode": ls["uwb_mode"] if config["episode"]["link"] == "cflib" else None,
             "arena_m": ls["arena_m"], "episodes": len(rows), "success_rate": sum(ok) / len(rows),
             "goals_reached": sum(r["goals_reached"] for r in rows), "goals_total": sum(r["goals_total"] for r in rows),
-            "min_separation_m": min(r["min_separation_m"] for r in rows),
+            "min_separation_m": _least_separation(r["min_separation_m"] for r in rows),
             "mean_position_error_m": _mean([r["mean_position_error_m"] for r in rows]),
             "mean_orientation_error_deg": _mean([r["mean_orientation_error_deg"] for r in rows]),
             "mean_time_to_complete_s": _mean([r["time_to_complete_s"] for r in rows]),
@@ -345,7 +351,7 @@ def run(goals, config, ctx):
     metrics = {
         "goals_reached": totals["goals_reached"],
         "goals_total": totals["goals_total"],
-        "min_separation_m": totals["min_separation_m"] if totals["episodes"] else None,
+        "min_separation_m": _least_separation([totals["min_separation_m"]]),
         "mean_position_error_m": _mean(pos_errs),
         "mean_orientation_error_deg": _mean(yaw_errs),
         "estimation_tracks": totals["tracks"],
@@ -368,6 +374,13 @@ def run(goals, config, ctx):
     if ctx.report is not None:
         _plots(ctx.report, goals, first_recs, {m: flights[0] for m, flights in comparisons.items()}, estimator)
     return metrics
+
+
+def _least_separation(values):
+    """The least of flights' least pair distances (m); None where no flight had a pair (one drone: its
+    distance to no other drone is inf, which JSON cannot hold)."""
+    least = min(values, default=math.inf)
+    return least if math.isfinite(least) else None
 
 
 def _flight_config(config, goals, **over):
@@ -442,9 +455,11 @@ def _compare(comparisons, config):
                 "hybrid_median_convergence_faster_converged_only": _faster(h["median_convergence_time_s"],
                                                                            p["median_convergence_time_s"]),
                 # over every track (never converged = infinitely slow): the share converged by each time
+                # (None without any track: flights too short for a first estimate, ahead nowhere)
                 "hybrid_converged_share_ahead_s": [
-                    lim for lim in h["converged_fraction_within_s"]
-                    if h["converged_fraction_within_s"][lim] > p["converged_fraction_within_s"][lim]],
+                    lim for lim, share in h["converged_fraction_within_s"].items()
+                    if share is not None and p["converged_fraction_within_s"][lim] is not None
+                    and share > p["converged_fraction_within_s"][lim]],
             }
     return out
 
@@ -497,26 +512,29 @@ def _mean(values):
 
 def _plots(report, goals, recs, comparisons, estimator=None):
     from matplotlib.lines import Line2D
+    # a flight shorter than half a control period records no step: nothing to draw
+    recs = {key: rec for key, rec in recs.items() if len(rec["pos"])}
     n = len(recs)
-    fig, axes = figure(1, n, title="swarm-%s: the first flight of each drone count (truth)" % goals,
-                       size_in=(4.8 * n, 5.2), squeeze=False)
-    for ax, (key, rec) in zip(axes[0], sorted(recs.items(), key=lambda kv: str(kv[0]))):
-        pos = np.array(rec["pos"])
-        gl = np.array(rec["goal"])
-        m = pos.shape[1]
-        for i in range(m):
-            ax.plot(pos[:, i, 1], pos[:, i, 0], "C%d" % i, lw=1.5, label="drone %d" % i)
-            ax.plot(pos[0, i, 1], pos[0, i, 0], "o", color="C%d" % i)
-            ug = np.unique(gl[:, i], axis=0)
-            ax.plot(ug[:, 1], ug[:, 0], "*", color="C%d" % i, ms=12)
-        ax.set_aspect("equal", adjustable="datalim")
-        label(ax, "%d drones%s" % (m, " (scalable ranging)" if key == "large" else ""), "east (m)", "north (m)",
-              legend=False)
-        handles, _labels = ax.get_legend_handles_labels()
-        handles += [Line2D([], [], ls="", marker="o", color="k", label="start"),
-                    Line2D([], [], ls="", marker="*", ms=10, color="k", label="goal")]
-        ax.legend(handles=handles, fontsize=7)
-    report.save_figure(fig, "trajectories")
+    if n:
+        fig, axes = figure(1, n, title="swarm-%s: the first flight of each drone count (truth)" % goals,
+                           size_in=(4.8 * n, 5.2), squeeze=False)
+        for ax, (key, rec) in zip(axes[0], sorted(recs.items(), key=lambda kv: str(kv[0]))):
+            pos = np.array(rec["pos"])
+            gl = np.array(rec["goal"])
+            m = pos.shape[1]
+            for i in range(m):
+                ax.plot(pos[:, i, 1], pos[:, i, 0], "C%d" % i, lw=1.5, label="drone %d" % i)
+                ax.plot(pos[0, i, 1], pos[0, i, 0], "o", color="C%d" % i)
+                ug = np.unique(gl[:, i], axis=0)
+                ax.plot(ug[:, 1], ug[:, 0], "*", color="C%d" % i, ms=12)
+            ax.set_aspect("equal", adjustable="datalim")
+            label(ax, "%d drones%s" % (m, " (scalable ranging)" if key == "large" else ""), "east (m)", "north (m)",
+                  legend=False)
+            handles, _labels = ax.get_legend_handles_labels()
+            handles += [Line2D([], [], ls="", marker="o", color="k", label="start"),
+                        Line2D([], [], ls="", marker="*", ms=10, color="k", label="goal")]
+            ax.legend(handles=handles, fontsize=7)
+        report.save_figure(fig, "trajectories")
     if comparisons:
         fig, axes = figure(2, len(comparisons), title="swarm-%s: estimation error of the replayed estimator "
                            "configurations (first flight; mean over all tracks)" % goals,
