@@ -243,20 +243,24 @@ class GradingEpisode:
         self.sim.progress = progress
         self.robot, self.clock = self.sim.robot, self.sim.clock
         self.vesc = self.app = None
-        self.runtime = self._onboard_app(config, vehicle, imu_cfg, aiding_cfg, [start])
-        self.sim.start(self.app or self.runtime, record=record, code_version=code_version)
-        if self.vesc is not None:
-            self.vesc.attach(self.sim, config["vesc"]["uart_service_hz"])
-        self._steps = 0
-        self.sim.drive(config["physics_hz"], tracks=self.vesc, after_step=self._move_sand)
-        self.sim.add_imu(imu_cfg, self.runtime.on_imu)
-        self.sim.add_aiding(aiding_cfg, self.runtime.on_pose)
+        self.closed = False
+        try:                             # the VESC ptys are open from here: released if the set-up fails
+            self.runtime = self._onboard_app(config, vehicle, imu_cfg, aiding_cfg, [start])
+            self.sim.start(self.app or self.runtime, record=record, code_version=code_version)
+            if self.vesc is not None:
+                self.vesc.attach(self.sim, config["vesc"]["uart_service_hz"])
+            self._steps = 0
+            self.sim.drive(config["physics_hz"], tracks=self.vesc, after_step=self._move_sand)
+            self.sim.add_imu(imu_cfg, self.runtime.on_imu)
+            self.sim.add_aiding(aiding_cfg, self.runtime.on_pose)
+        except BaseException:
+            self.close()
+            raise
         self.legs = []
         self.path_true = []
         self.path_est = []
         self._pos_err2_m2 = []           # squared estimation errors every LOOP_STEP_US
         self._yaw_err2_rad2 = []
-        self.closed = False
 
     def _onboard_app(self, config, vehicle, imu_cfg, aiding_cfg, waypoints):
         """The dozer's app for the ``motors`` setting; its ground-robot runtime."""
@@ -290,8 +294,11 @@ class GradingEpisode:
             return
         self.closed = True
         if self.vesc is not None:
-            self.app.shutdown(self.clock.now_us(), reason="episode end")
-            self.vesc.close()
+            try:
+                if self.app is not None:
+                    self.app.shutdown(self.clock.now_us(), reason="episode end")
+            finally:
+                self.vesc.close()
 
     def estimated_pose(self):
         nav = self.runtime.estimator.nav_state()

@@ -20,7 +20,7 @@ import os
 import sys
 
 from harness.config import ConfigError, merge, non_negative_int, parse_set, positive_int
-from harness.report.run_report import report_folder
+from harness.report.run_report import report_folder, write_whole
 from harness.scenarios.grading.agents import AGENT_BACKENDS, MODEL_DIR, ModelError, load_decider
 from harness.scenarios.grading.cell_stats import success_interval, table1_intervals
 from harness.scenarios.grading.episode import (DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, ExpertDecider, GradingEpisode,
@@ -135,9 +135,8 @@ def sweep(out_dir, rollouts=50, seed=1, heading_levels_deg=(0, 10, 20, 30, 40, 5
 
 
 def _write(out_dir, name, data):
-    with open(os.path.join(out_dir, name), "w") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
-        fh.write("\n")
+    """One JSON file of the report, whole or not at all (an interrupt leaves no half of one)."""
+    write_whole(os.path.join(out_dir, name), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def _markdown(out_dir, table1_ci, table2, rollouts):
@@ -158,8 +157,7 @@ def _markdown(out_dir, table1_ci, table2, rollouts):
     for noise, row in table2.items():
         cells = [("%.0f" % v) if isinstance(v, float) else v for v in (row["agent1"], row["agent2"])]
         lines.append("| %s | %s | %s |" % (noise, cells[0], cells[1]))
-    with open(os.path.join(out_dir, "results.md"), "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+    write_whole(os.path.join(out_dir, "results.md"), "\n".join(lines) + "\n")
 
 
 def _plot_fig5(out_dir, fig5):

@@ -52,12 +52,16 @@ def onboard_files():
 
 
 def run_micropython(code, files=None, heapsize=16 * 1024 * 1024, timeout_s=300):
-    """Run ``code`` in MicroPython; returns its stdout (str). Raises MicroPythonError on failure."""
+    """Run ``code`` in MicroPython; returns its stdout (str). Raises MicroPythonError on failure (also when it
+    runs past ``timeout_s``)."""
     if not available():
         raise MicroPythonError("MicroPython is not installed: run `make setup` (needs node and npm)")
     spec = json.dumps({"files": files or {}, "code": code, "heapsize": heapsize})
-    proc = subprocess.run(["node", MP_EXEC], input=spec, capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=timeout_s)
+    try:
+        proc = subprocess.run(["node", MP_EXEC], input=spec, capture_output=True, text=True,
+                              cwd=REPO_ROOT, timeout=timeout_s)
+    except subprocess.TimeoutExpired:       # the interpreter is killed by then
+        raise MicroPythonError("MicroPython run did not end within %g s" % timeout_s) from None
     if proc.returncode != 0:
         raise MicroPythonError("MicroPython run failed (exit %d):\n%s%s"
                                % (proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))

@@ -53,14 +53,15 @@ class VirtualBoard:
     """Start/stop the virtual board; ``port`` is the pty path mpremote connects to.
 
     flash_bytes: simulated flash filesystem size (os.statvfs, ENOSPC beyond).
-    fs_dir: optional host folder mirroring the flash (loaded at start, written after changes).
+    fs_dir: optional host folder mirroring the flash (loaded at start, written after changes); a relative
+    one is taken from the caller's working folder (the board runs in the repository's, and rewrites the folder).
     fail_write_after_bytes: fault injection, file writes fail with EIO after that many bytes.
     heapsize: MicroPython heap (bytes).
     """
 
     def __init__(self, flash_bytes=1441792, fs_dir=None, fail_write_after_bytes=None,
                  heapsize=256 * 1024):
-        self.config = {"flash_bytes": int(flash_bytes), "fs_dir": fs_dir,
+        self.config = {"flash_bytes": int(flash_bytes), "fs_dir": fs_dir and os.path.abspath(fs_dir),
                        "fail_write_after_bytes": fail_write_after_bytes, "heapsize": int(heapsize),
                        "frozen": frozen_modules()}
         self.proc = None
@@ -72,19 +73,23 @@ class VirtualBoard:
             raise VirtualBoardError("virtual board needs node and the MicroPython npm package "
                                     "(run `make setup`)")
         self.master_fd, self.slave_fd = os.openpty()
-        tty.setraw(self.slave_fd)
-        attrs = termios.tcgetattr(self.slave_fd)
-        attrs[3] &= ~termios.ECHO
-        termios.tcsetattr(self.slave_fd, termios.TCSANOW, attrs)
-        self.port = os.ttyname(self.slave_fd)
-        cfg = dict(self.config, fd=self.master_fd, control=True)
-        # own session: a terminal's Ctrl-C (SIGINT to the foreground group) reaches the
-        # parent, which then reads the counters and stops the board; the board ends by
-        # itself when the parent goes away (its stdin, the control pipe, closes)
-        self.proc = subprocess.Popen(
-            ["node", VBOARD_JS, json.dumps(cfg)], cwd=REPO_ROOT,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(self.master_fd,),
-            start_new_session=True)
+        try:
+            tty.setraw(self.slave_fd)
+            attrs = termios.tcgetattr(self.slave_fd)
+            attrs[3] &= ~termios.ECHO
+            termios.tcsetattr(self.slave_fd, termios.TCSANOW, attrs)
+            self.port = os.ttyname(self.slave_fd)
+            cfg = dict(self.config, fd=self.master_fd, control=True)
+            # own session: a terminal's Ctrl-C (SIGINT to the foreground group) reaches the
+            # parent, which then reads the counters and stops the board; the board ends by
+            # itself when the parent goes away (its stdin, the control pipe, closes)
+            self.proc = subprocess.Popen(
+                ["node", VBOARD_JS, json.dumps(cfg)], cwd=REPO_ROOT,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(self.master_fd,),
+                start_new_session=True)
+        except BaseException:
+            self.stop()             # no pty left open when the board did not start (`with` calls no __exit__)
+            raise
         return self
 
     def counters(self, timeout_s=5.0):
