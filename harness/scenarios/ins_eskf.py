@@ -262,8 +262,9 @@ def case_metrics(rec, settle_s=10.0):
 
 MAX_IMU_SAMPLES = 1000000
 SETTING_RANGES = {
-    "settings": non_empty_list(one_of(*NOISE_SETTINGS),
-                               "a non-empty list of %s" % ", ".join(sorted(NOISE_SETTINGS))),
+    "settings": non_empty_list(one_of(*NOISE_SETTINGS),       # distinct: results keyed by setting
+                               "a non-empty list of distinct values of %s" % ", ".join(sorted(NOISE_SETTINGS)),
+                               distinct=True),
     "duration_s": POSITIVE, "imu_rate_hz": RATE_HZ, "aiding_rate_hz": RATE_HZ,   # on the microsecond clock
     # the trajectory is sampled whole before the run (generate): bound its IMU samples
     ("duration_s", "imu_rate_hz"): ("at most %d IMU samples (duration_s x imu_rate_hz; e.g. 10000 s at 100 Hz)"

@@ -127,7 +127,9 @@ def _advance(clock, end_us, on_progress):
 
 
 SETTING_RANGES = {
-    "modes": non_empty_list(one_of("token_ring", "broadcast")), "n_nodes": non_empty_list(int_at_least(2)),
+    # distinct: the results are keyed by mode and node count (a repeat overwrote the first run's)
+    "modes": non_empty_list(one_of("token_ring", "broadcast"), distinct=True),
+    "n_nodes": non_empty_list(int_at_least(2), distinct=True),
     "duration_s": POSITIVE, "warmup_s": NON_NEGATIVE, "area_m": POSITIVE, "max_speed_mps": NON_NEGATIVE,
     "protocol.reply_delay_us": int_at_least(1), "protocol.slot_us": int_at_least(1),
     "protocol.antenna_delay_ticks": int_at_least(0),

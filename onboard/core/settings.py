@@ -236,9 +236,23 @@ def or_null(rule):
     return ("null or %s" % text, lambda v: v is None or ok(v))
 
 
-def non_empty_list(rule, text=None):
-    """A non-empty list whose elements each follow ``rule``; ``text`` replaces the generated description."""
+def _distinct(values):
+    """No value twice (values may be unhashable: lists)."""
+    seen = []
+    for x in values:
+        if x in seen:
+            return False
+        seen.append(x)
+    return True
+
+
+def non_empty_list(rule, text=None, distinct=False):
+    """A non-empty list whose elements each follow ``rule``; ``text`` replaces the generated description.
+    ``distinct``: no value twice (a list whose values key the results, where a repeat would overwrite one)."""
     each_text, ok = rule
+    if distinct:
+        return (text or "a non-empty list of distinct values, each %s" % each_text,
+                lambda v: isinstance(v, list) and len(v) > 0 and all(ok(x) for x in v) and _distinct(v))
     return (text or "a non-empty list, each %s" % each_text,
             lambda v: isinstance(v, list) and len(v) > 0 and all(ok(x) for x in v))
 

@@ -58,7 +58,7 @@ DEFAULTS = {
         loader={"operator": {"lanes": {"count": 1, "length_m": 5.0}}}),
 }
 SETTING_RANGES = {
-    "soils": non_empty_list(one_of(*SOILS)),
+    "soils": non_empty_list(one_of(*SOILS), distinct=True),     # results keyed by soil
     "relative_density_pct": non_empty_list(within(0.0, 100.0), "a non-empty list of numbers in [0, 100]"),
     "seeds": int_at_least(1), "workers": int_at_least(1),
     "estimator": one_of("classical", "learned", "both"),
