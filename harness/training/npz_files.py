@@ -30,3 +30,22 @@ def npz_bytes(arrays):
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     return buf.getvalue()
+
+
+def save_weights(out_dir, weights, card, tool):
+    """Write ``weights`` ({name: array}) as ``weights.npz`` and ``card`` as ``train_card.json`` into ``out_dir``,
+    each whole; returns the exit status: 0, or 2 after one line on stderr naming ``tool`` when they cannot be
+    written (the trainers' last step)."""
+    import json
+    import os
+    import sys
+    from harness.report.run_report import write_whole
+    text = json.dumps(card, indent=2, default=float) + "\n"
+    try:
+        write_whole(os.path.join(out_dir, "weights.npz"), npz_bytes(weights))
+        write_whole(os.path.join(out_dir, "train_card.json"), text)
+    except OSError as exc:
+        print("%s: cannot write %s: %s" % (tool, out_dir, exc.strerror or exc), file=sys.stderr)
+        return 2
+    print("wrote", out_dir)
+    return 0

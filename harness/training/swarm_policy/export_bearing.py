@@ -21,16 +21,14 @@ measured, not assumed.
 A missing or damaged weights.npz (the estimator's, or for a GRU the DQN's it was trained on), a negative seed
 or a folder it cannot write is one line on stderr and exit status 2 (0 on success).
 """
-import argparse
-import json
 import os
 import sys
 
 import numpy as np
 
-from harness.config import ConfigError, non_negative_int
 from harness.training.npz_files import read_npz
 from harness.training.swarm_policy import bearing_data as bd
+from harness.training.swarm_policy.export_dqn import export_main
 from harness.training.swarm_policy.train_bearing import NOISE
 from harness.training.quantize import (activation_qparams, bias_min_weight_scales, quantize_weights,
                                        write_model_dir)
@@ -303,20 +301,7 @@ def export(model_dir=BEARING_DIR, seed=1, dqn_dir=DQN_DIR):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seed", type=non_negative_int, default=1)
-    p.add_argument("--dir", default=BEARING_DIR)
-    a = p.parse_args(argv)
-    try:
-        card = export(a.dir, a.seed)
-    except ConfigError as exc:
-        print("export_bearing: %s" % exc, file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print("export_bearing: cannot write the model in %s: %s" % (a.dir, exc.strerror or exc), file=sys.stderr)
-        return 2
-    print(json.dumps(card["metrics"], indent=2))
-    return 0
+    return export_main("export_bearing", export, BEARING_DIR, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

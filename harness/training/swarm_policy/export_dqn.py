@@ -135,21 +135,27 @@ def export(dqn_dir=DQN_DIR, seed=1):
     return card
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def export_main(tool, export_fn, default_dir, description, argv=None):
+    """The exporters' command line (``--seed``, ``--dir``): ``export_fn(dir, seed)`` -> card, its metrics printed;
+    the exit status: 0, or 2 after one line on stderr naming ``tool`` (weights unreadable, model not writable)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--seed", type=non_negative_int, default=1)
-    p.add_argument("--dir", default=DQN_DIR)
+    p.add_argument("--dir", default=default_dir)
     a = p.parse_args(argv)
     try:
-        card = export(a.dir, a.seed)
+        card = export_fn(a.dir, a.seed)
     except ConfigError as exc:
-        print("export_dqn: %s" % exc, file=sys.stderr)
+        print("%s: %s" % (tool, exc), file=sys.stderr)
         return 2
     except OSError as exc:
-        print("export_dqn: cannot write the model in %s: %s" % (a.dir, exc.strerror or exc), file=sys.stderr)
+        print("%s: cannot write the model in %s: %s" % (tool, a.dir, exc.strerror or exc), file=sys.stderr)
         return 2
     print(json.dumps(card["metrics"], indent=2))
     return 0
+
+
+def main(argv=None):
+    return export_main("export_dqn", export, DQN_DIR, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

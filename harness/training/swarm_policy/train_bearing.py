@@ -14,7 +14,6 @@ Out-of-range numbers, a missing or damaged ``--data-policy`` weights.npz and an 
 created are refused before training (one line, exit status 2).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -22,8 +21,7 @@ import time
 import numpy as np
 
 from harness.config import ConfigError, non_negative_int, positive_float, positive_int
-from harness.report.run_report import write_whole
-from harness.training.npz_files import npz_bytes, read_npz
+from harness.training.npz_files import read_npz, save_weights
 from harness.training.swarm_policy import bearing_data as bd
 from harness.sim.swarm_arena import DEFAULTS as SIM_DEFAULTS
 from onboard.swarm.bearing_net import BEARING, N_BINS, ORIENTATION, BearingNet, angle_to_class, decode, softmax
@@ -205,15 +203,7 @@ def main(argv=None):
         **info,
     }
     # card.json of this folder belongs to the int8 export (harness/training/swarm_policy/export_bearing.py)
-    text = json.dumps(card, indent=2, default=float) + "\n"
-    try:
-        write_whole(os.path.join(a.out, "weights.npz"), npz_bytes(weights))
-        write_whole(os.path.join(a.out, "train_card.json"), text)
-    except OSError as exc:
-        print("train_bearing: cannot write %s: %s" % (a.out, exc.strerror or exc), file=sys.stderr)
-        return 2
-    print("wrote", a.out)
-    return 0
+    return save_weights(a.out, weights, card, "train_bearing")
 
 
 if __name__ == "__main__":

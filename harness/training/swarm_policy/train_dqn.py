@@ -14,7 +14,6 @@ card.json). Needs PyTorch (requirements-train.txt). Out-of-range numbers and an 
 created are refused before training (one line, exit status 2).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -22,9 +21,8 @@ import time
 import numpy as np
 
 from harness.config import argument, non_negative_float, non_negative_int, positive_float, positive_int, within
-from harness.report.run_report import write_whole
 from harness.sim.swarm_arena import SwarmBatch
-from harness.training.npz_files import npz_bytes
+from harness.training.npz_files import save_weights
 from onboard.swarm.actions import N_ACTIONS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -228,15 +226,7 @@ def main(argv=None):
         **info,
     }
     # card.json of this folder is the int8 model's (harness/training/swarm_policy/export_dqn.py); training facts go here
-    text = json.dumps(card, indent=2, default=float) + "\n"
-    try:
-        write_whole(os.path.join(a.out, "weights.npz"), npz_bytes(weights))
-        write_whole(os.path.join(a.out, "train_card.json"), text)
-    except OSError as exc:
-        print("train_dqn: cannot write %s: %s" % (a.out, exc.strerror or exc), file=sys.stderr)
-        return 2
-    print("wrote", a.out)
-    return 0
+    return save_weights(a.out, weights, card, "train_dqn")
 
 
 if __name__ == "__main__":
