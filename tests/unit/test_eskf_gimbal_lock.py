@@ -17,6 +17,8 @@ from onboard.core import rotations as rot
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.estimators.eskf import IMPL_MODULES, make_eskf
 
+from tests.unit.state_bits import state_bits
+
 IMPLS = impl_switch.available(IMPL_MODULES)
 pytestmark = pytest.mark.skipif("cython" not in IMPLS, reason="cython_ext not built")
 VARIANTS = impl_switch.load(IMPL_MODULES, "cython").KERNEL_VARIANTS if "cython" in IMPLS else ()
@@ -42,18 +44,6 @@ def _bits(values):
     return [v.hex() for v in values]
 
 
-def _state_bits(f):
-    out = {}
-    for key, value in f.get_state().items():
-        if isinstance(value, list):
-            out[key] = [v.hex() if isinstance(v, float) else v for v in value]
-        elif isinstance(value, float):
-            out[key] = value.hex()
-        else:
-            out[key] = value
-    return out
-
-
 def _run(impl, att0, meas, config):
     """Initialise at attitude ``att0``, take a few IMU samples, fuse one pose with attitude ``meas``."""
     f = make_eskf(config, impl=impl)
@@ -65,7 +55,7 @@ def _run(impl, att0, meas, config):
     before = f.nav_state().euler_rad
     outcome = f.update_pose(PoseSample(t, (1.0, -2.0, -0.5), meas))
     return (outcome, _bits(f.last_innovation), f.last_nis.hex(), _bits(before), _bits(f.nav_state().euler_rad),
-            _state_bits(f))
+            state_bits(f.get_state()))
 
 
 @pytest.mark.parametrize("pitch", LOCK_PITCHES + NEAR_PITCHES)

@@ -17,6 +17,8 @@ from onboard import impl as impl_switch
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.estimators.eskf import IMPL_MODULES, EskfInputError, EskfNumericError, make_eskf
 
+from tests.unit.state_bits import state_bits
+
 IMPLS = impl_switch.available(IMPL_MODULES)
 G = 9.80665
 pytestmark = pytest.mark.skipif("cython" not in IMPLS, reason="cython_ext not built")
@@ -32,19 +34,6 @@ def kernel_variant(request):
     assert module.kernel_variant() == request.param
     yield request.param
     module.use_kernel_variant(before)
-
-
-def _bits(state):
-    """The state with every float replaced by its exact bit pattern."""
-    out = {}
-    for key, value in state.items():
-        if isinstance(value, list):
-            out[key] = [v.hex() if isinstance(v, float) else v for v in value]
-        elif isinstance(value, float):
-            out[key] = value.hex()
-        else:
-            out[key] = value
-    return out
 
 
 def _ops(seed, n_cycles, big_rotations):
@@ -87,7 +76,7 @@ def _run(impl, ops, config, batched):
             trace.append(type(exc).__name__)
         trace.append(f.last_nis.hex())
         trace.append([v.hex() for v in f.last_innovation])
-    return trace, _bits(f.get_state())
+    return trace, state_bits(f.get_state())
 
 
 @pytest.mark.parametrize("seed,config,big_rotations", [
