@@ -419,6 +419,9 @@ class Ma2Oracle:
 
 
 def make_oracle(config=None, select=None):
-    """The oracle of the configured variant (``select`` only for MA1)."""
+    """The oracle of the configured variant (``select`` only for MA1: MA2 has no selection, so a
+    ``select`` with ``ma2`` is a ValueError rather than silently unused)."""
     cfg = checked(DEFAULTS, SETTING_RANGES, config, "memetic oracle")
+    if select is not None and cfg["variant"] != "ma1":
+        raise ValueError("a memetic oracle selection is only used by ma1 (Alg. 3), not %s" % cfg["variant"])
     return Ma1Oracle(cfg, select) if cfg["variant"] == "ma1" else Ma2Oracle(cfg)

@@ -134,3 +134,121 @@ def test_level_sweep_bad_arguments_exit_2(tmp_path, capsys, args, needle):
     assert main(["level-sweep", "--quick", "--out", str(tmp_path / "x")] + args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
+
+
+def test_welch_with_one_run_has_no_test_and_the_sweep_reports_it(tmp_path, capsys):
+    """One run per cell: a sample's variance is undefined, so Welch's test is (t, dof, p = None, no verdict),
+    not a ZeroDivisionError after every run of the sweep; the report says n/a and the json stays valid."""
+    w = level_sweep.welch([3.0], [4.0, 5.0])
+    assert (w["t"], w["dof"], w["p"]) == (None, None, None) and w["mean_a"] == 3.0 and w["ratio"] == 3.0 / 4.5
+    out = tmp_path / "one"
+    code = main(["level-sweep", "--quick", "--runs", "1", "--studies", "memetic", "--terrains", "mounds",
+                 "--out", str(out), "--set", "terrain.rows=6", "--set", "terrain.cols=6"])
+    text = capsys.readouterr().out
+    assert code == 0 and "n/a (< 2 runs)" in text
+    res = json.loads((out / "level_sweep.json").read_text())
+    assert res["memetic"]["welch"]["ma1"]["pooled"]["cycles"]["p"] is None
+    assert not any(v for verdict in res["memetic"]["thesis_holds"].values() for v in verdict.values())
+
+
+class JobRecorder:
+    """A sweep runner (``map(fn, args)``) that runs the jobs here and counts them."""
+
+    def __init__(self):
+        self.jobs = 0
+
+    def map(self, fn, args):
+        args = list(args)
+        self.jobs += len(args)
+        return [fn(*a) for a in args]
+
+
+def test_level_sweep_rejects_a_bad_value_before_running_any_cell(tmp_path):
+    """A k (or rho) outside its range is a ConfigError before the first job, not after the cells before it ran."""
+    from harness.config import ConfigError
+    recorder = JobRecorder()
+
+    with pytest.raises(ConfigError, match="probabilistic.k"):
+        level_sweep.level_sweep(str(tmp_path / "k"), ("k",), 1, {"terrain": {"rows": 6, "cols": 6}},
+                                k_values=(2, 0), runner=recorder)
+    assert recorder.jobs == 0
+
+
+@pytest.mark.parametrize("sets,needle", [
+    (["algorithm=ma1", "agents=1"], "at least 2 agents for ma1"),
+    (["probabilistic.rho_sense=0"], "FIFO never fills"),
+    (["algorithm=ma2", "memetic.rho_sense=0"], "FIFO never fills"),
+    (["probabilistic.random_move=0"], "it never turns"),
+    (["probabilistic.rho=0"], "never picks up"),
+])
+def test_settings_that_can_never_level_are_refused_before_the_run(tmp_path, capsys, sets, needle):
+    """MA1 with one agent (its oracle never replaces the fittest agent's chromosome: the lone agent runs its
+    first chromosome forever), a FIFO that never fills (rho_sense = 0), an agent that never turns
+    (random_move = 0: forward into the edge for good) or never picks up (const rho = 0) can never level:
+    refused (one line, exit 2), not run to max_cycles."""
+    args = ["--reduced", "--set", "max_cycles=2000", "--set", "terrain.rows=5", "--set", "terrain.cols=5"]
+    for s in sets:
+        args += ["--set", s]
+    code, err, out = _run(tmp_path, capsys, *args)
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
+    assert not (out / "metrics.json").exists()
+
+
+def test_agents_on_every_cell_are_refused_before_the_run(tmp_path, capsys):
+    """3x3 cells, 9 agents: no agent can ever move (and none ever finds its own cell above alpha), so the run
+    could never level; refused (one line, exit 2). 8 agents on the 9 cells level."""
+    args = ["--reduced", "--set", "max_cycles=50000", "--set", "terrain.rows=3", "--set", "terrain.cols=3",
+            "--set", "terrain.features=1", "--set", "terrain.max_units=5", "--seed", "1"]
+    code, err, out = _run(tmp_path, capsys, *(args + ["--set", "agents=9"]))
+    assert code == 2 and err.count("\n") == 1 and "at most 8" in err, err
+    code, err, out = _run(tmp_path, capsys, *(args + ["--set", "agents=8"]))
+    assert code == 0 and json.loads((out / "metrics.json").read_text())["level_reached"], err
+
+
+@pytest.mark.parametrize("sets", [["algorithm=ma2", "agents=1"], ["agents=1"], ["probabilistic.rho_mode=k",
+                                                                                  "probabilistic.rho=0"]])
+def test_one_agent_and_k_mode_with_rho_0_still_run(tmp_path, capsys, sets):
+    args = ["--reduced", "--set", "max_cycles=2000", "--set", "terrain.rows=5", "--set", "terrain.cols=5"]
+    for s in sets:
+        args += ["--set", s]
+    code, err, out = _run(tmp_path, capsys, *args)
+    assert (out / "metrics.json").exists(), err
+
+
+def test_level_sweep_refuses_a_never_levelling_cell_before_running_any(tmp_path):
+    """The sweep checks every cell before the first job: rho = 0 (never picks up) or MA1 with one agent."""
+    from harness.config import ConfigError
+    recorder = JobRecorder()
+
+    base = {"terrain": {"rows": 6, "cols": 6}, "max_cycles": 2000}
+    with pytest.raises(ConfigError, match="never picks up"):
+        level_sweep.level_sweep(str(tmp_path / "r"), ("rho",), 1, base, rho_values=(0.3, 0.0), runner=recorder)
+    with pytest.raises(ConfigError, match="at least 2 agents for ma1"):
+        level_sweep.level_sweep(str(tmp_path / "m"), ("memetic",), 1, dict(base, agents=1), terrains=("mounds",),
+                                runner=recorder)
+    assert recorder.jobs == 0
+
+
+def test_param_sweep_on_a_terrain_that_starts_level_has_no_end_ratios(tmp_path, capsys):
+    """max_units = 1: every run starts level (0 cycles), so the smallest mean is 0 and the ends / minimum
+    ratios are undefined: None and "n/a" in the report, not a ZeroDivisionError after every run."""
+    out = tmp_path / "flat"
+    code = main(["level-sweep", "--quick", "--runs", "2", "--studies", "rho", "--rho", "0.3,0.6", "--out", str(out),
+                 "--set", "terrain.max_units=1", "--set", "terrain.rows=6", "--set", "terrain.cols=6"])
+    text = capsys.readouterr().out
+    assert code == 0 and "ends / minimum: n/a" in text
+    res = json.loads((out / "level_sweep.json").read_text())
+    assert res["rho"]["end_ratios"] is None and res["rho"]["rows"][0]["cycles"]["mean"] == 0
+
+
+def test_memetic_ratio_over_a_zero_mean_is_reported_as_undefined(tmp_path, capsys):
+    """A terrain that starts level: the probabilistic agent moves 0 units, so memetic / probabilistic is
+    undefined (None in the json): the table says n/a, not a ratio of 0.000."""
+    out = tmp_path / "flat"
+    code = main(["level-sweep", "--quick", "--runs", "2", "--studies", "memetic", "--terrains", "mounds",
+                 "--out", str(out), "--set", "terrain.max_units=1", "--set", "terrain.rows=6",
+                 "--set", "terrain.cols=6"])
+    text = capsys.readouterr().out
+    res = json.loads((out / "level_sweep.json").read_text())
+    assert code == 0 and res["memetic"]["welch"]["ma1"]["pooled"]["units_moved"]["ratio"] is None
+    assert "| ma1 | pooled | n/a (/ 0) |" in text and "0.000" not in text

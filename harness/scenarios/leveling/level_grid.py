@@ -4,7 +4,9 @@
 Heights are whole *units* (one block of one cell); time is counted in *cycles* (one pass of Alg. 1's
 outer loop: every agent one step). The run ends at the level condition (``level.condition``, default
 max - min <= 1 unit) or at ``max_cycles``; ``success`` is the level condition reached with the volume
-conserved exactly (``volume_error == 0``: terrain units + carried units - initial units).
+conserved exactly (``volume_error == 0``: terrain units + carried units - initial units). Settings under
+which a run could never level (``NEVER_LEVELS``: MA1 with one agent, rho_sense = 0, random_move = 0, const
+rho = 0; and an agent on every cell) are refused before the run, one line.
 
 Terrain: the seeded generator (``terrain.kind`` mounds | ridges | pits, ``terrain.rows``/``cols``,
 ``features``, ``radius_cells``, ``min_units``/``max_units``) or a user's file, ``terrain.file=PATH`` (a
@@ -25,6 +27,7 @@ Implementation: ``impl`` (pure | cython, null: ``$ONBOARD_IMPL``) picks the prob
 (:mod:`harness.sim.leveling_grid`); the metrics do not depend on it.
 """
 from harness.sim.leveling_grid import DEFAULTS as GRID_DEFAULTS, SETTING_RANGES as GRID_RANGES, LevelingGrid
+from harness.config import ConfigError
 from onboard.core.settings import int_at_least
 
 DESCRIPTION = "swarm of grid agents levels a voxel terrain (thesis Alg. 1-4: probabilistic, MA1, MA2)"
@@ -43,6 +46,25 @@ REDUCED = {"agents": 4, "terrain": {"rows": 12, "cols": 12, "features": 6, "max_
 SETTING_RANGES = dict(GRID_RANGES)
 SETTING_RANGES.update({"record.every_cycles": int_at_least(1), "record.heights_every": int_at_least(1),
                        "record.cycle_us": int_at_least(1)})
+# settings under which a run can never level (it would only burn max_cycles): refused before the run
+NEVER_LEVELS = {
+    # MA1's oracle keeps the fittest agent's chromosome and replaces the others' (Alg. 3): a lone agent keeps
+    # its first random chromosome forever, walks one fixed pattern into a corner and never levels
+    ("algorithm", "agents"): ("at least 2 agents for ma1 (its oracle only replaces the chromosomes of agents "
+                              "other than the fittest)", lambda alg, agents: alg != "ma1" or agents >= 2),
+    # no sample ever enters the FIFO: alpha stays unknown and no agent ever picks up or deposits
+    ("algorithm", "probabilistic.rho_sense"): ("rho_sense > 0 for the probabilistic agent (its FIFO never fills "
+                                               "otherwise)", lambda alg, v: alg != "probabilistic" or v > 0),
+    ("algorithm", "memetic.rho_sense"): ("rho_sense > 0 for ma1/ma2 (their FIFO never fills otherwise)",
+                                         lambda alg, v: alg == "probabilistic" or v > 0),
+    # Alg. 2 with no random move: the agent goes forward to the grid's edge and stays there
+    ("algorithm", "probabilistic.random_move"): ("random_move > 0 for the probabilistic agent (it never turns "
+                                                 "otherwise)", lambda alg, v: alg != "probabilistic" or v > 0),
+    ("algorithm", "probabilistic.rho_mode", "probabilistic.rho"): (
+        "rho > 0 for the probabilistic agent with rho_mode const (it never picks up otherwise)",
+        lambda alg, mode, rho: alg != "probabilistic" or mode != "const" or rho > 0),
+}
+SETTING_RANGES.update(NEVER_LEVELS)
 
 
 def _grid_config(config):
@@ -51,7 +73,12 @@ def _grid_config(config):
 
 def check_settings(config):
     """Build the terrain once so a bad terrain file or too many agents fail before the run (one line)."""
-    LevelingGrid(_grid_config(config), seed=0)
+    t = LevelingGrid(_grid_config(config), seed=0).terrain
+    if config["agents"] >= t.n:
+        # every cell occupied: no agent can ever move, and one that only senses its own cell never finds it
+        # above alpha, so nothing is ever picked up
+        raise ConfigError("level-grid setting agents: at most %d (one cell of the %dx%d terrain left free, or no "
+                          "agent can ever move), got %d" % (t.n - 1, t.rows, t.cols, config["agents"]))
 
 
 def _log_state(ctx, grid, time_us, with_heights):

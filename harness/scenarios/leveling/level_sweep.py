@@ -34,10 +34,12 @@ import sys
 
 from harness.config import ConfigError, nested, overlay, parse_set, positive_int
 from harness.report.run_report import report_folder
+from harness.scenarios.leveling.level_grid import NEVER_LEVELS
 from harness.sim.leveling_grid import DEFAULTS as GRID_DEFAULTS, SETTING_RANGES as GRID_RANGES, run_level_grid
 from harness.sim.voxel_terrain import KINDS
 from harness.sweep_runner import add_engine_arguments, runner_from_args
 from harness.sweep_table import number_summary
+from onboard.core.settings import checked
 
 STUDIES = ("rho", "k", "memetic")
 RHO_VALUES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -48,6 +50,7 @@ QUICK = {"agents": 4, "terrain": {"rows": 12, "cols": 12, "features": 6, "max_un
 QUICK_RUNS = 4
 QUICK_RHO = (0.1, 0.3, 0.9)
 QUICK_K = (1, 6, 12)
+CELL_RANGES = {**GRID_RANGES, **NEVER_LEVELS}   # every cell of a study, before it runs
 # what a run keeps in level_sweep.json
 KEPT = ("seed", "level_reached", "cycles_to_level", "cycles", "units_moved", "units_relocated", "agent_actions", "volume_error",
         "initial_rms_units", "final_range_units", "final_max_gradient_units")
@@ -95,13 +98,16 @@ def betainc(a, b, x):
 
 def welch(a, b):
     """Welch's two-sided t-test of mean(a) != mean(b) (unequal variances; as scipy.stats.ttest_ind with
-    equal_var=False): {t, dof, p, mean_a, mean_b, ratio (mean_a / mean_b)}."""
+    equal_var=False): {t, dof, p, mean_a, mean_b, ratio (mean_a / mean_b)}. With fewer than two values in
+    a sample its variance is undefined and so is the test: t, dof and p are None (no verdict)."""
     na, nb = len(a), len(b)
     ma, mb = math.fsum(a) / na, math.fsum(b) / nb
+    ratio = ma / mb if mb else None
+    if na < 2 or nb < 2:
+        return {"t": None, "dof": None, "p": None, "mean_a": ma, "mean_b": mb, "ratio": ratio}
     va = math.fsum((x - ma) ** 2 for x in a) / (na - 1)
     vb = math.fsum((x - mb) ** 2 for x in b) / (nb - 1)
     se2 = va / na + vb / nb
-    ratio = ma / mb if mb else None
     if se2 == 0.0:
         same = ma == mb
         return {"t": 0.0 if same else math.copysign(1e300, ma - mb), "dof": float(na + nb - 2),
@@ -134,6 +140,8 @@ def _cell_summary(runs):
 
 def _run_cells(runner, cells, runs):
     """cells: [(label, config)] -> {label: [run results, seeds 0..runs-1]} (one ordered map)."""
+    for _, cfg in cells:          # a bad or never-levelling cell fails here (one line), before any cell runs
+        checked(GRID_DEFAULTS, CELL_RANGES, cfg, "level-sweep")
     args = [(cfg, seed) for _, cfg in cells for seed in range(runs)]
     results = list(runner.map(run_job, args))
     return {label: results[i * runs:(i + 1) * runs] for i, (label, _) in enumerate(cells)}
@@ -141,16 +149,22 @@ def _run_cells(runner, cells, runs):
 
 def param_sweep(runner, base, path, values, runs):
     """Cycles to level against the setting ``path`` (figs. 4.2/4.3): {path, values, rows, argmin,
-    end_ratios (mean at the first / last value over the smallest mean), u_shaped}."""
+    end_ratios (mean at the first / last value over the smallest mean; None when that is 0), u_shaped}."""
     cells = [(v, overlay(base, nested({path: v}))) for v in values]
     found = _run_cells(runner, cells, runs)
     rows = [dict(value=v, **_cell_summary(found[v])) for v in values]
     means = [r["cycles"]["mean"] for r in rows]
     best = min(range(len(rows)), key=lambda i: means[i])
-    ends = [means[0] / means[best], means[-1] / means[best]]
+    # None when the smallest mean is 0 cycles (every run of that value started level): no ratio to it
+    ends = [means[0] / means[best], means[-1] / means[best]] if means[best] > 0 else None
     return {"path": path, "values": list(values), "runs": runs, "rows": rows, "argmin": rows[best]["value"],
             "end_ratios": ends, "u_shaped": 0 < best < len(rows) - 1,
             "per_run": {str(v): found[v] for v in values}}
+
+
+def _significant(test, sign):
+    """A Welch test's verdict: its t has the sign ``sign`` and p < 0.05 (False when there is no test)."""
+    return test["p"] is not None and test["t"] * sign > 0 and test["p"] < 0.05
 
 
 def memetic_study(runner, base, terrains, runs):
@@ -180,11 +194,9 @@ def memetic_study(runner, base, terrains, runs):
     # cell (units_relocated); a unit lifted and put back into the same cell moved no material. The
     # pick-up count (units_moved) is tested and reported next to it.
     pooled = {alg: tests[alg]["pooled"] for alg in ALGORITHMS[1:]}
-    verdict = {alg: {"fewer_units": pooled[alg]["units_relocated"]["t"] < 0
-                     and pooled[alg]["units_relocated"]["p"] < 0.05,
-                     "fewer_pickups": pooled[alg]["units_moved"]["t"] < 0 and pooled[alg]["units_moved"]["p"] < 0.05,
-                     "more_cycles": tests[alg]["pooled"]["cycles"]["t"] > 0
-                     and tests[alg]["pooled"]["cycles"]["p"] < 0.05} for alg in ALGORITHMS[1:]}
+    verdict = {alg: {"fewer_units": _significant(pooled[alg]["units_relocated"], -1),
+                     "fewer_pickups": _significant(pooled[alg]["units_moved"], -1),
+                     "more_cycles": _significant(pooled[alg]["cycles"], 1)} for alg in ALGORITHMS[1:]}
     return {"terrains": list(terrains), "runs": runs, "table": table, "welch": tests, "thesis_holds": verdict,
             "per_run": {"%s/%s" % key: v for key, v in found.items()}}
 
@@ -192,6 +204,14 @@ def memetic_study(runner, base, terrains, runs):
 # ------------------------------------------------------------------------------------------ report
 def _ci(s):
     return "%.0f [%.0f, %.0f]" % (s["mean"], s["ci95"][0], s["ci95"][1])
+
+
+def _ratio(test):
+    return "n/a (/ 0)" if test["ratio"] is None else "%.3f" % test["ratio"]
+
+
+def _p(test):
+    return "n/a (< 2 runs)" if test["p"] is None else "%.3g" % test["p"]
 
 
 CONDITION_TEXT = {"grad": "every 4-neighbour |dh| (the thesis's |grad f|, 4.1)", "range": "max - min",
@@ -214,8 +234,10 @@ def markdown(out):
         for r in s["rows"]:
             lines.append("| %s | %d/%d | %s | %s |" % (r["value"], r["level_reached"], r["runs"], _ci(r["cycles"]),
                                                         _ci(r["units_moved"])))
-        lines += ["", "Minimum at %s; ends / minimum: %.2f, %.2f; U-shaped: %s." % (
-            s["argmin"], s["end_ratios"][0], s["end_ratios"][1], "yes" if s["u_shaped"] else "no"), ""]
+        ends = s["end_ratios"]
+        lines += ["", "Minimum at %s; ends / minimum: %s; U-shaped: %s." % (
+            s["argmin"], "%.2f, %.2f" % tuple(ends) if ends else "n/a (a mean of 0 cycles: those runs started level)",
+            "yes" if s["u_shaped"] else "no"), ""]
     m = out.get("memetic")
     if m:
         lines += ["## Memetic (MA1, MA2) vs probabilistic (rho = 0.3) (figs. 4.4, 4.5)", "",
@@ -236,8 +258,8 @@ def markdown(out):
         for alg in ALGORITHMS[1:]:
             for scope, t in m["welch"][alg].items():
                 u, r, c = t["units_moved"], t["units_relocated"], t["cycles"]
-                lines.append("| %s | %s | %.3f | %.3g | %.3f | %.3g | %.3f | %.3g |" % (
-                    alg, scope, u["ratio"] or 0.0, u["p"], r["ratio"] or 0.0, r["p"], c["ratio"] or 0.0, c["p"]))
+                lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    alg, scope, _ratio(u), _p(u), _ratio(r), _p(r), _ratio(c), _p(c)))
         lines += [""]
         for alg, v in m["thesis_holds"].items():
             lines.append("- %s: fewer units moved to another cell (p < 0.05): %s; more cycles (p < 0.05): %s; "
@@ -288,7 +310,6 @@ def level_sweep(out_dir, studies=STUDIES, runs=30, base=None, rho_values=RHO_VAL
                 terrains=KINDS, runner=None):
     """Run ``studies`` and write the report folder; returns the results (``level_sweep.json``)."""
     from harness.sweep_runner import Runner
-    from onboard.core.settings import checked
     base = overlay(base or {}, {})
     cfg = checked(GRID_DEFAULTS, GRID_RANGES, base, "level-sweep")       # one line for a bad --set
     own = runner is None

@@ -226,6 +226,14 @@ def test_ma1_keeps_the_fittest_and_replaces_the_others():
     assert M.fittest_index([0.2, 0.7, 0.7, 0.1]) == 1
 
 
+def test_make_oracle_refuses_a_selection_it_would_not_use():
+    """MA2 has no selection: an injected ``select`` must not be silently dropped; MA1 uses it."""
+    def pick_last(fits):
+        return len(fits) - 1
+    _raises(ValueError, M.make_oracle, {"variant": "ma2"}, pick_last)
+    assert M.make_oracle({"variant": "ma1"}, pick_last).select is pick_last
+
+
 def test_ma2_replaces_chromosomes_under_the_threshold():
     rand = G.XorShift32(10)
     cfg = {"variant": "ma2", "pool": 2}
