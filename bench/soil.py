@@ -92,6 +92,9 @@ def map_once(app_cfg, h0, l0, samples, erode_fn, overrides=None):
     return wall, part.mapper.sweeps, cuts.cuts, grid
 
 
+MAP_DIFF_MAX_M = 1e-9       # pure vs NumPy map, at most (rounding only)
+
+
 def best_of(fn, rounds=ROUNDS):
     out = [fn() for _ in range(rounds)]
     return min(out, key=lambda r: r[0]), [r[0] for r in out]
@@ -120,6 +123,9 @@ def main(argv=None):
             cuts = c
     a, b = grids["map_pure"], grids["map_numpy"]
     diff = max(max(abs(x - y) for x, y in zip(a.layer(n), b.layer(n))) for n in (ELEVATION, LOOSE))
+    if not diff <= MAP_DIFF_MAX_M:            # the docstring's "same map, checked": NaN fails too
+        raise SystemExit("soil: the pure and NumPy erosion paths made different maps (max diff %g m > %g m); "
+                         "nothing written" % (diff, MAP_DIFF_MAX_M))
     estimation = loader_app.CutEstimation(app_cfg, machine)
     per_cut = []
     for cut in cuts:

@@ -62,6 +62,31 @@ def measure(runner, jobs):
             "slack_per_job_s": (wall * timing["workers"] - timing["job_wall_s"]["total"]) / len(jobs)}, result.results
 
 
+GOAL_SCALING = 1.8             # jobs per second, 2 workers over 1, at least (each engine)
+GOAL_RAY_OVERHEAD = 0.10       # Ray's overhead per job over the job's own wall time, 2 workers, at most
+
+
+def judge_goals(out):
+    """Whether each goal is met, judged on the figures of this run in ``out``: the scaling from 1 to 2 workers
+    of each engine (>= GOAL_SCALING) and Ray's overhead per job as a fraction of the job at 2 workers
+    (<= GOAL_RAY_OVERHEAD). An engine that did not run is recorded as skipped (met False), never met."""
+    goals = {}
+    for engine in ("local", "ray"):
+        value = out.get(engine, {}).get("scaling_1_to_2")
+        goals["%s_scaling_1_to_2" % engine] = _judged(value, ">=", GOAL_SCALING, engine)
+    value = out.get("ray", {}).get("2", {}).get("overhead_fraction_of_job")
+    goals["ray_overhead_fraction_of_job_2_workers"] = _judged(value, "<=", GOAL_RAY_OVERHEAD, "ray")
+    return goals
+
+
+def _judged(value, op, limit, engine):
+    if value is None:
+        return {"value": None, "goal": "%s %g" % (op, limit), "met": False,
+                "skipped": "%s not run (not installed?)" % engine}
+    met = value >= limit if op == ">=" else value <= limit
+    return {"value": value, "goal": "%s %g" % (op, limit), "met": bool(met)}
+
+
 def best(figures):
     return max(figures, key=lambda f: f["jobs_per_s"])
 
@@ -115,7 +140,9 @@ def main(argv=None):
     if "2" in out["ray"]:
         out["ray_vs_local_jobs_per_s_2_workers"] = out["ray"]["2"]["jobs_per_s"] / out["local"]["2"]["jobs_per_s"]
     out["load_average_1min_at_end"] = os.getloadavg()[0]
-    out["goals"] = {"scaling_1_to_2_at_least": 1.8, "ray_overhead_fraction_of_1s_job_at_most": 0.10}
+    out["goals"] = {"scaling_1_to_2_at_least": GOAL_SCALING, "ray_overhead_fraction_of_1s_job_at_most": GOAL_RAY_OVERHEAD}
+    out["goals_met"] = judge_goals(out)
+    out["all_goals_met"] = all(g["met"] for g in out["goals_met"].values())
 
     print("sweep runner: %d jobs of ~%.2f s (pure-Python CPU work), best of %d, %s CPUs, load average %.1f -> %.1f"
           % (args.jobs, args.job_s, args.rounds, os.cpu_count(), out["load_average_1min_at_start"],
@@ -131,10 +158,14 @@ def main(argv=None):
                     1e3 * f["overhead_per_job_s"], 1e3 * f["slack_per_job_s"]))
     for engine in ("local", "ray"):
         if "scaling_1_to_2" in out[engine]:
-            print("%-40s %6.2fx (goal >= 1.8x)" % ("%s: scaling 1 -> 2 workers" % engine, out[engine]["scaling_1_to_2"]))
+            print("%-40s %6.2fx (goal >= %gx): %s" % (
+                "%s: scaling 1 -> 2 workers" % engine, out[engine]["scaling_1_to_2"], GOAL_SCALING,
+                "met" if out["goals_met"]["%s_scaling_1_to_2" % engine]["met"] else "NOT met"))
     if "2" in out["ray"]:
-        print("%-40s %6.1f %% (goal <= 10 %%)" % ("ray: overhead per job / job (2 workers)",
-                                                  100 * out["ray"]["2"]["overhead_fraction_of_job"]))
+        print("%-40s %6.1f %% (goal <= %g %%): %s" % (
+            "ray: overhead per job / job (2 workers)", 100 * out["ray"]["2"]["overhead_fraction_of_job"],
+            100 * GOAL_RAY_OVERHEAD, "met" if out["goals_met"]["ray_overhead_fraction_of_job_2_workers"]["met"]
+            else "NOT met"))
         print("%-40s %6.2fx" % ("ray / local jobs per second (2 workers)", out["ray_vs_local_jobs_per_s_2_workers"]))
         print("%-40s %6.1f s" % ("ray: local runtime start-up", out["ray"]["startup_s"]))
     else:
