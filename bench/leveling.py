@@ -138,6 +138,15 @@ def fig42_sweep(workers):
             "mean_cycles": {str(r["value"]): r["cycles"]["mean"] for r in s["rows"]}}
 
 
+def ends_text(ends):
+    """The sweep's end ratios (mean cycles at the first / last rho over the smallest mean) as "a, b"; "n/a"
+    for a ratio that is None, or for both when ``ends`` is None (a smallest mean of 0 cycles: those runs
+    started level, level_sweep.param_sweep)."""
+    if ends is None:
+        return "n/a (a mean of 0 cycles: those runs started level)"
+    return ", ".join("n/a" if v is None else "%.2f" % v for v in ends)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--no-sweep", action="store_true", help="skip the fig. 4.2 sweep wall time")
@@ -204,10 +213,10 @@ def main(argv=None):
         results["fig42_sweep"] = sw
         print("fig. 4.2 sweep (9 rho x 30 runs, %d workers, Cython): %.1f s wall here, %.1f CPU s (%.1f s on %d "
               "idle cores), %.3g agent-steps; pure extrapolated %.0f CPU s (%.0f s on %d idle cores); argmin rho "
-              "%s, ends/min %.2f, %.2f" % (
+              "%s, ends/min %s" % (
                   args.workers, sw["wall_s"], sw["cpu_s"], sw["cython_wall_s_idle"], args.workers,
                   sw["agent_steps"], sw["pure_cpu_s_extrapolated"], sw["pure_wall_s_extrapolated_idle"],
-                  args.workers, sw["argmin"], sw["end_ratios"][0], sw["end_ratios"][1]))
+                  args.workers, sw["argmin"], ends_text(sw["end_ratios"])))
     write_results("leveling", results)
 
 

@@ -33,11 +33,15 @@ def t975(dof):
 
 
 def number_summary(values):
-    """{kind, n, mean, sd, ci95 [low, high] (Student t of the mean; [mean, mean] for one value), min, max}."""
+    """{kind, n, mean, sd, ci95 [low, high] (Student t of the mean), min, max}. With one value the sample
+    sd and the interval are undefined: sd None and ci95 [None, None] (not a zero-width interval)."""
     n = len(values)
     mean = math.fsum(values) / n
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
-    half = t975(n - 1) * sd / math.sqrt(n) if n > 1 else 0.0
+    if n < 2:
+        return {"kind": "number", "n": n, "mean": mean, "sd": None, "ci95": [None, None],
+                "min": min(values), "max": max(values)}
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t975(n - 1) * sd / math.sqrt(n)
     return {"kind": "number", "n": n, "mean": mean, "sd": sd, "ci95": [mean - half, mean + half],
             "min": min(values), "max": max(values)}
 
@@ -135,7 +139,8 @@ def write_table(out_dir, table):
     seeds = table["seeds"]
     lines = ["# Sweep of %s%s: %d seeds per cell (%s)" % (table["scenario"], " (reduced)" if table["reduced"] else "",
                                                         len(seeds), _seed_text(seeds)), "",
-             "Mean over the seeds [95 %% interval: %s]; n: the seeds with the metric." % INTERVAL, "",
+             "Mean over the seeds [95 %% interval: %s; none with one seed]; n: the seeds with the metric."
+             % INTERVAL, "",
              "| metric | " + " | ".join(c["label"] for c in cells) + " |",
              "|---|" + "---|" * len(cells)]
     for name in names:
@@ -144,6 +149,8 @@ def write_table(out_dir, table):
             s = cell["metrics"].get(name)
             if s is None or s["n"] == 0:
                 row.append("-")
+            elif s["ci95"][0] is None:          # one seed: no interval, the value alone
+                row.append("%s (n %d)" % (_fmt(s["mean"]), s["n"]))
             else:
                 row.append("%s [%s, %s] (n %d)" % (_fmt(s["mean"]), _fmt(s["ci95"][0]), _fmt(s["ci95"][1]), s["n"]))
         lines.append("| %s | %s |" % (name, " | ".join(row)))

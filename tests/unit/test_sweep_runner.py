@@ -132,11 +132,30 @@ def test_intervals_of_numbers_and_of_yes_no_metrics():
     s = number_summary([1.0, 2.0, 3.0, 4.0])
     half = t975(3) * math.sqrt(5.0 / 3.0) / 2.0
     assert s["n"] == 4 and s["mean"] == 2.5 and s["ci95"] == pytest.approx([2.5 - half, 2.5 + half])
-    assert number_summary([7.0])["ci95"] == [7.0, 7.0]
+    one = number_summary([7.0])                 # one run: no interval (and no sample sd), not [7, 7]
+    assert one["n"] == 1 and one["mean"] == 7.0 and one["ci95"] == [None, None] and one["sd"] is None
     assert t975(1) == 12.706 and t975(200) == pytest.approx(1.9719, abs=1e-3)
     f = fraction_summary([True] * 8 + [False] * 2)                      # Wilson: 0.8 of 10 -> [0.490, 0.943]
     assert f["mean"] == 0.8 and f["ci95"] == pytest.approx([0.4902, 0.9433], abs=1e-4)
     assert fraction_summary([True, True])["ci95"][1] == 1.0
+
+
+def test_one_seed_shows_the_mean_alone_and_a_null_interval(tmp_path):
+    from harness.sweep_table import build_table, write_table
+    rows = [{"cell": 0, "seed": 1, "metrics": {"err_m": 7.0, "ok": True}},
+            {"cell": 1, "seed": 1, "metrics": {"err_m": 2.0, "ok": True}},
+            {"cell": 1, "seed": 2, "metrics": {"err_m": 4.0, "ok": False}}]
+    table = build_table("demo", [1, 2], ["k"], [{"k": 1}, {"k": 2}], rows)
+    write_table(str(tmp_path), table)
+    saved = json.loads((tmp_path / "table.json").read_text())
+    one, two = saved["cells"][0]["metrics"]["err_m"], saved["cells"][1]["metrics"]["err_m"]
+    assert one["n"] == 1 and one["ci95"] == [None, None] and one["sd"] is None and one["mean"] == 7.0
+    assert two["n"] == 2 and two["ci95"][0] < 3.0 < two["ci95"][1]
+    md = (tmp_path / "table.md").read_text()
+    row = [line for line in md.splitlines() if line.startswith("| err_m |")][0]
+    assert "| 7 (n 1) |" in row and "[7, 7]" not in row and "| 3 [" in row
+    csv_row = [line for line in (tmp_path / "table.csv").read_text().splitlines() if line.startswith("1,err_m,")][0]
+    assert csv_row == "1,err_m,number,1,7.0,,,,7.0,7.0"
 
 
 def test_every_numeric_metric_is_summarised_under_its_dotted_name():

@@ -17,7 +17,9 @@ malformed file is a ConfigError (one line; the CLI exits 2).
 Metrics: ``level_reached``, ``cycles_to_level``, ``units_moved`` (pick-ups), ``units_relocated`` (units
 laid into another cell than they were taken from: the material moved), ``agent_actions``,
 ``volume_error`` (an int, 0), initial/final roughness (range, rms, max gradient, units).
-Plots: ``roughness`` (rms height and range vs cycles), ``terrain`` (heights before and after).
+Plots: ``roughness`` (rms height and range vs cycles, and the largest 4-neighbour step under
+``level.condition`` grad; the level threshold drawn on the panel of the quantity the condition tests),
+``terrain`` (heights before and after).
 Log (``log.mcap``; simulated time = cycles x ``record.cycle_us``, a nominal period only for the
 timeline): ``/level/terrain`` (roughness, counters) and ``/level/agents`` (each agent's cell, carrying,
 alpha) every ``record.every_cycles``; ``/level/heights`` (the whole grid) every ``record.heights_every``
@@ -108,6 +110,10 @@ def run(config, ctx):
     before = t.as_array()
     limit = config["max_cycles"]
     trace = {"cycle": [0], "rms_units": [t.rms_units()], "range_units": [t.range_units()]}
+    # the grad condition's quantity (O(cells) a sample, so only when the condition uses it)
+    with_gradient = t.condition == "grad"
+    if with_gradient:
+        trace["max_gradient_units"] = [t.max_gradient_units()]
     n_records = 0
     _log_state(ctx, grid, 0, True)
     bar = ctx.progress(limit, "level-grid", unit="cycles")
@@ -119,6 +125,8 @@ def run(config, ctx):
         trace["cycle"].append(grid.cycles)
         trace["rms_units"].append(t.rms_units())
         trace["range_units"].append(t.range_units())
+        if with_gradient:
+            trace["max_gradient_units"].append(t.max_gradient_units())
         _log_state(ctx, grid, grid.cycles * cycle_us, level or n_records % rec["heights_every"] == 0)
         bar.update_to(grid.cycles)
     bar.close()
@@ -136,11 +144,24 @@ def _plots(report, trace, before, after, m):
     from harness.report.plots import figure, label
     fig, ax = figure(1, 2, title="level-grid: %s, %d agents, %dx%d" % (m["algorithm"], m["agents"], m["rows"],
                                                                          m["cols"]))
+    condition, eps = m["level_condition"], m["epsilon_units"]
     ax[0].plot(trace["cycle"], trace["rms_units"], color="C0", label="rms height")
-    label(ax[0], "rms height (std of the heights)", "cycles", "rms (units)")
     ax[1].plot(trace["cycle"], trace["range_units"], color="C1", label="range max - min")
-    ax[1].axhline(m["epsilon_units"], color="C3", linestyle="--", label="level threshold (%s)" % m["level_condition"])
-    label(ax[1], "height range", "cycles", "range (units)")
+    # the threshold on the panel of the quantity the level condition tests, labelled with that test
+    if condition == "rms":
+        ax[0].axhline(eps, color="C3", linestyle="--", label="level threshold: rms <= %g units" % eps)
+        range_title = "height range"
+    elif condition == "grad":
+        ax[1].plot(trace["cycle"], trace["max_gradient_units"], color="C2",
+                   label="largest 4-neighbour step |dh|")
+        ax[1].axhline(eps, color="C3", linestyle="--",
+                      label="level threshold: every 4-neighbour |dh| <= %g units" % eps)
+        range_title = "height range and largest 4-neighbour step"
+    else:
+        ax[1].axhline(eps, color="C3", linestyle="--", label="level threshold: range <= %g units" % eps)
+        range_title = "height range"
+    label(ax[0], "rms height (std of the heights)", "cycles", "rms (units)")
+    label(ax[1], range_title, "cycles", "height difference (units)")
     report.save_figure(fig, "roughness")
 
     fig, ax = figure(1, 2, title="terrain heights before and after (units)")

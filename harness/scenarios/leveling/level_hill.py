@@ -279,6 +279,7 @@ def _plots(report, trace, before, after, paths, pitch, m, goal, every_s):
     fig, ax = figure(1, 1, title="robot 0: pitch from its tilt estimator vs the truth")
     ax.plot(pitch["time_s"], pitch["true_deg"], color="C0", label="true pitch")
     ax.plot(pitch["time_s"], pitch["est_deg"], color="C1", linestyle="--", label="estimated pitch (IMU)")
-    label(ax, "pitch (rms error of all robots %.2f deg)" % (m["pitch_error_rms_deg"] or 0.0), "simulated time (s)",
-          "pitch (deg)")
+    err = m["pitch_error_rms_deg"]          # None: the estimator gave no pitch (no samples)
+    label(ax, "pitch (rms error of all robots %s)" % ("n/a" if err is None else "%.2f deg" % err),
+          "simulated time (s)", "pitch (deg)")
     report.save_figure(fig, "pitch")

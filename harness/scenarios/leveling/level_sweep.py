@@ -203,7 +203,15 @@ def memetic_study(runner, base, terrains, runs):
 
 # ------------------------------------------------------------------------------------------ report
 def _ci(s):
+    if s["ci95"][0] is None:            # one run: no interval (harness.sweep_table.number_summary)
+        return "%.0f (1 run)" % s["mean"]
     return "%.0f [%.0f, %.0f]" % (s["mean"], s["ci95"][0], s["ci95"][1])
+
+
+def _err(cells):
+    """Error bars [below, above] of summaries' 95 % intervals (0 where a cell has one run: no interval)."""
+    return [[0.0 if c["ci95"][0] is None else c["mean"] - c["ci95"][0] for c in cells],
+            [0.0 if c["ci95"][1] is None else c["ci95"][1] - c["mean"] for c in cells]]
 
 
 def _ratio(test):
@@ -275,8 +283,7 @@ def _plot_param(out_dir, s, name, xlabel):
     fig, ax = figure(1, 1, title="cycles to level vs %s" % name)
     xs = [r["value"] for r in s["rows"]]
     means = [r["cycles"]["mean"] for r in s["rows"]]
-    err = [[m - r["cycles"]["ci95"][0] for m, r in zip(means, s["rows"])],
-           [r["cycles"]["ci95"][1] - m for m, r in zip(means, s["rows"])]]
+    err = _err([r["cycles"] for r in s["rows"]])
     ax.errorbar(xs, means, yerr=err, color="C0", marker="o", capsize=3, label="mean, 95 % interval")
     label(ax, "%d runs per value" % s["runs"], xlabel, "cycles to level")
     _save(fig, out_dir, name)
@@ -291,7 +298,7 @@ def _plot_memetic(out_dir, m):
         for a, metric in ((ax[0], "units_relocated"), (ax[1], "cycles")):
             cells = [m["table"][kind][alg][metric] for kind in m["terrains"]]
             means = [c["mean"] for c in cells]
-            err = [[c["mean"] - c["ci95"][0] for c in cells], [c["ci95"][1] - c["mean"] for c in cells]]
+            err = _err(cells)
             a.bar(xs, means, width, yerr=err, capsize=3, color="C%d" % j, label=alg)
     for a, title, ylabel in ((ax[0], "units moved (fig. 4.4)", "units moved to another cell"),
                              (ax[1], "cycles to level (fig. 4.5)", "cycles")):
