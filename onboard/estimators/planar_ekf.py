@@ -11,7 +11,10 @@ pose's north, east and yaw (ag2u eq. 5b restricted to the plane), with the yaw
 residual wrapped to [-pi, pi). Joseph-form covariance update; Mahalanobis gating
 of outliers (counted); non-finite or malformed input (a negative pose variance, an
 IMU sample not later than the previous IMU sample) raises
-:class:`EstimatorInputError` and leaves the state untouched. As the ES-EKF
+:class:`EstimatorInputError` and leaves the state untouched. A pose update the filter cannot
+compute (its covariance P non-finite, e.g. after an overflow, the innovation covariance S singular,
+or a non-finite result) raises :class:`PlanarEkfNumericError` (a subclass of it), counted in
+``rejected``, state untouched. As the ES-EKF
 (``onboard.estimators.eskf``, lost-filter restart), a filter that has fused no pose for
 ``gate_reset_s`` while poses keep arriving gated restarts from the gated pose (position
 and yaw from it, speed 0 with ``reset_speed_sigma_mps``, bias estimates kept), counted
@@ -34,6 +37,11 @@ GYRO_BIAS_Z = 4
 ACCEL_BIAS_X = 5
 N_STATE = 6
 N_MEAS = 3              # north, east, yaw
+
+
+class PlanarEkfNumericError(EstimatorInputError):
+    """A pose update the filter cannot compute: P non-finite, S singular or a non-finite result
+    (refused like bad input: counted in ``rejected``, state untouched)."""
 
 # chi-square 99.9 % quantile for 3 degrees of freedom: gate for the pose innovation.
 CHI2_3DOF_999 = 16.266
@@ -163,11 +171,13 @@ class PlanarEkf:
             r_n = r_e = cfg["pose_pos_sigma_m"] ** 2
         r_yaw = pose.cov_att_rad2[2] if pose.cov_att_rad2 is not None else cfg["pose_yaw_sigma_rad"] ** 2
         x = self.x
+        P = self.P
+        if not la.is_finite(P):
+            self._refuse(pose, "its covariance P is not finite")
         innov = [pose.pos_ned_m[0] - x[NORTH], pose.pos_ned_m[1] - x[EAST],
                  wrap_pi(pose.euler_rad[2] - x[YAW])]
         # H selects (north, east, yaw): S = P[sel, sel] + R, K = P[:, sel] S^-1
         sel = (NORTH, EAST, YAW)
-        P = self.P
         S = [0.0] * 9
         for i in range(N_MEAS):
             for j in range(N_MEAS):
@@ -175,8 +185,15 @@ class PlanarEkf:
         S[0] += r_n
         S[4] += r_e
         S[8] += r_yaw
-        S_inv = la.inverse(S, N_MEAS)
+        try:
+            S_inv = la.inverse(S, N_MEAS)
+        except la.LinAlgError:
+            S_inv = None
+        if S_inv is None or not la.is_finite(S_inv):
+            self._refuse(pose, "its innovation covariance S is singular")
         nis = la.dot(innov, la.mat_vec(S_inv, innov, N_MEAS, N_MEAS))
+        if not la.is_finite((nis,)):
+            self._refuse(pose, "its innovation's NIS is not finite")
         self.last_nis = nis
         if cfg["gate_chi2"] > 0 and nis > cfg["gate_chi2"]:
             self.gated += 1
@@ -199,7 +216,10 @@ class PlanarEkf:
         R = la.diag([r_n, r_e, r_yaw])
         KRKt = la.mat_mul(la.mat_mul(K, R, N_STATE, N_MEAS, N_MEAS),
                           la.transpose(K, N_STATE, N_MEAS), N_STATE, N_MEAS, N_STATE)
-        self.P = la.symmetrize(la.mat_add(A, KRKt), N_STATE)
+        new_P = la.symmetrize(la.mat_add(A, KRKt), N_STATE)
+        if not (la.is_finite(new_x) and la.is_finite(new_P)):
+            self._refuse(pose, "the updated state or covariance is not finite")
+        self.P = new_P
         self.x = new_x
         self.updates += 1
         self.last_fused_us = pose.time_us
@@ -230,6 +250,11 @@ class PlanarEkf:
     def counters(self):
         return {"predicts": self.predicts, "updates": self.updates, "gated": self.gated,
                 "rejected": self.rejected, "resets": self.resets}
+
+    def _refuse(self, pose, why):
+        """Refuse a pose update the filter cannot compute: counted in ``rejected``, state untouched."""
+        self.rejected += 1
+        raise PlanarEkfNumericError("pose sample at %d us not fused: %s" % (pose.time_us, why))
 
     def _check_pose(self, pose):
         if not pose.is_finite():

@@ -6,7 +6,7 @@ from onboard.control.pid import Pid
 from onboard.control.waypoint import WaypointFollower
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.estimators.planar_ekf import (ACCEL_BIAS_X, EAST, GYRO_BIAS_Z, N_STATE, NORTH, SPEED, YAW,
-                                          EstimatorInputError, PlanarEkf)
+                                          EstimatorInputError, PlanarEkf, PlanarEkfNumericError)
 
 
 def _drive_straight(ekf, speed_mps, seconds, dt_us=10000):
@@ -117,6 +117,51 @@ def test_nan_rejected_state_untouched():
         raise AssertionError("inf pose accepted")
     assert ekf.x == x_before and ekf.P == P_before
     assert ekf.rejected == 2
+
+
+def _numeric_refusal(ekf, pose):
+    """update_pose(pose) must raise PlanarEkfNumericError (an EstimatorInputError), count one more
+    ``rejected`` and leave the state, the covariance and every other counter as they were."""
+    x_before = list(ekf.x)
+    P_before = list(ekf.P)
+    counters = ekf.counters()
+    nis, fused_us = ekf.last_nis, ekf.last_fused_us
+    try:
+        ekf.update_pose(pose)
+    except PlanarEkfNumericError as e:
+        assert isinstance(e, EstimatorInputError)
+    else:
+        raise AssertionError("update with a non-finite covariance or a singular S accepted")
+    # compare as text: NaN != NaN
+    assert repr(ekf.x) == repr(x_before) and repr(ekf.P) == repr(P_before)
+    assert ekf.last_nis == nis and ekf.last_fused_us == fused_us
+    counters["rejected"] += 1
+    assert ekf.counters() == counters
+
+
+def test_non_finite_covariance_refused_state_untouched():
+    pose = PoseSample(20, (1.1, 2.0, 0.0), (0.0, 0.0, 0.5))
+    for slot, value in ((NORTH * N_STATE + NORTH, float("inf")), (YAW * N_STATE + EAST, float("nan")),
+                        (SPEED * N_STATE + SPEED, float("inf")), (ACCEL_BIAS_X * N_STATE + NORTH, float("nan"))):
+        ekf = PlanarEkf()
+        ekf.initialize(PoseSample(0, (1.0, 2.0, 0.0), (0.0, 0.0, 0.5)))
+        ekf.update_pose(PoseSample(10, (1.0, 2.0, 0.0), (0.0, 0.0, 0.5)))      # one good update first
+        ekf.P[slot] = value                                                       # P overflowed
+        _numeric_refusal(ekf, pose)
+        _numeric_refusal(ekf, pose)                                               # every time, counted each
+
+
+def test_singular_innovation_covariance_refused_state_untouched():
+    ekf = PlanarEkf()
+    ekf.initialize(PoseSample(0, (1.0, 2.0, 0.0), (0.0, 0.0, 0.5)))
+    for i in (NORTH, EAST, YAW):          # P certain of the pose and a pose of zero variance: S = 0
+        for j in range(N_STATE):
+            ekf.P[i * N_STATE + j] = 0.0
+            ekf.P[j * N_STATE + i] = 0.0
+    _numeric_refusal(ekf, PoseSample(10, (1.1, 2.0, 0.0), (0.0, 0.0, 0.5), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+    # a finite P and a sane pose still fuse afterwards
+    ekf.P[NORTH * N_STATE + NORTH] = ekf.P[EAST * N_STATE + EAST] = ekf.P[YAW * N_STATE + YAW] = 0.01
+    assert ekf.update_pose(PoseSample(20, (1.1, 2.0, 0.0), (0.0, 0.0, 0.5))) is True and ekf.updates == 1
 
 
 def test_wheel_speed_mapping_round_trip_and_saturation():
