@@ -1,11 +1,14 @@
 """Why a user's data file could not be read, in words for a one-line error (shared by the loaders of .npz files:
 Sandbox sessions, Alexi network folders; and of .npy arrays: terrain and soil field files)."""
 import os
+import tokenize
 import zipfile
 import zlib
 
 # what reading a user's .npz (np.load and its arrays) raises for a bad file: catch these, say why in one line
-NPZ_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, RuntimeError)
+# (tokenize.TokenError: numpy tokenizes an array header, and an unclosed bracket in one raises it)
+NPZ_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, RuntimeError,
+                   tokenize.TokenError)
 
 
 def read_error_reason(exc):

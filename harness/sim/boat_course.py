@@ -99,6 +99,8 @@ def parse_course(text, name="<string>"):
         raise CourseFileError("course file %s: not valid TOML: %s" % (name, _one_line(e)))
     except RecursionError:                      # tomllib recurses once per level of nested arrays / tables
         raise CourseFileError("course file %s: not valid TOML: arrays or tables nested too deeply" % name)
+    except ValueError as e:                     # an integer of more than 4300 digits (int's conversion limit)
+        raise CourseFileError("course file %s: not valid TOML: %s" % (name, _one_line(e)))
     return _parse(doc, name)
 
 

@@ -346,6 +346,10 @@ def load_regions(path, shape, cell_m, soil, relative_density_pct):
             doc = tomllib.load(fh)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError("soil field file %s: not valid TOML: %s" % (path, str(exc).splitlines()[0]))
+    except RecursionError:              # tomllib recurses once per level of nested arrays / inline tables
+        raise ConfigError("soil field file %s: not valid TOML: arrays or tables nested too deeply" % path)
+    except ValueError as exc:           # an integer of more than 4300 digits (int's conversion limit)
+        raise ConfigError("soil field file %s: not valid TOML: %s" % (path, " ".join(str(exc).split())))
     for key in doc:
         if key not in _SETS + ("regions",):
             near = closest(key, _SETS + ("regions",))

@@ -116,10 +116,14 @@ def validate(card, model):
                 if not t["scales"]:
                     raise CardMismatchError("%s %r: card has quantization, model tensor has none"
                                             % (side[:-1], spec["name"]))
-                if not _close(t["scales"][0], float(q["scale"])) or \
-                        t["zero_points"][0] != int(q["zero_point"]):
+                try:
+                    scale, zero_point = float(q["scale"]), int(q["zero_point"])
+                except (TypeError, ValueError, KeyError, OverflowError):
+                    raise CardMismatchError("%s %r: card quantization must be an object with a number scale and "
+                                            "an integer zero_point, got %r" % (side[:-1], spec["name"], q))
+                if not _close(t["scales"][0], scale) or t["zero_points"][0] != zero_point:
                     raise CardMismatchError(
                         "%s %r: model quantization (scale %r, zero point %d) differs from the "
-                        "card (%r, %d)" % (side[:-1], spec["name"], t["scales"][0],
+                        "card (%r, %r)" % (side[:-1], spec["name"], t["scales"][0],
                                            t["zero_points"][0], q["scale"], q["zero_point"]))
     return True

@@ -76,20 +76,25 @@ def load_model_dir(model_dir):
         raise card_mod.CardMismatchError("cannot read %s: %s" % (card_path, exc))
     except ValueError as exc:
         raise card_mod.CardMismatchError("%s is not valid JSON: %s" % (card_path, exc))
+    except RuntimeError:            # RecursionError (CPython): arrays / objects nested thousands deep
+        raise card_mod.CardMismatchError("%s is not valid JSON: nested too deeply" % card_path)
     card_mod.check_card_fields(card)
-    path = _join(model_dir, card.get("file", "model.tflite"))
+    name = card.get("file", "model.tflite")
+    if not isinstance(name, str):
+        raise card_mod.CardMismatchError("card 'file' must be str")
+    path = _join(model_dir, name)
     try:
         with open(path, "rb") as fh:
             data = fh.read()
-    except OSError as exc:
+    except (OSError, ValueError) as exc:        # ValueError: a name with a NUL byte
         raise fb.ModelFormatError("cannot read %s: %s" % (path, exc))
     if "size_bytes" in card and len(data) != card["size_bytes"]:
-        raise card_mod.CardMismatchError("%s has %d bytes, the card says %d (truncated or replaced)"
+        raise card_mod.CardMismatchError("%s has %d bytes, the card says %r (truncated or replaced)"
                                          % (path, len(data), card["size_bytes"]))
     digest = _sha256_hex(data)
     if digest is not None and "sha256" in card and digest != card["sha256"]:
         raise card_mod.CardMismatchError("%s sha256 %s differs from the card's %s (corrupt or "
-                                         "replaced file)" % (path, digest[:16], card["sha256"][:16]))
+                                         "replaced file)" % (path, digest[:16], str(card["sha256"])[:16]))
     return data, card
 
 

@@ -121,6 +121,9 @@ TOPIC_DEF_FMT = "<BB"             # the defined id, number of fields; then layou
 
 TIME_FIELD = "time_us"
 _STRUCT_ERRORS = (TypeError, ValueError, OverflowError, getattr(struct, "error", ValueError))
+# what decoding a record whose CRC holds but whose content is malformed raises (RuntimeError: CPython's
+# RecursionError, MicroPython's recursion limit, on JSON nested thousands deep; ValueError: bad JSON or UTF-8)
+_RECORD_ERRORS = _STRUCT_ERRORS + (IndexError, KeyError, RuntimeError)
 
 
 class RingLogError(ValueError):
@@ -792,9 +795,10 @@ class RingLogContents:
     dropped: sequence numbers missing between the oldest and the newest record kept (a bad CRC);
     torn: 1 when the record after the newest one was cut (a torn last write); stale: valid records of
     older sessions (ignored); undecodable: records without a topic definition or whose fields do not
-    build their sample; first_seq/last_seq: sequence numbers (u32, modulo 2**32) of the oldest/newest
-    record (first_seq > 0: the log wrapped and older records were overwritten, or the first ones were
-    bad; last_seq < first_seq: the sequence wrapped past 2**32 in between);
+    build their sample, and meta records (config, topic definitions) whose content does not parse (their
+    CRC holds: a buggy writer or a forged file); first_seq/last_seq: sequence numbers (u32, modulo 2**32)
+    of the oldest/newest record (first_seq > 0: the log wrapped and older records were overwritten, or the
+    first ones were bad; last_seq < first_seq: the sequence wrapped past 2**32 in between);
     truncated_bytes: how much shorter than size_bytes the data was; header_ok: the file header was valid.
     """
 
@@ -847,12 +851,18 @@ def read_log(data):
     for _, rid, session, _, payload, _ in _scan(data, HEADER_BYTES, data_start):
         if session != out.session:
             continue
-        if rid == ID_CONFIG:
-            out.config_time_us = struct.unpack_from(TIME_FMT, payload, 0)[0]
-            out.config = json.loads(bytes(payload[TIME_BYTES:]).decode())
-        elif rid == ID_TOPIC:
-            t = _parse_topic(payload)
-            topics[t.rid] = t
+        try:
+            if rid == ID_CONFIG:
+                config_time_us = struct.unpack_from(TIME_FMT, payload, 0)[0]
+                config = json.loads(bytes(payload[TIME_BYTES:]).decode())
+                if not isinstance(config, dict):
+                    raise ValueError("config is not a JSON object")
+                out.config_time_us, out.config = config_time_us, config
+            elif rid == ID_TOPIC:
+                t = _parse_topic(payload)
+                topics[t.rid] = t
+        except _RECORD_ERRORS:            # a meta record whose CRC holds but whose content does not parse
+            out.undecodable += 1
     kept = {}
     for rec in found:
         if rec[2] != out.session or rec[3] in kept:
@@ -876,7 +886,7 @@ def read_log(data):
             continue
         try:
             out.records.append(_decode(t, rid, payload, samples))
-        except _STRUCT_ERRORS + (IndexError, KeyError):   # struct.error: a body short for its topic's layout
+        except _RECORD_ERRORS:   # struct.error: a body short for its topic's layout; RuntimeError: JSON too deep
             out.undecodable += 1
     return out
 

@@ -152,6 +152,12 @@ def inspect_npz(path):
                     read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                             else np.lib.format.read_array_header_2_0)
                     shape, _fortran, dtype = read(fh)
+                claimed = dtype.itemsize
+                for d in shape:
+                    claimed *= d
+                if claimed > zf.getinfo(name).file_size:      # a tiny file claiming a huge array (MemoryError)
+                    raise SessionError("%s: array %s claims shape %s of %s, more than its %d bytes hold"
+                                       % (path, key, shape, dtype, zf.getinfo(name).file_size))
                 heads[key] = (dtype, shape)
             if "meta_json" not in heads:
                 raise SessionError("%s: no meta_json (not a session file written by sandbox-datagen)" % path)
@@ -173,6 +179,8 @@ def inspect_npz(path):
         m = json.loads(text)
     except ValueError as exc:
         raise SessionError("%s: meta_json is not valid JSON (%s)" % (path, exc)) from None
+    except RecursionError:
+        raise SessionError("%s: meta_json is not valid JSON (nested too deeply)" % path) from None
     if not isinstance(m, dict):
         raise SessionError("%s: meta_json must be a JSON object, got %s" % (path, type(m).__name__))
     missing = [k for k in TABLE_KEYS if k not in heads]
