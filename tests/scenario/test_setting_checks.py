@@ -20,7 +20,7 @@ import pytest
     ("uwb-ranging", "duration_s=0.0", "config.duration_s must be a number > 0"),
     ("uwb-ranging", "warmup_s=5.0", "config.warmup_s must be less than config.duration_s"),
     ("uwb-ranging", "radio.prf_mhz=32", "config.radio.prf_mhz must be one of 16, 64"),
-    ("uwb-ranging", "n_nodes=[4, 1]", "config.n_nodes must be a non-empty list, each an integer >= 2"),
+    ("uwb-ranging", "n_nodes=[4, 1]", "config.n_nodes must be a non-empty list of distinct values, each an integer >= 2"),
     ("ins-eskf", "settings=[]", "config.settings must be a non-empty list of"),
     ("ins-eskf", "imu_rate_hz=0", "config.imu_rate_hz must be a whole number of Hz dividing 1000000"),
     ("ins-eskf", "imu_rate_hz=300", "config.imu_rate_hz must be a whole number of Hz dividing 1000000"),
