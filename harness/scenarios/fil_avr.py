@@ -19,9 +19,9 @@ import time
 
 from boards.arduino import board as AVR
 from boards.arduino.app import AvrGroundRobot
-from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, RATE_HZ, WAYPOINTS_NE_M, mounted, one_of, or_null
-from harness.sim.avr_bridge import (PLANT_DEFAULTS, PLANT_SETTING_RANGES, AvrBridge, AvrPlant, DroppableMotors,
-                                    ensure_built, open_link, size_report)
+from harness.config import POSITIVE, RATE_HZ, WAYPOINTS_NE_M, mounted, one_of
+from harness.sim.avr_bridge import (LINK_DROPOUT_RANGES, PLANT_DEFAULTS, PLANT_SETTING_RANGES, AvrBridge, AvrPlant,
+                                    DroppableMotors, ensure_built, open_link, size_report)
 from harness.sim.clock import PRIORITY_PHYSICS
 from harness.sim.ground_world import GroundWorld, plot_over_time, plot_trajectory
 from harness.sim.sensors.imu import DEFAULTS as IMU_DEFAULTS, SETTING_RANGES as IMU_RANGES
@@ -59,10 +59,10 @@ REDUCED = {"max_duration_s": 3.0, "waypoints_ne_m": [[0.5, 0.0]]}
 
 
 # checked before the firmware is built or simavr starts (harness.config rules; the blocks' rules from their
-# components); link_dropout.start_s is null (none) or a time
+# components); link_dropout.start_s is null (none) or a time inside the run
 SETTING_RANGES = {**{"board": one_of(*sorted(AVR.BOARDS)), "max_duration_s": POSITIVE, "record_hz": RATE_HZ,
-                     "waypoints_ne_m": WAYPOINTS_NE_M, "link_dropout.duration_s": NON_NEGATIVE,
-                     "link_dropout.start_s": or_null(ANY_NUMBER)},
+                     "waypoints_ne_m": WAYPOINTS_NE_M},
+                  **LINK_DROPOUT_RANGES,
                   **mounted(DEFAULTS, ("vehicle", VEHICLE_RANGES), ("plant", PLANT_SETTING_RANGES), ("imu", IMU_RANGES),
                             ("aiding", POSE_RANGES), ("runtime", RUNTIME_RANGES), ("follower", FOLLOWER_RANGES))}
 

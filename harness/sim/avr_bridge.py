@@ -35,7 +35,7 @@ import time
 
 from boards.arduino import board as C
 from onboard.comms.transport import SerialTransport, Transport, TransportClosed
-from onboard.core.settings import NON_NEGATIVE, POSITIVE, RATE_HZ, checked, int_at_least, one_of
+from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, RATE_HZ, checked, int_at_least, one_of, or_null
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIRMWARE_DIR = os.path.join(REPO_ROOT, "firmware", "arduino")
@@ -475,6 +475,17 @@ class FilRig:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# the firmware-in-the-loop scenarios' ``link_dropout`` block ({"start_s": s or null, "duration_s": s}, host
+# commands lost from start_s for duration_s, DroppableMotors) and their ``max_duration_s``: a dropout asked for
+# starts inside the run and lasts (a start after the run's end or a zero duration lost no link)
+LINK_DROPOUT_RANGES = {
+    "link_dropout.duration_s": NON_NEGATIVE, "link_dropout.start_s": or_null(ANY_NUMBER),
+    ("link_dropout.start_s", "link_dropout.duration_s", "max_duration_s"): (
+        "null, or a start in [0, max_duration_s) with duration_s > 0 (a dropout inside the run)",
+        lambda start, duration, end: start is None or (0.0 <= start < end and duration > 0.0)),
+}
 
 
 class DroppableMotors:

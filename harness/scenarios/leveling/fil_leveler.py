@@ -19,8 +19,8 @@ import time
 from boards.arduino import board as AVR
 from boards.arduino import protocol as P
 from boards.arduino.leveler_app import DEFAULTS as HOST_DEFAULTS, SETTING_RANGES as HOST_RANGES, AvrLeveler
-from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, RATE_HZ, mounted, or_null
-from harness.sim.avr_bridge import DroppableMotors, ensure_built, open_link
+from harness.config import ANY_NUMBER, POSITIVE, RATE_HZ, mounted
+from harness.sim.avr_bridge import LINK_DROPOUT_RANGES, DroppableMotors, ensure_built, open_link
 from harness.sim.fil_leveler_world import (LEVELER_PLANT_DEFAULTS, LEVELER_PLANT_RANGES, LEVELER_RANGES,
                                            TERRAIN_DEFAULTS, TERRAIN_RANGES, LevelerBridge, LevelerPlant, MoundTerrain,
                                            leveler_size_report, rover5_vehicle)
@@ -51,8 +51,8 @@ DEFAULTS = {
 REDUCED = {"max_duration_s": 8.0}
 
 SETTING_RANGES = {**{"max_duration_s": POSITIVE, "record_hz": RATE_HZ, "start_ne_m": pair(ANY_NUMBER),
-                     "start_yaw_deg": ANY_NUMBER, "link_dropout.duration_s": NON_NEGATIVE,
-                     "link_dropout.start_s": or_null(ANY_NUMBER)},
+                     "start_yaw_deg": ANY_NUMBER},
+                  **LINK_DROPOUT_RANGES,
                   **mounted(DEFAULTS, ("terrain", TERRAIN_RANGES), ("plant", LEVELER_PLANT_RANGES),
                             ("hill", HILL_RANGES), ("host", HOST_RANGES)),
                   **LEVELER_RANGES}     # terrain.erosion_period_s at least one plant physics step
