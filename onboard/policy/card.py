@@ -17,7 +17,10 @@ card: I/O shapes, dtypes, quantization parameters and the operator set, and rais
 :class:`CardMismatchError` (a ``ValueError``) naming the first difference.
 """
 
+from onboard.core.settings import int_at_least, is_number
+
 CARD_SCHEMA = "onboard-policy-card/1"
+_IS_COUNT = int_at_least(1)[1]          # a dimension of a shape: a whole number >= 1, not a bool
 
 
 class CardMismatchError(ValueError):
@@ -52,7 +55,7 @@ def check_card_fields(card):
                 if key not in spec:
                     raise CardMismatchError("card %s entry is missing %r" % (side, key))
             shape = spec["shape"]
-            if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
+            if not isinstance(shape, list) or not all(_IS_COUNT(d) for d in shape):
                 raise CardMismatchError("card %s %r shape must be a list of positive whole numbers, got %r"
                                         % (side, spec["name"], shape))
             n = 1
@@ -67,21 +70,12 @@ def check_card_fields(card):
                     raise CardMismatchError("card %s %r normalization needs %d means and stds"
                                             % (side, spec["name"], n))
                 for m in mean:
-                    if not _is_finite_number(m):
+                    if not is_number(m):
                         raise CardMismatchError("card %s %r normalization mean must be finite numbers, got %r"
                                                 % (side, spec["name"], m))
                 for s in std:
-                    if not (_is_finite_number(s) and s > 0):
+                    if not (is_number(s) and s > 0):
                         raise CardMismatchError("card normalization std must be > 0")
-
-
-def _is_count(d):
-    return isinstance(d, int) and not isinstance(d, bool) and d > 0
-
-
-def _is_finite_number(v):
-    """An int or float (not a bool) that is neither NaN nor infinite (``v - v`` is NaN for those)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v - v == 0
 
 
 def _close(a, b):

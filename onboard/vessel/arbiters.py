@@ -57,7 +57,7 @@ plot of the field (fig. 10's arrows).
 import math
 
 from onboard.core.angles import wrap_pi
-from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_within, one_of, within
+from onboard.core.settings import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_within, is_number, one_of, within
 
 TWO_PI = 2.0 * math.pi
 SQRT2 = math.sqrt(2.0)
@@ -77,10 +77,6 @@ class NavState:
         self.speed_mps = speed_mps
 
 
-def _finite(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v - v == 0
-
-
 def _checked_inputs(nav_state, obstacles, destination):
     """(north, east, yaw, obstacles as a list of float triples, goal north, goal east) or ArbiterInputError."""
     try:
@@ -89,13 +85,13 @@ def _checked_inputs(nav_state, obstacles, destination):
     except AttributeError:
         raise ArbiterInputError("arbiter: nav_state needs north_m, east_m, yaw_rad and speed_mps")
     for name, v in (("north_m", n), ("east_m", e), ("yaw_rad", yaw), ("speed_mps", spd)):
-        if not _finite(v):
+        if not is_number(v):
             raise ArbiterInputError("arbiter: nav_state.%s must be a finite number, got %r" % (name, v))
     try:
         gn, ge = destination
     except (TypeError, ValueError):
         raise ArbiterInputError("arbiter: destination must be (north_m, east_m), got %r" % (destination,))
-    if not (_finite(gn) and _finite(ge)):
+    if not (is_number(gn) and is_number(ge)):
         raise ArbiterInputError("arbiter: destination must be finite, got %r" % (destination,))
     obs = []
     try:
@@ -107,7 +103,7 @@ def _checked_inputs(nav_state, obstacles, destination):
             on, oe, r = ob
         except (TypeError, ValueError):
             raise ArbiterInputError("arbiter: obstacle %d must be (north_m, east_m, radius_m), got %r" % (i, ob))
-        if not (_finite(on) and _finite(oe) and _finite(r)) or r < 0:
+        if not (is_number(on) and is_number(oe) and is_number(r)) or r < 0:
             raise ArbiterInputError("arbiter: obstacle %d must be finite with radius_m >= 0, got %r" % (i, ob))
         obs.append((float(on), float(oe), float(r)))
     return float(n), float(e), float(yaw), obs, float(gn), float(ge)

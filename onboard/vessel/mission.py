@@ -66,7 +66,7 @@ changes nothing.
 """
 import math
 
-from onboard.core.settings import POSITIVE, checked, within
+from onboard.core.settings import POSITIVE, checked, is_number, within
 
 TASK_KINDS = ("speed_gate", "obstacle_field", "pinger_gate", "dock", "waypoint")
 EVENTS = ("start", "arrived", "gate_passed", "buoys_updated", "pinger_fix", "timeout")
@@ -101,16 +101,12 @@ class MissionError(ValueError):
     """An event, task or value the planner cannot use; one line."""
 
 
-def _finite(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v - v == 0
-
-
 def _point(p, what):
     try:
         n, e = p[0], p[1]
     except (TypeError, IndexError, KeyError):
         raise MissionError("mission: %s must be (north_m, east_m), got %r" % (what, p))
-    if not (_finite(n) and _finite(e)):
+    if not (is_number(n) and is_number(e)):
         raise MissionError("mission: %s must be finite, got %r" % (what, p))
     return (float(n), float(e))
 
