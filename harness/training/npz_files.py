@@ -1,12 +1,17 @@
-"""Reading a user's .npz for the training commands: one line naming the file when it cannot be read (shared by
-the grading trainer's ``--data`` / ``--init`` files and the swarm exporters' weights), and an .npz as bytes
-for ``harness.report.run_report.write_whole`` (a model's weights written whole, never half of them)."""
+"""The training commands' .npz files: reading a user's (one line naming the file when it cannot be read; the
+grading trainer's ``--data`` / ``--init`` files and the swarm exporters' weights), an .npz as bytes for
+``harness.report.run_report.write_whole`` (a model's weights written whole, never half of them), and the swarm
+trainers' last step, weights and training card written whole."""
 import io
+import json
+import os
+import sys
 
 import numpy as np
 
 from harness.config import ConfigError
 from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
+from harness.report.run_report import write_whole
 
 
 def read_npz(path, what, build=dict):
@@ -36,10 +41,6 @@ def save_weights(out_dir, weights, card, tool):
     """Write ``weights`` ({name: array}) as ``weights.npz`` and ``card`` as ``train_card.json`` into ``out_dir``,
     each whole; returns the exit status: 0, or 2 after one line on stderr naming ``tool`` when they cannot be
     written (the trainers' last step)."""
-    import json
-    import os
-    import sys
-    from harness.report.run_report import write_whole
     text = json.dumps(card, indent=2, default=float) + "\n"
     try:
         write_whole(os.path.join(out_dir, "weights.npz"), npz_bytes(weights))
