@@ -15,16 +15,17 @@ import time
 from onboard.runtime.mcap_log import McapLog
 
 
-def report_folder(out_dir):
-    """Create ``out_dir`` (and its parents) for a tool's report, before the tool does its work; ConfigError (one
-    line) when it cannot be written (a file of that name, no permission)."""
+def report_folder(out_dir, what="report folder"):
+    """Create ``out_dir`` (and its parents) for a tool's report or output (``what`` names it in the message),
+    before the tool does its work; ConfigError (one line) when it cannot be written (a file of that name, no
+    permission)."""
     from onboard.core.settings import ConfigError
     try:
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise FileExistsError(17, "a file is there, not a folder", out_dir)
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:
-        raise ConfigError("cannot write the report folder %s: %s" % (out_dir, exc.strerror or exc))
+        raise ConfigError("cannot write the %s %s: %s" % (what, out_dir, exc.strerror or exc))
     return out_dir
 
 

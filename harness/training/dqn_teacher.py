@@ -33,8 +33,8 @@ import sys
 
 import numpy as np
 
-from harness.config import non_negative_int, positive_int
-from harness.report.run_report import write_whole
+from harness.config import ConfigError, non_negative_int, positive_int
+from harness.report.run_report import report_folder, write_whole
 from harness.sim.rng import RunRandom
 from harness.training.npz_files import npz_bytes
 from harness.training.quantize import build_mlp_int8, mlp_forward, write_model_dir
@@ -232,10 +232,9 @@ def main(argv=None):
     p.add_argument("--per-tensor", action="store_true", help="per-tensor instead of per-channel weights")
     args = p.parse_args(argv)
     try:                                          # before training: a folder it cannot write is one line
-        os.makedirs(args.out, exist_ok=True)
-    except OSError as exc:
-        print("dqn_teacher: cannot write the output folder %s: %s" % (args.out, exc.strerror or exc),
-              file=sys.stderr)
+        report_folder(args.out, "output folder")
+    except ConfigError as exc:
+        print("dqn_teacher: %s" % exc, file=sys.stderr)
         return 2
     try:
         card = train_and_export(args.out, seed=args.seed, epochs=args.epochs, per_channel=not args.per_tensor)

@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from harness.config import parse_set
-from harness.report.run_report import write_whole
+from harness.report.run_report import report_folder, write_whole
 from harness.training.boat_fit import procedure
 from harness.training.boat_fit.boat_log import read_log
 from onboard.core.settings import ConfigError
@@ -69,10 +69,7 @@ def run_cli(args):
     log = read_log(args.log)
     for note in log["notes"]:
         print("note: %s" % note, file=sys.stderr)
-    try:
-        os.makedirs(args.out, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError("cannot write the output folder %s: %s" % (args.out, exc.strerror or exc))
+    report_folder(args.out, "output folder")
     say = None if args.quiet else (lambda text: print(text, file=sys.stderr, flush=True))
     result, detail = procedure.fit_log(log, overrides, progress=say)
     result["log"] = {"path": args.log, "format": log["source"], "rows": int(len(log["time_s"])),

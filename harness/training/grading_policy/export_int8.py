@@ -34,6 +34,7 @@ import time
 import numpy as np
 
 from harness.config import non_negative_int, positive_float, positive_int
+from harness.report.run_report import report_folder
 from harness.scenarios.grading.agents import INT8_SUBDIR, MODEL_DIR, argmax_maps_nhwc, load_agent
 from harness.training.grading_policy.dataset import eq1_poses
 from harness.scenarios.grading.episode import DEFAULTS as EPISODE_DEFAULTS, GradingEpisode
@@ -301,10 +302,7 @@ def export(agent, model_dir=MODEL_DIR, out_dir=None, calib_episodes=12, eval_epi
     cannot be loaded or ``out_dir`` cannot be created, before the calibration episodes run."""
     weights, float_card = load_agent(agent, model_dir)
     out_dir = out_dir or os.path.join(model_dir, agent, INT8_SUBDIR)
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as exc:
-        raise ValueError("cannot write the int8 model folder %s: %s" % (out_dir, exc.strerror or exc))
+    report_folder(out_dir, "int8 model folder")       # a ConfigError (ValueError) before the calibration runs
     net = float_card["network"]
     obs = float_card["input"]["observation"]
     rows, cols = int(obs["rows"]), int(obs["cols"])

@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 from harness.config import ConfigError, non_negative_int, positive_float, positive_int
+from harness.report.run_report import report_folder
 from harness.training.npz_files import read_npz, save_weights
 from harness.training.swarm_policy import bearing_data as bd
 from harness.sim.swarm_arena import DEFAULTS as SIM_DEFAULTS
@@ -179,9 +180,9 @@ def main(argv=None):
             print("train_bearing: %s" % exc, file=sys.stderr)
             return 2
     try:                                          # before training: a folder it cannot write is one line
-        os.makedirs(a.out, exist_ok=True)
-    except OSError as exc:
-        print("train_bearing: cannot write the output folder %s: %s" % (a.out, exc.strerror or exc), file=sys.stderr)
+        report_folder(a.out, "output folder")
+    except ConfigError as exc:
+        print("train_bearing: %s" % exc, file=sys.stderr)
         return 2
     weights, info = train(seed=a.seed, iters=a.iters, hidden=a.hidden, seq_len=a.seq_len, k=a.k,
                           optimizer=a.optimizer, batch=a.batch, lr=a.lr, data_scale=a.data_scale,

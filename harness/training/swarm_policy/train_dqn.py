@@ -20,7 +20,9 @@ import time
 
 import numpy as np
 
-from harness.config import argument, non_negative_float, non_negative_int, positive_float, positive_int, within
+from harness.config import (ConfigError, argument, non_negative_float, non_negative_int, positive_float, positive_int,
+                            within)
+from harness.report.run_report import report_folder
 from harness.sim.swarm_arena import SwarmBatch
 from harness.training.npz_files import save_weights
 from onboard.swarm.actions import N_ACTIONS
@@ -205,9 +207,9 @@ def main(argv=None):
     p.add_argument("--out", default=MODEL_DIR)
     a = p.parse_args(argv)
     try:                                          # before training: a folder it cannot write is one line
-        os.makedirs(a.out, exist_ok=True)
-    except OSError as exc:
-        print("train_dqn: cannot write the output folder %s: %s" % (a.out, exc.strerror or exc), file=sys.stderr)
+        report_folder(a.out, "output folder")
+    except ConfigError as exc:
+        print("train_dqn: %s" % exc, file=sys.stderr)
         return 2
     weights, info = train(seed=a.seed, env_steps=a.env_steps, hysteretic=a.hysteretic, batch=a.batch, lr=a.lr,
                           est_noise_m=a.est_noise, max_minutes=a.max_minutes, gamma=a.gamma, n_step=a.n_step,
