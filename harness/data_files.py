@@ -1,5 +1,7 @@
 """Why a user's data file could not be read, in words for a one-line error (shared by the loaders of .npz files:
-Sandbox sessions, Alexi network folders; and of .npy arrays: terrain and soil field files)."""
+Sandbox sessions, Alexi network folders; and of .npy arrays: terrain and soil field files); and an .npz's bytes,
+for writing it whole."""
+import io
 import os
 import tokenize
 import zipfile
@@ -49,3 +51,13 @@ def not_npy_reason(path):
     if head != NPY_MAGIC:
         return "not a .npy file (no NumPy header)"
     return None
+
+
+def npz_bytes(arrays, compressed=False):
+    """The bytes of an .npz holding ``arrays`` ({name: array}), what ``np.savez`` (``np.savez_compressed`` with
+    ``compressed``) writes: serialised in memory, so the caller writes the file whole
+    (``harness.report.run_report.write_whole``) and a failure leaves the old file, never half of one."""
+    import numpy as np
+    buf = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(buf, **arrays)
+    return buf.getvalue()

@@ -34,9 +34,9 @@ import sys
 import numpy as np
 
 from harness.config import ConfigError, non_negative_int, positive_int
+from harness.data_files import npz_bytes
 from harness.report.run_report import report_folder, write_whole
 from harness.sim.rng import RunRandom
-from harness.training.npz_files import npz_bytes
 from harness.training.quantize import build_mlp_int8, mlp_forward, write_model_dir
 
 N_ACTIONS = 9

@@ -1,8 +1,6 @@
 """The training commands' .npz files: reading a user's (one line naming the file when it cannot be read; the
-grading trainer's ``--data`` / ``--init`` files and the swarm exporters' weights), an .npz as bytes for
-``harness.report.run_report.write_whole`` (a model's weights written whole, never half of them), and the swarm
-trainers' last step, weights and training card written whole."""
-import io
+grading trainer's ``--data`` / ``--init`` files and the swarm exporters' weights), and the swarm trainers' last
+step, weights and training card written whole."""
 import json
 import os
 import sys
@@ -10,7 +8,7 @@ import sys
 import numpy as np
 
 from harness.config import ConfigError
-from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
+from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, npz_bytes, read_error_reason
 from harness.report.run_report import write_whole
 
 
@@ -27,14 +25,6 @@ def read_npz(path, what, build=dict):
         return build(arrays)
     except NPZ_READ_ERRORS as exc:
         raise ConfigError("%s %s: %s" % (what, path, read_error_reason(exc)))
-
-
-def npz_bytes(arrays):
-    """The bytes of an uncompressed .npz holding ``arrays`` ({name: array}), what ``np.savez`` writes: serialised
-    in memory, so the caller writes the file whole (``write_whole``) and a failure leaves the old file."""
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
 
 
 def save_weights(out_dir, weights, card, tool):

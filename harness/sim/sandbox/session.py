@@ -7,13 +7,12 @@ centred on the robot's cell at the frame's start, before the frame) and ``crop_d
 after the frame minus before: the deformation, not the motion).
 """
 import hashlib
-import io
 import json
 import zipfile
 
 import numpy as np
 
-from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
+from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, npz_bytes, read_error_reason
 from harness.report.run_report import write_whole
 from harness.sim.sandbox import schedule
 
@@ -111,9 +110,7 @@ def save_npz(path, arrays, meta_dict):
     path."""
     data = dict(arrays)
     data["meta_json"] = np.array(json.dumps(meta_dict, sort_keys=True, allow_nan=False))
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **data)
-    write_whole(path, buf.getvalue())
+    write_whole(path, npz_bytes(data, compressed=True))
     return path
 
 

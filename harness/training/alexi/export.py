@@ -9,8 +9,8 @@ import os
 
 import numpy as np
 
+from harness.data_files import npz_bytes
 from harness.report.run_report import write_whole
-from harness.training.npz_files import npz_bytes
 from harness.training.quantize import build_mlp_int8, write_model_dir
 
 from harness.sim.alexi.nets import FLOAT_FILE, load_float_layers  # noqa: F401 (the reader lives with the runtime)

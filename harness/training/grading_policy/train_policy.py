@@ -40,9 +40,9 @@ import time
 import numpy as np
 
 from harness.config import ConfigError, non_negative_float, non_negative_int, positive_int
-from harness.data_files import read_error_reason
+from harness.data_files import npz_bytes, read_error_reason
 from harness.training.grading_policy import dataset
-from harness.training.npz_files import npz_bytes, read_npz
+from harness.training.npz_files import read_npz
 from harness.report.run_report import write_whole
 from harness.scenarios.grading.agents import PolicyDecider
 from harness.scenarios.grading.episode import DEFAULTS as EPISODE_DEFAULTS, NOISE_SCENARIOS, STARTS

@@ -33,9 +33,9 @@ import time
 
 import numpy as np
 
+from harness.data_files import npz_bytes
 from harness.report.run_report import write_whole
 from harness.sim.soil_world import PRESETS, SOILS
-from harness.training.npz_files import npz_bytes
 from harness.training.soil_estimator import dataset as ds
 from onboard.soil import cut_estimator
 from onboard.soil import learned_estimator as le
