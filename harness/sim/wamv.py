@@ -35,6 +35,7 @@ import numpy as np
 from onboard.core.angles import wrap_pi
 from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, int_at_least, is_number, one_of,
                                    under, within)
+from onboard.core.units import is_whole_us
 from onboard.vessel import model as vm
 from onboard.vessel import thrust_map as tm
 
@@ -80,7 +81,7 @@ SETTING_RANGES = {
     # the vessel's clock counts whole microseconds (time_us += dt_us): a step of a fraction of one would make the
     # clock (and the waves read at it) drift from the integrated motion
     "dt_s": ("a number in [0.0001, 0.1] of whole microseconds",
-             lambda v: is_number(v) and 1e-4 <= v <= 0.1 and abs(v * 1e6 - round(v * 1e6)) <= 1e-6),
+             lambda v: is_number(v) and 1e-4 <= v <= 0.1 and is_whole_us(v)),
     "start.north_m": ANY_NUMBER, "start.east_m": ANY_NUMBER, "start.yaw_deg": ANY_NUMBER,
     "start.yaw_rate_dps": ANY_NUMBER, "start.surge_mps": ANY_NUMBER, "start.sway_mps": ANY_NUMBER,
     "paper.noise.yaw_rad_per_sqrt_s": NON_NEGATIVE, "paper.noise.yaw_rate_radps_per_sqrt_s": NON_NEGATIVE,

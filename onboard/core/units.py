@@ -17,6 +17,13 @@ def s_to_us(t_s):
     return int(round(t_us))
 
 
+def is_whole_us(t_s):
+    """Whether ``t_s`` (s, finite) is a whole number of microseconds, to within 1e-6 us (float seconds are not
+    exact: 0.01 s is 10000.000000000002 us)."""
+    t_us = t_s * US_PER_S
+    return abs(t_us - round(t_us)) <= 1e-6
+
+
 def us_to_s(t_us):
     return t_us / 1e6
 

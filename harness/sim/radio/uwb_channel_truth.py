@@ -15,7 +15,7 @@ from array import array
 
 import numpy as np
 
-from onboard.core.settings import ConfigError
+from onboard.core.settings import POSITIVE, ConfigError
 
 _hypot = math.hypot        # Python's hypot on every path (the channel's distances use it too)
 
@@ -36,7 +36,7 @@ class BouncingMotion:
 
     def __init__(self, n, rng, area_m, max_speed_mps):
         # the fold divides by the period 2 area_m: an area of zero (or less, or not finite) has no walls to reflect off
-        if not (isinstance(area_m, (int, float)) and not isinstance(area_m, bool) and 0.0 < area_m < math.inf):
+        if not POSITIVE[1](area_m):
             raise ConfigError("BouncingMotion area_m must be a finite number > 0 (m), got %r" % (area_m,))
         p0 = rng.uniform(0.0, area_m, size=(n, 2))
         speed = rng.uniform(0.2, 1.0, size=n) * max_speed_mps

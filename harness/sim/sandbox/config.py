@@ -33,6 +33,7 @@ from harness.sim.sandbox.terrain import MIN_CELLS, TileTerrain
 from harness.sim.sandbox.tracked_robot import MAX_SUBSTEP_US, VEHICLE_DEFAULTS, VEHICLE_SETTING_RANGES
 from harness.sim.voxel_terrain import load_heights
 from onboard.core.settings import MAX_MAGNITUDE, ConfigError, checked
+from onboard.core.units import is_whole_us
 
 TOP = "__top__"
 QUANT = 1.0e-4                        # heightmap intensity resolution through the voxel loader
@@ -222,7 +223,7 @@ def load_experiment(path):
     cell = mp["xy_scale"]
     rows, cols = heights.shape
     frame_dt_us = int(round(exp.get("frame_dt", 0.01) * 1e6))
-    if abs(exp.get("frame_dt", 0.01) * 1e6 - frame_dt_us) > 1e-6:    # tolerance: 0.01 s is 10000.000000000002 us
+    if not is_whole_us(exp.get("frame_dt", 0.01)):
         raise ConfigError("%s: [experiment] frame_dt = %r s is not a whole number of microseconds"
                           % (path, exp["frame_dt"]))
     substeps = exp.get("substeps", 10)

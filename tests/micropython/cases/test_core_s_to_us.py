@@ -1,7 +1,7 @@
-"""onboard.core.units.s_to_us: a NaN or infinite time (or one whose microseconds overflow a float) is a ValueError
+"""onboard.core.units.s_to_us and is_whole_us: a NaN or infinite time (or one whose microseconds overflow a float) is a ValueError
 on CPython and MicroPython, like the other bad inputs of onboard.core.units (inf raised OverflowError, NaN a
 ValueError or whatever the interpreter's round gave); finite times keep their microseconds."""
-from onboard.core.units import s_to_us
+from onboard.core.units import is_whole_us, s_to_us
 
 
 def test_finite_times_round_to_the_nearest_microsecond():
@@ -28,3 +28,10 @@ def test_a_nan_or_infinite_time_is_a_value_error():
 
 def golden_s_to_us():
     return [s_to_us(t) for t in (0.0, 0.25, 1.0000005, -3.2, 86400.0)]
+
+
+def test_whole_microseconds_are_told_from_fractions_within_float_rounding():
+    for t in (0.01, 0.001, 0.0123, 1.0, 3, 1e-6):       # 0.01 s is 10000.000000000002 us: whole
+        assert is_whole_us(t), t
+    for t in (0.0100005, 1.5e-6, 1.0 / 300.0):
+        assert not is_whole_us(t), t
