@@ -34,11 +34,11 @@ from harness.metrics import rms
 from harness.report.plots import figure, label
 from harness.sim.sensors.ins_errors import (NOISE_SETTINGS, ImuErrors, aiding_pose, initial_conditions,
                                         noise_setting)
-from harness.sim.trajectory import PROFILES, TrajectoryError, _leg_rows, dozer_legs, generate, rotvec_of_dcm_array
+from harness.sim.trajectory import PROFILES, TrajectoryError, dozer_legs, generate, leg_samples, rotvec_of_dcm_array
 from onboard.core.rotations import quat_from_euler
 from onboard.core.samples import ImuSample, PoseSample
 from onboard.impl import IMPLEMENTATIONS
-from onboard.core.units import US_PER_S, hz_to_period_us, s_to_us
+from onboard.core.units import US_PER_S, hz_to_period_us
 from onboard.estimators.eskf import N_STATE, make_eskf
 
 DESCRIPTION = "strapdown INS + 15-state ESKF on a dozer trajectory under the ag2u noise settings"
@@ -284,13 +284,10 @@ def check_settings(config):
     if not config["legs"]:
         return
     try:
-        rows = _leg_rows(config["legs"])
-        dt_us = hz_to_period_us(config["imu_rate_hz"])
-        samples = sum(s_to_us(row[6]) // dt_us for row in rows[1:])
+        samples = sum(leg_samples(config["legs"], config["imu_rate_hz"])[2])     # checked, not sampled
         if samples > MAX_IMU_SAMPLES:
             raise TrajectoryError("the legs last %d IMU samples at %d Hz, more than %d"
                                   % (samples, config["imu_rate_hz"], MAX_IMU_SAMPLES))
-        generate(config["legs"], config["imu_rate_hz"], config["profile"])
     except TrajectoryError as exc:
         raise ConfigError("setting config.legs: %s" % exc)
 

@@ -201,6 +201,23 @@ def _leg_rows(legs):
     return rows
 
 
+def leg_samples(legs, rate_hz):
+    """(rows, dt_us, samples per leg) of ``legs`` (as :func:`generate` takes them) sampled at ``rate_hz``:
+    the legs checked (TrajectoryError: malformed, non-finite, a duration not positive or not a whole multiple of
+    the sample period ``dt_us``) without sampling them."""
+    rows = _leg_rows(legs)
+    dt_us = hz_to_period_us(rate_hz)
+    counts = []
+    for i in range(1, len(rows)):
+        dur_us = s_to_us(rows[i][6])
+        n = dur_us // dt_us
+        if n * dt_us != dur_us:
+            raise TrajectoryError("leg %d duration %r s is not a multiple of the %d us sample period"
+                                  % (i, rows[i][6], dt_us))
+        counts.append(n)
+    return rows, dt_us, counts
+
+
 def generate(legs, rate_hz, profile="smooth"):
     """Sample the legs at ``rate_hz``.
 
@@ -208,8 +225,7 @@ def generate(legs, rate_hz, profile="smooth"):
     first row is the start pose (its duration ignored), each next row the pose reached
     at the end of its leg. Leg durations must be whole multiples of the sample period.
     """
-    rows = _leg_rows(legs)
-    dt_us = hz_to_period_us(rate_hz)
+    rows, dt_us, counts = leg_samples(legs, rate_hz)
     pos = [np.array(rows[0][:3])]
     quat = [np.array(quat_from_euler(*[math.radians(a) for a in rows[0][3:6]]))]
     t_list = [0]
@@ -219,18 +235,14 @@ def generate(legs, rate_hz, profile="smooth"):
         p1 = np.array(rows[i][:3])
         q0 = np.array(quat_from_euler(*[math.radians(a) for a in rows[i - 1][3:6]]))
         q1 = np.array(quat_from_euler(*[math.radians(a) for a in rows[i][3:6]]))
-        dur_us = s_to_us(rows[i][6])
-        n = dur_us // dt_us
-        if n * dt_us != dur_us:
-            raise TrajectoryError("leg %d duration %r s is not a multiple of the %d us sample period"
-                                  % (i, rows[i][6], dt_us))
+        n = counts[i - 1]
         tau = np.arange(1, n + 1) / float(n)
         s = _profile(tau, profile)
         s[-1] = 1.0
         pos.append(p0[None, :] + s[:, None] * (p1 - p0)[None, :])
         quat.append(slerp_array(q0, q1, s))
         t_list.append(t0_us + np.arange(1, n + 1, dtype=np.int64) * dt_us)
-        t0_us += dur_us
+        t0_us += n * dt_us
     t_us = np.concatenate([np.array([0], dtype=np.int64)] + [np.asarray(t) for t in t_list[1:]])
     return Trajectory(t_us, np.vstack(pos), np.vstack(quat), dt_us)
 
