@@ -69,7 +69,7 @@ from onboard.estimators.eskf_packed import pack_imu, packed_buffer  # noqa: E402
 from onboard.estimators.eskf_pose import EskfPoseEstimator  # noqa: E402
 from onboard.runtime.estimation import PoseEstimation  # noqa: E402
 from onboard.runtime.node import Node  # noqa: E402
-from results_file import write_results  # noqa: E402
+from results_file import judged_goal, write_results  # noqa: E402
 
 C_SOURCE = os.path.join(REPO, "bench", "eskf_ref.c")
 RATIO = 10                      # IMU samples per aiding update (100 Hz : 10 Hz)
@@ -404,13 +404,8 @@ def _max_rel_diff(a, b):
 
 
 def _goal(value, limit, kind, why=None):
-    """{"value", "goal", "met"}: value >= limit (kind "min") or <= limit ("max"). Not measured (value None):
-    met False and ``skipped`` with why (the row that was not run), so a missing row never reads as met."""
-    if value is None:
-        return {"value": None, "goal": ("%s %g" % (">=" if kind == "min" else "<=", limit)), "met": False,
-                "skipped": why or "not measured"}
-    met = value >= limit if kind == "min" else value <= limit
-    return {"value": value, "goal": ("%s %g" % (">=" if kind == "min" else "<=", limit)), "met": bool(met)}
+    """results_file.judged_goal of value >= limit (kind "min") or <= limit ("max"); ``why`` a row not run."""
+    return judged_goal(value, ">=" if kind == "min" else "<=", limit, why or "not measured")
 
 
 NAMES = ("c", "cython_packed", "cython_packed_default", "cython_batched", "cython", "numpy", "filterpy", "pure")

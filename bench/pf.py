@@ -42,7 +42,7 @@ from onboard.estimators import particle_filter as pf  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
+from results_file import judged_goal, write_results  # noqa: E402 (bench/ is the script's folder)
 
 C_SOURCE = os.path.join(HERE, "pf_ref.c")
 SIZES = (100, 1000, 10000)
@@ -212,10 +212,7 @@ def judge_goals(cython_over_c, limits=None):
     goals = {}
     for n, limit in sorted(limits.items()):
         value = cython_over_c.get(str(n))
-        g = {"value": value, "goal": "<= %g" % limit, "met": value is not None and bool(value <= limit)}
-        if value is None:
-            g["skipped"] = "N = %d not measured" % n
-        goals["cython_over_c_%d" % n] = g
+        goals["cython_over_c_%d" % n] = judged_goal(value, "<=", limit, "N = %d not measured" % n)
     return goals
 
 

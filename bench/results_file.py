@@ -1,4 +1,4 @@
-"""Where a benchmark writes what it measured: ``bench/results/<name>.json``."""
+"""Where a benchmark writes what it measured, ``bench/results/<name>.json``, and how it judges a goal on it."""
 import json
 import os
 
@@ -14,3 +14,12 @@ def write_results(name, out):
         fh.write("\n")
     print("wrote", path)
     return path
+
+
+def judged_goal(value, op, limit, skipped_why="not measured"):
+    """{"value", "goal", "met"} of a goal ``value op limit`` (``op`` ">=" or "<="), judged on a figure of this run.
+    A value not measured (None): met False and ``skipped`` saying why, so a missing row never reads as met."""
+    goal = "%s %g" % (op, limit)
+    if value is None:
+        return {"value": None, "goal": goal, "met": False, "skipped": skipped_why}
+    return {"value": value, "goal": goal, "met": bool(value >= limit if op == ">=" else value <= limit)}

@@ -22,6 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from harness.sweep_runner import Job, Runner  # noqa: E402
+from results_file import judged_goal  # noqa: E402 (bench/ is the script's folder)
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "sweep.json")
 
@@ -73,18 +74,12 @@ def judge_goals(out):
     goals = {}
     for engine in ("local", "ray"):
         value = out.get(engine, {}).get("scaling_1_to_2")
-        goals["%s_scaling_1_to_2" % engine] = _judged(value, ">=", GOAL_SCALING, engine)
+        goals["%s_scaling_1_to_2" % engine] = judged_goal(value, ">=", GOAL_SCALING,
+                                                          "%s not run (not installed?)" % engine)
     value = out.get("ray", {}).get("2", {}).get("overhead_fraction_of_job")
-    goals["ray_overhead_fraction_of_job_2_workers"] = _judged(value, "<=", GOAL_RAY_OVERHEAD, "ray")
+    goals["ray_overhead_fraction_of_job_2_workers"] = judged_goal(value, "<=", GOAL_RAY_OVERHEAD,
+                                                                  "ray not run (not installed?)")
     return goals
-
-
-def _judged(value, op, limit, engine):
-    if value is None:
-        return {"value": None, "goal": "%s %g" % (op, limit), "met": False,
-                "skipped": "%s not run (not installed?)" % engine}
-    met = value >= limit if op == ">=" else value <= limit
-    return {"value": value, "goal": "%s %g" % (op, limit), "met": bool(met)}
 
 
 def best(figures):
