@@ -12,7 +12,7 @@ Measured side by side in one run (this machine is shared and noisy; compare rati
   fraction per drone and drones per core, with the delivered log rate as a check.
 Writes bench/results/crazyflie.json.
 """
-import json
+import argparse
 import logging
 import os
 import select
@@ -31,9 +31,9 @@ from boards.crazyflie.driver import CrazyflieDriver, init_cflib  # noqa: E402
 from harness.sim.crazyflie import crtp  # noqa: E402
 from harness.sim.crazyflie.fleet import SimCrazyflieFleet  # noqa: E402
 from harness.sim.crazyflie.firmware_toc import LOG_VARIABLES  # noqa: E402
+from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(REPO_ROOT, "bench", "results", "crazyflie.json")
 REAL_RADIO_PACKETS_PER_S = 500.0
 
 
@@ -209,11 +209,11 @@ def main():
               "real_radio_packets_per_s": REAL_RADIO_PACKETS_PER_S, "cpu_count": os.cpu_count(),
               "bench_wall_s": time.perf_counter() - t_all,
               "notes": "shared 2-core machine; drones/core from the server process's /proc CPU time"}
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as fh:
-        json.dump(result, fh, indent=2, sort_keys=True)
-    print("\nwrote %s" % os.path.relpath(RESULTS, REPO_ROOT))
+    print()
+    write_results("crazyflie", result, sort_keys=True)
 
 
 if __name__ == "__main__":
+    # no options: the parser gives --help (the docstring) and refuses unknown arguments before anything runs
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

@@ -43,6 +43,7 @@ against the one-call run's and the two runtime paths' against each other (identi
 covariance against the pure path's. Writes
 bench/results/eskf.json (bench/results_file.py).
 """
+import argparse
 import json
 import os
 import platform
@@ -606,4 +607,6 @@ def main():
 
 
 if __name__ == "__main__":
+    # no options: the parser gives --help (the docstring) and refuses unknown arguments before anything runs
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

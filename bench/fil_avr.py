@@ -14,8 +14,8 @@
   (firmware/policy_avr); reported as unavailable until it exists.
 Writes bench/results/fil_avr.json.
 """
+import argparse
 import copy
-import json
 import os
 import sys
 import time
@@ -28,9 +28,9 @@ from harness.sim.fil_leveler_world import leveler_size_report  # noqa: E402
 from harness.scenarios import load  # noqa: E402
 from harness.scenarios.context import RunContext  # noqa: E402
 from onboard.core.samples import WheelCmd  # noqa: E402
+from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(ROOT, "bench", "results", "fil_avr.json")
 BOARDS = ["uno", "leonardo"]
 
 
@@ -183,11 +183,10 @@ def main():
     print()
     print("ratios:", ", ".join("%s %.2f" % kv for kv in res["ratios"].items()))
     print("int8 policy on the AVR:", res["policy_int8_on_avr"]["note"])
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as f:
-        json.dump(res, f, indent=2)
-    print("wrote", os.path.relpath(RESULTS, ROOT))
+    write_results("fil_avr", res)
 
 
 if __name__ == "__main__":
+    # no options: the parser gives --help (the docstring) and refuses unknown arguments before anything runs
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

@@ -6,7 +6,7 @@ runtime step (estimator + control tick) on the virtual board (MicroPython 1.27
 wasm, timed on the board with time.ticks_us, ms resolution there) vs CPython.
 Writes bench/results/mp_deploy.json.
 """
-import json
+import argparse
 import os
 import re
 import shutil
@@ -21,8 +21,8 @@ from harness.scenarios.context import RunContext  # noqa: E402
 from harness.sim.virtual_board import VirtualBoard  # noqa: E402
 from onboard.deploy.build import BOARDS_DIR, build  # noqa: E402
 from onboard.deploy.deployer import deploy  # noqa: E402
+from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "mp_deploy.json")
 
 
 def deploy_times(mpy):
@@ -62,9 +62,7 @@ def main():
     res["step"] = dict({k: ctx.timings[k] for k in ("board_step_mean_us", "board_step_max_us", "cpython_step_mean_us",
                                                     "link_wall_s_per_tick")},
                        max_abs_diff=metrics["max_abs_diff"], ticks=metrics["ticks"])
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as fh:
-        json.dump(res, fh, indent=2, sort_keys=True)
+    out_path = write_results("mp_deploy", res, sort_keys=True)
     print("%-42s %12s %12s %8s" % ("figure", ".py", ".mpy", "ratio"))
     print("%-42s %12d %12d %8.2f" % ("file set size (bytes, %d files)" % len(py_set), py_bytes, mpy_bytes,
                                      mpy_bytes / py_bytes))
@@ -77,8 +75,10 @@ def main():
     print("%-42s %12.1f %12.1f %8.1f" % ("mean (estimator+control, %d ticks)" % s["ticks"],
                                          s["cpython_step_mean_us"], s["board_step_mean_us"],
                                          s["board_step_mean_us"] / s["cpython_step_mean_us"]))
-    print("max |board - CPython| = %.3g; wrote %s" % (s["max_abs_diff"], OUT))
+    print("max |board - CPython| = %.3g; wrote %s" % (s["max_abs_diff"], out_path))
 
 
 if __name__ == "__main__":
+    # no options: the parser gives --help (the docstring) and refuses unknown arguments before anything runs
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

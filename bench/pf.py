@@ -23,6 +23,7 @@ The C program writes back its final particles and per-step estimates, and the be
 checks they equal the Cython path's (max abs difference printed; 1e-12 required), so the C
 reference really is the same computation. Writes bench/results/pf.json.
 """
+import argparse
 import functools
 import math
 import os
@@ -289,4 +290,6 @@ def main():
 
 
 if __name__ == "__main__":
+    # no options: the parser gives --help (the docstring) and refuses unknown arguments before anything runs
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

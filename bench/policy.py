@@ -18,6 +18,7 @@ Side by side in one run, on the committed ``models/pocket-dqn`` and the same int
 Also checks that every backend returned the same outputs on the timed inputs.
 Writes bench/results/policy.json.
 """
+import argparse
 import base64
 import json
 import os
@@ -34,9 +35,9 @@ from harness.sim.micropython import available, onboard_files, run_micropython  #
 from harness.training.c_kernel import AVR_F_CPU_HZ, HostCPolicy, build_avr, run_simavr  # noqa: E402
 from onboard.policy.int8_pure import Int8Graph  # noqa: E402
 from onboard.policy.policy import load_model_dir, make_policy  # noqa: E402
+from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 
 MODEL_DIR = os.path.join(REPO, "models", "pocket-dqn")
-RESULTS = os.path.join(REPO, "bench", "results", "policy.json")
 ROBOT_LINK_SIZE = os.path.join(REPO, "firmware", "arduino", "build", "uno", "size.json")
 
 
@@ -166,13 +167,11 @@ def main():
     if "robot_link_firmware" in B["avr"]:
         print("with robot_link firmware: flash %d / 32768 B, RAM %d / 2048 B"
               % (B["avr"]["sum_with_robot_link_flash_bytes"], B["avr"]["sum_with_robot_link_ram_bytes"]))
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as fh:
-        json.dump(results, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    print("wrote %s" % RESULTS)
+    write_results("policy", results, sort_keys=True)
     return 0
 
 
 if __name__ == "__main__":
+    # no options: the parser gives --help (the docstring) and refuses unknown arguments before anything runs
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     sys.exit(main())

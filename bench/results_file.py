@@ -5,13 +5,17 @@ import os
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
-def write_results(name, out):
-    """Write ``out`` (a JSON-able dict) to bench/results/<name>.json and print the path."""
+def write_results(name, out, sort_keys=False):
+    """Write ``out`` (a JSON-able dict) to bench/results/<name>.json (keys sorted when ``sort_keys``), whole:
+    into a temporary file beside it, then renamed over it, so an interrupted run leaves the previous file.
+    Prints the path and returns it."""
     os.makedirs(RESULTS_DIR, exist_ok=True)
     path = os.path.join(RESULTS_DIR, name + ".json")
-    with open(path, "w") as fh:
-        json.dump(out, fh, indent=2)
-        fh.write("\n")
+    text = json.dumps(out, indent=2, sort_keys=sort_keys) + "\n"   # serialised before the file is touched
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
     print("wrote", path)
     return path
 

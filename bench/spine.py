@@ -9,6 +9,7 @@ Measured side by side in one run (this machine is noisy; compare ratios, not abs
   watched input checked every tick), side by side.
 Writes bench/results/spine.json.
 """
+import argparse
 import json
 import os
 import sys
@@ -21,8 +22,8 @@ from harness.sim.micropython import available, onboard_files, run_micropython  #
 from harness.report import RunReport  # noqa: E402
 from harness.scenarios import load  # noqa: E402
 from harness.scenarios.context import RunContext  # noqa: E402
+from results_file import write_results  # noqa: E402 (bench/ is the script's folder)
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "spine.json")
 
 # Runs unchanged on CPython and MicroPython; ``now_us`` is the interpreter's timer.
 EKF_TIMING = r"""
@@ -119,12 +120,10 @@ def main():
         print("%-44s %12.1f %12s" % ("  " + key, cpy[key], "%.1f" % mpy[key] if mpy else "n/a"))
     if mpy:
         print("%-44s %12.2f" % ("MicroPython / CPython (10:1 cycle)", results["micropython_over_cpython_cycle"]))
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as fh:
-        json.dump(results, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    print("wrote", RESULTS)
+    write_results("spine", results, sort_keys=True)
 
 
 if __name__ == "__main__":
+    # no options: the parser gives --help (the docstring) and refuses unknown arguments before anything runs
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()

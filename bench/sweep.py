@@ -13,7 +13,6 @@ on one local runtime of 2 CPUs (started once, warmed up; its start-up is reporte
 Writes bench/results/sweep.json. On a shared machine absolute figures drift: compare the ratios.
 """
 import argparse
-import json
 import os
 import platform
 import sys
@@ -22,9 +21,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from harness.sweep_runner import Job, Runner  # noqa: E402
-from results_file import judged_goal  # noqa: E402 (bench/ is the script's folder)
+from results_file import judged_goal, write_results  # noqa: E402 (bench/ is the script's folder)
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "sweep.json")
 
 
 def spin(seed, iterations):
@@ -166,11 +164,7 @@ def main(argv=None):
     else:
         print("ray: not installed (make setup installs it); local engine only")
     print("identical results on every engine and worker count: %s" % out["identical_results"])
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w") as fh:
-        json.dump(out, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    print("wrote", RESULTS)
+    write_results("sweep", out, sort_keys=True)
     return 0 if out["identical_results"] else 1
 
 

@@ -23,6 +23,7 @@ counts the time other jobs hold the cores). The host is loaded by other jobs: fi
 run, the ratios measured side by side much less. Without the compiled build the compiled columns are
 skipped (and the goal is judged on the pure path).
 """
+import argparse
 import contextlib
 import json
 import os
@@ -277,4 +278,6 @@ def main():
 
 
 if __name__ == "__main__":
+    # no options: the parser gives --help (the docstring) and refuses unknown arguments before anything runs
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     main()
