@@ -15,7 +15,8 @@ Side by side in one run, on the committed ``models/pocket-dqn`` and the same int
                     for comparison; flash/RAM from avr-size (plus the robot_link firmware's
                     figures when firmware/arduino has been built).
 
-Also checks that every backend returned the same outputs on the timed inputs.
+Also checks that every backend returned the same outputs on the timed inputs: a backend other than XNNPACK
+that differs from LiteRT's reference kernels is listed under `not_bit_exact` and the script exits 1.
 Writes bench/results/policy.json.
 """
 import argparse
@@ -167,7 +168,13 @@ def main():
     if "robot_link_firmware" in B["avr"]:
         print("with robot_link firmware: flash %d / 32768 B, RAM %d / 2048 B"
               % (B["avr"]["sum_with_robot_link_flash_bytes"], B["avr"]["sum_with_robot_link_ram_bytes"]))
+    # every backend but XNNPACK (float requantisation) must reproduce LiteRT's reference kernels bit for bit
+    results["not_bit_exact"] = [name for name, r in B.items()
+                                if r.get("bit_exact") is False and name != "litert-xnnpack"]
     write_results("policy", results, sort_keys=True)
+    if results["not_bit_exact"]:
+        print("policy: NOT bit-exact against LiteRT: %s" % ", ".join(results["not_bit_exact"]))
+        return 1
     return 0
 
 
