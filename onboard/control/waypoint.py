@@ -12,7 +12,7 @@ import math
 from onboard.control.pid import Pid
 from onboard.core.angles import wrap_pi
 from onboard.core.samples import TwistCmd
-from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked
+from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked, is_number
 
 DEFAULTS = {
     "cruise_speed_mps": 0.4,
@@ -34,13 +34,17 @@ class WaypointFollower:
         if not waypoints_ne_m:
             raise ValueError("way-point list is empty")
         self.cfg = cfg
-        self.waypoints_ne_m = [(float(w[0]), float(w[1])) for w in waypoints_ne_m]
+        self.waypoints_ne_m = []
         self.directions = []
-        for w in waypoints_ne_m:
-            d = int(w[2]) if len(w) > 2 else 1
-            if d not in (1, -1):
-                raise ValueError("way-point direction must be +1 or -1, got %r" % (w[2],))
-            self.directions.append(d)
+        for i, w in enumerate(waypoints_ne_m):
+            if not isinstance(w, (tuple, list)) or len(w) not in (2, 3) or not (is_number(w[0]) and is_number(w[1])):
+                raise ValueError("way-point %d must be (north_m, east_m[, direction]) with finite numbers, got %r"
+                                 % (i, w))
+            d = w[2] if len(w) == 3 else 1
+            if isinstance(d, bool) or d not in (1, -1):
+                raise ValueError("way-point %d direction must be +1 or -1, got %r" % (i, d))
+            self.waypoints_ne_m.append((float(w[0]), float(w[1])))
+            self.directions.append(int(d))
         self.index = 0
         self.reached_us = []
         self._pid = Pid(cfg["heading_kp"], cfg["heading_ki"], cfg["heading_kd"],
@@ -52,17 +56,18 @@ class WaypointFollower:
 
     def update(self, north_m, east_m, yaw_rad, now_us):
         """TwistCmd toward the active way-point from the (estimated) pose."""
-        if self.done:
-            return TwistCmd(now_us, 0.0, 0.0)
-        tn, te = self.waypoints_ne_m[self.index]
-        dn = tn - north_m
-        de = te - east_m
-        dist = math.sqrt(dn * dn + de * de)
-        if dist < self.cfg["accept_radius_m"]:
+        while True:                    # every way-point already within the radius is reached at this step
+            if self.done:
+                return TwistCmd(now_us, 0.0, 0.0)
+            tn, te = self.waypoints_ne_m[self.index]
+            dn = tn - north_m
+            de = te - east_m
+            dist = math.sqrt(dn * dn + de * de)
+            if not dist < self.cfg["accept_radius_m"]:
+                break
             self.index += 1
             self.reached_us.append(now_us)
             self._pid.reset()
-            return self.update(north_m, east_m, yaw_rad, now_us)
         direction = self.directions[self.index]
         # reversing: steer the robot's back towards the way-point
         facing = yaw_rad if direction > 0 else yaw_rad + math.pi
