@@ -42,6 +42,18 @@ _U32 = 1 << 32
 _MAX_IMU_DT_US = 100000           # a longer gap between IMU reads is not integrated
 _CMD_HISTORY = 256
 _LATENCY_HISTORY = 1000             # recent command latencies kept (all are in the stats)
+_I16_LIM = 32767                    # WHEEL_SPEED's int16 mrad/s, symmetric
+
+
+def _mradps_i16(radps):
+    """A finite wheel speed (rad/s) as WHEEL_SPEED's int16 mrad/s, rounded, clamped to +-32767 (a speed whose
+    mrad/s overflow a float clamps as well)."""
+    mradps = radps * C.WHEEL_CMD_MRADPS_PER_RADPS
+    if mradps > _I16_LIM:
+        return _I16_LIM
+    if mradps < -_I16_LIM:
+        return -_I16_LIM
+    return int(round(mradps))
 
 
 class AvrRobotLink:
@@ -122,9 +134,8 @@ class AvrRobotLink:
         if not (math.isfinite(left) and math.isfinite(right)):
             self.rejected_commands += 1
             return self.stop(wheel_cmd.time_us)
-        lim = 32767
-        left_m = max(-lim, min(lim, int(round(left * C.WHEEL_CMD_MRADPS_PER_RADPS))))
-        right_m = max(-lim, min(lim, int(round(right * C.WHEEL_CMD_MRADPS_PER_RADPS))))
+        left_m = _mradps_i16(left)
+        right_m = _mradps_i16(right)
         return self._send(P.MSG_WHEEL_SPEED, P.wheel_speed_body(left_m, right_m), wheel_cmd.time_us, True)
 
     def stop(self, now_us):
@@ -132,11 +143,12 @@ class AvrRobotLink:
         return self._send(P.MSG_STOP, b"", now_us, True)
 
     def duty(self, left, right, now_us=None):
-        """Open-loop PWM duty in 1/400 (+-400, larger values are clamped by the firmware)."""
+        """Open-loop PWM duty in 1/400 (+-400; larger values are clamped by the firmware, values outside int16
+        or not finite raise ProtocolError)."""
         return self._send(P.MSG_DUTY, P.duty_body(left, right), now_us, True)
 
     def set_phase(self, phase, now_us=None):
-        """Leveler build: the host behaviour's phase (0..255), echoed in LEVEL_STATE."""
+        """Leveler build: the host behaviour's phase (0..255, else ProtocolError), echoed in LEVEL_STATE."""
         return self._send(P.MSG_SET_PHASE, P.phase_body(phase), now_us)
 
     def signing_mismatch(self):
@@ -251,7 +263,7 @@ class AvrRobotLink:
         if self._offset_us is None or lag < self._offset_us:
             self._offset_us = lag
         t_us = fw_t + self._offset_us
-        self._note_cmd_echo(msg.last_cmd_seq, now_us)
+        self._note_cmd_echo(msg.last_cmd_seq, msg.faults, now_us)
         if self.on_encoders is not None:
             self.on_encoders(EncoderSample(t_us, msg.enc_left_ticks, msg.enc_right_ticks))
         last = self._last_tel
@@ -275,11 +287,15 @@ class AvrRobotLink:
     def _on_level_state(self, msg, now_us):
         self.level_state = msg
         self.level_state_frames += 1
-        self._note_cmd_echo(msg.last_cmd_seq, now_us)
+        self._note_cmd_echo(msg.last_cmd_seq, msg.faults, now_us)
         if self.on_level_state is not None:
             self.on_level_state(msg, now_us)
 
-    def _note_cmd_echo(self, seq, now_us):
+    def _note_cmd_echo(self, seq, faults, now_us):
+        """A TELEMETRY/LEVEL_STATE's ``last_cmd_seq``: the latency of the command it echoes. Before the firmware
+        accepted any command (``FAULT_NO_COMMAND``) the field holds its boot value, not an echo."""
+        if faults & P.FAULT_NO_COMMAND:
+            return
         if seq in self._sent_us:
             lat = now_us - self._sent_us.pop(seq)
             self.cmd_latency_us = lat

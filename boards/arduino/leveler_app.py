@@ -11,8 +11,9 @@ The firmware (``make leveler``) closes the wheel speed loop, estimates its tilt 
 - ``hill`` (rate group ``hill``, ``rate_hz``): the leveler apps' one hill-sensing drive
   (:class:`onboard.leveling.hill_app.HillDrive`: Cook thesis Alg. 6 -> twist -> wheel speeds, thesis 5.1.2)
   -> WHEEL_SPEED, output as ``wheel_cmd``; the behaviour's mode goes to the board as its phase (SET_PHASE,
-  ``mode + 1``; 0 = no behaviour yet) when it changes. While the failsafe is engaged (LEVEL_STATE stale) the
-  motors are stopped (STOP; output as a zero ``wheel_cmd``);
+  ``mode + 1``; 0 = no behaviour yet) when it changes, and again after each step while the link could not
+  send it. While the failsafe is engaged (LEVEL_STATE stale) the motors are stopped (STOP; output as a zero
+  ``wheel_cmd``);
 - ``draws`` (``onboard.runtime.draws_state.DrawsState``, io, ``rate_hz``): while the node records, the state
   of ``rand`` before each behaviour step.
 
@@ -89,7 +90,8 @@ class AvrLeveler:
                                                     rand, cfg["rate_hz"], track, group="hill", output="wheel_cmd",
                                                     on_mode=self._phase))
         self.draws = self.node.add("draws", DrawsState(rand, cfg["rate_hz"]))
-        self.sent_phase = None
+        self.sent_phase = None          # the last phase output (and sent, unless _phase_unsent)
+        self._phase_unsent = False
         self.start_us = int(start_us)
         link.on_level_state = self.pitch.on_level_state
         self.step = self.node.step
@@ -107,12 +109,16 @@ class AvrLeveler:
         self.node.record(sink, self.APP, self.recipe_config(), code_version, time_us)
 
     def _phase(self, mode, now_us):
-        """The behaviour's mode to the board as its phase (SET_PHASE, ``mode + 1``) when it changes."""
+        """The behaviour's mode to the board as its phase (SET_PHASE, ``mode + 1``) when it changes (output as
+        ``phase`` then); a phase the link could not send (``set_phase`` returned None: the port was gone) is
+        sent again after each later behaviour step until it goes out."""
         phase = mode + 1
         if phase != self.sent_phase:
-            self.link.set_phase(phase, now_us)
             self.sent_phase = phase
+            self._phase_unsent = True
             self.node.output("phase", now_us, {"phase": phase})
+        if self._phase_unsent:
+            self._phase_unsent = self.link.set_phase(phase, now_us) is None
 
     def report(self):
         return {"node": self.node.report(), "link": self.link.counters()}

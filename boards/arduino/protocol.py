@@ -380,8 +380,16 @@ def decode_message(frame):
     return Message(t, frame.seq, {MSG_STOP: "Stop", MSG_GET_STATUS: "GetStatus", MSG_GET_HELLO: "GetHello"}[t], {})
 
 
+def _int(name, value):
+    """int(value), or ProtocolError naming the field for a value with no integer (NaN, inf, not a number)."""
+    try:
+        return int(value)
+    except (ValueError, OverflowError, TypeError):
+        raise ProtocolError("%s=%r is not a finite number" % (name, value))
+
+
 def _i16(name, value):
-    v = int(value)
+    v = _int(name, value)
     if not -32768 <= v <= 32767:
         raise ProtocolError("%s=%r does not fit int16" % (name, value))
     return v
@@ -396,14 +404,14 @@ def duty_body(left, right):
 
 
 def phase_body(phase):
-    v = int(phase)
+    v = _int("phase", phase)
     if not 0 <= v <= 255:
         raise ProtocolError("phase=%r does not fit a byte" % (phase,))
     return bytes((v,))
 
 
 def ping_body(token):
-    return struct.pack("<I", int(token) & 0xFFFFFFFF)
+    return struct.pack("<I", _int("token", token) & 0xFFFFFFFF)
 
 
 def faults_text(flags):

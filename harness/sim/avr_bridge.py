@@ -131,13 +131,18 @@ class AvrBridge:
         self.last = None
         self.wall_in_run_s = 0.0
         self.steps = 0
-        line = self._readline()
-        if not line.startswith("pty "):
-            raise FilError("bridge did not report its pty: %r" % line)
-        self.pty_path = line.split(" ", 1)[1]
-        self.ready = self._readline()
-        if not self.ready.startswith("ready "):
-            raise FilError("bridge not ready: %r" % self.ready)
+        try:
+            line = self._readline()
+            if not line.startswith("pty "):
+                raise FilError("bridge did not report its pty: %r" % line)
+            self.pty_path = line.split(" ", 1)[1]
+            self.ready = self._readline()
+            if not self.ready.startswith("ready "):
+                raise FilError("bridge not ready: %r" % self.ready)
+        except BaseException:
+            self.kill()                  # a bridge that did not start is not left running (or unreaped)
+            self._close_pipes()
+            raise
 
     def _readline(self):
         fd = self.proc.stdout.fileno()
@@ -214,13 +219,17 @@ class AvrBridge:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self._close_pipes()
+
+    def _close_pipes(self):
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if f is not None:
                 f.close()
 
     def kill(self):
         """The device vanishes (like unplugging USB): the pty goes away."""
-        self.proc.kill()
+        if self.proc.poll() is None:
+            self.proc.kill()
         self.proc.wait()
 
     def __enter__(self):

@@ -9,7 +9,9 @@ chip, which samples continuously, the data registers hold that motion at the ful
 int16, saturating), with optional constant biases. Power-on state as the register map (rev 4.2) gives
 it: every register 0 except WHO_AM_I and PWR_MGMT_1 = 0x40 (SLEEP); a sleeping chip does not sample,
 so its data registers keep their last values (0 after power-on); DEVICE_RESET (PWR_MGMT_1 bit 7)
-restores the power-on values and clears itself.
+restores the power-on values and clears itself. WHO_AM_I and the data registers are read-only; a burst read
+or write runs through the 128 registers and wraps from 0x7F to 0x00 (as the simavr bridge's MPU-6050);
+a register address outside 0..255 raises ValueError.
 ``sim_mpu6050_bus(address)`` builds a bus with one chip at rest (desk runs of the Pi service).
 """
 import errno
@@ -26,6 +28,8 @@ REG_ACCEL_CONFIG = 0x1C
 REG_ACCEL_XOUT_H = 0x3B
 REG_PWR_MGMT_1 = 0x6B
 PWR_MGMT_1_DEVICE_RESET = 0x80
+REG_MASK = 0x7F                     # 128 registers; a burst's register pointer wraps from 0x7F to 0x00
+DATA_REGS = 14                      # ACCEL_XOUT_H .. GYRO_ZOUT_L: accel x/y/z, temperature, gyro x/y/z (read-only)
 PWR_MGMT_1_SLEEP = 0x40
 
 # the settings block of a simulated MPU-6050 in a scenario: how often its data registers refresh (and the
@@ -61,10 +65,20 @@ class SimI2cBus:
         return dev
 
     def readfrom_mem(self, addr, reg, nbytes):
+        _check_reg(reg)
+        if not isinstance(nbytes, int) or nbytes < 0:
+            raise ValueError("nbytes must be a whole number >= 0, got %r" % (nbytes,))
         return self._dev(addr).read(reg, nbytes)
 
     def writeto_mem(self, addr, reg, data):
+        _check_reg(reg)
         self._dev(addr).write(reg, bytes(data))
+
+
+def _check_reg(reg):
+    """A register (memory) address is one byte: ValueError for anything else."""
+    if isinstance(reg, bool) or not isinstance(reg, int) or not 0 <= reg <= 0xFF:
+        raise ValueError("I2C register address must be 0..255, got %r" % (reg,))
 
 
 class SimMpu6050:
@@ -83,14 +97,20 @@ class SimMpu6050:
         self.regs[REG_PWR_MGMT_1] = PWR_MGMT_1_SLEEP
 
     def read(self, reg, nbytes):
-        return bytes(self.regs[reg:reg + nbytes])
+        """``nbytes`` registers from ``reg`` on (a burst: the register pointer wraps from 0x7F to 0x00)."""
+        return bytes(self.regs[(reg + k) & REG_MASK] for k in range(nbytes))
 
     def write(self, reg, data):
+        """A burst write from ``reg`` on (wrapping as ``read``); WHO_AM_I and the data registers are
+        read-only and keep their values."""
         for k, b in enumerate(data):
-            if reg + k == REG_PWR_MGMT_1 and b & PWR_MGMT_1_DEVICE_RESET:
+            r = (reg + k) & REG_MASK
+            if r == REG_PWR_MGMT_1 and b & PWR_MGMT_1_DEVICE_RESET:
                 self._power_on()            # the reset bit clears itself once the registers are reset
                 continue
-            self.regs[reg + k] = b
+            if r == REG_WHO_AM_I or REG_ACCEL_XOUT_H <= r < REG_ACCEL_XOUT_H + DATA_REGS:
+                continue                    # read-only
+            self.regs[r] = b
         self._sample()                      # a range change or a wake-up shows in the next sample
 
     @property
@@ -123,7 +143,7 @@ class SimMpu6050:
         data = struct.pack(">hhhhhhh", q(f_s[0], lsb_per_mps2), q(f_s[1], lsb_per_mps2),
                            q(f_s[2], lsb_per_mps2), temp_raw, q(w_s[0], lsb_per_radps),
                            q(w_s[1], lsb_per_radps), q(w_s[2], lsb_per_radps))
-        self.regs[REG_ACCEL_XOUT_H:REG_ACCEL_XOUT_H + 14] = data
+        self.regs[REG_ACCEL_XOUT_H:REG_ACCEL_XOUT_H + DATA_REGS] = data
 
 
 def sim_mpu6050_bus(address=0x68):
@@ -136,7 +156,8 @@ def sim_mpu6050_bus(address=0x68):
 
 class PlanarMotionSource:
     """Specific force and rate (body FRD) of a planar vehicle (north_m, east_m, yaw_rad,
-    vel_ned_mps()), by finite differences between calls, for SimMpu6050.set_motion."""
+    vel_ned_mps()), by finite differences between calls, for SimMpu6050.set_motion. The yaw change
+    between two calls is taken in [-pi, pi] (a vehicle may keep its yaw wrapped)."""
 
     def __init__(self, vehicle):
         self.vehicle = vehicle
@@ -151,6 +172,10 @@ class PlanarMotionSource:
             return (0.0, 0.0, -G_MPS2), (0.0, 0.0, 0.0)
         dt = (now_us - last[0]) * 1e-6
         dyaw = state[1] - last[1]
+        if dyaw > math.pi:                  # across a +-pi wrap of the vehicle's yaw
+            dyaw -= 2.0 * math.pi
+        elif dyaw < -math.pi:
+            dyaw += 2.0 * math.pi
         mid = last[1] + 0.5 * dyaw
         a_n = (state[2][0] - last[2][0]) / dt
         a_e = (state[2][1] - last[2][1]) / dt

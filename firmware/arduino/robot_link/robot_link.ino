@@ -289,6 +289,8 @@ static void accept_motor_command(uint8_t seq, uint8_t clamped)
 
 static void handle_frame(const uint8_t *f, uint8_t len)
 {
+    if (reset_requested)
+        return;                          /* restarting (RESET): no frame acts, the motors stay off */
     uint8_t type = f[0], seq = f[1];
     const uint8_t *body = f + LINK_HEADER_LEN;
     uint8_t body_len = (uint8_t)(len - LINK_HEADER_LEN);
