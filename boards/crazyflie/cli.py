@@ -27,6 +27,7 @@ POLICIES = ("float", "int8", "int8-pure")
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_LINK = 3
+RANGE_SLOTS = 8                 # ranging.distance0..7
 
 
 class _Parser(argparse.ArgumentParser):
@@ -142,6 +143,12 @@ def load_models(model_dir, policy="int8", estimator="int8"):
     return net, dqn
 
 
+def member_slots(range_peer_ids, own_id, peers):
+    """The ranging slots j (``ranging.distance<j>``, 0..RANGE_SLOTS-1: the firmware logs no more) whose
+    peer ``range_peer_ids[j]`` is not ``own_id`` and, where ``peers`` lists any, is one of them."""
+    return [j for j, pid in enumerate(range_peer_ids[:RANGE_SLOTS]) if pid != own_id and (not peers or pid in peers)]
+
+
 class _Stop:
     def __init__(self):
         self.requested = False
@@ -165,9 +172,7 @@ def run_member(args, clock=None, out=None):
     overrides.setdefault("connect_timeout_s", args.connect_timeout_s)
     overrides["flight_height_m"] = args.height_m
     peers = [p for p in args.peers if p != args.id]
-    default_slots = list(range(8))
-    slot_ids = overrides.get("range_peer_ids", default_slots)
-    slots = [j for j, pid in enumerate(slot_ids) if pid != args.id and (not peers or pid in peers)][:8]
+    slots = member_slots(overrides.get("range_peer_ids", list(range(RANGE_SLOTS))), args.id, peers)
     cfg = member_driver_config(slots, overrides=overrides)
     for need in ("bearing", "dqn"):
         if not os.path.isdir(os.path.join(args.models, need)):

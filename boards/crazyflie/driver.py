@@ -31,12 +31,14 @@ Bad commands (NaN, infinite) are refused and counted; state is kept.
 """
 import collections
 import math
+import struct
 import threading
 import warnings
 
 from boards.crazyflie.board import CrazyflieConfigError, validate
 from boards.crazyflie.samples import BatterySample, DriverFault
 from onboard.core.linalg import is_finite
+from onboard.core.settings import is_number
 from onboard.core.samples import NavState, RangeSample
 from onboard.runtime.watchdog import Watchdog
 
@@ -115,10 +117,34 @@ class CrazyflieDriver:
 
     # ================================================================ connection
     def start_connect(self):
-        """Open the link without waiting (call wait_connected next); lets a swarm connect in parallel."""
+        """Open the link without waiting (call wait_connected next); lets a swarm connect in parallel.
+        A driver whose link was closed or lost connects afresh (a lost link is closed first): link error,
+        log blocks, received samples and the link's packet counts (``packets_sent``, ``log_packets_received``
+        count from this link's opening); ``stats`` and ``faults`` keep counting. An open link raises
+        CrazyflieLinkError (closing it would stop the motors: cflib's close_link sends zero thrust)."""
+        if self.state not in (DISCONNECTED, CLOSED, LINK_LOST):
+            raise CrazyflieLinkError("%s: the link is open (state %s): close() it before connecting again"
+                                     % (self.uri, self.state))
         init_cflib()
         from cflib.crazyflie import Crazyflie
 
+        if self.cf is not None and self.state == LINK_LOST:
+            self.close()
+        self._connected_ev = threading.Event()
+        self._params_ev = threading.Event()
+        with self._cond:
+            self._link_error = None
+            self._rx.clear()
+            self.log_packets_received = 0
+        self.packets_sent = 0
+        self._log_configs = []
+        self._link_started = False
+        self._cmd = None
+        self._euler_ned_rad = (0.0, 0.0, 0.0)
+        self.nav = None
+        self.battery = None
+        self.ranges = {}
+        self.params_read_back = {}
         cache = self.cfg["toc_cache_dir"] or None
         self.cf = Crazyflie(ro_cache=None, rw_cache=cache)
         self.cf.connected.add_callback(lambda _uri: self._connected_ev.set())
@@ -209,7 +235,11 @@ class CrazyflieDriver:
 
             param.add_update_callback(group=group, name=pname, cb=cb)
             try:
-                param.set_value(name, value)
+                try:
+                    param.set_value(name, value)
+                except (struct.error, OverflowError) as exc:      # cflib packs the value as the TOC type
+                    raise CrazyflieConfigError("crazyflie.params: %s = %r does not fit the drone's %s parameter (%s)"
+                                               % (name, value, elem.ctype, exc))
                 if not done.wait(self.cfg["param_timeout_s"]):
                     # the firmware sends nothing back for a write it refuses (param_logic.c paramWriteProcess)
                     raise CrazyflieLinkError("no read-back of parameter %s from %s within %.1f s (the drone "
@@ -324,7 +354,7 @@ class CrazyflieDriver:
         if self.state not in (IDLE, LANDED):
             return False
         if height_m is not None:
-            if not (is_finite((height_m,)) and height_m > 0):
+            if not (is_number(height_m) and height_m > 0):       # a finite int or float, not a bool
                 self.stats["rejected_commands"] += 1
                 return False
             self.cfg["flight_height_m"] = float(height_m)
@@ -478,6 +508,10 @@ class CrazyflieSwarm:
         # with a TOC cache folder, cflib writes a drone's TOC file while the other connections read it (an
         # 8-drone swarm logged "Error while parsing cache file" and fetched the TOC again): the first drone
         # connects alone, so its TOC is in the cache, then the rest connect in parallel from it
+        open_links = ["%s (%s)" % (d.uri, d.state) for d in self.drivers
+                      if d.state not in (DISCONNECTED, CLOSED, LINK_LOST)]
+        if open_links:       # before anything starts: no link is touched
+            raise CrazyflieLinkError("links open, close() them before connecting again: %s" % ", ".join(open_links))
         cached = bool(self.drivers) and bool(self.drivers[0].cfg["toc_cache_dir"])
         batches = [self.drivers[:1], self.drivers[1:]] if cached else [self.drivers]
         errors = []

@@ -3,7 +3,9 @@ commander.c, crtp_commander_rpyt.c, crtp_commander_generic.c, crtp_commander_hig
 
 Low-level setpoints come on port 3 (roll/pitch/yaw-rate/thrust; cflib sends -pitch) and port 7 (the
 generic commander: stop, velocity-world, hover, z-distance, position, full-state, manual, and the
-legacy velocity/z-distance/hover types whose yaw rate has the opposite sign); port 7 channel 1 carries
+legacy velocity/z-distance/hover types whose yaw rate has the opposite sign). The pitch on the wire is the
+firmware's attitude.pitch, positive nose up (backwards): cflib's send_setpoint and send_setpoint_manual
+negate their pitch argument, send_zdistance_setpoint does not. Port 7 channel 1 carries
 notify-setpoints-stop. The high-level commander (port 8: take-off, land, go-to, stop) plans a straight
 line from the current estimate to the goal in the given duration and tracks it; it runs only with
 ``commander.enHighLevel`` = 1, and a low-level setpoint keeps priority over it until notify-stop or the
@@ -129,9 +131,14 @@ class Commander:
         if kind in _FOUR_FLOATS:
             name, legacy = _FOUR_FLOATS[kind]
             values = struct.unpack("<ffff", body[:16])
-            if legacy:
+            if legacy or name == "zdistance":
                 values = list(values)
-                values[_YAW_RATE_SLOT[name]] = -values[_YAW_RATE_SLOT[name]]
+                if legacy:
+                    values[_YAW_RATE_SLOT[name]] = -values[_YAW_RATE_SLOT[name]]
+                if name == "zdistance":
+                    # the firmware's attitude.pitch as it comes (legacy sign, positive nose up: cflib does not
+                    # negate it here as it does for RPYT); kept with the RPYT setpoint's sign, positive forward
+                    values[1] = -values[1]
                 values = tuple(values)
             return self._set_ll(name, values, now_us)
         if kind == crtp.SP_FULL_STATE:
@@ -208,6 +215,7 @@ class Commander:
         """Turn the setpoint in force at ``now_us`` into Drone2D commands (motors off when the drone may
         not fly or ``stabilizer.stop`` is set)."""
         v = self.vehicle
+        self.supervisor.check_estop_watchdog(now_us)
         if not self.supervisor.can_fly() or self._stop.value:
             if v.motors_on:
                 v.motors_off()

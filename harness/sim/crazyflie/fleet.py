@@ -22,7 +22,7 @@ from harness.sim.crazyflie.sim_drone import DEFAULTS as DRONE_DEFAULTS, SETTING_
 from harness.sim.crazyflie.vehicle import N_RANGES
 from harness.sim.rng import RunRandom
 from harness.sim.vehicles.drone2d import DEFAULTS as VEHICLE_DEFAULTS, Drone2D
-from onboard.core.settings import ANY_NUMBER, BOOLEAN, POSITIVE, TEXT, checked, under, within
+from onboard.core.settings import ANY_NUMBER, BOOLEAN, POSITIVE, TEXT, ConfigError, checked, under, within
 
 RANGE_NOISE_MEAN_M = 0.0085569       # uwb-pocket-drones sec. III
 RANGE_NOISE_VAR_M2 = 0.061295
@@ -44,9 +44,12 @@ SETTING_RANGES = dict({"host": TEXT, "spacing_m": ANY_NUMBER, "tick_s": within(1
 
 class SimCrazyflieFleet:
     def __init__(self, count, seed=1, clock=None, config=None, start_ne_m=None):
-        if not (isinstance(count, int) and 1 <= count <= 64):
+        if not (isinstance(count, int) and not isinstance(count, bool) and 1 <= count <= 64):
             raise ValueError("fleet size must be a whole number 1..64, got %r" % (count,))
         self.cfg = checked(DEFAULTS, SETTING_RANGES, config, owner="crazyflie fleet")
+        if start_ne_m is not None and len(start_ne_m) != count:
+            raise ConfigError("crazyflie fleet: start_ne_m has %d start positions for %d drones"
+                              % (len(start_ne_m), count))
         self.count = count
         self.random = RunRandom(seed)
         self.lockstep = clock is not None
@@ -54,7 +57,7 @@ class SimCrazyflieFleet:
         self.drones = []
         for i in range(count):
             vcfg = dict(self.cfg["vehicle"])
-            vcfg["start_ne_m"] = list(start_ne_m[i]) if start_ne_m else [i * self.cfg["spacing_m"], 0.0]
+            vcfg["start_ne_m"] = list(start_ne_m[i]) if start_ne_m is not None else [i * self.cfg["spacing_m"], 0.0]
             veh = Drone2D(vcfg)
             dcfg = dict(self.cfg["drone"])
             drone = SimCrazyflie("cf%d" % i, dcfg, vehicle=veh, ranging=self._ranging_for(i),
@@ -70,6 +73,7 @@ class SimCrazyflieFleet:
             for d in self.drones:
                 d.time_us = now
         self._clock = clock
+        self._attached = False
 
     def _ranging_for(self, i):
         rng = self.random.stream("crazyflie.range.%d" % i)
@@ -99,9 +103,14 @@ class SimCrazyflieFleet:
         return self.server.uris
 
     def start(self):
+        """Serve the drones (a started fleet is left as it is; lockstep: ticks on the clock from the first
+        start on)."""
+        if self.server.started:
+            return self
         self.server.start()
-        if self.lockstep:
+        if self.lockstep and not self._attached:
             self.server.attach(self._clock, int(round(self.cfg["tick_s"] * 1e6)))
+            self._attached = True
         return self
 
     def release_links(self):

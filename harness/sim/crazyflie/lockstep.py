@@ -5,12 +5,14 @@ scenario that wants reproducible runs must not let simulated time run ahead of p
 still in flight. ``Lockstep.advance(dt_us)`` does three things, each a bounded wait:
 
 1. uplink barrier: every packet each client has sent so far has been served by its drone
-   (``drone.stats["rx_packets"] >= client.packets_sent``);
+   (``drone.session_received_packets() >= client.packets_sent``: what the drone received from the
+   clients whose session is open, see 3.);
 2. ``clock.advance(dt_us)``: physics steps and log packets that fall due (SimClock events); the
    fleet's server holds the log packets during the advance and sends them together at its end
    (``SimCrazyflieServer.hold_sends``: the client threads wake once the caller is about to wait);
-3. downlink barrier: each client has received every log packet its drone sent
-   (``client.wait_log_count(drone.stats["log_packets"])``), skipped for silent drones.
+3. downlink barrier: each client has received every log packet its drone sent to the clients whose
+   log session is open (``client.wait_log_count(drone.session_log_packets())``: a client that reconnected
+   from a new address reset the log, which drops the old address's session), skipped for silent drones.
 
 ``Lockstep(..., serve_in_caller=True)`` has the caller's thread answer the uplink itself in step 1
 (``SimCrazyflieServer.serve_in_caller``): the requests are the same, answered in the same order at the
@@ -19,7 +21,9 @@ lockstep and nothing else waits for an answer between advances (cflib's link-sta
 in the socket until the next advance); ``fleet.release_links()`` gives the serving back to the server
 thread for closing.
 
-A client is anything with ``packets_sent`` and ``wait_log_count(n, timeout_s)``, e.g.
+Make the Lockstep once its clients are connected (cflib's connect resets the log, which closes the
+sessions of a drone's earlier clients). A client is anything with ``packets_sent`` and
+``wait_log_count(n, timeout_s)``, e.g.
 ``boards.crazyflie.driver.CrazyflieDriver`` or ``CflibCounter`` below around a bare
 cflib ``Crazyflie``. A barrier that times out raises ``LockstepTimeout`` (a packet was
 lost or a client hung) rather than silently letting the run diverge.
@@ -75,18 +79,19 @@ class Lockstep:
     def sync_uplink(self):
         pairs = list(zip(self.fleet.drones, self.clients))
         ok = self.fleet.wait_until(
-            lambda: all(d.stats["rx_packets"] >= c.packets_sent for d, c in pairs), self.timeout_s)
+            lambda: all(d.session_received_packets() >= c.packets_sent for d, c in pairs), self.timeout_s)
         if not ok:
-            lag = [(d.name, c.packets_sent - d.stats["rx_packets"]) for d, c in pairs]
+            lag = [(d.name, c.packets_sent - d.session_received_packets()) for d, c in pairs]
             raise LockstepTimeout("uplink packets not served within %.1f s: %s" % (self.timeout_s, lag))
 
     def sync_downlink(self):
         for d, c in zip(self.fleet.drones, self.clients):
             if d.silent:
                 continue
-            if not c.wait_log_count(d.stats["log_packets"], self.timeout_s):
+            sent = d.session_log_packets()
+            if not c.wait_log_count(sent, self.timeout_s):
                 raise LockstepTimeout("%s: log packets not received within %.1f s (%d sent)"
-                                      % (d.name, self.timeout_s, d.stats["log_packets"]))
+                                      % (d.name, self.timeout_s, sent))
 
     def advance(self, dt_us):
         self.sync_uplink()

@@ -5,7 +5,8 @@ appends to, deletes, starts, stops and resets log blocks (v1 8-bit and v2 16-bit
 fetch-as type conversion, at most ``crtp.LOG_MAX_BLOCKS`` blocks, ``crtp.LOG_MAX_OPS`` variables and
 ``crtp.LOG_MAX_PAYLOAD`` bytes per block, answered with the firmware's errno); channel 2 carries the
 periodic packets: block id, 24-bit timestamp in ms, then the variables. Blocks belong to the client
-that made them (one session per client address).
+that made them (one session per client address: another client's create, append, start, stop and delete
+find none of them); a reset deletes the blocks of every client, as the firmware's one block table does.
 
 Each log variable reads a *source*: a function of no arguments, keyed by the name in LOG_VARIABLES,
 that the services providing the quantity hand in (``log_sources()`` of the vehicle, commander,
@@ -19,7 +20,7 @@ import struct
 from harness.sim.crazyflie import crtp
 from harness.sim.crazyflie.firmware_toc import LOG_VARIABLES
 
-COUNTERS = ("log_packets", "log_skipped_periods")
+COUNTERS = ("log_packets", "log_skipped_periods", "log_lost_packets")
 LOG_PERIOD_UNIT_US = 10000              # the period byte of LOG_START counts 10 ms
 MAX_LOG_BACKLOG = 5                     # periods a block may fall behind (host stall) before they are skipped
 
@@ -76,12 +77,31 @@ class LogService:
         self._toc = [v.toc_bytes() for v in self.variables]
         self.toc_crc = crtp.toc_crc(crtp.PORT_LOG, self._toc)
         self.sessions = {}               # client address -> {block id: _LogBlock}
+        self._session_packets = {}       # client address -> log packets sent to it while it had a session
+        self._session_received = {}      # client address -> datagrams received from it while it had a session
 
     def open_session(self, client):
         self.sessions.setdefault(client, {})
 
     def close_session(self, client):
         self.sessions.pop(client, None)
+        self._session_packets.pop(client, None)
+        self._session_received.pop(client, None)
+
+    def count_received(self, client):
+        """A datagram came from ``client`` (any port): it has a session from its first datagram on."""
+        self.sessions.setdefault(client, {})
+        self._session_received[client] = self._session_received.get(client, 0) + 1
+
+    def session_packets(self):
+        """Log packets sent to the clients that have a session now (a reset drops the other clients'
+        sessions, and the packets sent to them no longer count); ``stats["log_packets"]`` counts every packet
+        ever sent."""
+        return sum(self._session_packets.values())
+
+    def session_received(self):
+        """Datagrams received from the clients that have a session now (see :meth:`session_packets`)."""
+        return sum(self._session_received.values())
 
     # ---------------------------------------------------------------- port 5
     def handle(self, channel, data, now_us, client):
@@ -92,10 +112,19 @@ class LogService:
             self.stats["unknown"] += 1
             return []
         cmd = data[0]
-        blocks = self.sessions.setdefault(client, {})
         if cmd == crtp.LOG_RESET:
-            blocks.clear()
+            # logReset: the firmware has one block table, so every client's blocks go (cflib resets on every
+            # connect: a client that reconnects from a new address leaves no blocks logging to the old one)
+            sent = self._session_packets.get(client, 0)
+            received = self._session_received.get(client, 0)
+            self.sessions.clear()
+            self._session_packets.clear()
+            self._session_received.clear()
+            self.sessions[client] = {}
+            self._session_packets[client] = sent
+            self._session_received[client] = received
             return [_reply(cmd, 0, 0)]
+        blocks = self.sessions.setdefault(client, {})
         block_id = data[1]
         if cmd in (crtp.LOG_CREATE, crtp.LOG_CREATE_V2, crtp.LOG_APPEND, crtp.LOG_APPEND_V2):
             return [_reply(cmd, block_id, self._add_ops(cmd, block_id, data[2:], blocks))]
@@ -139,10 +168,10 @@ class LogService:
         ops = []
         i = 0
         step = 3 if v2 else 2
-        while i < len(payload):
-            if i + step > len(payload):
-                self.stats["malformed"] += 1
-                return crtp.E2BIG
+        # the firmware reads (size - 2) // step whole ops and ignores a trailing partial one: cflib's v2
+        # create packet for 10+ variables ends with the next variable's type byte, sent again in the append
+        end = len(payload) - len(payload) % step
+        while i < end:
             type_byte = payload[i]
             ident = struct.unpack("<H", payload[i + 1:i + 3])[0] if v2 else payload[i + 1]
             i += step
@@ -193,20 +222,39 @@ class LogService:
         the time each was due (ms, 24 bits); each block then moves on by one period."""
         out = []
         sources = self.sources
+        counts = self._session_packets
         for client, blocks in self.sessions.items():
+            n_before = len(out)
             for block in blocks.values():
-                dues = []
-                if block.single_shot_us is not None and block.single_shot_us <= now_us:
-                    dues.append(block.single_shot_us)
-                    block.single_shot_us = None
-                if block.running and block.next_due_us <= now_us:
-                    dues.append(block.next_due_us)
-                    block.next_due_us += block.period_us
-                for due in dues:
+                for due in _take_dues(block, now_us):
                     ts = (due // 1000) & 0xFFFFFF
                     body = bytearray((block.block_id, ts & 0xFF, (ts >> 8) & 0xFF, (ts >> 16) & 0xFF))
                     for source, fmt in block.ops:
                         body += crtp.pack_value(fmt, sources[source]())
                     out.append((client, crtp.packet(crtp.PORT_LOG, crtp.LOG_CH_DATA, body)))
+            if len(out) > n_before:
+                counts[client] = counts.get(client, 0) + len(out) - n_before
         self.stats["log_packets"] += len(out)
         return out
+
+    def drop_due(self, now_us):
+        """The blocks due at or before ``now_us`` move on as :meth:`due_packets` moves them, and their packets
+        are lost (a cut radio link: the firmware's log timers run on); counted in ``log_lost_packets``."""
+        lost = 0
+        for blocks in self.sessions.values():
+            for block in blocks.values():
+                lost += len(_take_dues(block, now_us))
+        self.stats["log_lost_packets"] += lost
+
+
+def _take_dues(block, now_us):
+    """The times (us) ``block`` is due at or before ``now_us``: its single shot, then its period's next
+    instant; each taken one is cleared or moved on by one period."""
+    dues = []
+    if block.single_shot_us is not None and block.single_shot_us <= now_us:
+        dues.append(block.single_shot_us)
+        block.single_shot_us = None
+    if block.running and block.next_due_us <= now_us:
+        dues.append(block.next_due_us)
+        block.next_due_us += block.period_us
+    return dues

@@ -1,7 +1,8 @@
 """The parameter service of one simulated Crazyflie: port 2 (crazyflie-firmware param_logic.c).
 
 Channel 0 serves the param TOC (v1 and v2 ids) of ``firmware_toc.PARAMS``; channel 1 reads a value;
-channel 2 writes one and echoes the value the parameter then holds; channel 3 (misc) sets by name
+channel 2 writes one and echoes the packet (id + the value written; a refused write: id + the value the
+parameter still holds); channel 3 (misc) sets by name
 (what cflib's ``set_value_raw`` sends, answered and then announced with VALUE_UPDATED), gets the
 extended type, the default value (v1, v2), and stores, clears or reports the persistent value of
 parameters flagged persistent. Read-only parameters, writes of the wrong size and NaN or infinite
@@ -90,8 +91,11 @@ class ParamService:
                 # nothing is sent back (cflib's own set_value refuses such a write before sending it)
                 self.stats["rejected_param_writes"] += 1
                 return []
-            self._write(p, data[2:])
-            # the firmware echoes id + the value the parameter now holds
+            if self._write(p, data[2:]) == 0:
+                # param_logic.c paramWriteProcess sends the packet back as it came: id + the value written
+                # (a watcher may have changed the value since: kalman.resetEstimation reads 0 again)
+                return [crtp.packet(crtp.PORT_PARAM, channel, data)]
+            # a write the simulator refuses (wrong size, NaN): id + the value the parameter still holds
             return [crtp.packet(crtp.PORT_PARAM, channel, data[:2] + crtp.pack_value(p.fmt, p.value))]
         return self._misc(data)
 

@@ -30,6 +30,7 @@ import time
 
 from harness.sim.clock import PRIORITY_PHYSICS
 from harness.sim.crazyflie import crtp
+from onboard.core.settings import ConfigError
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 RECV_BYTES = 64            # a CRTP datagram is at most 31 bytes; longer ones are malformed
@@ -44,6 +45,10 @@ class SimServerError(RuntimeError):
     pass
 
 
+class SimServerSettingError(SimServerError, ConfigError):
+    """A host that is not a loopback address, or ports outside 0..65535: bad input (a ValueError)."""
+
+
 def _check_loopback(host):
     if host == "localhost":
         return "127.0.0.1"
@@ -52,7 +57,7 @@ def _check_loopback(host):
             return host
     except ValueError:
         pass
-    raise SimServerError("simulated Crazyflies bind to loopback only, not %r" % (host,))
+    raise SimServerSettingError("simulated Crazyflies bind to loopback only, not %r" % (host,))
 
 
 class SimCrazyflieServer:
@@ -64,7 +69,7 @@ class SimCrazyflieServer:
         self.base_port = int(base_port)
         last_port = self.base_port + max(0, len(self.drones) - 1)
         if self.base_port < 0 or last_port > MAX_UDP_PORT:
-            raise SimServerError("ports %d..%d (base port + one per drone) must lie in 0..%d (base port 0 picks "
+            raise SimServerSettingError("ports %d..%d (base port + one per drone) must lie in 0..%d (base port 0 picks "
                                  "free ones)" % (self.base_port, last_port, MAX_UDP_PORT))
         self.realtime = bool(realtime)
         if clock is None:
@@ -92,6 +97,10 @@ class SimCrazyflieServer:
         return ["udp://%s:%d" % (self.host, p) for p in self.ports]
 
     def start(self):
+        """Bind the ports and start the server thread; a started server is left as it is."""
+        if self.started:
+            return self
+        self.ports = []
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         try:
             for i, _drone in enumerate(self.drones):

@@ -111,7 +111,8 @@ class SimCrazyflie:
 
     @property
     def silent(self):
-        """True cuts the link: nothing is answered and nothing logged (fault injection)."""
+        """True cuts the link: nothing is answered and nothing logged (fault injection); the log blocks keep
+        their periods, their packets lost (``stats["log_lost_packets"]``)."""
         return self.link.silent
 
     @silent.setter
@@ -135,6 +136,19 @@ class SimCrazyflie:
         """Estimated position (m, CF world frame) and yaw (deg, CCW) as the firmware logs them."""
         return self.sim_vehicle.estimate_xyz_yaw()
 
+    def session_log_packets(self):
+        """Log packets sent to the clients whose session is still open (the lockstep's downlink count: a
+        log reset, which cflib sends on every connect, closes the other clients' sessions, so packets sent to
+        a client that has since reconnected from another address are not in it)."""
+        with self.lock:
+            return self.log.session_packets()
+
+    def session_received_packets(self):
+        """Datagrams received from the clients whose session is still open (the lockstep's uplink count;
+        every datagram opens its client's session); ``stats["rx_packets"]`` counts them all."""
+        with self.lock:
+            return self.log.session_received()
+
     def next_log_due_us(self):
         """Earliest time (us) a running log block is due (None when nothing is logging)."""
         return self.log.next_due_us()
@@ -144,6 +158,7 @@ class SimCrazyflie:
         """Answer one datagram from ``client`` at ``now_us``; returns the reply datagrams (bytes)."""
         with self.lock:
             self._handled += 1
+            self.log.count_received(client)
             return self.link.receive(datagram, self._route, now_us, client)
 
     def _route(self, port, channel, data, now_us, client):
@@ -188,6 +203,7 @@ class SimCrazyflie:
 
     def _due_logs(self, now_us):
         if self.link.silent:
+            self.log.drop_due(now_us)
             return []
         self.sim_vehicle.new_log_instant()
         out = self.log.due_packets(now_us)

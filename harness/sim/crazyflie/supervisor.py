@@ -3,8 +3,10 @@ that feed it: platformservice.c, port 13, and crtp_localization_service.c, port 
 
 A Crazyflie 2.x arms itself (``arming_required`` False); with it True the motors run only after an
 arming request (platform port or supervisor port). An emergency stop (supervisor or localization port)
-locks the drone: motors off, disarmed, until a crash-recovery / recover request. Disarming or locking
-also drops the high-level commander's plan. Port 13 also answers the protocol-version request (the
+locks the drone: motors off, disarmed, until a crash-recovery / recover request. The emergency-stop
+watchdog request (same ports) arms a timer instead: the stop comes ``EMERGENCY_STOP_WATCHDOG_US`` after
+the last such request (the firmware's DEFAULT_EMERGENCY_STOP_WATCHDOG_TIMEOUT), unless it is repeated.
+Disarming or locking also drops the high-level commander's plan. Port 13 also answers the protocol-version request (the
 first thing cflib asks); port 6 counts external positions (finite ones; the estimator does not use
 them) and accepts range streams and external poses without modelling them.
 """
@@ -14,6 +16,7 @@ from harness.sim.crazyflie import crtp
 from onboard.core.linalg import is_finite
 
 COUNTERS = ("emergency_stops", "ext_positions")
+EMERGENCY_STOP_WATCHDOG_US = 1000000    # firmware DEFAULT_EMERGENCY_STOP_WATCHDOG_TIMEOUT (1000 ms)
 
 # bit numbers of supervisor.info (as cflib's supervisor state decodes them; 5 tumbled and 7 crashed stay 0)
 BIT_CAN_BE_ARMED = 0
@@ -38,6 +41,7 @@ class Supervisor:
         self.armed = not self.arming_required
         self.locked = False
         self.commander = None
+        self.estop_watchdog_us = None     # time (us) the emergency-stop watchdog was last fed; None: not armed
         self._en_high_level = params.get("commander", "enHighLevel")
 
     def can_fly(self):
@@ -48,6 +52,18 @@ class Supervisor:
         if not self.armed:
             self.model.motors_off()
             self.commander.hl = None
+
+    def feed_estop_watchdog(self, now_us):
+        """An emergency-stop watchdog request at ``now_us``: the stop comes EMERGENCY_STOP_WATCHDOG_US later
+        unless another request comes first."""
+        self.estop_watchdog_us = now_us
+
+    def check_estop_watchdog(self, now_us):
+        """The emergency stop of a watchdog not fed for EMERGENCY_STOP_WATCHDOG_US, at ``now_us``."""
+        fed = self.estop_watchdog_us
+        if fed is not None and now_us - fed >= EMERGENCY_STOP_WATCHDOG_US:
+            self.estop_watchdog_us = None
+            self.emergency_stop()
 
     def emergency_stop(self):
         self.stats["emergency_stops"] += 1
@@ -97,7 +113,7 @@ class Supervisor:
         return []
 
     # ---------------------------------------------------------------- port 9 (supervisor)
-    def handle_supervisor(self, channel, data, _now_us, _client):
+    def handle_supervisor(self, channel, data, now_us, _client):
         cmd = data[0]
         if channel == crtp.SUP_CH_INFO and cmd == crtp.SUP_GET_STATE_BITFIELD:
             return [crtp.packet(crtp.PORT_SUPERVISOR, crtp.SUP_CH_INFO,
@@ -110,14 +126,17 @@ class Supervisor:
             if cmd == crtp.SUP_RECOVER_SYSTEM:
                 self.locked = False
                 return [crtp.packet(crtp.PORT_SUPERVISOR, crtp.SUP_CH_COMMAND, bytes((0x80 | cmd, 1, 1)))]
-            if cmd in (crtp.SUP_EMERGENCY_STOP, crtp.SUP_EMERGENCY_STOP_WATCHDOG):
+            if cmd == crtp.SUP_EMERGENCY_STOP:
                 self.emergency_stop()
+                return []
+            if cmd == crtp.SUP_EMERGENCY_STOP_WATCHDOG:
+                self.feed_estop_watchdog(now_us)
                 return []
         self.stats["unknown"] += 1
         return []
 
     # ---------------------------------------------------------------- port 6 (localization)
-    def handle_localization(self, channel, data, _now_us, _client):
+    def handle_localization(self, channel, data, now_us, _client):
         if channel == crtp.LOC_CH_POSITION:
             x, y, z = struct.unpack("<fff", data[:12])
             if is_finite((x, y, z)):
@@ -126,8 +145,10 @@ class Supervisor:
                 self.stats["malformed"] += 1
             return []
         if channel == crtp.LOC_CH_GENERIC:
-            if data[0] in (crtp.LOC_EMERGENCY_STOP, crtp.LOC_EMERGENCY_STOP_WATCHDOG):
+            if data[0] == crtp.LOC_EMERGENCY_STOP:
                 self.emergency_stop()
+            elif data[0] == crtp.LOC_EMERGENCY_STOP_WATCHDOG:
+                self.feed_estop_watchdog(now_us)
             return []         # range streams, LPP packets, external poses: accepted, not modelled
         self.stats["unknown"] += 1
         return []
