@@ -266,8 +266,11 @@ FOXGLOVE_SCHEMAS = {POSE_IN_FRAME: _pose_in_frame_schema(), FRAME_TRANSFORM: _fr
 
 
 def fox_time(time_us):
-    """Foxglove ``time`` {sec, nsec} of an integer time in microseconds (>= 0)."""
-    t = int(time_us)
+    """Foxglove ``time`` {sec, nsec} of an integer time in microseconds (>= 0); ValueError otherwise."""
+    try:
+        t = int(time_us)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError("a Foxglove timestamp must be a number of microseconds, got %r" % (time_us,))
     if t < 0:
         raise ValueError("a Foxglove timestamp cannot be negative (time_us=%d)" % t)
     return {"sec": t // 1000000, "nsec": (t % 1000000) * 1000}
@@ -373,9 +376,51 @@ def _json_encoder():
 _ENCODE = _json_encoder()
 BATCH_RECORDS = 256          # messages held before they are encoded and written (McapLog.log)
 SEQUENCE_MASK = 0xFFFFFFFF   # an MCAP message's sequence number is a uint32: it wraps around
+MAX_LOG_TIME_NS = 0xFFFFFFFFFFFFFFFF   # an MCAP message's log time is a uint64 (ns)
+
+
+def _log_time_ns(time_us):
+    """The MCAP log time (ns) of a time in microseconds; ValueError for a time that is no number or lies
+    outside MCAP's unsigned 64-bit nanoseconds (negative, or past ~584 years), which the MCAP writer would
+    take half-written into its chunk and its statistics (a file that can no longer be finished)."""
+    try:
+        t_ns = int(time_us) * 1000
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError("log time must be a number of microseconds, got %r" % (time_us,))
+    if not 0 <= t_ns <= MAX_LOG_TIME_NS:
+        raise ValueError("log time %r us is outside MCAP's unsigned 64-bit nanoseconds" % (time_us,))
+    return t_ns
 
 
 _first = itemgetter(0)
+# types marshal writes back as themselves (what the writer process reads is what was logged); marshal writes
+# any other object with the buffer protocol (a NumPy array or scalar such as numpy.float64, an array.array) as
+# its bytes, and refuses the rest (ValueError)
+_MARSHAL_SCALARS = frozenset((int, float, str, bool, type(None)))
+# the sample types built of such values only (their constructors convert every field): not checked per message
+_PLAIN_SAMPLE_MODULE = "onboard.core.samples"
+
+
+def _marshals_as_itself(values):
+    """True when every value of the iterable ``values`` (nested lists, tuples and dicts, their keys too) is an
+    int, float, text, boolean or None, which marshal writes as themselves."""
+    if _MARSHAL_SCALARS.issuperset(map(type, values)):
+        return True
+    for v in values:
+        t = type(v)
+        if t in _MARSHAL_SCALARS:
+            continue
+        if t is tuple or t is list:
+            if not _marshals_as_itself(v):
+                return False
+        elif t is dict:
+            if not (_marshals_as_itself(v) and _marshals_as_itself(v.values())):
+                return False
+        else:
+            return False
+    return True
+
+
 FRAME_HEAD_FMT = "<I"        # frames to the writer process: length (bytes), then a kind byte and the body
 FRAME_MARSHAL = b"M"
 FRAME_PICKLE = b"P"
@@ -439,6 +484,10 @@ class McapLogError(OSError):
     """The MCAP writer process failed (its one line of error)."""
 
 
+class McapLogClosedError(ValueError):
+    """A message logged after :meth:`McapLog.close`."""
+
+
 class McapLog:
     """MCAP writer of our topics (:meth:`log`) and Foxglove views (:meth:`log_view` ...).
 
@@ -464,7 +513,8 @@ class McapLog:
         if not isinstance(batch_records, int) or batch_records < 1:
             raise ValueError("batch_records must be a whole number >= 1, got %r" % (batch_records,))
         self.path = path
-        self._channels = {}
+        self._channels = {}          # topic of our samples -> channel id
+        self._view_channels = {}     # view topic -> channel id
         self._seq = {}
         self._done = 0               # messages written (or sent to the writer process)
         self.closed = False
@@ -481,9 +531,14 @@ class McapLog:
         self.writer_cpu_s = None
         if writer_process:
             self._fh = self._writer = None
-            self._proc = subprocess.Popen([sys.executable, "-m", "onboard.runtime.mcap_writer", path, library],
+            # the writer process runs in the checkout (cwd=REPO): a relative path is the caller's, made absolute
+            # here; in a session of its own, so that Ctrl-C in a terminal (SIGINT to the foreground process group)
+            # does not kill it in the middle of the file: it ends when its input does, as the recording process
+            # closes the log or dies
+            self._proc = subprocess.Popen([sys.executable, "-m", "onboard.runtime.mcap_writer", os.path.abspath(path),
+                                           library],
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          cwd=REPO)
+                                          cwd=REPO, start_new_session=True)
             _grow_pipe(self._proc.stdin)
         else:
             self._fh = open(path, "wb")
@@ -491,7 +546,10 @@ class McapLog:
             self._writer.start(profile="", library=library)
 
     def log(self, topic, time_us, message):
-        """Log ``message`` (a sample with ``as_dict()`` or a dict) on ``topic`` at ``time_us`` (us)."""
+        """Log ``message`` (a sample with ``as_dict()`` or a dict) on ``topic`` at ``time_us`` (us).
+        McapLogClosedError after :meth:`close`."""
+        if self.closed:
+            raise McapLogClosedError("MCAP log %s is closed: %s at %r us not logged" % (self.path, topic, time_us))
         if type(message) is dict:
             message = dict(message)
         held = self._held
@@ -514,12 +572,12 @@ class McapLog:
             self._write_held()
 
     def _write_held(self):
-        """A message that cannot be encoded (not JSON) is not written: the others of the batch are, then its
-        error is raised. Sequence numbers (MCAP's uint32) wrap around after 2**32 messages of a topic."""
+        """A message that cannot be written (not JSON, a time outside MCAP's unsigned 64-bit nanoseconds, a
+        topic that carries a view) is not: the others of the batch are, then its error is raised. Sequence
+        numbers (MCAP's uint32) wrap around after 2**32 messages of a topic."""
         held = self._held
         self._held = []
         if self._proc is not None:
-            self._done += len(held)
             self._send(held)
             return
         channels = self._channels
@@ -532,13 +590,13 @@ class McapLog:
             for topic, time_us, message in held:
                 try:
                     data = encode_message(message, getters)
+                    t_ns = _log_time_ns(time_us)
+                    channel = channels.get(topic)
+                    if channel is None:
+                        channel = self._register(topic, message)
                 except (TypeError, ValueError) as exc:
                     error = error or exc
                     continue
-                channel = channels.get(topic)
-                if channel is None:
-                    channel = self._register(topic, message)
-                t_ns = int(time_us) * 1000
                 n = seq[topic]
                 add(channel_id=channel, log_time=t_ns, publish_time=t_ns, sequence=n, data=data)
                 seq[topic] = (n + 1) & SEQUENCE_MASK
@@ -551,43 +609,77 @@ class McapLog:
     def _send(self, items):
         """One frame of ``items`` to the writer process (:mod:`onboard.runtime.mcap_writer`): marshal
         (samples as their class's number and their field values) where every value allows it, else
-        pickle."""
+        pickle (and the sample classes numbered for the frame forgotten: the writer process never got them).
+        A message that can be neither (a lambda in a dict: not JSON either) is not sent: the others are, then
+        TypeError is raised."""
         if self._proc_error is not None or self._proc.returncode is not None:
             raise McapLogError("MCAP writer process for %s stopped: %s" % (self.path, self._proc_error))
+        error = None
+        classes_sent = len(self._classes)
         try:
             body = FRAME_MARSHAL + marshal.dumps(self._plain(items))
         except (ValueError, TypeError):
-            body = FRAME_PICKLE + pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
+            self._forget_classes(classes_sent)
+            try:
+                body = FRAME_PICKLE + pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
+            except (pickle.PicklingError, TypeError, AttributeError):
+                kept = []
+                for item in items:
+                    try:
+                        pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
+                    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+                        error = error or TypeError("a message on %s cannot be sent to the writer process: %s"
+                                                   % (item[0], exc))
+                        continue
+                    kept.append(item)
+                items = kept
+                body = FRAME_PICKLE + pickle.dumps(items, pickle.HIGHEST_PROTOCOL)
         # every topic sent: a view's is in _view_topics before it is sent (see _send_view)
         self._log_topics.update(map(_first, items))
+        self._done += len(items)
         try:
             self._proc.stdin.write(struct.pack(FRAME_HEAD_FMT, len(body)) + body)
             self._proc.stdin.flush()
         except OSError:
             self._finish_process()
             raise McapLogError("MCAP writer process for %s stopped: %s" % (self.path, self._proc_error))
+        if error is not None:
+            raise error
 
     def _plain(self, items):
         """``items`` in the form :func:`onboard.runtime.mcap_writer.unmarshal` reads: a sample as
         ``(topic, time_us, class number, field values)`` after its class's ``(number, (name, fields))``;
-        dicts and views as they are. TypeError for a message of another kind (then the frame is pickled)."""
+        dicts and views as they are. TypeError for a message of another kind, or holding a value that marshal
+        would not write as itself (:func:`_marshals_as_itself`; then the frame is pickled)."""
         classes = self._classes
+        scalars_only = _MARSHAL_SCALARS.issuperset
         out = []
         append = out.append
         for item in items:
-            msg = item[2]
-            if len(item) == 3 and type(msg) is not dict:
-                known = classes.get(type(msg))
-                if known is None:
-                    got = _fields_getter(type(msg))
-                    if got is None:
-                        raise TypeError("not a sample: %s" % type(msg).__name__)
-                    known = classes[type(msg)] = (len(classes), got[1])
-                    append((known[0], (type(msg).__name__, got[0])))
-                append((item[0], item[1], known[0], known[1](msg)))
-            else:
+            msg = item[2] if len(item) == 3 else item[3]
+            if type(msg) is dict:
+                if not (scalars_only(map(type, msg.values())) and scalars_only(map(type, msg))
+                        or _marshals_as_itself((msg,))):
+                    raise TypeError("a message with a value marshal does not write as itself")
                 append(item)
+                continue
+            known = classes.get(type(msg))
+            if known is None:
+                got = _fields_getter(type(msg))
+                if got is None or len(item) != 3:
+                    raise TypeError("not a sample: %s" % type(msg).__name__)
+                known = classes[type(msg)] = (len(classes), got[1], type(msg).__module__ != _PLAIN_SAMPLE_MODULE)
+                append((known[0], (type(msg).__name__, got[0])))
+            values = known[1](msg)
+            if known[2] and not _marshals_as_itself(values):
+                raise TypeError("a %s with a value marshal does not write as itself" % type(msg).__name__)
+            append((item[0], item[1], known[0], values))
         return out
+
+    def _forget_classes(self, count):
+        """Forget the sample classes numbered ``count`` and after (numbered for a frame that was not sent)."""
+        for cls in [c for c, known in self._classes.items() if known[0] >= count]:
+            del self._classes[cls]
 
     def _finish_process(self):
         """Close the pipe and wait for the writer process; its error line (or None) in ``_proc_error``."""
@@ -605,7 +697,12 @@ class McapLog:
                 self.writer_cpu_s = None
 
     def _register(self, topic, message):
-        """The channel of ``topic``, its JSON schema built from its first message."""
+        """The channel of ``topic``, its JSON schema built from its first message; ValueError for a topic that
+        carries a view, TypeError for a topic that is not text."""
+        if not isinstance(topic, str):
+            raise TypeError("an MCAP topic is text, got %r" % (topic,))
+        if topic in self._view_topics:
+            raise ValueError("topic %r already carries %s, not a sample" % (topic, self._view_topics[topic]))
         data = message.as_dict() if hasattr(message, "as_dict") else dict(message)
         schema_name = type(message).__name__ if hasattr(message, "as_dict") else topic.strip("/")
         schema = {"type": "object", "title": schema_name,
@@ -625,32 +722,36 @@ class McapLog:
     def log_view(self, topic, time_us, schema_name, message):
         """Write ``message`` (a dict of Foxglove schema ``schema_name``, one of ``FOXGLOVE_SCHEMAS``) on
         ``topic``. Returns False (and counts it in ``views_dropped``) for a message with a non-finite
-        number; raises ValueError for a topic already used with another schema."""
+        number; raises ValueError for a topic already used with another schema or a time outside MCAP's
+        unsigned 64-bit nanoseconds, McapLogClosedError after :meth:`close`."""
+        if self.closed:
+            raise McapLogClosedError("MCAP log %s is closed: %s at %r us not logged" % (self.path, topic, time_us))
         schema = FOXGLOVE_SCHEMAS.get(schema_name)
         if schema is None:
             raise ValueError("no Foxglove view schema %r (known: %s)"
                              % (schema_name, ", ".join(sorted(FOXGLOVE_SCHEMAS))))
+        t_ns = _log_time_ns(time_us)
         if not _all_finite(message):
             self.views_dropped += 1
             return False
         if self._proc is not None:
             return self._send_view(topic, time_us, schema_name, message)
         self.write_held()
-        channel = self._channels.get(topic)
+        channel = self._view_channels.get(topic)
         if channel is None:
+            if topic in self._channels:
+                raise ValueError("topic %r already carries a sample, not %s" % (topic, schema_name))
             schema_id = self._view_schemas.get(schema_name)
             if schema_id is None:
                 schema_id = self._writer.register_schema(name=schema_name, encoding="jsonschema",
                                                          data=json.dumps(schema).encode())
                 self._view_schemas[schema_name] = schema_id
             channel = self._writer.register_channel(topic=topic, message_encoding="json", schema_id=schema_id)
-            self._channels[topic] = channel
+            self._view_channels[topic] = channel
             self._seq[topic] = 0
             self._view_topics[topic] = schema_name
-        elif self._view_topics.get(topic) != schema_name:
-            raise ValueError("topic %r already carries %s, not %s" % (topic, self._view_topics.get(topic, "a sample"),
-                                                                      schema_name))
-        t_ns = int(time_us) * 1000
+        elif self._view_topics[topic] != schema_name:
+            raise ValueError("topic %r already carries %s, not %s" % (topic, self._view_topics[topic], schema_name))
         data = json.dumps(message, separators=(",", ":")).encode()
         with signal_guard.deferred():
             self._writer.add_message(channel_id=channel, log_time=t_ns, publish_time=t_ns,
@@ -718,8 +819,10 @@ class McapLog:
             return
         self.closed = True
         if self._proc is not None:
-            self.write_held()
-            self._finish_process()
+            try:
+                self.write_held()
+            finally:
+                self._finish_process()     # also when the last batch could not be sent: the file is finished
             if self._proc_error is not None:
                 raise McapLogError("MCAP writer process for %s failed: %s" % (self.path, self._proc_error))
             return

@@ -87,9 +87,12 @@ def decode_sample(schema, data):
 
 def floats_to_hex(value):
     """``value`` (nested lists, tuples, dicts) with every float as ``FLOAT_TAG`` + its 16 hex digits, so
-    a JSON hand-over between CPython and MicroPython keeps every bit."""
+    a JSON hand-over between CPython and MicroPython keeps every bit. A text that starts with ``FLOAT_TAG``
+    gets one more ``FLOAT_TAG`` in front (16 hex digits hold no ``:``), so it comes back as the same text."""
     if isinstance(value, float):
         return FLOAT_TAG + f64_hex(value)
+    if isinstance(value, str):
+        return FLOAT_TAG + value if value.startswith(FLOAT_TAG) else value
     if isinstance(value, (list, tuple)):
         return [floats_to_hex(v) for v in value]
     if isinstance(value, dict):
@@ -100,7 +103,8 @@ def floats_to_hex(value):
 def floats_from_hex(value):
     """The inverse of :func:`floats_to_hex` (tuples come back as lists)."""
     if isinstance(value, str) and value.startswith(FLOAT_TAG):
-        return hex_f64(value[len(FLOAT_TAG):])
+        rest = value[len(FLOAT_TAG):]
+        return rest if rest.startswith(FLOAT_TAG) else hex_f64(rest)
     if isinstance(value, list):
         return [floats_from_hex(v) for v in value]
     if isinstance(value, dict):
@@ -119,7 +123,8 @@ def before_last_tick(events):
 
 def feed(node, events):
     """Feed ``events`` (after the config) to ``node``: inputs to its entry points, ticks to its
-    scheduler; recorded outputs are skipped. Returns (inputs fed, ticks run)."""
+    scheduler; recorded outputs are skipped. Returns (inputs fed, ticks run). ReplayFeedError for an input
+    without an entry point or a tick whose index is not a whole number >= 0."""
     inputs = 0
     ticks = 0
     entries = node.entries
@@ -132,7 +137,11 @@ def feed(node, events):
             entry(decode_sample(schema, data))
             inputs += 1
         elif topic == STEP_TOPIC:
-            scheduler.tick_index = data["tick"]
+            tick = data["tick"]
+            if not (isinstance(tick, int) and not isinstance(tick, bool) and tick >= 0):
+                # a tick index of 2.5 would run no group of that tick (2.5 % 1 != 0): a replay differing silently
+                raise ReplayFeedError("recorded tick index %r is not a whole number >= 0" % (tick,))
+            scheduler.tick_index = tick
             node.step(data["time_us"])
             ticks += 1
     return inputs, ticks

@@ -22,13 +22,14 @@ def deliver(exc_class):
 
 @contextlib.contextmanager
 def deferred():
-    """Within the block a delivered signal waits; it is raised as the block ends (if the block itself did
-    not raise)."""
+    """Within the block a delivered signal waits; it is raised as the outermost block ends, also when the block
+    itself raised (the signal's exception then carries the block's as its ``__context__``), so that it is
+    neither lost nor raised at the end of some later, unrelated section."""
     _state["depth"] += 1
     try:
         yield
     finally:
         _state["depth"] -= 1
-    if _state["depth"] == 0 and _state["pending"] is not None:
-        exc_class, _state["pending"] = _state["pending"], None
-        raise exc_class()
+        if _state["depth"] == 0 and _state["pending"] is not None:
+            exc_class, _state["pending"] = _state["pending"], None
+            raise exc_class()

@@ -1,13 +1,30 @@
 """Input-stream watchdog: commands a safe stop when an input goes stale.
 
-Each input has its own timeout. ``feed(name, now_us)`` marks fresh data;
-``check(now_us)`` returns the names that are stale now. The watchdog counts
-every fresh->stale transition (``trips``) and drives a :class:`Failsafe`.
+Each input has its own timeout. ``feed(name, now_us)`` marks fresh data (an input
+is as fresh as the newest stamp it was fed: a sample arriving late with an older stamp
+does not age it); ``check(now_us)`` returns the names that are stale now. The watchdog
+counts every fresh->stale transition (``trips``) and drives a :class:`Failsafe`.
 """
 
 
 class WatchdogConfigError(ValueError):
     pass
+
+
+class WatchdogTimeError(ValueError):
+    """A time (us) given to :meth:`Watchdog.feed` or :meth:`Watchdog.check` that is no finite number: NaN
+    compares false with everything, so an input fed or checked with it would never go stale."""
+
+
+def _finite_time(t_us, name=None):
+    """WatchdogTimeError unless ``t_us`` is a finite number (the feed time of input ``name``, or a check time)."""
+    try:
+        ok = t_us - t_us == 0          # False for NaN and infinities, TypeError for None or text
+    except TypeError:
+        ok = False
+    if not ok or isinstance(t_us, bool):
+        what = "watchdog check time" if name is None else "watchdog feed time of %r" % (name,)
+        raise WatchdogTimeError("%s must be a finite number of microseconds, got %r" % (what, t_us))
 
 
 class Failsafe:
@@ -64,7 +81,12 @@ class Watchdog:
         self._inputs = {}
 
     def add_input(self, name, timeout_us):
-        timeout_us = int(timeout_us)
+        """Watch input ``name``: stale when ``check`` finds it unfed for more than ``timeout_us`` (> 0)."""
+        try:
+            timeout_us = int(timeout_us)
+        except (TypeError, ValueError, OverflowError):
+            raise WatchdogConfigError("watchdog timeout for %r must be a whole number of us, got %r"
+                                      % (name, timeout_us))
         if timeout_us <= 0:
             raise WatchdogConfigError("watchdog timeout for %r must be positive" % (name,))
         if name in self._inputs:
@@ -72,14 +94,20 @@ class Watchdog:
         self._inputs[name] = _Input(name, timeout_us)
 
     def feed(self, name, now_us):
+        """Fresh data on input ``name`` stamped ``now_us``; a stamp older than the newest one fed leaves the
+        input as fresh as it was. WatchdogTimeError (nothing changed) for a stamp that is no finite number."""
         inp = self._inputs.get(name)
         if inp is None:
             raise WatchdogConfigError("unknown watchdog input %r" % (name,))
-        inp.last_feed_us = now_us
+        _finite_time(now_us, name)
+        if inp.last_feed_us is None or now_us > inp.last_feed_us:
+            inp.last_feed_us = now_us
         inp.feeds += 1
 
     def check(self, now_us):
-        """Update staleness at ``now_us``; returns the list of stale input names."""
+        """Update staleness at ``now_us``; returns the list of stale input names. WatchdogTimeError (nothing
+        changed) for a time that is no finite number."""
+        _finite_time(now_us)
         stale = []
         for name in self._inputs:
             inp = self._inputs[name]
