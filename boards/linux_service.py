@@ -101,13 +101,14 @@ class StopSignals:
 
 def run_until_stopped(app, clock, stop, duration_s=None, chunk_us=CHUNK_US):
     """Run ``app`` (``app.run(clock, until_us)``) on ``clock`` in chunks of ``chunk_us`` until ``stop`` (a
-    StopSignals) has a signal or ``duration_s`` [s] from now has passed (None or 0: no end)."""
+    StopSignals) has a signal or ``duration_s`` [s] from now has passed (None or 0: no end); the last chunk
+    ends at that time."""
     end_us = None if not duration_s else clock.now_us() + int(duration_s * 1e6)
     while stop.signum is None:
         now = clock.now_us()
         if end_us is not None and now >= end_us:
             break
-        app.run(clock, now + chunk_us)
+        app.run(clock, now + chunk_us if end_us is None else min(now + chunk_us, end_us))
 
 
 UNIT_TEMPLATE = """[Unit]
@@ -138,17 +139,31 @@ WantedBy=multi-user.target
 def unit_text(description, package, groups, on_stop, python, workdir, config, user):
     """The board's systemd unit: ``description`` (what runs), ``package`` (``boards.NAME``, run with
     ``-m``), ``groups`` (its supplementary groups, space-separated), ``on_stop`` (what SIGTERM makes safe);
-    ConfigError when a path is not absolute (systemd needs absolute paths)."""
-    # a control character (a newline: another directive) or, in ExecStart, a space would break the unit; an
-    # empty User= runs the service as root
+    ConfigError when a path is not absolute (systemd needs absolute paths) or holds a character the unit
+    cannot carry. systemd expands ``%`` specifiers in every value and ``$`` variables in ExecStart's arguments:
+    the unit writes them as ``%%`` and ``$$``, so the service gets the paths as given."""
+    # a control character (a newline: another directive) or, in ExecStart, a space, a quote or a backslash
+    # (systemd's quoting and escapes) would break the unit; systemd strips whitespace at either end of a value;
+    # an empty User= runs the service as root
     for name, value, spaces in (("python", python, False), ("workdir", workdir, True), ("config", config, False)):
         if not os.path.isabs(value) or _breaks_unit(value, spaces):
             raise ConfigError("%s must be an absolute path without %scontrol characters, got %r"
                               % (name, "" if spaces else "spaces or ", value))
+        if value != value.strip():
+            raise ConfigError("%s must not end in whitespace (systemd strips it), got %r" % (name, value))
+        if not spaces and any(c in "\"'\\" for c in value):
+            raise ConfigError("%s must be a path without quotes or backslashes (systemd's quoting in ExecStart), "
+                              "got %r" % (name, value))
     if not user or _breaks_unit(user, False):
         raise ConfigError("user must be a user name (no spaces or control characters), got %r" % (user,))
-    return UNIT_TEMPLATE.format(description=description, package=package, groups=groups, on_stop=on_stop,
-                                python=python, workdir=workdir, config=config, user=user)
+    return UNIT_TEMPLATE.format(description=_specifiers(description), package=package, groups=groups,
+                                on_stop=on_stop, python=_specifiers(python), workdir=_specifiers(workdir),
+                                config=_specifiers(config).replace("$", "$$"), user=_specifiers(user))
+
+
+def _specifiers(value):
+    """``value`` with systemd's specifier character ``%`` written as ``%%`` (a literal percent sign)."""
+    return value.replace("%", "%%")
 
 
 def _breaks_unit(value, spaces_allowed):

@@ -188,9 +188,9 @@ def log_fields(log):
 
 
 def lockstep(link, stdin, log=(None, None)):
-    """Host-driven time. Also answers ``STATS`` with the board's own timing of T lines
-    (count, total us, max us on time.ticks_us): the runtime step cost on this board (recording
-    included), and ``LOG`` with the ring log's counters (:func:`log_fields`)."""
+    """Host-driven time. Also answers ``STATS`` with the board's own timing of the tick lines that ran a tick
+    (``T`` lines, signed or not; count, total us, max us on time.ticks_us): the runtime step cost on this board
+    (recording included), and ``LOG`` with the ring log's counters (:func:`log_fields`)."""
     import time
     n = 0
     total_us = 0
@@ -210,9 +210,10 @@ def lockstep(link, stdin, log=(None, None)):
                 log[0].flush()
             _write(ll.encode("LOG", log_fields(log)))
             continue
+        ticks = link.ticks
         t0 = time.ticks_us()
         replies = link.handle_line(line)
-        if line[:1] == b"T":
+        if link.ticks != ticks:                 # a tick ran (signed or not); a refused line is no tick
             dt = time.ticks_diff(time.ticks_us(), t0)
             n += 1
             total_us += dt

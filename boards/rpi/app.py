@@ -20,6 +20,7 @@ needs to re-run it exactly.
 
 ``shutdown(now_us)`` releases the motors, logs ``/shutdown`` and closes the log.
 """
+import ipaddress
 import json
 import socket
 
@@ -38,8 +39,22 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def is_loopback(host):
-    """Whether ``host`` names this machine only (127.0.0.0/8, ``localhost``, ``::1``)."""
-    return host in LOOPBACK_HOSTS or str(host).startswith("127.")
+    """Whether ``host`` names this machine only: ``localhost``, or an address (not a host name, which could
+    resolve anywhere) in 127.0.0.0/8 (dotted, also the short forms such as ``127.1``) or ``::1``."""
+    if not isinstance(host, str):
+        return False
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    if host and all(c.isdigit() or c == "." for c in host) and host.isascii():
+        try:
+            return socket.inet_aton(host)[0] == 127          # 127.1 and the other forms bind() takes
+        except OSError:
+            return False
+    return False
 
 
 class UnsafeInputError(ValueError):
@@ -52,7 +67,9 @@ class UdpPoseSource:
     Datagram: ``{"pos_ned_m": [n, e, d], "euler_rad": [roll, pitch, yaw],
     "cov_pos_m2": [..3], "cov_att_rad2": [..3]}`` (covariances optional), inside a signed frame
     (:mod:`onboard.comms.signed_frame`) when ``verifier`` is given: unsigned, forged, replayed or
-    reordered datagrams are then dropped and counted by the verifier (``verifier.counts``).
+    reordered datagrams are then dropped and counted by the verifier (``verifier.counts``); a frame whose
+    counter mark cannot be saved (``persist`` raises OSError: disk full) is dropped and counted in
+    ``rejected`` and ``mark_errors``.
     Malformed datagrams (bad JSON, wrong shapes, NaN/inf) are counted in ``rejected`` and dropped.
     Binds loopback unless ``host`` says otherwise, and a non-loopback ``host`` needs a verifier
     (UnsafeInputError): an unsigned pose input is for a bridge on the robot itself.
@@ -69,6 +86,8 @@ class UdpPoseSource:
         self.port = self.sock.getsockname()[1]
         self.received = 0
         self.rejected = 0
+        self.mark_errors = 0                    # signed frames dropped because the counter mark was not saved
+        self.last_mark_error = ""
 
     def poll(self, now_us):
         out = []
@@ -78,7 +97,15 @@ class UdpPoseSource:
             except (BlockingIOError, InterruptedError):
                 break
             if self.verifier is not None:
-                data = self.verifier.open(data)
+                try:
+                    data = self.verifier.open(data)
+                except OSError as exc:
+                    # the counter mark could not be saved (disk full or failing): the frame is not accepted
+                    # and the verifier is unchanged (signed_frame.FrameVerifier.open); the service runs on
+                    self.rejected += 1
+                    self.mark_errors += 1
+                    self.last_mark_error = str(exc)
+                    continue
                 if data is None:                # counted by the verifier
                     self.rejected += 1
                     continue

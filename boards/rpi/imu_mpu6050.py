@@ -39,6 +39,7 @@ GYRO_RANGES_DPS = (250, 500, 1000, 2000)
 ACCEL_LSB_PER_G_2G = 16384.0
 GYRO_LSB_PER_DPS_250 = 131.0
 INTERNAL_RATE_HZ = 1000                 # sample clock with the DLPF enabled
+DLPF_CFGS = (1, 2, 3, 4, 5, 6)          # CONFIG DLPF_CFG values that enable the DLPF (1 kHz sample clock)
 # settings rule (onboard.core.settings) of the output rate: the sample clock divided by a whole number
 RATE_HZ_RULE = ("a divisor of %d Hz (the MPU-6050's sample clock)" % INTERNAL_RATE_HZ,
                 lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0 and INTERNAL_RATE_HZ % v == 0)
@@ -53,10 +54,10 @@ class ImuError(IOError):
 def _parse_mount(mount):
     out = []
     for spec in mount:
-        sign = -1.0 if spec.startswith("-") else 1.0
-        axis = spec.lstrip("+-")
-        if axis not in AXES:
+        if not isinstance(spec, str) or spec.lstrip("+-") not in AXES or len(spec) > 2:
             raise ValueError("bad mount axis %r (use x, -y, ...)" % (spec,))
+        sign = -1.0 if spec.startswith("-") else 1.0
+        axis = spec[-1]
         out.append((AXES[axis], sign))
     if sorted(a for a, _s in out) != [0, 1, 2]:
         raise ValueError("mount %r must use each sensor axis once" % (mount,))
@@ -70,8 +71,12 @@ class Mpu6050:
             raise ValueError("accel range must be one of %s g" % (ACCEL_RANGES_G,))
         if gyro_range_dps not in GYRO_RANGES_DPS:
             raise ValueError("gyro range must be one of %s deg/s" % (GYRO_RANGES_DPS,))
-        if INTERNAL_RATE_HZ % rate_hz:
-            raise ValueError("rate must divide %d Hz" % INTERNAL_RATE_HZ)
+        if not RATE_HZ_RULE[1](rate_hz):
+            raise ValueError("rate must be %s, got %r" % (RATE_HZ_RULE[0], rate_hz))
+        if type(dlpf_cfg) is not int or dlpf_cfg not in DLPF_CFGS:
+            # DLPF_CFG 0 and 7 switch the sample clock to 8 kHz: SMPLRT_DIV would give 8 times the rate
+            raise ValueError("dlpf_cfg must be one of %s (the DLPF on, a %d Hz sample clock), got %r"
+                             % (DLPF_CFGS, INTERNAL_RATE_HZ, dlpf_cfg))
         self.bus = bus
         self.address = address
         self.rate_hz = rate_hz

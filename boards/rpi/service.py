@@ -101,8 +101,8 @@ def check_i2c_bus(cfg, i2c_buses=None):
 
 def check_config(cfg):
     """Raise ConfigError naming the first setting outside its range (SETTING_RANGES, and for each of the
-    two motors MOTOR_RANGES, and the names left and right once each), or a signed pose input's key file that
-    is missing or malformed."""
+    two motors MOTOR_RANGES, the names left and right once each, distinct controller_ids on a shared port), or a
+    signed pose input's key file that is missing or malformed."""
     line = setting_problem(cfg, SETTING_RANGES, "rpi")
     if line:
         raise ConfigError(line)
@@ -122,6 +122,12 @@ def check_config(cfg):
     if names != ["left", "right"]:
         raise ConfigError("rpi setting vesc.motors must name one motor left and one right, got %s"
                           % ", ".join(names))
+    if motors[0]["port"] == motors[1]["port"] and motors[0]["controller_id"] == motors[1]["controller_id"]:
+        # GetValues replies on one UART are routed by the controller_id they carry: one VESC's telemetry would
+        # be taken for the other's (its wheel speed with the other side's sign)
+        raise ConfigError("rpi setting vesc.motors: left and right share port %s and controller_id %d; the VESCs "
+                          "on one port need distinct controller_ids (VESC Tool, App settings > General)"
+                          % (motors[0]["port"], motors[0]["controller_id"]))
     if uses_pose_input(cfg):
         pose_verifier(cfg["pose"])          # the key file: readable, a key (checked again where the input opens)
 

@@ -71,13 +71,18 @@ def parse_flash_bytes(text):
     return n
 
 
+SYNC_TMP = ".vbsync~"                    # a file the board was writing when it stopped: not on its flash
+
+
 def flash_dir_bytes(path):
     """Flash space the files under ``path`` take on the board (whole 4 KiB blocks per file
-    and per folder, the board's own rule)."""
+    and per folder, the board's own rule; the board's unfinished ``*.vbsync~`` writes are no files)."""
     used = 0
     for root, dirs, files in os.walk(path):
         used += len(dirs) * BLOCK_BYTES
         for name in files:
+            if name.endswith(SYNC_TMP):
+                continue
             size = os.path.getsize(os.path.join(root, name))
             used += max(1, -(-size // BLOCK_BYTES)) * BLOCK_BYTES
     return used

@@ -13,7 +13,8 @@ from onboard.deploy.build import DeployError, build, list_boards, mpy_cross_vers
 
 
 EPILOG = """exit status: 0 deployed (or up to date / dry run), 2 bad arguments, board package or link key,
-3 no board on the port or board not responding, 4 MicroPython/.mpy version mismatch,
+3 no board on the port, board not responding or port gone during the deploy (a copy cut short
+stays in the staging folder: the previous version stays active), 4 MicroPython/.mpy version mismatch,
 5 not enough flash, 6 copy or verification failed (the previous version stays active);
 with --pull-log: 7 no log on the board or nothing readable in it, 8 converted but damaged
 (records dropped by CRC, a torn last write, a cut file: the readable records were converted).
@@ -157,7 +158,11 @@ def main(argv=None):
         result = deploy(args.board, args.port, mpy=args.mpy, dry_run=args.dry_run,
                         timeout_s=args.timeout, log=log, boards_dir=args.boards_dir, link_key=link_key)
         if not args.dry_run and not args.no_start:
-            ready = soft_reset_and_start(args.port, timeout_s=args.timeout)
+            try:
+                ready = soft_reset_and_start(args.port, timeout_s=args.timeout)
+            except DeployError as exc:
+                switched = (" (/active -> %s)" % result["plan"]["staging"]) if result["switched"] else ""
+                raise type(exc)("%s is deployed%s but was not started: %s" % (args.board, switched, exc))
             result["started"] = ready is not None
             result["ready_line"] = ready.decode(errors="replace") if ready else None
             log("started: %s" % (result["ready_line"] or "no READY line within %.0f s" % args.timeout))

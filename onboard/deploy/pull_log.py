@@ -34,13 +34,18 @@ def fetch(manifest, port, local_path, timeout_s=10.0, log=None):
     if not remote or not manifest.get("log_bytes"):
         raise NoLog("board %s keeps no ring log (its manifest.json has no log_path / log_bytes)"
                     % manifest.get("board"))
+    folder = os.path.dirname(os.path.abspath(local_path))
+    if not os.path.isdir(folder):
+        # mpremote would say "No such file or directory", which reads as no log on the board
+        raise DeployError("cannot write the raw log %s: the folder %s does not exist" % (local_path, folder), 2)
     device = dev.Device(port, timeout_s=timeout_s, log=log)
     try:
         device.run(["fs", "cp", ":" + remote, local_path], payload_bytes=manifest["log_bytes"])
     except dev.NoBoard:
         raise
     except DeployError as exc:
-        if "ENOENT" in str(exc) or "No such file" in str(exc) or "doesn't exist" in str(exc):
+        if "ENOENT" in str(exc) or "doesn't exist" in str(exc) or \
+                ("No such file" in str(exc) and remote.lstrip("/") in str(exc)):
             raise NoLog("no log on the board on %s: %s does not exist (LOG_BYTES 0, or the app has not "
                         "started since the deploy?)" % (port, remote))
         raise
@@ -102,9 +107,13 @@ def raw_log_path(out_path):
 
 def pull_log(board, port, out_path, timeout_s=10.0, log=print, boards_dir=None, log_bin=None):
     """Fetch (or, with ``log_bin``, take that local copy of) the board's ring log and write ``out_path``
-    (MCAP). -> result dict (``exit_code`` 0, or EXIT_LOG_DAMAGED when records were lost)."""
+    (MCAP). -> result dict (``exit_code`` 0, or EXIT_LOG_DAMAGED when records were lost); DeployError (exit 2)
+    when ``out_path`` cannot be written."""
     from onboard.runtime.ring_log import read_log
     manifest = load_manifest(board, boards_dir)
+    folder = os.path.dirname(os.path.abspath(out_path))
+    if not os.path.isdir(folder):             # before the board's app is interrupted for its log
+        raise DeployError("cannot write %s: the folder %s does not exist" % (out_path, folder), 2)
     if log_bin is None:
         local = raw_log_path(out_path)
         fetch(manifest, port, local, timeout_s=timeout_s)
@@ -119,7 +128,10 @@ def pull_log(board, port, out_path, timeout_s=10.0, log=print, boards_dir=None, 
     if not contents.records and contents.config is None:
         raise NoLog("%s holds no readable ring log records (%d bytes, header %s)"
                     % (local, len(data), "valid" if contents.header_ok else "unreadable"))
-    counts = convert(contents, out_path)
+    try:
+        counts = convert(contents, out_path)
+    except OSError as exc:
+        raise DeployError("cannot write %s: %s" % (out_path, exc.strerror or exc), 2)
     line = describe(contents, counts)
     damaged = contents.damaged
     log("%s: %s -> %s" % (local, line, out_path))

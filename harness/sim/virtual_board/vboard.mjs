@@ -337,21 +337,48 @@ function hostLoad() {
       const hp = path.join(hostDir, ent.name);
       const mpPath = mpDir + "/" + ent.name;
       if (ent.isDirectory()) { snap.dirs.push(mpPath); rec(hp, mpPath); }
-      else if (ent.isFile()) snap.files.push([mpPath, fs.readFileSync(hp)]);
+      else if (ent.isFile() && !ent.name.endsWith(SYNC_TMP)) snap.files.push([mpPath, fs.readFileSync(hp)]);
     }
   };
   rec(cfg.fs_dir, "");
+  hostFiles = new Map(snap.files);
   return snap;
+}
+
+// The host folder follows the flash file by file: entries no longer on the flash are removed, a file is
+// rewritten only when its content changed, through a temporary file renamed over it. A board stopped in
+// the middle of a sync (SIGTERM, a pulled cable in a test) leaves every file whole, old or new, as a
+// board's flash filesystem does when power fails; files the change did not touch are never at risk.
+const SYNC_TMP = ".vbsync~";
+let hostFiles = new Map();      // path on the flash -> the content the host folder holds (as last loaded or written)
+
+function hostPrune(hostDir, mpDir, files, dirs) {
+  for (const ent of fs.readdirSync(hostDir, { withFileTypes: true })) {
+    const hp = path.join(hostDir, ent.name);
+    const p = mpDir + "/" + ent.name;
+    if (ent.isDirectory() && dirs.has(p)) hostPrune(hp, p, files, dirs);
+    else if (!(ent.isFile() && files.has(p))) {
+      for (const k of hostFiles.keys()) if (k === p || k.startsWith(p + "/")) hostFiles.delete(k);
+      fs.rmSync(hp, { recursive: true, force: true });
+    }
+  }
 }
 
 function hostSync() {
   if (!cfg.fs_dir || !dirty) return;
   dirty = false;
   const snap = snapshot(mp.FS);
-  fs.rmSync(cfg.fs_dir, { recursive: true, force: true });
   fs.mkdirSync(cfg.fs_dir, { recursive: true });
+  hostPrune(cfg.fs_dir, "", new Set(snap.files.map(([p]) => p)), new Set(snap.dirs));
   for (const d of snap.dirs) fs.mkdirSync(path.join(cfg.fs_dir, d), { recursive: true });
-  for (const [p, data] of snap.files) fs.writeFileSync(path.join(cfg.fs_dir, p), data);
+  for (const [p, data] of snap.files) {
+    const held = hostFiles.get(p);
+    if (held !== undefined && Buffer.from(data).equals(held)) continue;
+    const hp = path.join(cfg.fs_dir, p);
+    fs.writeFileSync(hp + SYNC_TMP, data);
+    fs.renameSync(hp + SYNC_TMP, hp);
+    hostFiles.set(p, Buffer.from(data));
+  }
 }
 
 function patchFs(FS) {
