@@ -14,6 +14,10 @@ counts, duty, the behaviour's phase) is kept in ``level_state`` and handed to ``
 its IMU_ID (the AltIMU-10 v4 WHO_AM_I handshake) in ``imu_id``. ``set_phase`` sends the phase the
 firmware echoes.
 
+HELLO comes at boot (``boots`` counts them: each restarts the firmware's clock, so the driver's unwrapping and
+offset restart too) and as the answer to ``get_hello`` (GET_HELLO, PROTOCOL.md section 8; counted in
+``hello_replies``, the board's clock runs on).
+
 Sample times are on the host clock: the firmware's microsecond timestamps (unwrapped)
 plus an offset that is the smallest host-minus-firmware time seen (the link latency's
 lower envelope), so times are monotonic and never later than ``now_us``.
@@ -43,6 +47,8 @@ _MAX_IMU_DT_US = 100000           # a longer gap between IMU reads is not integr
 _CMD_HISTORY = 256
 _LATENCY_HISTORY = 1000             # recent command latencies kept (all are in the stats)
 _I16_LIM = 32767                    # WHEEL_SPEED's int16 mrad/s, symmetric
+_MAX_HELLO_REQUESTS = 16            # GET_HELLOs awaiting their HELLO that are remembered
+_MAX_REPLY_SEQ_STEP = 16            # a HELLO answer may follow the previous board frame by up to this many seqs
 
 
 def _mradps_i16(radps):
@@ -86,6 +92,8 @@ class AvrRobotLink:
         self.telemetry = None
         self.pong = None
         self.boots = 0
+        self.hello_replies = 0          # HELLOs that answered a GET_HELLO (not a reboot)
+        self._hello_requests = 0        # GET_HELLOs sent and not answered yet
         # counters (host side)
         self.protocol_errors = 0        # CRC-valid frames with an unknown type / wrong length
         self.rx_seq_gaps = 0            # frames lost from the board (its seq skipped)
@@ -170,6 +178,15 @@ class AvrRobotLink:
     def request_status(self, now_us=None):
         return self._send(P.MSG_GET_STATUS, b"", now_us)
 
+    def get_hello(self, now_us=None):
+        """Ask for HELLO again (GET_HELLO, PROTOCOL.md section 8), e.g. after opening the port past the boot
+        HELLO. Its answer updates ``hello`` (and, leveler, ``imu_id``) and counts in ``hello_replies``, not
+        as a reboot: see ``_is_hello_reply``. Returns the seq sent, or None when the link is down."""
+        seq = self._send(P.MSG_GET_HELLO, b"", now_us)
+        if seq is not None and self._hello_requests < _MAX_HELLO_REQUESTS:
+            self._hello_requests += 1
+        return seq
+
     def reset_board(self, now_us=None):
         """Ask the firmware to stop feeding its watchdog: a hardware reset follows."""
         return self._send(P.MSG_RESET, P.RESET_MAGIC, now_us)
@@ -217,12 +234,17 @@ class AvrRobotLink:
         if msg.msg_type < 0x80:         # a host message echoed back: not from the board
             self.protocol_errors += 1
             return None
-        if msg.msg_type == P.MSG_HELLO:
+        hello_reply = msg.msg_type == P.MSG_HELLO and self._is_hello_reply(msg)
+        if msg.msg_type == P.MSG_HELLO and not hello_reply:
             self._on_hello(msg)
         elif self._rx_seq is not None and msg.seq != ((self._rx_seq + 1) & 0xFF):
             self.rx_seq_gaps += (msg.seq - self._rx_seq - 1) & 0xFF
         self._rx_seq = msg.seq
-        if msg.msg_type == P.MSG_TELEMETRY:
+        if hello_reply:                     # the answer to a GET_HELLO: the board did not restart
+            self._hello_requests -= 1
+            self.hello_replies += 1
+            self.hello = msg
+        elif msg.msg_type == P.MSG_TELEMETRY:
             self._on_telemetry(msg, now_us)
         elif msg.msg_type == P.MSG_STATUS:
             self.status = msg
@@ -236,6 +258,19 @@ class AvrRobotLink:
         if self.log is not None:
             self.log("/avr/" + msg.name.lower(), now_us, msg.fields)
         return msg
+
+    def _is_hello_reply(self, msg):
+        """Whether a HELLO answers a GET_HELLO rather than announcing a restart. The two carry the same body;
+        the firmware numbers its frames from 0 at boot, so the boot HELLO is its frame seq 0, while an answer
+        continues the board's numbering: a GET_HELLO is outstanding, the seq is not 0, and it follows the
+        previous frame's seq (by 1, or a few more when frames were lost or, leveler, dropped). As the first frame
+        of a connection it is an answer only while no firmware clock is held (after ``reconnect`` the board may
+        have restarted unseen: a restart is assumed)."""
+        if self._hello_requests <= 0 or msg.seq == 0:
+            return False
+        if self._rx_seq is None:
+            return self._last_fw_raw is None
+        return 0 < ((msg.seq - self._rx_seq) & 0xFF) <= _MAX_REPLY_SEQ_STEP
 
     def _on_hello(self, msg):
         """The board (re)booted: its clock and counters restarted."""
@@ -324,7 +359,7 @@ class AvrRobotLink:
     def counters(self):
         out = {"link_up": self.link_up, "tx_frames": self.tx_frames, "tx_bytes": self.tx_bytes,
                "telemetry_frames": self.telemetry_frames, "level_state_frames": self.level_state_frames,
-               "boots": self.boots,
+               "boots": self.boots, "hello_replies": self.hello_replies,
                "protocol_errors": self.protocol_errors, "rx_seq_gaps": self.rx_seq_gaps,
                "transport_errors": self.transport_errors, "rejected_commands": self.rejected_commands,
                "imu_gaps": self.imu_gaps, "signed_commands": self.signer.signed if self.signer else 0,

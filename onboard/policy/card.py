@@ -43,7 +43,9 @@ def check_card_fields(card):
     if card.get("schema") != CARD_SCHEMA:
         raise CardMismatchError("card schema %r, expected %r" % (card.get("schema"), CARD_SCHEMA))
     _require(card, "name", str)
-    _require(card, "op_set", list)
+    for op in _require(card, "op_set", list):
+        if not isinstance(op, str):
+            raise CardMismatchError("card op_set must list operator names (str), got %r" % (op,))
     for side in ("inputs", "outputs"):
         specs = _require(card, side, list)
         if not specs:
@@ -61,6 +63,10 @@ def check_card_fields(card):
             n = 1
             for d in shape:
                 n *= d
+            actions = spec.get("actions")
+            if actions is not None and not (isinstance(actions, list) and len(actions) == n):
+                raise CardMismatchError("card %s %r actions must be a list of %d entries (one per value), got %r"
+                                        % (side, spec["name"], n, actions))
             norm = spec.get("normalization")
             if norm is not None:
                 if not isinstance(norm, dict):
@@ -111,7 +117,10 @@ def validate(card, model):
                     raise CardMismatchError("%s %r: card has quantization, model tensor has none"
                                             % (side[:-1], spec["name"]))
                 try:
-                    scale, zero_point = float(q["scale"]), int(q["zero_point"])
+                    scale, zero_point = q["scale"], q["zero_point"]
+                    if not (is_number(scale) and is_number(zero_point) and zero_point == int(zero_point)):
+                        raise ValueError("not numbers")
+                    scale, zero_point = float(scale), int(zero_point)
                 except (TypeError, ValueError, KeyError, OverflowError):
                     raise CardMismatchError("%s %r: card quantization must be an object with a number scale and "
                                             "an integer zero_point, got %r" % (side[:-1], spec["name"], q))

@@ -24,7 +24,9 @@ Arithmetic (TFLite fixed point; ``rounding="single"`` as LiteRT 2.3 builds it, t
 default, or ``"double"``, gemmlowp's, as tflite-runtime 2.14 builds it):
 ``acc = sum(w * (x - zp_in)) + bias``;
 ``out = clamp(zp_out + MultiplyByQuantizedMultiplier(acc, M, shift))`` with
-``M * 2**(shift - 31) ~= s_in * s_w / s_out`` computed by ``QuantizeMultiplier``.
+``M * 2**(shift - 31) ~= s_in * s_w / s_out`` computed by ``QuantizeMultiplier``, all in int32 as the
+C kernels run it (``acc`` and the zero-point addition wrap; see ``multiply_by_quantized_multiplier``
+for a requantized value beyond int32).
 ``quantize_multiplier`` here reproduces TFLite's double-precision computation with exact
 integer arithmetic on the float32 bit patterns of the scales, so the multipliers are the
 same on a CPython, a double-float MicroPython and a single-float MicroPython board.
@@ -67,6 +69,15 @@ def f32(x):
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+def f32_or_inf(x):
+    """``f32(x)``, or +-inf for a finite ``x`` beyond float32 (what float32 arithmetic gives; CPython's
+    ``struct`` raises OverflowError there, MicroPython's gives inf)."""
+    try:
+        return f32(x)
+    except OverflowError:
+        return float("inf") if x > 0 else float("-inf")
+
+
 def f32_or_none(x):
     """``f32(float(x))``, or None for NaN, an infinity or a value that float32 cannot hold (CPython's
     ``struct`` raises OverflowError for it, MicroPython's gives inf)."""
@@ -95,14 +106,31 @@ def round_half_away(x):
 # ---------------------------------------------------------------------------------------
 # Fixed-point requantization of TFLite (``common.h``). LiteRT 2.3 is built with
 # TFLITE_SINGLE_ROUNDING: one rounding, ties towards +inf, on the 64-bit product
-# (its reference kernels agree with this exactly; gemmlowp's double rounding does not).
+# (its reference fully-connected kernel agrees with this exactly; its CONV_2D, ADD and MUL
+# round twice, as gemmlowp does: see CONV_ROUNDING, MUL_ROUNDING, ADD_ROUNDING).
+def wrap_int32(x):
+    """``x`` reduced to int32 two's complement (what C's int32 arithmetic leaves of it)."""
+    if INT32_MIN <= x <= INT32_MAX:
+        return x
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
 def multiply_by_quantized_multiplier(x, multiplier, shift):
     """TFLite MultiplyByQuantizedMultiplier (single rounding): round(x * M * 2**(shift - 31)).
 
-    ``x`` int32 accumulator, ``multiplier`` in [2**30, 2**31), ``shift`` in [-31, 30].
+    ``x`` int32 accumulator (a value beyond int32 is first wrapped to it, as the C kernels' int32
+    accumulator is), ``multiplier`` in [2**30, 2**31), ``shift`` in [-31, 30]. A result beyond
+    int32 (reachable only with ``shift > 0``) is INT32_MIN, as LiteRT 2.3's reference kernels give
+    on x86-64 (measured; the AVR C kernel ``pi8_requantize`` wraps it to 32 bits instead).
     """
+    if x > INT32_MAX or x < INT32_MIN:
+        x = wrap_int32(x)
     total_shift = 31 - shift
-    return (x * multiplier + (1 << (total_shift - 1))) >> total_shift
+    r = (x * multiplier + (1 << (total_shift - 1))) >> total_shift
+    if r > INT32_MAX or r < INT32_MIN:
+        return INT32_MIN
+    return r
 
 
 def multiply_by_quantized_multiplier_double(x, multiplier, shift):
@@ -128,7 +156,7 @@ ROUNDINGS = {"single": multiply_by_quantized_multiplier,
              "double": multiply_by_quantized_multiplier_double}
 
 # CONV_2D requantizes with double rounding in either mode: LiteRT 2.3's reference conv kernel
-# (BUILTIN_REF) does, although its fully-connected and add kernels use single rounding
+# (BUILTIN_REF) does, although its fully-connected kernel uses single rounding
 # (measured: 100 % of 36 000 conv outputs of the op-coverage model and the grading FCN equal
 # with double rounding, ~0.1 % one step off with single rounding, all at values within
 # ~1e-3 of a half, where gemmlowp's first rounding of the high product moves them over it);
@@ -136,6 +164,10 @@ ROUNDINGS = {"single": multiply_by_quantized_multiplier,
 CONV_ROUNDING = "double"
 # MUL requantizes with double rounding in either mode too (see _Mul).
 MUL_ROUNDING = "double"
+# ADD too (see _Add): measured, LiteRT 2.3's reference ADD equals double rounding on all 87 808 sums of
+# tests/unit/test_policy_edge_inputs.py's scale grid; single rounding misses ~1.2 % of them by one step
+# (negative sums on a tie: single rounding takes them towards +inf, gemmlowp's away from zero).
+ADD_ROUNDING = "double"
 
 
 def _f32_parts(bits):
@@ -348,6 +380,8 @@ class _FullyConnected(_Layer):
                     acc += row[i] * x[i]
             m, s = mults[o]
             v = requant(acc + bias[o], m, s) + zp
+            if v > INT32_MAX or v < INT32_MIN:      # int32 addition of the zero point
+                v = wrap_int32(v)
             out[o] = lo if v < lo else (hi if v > hi else v)
         values[self.dst] = out
 
@@ -462,6 +496,8 @@ class _Conv2D(_Layer):
                                 acc += w[wb + ic] * (x[xb + ic] + off)
                     m, s = mults[oc]
                     v = requant(acc + bias[oc], m, s) + zp
+                    if v > INT32_MAX or v < INT32_MIN:      # int32 addition of the zero point
+                        v = wrap_int32(v)
                     out[k] = lo if v < lo else (hi if v > hi else v)
                     k += 1
         values[self.dst] = out
@@ -509,6 +545,8 @@ class _Conv2D(_Layer):
                 for oc in range(out_c):
                     m, s = mults[oc]
                     v = requant(sum(map(_mul, rows[oc], patch)) + offsets[oc], m, s) + out_zp
+                    if v > INT32_MAX or v < INT32_MIN:      # int32 addition of the zero point
+                        v = wrap_int32(v)
                     out[k] = lo if v < lo else (hi if v > hi else v)
                     k += 1
         values[self.dst] = out
@@ -521,7 +559,8 @@ class _Add(_Layer):
     ``s_i / twice_max`` and output multiplier ``twice_max / (2**20 * s_out)``, each through
     QuantizeMultiplier in double precision (reproduced exactly by :func:`quantize_multiplier`
     with a unit second factor). Eval per element:
-    ``out = clamp(zp_out + MBQM(MBQM((x1 - zp1) << 20, M1) + MBQM((x2 - zp2) << 20, M2), M_out))``.
+    ``out = clamp(zp_out + MBQM(MBQM((x1 - zp1) << 20, M1) + MBQM((x2 - zp2) << 20, M2), M_out))``
+    with double rounding in either build (``ADD_ROUNDING``).
     """
     op = "ADD"
 
@@ -538,7 +577,7 @@ class _Add(_Layer):
         for m in (self.m1, self.m2, self.m_out):
             if m[1] > 0:
                 raise UnsupportedModelError("ADD rescaling multiplier >= 1 (output scale too small)")
-        self.requant = ROUNDINGS[graph.rounding]
+        self.requant = ROUNDINGS[ADD_ROUNDING]
         self.zp1 = t1["zero_points"][0]
         self.zp2 = t2["zero_points"][0]
         self.out_zp = t_out["zero_points"][0]
@@ -649,6 +688,8 @@ class _Quantize(_Layer):
         if t_in["dtype"] != "float32" or t_out["dtype"] != "int8" or not t_out["scales"]:
             raise UnsupportedModelError("QUANTIZE runs float32 -> int8 only (%s -> %s)"
                                         % (t_in["dtype"], t_out["dtype"]))
+        if not t_out["scales"][0] > 0 or t_out["scales"][0] == float("inf"):     # NaN fails the first test
+            raise UnsupportedModelError("QUANTIZE output scale %r: needs a finite scale > 0" % t_out["scales"][0])
         self.scale = t_out["scales"][0]
         self.zp = t_out["zero_points"][0]
         self.src = op["inputs"][0]
@@ -656,9 +697,19 @@ class _Quantize(_Layer):
         self.macs = 0
 
     def run(self, values):
+        """``clamp(round(f32(v / scale)) + zp)``; a quotient beyond +-2**31 (float32 may not even hold it, e.g.
+        3e38 / 0.01) saturates to 127 / -128 without rounding. (LiteRT's reference kernel converts such a
+        quotient to int32 out of range, undefined in C++; on x86-64 it gives INT32_MIN, so -128 or, with a
+        negative zero point, 127.)"""
         out = []
         for v in values[self.src]:
-            q = round_half_away(f32(v / self.scale)) + self.zp
+            x = v / self.scale
+            if x >= 2147483648.0:
+                q = INT8_MAX
+            elif x <= -2147483648.0:
+                q = INT8_MIN
+            else:
+                q = round_half_away(f32(x)) + self.zp
             out.append(INT8_MIN if q < INT8_MIN else (INT8_MAX if q > INT8_MAX else q))
         values[self.dst] = out
 
@@ -677,8 +728,9 @@ class _Dequantize(_Layer):
         self.macs = 0
 
     def run(self, values):
+        """``f32(scale * (q - zp))``; beyond float32 (a scale near its maximum) it is +-inf, as in LiteRT."""
         s, zp = self.scale, self.zp
-        values[self.dst] = [f32(s * (v - zp)) for v in values[self.src]]
+        values[self.dst] = [f32_or_inf(s * (v - zp)) for v in values[self.src]]
 
 
 class _Reshape(_Layer):
@@ -709,7 +761,7 @@ class Int8Graph(object):
     """
 
     def __init__(self, data, rounding="single"):
-        if rounding not in ROUNDINGS:
+        if not isinstance(rounding, str) or rounding not in ROUNDINGS:
             raise ValueError("rounding must be 'single' (LiteRT 2.x) or 'double' (tflite-runtime 2.14)")
         self.rounding = rounding
         self.data = data
@@ -732,8 +784,12 @@ class Int8Graph(object):
             except (IndexError, KeyError, TypeError, ZeroDivisionError) as exc:
                 raise fb.ModelFormatError("corrupt model: cannot prepare %s (%s: %s)"
                                           % (op["op"], type(exc).__name__, exc))
+            except OverflowError as exc:        # e.g. a LUT whose scales take its values beyond float32
+                raise UnsupportedModelError("cannot prepare %s: its quantization scales overflow float32 (%s)"
+                                            % (op["op"], exc))
         self.inputs = m["inputs"]
         self.outputs = m["outputs"]
+        self.constants = self._constant_operands()
         for idx in self.inputs + self.outputs:
             t = self.t(idx)
             if t["dtype"] not in ("int8", "float32"):
@@ -741,6 +797,38 @@ class Int8Graph(object):
                                             % (t["name"], t["dtype"]))
         self.input_sizes = [fb.tensor_size(self.t(i)) for i in self.inputs]
         self.macs = sum(layer.macs for layer in self.layers)
+
+    def _constant_operands(self):
+        """{tensor index: values} of the constant tensors the operators read as data (an ADD/MUL operand
+        such as a learned offset) or the model outputs directly; ModelFormatError for a tensor read before
+        any operator writes it that holds no data either."""
+        constants = {}
+        written = {}
+        for idx in self.inputs:
+            written[idx] = True
+        for layer in self.layers:
+            for attr in ("src", "src1", "src2"):
+                src = getattr(layer, attr, None)
+                if src is not None and src not in written:
+                    constants[src] = self._constant_values(src, "%s reads" % layer.op)
+                    written[src] = True
+            written[layer.dst] = True
+        for idx in self.outputs:
+            if idx not in written:
+                constants[idx] = self._constant_values(idx, "the model outputs")
+        return constants
+
+    def _constant_values(self, index, reader):
+        t = self.t(index)
+        raw = self.const(t)
+        if raw is None:
+            raise fb.ModelFormatError("corrupt model: %s tensor %r, which no operator writes and which holds "
+                                      "no data" % (reader, t["name"]))
+        if t["dtype"] == "int8":
+            return _int8_list(raw)
+        if t["dtype"] == "float32":
+            return list(struct.unpack("<%df" % (len(raw) // 4), raw))
+        raise UnsupportedModelError("constant operand %r is %s (int8 or float32 only)" % (t["name"], t["dtype"]))
 
     def t(self, index):
         if index < 0 or index >= len(self.model["tensors"]):
@@ -754,14 +842,14 @@ class Int8Graph(object):
         """Run the graph; ``inputs`` as described above. Raises InputError on bad inputs."""
         if len(inputs) != len(self.inputs):
             raise InputError("model takes %d inputs, got %d" % (len(self.inputs), len(inputs)))
-        values = {}
+        values = dict(self.constants)
         for idx, size, x in zip(self.inputs, self.input_sizes, inputs):
             t = self.t(idx)
             if len(x) != size:
                 raise InputError("input %r needs %d values, got %d" % (t["name"], size, len(x)))
             if t["dtype"] == "int8":
                 for v in x:
-                    if not isinstance(v, int) or v < INT8_MIN or v > INT8_MAX:
+                    if not isinstance(v, int) or isinstance(v, bool) or v < INT8_MIN or v > INT8_MAX:
                         raise InputError("input %r: %r is not an int8 value" % (t["name"], v))
                 values[idx] = list(x)
             else:

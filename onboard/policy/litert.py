@@ -13,8 +13,8 @@ one inference here (:func:`open_interpreter`), never on a successful import alon
 """
 import numpy as np
 
-from onboard.policy.int8_pure import INT8_MAX, INT8_MIN
-from onboard.policy.policy_base import BackendUnavailable, Policy
+from onboard.policy.int8_pure import INT8_MAX, INT8_MIN, InputError
+from onboard.policy.policy_base import BackendUnavailable, Policy, spec_at
 
 _NP_DTYPES = {"int8": np.int8, "float32": np.float32, "uint8": np.uint8, "int16": np.int16,
               "int32": np.int32}
@@ -115,7 +115,7 @@ class LiteRTPolicy(Policy):
         spec = self.inputs[index]
         try:
             v = None if isinstance(observation, np.ma.MaskedArray) else np.asarray(observation, dtype=np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):     # OverflowError: an int beyond float
             v = None
         if v is None or v.ndim != 1 or v.size != spec["size"] or not np.isfinite(v).all():
             return np.asarray(Policy.quantize_input(self, observation, index))
@@ -145,6 +145,7 @@ class LiteRTPolicy(Policy):
     def quantize_input(self, observation, index=0):
         if not self._vectorised:
             return Policy.quantize_input(self, observation, index)
+        spec_at(self.inputs, index, "input")                  # InputError for an index naming no input
         return self._quantize(observation, index).tolist()
 
     def predict(self, *observations):
@@ -171,11 +172,27 @@ class LiteRTPolicy(Policy):
         return outs
 
     def run_batch_q(self, x_q):
-        """Fast path for benchmarks/tests: int8 numpy array [n, features] -> int8 array [n, outs]."""
+        """Fast path for benchmarks/tests: int8 numpy array [n, features] -> int8 array [n, outs] (a one-input
+        model's first output). ``InputError`` (as ``HostCPolicy.run_batch_q``) for a model of several inputs or
+        an ``x_q`` that is not an [n, features] array (of whole numbers in [-128, 127] for an int8 input: a
+        wider value would wrap to int8 here, a float be truncated)."""
+        if len(self._in) != 1:
+            raise InputError("run_batch_q runs one-input models; this one takes %d inputs" % len(self._in))
+        n_in = self.inputs[0]["size"]
+        try:
+            x = np.asarray(x_q)
+        except ValueError as exc:                       # ragged rows
+            raise InputError("run_batch_q needs an [n, %d] array: %s" % (n_in, exc))
+        if x.ndim != 2 or x.shape[1] != n_in:
+            raise InputError("run_batch_q needs an [n, %d] array, got shape %r" % (n_in, x.shape))
+        if self.inputs[0]["dtype"] == "int8" and x.size and \
+                (x.dtype.kind not in "iu" or x.min() < INT8_MIN or x.max() > INT8_MAX):
+            raise InputError("run_batch_q needs whole numbers in [%d, %d] (dtype %s, values %r .. %r)"
+                             % (INT8_MIN, INT8_MAX, x.dtype, x.min(), x.max()))
         it = self.interpreter
         (index, shape, dtype), out_index = self._in[0], self._out[0]
         out = []
-        for row in np.asarray(x_q, dtype=dtype):
+        for row in x.astype(dtype):
             it.set_tensor(index, row.reshape(shape))
             it.invoke()
             out.append(it.get_tensor(out_index).reshape(-1))

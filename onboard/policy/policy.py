@@ -99,7 +99,12 @@ def load_model_dir(model_dir):
 
 
 def make_policy(model_bytes, card=None, backend="pure", rounding="single"):
-    """A Policy of ``backend`` for in-memory model bytes (and optional card)."""
+    """A Policy of ``backend`` for in-memory model bytes (and optional card). ``rounding`` ("single" or
+    "double", else ValueError) applies to "pure"; the LiteRT backends round as their runtime is built
+    (``LiteRTPolicy.rounding``)."""
+    if not isinstance(rounding, str) or rounding not in ("single", "double"):
+        raise ValueError("rounding must be 'single' (LiteRT 2.x) or 'double' (tflite-runtime 2.14), got %r"
+                         % (rounding,))
     if backend == "pure":
         return PurePolicy(model_bytes, card, rounding)
     if backend in ("litert", "litert-xnnpack"):

@@ -11,11 +11,20 @@ import math
 
 from onboard.policy import card as card_mod
 from onboard.policy import tflite_pure as fb
-from onboard.policy.int8_pure import INT8_MAX, INT8_MIN, InputError, f32_or_none, round_half_away
+from onboard.policy.int8_pure import (INT8_MAX, INT8_MIN, InputError, UnsupportedModelError, f32_or_none,
+                                      round_half_away)
 
 
 class BackendUnavailable(RuntimeError):
     """The requested backend cannot run here (package missing, or its interpreter fails)."""
+
+
+def spec_at(specs, index, what):
+    """``specs[index]`` (negative indices count from the end), or InputError naming ``what`` ("input",
+    "output") when ``index`` is not a whole number in range."""
+    if not isinstance(index, int) or isinstance(index, bool) or index >= len(specs) or index < -len(specs):
+        raise InputError("the model has %d %ss: no %s %r" % (len(specs), what, what, index))
+    return specs[index]
 
 
 def _spec(tensor, card_spec):
@@ -49,6 +58,11 @@ class Policy(object):
         card_out = card["outputs"] if card else [None] * len(self.model["outputs"])
         self.inputs = [_spec(self.model["tensors"][i], c) for i, c in zip(self.model["inputs"], card_in)]
         self.outputs = [_spec(self.model["tensors"][i], c) for i, c in zip(self.model["outputs"], card_out)]
+        for spec in self.inputs:
+            scale = spec["scale"]
+            if spec["dtype"] == "int8" and scale is not None and not (0 < scale < math.inf):
+                raise UnsupportedModelError("input %r has quantization scale %r: observations cannot be "
+                                            "quantized (needs a finite scale > 0)" % (spec["name"], scale))
         self.saturated_inputs = 0     # observation values clipped to the int8 range (counted)
         self.inferences = 0
 
@@ -58,8 +72,13 @@ class Policy(object):
 
         Returns one flat list per model output. Bad inputs raise ``InputError``.
         """
-        if len(inputs) != len(self.inputs):
-            raise InputError("model takes %d inputs, got %d" % (len(self.inputs), len(inputs)))
+        try:
+            n_inputs = len(inputs)
+        except TypeError:
+            raise InputError("inputs must be a sequence of %d sequences (one per model input), got %s"
+                             % (len(self.inputs), type(inputs).__name__))
+        if n_inputs != len(self.inputs):
+            raise InputError("model takes %d inputs, got %d" % (len(self.inputs), n_inputs))
         checked = []
         for spec, x in zip(self.inputs, inputs):
             try:
@@ -85,16 +104,26 @@ class Policy(object):
 
     # -- float interface --------------------------------------------------------------------
     def quantize_input(self, observation, index=0):
-        """Observation (SI units, card order) -> int8 list: normalize, then round(x/scale)+zp."""
-        spec = self.inputs[index]
-        values = list(observation)
+        """Observation (SI units, card order) -> int8 list: normalize, then round(x/scale)+zp.
+
+        InputError for an observation that is not a sequence of numbers of the input's size, a NaN or
+        infinite value, or an ``index`` that names no model input."""
+        spec = spec_at(self.inputs, index, "input")
+        try:
+            values = list(observation)
+        except TypeError:
+            raise InputError("observation %r must be a sequence of %d numbers, got %s"
+                             % (spec["name"], spec["size"], type(observation).__name__))
         if len(values) != spec["size"]:
             raise InputError("observation %r needs %d values, got %d"
                              % (spec["name"], spec["size"], len(values)))
         norm = spec["normalization"]
         out = []
         for i, v in enumerate(values):
-            v = float(v)
+            try:
+                v = float(v)
+            except (TypeError, ValueError, OverflowError):     # None, a list, a str, an int beyond float
+                raise InputError("observation %r[%d] = %r is not a number" % (spec["name"], i, v))
             if v != v or v in (math.inf, -math.inf):
                 raise InputError("observation %r[%d] is %r" % (spec["name"], i, v))
             if norm is not None:
@@ -102,6 +131,9 @@ class Policy(object):
             if spec["dtype"] != "int8":
                 out.append(v)
                 continue
+            if spec["scale"] is None:
+                raise InputError("input %r is int8 without quantization parameters: pass its int8 codes to run()"
+                                 % spec["name"])
             x = v / spec["scale"]
             if x - x != 0:          # a finite value that overflows once normalised and scaled (1e308 / 0.01)
                 raise InputError("observation %r[%d] = %r overflows once normalised and scaled"
@@ -114,9 +146,12 @@ class Policy(object):
         return out
 
     def dequantize_output(self, values, index=0):
-        spec = self.outputs[index]
+        """int8 codes of output ``index`` -> floats (``scale * (q - zp)``; float32 outputs as floats)."""
+        spec = spec_at(self.outputs, index, "output")
         if spec["dtype"] != "int8":
             return [float(v) for v in values]
+        if spec["scale"] is None:
+            raise InputError("output %r is int8 without quantization parameters: use run()'s codes" % spec["name"])
         return [spec["scale"] * (v - spec["zero_point"]) for v in values]
 
     def predict(self, *observations):
