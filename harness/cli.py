@@ -90,10 +90,10 @@ def cmd_run(args):
     try:
         metrics = module.run(config, ctx)
         scenarios.check_metrics(name, metrics)
+        report.finish(metrics)          # cut short inside (Ctrl-C while the log is finished): abandoned too
     except BaseException as exc:
         report.abandon(how_it_ended(exc))
         raise
-    report.finish(metrics)
     if not args.quiet:
         print(json.dumps(metrics, indent=2, sort_keys=True))
     print("report: %s (metrics.json, %s, log.mcap)" % (out_dir, ", ".join(report.plots) or "no plots"))

@@ -52,11 +52,14 @@ def merge(defaults, overrides, where="config", rules=None):
 
 
 def nested(settings, labels=None):
-    """``{"a.b": 1, "c": 2}`` -> ``{"a": {"b": 1}, "c": 2}`` (dotted setting paths to a settings tree);
-    ConfigError when a path goes on below a setting given a value that is no table (``a=3``, then ``a.b=1``),
-    naming the path as ``labels`` (path -> words, e.g. the ``--set`` item) gives it."""
+    """``{"a.b": 1, "c": 2}`` -> ``{"a": {"b": 1}, "c": 2}`` (dotted setting paths to a settings tree; ``settings``
+    a dict or a sequence of (path, value) pairs, taken in order: a later value of a path replaces an earlier one,
+    and a table given for a path whose settings were given one by one before is laid over them, table by table,
+    as ``{"a": {"b": 1}}`` then ``a.c=2`` is); ConfigError when a path goes on below a setting given a value that
+    is no table (``a=3``, then ``a.b=1``), naming the path as ``labels`` (path -> words, e.g. the ``--set`` item)
+    gives it."""
     out = {}
-    for key, value in settings.items():
+    for key, value in (settings.items() if isinstance(settings, dict) else settings):
         node = out
         parts = key.split(".")
         for i, p in enumerate(parts[:-1]):
@@ -64,8 +67,29 @@ def nested(settings, labels=None):
             if not isinstance(node, dict):
                 raise ConfigError("%s: %s is %s, not a table of settings"
                                   % ((labels or {}).get(key, key), ".".join(parts[:i + 1]), json.dumps(node)))
-        node[parts[-1]] = value
+        leaf = parts[-1]
+        value = _tables_copied(value)   # the paths below it set later must not change the caller's tables
+        if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+            node[leaf] = overlay(node[leaf], value)
+        else:
+            node[leaf] = value
     return out
+
+
+def _tables_copied(value):
+    """``value`` with every table reached through tables copied (what :func:`nested` and :func:`overlay` write
+    into); lists and other values shared. Iterative: a value nested hundreds deep is no RecursionError."""
+    if not isinstance(value, dict):
+        return value
+    root = dict(value)
+    todo = [root]
+    while todo:
+        table = todo.pop()
+        for key, item in table.items():
+            if isinstance(item, dict):
+                table[key] = dict(item)
+                todo.append(table[key])
+    return root
 
 
 def overlay(base, over):
@@ -81,21 +105,31 @@ def overlay(base, over):
 
 
 def parse_set(items):
-    """``["a.b=1.5", "c=true"]`` -> nested dict; values parsed as JSON, else kept as strings."""
-    flat = {}
+    """``["a.b=1.5", "c=true"]`` -> nested dict (:func:`nested`, items in order: a later item for the same path
+    wins); values parsed as JSON (an object with a key given twice is refused, as in a settings file), else kept
+    as strings."""
+    pairs = []
     labels = {}
     for item in items:
         if "=" not in item:
             raise ConfigError("--set expects KEY=VALUE, got %r" % item)
         key, text = item.split("=", 1)
+        if "" in key.split("."):
+            raise ConfigError("--set expects KEY=VALUE with KEY a setting's dotted path (a.b), got %r" % item)
         try:
-            flat[key] = json.loads(text)
+            value = json.loads(text, object_pairs_hook=object_without_repeats)
+        except RepeatedKey as exc:
+            raise ConfigError("--set %s: %s" % (key, exc))
         except json.JSONDecodeError:
-            flat[key] = text
+            value = text
         except (ValueError, RecursionError) as exc:      # a number of more than 4300 digits, lists thousands deep
             raise ConfigError("--set %s: value not usable: %s" % (key, str(exc).splitlines()[0].split(";")[0]))
+        pairs.append((key, value))
         labels[key] = "--set " + item
-    return nested(flat, labels)
+    try:
+        return nested(pairs, labels)
+    except RecursionError:                               # tables laid over tables hundreds deep
+        raise ConfigError("--set: values nested too deep to lay over each other")
 
 
 # argparse types: the text converted and checked, "expected an integer >= 1, got '0'"

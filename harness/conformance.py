@@ -19,16 +19,17 @@ double-precision MicroPython (a swarm member is skipped there). A single-precisi
 ESP32 builds) is not a target here: its log (``python -m onboard.deploy BOARD --pull-log``) is checked with
 ``harness replay --tolerance``. Exit 0 when every target is within its tolerance, 3 when one is
 not, 2 for a log that is not a readable recording (or is cut: its prefix is still checked).
-Writes ``DIR/conformance.json``.
+Writes ``DIR/conformance.json`` (standard JSON: ``max_abs_diff`` null where outputs differ in shape or in
+something that is no number).
 """
 import json
 import os
 import sys
 
 from harness.sim.micropython import MicroPythonError, available as micropython_available, onboard_files, run_micropython
-from harness.report.run_report import report_folder
-from harness.replay import (EXIT_BAD_LOG, ReplayError, compare_outputs, outputs_of, read_recording,
-                            recorded_header, replay_events, run_subcommand)
+from harness.report.run_report import report_folder, write_whole
+from harness.replay import (EXIT_BAD_LOG, ReplayError, compare_outputs, json_ready, outputs_of, read_recording,
+                            recorded_estimator, recorded_header, replay_events, run_subcommand)
 from onboard.core.settings import ConfigError
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable, load as load_impl
 from onboard.runtime.replay_feed import OUT_PREFIX, floats_from_hex, floats_to_hex
@@ -90,7 +91,7 @@ def run_in_micropython(events):
     header = events[0][3]
     if header.get("app") not in GROUND_ROBOT_APPS:
         raise ReplayError("the MicroPython target rebuilds the ground robot's recipe, not %r" % (header.get("app"),))
-    est = header["config"].get("estimator", {})
+    est = recorded_estimator(header["config"])
     if est.get("kind") == "eskf":
         header = dict(header, config=dict(header["config"], estimator=dict(est, impl="pure")))
     shipped = [[events[0][0], events[0][1], events[0][2], floats_to_hex(header)]]
@@ -119,7 +120,7 @@ def _impl_available(impl, modules=ESKF_IMPL_MODULES):
 def check(events, targets=None):
     """-> {target: {"tolerance", "topics" (compare_outputs), "within": bool}} or a skipped reason."""
     header = recorded_header(events)
-    est = header["config"].get("estimator", {})
+    est = recorded_estimator(header["config"])
     swarm = header.get("app") == SWARM_MEMBER_APP
     impls = list(IMPLEMENTATIONS) if est.get("kind") == "eskf" or swarm else ["pure"]
     wanted = targets or impls + ["micropython"]
@@ -175,9 +176,9 @@ def cmd_conformance(args):
             print("%-12s %-10s %8d %12.3g %12.3g  %s" % (target, name, t["replayed"], t["max_abs_diff"], r["tolerance"],
                                                         "yes" if t["first_divergence_us"] is None else
                                                         "NO (from %.6f s)" % (t["first_divergence_us"] * 1e-6)))
-    with open(os.path.join(out_dir, "conformance.json"), "w") as fh:
-        json.dump({"app": events[0][3].get("app"), "damage": damage, "targets": results}, fh, indent=2,
-                  sort_keys=True)
+    write_whole(os.path.join(out_dir, "conformance.json"),
+                json.dumps(json_ready({"app": events[0][3].get("app"), "damage": damage, "targets": results}),
+                           indent=2, sort_keys=True))
     if damage:
         print("error: %s; the readable prefix was checked" % damage, file=sys.stderr)
         return EXIT_BAD_LOG

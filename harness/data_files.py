@@ -22,8 +22,10 @@ def read_error_reason(exc):
 
 
 def not_npz_reason(path):
-    """Why ``path`` is no .npz at all ("empty file", "not an .npz (zip) file, or truncated"), or None when it is a
-    zip archive (or cannot be looked at)."""
+    """Why ``path`` is no .npz at all ("is a directory, not a file", "empty file", "not an .npz (zip) file, or
+    truncated"), or None when it is a zip archive (or cannot be looked at)."""
+    if os.path.isdir(path):
+        return "is a directory, not a file"
     try:
         if os.path.getsize(path) == 0:
             return "empty file"
@@ -38,9 +40,11 @@ NPY_MAGIC = b"\x93NUMPY"           # the first bytes of every .npy file (NumPy's
 
 
 def not_npy_reason(path):
-    """Why ``path`` is no .npy at all ("empty file", "not a .npy file (no NumPy header)"), or None when it starts
-    like one (or cannot be looked at). Checked before ``np.load``, which reads other bytes as a pickle and says
-    only that pickles are not allowed."""
+    """Why ``path`` is no .npy at all ("is a directory, not a file", "empty file", "not a .npy file (no NumPy header)"),
+    or None when it starts like one (or cannot be looked at). Checked before ``np.load``, which reads other bytes
+    as a pickle and says only that pickles are not allowed."""
+    if os.path.isdir(path):
+        return "is a directory, not a file"
     try:
         with open(path, "rb") as f:
             head = f.read(len(NPY_MAGIC))

@@ -14,7 +14,12 @@ def _segment_distance(p, a, b):
 
 
 def path_error_m(p, polyline):
-    """Distance (m) from point p to the planned polyline."""
+    """Distance (m) from point p to the planned polyline (a polyline of one point: the distance to it);
+    ValueError for an empty one."""
+    if len(polyline) == 1:
+        return _segment_distance(p, polyline[0], polyline[0])
+    if not polyline:
+        raise ValueError("path_error_m: the polyline has no points")
     return min(_segment_distance(p, polyline[i], polyline[i + 1]) for i in range(len(polyline) - 1))
 
 

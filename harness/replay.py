@@ -9,7 +9,8 @@ compares it with the log, topic by topic: counts, the largest absolute differenc
 and the time of the first difference.
 
 Exit status: 0 identical, 3 diverged, 2 for a file that is not a readable recording or whose end
-is cut or corrupt (the readable prefix is replayed and reported first). Writes ``DIR/replay.json``
+is cut or corrupt (the readable prefix is replayed and reported first). Writes ``DIR/replay.json`` (standard
+JSON: a topic's ``max_abs_diff`` is null where its outputs differ in shape or in something that is no number)
 and ``DIR/replay.png`` (logged vs replayed estimate).
 
 A tick's ``/app/step`` is recorded after its io groups ran (the drivers an app polls itself, e.g.
@@ -30,12 +31,12 @@ import math
 import os
 import sys
 
-from mcap.records import Channel, Message, Schema
+from mcap.records import Channel, DataEnd, Message, Schema
 from mcap.stream_reader import StreamReader
 
 from boards.rpi.app import RpiGroundRobot
 from harness.config import ConfigError, non_negative_float
-from harness.report.run_report import report_folder
+from harness.report.run_report import report_folder, write_whole
 from onboard.impl import IMPLEMENTATIONS, ImplUnavailable
 from onboard.runtime.ground_robot import GroundRobotRuntime
 from onboard.runtime.mcap_log import McapLog
@@ -54,17 +55,23 @@ class ReplayError(ValueError):
 # ---------------------------------------------------------------------------------------------- reading
 def read_recording(path):
     """-> (events, damage): events = [(topic, schema_name, time_us, data dict)] of the ``/app/`` topics in
-    file (= recording) order; damage = None, or one line saying where the file stopped being readable."""
+    file (= recording) order; damage = None, or one line saying where the file stopped being readable. A file
+    whose data section ends cleanly (its DataEnd record read, data CRC checked) and whose summary or footer is
+    then cut or corrupt keeps every event; otherwise the events of a damaged file end before its last tick.
+    ReplayError (one line) for a file that holds no readable app record."""
     events = []
     schemas = {}
     channels = {}
     damage = None
+    records = 0                 # records read, the header's included
+    data_complete = False       # the DataEnd record was read: every message of the file was read
     try:
         fh = open(path, "rb")
     except OSError as exc:
         raise ReplayError("cannot read %s: %s" % (path, exc))
     try:
         for record in StreamReader(fh, validate_crcs=True).records:
+            records += 1
             if isinstance(record, Schema):
                 schemas[record.id] = record.name
             elif isinstance(record, Channel):
@@ -73,13 +80,27 @@ def read_recording(path):
                 topic, schema = channels.get(record.channel_id, ("", ""))
                 if topic.startswith("/app/"):
                     events.append((topic, schema, record.log_time // 1000, json.loads(record.data)))
+            elif isinstance(record, DataEnd):
+                data_complete = True
     except Exception as exc:        # noqa: BLE001 - a damaged file breaks the reader (mcap, zstd, json, struct) anywhere
+        kind = type(exc).__name__
+        if kind == "error":         # struct.error (a record shorter than its fields), zlib.error: say whose
+            kind = "%s.error" % type(exc).__module__
+        why = "%s%s" % (kind, (": %s" % exc) if str(exc) else "")
         if not events:
-            raise ReplayError("%s is not a readable MCAP recording (%s: %s)" % (path, type(exc).__name__, exc))
-        damage = "%s is cut or corrupt after %d app records (%s%s)" % (
-            path, len(events), type(exc).__name__, (": %s" % exc) if str(exc) else "")
-        # the last tick's outputs may be lost with the rest: the prefix ends before that tick
-        events = before_last_tick(events)
+            if data_complete:
+                raise ReplayError("no app recording in %s (its data holds no /app/ record; its end is cut or "
+                                  "corrupt: %s)" % (path, why))
+            if records:
+                raise ReplayError("%s is cut or corrupt before its first app record (%s)" % (path, why))
+            raise ReplayError("%s is not a readable MCAP recording (%s)" % (path, why))
+        if data_complete:
+            damage = "%s is cut or corrupt after its data section (%d app records, all read; %s)" % (
+                path, len(events), why)
+        else:
+            damage = "%s is cut or corrupt after %d app records (%s)" % (path, len(events), why)
+            # the last tick's outputs may be lost with the rest: the prefix ends before that tick
+            events = before_last_tick(events)
     finally:
         fh.close()
     return events, damage
@@ -330,26 +351,29 @@ def _as_data(msg):
     return msg.as_dict() if hasattr(msg, "as_dict") else dict(msg)
 
 
-def _numbers(value):
-    if isinstance(value, bool) or value is None:
-        return [value]
-    if isinstance(value, (int, float)):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [x for v in value for x in _numbers(v)]
-    if isinstance(value, dict):
-        return [x for k in sorted(value) for x in _numbers(value[k])]
-    return [value]
+def _leaves(value, path=()):
+    """(path, leaf) of every number, boolean, null and text in ``value`` (tables by sorted key, lists by index):
+    the path tells a field's name and place, so outputs of another shape never compare as the same."""
+    if isinstance(value, (list, tuple)) and value:
+        return [leaf for i, v in enumerate(value) for leaf in _leaves(v, path + (i,))]
+    if isinstance(value, dict) and value:
+        return [leaf for k in sorted(value) for leaf in _leaves(value[k], path + (k,))]
+    if isinstance(value, tuple):
+        return [(path, [])]
+    return [(path, value)]            # a number, boolean, null, text, or an empty list or table
 
 
 def _difference(logged, replayed):
-    """(largest absolute difference of the numbers, whether anything differs at all)."""
-    a, b = _numbers(logged), _numbers(replayed)
+    """(largest absolute difference of the numbers, whether anything differs at all); infinite where the two
+    differ in shape (a field's name, a list's length) or in something that is no number."""
+    a, b = _leaves(logged), _leaves(replayed)
     if len(a) != len(b):
         return math.inf, True
     worst = 0.0
     differs = False
-    for x, y in zip(a, b):
+    for (path_x, x), (path_y, y) in zip(a, b):
+        if path_x != path_y:
+            return math.inf, True
         if isinstance(y, float) and not math.isfinite(y):
             y = None                        # the log writes NaN / inf as null
         if x == y:
@@ -360,6 +384,13 @@ def _difference(logged, replayed):
         else:
             worst = math.inf
     return worst, differs
+
+
+def recorded_estimator(config):
+    """The ``estimator`` table of a recorded app's settings; an empty table where there is none or it is no
+    table (an app without one, a recording edited by hand: its rebuild says what is wrong)."""
+    est = config.get("estimator")
+    return est if isinstance(est, dict) else {}
 
 
 def _with_impl(config, impl):
@@ -413,6 +444,18 @@ def compare_outputs(logged, replayed, tolerance=0.0):
         topics[topic[len(OUT_PREFIX):]] = {"logged": len(a), "replayed": len(b), "max_abs_diff": worst,
                                            "first_divergence_us": first}
     return topics
+
+
+def json_ready(value):
+    """``value`` (tables, lists, numbers) with every NaN or infinite float as None, for a report file in standard
+    JSON (``max_abs_diff`` is infinite where outputs differ in shape or in something that is no number)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
 
 
 def _reason(exc):
@@ -483,12 +526,12 @@ def replay_events(events, impl=None, tolerance=0.0, view=None):
         raise ReplayError("the recorded %s at %d us cannot be fed to the rebuilt app: %s"
                           % (fed[0][0], fed[0][2], _reason(exc)))
     topics = compare_outputs(logged, replayed, tolerance)
-    est = config.get("estimator", {})
+    est = recorded_estimator(config)
     if _is_swarm_member(config):            # its particle filters' kernels
         est = {"kind": "particle_filter", "impl": config.get("impl")}
         recorded_impl = header["config"].get("impl")
     else:
-        recorded_impl = header["config"].get("estimator", {}).get("impl")
+        recorded_impl = recorded_estimator(header["config"]).get("impl")
     return {"app": header["app"], "code_version": header.get("code_version", ""), "inputs": inputs,
             "estimator": est.get("kind"), "impl": est.get("impl"),
             "recorded_impl": recorded_impl,
@@ -500,28 +543,39 @@ def replay_events(events, impl=None, tolerance=0.0, view=None):
 
 def _north_east(estimate):
     """(north_m, east_m) of a recorded estimate: ``pos_ned_m``, or a boat's ``state`` (yaw, yaw rate, north,
-    east, surge, sway)."""
-    if "pos_ned_m" in estimate:
-        return estimate["pos_ned_m"][0], estimate["pos_ned_m"][1]
-    return estimate["state"][2], estimate["state"][3]
+    east, surge, sway); None for one that holds neither (a record edited by hand)."""
+    try:
+        if "pos_ned_m" in estimate:
+            north, east = estimate["pos_ned_m"][0], estimate["pos_ned_m"][1]
+        else:
+            north, east = estimate["state"][2], estimate["state"][3]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (north, east)):
+        return None
+    return north, east
 
 
 def _plot(estimates, path):
     """The logged and the replayed position estimates (north over east, m): the logged one wide and pale
-    under the replayed one, so that both stay visible where they agree."""
+    under the replayed one, so that both stay visible where they agree; estimates that hold no position are
+    left out. The PNG is written whole (:func:`harness.report.run_report.write_whole`)."""
+    import io
+
     import matplotlib.pyplot as plt
 
     from harness.report.plots import figure, label
-    logged, replayed = estimates
     fig, ax = figure(size_in=(6, 5))
-    ax.plot([_north_east(d)[1] for _, d in logged], [_north_east(d)[0] for _, d in logged], "C0", lw=4,
-            alpha=0.35, label="logged")
-    ax.plot([_north_east(d)[1] for _, d in replayed], [_north_east(d)[0] for _, d in replayed], "C1--", lw=1,
-            label="replayed")
+    for records, style, lw, alpha, name in ((estimates[0], "C0", 4, 0.35, "logged"),
+                                            (estimates[1], "C1--", 1, 1.0, "replayed")):
+        points = [p for p in (_north_east(d) for _, d in records) if p is not None]
+        ax.plot([p[1] for p in points], [p[0] for p in points], style, lw=lw, alpha=alpha, label=name)
     ax.axis("equal")
     label(ax, "estimated position: logged vs replayed", "east (m)", "north (m)")
-    fig.savefig(path, dpi=100)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=100, format="png")
     plt.close(fig)
+    write_whole(path, buf.getvalue())
 
 
 def cmd_replay(args):
@@ -532,6 +586,14 @@ def cmd_replay(args):
         events, damage = read_recording(args.log)
         report_folder(out_dir)
         if views_path:
+            # checked before the views log is opened (which empties the file there): the recording itself, or
+            # any file, is never emptied or removed for a replay that cannot write views
+            if os.path.exists(views_path) and os.path.samefile(views_path, args.log):
+                raise ReplayError("--views %s names the log being replayed: name a new file" % views_path)
+            app = recorded_header(events)["app"]
+            if app not in VIEW_APPS:
+                raise ReplayError("recorded app %r writes no views (--views is for: %s)"
+                                  % (app, ", ".join(sorted(VIEW_APPS))))
             try:
                 views_log = McapLog(views_path)
             except OSError as exc:
@@ -551,8 +613,7 @@ def cmd_replay(args):
             views_log.close()
     estimates = result.pop("estimates")
     result["damage"] = damage
-    with open(os.path.join(out_dir, "replay.json"), "w") as fh:
-        json.dump(result, fh, indent=2, sort_keys=True)
+    write_whole(os.path.join(out_dir, "replay.json"), json.dumps(json_ready(result), indent=2, sort_keys=True))
     if estimates[0] or estimates[1]:
         _plot(estimates, os.path.join(out_dir, "replay.png"))
     for name, t in sorted(result["topics"].items()):

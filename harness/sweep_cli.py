@@ -23,11 +23,11 @@ import sys
 import time
 
 from harness import scenarios
-from harness.config import ConfigError, load_file, nested, overlay
+from harness.config import ConfigError, RepeatedKey, load_file, nested, object_without_repeats, overlay
 from harness.interrupts import how_it_ended
 from harness.report.run_report import write_whole
 from harness.scenario_jobs import scenario_job
-from harness.sweep_runner import Runner, add_engine_arguments
+from harness.sweep_runner import Job, Runner, add_engine_arguments
 from harness.sweep_table import build_table, cell_label, write_table
 
 EXIT_JOBS_FAILED = 3
@@ -58,11 +58,13 @@ def seed_list(text):
                 if last < first:
                     raise ValueError
                 more = range(first, last + 1)
+                count = last - first + 1          # len() of a range beyond sys.maxsize raises OverflowError
             else:
                 more = (int(part),)
-            if len(seeds) + len(more) > MAX_SEEDS:        # counted before the list holds them
+                count = 1
+            if len(seeds) + count > MAX_SEEDS:        # counted before the list holds them
                 raise argparse.ArgumentTypeError("at most %d seeds in one sweep, got %d"
-                                                 % (MAX_SEEDS, len(seeds) + len(more)))
+                                                 % (MAX_SEEDS, len(seeds) + count))
             seeds.extend(more)
     except ValueError:
         raise argparse.ArgumentTypeError("expected seeds like 1-50 or 1,4,10-12 (integers >= 0), got %r" % text)
@@ -74,7 +76,8 @@ def seed_list(text):
 def split_values(text):
     """``0.1,0.2`` -> [0.1, 0.2]; commas inside brackets, braces or quotes do not split (``[1,2],[3]`` is two
     values); each value is JSON, else a string (``NaN`` and ``Infinity`` too: not JSON, the sweep's files could
-    not hold them, and the cell is reported as failed)."""
+    not hold them, and the cell is reported as failed). ConfigError for a JSON object with a key given twice
+    (refused, as in a settings file), a number of more than 4300 digits or lists nested thousands deep."""
     parts, depth, quote, current = [], 0, None, ""
     for ch in text:
         if quote:
@@ -94,27 +97,44 @@ def split_values(text):
     values = []
     for part in parts:
         try:
-            values.append(json.loads(part, parse_constant=_not_json_constant))
-        except ValueError:
+            values.append(json.loads(part, parse_constant=_not_json_constant, object_pairs_hook=object_without_repeats))
+        except RepeatedKey as exc:
+            raise ConfigError("value %s: %s" % (part, exc))
+        except (json.JSONDecodeError, _NotJson):
             values.append(part)
+        except (ValueError, RecursionError) as exc:    # a number of more than 4300 digits, lists thousands deep
+            raise ConfigError("value not usable: %s" % str(exc).splitlines()[0].split(";")[0])
     return values
 
 
+class _NotJson(ValueError):
+    """NaN, Infinity or -Infinity in a sweep value: kept as text."""
+
+
 def _not_json_constant(name):
-    raise ValueError("%s is not JSON" % name)
+    raise _NotJson("%s is not JSON" % name)
 
 
 def sweep_axes(items):
-    """``["a.b=1,2", "c=x"]`` -> {"a.b": [1, 2], "c": ["x"]} (each key once)."""
+    """``["a.b=1,2", "c=x"]`` -> {"a.b": [1, 2], "c": ["x"]} (each key once, each of its values once)."""
     axes = {}
     for item in items:
         if "=" not in item:
             raise ConfigError("--set expects KEY=VALUE[,VALUE...], got %r" % item)
         key, text = item.split("=", 1)
-        if not key or key in axes:
-            raise ConfigError("--set %s: %s" % (key, "a key is missing" if not key else "given twice: list its "
-                                                                                      "values in one --set"))
-        axes[key] = split_values(text)
+        if "" in key.split(".") or key in axes:
+            raise ConfigError("--set %s: %s" % (key, "given twice: list its values in one --set" if key in axes else
+                                                "a key is missing" if not key else "an empty part in the key"))
+        try:
+            axes[key] = split_values(text)
+        except ConfigError as exc:
+            raise ConfigError("--set %s: %s" % (key, exc))
+        seen = set()
+        for value in axes[key]:
+            same = json.dumps(value, sort_keys=True)
+            if same in seen:            # two cells of the same settings: the same jobs twice
+                raise ConfigError("--set %s: value %s given twice" % (key, same))
+            seen.add(same)
     return axes
 
 
@@ -155,10 +175,24 @@ def run_sweep(name, seeds, axes=None, out_dir=None, base=None, reduced=False, ru
     out_dir = out_dir or os.path.join("reports", "sweep-" + name)
     jobs, where = [], []
     for c, settings in enumerate(cells):
-        overrides = overlay(base, nested(settings))       # checked in the job (a bad cell fails there)
+        try:
+            overrides = overlay(base, nested(settings))       # checked in the job (a bad cell fails there)
+        except ConfigError as exc:                            # no settings tree at all (a.b below a=3)
+            overrides = None
+            problem = str(exc)
         for seed in seeds:
-            jobs.append(scenario_job(name, overrides, seed, reduced))
+            if overrides is None:
+                jobs.append(Job(refused_cell, (problem,), info={"scenario": name, "settings": settings,
+                                                                "seed": int(seed)}, key="refused-%d-%d" % (c, seed)))
+            else:
+                jobs.append(scenario_job(name, overrides, seed, reduced))
             where.append((c, seed))
+    first_cell = {}
+    for job, (c, _seed) in zip(jobs, where):
+        other = first_cell.setdefault(job.key, c)
+        if other != c:                  # e.g. a={"b":1},{"b":2} with a.b=5: both cells are a.b=5
+            raise ConfigError("cells %s and %s are the same settings (the same jobs twice)"
+                              % (cell_label(cells[other]), cell_label(cells[c])))
     own = runner is None
     runner = runner or Runner()
     try:
@@ -202,6 +236,12 @@ def run_sweep(name, seeds, axes=None, out_dir=None, base=None, reduced=False, ru
                                       "failures": result.failures,
                                       "python": platform.python_version()})
     return table, rows, result
+
+
+def refused_cell(problem):
+    """The job of a cell whose settings make no settings tree (``a=3`` with ``a.b=1``): raises its ConfigError,
+    so the cell is reported failed like any other cell with a bad setting."""
+    raise ConfigError(problem)
 
 
 def _stored(out_dir, jobs):

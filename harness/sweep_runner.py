@@ -27,7 +27,9 @@ from dispatch to result minus that wall time), the engine's start-up and the swe
 import concurrent.futures
 import contextlib
 import hashlib
+import ipaddress
 import json
+import math
 import multiprocessing
 import os
 import pickle
@@ -86,11 +88,14 @@ def job_key(fn, args):
 
 def _execute(fn, args, in_process=False):
     """Run one job: ``("ok", result, wall_s)`` or ``("error", exception or None, type name, message,
-    traceback text, wall_s)``; the exception object only when it survives pickling (always ``in_process``)."""
+    traceback text, wall_s)`` for an Exception or a SystemExit; the exception object only when it survives
+    pickling (always ``in_process``)."""
     t0 = time.perf_counter()
     try:
         value = fn(*args)
-    except Exception as exc:            # reported with the job; KeyboardInterrupt and kin stop the sweep
+    except (Exception, SystemExit) as exc:
+        # reported with the job, also a job that calls sys.exit (a pool worker would hand its SystemExit to the
+        # parent, which would end the sweep; on Ray the task fails): KeyboardInterrupt and kin stop the sweep
         wall = time.perf_counter() - t0
         text = traceback.format_exc()
         sent = exc
@@ -399,8 +404,17 @@ def _token_auth_if_token():
 
 
 def _is_loopback(address):
-    host = address.split("://")[-1].rsplit(":", 1)[0].strip("[]")
-    return host == "localhost" or host.startswith("127.") or host == "::1"
+    """Whether a Ray address (``host:port``, ``ray://host:port``, ``[::1]:port``) names this machine's loopback:
+    ``localhost`` or a loopback IP address; a host *name* beginning with "127." (``127.0.0.1.nip.io``) can
+    resolve anywhere, so it is not."""
+    rest = address.split("://")[-1]
+    host = rest[1:rest.index("]")] if rest.startswith("[") and "]" in rest else rest.rsplit(":", 1)[0]
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @contextlib.contextmanager
@@ -422,6 +436,14 @@ def _loopback(active):
 
 # ------------------------------------------------------------------------------------------------ store
 
+def _stored_wall(record):
+    """A stored record's ``wall_s`` (s), or None where it holds no finite number >= 0."""
+    wall = record.get("wall_s")
+    if isinstance(wall, (int, float)) and not isinstance(wall, bool) and math.isfinite(wall) and wall >= 0:
+        return float(wall)
+    return None
+
+
 class ResultStore:
     """Finished jobs' results under ``out_dir/jobs/``: ``<key>.json`` ({key, info, result, wall_s}) or,
     for a result JSON cannot hold, ``<key>.pkl``; each written whole (a temporary file renamed), so a
@@ -435,20 +457,25 @@ class ResultStore:
             raise ConfigError("cannot write the sweep folder %s: %s" % (out_dir, exc.strerror or exc))
 
     def load(self, key):
-        """``(True, result, wall_s)`` of a stored job, else ``(False, None, None)``."""
+        """``(True, result, wall_s)`` of a stored job, else ``(False, None, None)``: a file that holds no stored
+        job (not a record table with its ``result``; not readable, e.g. edited by hand) counts as none, so the
+        job runs again. ``wall_s`` is None where the record gives no number."""
         path = os.path.join(self.dir, key + ".json")
         try:
             with open(path) as fh:
                 record = json.load(fh)
-            return True, record["result"], record.get("wall_s")
-        except (OSError, ValueError, KeyError):
+            if isinstance(record, dict) and "result" in record:
+                return True, record["result"], _stored_wall(record)
+        except (OSError, ValueError, RecursionError):
             pass
         try:
             with open(os.path.join(self.dir, key + ".pkl"), "rb") as fh:
                 record = pickle.load(fh)
-            return True, record["result"], record.get("wall_s")
-        except (OSError, pickle.UnpicklingError, EOFError, KeyError, AttributeError, ImportError):
+        except Exception:             # noqa: BLE001 - a damaged pickle raises nearly anything
             return False, None, None
+        if isinstance(record, dict) and "result" in record:
+            return True, record["result"], _stored_wall(record)
+        return False, None, None
 
     def save(self, job, value, wall_s):
         """Store a finished job's result; returns the value as a resumed sweep reads it back (JSON's
@@ -617,7 +644,7 @@ class Runner:
                         outcomes[index] = outcome
                         if not outcome.ok:
                             failed += 1
-                            bar.set_postfix_str(", %d failed" % failed, refresh=False)
+                            bar.set_postfix_str("%d failed" % failed, refresh=False)     # shown as ", N failed"
                         bar.update(1)
                         if on_outcome is not None:
                             on_outcome(index, job, outcome)

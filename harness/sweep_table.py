@@ -32,18 +32,35 @@ def t975(dof):
     return z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof * dof)
 
 
+# Beyond this magnitude a sum or a square of the values can overflow the floats: such values are summed scaled
+# by the largest magnitude (below it, unscaled: the same numbers as always)
+_SCALE_ABOVE = 1e150
+
+
 def number_summary(values):
     """{kind, n, mean, sd, ci95 [low, high] (Student t of the mean), min, max}. With one value the sample
-    sd and the interval are undefined: sd None and ci95 [None, None] (not a zero-width interval)."""
+    sd and the interval are undefined: sd None and ci95 [None, None] (not a zero-width interval). Values of
+    magnitude beyond 1e150 are summed scaled (no overflow); a figure that is still beyond the floats (an sd of
+    values near 1e308) is None."""
     n = len(values)
-    mean = math.fsum(values) / n
+    scale = max(abs(v) for v in values)
+    if not scale > _SCALE_ABOVE:
+        scale = 1.0
+    scaled = [v / scale for v in values] if scale != 1.0 else values
+    mean = math.fsum(scaled) / n * scale
     if n < 2:
         return {"kind": "number", "n": n, "mean": mean, "sd": None, "ci95": [None, None],
                 "min": min(values), "max": max(values)}
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    mean_scaled = mean / scale
+    sd = math.sqrt(math.fsum((v - mean_scaled) ** 2 for v in scaled) / (n - 1)) * scale
     half = t975(n - 1) * sd / math.sqrt(n)
-    return {"kind": "number", "n": n, "mean": mean, "sd": sd, "ci95": [mean - half, mean + half],
-            "min": min(values), "max": max(values)}
+    low, high = mean - half, mean + half
+    return {"kind": "number", "n": n, "mean": mean, "sd": _finite_or_none(sd),
+            "ci95": [_finite_or_none(low), _finite_or_none(high)], "min": min(values), "max": max(values)}
+
+
+def _finite_or_none(x):
+    return x if math.isfinite(x) else None
 
 
 def fraction_summary(flags):

@@ -85,11 +85,18 @@ class RunReport:
         return os.path.join(self.out_dir, name)
 
     def save_figure(self, fig, name):
-        """Save a matplotlib figure as ``<name>.png`` in the report folder."""
+        """Save a matplotlib figure as ``<name>.png`` in the report folder, written whole (:func:`write_whole`:
+        a run cut short while it saves leaves no half PNG)."""
+        import io
+
         import matplotlib.pyplot as plt
         path = self.path(name + ".png")
-        fig.savefig(path, dpi=110, bbox_inches="tight")
-        plt.close(fig)
+        buf = io.BytesIO()
+        try:
+            fig.savefig(buf, dpi=110, bbox_inches="tight", format="png")
+        finally:
+            plt.close(fig)
+        write_whole(path, buf.getvalue())
         self.plots.append(os.path.basename(path))
         return path
 
@@ -106,10 +113,15 @@ class RunReport:
     def abandon(self, ended):
         """The run did not finish: close the log (everything recorded so far stays readable) and write run.json
         saying how it ended (``ended``: e.g. "interrupted by SIGINT", "failed: ValueError") and after how many
-        wall-clock seconds; no metrics.json (a run cut short has no outcomes)."""
+        wall-clock seconds; no metrics.json (a run cut short has no outcomes: one that :meth:`finish` wrote
+        before the run was cut short is removed)."""
         try:
             self.mcap.close()
         finally:                   # run.json says how the run ended also when its log could not be finished
+            try:
+                os.remove(self.path("metrics.json"))
+            except FileNotFoundError:
+                pass
             self._write_run(ended)
 
     def finish(self, metrics):
