@@ -103,10 +103,11 @@ def decode(line):
     if star < 1 or len(line) - star != 5:
         raise LinkError("missing *CRC trailer")
     body = line[:star]
-    try:
-        crc = int(line[star + 1:], 16)
-    except ValueError:
-        raise LinkError("CRC is not hex")
+    trailer = line[star + 1:]
+    for ch in trailer:          # hex digits only: int(x, 16) also takes a sign, "_", spaces and "0x"
+        if not (48 <= ch <= 57 or 65 <= ch <= 70 or 97 <= ch <= 102):
+            raise LinkError("CRC is not hex")
+    crc = int(trailer, 16)
     if crc != crc16_ccitt_false(body):
         raise LinkError("CRC mismatch")
     try:

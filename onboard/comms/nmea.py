@@ -73,13 +73,39 @@ def _angle(value, hemi, deg_digits):
     return -deg if hemi in ("S", "W") else deg
 
 
+def _decimal(text):
+    """True for a plain decimal number: an optional "-", digits with at most one ".", at least one digit (no
+    "+", space, exponent, "nan" or "inf", which float() also takes)."""
+    digits = text[1:] if text[:1] == "-" else text
+    whole, _, frac = digits.partition(".")
+    return bool(whole or frac) and (not whole or _digits(whole)) and (not frac or _digits(frac))
+
+
+def _number(value, what):
+    """The float of a plain decimal field (``_decimal``); NmeaError otherwise."""
+    if not _decimal(value):
+        raise NmeaError("bad %s %r" % (what, value))
+    return float(value)
+
+
+def _count(value, what):
+    """The int of a field of digits, 0 when empty; NmeaError otherwise (a sign, a space)."""
+    if not value:
+        return 0
+    if not _digits(value):
+        raise NmeaError("bad %s %r" % (what, value))
+    return int(value)
+
+
 def _time_s(value):
-    if len(value) < 6:
+    """Seconds of the UTC day (0 <= s < 86401, a leap second included) from ``hhmmss`` or ``hhmmss.ss``."""
+    whole, dot, frac = value.partition(".")
+    if len(whole) != 6 or not _digits(whole) or (dot and frac and not _digits(frac)):
         raise NmeaError("bad UTC time %r" % (value,))
-    try:
-        return int(value[0:2]) * 3600 + int(value[2:4]) * 60 + float(value[4:])
-    except ValueError:
-        raise NmeaError("bad UTC time %r" % (value,))
+    h, m, sec = int(whole[0:2]), int(whole[2:4]), float(value[4:])
+    if h > 23 or m > 59 or sec >= 61.0:
+        raise NmeaError("UTC time out of range %r" % (value,))
+    return h * 3600 + m * 60 + sec
 
 
 class Fix:
@@ -100,16 +126,18 @@ def parse(line):
     kind = f[0][2:] if len(f[0]) == 5 else ""
     try:
         if kind == "GGA" and len(f) >= 10:
-            quality = int(f[6] or "0")
+            quality = _count(f[6], "fix quality")
             if quality == 0:
                 return Fix("GGA", _time_s(f[1]), None, None, False)
             return Fix("GGA", _time_s(f[1]), _angle(f[2], f[3], 2), _angle(f[4], f[5], 3), True,
-                       float(f[8]) if f[8] else None, int(f[7] or "0"), float(f[9]) if f[9] else None)
+                       _number(f[8], "HDOP") if f[8] else None, _count(f[7], "satellite count"),
+                       _number(f[9], "altitude") if f[9] else None)
         if kind == "RMC" and len(f) >= 9:
             if f[2] != "A":
                 return Fix("RMC", _time_s(f[1]), None, None, False)
             return Fix("RMC", _time_s(f[1]), _angle(f[3], f[4], 2), _angle(f[5], f[6], 3), True,
-                       speed_mps=float(f[7] or "0") * KNOT_MPS, course_rad=math.radians(float(f[8] or "0")))
+                       speed_mps=_number(f[7] or "0", "speed") * KNOT_MPS,
+                       course_rad=math.radians(_number(f[8] or "0", "course")))
     except ValueError as e:
         if isinstance(e, NmeaError):
             raise
@@ -146,10 +174,14 @@ def gga(utc_s, lat_deg, lon_deg, quality=1, sats=10, hdop=0.9, alt_m=0.0, talker
 
 
 class LocalFrame:
-    """Latitude/longitude (deg) <-> local (north_m, east_m) about ``origin`` (lat_deg, lon_deg)."""
+    """Latitude/longitude (deg) <-> local (north_m, east_m) about ``origin`` (lat_deg, lon_deg). ValueError for an
+    origin that is not finite, at a pole (|lat| = 90: east is undefined there) or outside [-90, 90] x [-180, 180]."""
 
     def __init__(self, lat0_deg, lon0_deg):
         self.lat0_deg, self.lon0_deg = float(lat0_deg), float(lon0_deg)
+        if not (-90.0 < self.lat0_deg < 90.0 and -180.0 <= self.lon0_deg <= 180.0):
+            raise ValueError("local frame origin (%r, %r) deg: latitude must be in (-90, 90) and longitude in "
+                             "[-180, 180]" % (lat0_deg, lon0_deg))
         s = math.sin(math.radians(self.lat0_deg))
         w = math.sqrt(1.0 - WGS84_E2 * s * s)
         self.r_north_m = WGS84_A_M * (1.0 - WGS84_E2) / (w * w * w)      # meridian radius of curvature
@@ -166,8 +198,10 @@ class LocalFrame:
 
 class NmeaReader:
     """Sentences from a byte stream (``feed(data)`` -> the complete lines' valid fixes of ``kinds``).
-    Counters: ``sentences`` (complete lines), ``fixes``, ``no_fix``, ``bad`` (checksum or malformed),
-    ``ignored`` (other sentence types), ``overlong``."""
+    A sentence starts at the last ``$`` of its line (bytes before it, line noise or the rest of a sentence
+    cut short, are dropped with it), so a sentence right after garbage still parses; a partial line longer
+    than MAX_LINE is dropped up to its last ``$``. Counters: ``sentences`` (complete lines), ``fixes``,
+    ``no_fix``, ``bad`` (checksum or malformed), ``ignored`` (other sentence types), ``overlong``."""
 
     def __init__(self, kinds=("GGA",)):
         self.kinds = tuple(kinds)
@@ -182,6 +216,9 @@ class NmeaReader:
         while "\n" in self._buf:
             line, self._buf = self._buf.split("\n", 1)
             self.sentences += 1
+            start = line.rfind("$")
+            if start > 0:
+                line = line[start:]
             if len(line) > MAX_LINE:
                 self.overlong += 1
                 continue
@@ -198,7 +235,8 @@ class NmeaReader:
                 self.fixes += 1
                 out.append(fix)
         if len(self._buf) > MAX_LINE:
-            self._buf = ""
+            start = self._buf.rfind("$")
+            self._buf = self._buf[start:] if start >= 0 and len(self._buf) - start <= MAX_LINE else ""
             self.overlong += 1
         return out
 

@@ -108,15 +108,26 @@ def _byte_id(value, what):
 
 
 def sign(key, key_id, link_id, counter, payload):
-    """One signed frame (bytes) carrying ``payload``."""
-    if not 0 <= counter <= COUNTER_MAX:
-        raise SigningError("counter must be in 0..2^48-1, got %r" % (counter,))
+    """One signed frame (bytes) carrying ``payload``; ``counter`` an integer in 0..COUNTER_MAX."""
+    if isinstance(counter, bool) or not isinstance(counter, int) or not 0 <= counter <= COUNTER_MAX:
+        raise SigningError("counter must be an integer in 0..2^48-1, got %r" % (counter,))
     if len(payload) > MAX_PAYLOAD:
         raise SigningError("payload of %d bytes is over %d" % (len(payload), MAX_PAYLOAD))
     head = (bytes([MAGIC, _byte_id(key_id, "key_id"), _byte_id(link_id, "link_id")])
             + counter.to_bytes(6, "little") + len(payload).to_bytes(2, "little"))
     body = head + bytes(payload)
     return body + hmac_sha256(key, body)[:TAG_BYTES]
+
+
+def _finite(x):
+    """True for a number (no text) that converts to a finite float."""
+    if isinstance(x, (str, bytes, bytearray)):
+        return False
+    try:
+        v = float(x)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return v == v and v not in (float("inf"), float("-inf"))
 
 
 class FrameSigner:
@@ -130,11 +141,16 @@ class FrameSigner:
         self.counter = int(counter)
 
     def frame(self, payload, stamp=None):
-        """The signed frame of ``payload``. ``stamp`` (optional, e.g. the sender's wall clock in 10 us units):
-        the counter becomes max(last + 1, stamp), so a sender that restarts without storage still goes up."""
+        """The signed frame of ``payload``. ``stamp`` (optional, e.g. the sender's wall clock in 10 us units; a
+        finite number, a fraction dropped): the counter becomes max(last + 1, stamp), so a sender that restarts
+        without storage still goes up. SigningError for a stamp that is no finite number, and once the counter
+        would pass COUNTER_MAX (the signer's counter is then unchanged)."""
         counter = self.counter + 1
-        if stamp is not None and stamp > counter:
-            counter = int(stamp)
+        if stamp is not None:
+            if isinstance(stamp, bool) or not (isinstance(stamp, int) or _finite(stamp)):
+                raise SigningError("stamp must be a finite number, got %r" % (stamp,))
+            if stamp > counter:
+                counter = int(stamp)
         out = sign(self.key, self.key_id, self.link_id, counter, payload)
         self.counter = counter
         return out
@@ -158,8 +174,10 @@ class FrameVerifier:
 
     ``keys``: {key_id: key bytes}. ``floor``: the counter mark saved before a reboot (frames at or below it
     are refused; 0 for a fresh link). ``persist(mark)``: None, or called with a new mark to save whenever an
-    accepted counter passes the saved one (``reserve`` ahead, see the module's doc); a ``persist`` that raises
-    leaves the verifier as it was (the frame is not accepted; the exception reaches the caller)."""
+    accepted counter passes the saved one (``reserve`` counter values ahead, an integer >= 0, see the module's
+    doc); a ``persist`` that raises leaves the verifier as it was (the frame is not accepted; the exception
+    reaches the caller). SigningError for a ``reserve`` that is no integer >= 0 (a negative one would save a
+    mark below the accepted counter: the last frames would open again after a reboot)."""
 
     def __init__(self, keys, floor=0, persist=None, reserve=DEFAULT_RESERVE):
         if not keys:
@@ -167,9 +185,11 @@ class FrameVerifier:
         self.keys = {}
         for key_id in keys:
             self.keys[_byte_id(key_id, "key_id")] = check_key(keys[key_id])
+        if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 0:
+            raise SigningError("a verifier's reserve must be an integer >= 0, got %r" % (reserve,))
         self.floor = int(floor)
         self.persist = persist
-        self.reserve = int(reserve)
+        self.reserve = reserve
         self.saved_mark = self.floor
         self.last = {}                     # (key_id, link_id) -> last accepted counter
         self.counts = {}

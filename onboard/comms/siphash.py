@@ -51,7 +51,12 @@ def _le64(data, i):
 
 
 def siphash24(key, msg):
-    """SipHash-2-4 of ``msg`` (bytes) under the 16-byte ``key``: the 8-byte tag (little-endian)."""
+    """SipHash-2-4 of ``msg`` (bytes) under the 16-byte ``key``: the 8-byte tag (little-endian). ValueError for
+    a key that is not 16 bytes, and for a key or message given as text or as an integer (``bytes(5)`` would MAC
+    five zero bytes)."""
+    for value, what in ((key, "key"), (msg, "message")):
+        if isinstance(value, (str, int, bool)):      # (a bool is no int in MicroPython)
+            raise ValueError("SipHash %s must be bytes, got %s" % (what, type(value).__name__))
     if len(key) != KEY_BYTES:
         raise ValueError("SipHash needs a 16-byte key, got %d bytes" % len(key))
     msg = bytes(msg)

@@ -4,12 +4,16 @@ Every transport has ``open() / write(data) / read(max_bytes, timeout_s) / close(
 ``read`` returns whatever bytes arrived within ``timeout_s`` (possibly ``b""``).
 A port that vanishes (USB unplugged, pty closed) raises :class:`TransportClosed`
 from ``read``/``write`` so the caller can report the fault, stop safely and
-reconnect; it never hangs.
+reconnect; it never hangs. ``open()`` on an open transport closes what it held
+first (a reopen holds one port or socket, never two).
 
 - ``serial:///dev/ttyUSB0?baud=115200`` (or a bare path): pyserial. Also opens the
   harness's pseudo-terminals, so the same code path runs in tests and on hardware.
-- ``loop://``: in-memory pair for tests (``LoopTransport.pair()``).
-- ``udp://host:port``: datagrams to a fixed peer (each ``write`` is one datagram).
+- ``loop://``: in-memory loopback for tests (what it writes it reads back); ``LoopTransport.pair()``
+  gives two ends instead.
+- ``udp://host:port`` (port 1..65535): datagrams to and from a fixed peer (each ``write`` is one
+  datagram; the socket is connected to the peer, so datagrams from anyone else are not read, and a
+  peer whose port is closed raises :class:`TransportClosed`).
 """
 import collections
 import socket
@@ -54,6 +58,7 @@ class SerialTransport(Transport):
 
     def open(self):
         import serial  # pyserial; imported here so MicroPython/pure users never need it
+        self.close()
         try:
             self._ser = serial.Serial(self.port, self.baudrate, timeout=0, write_timeout=1.0)
         except (serial.SerialException, OSError) as exc:
@@ -104,7 +109,9 @@ class SerialTransport(Transport):
 
 
 class LoopTransport(Transport):
-    """In-memory byte pipe; ``a, b = LoopTransport.pair()`` writes on a arrive at b and back."""
+    """In-memory byte pipe; ``a, b = LoopTransport.pair()`` writes on a arrive at b and back. Once the other
+    end is closed (a vanished port), ``write`` raises TransportClosed and so does ``read`` when it has nothing
+    left that arrived before."""
 
     def __init__(self):
         self._rx = collections.deque()
@@ -129,6 +136,8 @@ class LoopTransport(Transport):
     def read(self, max_bytes=4096, timeout_s=0.0):
         if self.closed:
             raise TransportClosed("loop transport closed")
+        if not self._rx and self.peer is not None and self.peer.closed:
+            raise TransportClosed("loop transport's other end closed")
         n = min(max_bytes, len(self._rx))
         return bytes(self._rx.popleft() for _ in range(n))
 
@@ -136,30 +145,48 @@ class LoopTransport(Transport):
         self.closed = True
 
 
+MAX_DATAGRAM = 65535
+
+
 class UdpTransport(Transport):
-    """UDP datagrams to ``host:port`` from an ephemeral local port."""
+    """UDP datagrams to and from ``host:port`` (port 1..65535) on an ephemeral local port. ``read`` returns one
+    whole datagram (whatever ``max_bytes`` is: a datagram is never cut), or ``b""``."""
 
     def __init__(self, host, port, bind_host="127.0.0.1"):
-        self.addr = (host, int(port))
+        if isinstance(port, str) and _decimal(port):
+            port = int(port)
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            raise TransportError("udp port must be an integer in 1..65535, got %r" % (port,))
+        self.addr = (host, port)
         self.bind_host = bind_host
         self._sock = None
 
     def open(self):
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._sock.bind((self.bind_host, 0))
+        self.close()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            sock.bind((self.bind_host, 0))
+            sock.connect(self.addr)          # only the peer's datagrams are read; its ICMP refusals are seen
+        except OSError as exc:
+            sock.close()
+            raise TransportError("cannot open udp transport to %s:%d: %s" % (self.addr + (exc,)))
+        self._sock = sock
         return self
 
     def write(self, data):
         if self._sock is None:
             raise TransportClosed("udp transport not open")
-        self._sock.sendto(bytes(data), self.addr)
+        try:
+            self._sock.send(bytes(data))
+        except ConnectionRefusedError as exc:
+            raise TransportClosed("udp peer %s:%d refused: %s" % (self.addr + (exc,)))
 
     def read(self, max_bytes=4096, timeout_s=0.0):
         if self._sock is None:
             raise TransportClosed("udp transport not open")
         self._sock.settimeout(timeout_s if timeout_s > 0 else 0.0)
         try:
-            data, _addr = self._sock.recvfrom(max(max_bytes, 2048))
+            data = self._sock.recv(MAX_DATAGRAM)   # one whole datagram: a shorter buffer cuts it silently
         except (socket.timeout, BlockingIOError):
             return b""
         except ConnectionRefusedError as exc:
@@ -172,14 +199,21 @@ class UdpTransport(Transport):
             self._sock = None
 
 
+def _decimal(text):
+    """True for a non-empty run of ASCII digits (``str.isdigit`` also takes "²" and other digits ``int`` refuses)."""
+    return bool(text) and all("0" <= ch <= "9" for ch in text)
+
+
 def open_transport(uri):
     """Open a transport from a URI (see module docstring); raises TransportError with the reason."""
     if uri.startswith("loop://"):
-        return LoopTransport().open()
+        loop = LoopTransport()
+        loop.peer = loop                     # a loopback: its writes come back on its reads
+        return loop.open()
     if uri.startswith("udp://"):
         rest = uri[len("udp://"):]
         host, _, port = rest.partition(":")
-        if not port.isdigit():
+        if not _decimal(port):
             raise TransportError("udp URI needs host:port, got %r" % uri)
         return UdpTransport(host, int(port)).open()
     if uri.startswith("serial://"):
@@ -188,10 +222,11 @@ def open_transport(uri):
         baud = 115200
         for kv in filter(None, query.split("&")):
             key, _, value = kv.partition("=")
-            if key == "baud" and value.isdigit():
-                baud = int(value)
-            else:
+            if key != "baud":
                 raise TransportError("unknown serial URI option %r in %r" % (kv, uri))
+            if not _decimal(value) or int(value) < 1:
+                raise TransportError("serial URI baud must be a positive whole number, got %r in %r" % (value, uri))
+            baud = int(value)
         return SerialTransport(path, baud).open()
     if uri.startswith("/"):
         return SerialTransport(uri).open()

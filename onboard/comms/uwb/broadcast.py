@@ -22,8 +22,10 @@ Medium access: self-timed TDMA. The active set is {self} plus every neighbour he
 end of its frame), a node sends ``d * slot_us`` later, where d is its distance after k in that
 cyclic order. A node powering on listens ``listen_us + id * join_stagger_us``; if it heard
 nobody it starts a round alone, otherwise it sends in the join slot (right after the highest-id
-node) and, until another node reports having heard it, retries there after a deterministic
-pseudo-random back-off of 1..4 rounds. A crashed node's slot stays empty until it times out.
+node still heard within ``neighbour_timeout_us``) and, until another node reports having heard it, retries
+there after a deterministic pseudo-random back-off of 1..4 rounds; a joining node that hears nobody for
+``neighbour_timeout_us + slot_us + id * join_stagger_us`` starts a round alone. A crashed node's slot stays
+empty until it times out.
 """
 from . import frames as F
 from . import timestamps as T
@@ -107,7 +109,11 @@ class BroadcastNode(NodeBase):
             self._on_rx(event[1], event[2], now_us, acts)
         elif kind == "tx_done":
             self._stats["tx"] += 1
-            self._hist[self.seq] = T.apply_tx_antenna_delay(event[1], self.ant)
+            raw = event[1]
+            if not isinstance(raw, int) or raw < 0 or raw > _RAW_MAX:
+                self._stats["bad_timestamps"] += 1      # not a 40-bit tick count: this BCAST's time stays unknown
+            else:
+                self._hist[self.seq] = T.apply_tx_antenna_delay(raw, self.ant)
             self._hist.pop((self.seq - _HIST) & 0xFF, None)
         elif kind == "tx_error":
             self._stats["tx_errors"] += 1
@@ -134,8 +140,19 @@ class BroadcastNode(NodeBase):
                 self.joined = True          # nobody around: start a round alone
                 self._transmit(now_us, acts)
                 return
+            if self.tx_deadline_us is None:
+                # joining; should everyone heard go silent, this deadline starts a round alone
+                self.tx_deadline_us = now_us + self._alone_after_us()
         if self.tx_deadline_us is not None and now_us >= self.tx_deadline_us:
+            if not self.joined and not self.active_ids(now_us):
+                self.joined = True          # joining, and everyone heard went silent: start a round alone
             self._transmit(now_us, acts)
+
+    def _alone_after_us(self):
+        """How long a joining node waits, hearing nobody, before it starts a round alone (us): the neighbour
+        timeout, one slot, and ``id * join_stagger_us`` (so that joining nodes left alone together start in
+        turn, as at power-on, and the later ones join the first)."""
+        return self._timeout_us + self._slot_us + self.id * self.cfg["join_stagger_us"]
 
     def _set_active(self, ids):
         self._active = ids
@@ -164,6 +181,7 @@ class BroadcastNode(NodeBase):
                 self._stats["neighbours_expired"] += 1
         prev = self._hist.get(self.seq, _NO_TIMESTAMP)   # TX time of the BCAST with seq = new seq - 1
         self.seq = (self.seq + 1) & 0xFF
+        self._hist.pop(self.seq, None)      # a time kept for this seq 256 BCASTs ago (its tx_done may not come)
         # F.make(F.BCAST, self.id, F.BROADCAST_ID, self.seq, 0, self.vel_mps, tx_prev=prev, entries=entries)
         f = F.Frame(_BCAST, self.id, F.BROADCAST_ID, self.seq, 0, self.vel_mps)
         f.tx_prev = prev
@@ -178,6 +196,9 @@ class BroadcastNode(NodeBase):
         if self.joined:
             # fallback if nobody else is heard: our next turn one round later
             self.tx_deadline_us = now_us + (len(self._active) + 1) * self._slot_us
+        else:
+            # a join attempt: should nobody be heard from now on, start a round alone
+            self.tx_deadline_us = now_us + self._alone_after_us()
 
     def _on_rx(self, data, raw_rx, now_us, acts):
         f = self._decode(data)
@@ -268,7 +289,19 @@ class BroadcastNode(NodeBase):
             d = (mine - theirs) % (n + 1)
             self.tx_deadline_us = now_us + d * slot
             return
-        if self.listen_deadline_us is not None or k != ids[-1]:
+        if self.listen_deadline_us is not None:
+            return
+        if self.tx_deadline_us is None or self.tx_deadline_us > now_us + slot:
+            # no join attempt due: start a round alone if nobody is heard for a while (_alone_after_us)
+            self.tx_deadline_us = now_us + self._alone_after_us()
+        last = ids[-1]
+        rec = self._nbr.get(last)
+        if last != k and (rec is None or now_us - rec.heard_us > self._timeout_us):
+            # the highest id went silent (crashed, left): the join slot now follows the highest id still heard
+            self._set_active(self.active_ids(now_us))
+            ids = self._active
+            last = ids[-1]
+        if k != last:
             return
         # joining: the join slot follows the highest-id node
         if self._join_wait > 0:

@@ -13,7 +13,8 @@ Only the token holder initiates. A hold is:
 Recovery (all deterministic):
 - lost/duplicated frames: every wait has a timeout; a failed exchange is retried
   ``exchange_retries`` times; frames carry seq numbers and stale or duplicate ones are ignored;
-  a duplicate TOKEN (same src, epoch, pass_no) is ignored.
+  a duplicate TOKEN (same src, epoch, pass_no: the passer's retry) is ignored, also by the node
+  that is holding the token it brought.
 - token pass: the passer waits ``token_ack_timeout_us`` for any frame from its successor, resends
   up to ``token_retries`` times, then drops the successor from the ring and passes to the next.
 - crash / leave: a member that fails ``max_missed_holds`` consecutive holds, or cannot take the
@@ -21,7 +22,8 @@ Recovery (all deterministic):
 - token loss: any node that hears nothing for ``silence_timeout_us + id * regen_stagger_us``
   regenerates the token with epoch + 1 (lowest id first; its first frame silences the others).
 - two tokens: a holder that hears a holder frame (POLL/FINAL/TOKEN/DISCOVER) of another node
-  keeps the token only if its own is newer (epoch, mod 256) or, at equal epoch, its id is lower.
+  keeps the token only if its own is newer (epoch, mod 256) or, when neither epoch is newer (equal,
+  or 128 apart), its id is lower.
 - join / rejoin: a (re)started node listens; it answers POLLs and TOKENs addressed to it and
   joins through DISCOVER; if it hears nothing it regenerates and forms a ring of its own, and
   two rings merge through the two-token rule.
@@ -66,7 +68,8 @@ def recovery_bound_us(config, n_nodes, max_id=RING_MAX_IDS - 1):
 
 
 def epoch_newer(a, b):
-    """True when token epoch ``a`` is newer than ``b`` (8-bit, wrap-around)."""
+    """True when token epoch ``a`` is newer than ``b`` (8-bit, wrap-around). Epochs 128 apart: neither is
+    newer (the two-token rule then keeps the lower id's token)."""
     d = (a - b) & 0xFF
     return 0 < d < 128
 
@@ -242,6 +245,7 @@ class TokenRingNode(NodeBase):
 
     def _begin_hold(self, now_us, acts):
         self.holder = True
+        self.members |= self.bit        # a holder is a member (a bitmap adopted while passing may lack it)
         self._stats["holds"] += 1
         ids = self.member_ids()
         self._targets = [i for i in ids if i != self.id]
@@ -339,6 +343,9 @@ class TokenRingNode(NodeBase):
     def _on_tx_done(self, raw_tx, now_us, acts):
         self._stats["tx"] += 1
         self._reset_silence(now_us)
+        if not isinstance(raw_tx, int) or raw_tx < 0 or raw_tx > T.MASK_TICKS:
+            self._stats["bad_timestamps"] += 1      # not a 40-bit tick count: the exchange times out
+            return
         if self.state == POLL_SENT and self._tx_kind == F.POLL:
             self._tx_poll = T.apply_tx_antenna_delay(raw_tx, self.ant)
             self.state = WAIT_RESP
@@ -358,10 +365,16 @@ class TokenRingNode(NodeBase):
         if f.src == self.id:
             self._stats["ignored"] += 1
             return
+        if not isinstance(raw_rx, int) or raw_rx < 0 or raw_rx > T.MASK_TICKS:
+            self._stats["bad_timestamps"] += 1      # not a 40-bit tick count: the frame is dropped
+            return
         t = f.type
+        if t == _TOKEN and f.dst == self.id and (f.src, f.epoch, f.pass_no) == self._last_token:
+            self._stats["token_duplicates"] += 1    # the passer's retry: the token is already here
+            return
         if t == _POLL or t == _FINAL or t == _TOKEN or t == _DISCOVER:      # t in F.HOLDER_TYPES
             if self.holder:
-                if epoch_newer(f.epoch, self.epoch) or (f.epoch == self.epoch and f.src < self.id):
+                if epoch_newer(f.epoch, self.epoch) or (f.src < self.id and not epoch_newer(self.epoch, f.epoch)):
                     self._stats["token_conflicts_lost"] += 1
                     self.holder = False
                     self.state = IDLE

@@ -405,7 +405,7 @@ def _pack_field(code, scale, value, name):
     if value is None:
         value = 0
     if scale is None:
-        raw = int(value)
+        raw = int(_finite(name, value)) if isinstance(value, float) else int(value)
     else:
         # rounded to the nearest step (the firmware truncates toward zero: <= 1 step apart)
         raw = int(round(_finite(name, value) * scale))

@@ -39,21 +39,36 @@ class VescLink:
 
     # ------------------------------------------------------------ connection
     def connect(self, now_us):
-        """Try to open the transport now; True when the link is up."""
+        """Try to open the transport now; True when the link is up. A transport the link already holds is
+        closed once the new one is open (or the open failed): the link holds one port, never two."""
+        old = self.transport
         try:
-            self.transport = self.open_fn()
+            transport = self.open_fn()
         except TransportError as exc:
+            self.transport = None
+            self._close_quietly(old)
             self.open_failures += 1
             self.last_error = str(exc)
             self.up = False
             self._next_attempt_us = now_us + self.cfg["reconnect_period_us"]
             return False
+        self.transport = transport
+        if old is not transport:
+            self._close_quietly(old)
         self.decoder.discard_pending()
         self.up = True
         self.connects += 1
         self.last_error = None
         self._last_rx_us = now_us
         return True
+
+    @staticmethod
+    def _close_quietly(transport):
+        if transport is not None:
+            try:
+                transport.close()
+            except Exception:
+                pass
 
     def _drop(self, now_us, exc):
         if self.up:
