@@ -158,8 +158,13 @@ class TrackedRobot:
         n, e = self.north_m + dn, self.east_m + de
         if n < 0.0 or n >= size_n or e < 0.0 or e >= size_e:
             self.wraps += 1
+            # a tiny negative coordinate's float remainder rounds up to the size itself: that point is 0
             n %= size_n
             e %= size_e
+            if n >= size_n:
+                n = 0.0
+            if e >= size_e:
+                e = 0.0
         self.north_m, self.east_m = n, e
         self.yaw_rad = math.atan2(math.sin(self.yaw_rad + yaw_rate * dt_s), math.cos(self.yaw_rad + yaw_rate * dt_s))
         self.settle()

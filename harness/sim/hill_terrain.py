@@ -323,10 +323,16 @@ class TrackContact:
         """One track's contact: the bar centred at ``centre_ne_m`` (m) along heading ``yaw_rad`` with
         slope ``pitch_rad`` (nose up positive) carrying ``load_n`` (N); ``direction`` +1 when the track
         moves forward over the ground, -1 backward (where bulldozed sand goes), ``moved_m`` how far it
-        moved since the last contact (the slip shear). Returns the volume moved (m^3)."""
+        moved since the last contact (the slip shear). Returns the volume moved (m^3). A track that covers no
+        cell centre (smaller than a cell's diagonal, see hill_robots.check_track_covers_cells) is a ValueError,
+        nothing changed."""
         world = self.world
         patch = _Patch(world, centre_ne_m, yaw_rad, length_m, width_m)
         under = patch.under
+        if not under.any():
+            raise ValueError("a track of %g m x %g m at (%g, %g) m covers no centre of the terrain's %g m cells (each "
+                             "side must be at least a cell's diagonal)" % (length_m, width_m, centre_ne_m[0],
+                                                                           centre_ne_m[1], world.cell_m))
         h = world.height_m[patch.window]
         sunk = self.sunk_m[patch.window]
         bar_all = math.tan(pitch_rad) * patch.along            # the bar's height relative to its centre

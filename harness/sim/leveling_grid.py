@@ -109,10 +109,17 @@ class LevelingGrid:
     """The world (see the module docstring). ``config``: DEFAULTS overrides; ``seed``: the run's seed;
     ``heights``: a 2-D height grid (units) that replaces the terrain settings; ``oracle``: a memetic oracle
     (any object with ``after_cycle(agents, rand)``) that replaces the variant's default; ``select``: the
-    MA1 oracle's selection (``select(fitnesses) -> agent index``)."""
+    MA1 oracle's selection (``select(fitnesses) -> agent index``). An ``oracle`` or ``select`` the run would not
+    use (the probabilistic algorithm has no oracle; a ``select`` beside an ``oracle`` of one's own) is a
+    ConfigError rather than silently unused."""
 
     def __init__(self, config=None, seed=0, heights=None, oracle=None, select=None):
         cfg = checked(DEFAULTS, SETTING_RANGES, config, "leveling grid")
+        if cfg["algorithm"] == "probabilistic" and (oracle is not None or select is not None):
+            raise ConfigError("leveling grid: the probabilistic algorithm has no memetic oracle; an oracle or select "
+                              "is only used by ma1/ma2")
+        if oracle is not None and select is not None:
+            raise ConfigError("leveling grid: a select is used by the default MA1 oracle, not beside an oracle given")
         self.cfg = cfg
         self.seed = int(seed)
         rr = RunRandom(self.seed)

@@ -103,20 +103,46 @@ def generate(config, rng):
     return np.rint(cfg["min_units"] + (cfg["max_units"] - cfg["min_units"]) * unit).astype(np.int64)
 
 
+def _check_sides(path, rows, cols):
+    """ConfigError unless a terrain file of ``rows`` x ``cols`` cells has each side 2..MAX_SIDE."""
+    if min(rows, cols) < 2 or max(rows, cols) > MAX_SIDE:
+        raise ConfigError("terrain file %s: %dx%d cells; each side must be 2..%d" % (path, rows, cols, MAX_SIDE))
+
+
+def _png_header_size(path):
+    """(columns, rows) from a PNG's IHDR chunk (the first 24 bytes), or None when the file does not start as a
+    PNG does."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
 def _png_values(path):
-    """Intensities in [0, 1] of a grayscale PNG (white = 1)."""
+    """Intensities in [0, 1] of a grayscale PNG (white = 1). Its size is checked from its header, before its
+    pixels are decoded (a small file may declare gigabytes of them)."""
     from PIL import Image
+    size = _png_header_size(path)
+    if size is not None:
+        _check_sides(path, size[1], size[0])
     try:
         with Image.open(path) as img:
-            img.load()
-            mode = img.mode
-            if mode == "P":
-                img = img.convert("RGBA")
-                mode = "RGBA"
-            arr = np.asarray(img)
+            cols, rows = img.size
+            if min(rows, cols) < 2 or max(rows, cols) > MAX_SIDE:
+                arr = None
+            else:
+                img.load()
+                mode = img.mode
+                if mode == "P":
+                    img = img.convert("RGBA")
+                    mode = "RGBA"
+                arr = np.asarray(img)
     except Exception as exc:          # PIL raises many kinds for a broken file
         raise ConfigError("terrain file %s: not a readable PNG (%s)" % (path, str(exc).splitlines()[0]
                                                                          if str(exc) else type(exc).__name__))
+    if arr is None:
+        _check_sides(path, rows, cols)
     full = {"1": 1.0, "L": 255.0, "LA": 255.0, "RGB": 255.0, "RGBA": 255.0, "I;16": 65535.0,
             "I;16B": 65535.0, "I;16L": 65535.0, "I": 65535.0}.get(mode)
     if full is None:
@@ -172,9 +198,7 @@ def load_heights(path, height_scale=None, max_units=12):
     if values.ndim != 2:
         raise ConfigError("terrain file %s: a 2-D height grid is needed, got shape %s"
                           % (path, "x".join(str(s) for s in values.shape) or "() (a single number)"))
-    if min(values.shape) < 2 or max(values.shape) > MAX_SIDE:
-        raise ConfigError("terrain file %s: %dx%d cells; each side must be 2..%d"
-                          % (path, values.shape[0], values.shape[1], MAX_SIDE))
+    _check_sides(path, values.shape[0], values.shape[1])
     if not np.all(np.isfinite(values)):
         raise ConfigError("terrain file %s holds NaN or infinite heights" % path)
     heights = np.rint(values * scale)

@@ -75,10 +75,18 @@ class HeightMemory:
         return len(self.values)
 
     def push(self, h):
-        self.values.append(h)
+        """Store height ``h`` (units), dropping the oldest beyond ``size``. ``total`` is the sum of the
+        heights held: kept exactly for integer heights; with a float among them it is summed afresh when
+        one leaves (subtracting a float leaves rounding behind: 1e16 + 1 - 1e16 is 0, not 1)."""
+        values = self.values
+        values.append(h)
         self.total += h
-        if len(self.values) > self.size:
-            self.total -= self.values.pop(0)
+        if len(values) > self.size:
+            old = values.pop(0)
+            if type(old) is int and type(self.total) is int:
+                self.total -= old
+            else:
+                self.total = sum(values)
 
     def mean(self):
         """alpha (units), or None while empty."""

@@ -17,10 +17,12 @@ right).
 The thesis's random walk sets "rand()" linear and angular velocities; here each random command is a
 speed uniform in ``wander_speed_mps`` and a yaw rate uniform in +-``wander_yaw_rate_radps``, held for
 ``wander_hold_s`` (0: a new one every step, Alg. 6 as written) and redrawn on leaving a climb. Draws:
-two per new random command (speed, then yaw rate), none otherwise. A pitch that is not a finite number
-is counted in ``bad_inputs`` and answered with a stop, the state kept.
+two per new random command (speed, then yaw rate), none otherwise. A pitch that is not a finite number,
+or a ``now_us`` before the previous step's (time going backwards), is counted in ``bad_inputs`` and answered
+with a stop, the state kept; a ``now_us`` that is not a whole number of microseconds raises
+:class:`onboard.core.samples.SampleError` (a ValueError), the state kept.
 """
-from onboard.core.samples import TwistCmd
+from onboard.core.samples import SampleError, TwistCmd
 from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, is_number, one_of, pair,
                                    within)
 
@@ -77,6 +79,7 @@ class HillSensing:
         self.crest_us = _us(cfg["crest_timeout_s"])
         self.mode = WANDER
         self._since_us = None         # when the current mode (or random command) started
+        self._last_us = None          # now_us of the last step taken (us)
         self._speed = 0.0
         self._rate = 0.0
         self.steps = 0
@@ -90,10 +93,18 @@ class HillSensing:
         return MODE_NAMES[self.mode]
 
     def step(self, pitch_rad, now_us, rand):
-        """The twist intended for this control step."""
-        if not is_number(pitch_rad):
+        """The twist intended for this control step (``now_us``: int, us)."""
+        try:
+            t_us = int(now_us)
+        except (TypeError, ValueError, OverflowError):
+            t_us = None
+        if t_us is None or t_us != now_us or isinstance(now_us, bool):
+            raise SampleError("HillSensing.step: now_us must be a whole number of us, got %r" % (now_us,))
+        now_us = t_us
+        if not is_number(pitch_rad) or (self._last_us is not None and now_us < self._last_us):
             self.bad_inputs += 1
             return TwistCmd(now_us, 0.0, 0.0)
+        self._last_us = now_us
         self.steps += 1
         eps = self.eps
         mode = self.mode

@@ -134,17 +134,28 @@ def is_valid(chromosome, genes=20):
     return chromosome_problem(chromosome, genes) is None
 
 
+_BIG_WEIGHT = 2.0 ** 900                # pair_weights rescales above this (floats end near 2 ** 1024)
+_WEIGHT_RESCALE = 2.0 ** -600
+
+
 def pair_weights(genes=20, max_pairs=10):
     """Relative number of valid chromosomes (thesis 4.2.3: pick-ups before deposits, as many of each)
     with m = 0..max_pairs pick-up/deposit pairs: C(genes, 2m) / 64^m (the 2m positions, the forced
-    P D P D order, 8 moves on every other gene), relative to the m = 0 count 8^genes."""
+    P D P D order, 8 moves on every other gene), relative to the m = 0 count 8^genes. Where these exceed
+    the float range (thousands of genes) all of them are scaled by the same power of two; a weight below
+    the float range relative to the largest is 0."""
     weights = []
-    c = 1.0                                   # C(genes, 2m), built up in floats
+    w = 1.0                                   # C(genes, 2m) / 64^m, built up in floats
     for m in range(max_pairs + 1):
         if m > 0:
             k = 2 * m
-            c = c * (genes - k + 2) * (genes - k + 1) / ((k - 1) * k)
-        weights.append(c / 64.0 ** m)
+            # dividing by 64 (a power of two) is exact: the same floats as C(genes, 2m) / 64.0 ** m
+            w = w * (genes - k + 2) * (genes - k + 1) / ((k - 1) * k) / 64.0
+            if w > _BIG_WEIGHT:
+                for i in range(len(weights)):
+                    weights[i] *= _WEIGHT_RESCALE
+                w *= _WEIGHT_RESCALE
+        weights.append(w)
     return weights
 
 
@@ -257,8 +268,11 @@ class MemeticAgent:
         return self.pool[self.slot]
 
     def replace(self, slot, chromosome):
-        """The oracle hands the agent a new chromosome for ``slot`` (validated). Replacing the one being
-        executed restarts it with fresh counters."""
+        """The oracle hands the agent a new chromosome for ``slot`` (an index 0..pool size - 1; both
+        validated, ValueError and nothing changed otherwise). Replacing the one being executed restarts it with
+        fresh counters."""
+        if not isinstance(slot, int) or isinstance(slot, bool) or not 0 <= slot < len(self.pool):
+            raise ValueError("chromosome slot must be an index 0..%d, got %r" % (len(self.pool) - 1, slot))
         self.pool[slot] = self._checked(chromosome)
         self.replaced += 1
         if slot == self.slot:
@@ -287,12 +301,12 @@ class MemeticAgent:
 
     def step(self, height, carrying, moved, rand):
         """Execute one gene: returns the intended ``(op, move)``."""
-        if (type(height) is not int or height < 0) and not height_ok(height):
-            self.bad_inputs += 1
-            return IDLE
         if moved and self._last_move != STAY:
             self.heading = self._last_move
         self._last_move = STAY
+        if (type(height) is not int or height < 0) and not height_ok(height):
+            self.bad_inputs += 1          # skipped: no draw, nothing intended (a reported move still counts)
+            return IDLE
         self.steps += 1
         if self._sensing:
             # Alg. 1's sensing stage, one step of its own before each gene (setting sense_phase)
@@ -356,8 +370,9 @@ def fittest_index(fitnesses):
 
 class Ma1Oracle:
     """Alg. 3's agent external to the swarm: once every agent has run its chromosome ``executions``
-    times, ``select(fitnesses) -> index`` (default :func:`fittest_index`) picks the agent that keeps its
-    chromosome; every other agent gets a new random valid one."""
+    times, ``select(fitnesses) -> index`` (default :func:`fittest_index`; an int, or an integer type with
+    ``__index__`` such as numpy's, not a bool) picks the agent that keeps its chromosome; every other agent
+    gets a new random valid one. Another return is a ValueError, the oracle unchanged."""
 
     def __init__(self, config=None, select=None):
         cfg = checked(DEFAULTS, SETTING_RANGES, config, "Ma1Oracle")
@@ -375,9 +390,12 @@ class Ma1Oracle:
             if not a.round_ready:
                 return 0
         fits = [a.round_fitness[0] for a in agents]
-        best = self.select(fits)
-        if not isinstance(best, int) or not 0 <= best < len(agents):
-            raise ValueError("the MA1 selection returned %r, not an agent index" % (best,))
+        chosen = self.select(fits)
+        best = chosen
+        if not isinstance(best, int) and hasattr(best, "__index__"):
+            best = best.__index__()             # an integer of another type (numpy.argmax gives one)
+        if isinstance(chosen, bool) or not isinstance(best, int) or not 0 <= best < len(agents):
+            raise ValueError("the MA1 selection returned %r, not an agent index 0..%d" % (chosen, len(agents) - 1))
         self.evaluations += 1
         self.best_fitness.append(fits[best])
         n = 0

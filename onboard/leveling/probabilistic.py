@@ -29,7 +29,7 @@ for random vs forward and, for a random move, one for the direction.
 Input: ``step(height, carrying, moved, rand)`` with the height of the agent's cell (units, a finite
 number >= 0), whether it carries a unit now, whether its last intended move happened, and the uniform
 source. A bad height is counted in ``bad_inputs`` and the step is skipped (no draw, nothing intended,
-the phase kept).
+the phase kept; a move it reports as happened still sets the heading).
 """
 from onboard.core.settings import POSITIVE, checked, int_at_least, one_of, within
 from onboard.leveling.grid import DEPOSIT, IDLE, NO_OP, NORTH, PICK_UP, STAY, HeightMemory, height_ok
@@ -63,14 +63,18 @@ SETTING_RANGES = {
 
 
 def rho_pickup_k(h, k):
-    """Pick-up probability (h / (k + h))^2 (thesis 4.2.1, after Deneubourg et al.); 0 at h = 0, 1/4 at
-    h = k. h, k in units."""
+    """Pick-up probability (h / (k + h))^2 (thesis 4.2.1, after Deneubourg et al.); 0 at h = 0 (k = 0
+    too), 1/4 at h = k. h, k in units (>= 0)."""
+    if h == 0:
+        return 0.0
     r = h / (k + h)
     return r * r
 
 
 def rho_deposit_k(h, k):
-    """Deposit probability (k / (k + h))^2 (thesis 4.2.1); 1 at h = 0, 1/4 at h = k."""
+    """Deposit probability (k / (k + h))^2 (thesis 4.2.1); 1 at h = 0 (k = 0 too), 1/4 at h = k."""
+    if h == 0:
+        return 1.0
     r = k / (k + h)
     return r * r
 
@@ -111,13 +115,14 @@ class ProbabilisticAgent:
 
     def step(self, height, carrying, moved, rand):
         """One phase of Alg. 1: returns the intended ``(op, move)`` (:mod:`onboard.leveling.grid`)."""
-        if (type(height) is not int or height < 0) and not height_ok(height):
-            self.bad_inputs += 1
-            return IDLE
         if moved:
             last = self._last_move
             if last != STAY:
                 self.heading = last
+        if (type(height) is not int or height < 0) and not height_ok(height):
+            self.bad_inputs += 1
+            self._last_move = STAY        # the move it reported is taken; this step intends none
+            return IDLE
         self.steps += 1
         if self.phase == SENSE:
             self.phase = ACT
