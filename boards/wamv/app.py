@@ -50,6 +50,7 @@ import math
 
 from onboard.comms import nmea
 from onboard.control.heading_speed import HeadingSpeedController
+from onboard.core.settings import ConfigError, closest
 from onboard.estimators.base import EstimatorInputError
 from onboard.estimators.boat_ekf import EAST, NORTH, SURGE, YAW, YAW_RATE, BoatEkf
 from onboard.runtime.node import Node
@@ -164,12 +165,31 @@ class Estimation:
         return dict(self.ekf.counters(), bad_samples=self.bad_samples)
 
 
+def _checked_plan(plan):
+    """[(duration_us, heading_rad, speed_mps), ...] of the ``plan`` setting ([[duration_s, heading_deg,
+    speed_mps], ...]); ValueError (one line) unless it is a non-empty list of three finite numbers per leg with
+    each duration at least 1 us once rounded to whole microseconds."""
+    def number(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    try:
+        legs = list(plan)
+        ok = len(legs) > 0 and all(len(leg) == 3 and all(number(v) for v in leg) for leg in legs)
+    except TypeError:
+        ok = False
+    out = [(int(round(leg[0] * 1e6)), math.radians(leg[1]), leg[2]) for leg in legs] if ok else []
+    if not ok or any(d < 1 for d, _h, _u in out):
+        raise ValueError("wamv app: plan must be a non-empty list of [duration_s >= 1e-06, heading_deg, speed_mps] "
+                         "legs, got %r" % (plan,))
+    return out
+
+
 class Helm:
     """Heading/speed control along the plan, outboard telemetry, and the stop while the failsafe is engaged."""
 
     def __init__(self, outboards, estimation, controller, plan, control_rate_hz, base_rate_hz, outboard_timeout_us):
         self.outboards, self.est, self.ctl = outboards, estimation, controller
-        self.plan = [(int(round(d * 1e6)), math.radians(h), u) for d, h, u in plan]
+        self.plan = _checked_plan(plan)
         self.plan_us = sum(p[0] for p in self.plan)
         self.control_rate_hz, self.base_rate_hz = control_rate_hz, base_rate_hz
         self.outboard_timeout_us = outboard_timeout_us
@@ -252,10 +272,17 @@ class WamvApp:
     """The recipe. ``outboards``: a ``onboard.vessel.outboards.VescOutboards``; ``gnss_transport``: the
     receiver's opened transport (``SerialTransport(board.GNSS_PORT, board.GNSS_BAUD)`` on the boat);
     ``config``: DEFAULTS overrides (``ekf``, ``controller``, ``thrust_map``: their modules' settings);
-    ``view``: ``view(topic, time_us, schema_name, msg)`` for the Foxglove views (module docstring), or None."""
+    ``view``: ``view(topic, time_us, schema_name, msg)`` for the Foxglove views (module docstring), or None.
+    A ``config`` key that is not one of DEFAULTS raises ``onboard.core.settings.ConfigError`` (one line, the
+    closest known key), as the vessel components' settings do."""
 
     def __init__(self, outboards, gnss_transport, config=None, log=None, start_us=0, view=None):
         cfg = dict(DEFAULTS)
+        for key in (config or {}):
+            if key not in DEFAULTS:         # a misspelled key would silently leave its part out (or its default)
+                near = closest(key, DEFAULTS) if isinstance(key, str) else None
+                raise ConfigError("unknown wamv app setting %r%s" % (key, " (did you mean %r?)" % near if near else
+                                                                     " (known: %s)" % ", ".join(sorted(DEFAULTS))))
         cfg.update(config or {})
         self.config = cfg
         self.node = node = Node(APP, start_us=start_us, log=log)

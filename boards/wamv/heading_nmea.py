@@ -10,7 +10,10 @@ Linux computer, e.g. a GNSS compass or an INS that outputs ``HDT`` and ``ROT`` s
 
 :class:`HeadingNmea` is an io part of the boat app (``boards.wamv.app``): it polls its transport at
 ``rate_hz`` and hands ``HeadingSample`` / ``YawRateSample`` s (stamped with the tick's time) to the app's
-``on_heading`` / ``on_yaw_rate`` entries. Malformed and invalid sentences are counted, never fused.
+``on_heading`` / ``on_yaw_rate`` entries. Malformed and invalid sentences are counted, never fused. As
+``onboard.comms.nmea.NmeaReader``, a sentence starts at the last ``$`` of its line (line noise or a sentence
+cut short before it is dropped with it), and a partial line longer than ``nmea.MAX_LINE`` is dropped up to
+its last ``$``.
 """
 import math
 
@@ -82,6 +85,9 @@ class HeadingNmea:
         self._buf += bytes(data).decode("ascii", "replace")
         while "\n" in self._buf:
             line, self._buf = self._buf.split("\n", 1)
+            start = line.rfind("$")            # a sentence starts at the line's last "$" (as nmea.NmeaReader)
+            if start > 0:
+                line = line[start:]
             if len(line) > nmea.MAX_LINE:
                 self.overlong += 1
                 continue
@@ -99,7 +105,8 @@ class HeadingNmea:
                 self.rates += 1
                 self.on_yaw_rate(YawRateSample(now_us, got[1], self.rate_var_rad2ps2))
         if len(self._buf) > nmea.MAX_LINE:
-            self._buf = ""
+            start = self._buf.rfind("$")
+            self._buf = self._buf[start:] if start >= 0 and len(self._buf) - start <= nmea.MAX_LINE else ""
             self.overlong += 1
 
     def report(self):

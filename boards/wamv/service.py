@@ -65,9 +65,11 @@ DEFAULT_CONFIG = {
 
 
 def _is_plan(v):
+    """A non-empty list of [duration_s, heading_deg, speed_mps] legs, each at least 1 us long (the app counts
+    the plan in whole microseconds: a shorter leg would round to none) and speed_mps in [0, 5]."""
     return (isinstance(v, list) and len(v) > 0
             and all(isinstance(leg, list) and len(leg) == 3 and all(is_number(x) for x in leg)
-                    and leg[0] > 0 and 0 <= leg[2] <= 5.0 for leg in v))
+                    and leg[0] >= 1e-6 and 0 <= leg[2] <= 5.0 for leg in v))
 
 
 TIMEOUT_US = int_at_least(10000)
@@ -81,7 +83,8 @@ SETTING_RANGES = {
     "outboards.left_port": TEXT, "outboards.right_port": TEXT, "outboards.baud": int_at_least(1),
     "outboards.max_erpm": POSITIVE, "outboards.direction_left": one_of(1, -1),
     "outboards.direction_right": one_of(1, -1),
-    "mission.plan": ("a non-empty list of [duration_s > 0, heading_deg, speed_mps in [0, 5]] legs", _is_plan),
+    "mission.plan": ("a non-empty list of [duration_s >= 1e-06, heading_deg, speed_mps in [0, 5]] legs",
+                     _is_plan),
     "app.origin_deg": ("[latitude_deg in [-90, 90], longitude_deg in [-180, 180]]",
                        lambda v: isinstance(v, list) and len(v) == 2 and within(-90, 90)[1](v[0])
                        and within(-180, 180)[1](v[1])),

@@ -42,20 +42,22 @@ def record_run(path, course, seed=1, duration_s=60.0, arbiter="damn", views=True
     rr = RunRandom(seed)
     start = {"north_m": course.start_north_m, "east_m": course.start_east_m,
              "yaw_deg": math.degrees(course.start_yaw_rad)}
-    w = BoatWorld(rr, wamv={"start": start}, gnss=gnss, interface={"latency_s": 0.0, "timeout_ms": 200})
-    log = McapLog(str(path))
+    log = McapLog(str(path))        # first: a log that cannot be opened leaves no world (ptys) open behind it
     try:
-        cfg = dict({"perception": {}, "arbiter": arbiter, "destination": list(destination_of(course)),
-                    "views": views}, **(app_config or {}))
-        app = WamvApp(w.driver(), w.gnss_app_end, cfg, view=log.log_view)
-        w.attach_app(app, app.frame)
-        w.add_sensor(LidarSensor(Lidar({}, rr.stream("lidar")), LidarScene(course), w.vessel, app.on_lidar))
-        for time_s, fn in schedule:
-            w.at_s(time_s, lambda now_us, fn=fn: fn(app, now_us))
-        w.start(app, record=log.log, code_version=version)
-        w.run(int(round(duration_s * 1e6)), 1_000_000, done=lambda: app.helm.arbiter.arrived)
+        w = BoatWorld(rr, wamv={"start": start}, gnss=gnss, interface={"latency_s": 0.0, "timeout_ms": 200})
+        try:
+            cfg = dict({"perception": {}, "arbiter": arbiter, "destination": list(destination_of(course)),
+                        "views": views}, **(app_config or {}))
+            app = WamvApp(w.driver(), w.gnss_app_end, cfg, view=log.log_view)
+            w.attach_app(app, app.frame)
+            w.add_sensor(LidarSensor(Lidar({}, rr.stream("lidar")), LidarScene(course), w.vessel, app.on_lidar))
+            for time_s, fn in schedule:
+                w.at_s(time_s, lambda now_us, fn=fn: fn(app, now_us))
+            w.start(app, record=log.log, code_version=version)
+            w.run(int(round(duration_s * 1e6)), 1_000_000, done=lambda: app.helm.arbiter.arrived)
+        finally:
+            w.close()
     finally:
-        w.close()
         log.close()
     return app.report()
 
@@ -83,7 +85,14 @@ def main(argv=None):
         print("error: --out %s: %s" % (args.out, exc.strerror or exc), file=sys.stderr)
         return 2
     path = os.path.join(args.out, "log.mcap")
-    rep = record_run(path, course, args.seed, args.seconds, args.arbiter, not args.no_views, version=code_version())
+    try:
+        rep = record_run(path, course, args.seed, args.seconds, args.arbiter, not args.no_views,
+                         version=code_version())
+    except OSError as exc:
+        if getattr(exc, "filename", None) != path:
+            raise
+        print("error: cannot write %s: %s" % (path, exc.strerror or exc), file=sys.stderr)
+        return 2
     print("boat_playback: %s, %d LIDAR frames, %d buoys confirmed, %d decisions, arrived %s, %d view messages -> %s"
           % (args.arbiter, rep["perception"]["frames"], rep["perception"]["buoys_confirmed"],
              rep["arbiter"]["decisions"], rep["arbiter"]["arrived"], rep.get("views", {}).get("views", 0), path))

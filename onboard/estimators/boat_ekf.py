@@ -28,15 +28,17 @@ velocities and yaw rate 0; P from the init sigmas, speeds with ``reset_speed_sig
 Initialisation: ``initialize(time_us, x, sigmas)``, or the first aiding pose, or the first position
 fix together with a heading (whichever comes second starts it; velocities 0).
 
-Bad input (NaN/inf, non-positive variances, a sample older than the filter's time, a thrust sample
-not later than it) raises :class:`EstimatorInputError`, counts ``rejected`` and leaves the state,
-covariance and every other counter as they were. Follows ``onboard.estimators.base``.
+Bad input (NaN/inf, non-positive variances of what is fused (an aiding pose's unused down, roll and
+pitch variances need only be >= 0), a sample older than the filter's time, a thrust sample not later
+than it, a sample whose propagation with the held thrusts would end in a non-finite state) raises
+:class:`EstimatorInputError`, counts ``rejected`` and leaves the state, covariance, held thrusts and every
+other counter as they were. Follows ``onboard.estimators.base``.
 """
 import math
 
 from onboard.core import linalg as la
 from onboard.core.angles import wrap_pi
-from onboard.core.samples import ImuSample, NavState
+from onboard.core.samples import ImuSample, NavState, SampleError, _int
 from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, under
 from onboard.estimators.base import POSE_DIM, EstimatorInputError
 from onboard.vessel import model as vm
@@ -183,10 +185,18 @@ class BoatEkf:
         return s
 
     def initialize(self, time_us, x, sigmas=None):
-        """Start at state ``x`` (6 numbers, slots as the model) at ``time_us`` with a diagonal covariance
-        of ``sigmas`` (6 numbers, default the init_* settings)."""
-        sig = self.init_sigmas() if sigmas is None else [float(v) for v in sigmas]
-        vals = [float(v) for v in x]
+        """Start at state ``x`` (6 numbers, slots as the model) at ``time_us`` (a whole number of us) with a
+        diagonal covariance of ``sigmas`` (6 numbers, default the init_* settings). Anything else raises
+        :class:`EstimatorInputError`, counted in ``rejected``, with the filter as it was."""
+        try:
+            t_us = _int("time_us", time_us)
+        except SampleError as exc:
+            self._refuse("initialize: %s" % exc)
+        try:
+            sig = self.init_sigmas() if sigmas is None else [float(v) for v in sigmas]
+            vals = [float(v) for v in x]
+        except (TypeError, ValueError):
+            self._refuse("initial state and sigmas need %d finite numbers each" % N_STATE)
         if len(vals) != N_STATE or len(sig) != N_STATE or not la.is_finite(vals + sig):
             self.rejected += 1
             raise EstimatorInputError("initial state and sigmas need %d finite numbers each" % N_STATE)
@@ -197,7 +207,7 @@ class BoatEkf:
         vals[YAW] = wrap_pi(vals[YAW])
         self.x = vals
         self.P = la.diag([v * v for v in sig])
-        self.time_us = int(time_us)
+        self.time_us = t_us
         self.last_position_fused_us = self.time_us
         self._pending_position = None
         self._pending_heading = None
@@ -241,14 +251,17 @@ class BoatEkf:
         """Model steps from self.time_us to ``to_us`` with self.thrust_n held (robotx eqs. 1-6):
         x' = f(x, T), P' = F P F^T + Q dt, written out over the nonzeros of F (``_F_NONZERO``; names
         pIJ, fIJ, fpIJ = (F P)IJ, oIJ = P'IJ with I, J the slots YAW .. SWAY = 0 .. 5), each sum in the
-        order of ``_F_NONZERO``."""
+        order of ``_F_NONZERO``. The steps run on copies: when they end in a non-finite state or covariance
+        (a finite but absurd held thrust, e.g. 1e8 N, makes the explicit steps overflow) the propagation is
+        refused (:class:`EstimatorInputError`, counted) and the filter keeps its state, covariance and time."""
         q0, q1, q2, q3, q4, q5 = self.q_density
-        while self.time_us < to_us:
-            dt_us = min(self.max_step_us, to_us - self.time_us)
+        x, P, t_us = self.x, self.P, self.time_us
+        while t_us < to_us:
+            dt_us = min(self.max_step_us, to_us - t_us)
             dt = dt_us * 1e-6
-            self.x, F = vm.step_with_jacobian(self.x, self.thrust_n, self.params, dt)
+            x, F = vm.step_with_jacobian(x, self.thrust_n, self.params, dt)
             (p00, p01, p02, p03, p04, p05, p10, p11, p12, p13, p14, p15, p20, p21, p22, p23, p24, p25,
-             p30, p31, p32, p33, p34, p35, p40, p41, p42, p43, p44, p45, p50, p51, p52, p53, p54, p55) = self.P
+             p30, p31, p32, p33, p34, p35, p40, p41, p42, p43, p44, p45, p50, p51, p52, p53, p54, p55) = P
             f00 = F[0]; f01 = F[1]; f11 = F[7]; f14 = F[10]
             f15 = F[11]; f20 = F[12]; f22 = F[14]; f24 = F[16]
             f25 = F[17]; f30 = F[18]; f33 = F[21]; f34 = F[22]
@@ -293,13 +306,18 @@ class BoatEkf:
             o44 = fp41 * f41 + fp44 * f44 + fp45 * f45 + q4 * dt
             o45 = fp41 * f51 + fp44 * f54 + fp45 * f55
             o55 = fp51 * f51 + fp54 * f54 + fp55 * f55 + q5 * dt
-            self.P = [o00, o01, o02, o03, o04, o05,
-                      o01, o11, o12, o13, o14, o15,
-                      o02, o12, o22, o23, o24, o25,
-                      o03, o13, o23, o33, o34, o35,
-                      o04, o14, o24, o34, o44, o45,
-                      o05, o15, o25, o35, o45, o55]
-            self.time_us += dt_us
+            P = [o00, o01, o02, o03, o04, o05,
+                 o01, o11, o12, o13, o14, o15,
+                 o02, o12, o22, o23, o24, o25,
+                 o03, o13, o23, o33, o34, o35,
+                 o04, o14, o24, o34, o44, o45,
+                 o05, o15, o25, o35, o45, o55]
+            t_us += dt_us
+        total = sum(x) + sum(P)                  # NaN or infinite when any entry is (or the sum overflows)
+        if not total - total == 0.0:
+            self._refuse("propagating to %d us with the held thrusts (%r, %r) N gives a non-finite state"
+                         % (to_us, self.thrust_n[0], self.thrust_n[1]))
+        self.x, self.P, self.time_us = x, P, t_us
 
     def _stale(self, time_us):
         """True (and the filter stopped) when ``time_us`` is more than max_gap_s after the filter's time."""
@@ -320,6 +338,7 @@ class BoatEkf:
             self._refuse("%s at %d us is not later than the filter (%d us)" % (type(sample).__name__,
                                                                              sample.time_us, self.time_us))
         is_imu = isinstance(sample, ImuSample)
+        held = self.thrust_n
         if not is_imu:
             self.thrust_n = [sample.thrust_left_n, sample.thrust_right_n]
         if not self.initialized:
@@ -327,7 +346,11 @@ class BoatEkf:
             return False
         if self._stale(sample.time_us):
             return False
-        self._propagate(sample.time_us)
+        try:
+            self._propagate(sample.time_us)
+        except EstimatorInputError:
+            self.thrust_n = held                 # a refused sample leaves the held thrusts too
+            raise
         self.predicts += 1
         if is_imu:
             rate = sample.dang_body_rad[2] / (sample.dt_us * 1e-6)
@@ -514,9 +537,13 @@ class BoatEkf:
         contract). The first one starts the filter."""
         if not pose.is_finite():
             self._refuse("pose sample at %d us has non-finite values" % pose.time_us)
-        for var in (pose.cov_pos_m2 or ()) + (pose.cov_att_rad2 or ()):
-            if not var > 0.0:
-                self._refuse("pose sample at %d us has a variance <= 0" % pose.time_us)
+        # the variances fused (north, east, yaw) must be > 0; the others (down, roll, pitch) only not negative
+        # (a planar pose source reports 0 for them)
+        for vars_, used in ((pose.cov_pos_m2, (0, 1)), (pose.cov_att_rad2, (2,))):
+            for i, var in enumerate(vars_ or ()):
+                if not (var > 0.0 if i in used else var >= 0.0):
+                    self._refuse("pose sample at %d us has a variance %s 0" % (pose.time_us,
+                                                                              "<=" if i in used else "<"))
         if self.initialized and pose.time_us < self.time_us:
             self._refuse("pose sample at %d us is older than the filter (%d us)" % (pose.time_us, self.time_us))
         n_m, e_m = pose.pos_ned_m[0], pose.pos_ned_m[1]

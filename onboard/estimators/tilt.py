@@ -16,8 +16,8 @@ specific force, body FRD) and ``dang_body_rad`` (integrated angular rate, body F
 
 The first sample initialises both angles from the accelerometer alone. The thesis's robot reads its tilt
 from an IMU (Cook thesis 7.1.1, Alg. 6 "get_pitch()"); the estimator itself is not from the thesis.
-A sample that is not an ImuSample with finite fields and a positive ``dt_us`` is counted in ``rejected``
-and leaves the state unchanged.
+A sample that is not an ImuSample with finite fields and a positive ``dt_us`` (a field missing, of the
+wrong type or too short included) is counted in ``rejected`` and leaves the state unchanged.
 """
 import math
 
@@ -55,19 +55,23 @@ class TiltEstimator:
         dt_us = getattr(imu, "dt_us", 0)
         dv = getattr(imu, "dvel_body_mps", None)
         da = getattr(imu, "dang_body_rad", None)
-        if dv is None or da is None or not dt_us > 0:
-            self.rejected += 1
-            return False
-        dt = dt_us * 1e-6
-        fx, fy, fz = dv[0] / dt, dv[1] / dt, dv[2] / dt
-        # x - x == 0 fails for NaN and infinities
-        if not (fx - fx == 0 and fy - fy == 0 and fz - fz == 0 and da[0] - da[0] == 0 and da[1] - da[1] == 0
-                and da[2] - da[2] == 0):
+        time_us = getattr(imu, "time_us", None)
+        try:
+            if dv is None or da is None or time_us is None or not dt_us > 0:
+                raise ValueError
+            dt = dt_us * 1e-6
+            fx, fy, fz = dv[0] / dt, dv[1] / dt, dv[2] / dt
+            # x - x == 0 fails for NaN and infinities
+            ok = (fx - fx == 0 and fy - fy == 0 and fz - fz == 0 and da[0] - da[0] == 0 and da[1] - da[1] == 0
+                  and da[2] - da[2] == 0)
+        except (TypeError, ValueError, IndexError):      # a field missing, of the wrong type or too short
+            ok = False
+        if not ok:
             self.rejected += 1
             return False
         roll_acc, pitch_acc = tilt_from_specific_force(fx, fy, fz)
         self.predicts += 1
-        self.time_us = imu.time_us
+        self.time_us = time_us
         if not self.initialized:
             self.roll_rad, self.pitch_rad = roll_acc, pitch_acc
             self.initialized = True

@@ -23,7 +23,7 @@ this every creep would make the DAMN arbiter compute its cost-to-go grid again (
 ``last_decision``: ``(time_us, heading_rad, speed_mps)`` of the arbiter's last decision, or None (the app's
 views draw its vote grid or field, ``arbiter.last_votes`` / ``last_field``, with it).
 """
-from onboard.core.samples import SampleError, _Sample, _num
+from onboard.core.samples import SampleError, _int, _Sample, _num
 from onboard.vessel.arbiters import ArbiterInputError, NavState, make_arbiter
 
 PART_DEFAULTS = {
@@ -42,7 +42,7 @@ class DestinationSample(_Sample):
     FIELDS = ("time_us", "north_m", "east_m")
 
     def __init__(self, time_us, north_m, east_m):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.north_m = _num("north_m", north_m)
         self.east_m = _num("east_m", east_m)
 
@@ -52,7 +52,7 @@ class ObstaclesSample(_Sample):
     FIELDS = ("time_us", "obstacles")
 
     def __init__(self, time_us, obstacles):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         try:
             self.obstacles = tuple((_num("north_m", o[0]), _num("east_m", o[1]), _num("radius_m", o[2]))
                                    for o in obstacles)
@@ -65,6 +65,14 @@ class ObstaclesSample(_Sample):
 
 def _finite(x):
     return x - x == 0.0
+
+
+def _number(x):
+    """A finite number, not a bool (``x - x`` is NaN for NaN and the infinities)."""
+    try:
+        return not isinstance(x, bool) and x - x == 0.0
+    except (TypeError, ValueError):
+        return False
 
 
 def split_config(config):
@@ -123,14 +131,16 @@ class ArbiterPart:
         self.on_obstacles = node.entry("obstacles", self._on_obstacles)
 
     def _on_destination(self, s):
-        if not (_finite(s.north_m) and _finite(s.east_m)):
-            self.bad_samples += 1
-            return
         self.set_destination(s.north_m, s.east_m)
 
     def set_destination(self, north_m, east_m):
         """Steer to (north_m, east_m) from now on, unless it is within ``destination_tolerance_m`` (north and
-        east) of the destination held (a part on the same node, e.g. the mission, calls this directly)."""
+        east) of the destination held (a part on the same node, e.g. the mission, calls this directly).
+        A non-finite one is counted in ``bad_samples`` and the destination held stays; returns whether it
+        was replaced."""
+        if not (_number(north_m) and _number(east_m)):
+            self.bad_samples += 1
+            return False
         d, tol = self.destination, self.destination_tolerance_m
         if d is not None and abs(north_m - d[0]) <= tol and abs(east_m - d[1]) <= tol:
             return False
@@ -140,16 +150,22 @@ class ArbiterPart:
         return True
 
     def _on_obstacles(self, s):
-        for o in s.obstacles:
-            if not (_finite(o[0]) and _finite(o[1]) and _finite(o[2])) or o[2] < 0.0:
-                self.bad_samples += 1
-                return
         self.set_obstacles(s.obstacles)
 
     def set_obstacles(self, obstacles):
         """Hold ``obstacles`` ((north_m, east_m, radius_m) circles) for the arbiter when they changed by more
         than ``obstacle_tolerance_m`` (module docstring); returns those held (a part on the same node, e.g. the
-        mission, calls this directly)."""
+        mission, calls this directly). A set with a malformed or non-finite circle or a negative radius is
+        counted in ``bad_samples`` and the obstacles held stay."""
+        try:
+            obstacles = tuple(obstacles)
+            bad = any(len(o) != 3 or not (_number(o[0]) and _number(o[1]) and _number(o[2])) or o[2] < 0.0
+                      for o in obstacles)
+        except (TypeError, IndexError):
+            bad = True
+        if bad:
+            self.bad_samples += 1
+            return self.obstacles
         if moved(self.obstacles if self.obstacle_updates else None, obstacles, self.obstacle_tolerance_m):
             self.obstacles = tuple(obstacles)
             self.obstacle_updates += 1

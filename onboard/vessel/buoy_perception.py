@@ -34,6 +34,8 @@ import math
 
 import numpy as np
 
+from onboard.core.samples import _int
+
 ROLES = ("obstacle", "gate_left", "gate_right", "entry_left", "entry_right", "exit_left", "exit_right",
          "pinger", "dock")
 GATE_ROLES = {"speed_gate": ("gate_left", "gate_right"), "entry": ("entry_left", "entry_right"),
@@ -139,12 +141,15 @@ def cluster_labels(points_ne_m, cell_m):
 
 
 def detect(points_body_m, north_m, east_m, yaw_rad, cfg=None):
-    """The buoys of one sweep (``points_body_m`` (N, 3) FRD m) placed with the estimated pose: a list of
-    :class:`Detection` (pipeline in the module docstring). ``cfg``: :func:`settings` output or None."""
+    """The buoys of one sweep (``points_body_m`` (N, 3) FRD m; an empty sequence is a sweep without points, as
+    for :func:`detect_pure`) placed with the estimated pose: a list of :class:`Detection` (pipeline in the module
+    docstring). ``cfg``: :func:`settings` output or None."""
     cfg = cfg or DEFAULTS
     if not all(math.isfinite(v) for v in (north_m, east_m, yaw_rad)):
         raise PerceptionError("perception: pose is not finite: (%r, %r, %r)" % (north_m, east_m, yaw_rad))
     p = np.asarray(points_body_m, float)
+    if p.ndim == 1 and p.size == 0:
+        p = p.reshape(0, 3)                 # an empty sweep (nothing above the water in range), e.g. [] from a log
     if p.ndim != 2 or p.shape[1] != 3:
         raise PerceptionError("perception: points must be an (N, 3) array, got shape %r" % (p.shape,))
     p = p[np.isfinite(p).all(axis=1)]
@@ -434,7 +439,7 @@ class LidarFrame:
     __slots__ = FIELDS
 
     def __init__(self, time_us, points_body_m):
-        self.time_us, self.points_body_m = int(time_us), points_body_m
+        self.time_us, self.points_body_m = _int("time_us", time_us), points_body_m
 
     def as_dict(self):
         return {"time_us": self.time_us, "points_body_m": np.asarray(self.points_body_m, float).tolist()}

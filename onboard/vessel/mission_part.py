@@ -12,7 +12,8 @@ The rate group ``mission`` (``rate_hz``), each period: start the planner, label 
 hand them to it (``buoys_updated``), locate the pinger from the last ``max_pings`` pings at their poses
 (``onboard.vessel.pinger.locate``, RANSAC over the time-difference contours, paper figs. 5-8) while the
 pinger task is ahead (from task ``first_task`` until its gate's "through" phase) and at least
-``min_pings`` were heard and a new one came in since the last fix (``pinger_fix``), then the planner's
+``min_pings`` were heard and a new one came in since the last try (``pinger_fix``; a try that fails is
+counted once in ``locate_failures`` and not repeated on the same pings), then the planner's
 geometric events (``observe``: arrived, gate passed, time-out), and give the arbiter part the
 confirmed buoys as its obstacles and the planner's destination (``arbiter.set_obstacles``,
 ``arbiter.set_destination``: the arbiter part ignores changes within its tolerances, so a buoy estimate
@@ -30,7 +31,7 @@ rebuilds it): ``tasks`` (a list of ``{"kind", "north_m", "east_m"}`` tables with
 """
 import math
 
-from onboard.core.samples import SampleError, _Sample
+from onboard.core.samples import SampleError, _int, _Sample
 from onboard.vessel import mission as ms
 
 DEFAULTS = {
@@ -52,7 +53,7 @@ class PingSample(_Sample):
     FIELDS = ("time_us", "tdoa_s")
 
     def __init__(self, time_us, tdoa_s):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         try:
             self.tdoa_s = tuple(float(x) for x in tdoa_s)
         except (TypeError, ValueError):
@@ -142,6 +143,7 @@ class MissionPart:
         self.layout_body_m = cfg["hydrophones_body_m"]
         self.pings = []                  # (tdoa tuple, estimated pose at the ping)
         self.fix = None                  # (north_m, east_m, pings used) of the last fix
+        self._located_pings = None       # how many pings the last try to locate had
         self.fixes = self.locate_failures = self.pings_no_pose = self.bad_pings = 0
         self.node = None
 
@@ -170,8 +172,9 @@ class MissionPart:
             return
         if not pc["first_task"] <= planner.task_index <= kinds.index("pinger_gate") or planner.phase == "through":
             return
-        if self.fix is not None and self.fix[2] == len(self.pings):
-            return
+        if self._located_pings == len(self.pings):
+            return                       # tried with these pings already (the same inputs give the same answer)
+        self._located_pings = len(self.pings)
         use = self.pings[-pc["max_pings"]:]
         try:
             f = pg.locate([p[0] for p in use], [p[1] for p in use], self.layout_body_m,

@@ -32,7 +32,10 @@ Locator (:func:`locate`; RANSAC after Fischler and Bolles, the paper's ref. [5])
    threshold ``inlier_sigmas * sqrt(2) * timing_sigma_s``, the marginal sigma of one time difference);
 3. the best refined by Levenberg-Marquardt damped Gauss-Newton on the whitened TDOA residuals of its inliers,
    the inliers re-selected at the refined point and refined again;
-4. covariance ``(J^T R^-1 J)^-1`` (m^2) of the inliers' residual Jacobian ``J`` at the solution.
+4. covariance ``(J^T R^-1 J)^-1`` (m^2) of the inliers' residual Jacobian ``J`` at the solution; where
+   ``J^T R^-1 J`` is singular (the inlier contours run parallel at the fix, e.g. two contours touching: one
+   direction is not determined by them) the variance along its null direction is ``max_range_m^2`` (or the
+   largest variance of the determined direction when that is larger), not 0.
 
 One ping of a small array fixes the bearing well and the range badly (its range information is wavefront
 curvature, about b^2 / (8 R c) of delay: fig. 7); pings from different poses triangulate (fig. 8).
@@ -197,6 +200,17 @@ def checked_inputs(tdoa_s, poses, body_xy, sound_speed_mps, timing_sigma_s):
     return tdoa, pose, body
 
 
+def _positive(value, name):
+    """``value`` as a float, or LocatorError (one line) unless it is a finite number > 0."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise LocatorError("pinger locator: %s must be a number > 0, got %r" % (name, value))
+    if isinstance(value, bool) or not (math.isfinite(x) and x > 0):
+        raise LocatorError("pinger locator: %s must be a finite number > 0, got %r" % (name, value))
+    return x
+
+
 # ---------------------------------------------------------------------------------------------- RANSAC
 def _intersections(a, b, d, i, j, max_range_m):
     """Candidate points where contour i meets contour j (index arrays of minimal sets): roots of contour j's
@@ -320,6 +334,19 @@ def refine(p0, a, b, tdoa, ping, mask, pings, c, sigma, steps=60):
     return p, normal, r
 
 
+def _covariance_of_singular(normal, unknown_sigma_m):
+    """The covariance (m^2) of a (near-)singular normal matrix J^T R^-1 J: the inverse of its eigenvalues where
+    they carry information; along the eigenvectors whose eigenvalue is not above 1e-12 of the largest (a
+    direction the contours do not determine; a pseudo-inverse would claim it known exactly) the larger of
+    ``unknown_sigma_m^2`` and the largest of those inverses."""
+    w, v = np.linalg.eigh(0.5 * (normal + normal.T))
+    floor = 1e-12 * max(float(w.max()), 0.0)
+    known = [1.0 / x for x in w if x > floor and x > 0.0]
+    unknown = max([unknown_sigma_m * unknown_sigma_m] + known)
+    var = np.array([1.0 / x if x > floor and x > 0.0 else unknown for x in w])
+    return (v * var[None, :]) @ v.T
+
+
 def locate(tdoa_s, poses, body_xy, sound_speed_mps=SOUND_SPEED_MPS, timing_sigma_s=TIMING_SIGMA_S,
            inlier_sigmas=INLIER_SIGMAS, iterations=ITERATIONS, max_range_m=MAX_RANGE_M, seed=0):
     """Locate the pinger from P pings: ``tdoa_s`` (P x (K - 1), s, arrival at hydrophone k minus at 0),
@@ -327,10 +354,15 @@ def locate(tdoa_s, poses, body_xy, sound_speed_mps=SOUND_SPEED_MPS, timing_sigma
     positions, x_m forward, y_m right). ``timing_sigma_s``: noise of one arrival time (inlier threshold and
     covariance); ``iterations``: RANSAC minimal sets (all pairs of contours when there are fewer);
     ``max_range_m``: how far from the hydrophones hypotheses are sought; ``seed``: the draws of minimal sets.
-    Returns a :class:`PingerFix`; raises :class:`LocatorError` (module docstring)."""
-    tdoa, pose, body = checked_inputs(tdoa_s, poses, body_xy, float(sound_speed_mps), float(timing_sigma_s))
-    c = float(sound_speed_mps)
-    sigma = float(timing_sigma_s)
+    Returns a :class:`PingerFix`; raises :class:`LocatorError` (module docstring; also for an ``iterations``
+    that is not a whole number >= 1, and for an ``inlier_sigmas``, ``max_range_m``, sound speed or timing sigma
+    that is not a finite number > 0)."""
+    c, sigma, inlier_sigmas, max_range_m = (
+        _positive(sound_speed_mps, "sound speed"), _positive(timing_sigma_s, "timing sigma"),
+        _positive(inlier_sigmas, "inlier_sigmas"), _positive(max_range_m, "max_range_m"))
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+        raise LocatorError("pinger locator: iterations must be a whole number >= 1, got %r" % (iterations,))
+    tdoa, pose, body = checked_inputs(tdoa_s, poses, body_xy, c, sigma)
     pings, pairs = tdoa.shape
     a, b, t_s, ping = contours(tdoa, pose, body)
     d_m = c * t_s
@@ -342,7 +374,7 @@ def locate(tdoa_s, poses, body_xy, sound_speed_mps=SOUND_SPEED_MPS, timing_sigma
     d_seed = np.clip(d_m, -0.999 * focal, 0.999 * focal)
     rng = np.random.default_rng(seed)
     i, j = _minimal_sets(usable, int(iterations), rng)
-    cands = _intersections(a, b, d_seed, i, j, float(max_range_m)) if i.size else np.zeros((0, 2))
+    cands = _intersections(a, b, d_seed, i, j, max_range_m) if i.size else np.zeros((0, 2))
     cands = cands[np.all(np.isfinite(cands), axis=1)]
     if cands.shape[0] == 0:
         raise LocatorError("pinger locator: no two time-difference contours meet within %g m (every time "
@@ -368,6 +400,6 @@ def locate(tdoa_s, poses, body_xy, sound_speed_mps=SOUND_SPEED_MPS, timing_sigma
     except np.linalg.LinAlgError:
         cov = np.full((2, 2), np.inf)
     if not np.all(np.isfinite(cov)) or np.linalg.eigvalsh(0.5 * (cov + cov.T)).min() <= 0:
-        cov = np.linalg.pinv(normal)
+        cov = _covariance_of_singular(normal, max_range_m)
     rms = float(np.sqrt(np.mean(r * r))) if r.size else 0.0
     return PingerFix(p[0], p[1], 0.5 * (cov + cov.T), mask.reshape(pings, pairs), rms, cands.shape[0])

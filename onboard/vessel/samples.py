@@ -1,10 +1,11 @@
 """Sample types of a surface vessel (pure): what drivers and simulated sensors hand the boat EKF.
 
-Same shape as ``onboard.core.samples``: ``time_us`` (integer microseconds of the runtime's clock),
-SI quantities with unit and frame in the field name, ``FIELDS`` in order, ``is_finite()``. A variance
+Same shape as ``onboard.core.samples``: ``time_us`` (integer microseconds of the runtime's clock; a time
+that is not a whole number, e.g. 10.7, an infinity, text or a bool, raises ``SampleError`` as the core samples
+do), SI quantities with unit and frame in the field name, ``FIELDS`` in order, ``is_finite()``. A variance
 field is None when the source does not report one (the estimator then uses its default).
 """
-from onboard.core.samples import SampleError, _Sample, _num, _vec
+from onboard.core.samples import SampleError, _int, _Sample, _num, _vec
 
 
 def _var(name, value):
@@ -26,7 +27,7 @@ class ThrustSample(_Sample):
     FIELDS = ("time_us", "thrust_left_n", "thrust_right_n")
 
     def __init__(self, time_us, thrust_left_n, thrust_right_n):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.thrust_left_n = _num("thrust_left_n", thrust_left_n)
         self.thrust_right_n = _num("thrust_right_n", thrust_right_n)
 
@@ -41,7 +42,7 @@ class PositionSample(_Sample):
     FIELDS = ("time_us", "pos_ne_m", "var_m2")
 
     def __init__(self, time_us, pos_ne_m, var_m2=None):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.pos_ne_m = _vec("pos_ne_m", pos_ne_m, 2)
         self.var_m2 = _var("var_m2", var_m2)
 
@@ -55,7 +56,7 @@ class HeadingSample(_Sample):
     FIELDS = ("time_us", "yaw_rad", "var_rad2")
 
     def __init__(self, time_us, yaw_rad, var_rad2=None):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.yaw_rad = _num("yaw_rad", yaw_rad)
         self.var_rad2 = _var("var_rad2", var_rad2)
 
@@ -69,7 +70,7 @@ class YawRateSample(_Sample):
     FIELDS = ("time_us", "yaw_rate_radps", "var_rad2ps2")
 
     def __init__(self, time_us, yaw_rate_radps, var_rad2ps2=None):
-        self.time_us = int(time_us)
+        self.time_us = _int("time_us", time_us)
         self.yaw_rate_radps = _num("yaw_rate_radps", yaw_rate_radps)
         self.var_rad2ps2 = _var("var_rad2ps2", var_rad2ps2)
 

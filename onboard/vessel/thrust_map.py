@@ -13,7 +13,9 @@ non-finite command is no thrust (0), and :meth:`ThrustMap.step` with either comm
 both sides 0, as ``onboard.vessel.outboards.VescOutboards.command`` stops both motors for it.
 
 :meth:`ThrustMap.inverse` is the static curve's inverse (the steady-state command that gives a thrust),
-for a controller's thrust allocation; thrusts beyond the table's ends give +-1.
+for a controller's thrust allocation; thrusts beyond the table's ends give +-1 and a non-finite thrust
+gives 0. :meth:`ThrustMap.step` raises :class:`ThrustMapInputError` (a ``ValueError``) for a step length
+that is negative or not finite, with the shaft speeds unchanged.
 """
 import math
 
@@ -27,6 +29,10 @@ def _increasing_from_zero(v):
         if not v[i] < v[i + 1]:
             return False
     return True
+
+
+class ThrustMapInputError(ValueError):
+    """A step length the thrust map cannot take (negative or not finite); one line."""
 
 
 INCREASING_FROM_ZERO = ("a list of at least 2 strictly increasing numbers starting at 0", _increasing_from_zero)
@@ -95,7 +101,10 @@ class ThrustMap:
         return -_interp(-c, self.command_points, self.reverse_n)
 
     def inverse(self, thrust_n):
-        """Command in [-1, 1] whose steady-state thrust is ``thrust_n`` (N); +-1 beyond the curve's ends."""
+        """Command in [-1, 1] whose steady-state thrust is ``thrust_n`` (N); +-1 beyond the curve's ends, 0 for
+        NaN (``_interp`` would pass a NaN through)."""
+        if not thrust_n == thrust_n:
+            return 0.0
         if thrust_n >= 0.0:
             return _interp(thrust_n, self.forward_n, self.command_points)
         return -_interp(-thrust_n, self.reverse_n, self.command_points)
@@ -109,7 +118,10 @@ class ThrustMap:
     def step(self, command_left, command_right, dt_s):
         """Advance both lags by ``dt_s`` seconds with the commands held (clamped to [-1, 1]; both 0 when either
         is not finite); returns the thrusts (T_l, T_r) in N at the end of the step (the m_l, m_r of robotx
-        eqs. 2 and 5)."""
+        eqs. 2 and 5). A ``dt_s`` that is negative or not finite raises :class:`ThrustMapInputError` with the
+        shaft speeds unchanged (a NaN would stick in them and give no thrust from then on)."""
+        if not (dt_s - dt_s == 0 and dt_s >= 0):
+            raise ThrustMapInputError("thrust map: step length must be a finite number >= 0 s, got %r" % (dt_s,))
         a = self.lag_factor(dt_s)
         if not (command_left - command_left == 0 and command_right - command_right == 0):
             cl = cr = 0.0                # the outboards stop both motors for a non-finite command
