@@ -24,19 +24,22 @@ class RunContext:
         """``[fn(job) for job in jobs]`` in job order through the sweep runner (``harness.parallel.ordered_map``
         on ``workers``; ``fn`` module-level, each job self-contained, so the results do not depend on where
         they run), with a progress bar over the jobs. ``first``: job 0 runs in this process as ``first(job)``
-        instead (e.g. with the run's log), the rest on the workers."""
+        instead (e.g. with the run's log), the rest on the workers. The bar is closed however the map ends (a job
+        that raises: its exception propagates)."""
         from harness.parallel import ordered_map
         progress = self.progress(len(jobs), desc, unit=unit)
         results = []
         rest = jobs
-        if first is not None and jobs:
-            results.append(first(jobs[0]))
-            progress.update_to(1)
-            rest = jobs[1:]
-        for res in ordered_map(fn, rest, workers=workers):
-            results.append(res)
-            progress.update_to(len(results))
-        progress.close()
+        try:
+            if first is not None and jobs:
+                results.append(first(jobs[0]))
+                progress.update_to(1)
+                rest = jobs[1:]
+            for res in ordered_map(fn, rest, workers=workers):
+                results.append(res)
+                progress.update_to(len(results))
+        finally:                            # a job that raises leaves no bar open on the terminal
+            progress.close()
         return results
 
     def timing(self, **figures):

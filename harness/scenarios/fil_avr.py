@@ -31,6 +31,7 @@ from onboard.control.waypoint import DEFAULTS as FOLLOWER_DEFAULTS, SETTING_RANG
 from onboard.core.units import s_to_us
 from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS, SETTING_RANGES as RUNTIME_RANGES, runtime_config
 from onboard.runtime.mcap_log import code_version
+from onboard.runtime.scheduler import GROUP_RATES
 
 DESCRIPTION = "way-points with the real AVR firmware (simavr, pty link) as the robot's low level"
 
@@ -65,6 +66,12 @@ SETTING_RANGES = {**{"board": one_of(*sorted(AVR.BOARDS)), "max_duration_s": POS
                   **LINK_DROPOUT_RANGES,
                   **mounted(DEFAULTS, ("vehicle", VEHICLE_RANGES), ("plant", PLANT_SETTING_RANGES), ("imu", IMU_RANGES),
                             ("aiding", POSE_RANGES), ("runtime", RUNTIME_RANGES), ("follower", FOLLOWER_RANGES))}
+# the host's scheduler runs the IMU group at the firmware's telemetry rate (fixed), the aiding and control groups
+_IMU_RATE_HZ = 1000000 // AVR.TELEMETRY_PERIOD_US
+SETTING_RANGES[("aiding.rate_hz", "runtime.control_rate_hz")] = (
+    "rates one scheduler can run with the IMU group at the firmware's telemetry rate (%d Hz): each divides the "
+    "fastest, whose period is a whole number of microseconds" % _IMU_RATE_HZ,
+    lambda aiding_hz, control_hz: GROUP_RATES[1](_IMU_RATE_HZ, aiding_hz, control_hz))
 
 
 def run(config, ctx):
@@ -79,7 +86,7 @@ def run(config, ctx):
         plant = AvrPlant(bridge, world.robot, world.imu_model(config["imu"]), config["plant"])
         motors = DroppableMotors(link)
         app = AvrGroundRobot(config["waypoints_ne_m"], link,
-                             runtime_config(config["runtime"], 1000000 // AVR.TELEMETRY_PERIOD_US,
+                             runtime_config(config["runtime"], _IMU_RATE_HZ,
                                             config["aiding"]["rate_hz"], config["vehicle"], AVR.MAX_WHEEL_RADPS),
                              follower_config=config["follower"], log=ctx.log, motors=motors)
         world.start(app, record=ctx.log, code_version=code_version())

@@ -343,12 +343,19 @@ def run(config, ctx):
     return metrics
 
 
+def record_indices(rec, traj):
+    """The trajectory sample of each record of ``rec`` (run_case: its times ``t_s``, s): the index ``record``
+    scored the estimate against, ``(t_us - t0_us) // dt_us``, with ``t_us`` rounded back to whole microseconds
+    (``t_s * 1e6`` of e.g. 4.1 s is 4099999.9999999995)."""
+    t_us = np.rint(rec["t_s"] * US_PER_S).astype(np.int64)
+    return (t_us - int(traj.t_us[0])) // traj.dt_us
+
+
 def _plots(report, traj, recs):
     fig, ax = figure(size_in=(6.5, 6))
     ax.plot(traj.pos_ned_m[:, 1], traj.pos_ned_m[:, 0], "k", lw=2, label="truth")
     for i, (name, rec) in enumerate(recs.items()):
-        idx = ((rec["t_s"] * US_PER_S).astype(np.int64) - int(traj.t_us[0])) // traj.dt_us
-        est = traj.pos_ned_m[idx] - rec["err"][:, 0:3]
+        est = traj.pos_ned_m[record_indices(rec, traj)] - rec["err"][:, 0:3]
         ax.plot(est[:, 1], est[:, 0], color="C%d" % i, lw=1, ls=("-", "--", ":")[i % 3],
                 label="ESKF estimate, %s" % name)
     ax.set_aspect("equal")

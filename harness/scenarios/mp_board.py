@@ -39,6 +39,7 @@ from onboard.comms import line_link as ll
 from onboard.deploy.build import list_boards
 from onboard.deploy.pull_log import pull_log, raw_log_path
 from onboard.core.samples import ImuSample, PoseSample
+from onboard.core.units import s_to_us
 from onboard.runtime.ground_robot import GroundRobotRuntime
 from onboard.runtime.link_runtime import LinkRuntime, STATE_KEYS, parse_state, runtime_config
 
@@ -89,6 +90,12 @@ class _RecordingMotors:
         self.last = None
 
 
+def tick_count(duration_s, imu_hz):
+    """Whole IMU ticks at ``imu_hz`` in ``duration_s`` (s, rounded to whole microseconds first: 0.29 s at 100 Hz is
+    29 ticks, though 0.29 * 100 is 28.999999999999996)."""
+    return s_to_us(duration_s) // (1000000 // imu_hz)
+
+
 def make_lines(config, rng_imu, rng_pose, board, samples=None):
     """-> list of per-tick lists of lines (bytes) for the host to send. ``samples``: None, or a list that
     gets ``(now_us, ImuSample, PoseSample or None, (north_m, east_m, yaw_rad) true)`` per tick."""
@@ -98,7 +105,7 @@ def make_lines(config, rng_imu, rng_pose, board, samples=None):
     dt = dt_us * 1e-6
     c = config["imu"]
     a = config["aiding"]
-    n_ticks = int(config["duration_s"] * imu_hz)
+    n_ticks = tick_count(config["duration_s"], imu_hz)
     north = east = yaw = speed = 0.0
     ticks = []
     for k in range(n_ticks):
@@ -229,20 +236,43 @@ def run_board(port, ticks, batch, signer, log_query=False, on_progress=None):
                  "board_report": report})
 
 
+def _state_diff(a, b):
+    """|a - b| of one state value: 0.0 for the same value (the same infinity, NaN on both sides: the board did
+    what CPython did), infinity where only one side is NaN or the values are opposite infinities."""
+    if a == b or (a != a and b != b):
+        return 0.0
+    d = abs(a - b)
+    return d if d == d else math.inf
+
+
 def compare(board_out, ref_out):
+    """(largest |board - CPython| over every tick's STATE_KEYS, where it is): infinity where the tick counts or
+    times differ or a value is NaN on one side only; (0.0, None) when every value agrees exactly."""
     if len(board_out) != len(ref_out):
-        return float("inf"), "tick count differs: board %d, CPython %d" % (len(board_out), len(ref_out))
+        return math.inf, "tick count differs: board %d, CPython %d" % (len(board_out), len(ref_out))
     worst = 0.0
     where = None
     for (tb, vb), (tr, vr) in zip(board_out, ref_out):
         if tb != tr:
-            return float("inf"), "tick time differs at %d vs %d" % (tb, tr)
+            return math.inf, "tick time differs at %d vs %d" % (tb, tr)
         for key in STATE_KEYS:
-            d = abs(vb[key] - vr[key])
+            d = _state_diff(vb[key], vr[key])
             if d > worst:
                 worst = d
-                where = "%s at %d us" % (key, tb)
+                where = "%s at %d us (board %r, CPython %r)" % (key, tb, vb[key], vr[key]) if d == math.inf \
+                    else "%s at %d us" % (key, tb)
     return worst, where
+
+
+def _finite_or_none(value):
+    """A metric value: ``value``, or None for an infinity or NaN (metrics.json holds finite JSON only)."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def comparison_metrics(worst, where, tolerance):
+    """The lockstep comparison's metrics: ``success`` (every number within ``tolerance``), ``max_abs_diff``
+    (null where it is infinite: ticks or NaN that differ, said in ``worst_at``), ``worst_at``."""
+    return {"success": worst <= tolerance, "max_abs_diff": _finite_or_none(worst), "worst_at": where}
 
 
 # value ranges of the settings (harness.config rules); ``port`` empty: a virtual board
@@ -274,9 +304,19 @@ def _log_samples(ctx, samples, board_out):
         mcap.log_pose("/viz/estimate/pose", t_us, (v["north_m"], v["east_m"], 0.0), yaw_rad=v["yaw_rad"])
 
 
+# the ticks' lines are made whole before the run (make_lines): bound them (10000 s at 100 Hz)
+MAX_TICKS = 1000000
+
+
 def check_settings(config):
-    """A ``link_key`` file that cannot be read or holds no key, or a ``pull_log`` path that cannot be written
-    (a folder, or in a folder that is missing or read-only): one line (the key is never shown)."""
+    """A ``duration_s`` shorter than one of the board's IMU ticks (nothing would be compared) or longer than
+    MAX_TICKS of them, a ``link_key``
+    file that cannot be read or holds no key, or a ``pull_log`` path that cannot be written (a folder, or in a
+    folder that is missing or read-only): one line (the key is never shown)."""
+    imu_hz = _Board(config["board"]).IMU_RATE_HZ
+    if not 1 <= tick_count(config["duration_s"], imu_hz) <= MAX_TICKS:
+        raise ConfigError("setting config.duration_s must last 1..%d IMU ticks of board %s (%g..%g s), got %r"
+                          % (MAX_TICKS, config["board"], 1.0 / imu_hz, MAX_TICKS / imu_hz, config["duration_s"]))
     if config["link_key"]:
         from onboard.deploy.deployer import BadLinkKey, read_link_key
         try:
@@ -349,11 +389,10 @@ def run(config, ctx):
     ctx.timing(deploy_s=deploy_s, board_step_mean_us=info["board_step_mean_us"],
                board_step_max_us=info["board_step_max_us"], cpython_step_mean_us=cpython_s_per_tick * 1e6,
                link_wall_s_per_tick=info["wall_s_per_tick"])
-    success = worst <= config["tolerance"]
-    return dict(log_metrics, **{"success": success, "max_abs_diff": worst, "worst_at": where, "ticks": len(ticks),
-            "files_deployed": result["files"], "bytes_deployed": result["bytes"],
+    return dict(log_metrics, **comparison_metrics(worst, where, config["tolerance"]), **{
+            "ticks": len(ticks), "files_deployed": result["files"], "bytes_deployed": result["bytes"],
             "uploaded": result["uploaded"], "board_report": info["board_report"], "ready": info["ready"],
-            "final_north_m": board_out[-1][1]["north_m"] if board_out else None})
+            "final_north_m": _finite_or_none(board_out[-1][1]["north_m"]) if board_out else None})
 
 
 def _plots(report, samples, board_out, ref_out, imu_hz):

@@ -20,7 +20,10 @@ from harness.config import NON_NEGATIVE, POSITIVE, ConfigError, int_at_least, no
 from harness.report.plots import figure, label
 from harness.sim.radio.uwb_channel import RADIO_DEFAULTS, RADIO_SETTING_RANGES, UwbNetwork, truth_module
 from harness.sim.radio.uwb_channel_truth import BouncingMotion  # noqa: F401 (the scenario's motion model)
+from onboard.comms.uwb.config import RING_MAX_IDS
+from onboard.comms.uwb.frames import MAX_NODE_ID
 from onboard.comms.uwb.node import DEFAULTS as PROTOCOL_DEFAULTS
+from onboard.core.units import s_to_us
 
 DESCRIPTION = "UWB ranging: token ring (paper) vs broadcast (scalable), N nodes in 4 m x 4 m"
 
@@ -107,8 +110,8 @@ def _case_times_us(mode, n, config):
     """(end of the warm-up, end of the case) in us of one case's simulated time: the broadcast mode
     listens for the network before it joins (listen_us + (N - 1) * join_stagger_us)."""
     listen_us = PROTOCOL_DEFAULTS["listen_us"] + (n - 1) * PROTOCOL_DEFAULTS["join_stagger_us"]
-    warm_us = int(config["warmup_s"] * 1e6) + (listen_us if mode == "broadcast" else 0)
-    return warm_us, warm_us + int(config["duration_s"] * 1e6)
+    warm_us = s_to_us(config["warmup_s"]) + (listen_us if mode == "broadcast" else 0)
+    return warm_us, warm_us + s_to_us(config["duration_s"])
 
 
 def case_duration_us(mode, n, config):
@@ -138,11 +141,22 @@ SETTING_RANGES = {
 SETTING_RANGES.update({"radio." + k: RADIO_SETTING_RANGES[k] for k in DEFAULTS["radio"]})
 
 
+# the most nodes of a network in each mode: the node ids are 0..N-1, and the token ring's membership is a
+# RING_MAX_IDS-bit map, the broadcast frames carry ids 0..MAX_NODE_ID (onboard.comms.uwb.config.check_node_id)
+MAX_NODES = {"token_ring": RING_MAX_IDS, "broadcast": MAX_NODE_ID + 1}
+
+
 def check_settings(config):
-    """The warm-up is shorter than the measured time."""
+    """The warm-up is shorter than the measured time; every node count fits every mode's node ids
+    (:data:`MAX_NODES`), so that no case stops the run after the earlier ones ran."""
     if config["warmup_s"] >= config["duration_s"]:
         raise ConfigError("setting config.warmup_s must be less than config.duration_s (%r), got %r"
                           % (config["duration_s"], config["warmup_s"]))
+    for mode in config["modes"]:
+        too_many = [n for n in config["n_nodes"] if n > MAX_NODES[mode]]
+        if too_many:
+            raise ConfigError("setting config.n_nodes must be at most %d in mode %s (node ids 0..%d), got %s"
+                              % (MAX_NODES[mode], mode, MAX_NODES[mode] - 1, ", ".join(map(str, too_many))))
 
 
 def run(config, ctx):

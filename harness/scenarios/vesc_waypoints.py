@@ -19,7 +19,8 @@ from boards.rpi import board as C
 from boards.rpi.app import RpiGroundRobot
 from boards.rpi.imu_mpu6050 import Mpu6050
 from boards.rpi.vesc_motors import DRIVE_SETTING_RANGES
-from harness.config import ANY_NUMBER, NON_NEGATIVE, POSITIVE, RATE_HZ, WAYPOINTS_NE_M, int_at_least, mounted, one_of
+from harness.config import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, RATE_HZ, WAYPOINTS_NE_M, ConfigError, int_within,
+                            mounted, one_of)
 from harness.sim.ground_world import GroundWorld, plot_over_time, plot_trajectory
 from harness.sim.i2c import MPU6050_DEFAULTS, MPU6050_SETTING_RANGES, PlanarMotionSource, SimI2cBus, SimMpu6050
 from harness.sim.sensors.pose import DEFAULTS as POSE_DEFAULTS, SETTING_RANGES as POSE_RANGES
@@ -59,17 +60,27 @@ DEFAULTS = {
 REDUCED = {"max_duration_s": 8.0, "waypoints_ne_m": [[1.0, 0.0]]}
 
 # checked before anything runs (harness.config rules; the blocks' rules from their components);
-# the fault times (< 0: none) take any number
+# the fault times (< 0: none) take any number; the fault code is a byte of the VESC's replies (mc_fault_code,
+# 0 = FAULT_CODE_NONE: no fault)
 SETTING_RANGES = dict({"max_duration_s": POSITIVE, "physics_hz": RATE_HZ, "uart_service_hz": RATE_HZ,
                        "record_hz": RATE_HZ, "topology": one_of(*TOPOLOGIES),
                        "waypoints_ne_m": WAYPOINTS_NE_M, "faults.unplug_port": one_of("left", "right"),
-                       "faults.fault_motor": one_of("left", "right"), "faults.fault_code": int_at_least(0),
+                       "faults.fault_motor": one_of("left", "right"), "faults.fault_code": int_within(1, 255),
                        "faults.fault_duration_s": NON_NEGATIVE, "faults.unplug_s": ANY_NUMBER,
                        "faults.replug_s": ANY_NUMBER, "faults.vesc_fault_s": ANY_NUMBER},
                       **mounted(DEFAULTS, ("vehicle", VEHICLE_RANGES), ("imu", MPU6050_SETTING_RANGES),
                                 ("aiding", POSE_RANGES), ("vesc", SIM_VESC_RANGES), ("drive", DRIVE_SETTING_RANGES),
                                 ("runtime", RUNTIME_RANGES), ("follower", FOLLOWER_RANGES)))
 SETTING_RANGES.update(rate_rules("imu.rate_hz", "aiding.rate_hz", "runtime.control_rate_hz", "drive.telemetry_rate_hz"))
+
+
+def check_settings(config):
+    """A port is plugged back in after it is unplugged: a replug time before the unplug time would plug in a
+    port still plugged (nothing happens) and time the recovery from it."""
+    faults = config["faults"]
+    if faults["unplug_s"] >= 0 and 0 <= faults["replug_s"] < faults["unplug_s"]:
+        raise ConfigError("setting config.faults.replug_s must be < 0 (never) or at least config.faults.unplug_s "
+                          "(%r), got %r" % (faults["unplug_s"], faults["replug_s"]))
 
 
 class I2cImu(SimSensor):

@@ -88,8 +88,11 @@ def _table(v):
 
 SETTING_RANGES = {
     "seeds": int_at_least(1), "course.file": rc.SETTING_RANGES["course.file"], "course.tasks": int_at_least(0),
-    "arbiters": non_empty_list(one_of("damn", "potential_field"), "a non-empty list of damn, potential_field"),
-    "lidars": non_empty_list(one_of(*rc.LIDARS), "a non-empty list of %s" % ", ".join(rc.LIDARS)),
+    # distinct: the variants are keyed by arbiter and lidar (a repeat ran the same seeds again, counted twice)
+    "arbiters": non_empty_list(one_of("damn", "potential_field"),
+                               "a non-empty list of distinct values of damn, potential_field", distinct=True),
+    "lidars": non_empty_list(one_of(*rc.LIDARS), "a non-empty list of distinct values of %s" % ", ".join(rc.LIDARS),
+                             distinct=True),
     "layout": ("a name in robotx.hydrophone_layouts (default: wide, compact)", lambda v: isinstance(v, str)),
     "robotx": ("a table of robotx-course settings", _table),
     "min_kendall_tau": within(-1.0, 1.0), "bootstrap": int_at_least(100), "confidence": within(0.5, 0.999),
@@ -115,11 +118,22 @@ for _cond in CONDITIONS:
 REDUCED = {"seeds": 1, "course": {"tasks": 1}, "lidars": ["vlp16"], "bootstrap": 200}
 
 
+# robotx-course settings this scenario sets itself (its own settings, or per variant): in ``robotx`` or a
+# condition's table they would be taken and then ignored
+OWN_SETTINGS = {"seeds": "seeds", "course": "course", "arbiter": "arbiters", "lidars": "lidars", "layouts": "layout",
+                "bootstrap": "bootstrap", "confidence": "confidence", "workers": "workers",
+                "min_completion": None}
+
+
 def _merged(base, over, where):
     out = copy.deepcopy(base)
     for k, v in over.items():
         if k not in out:
             raise ConfigError("boat-sim-gap: %s.%s: unknown robotx-course setting" % (where, k))
+        if k in OWN_SETTINGS:
+            own = OWN_SETTINGS[k]
+            raise ConfigError("boat-sim-gap: %s.%s: %s" % (where, k, "set by boat-sim-gap's own setting %s instead"
+                                                             % own if own else "not used by boat-sim-gap"))
         if isinstance(v, dict) and isinstance(out[k], dict):
             out[k] = _merged_free(out[k], v)
         else:

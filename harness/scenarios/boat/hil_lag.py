@@ -28,12 +28,13 @@ import time
 import numpy as np
 
 from boards.wamv.app import WamvApp
-from harness.config import POSITIVE, ConfigError, int_at_least, non_empty_list, within
+from harness.config import ANY_NUMBER, POSITIVE, ConfigError, int_at_least, non_empty_list, within
 from harness.report.plots import figure, label
 from harness.sim.boat_world import BoatWorld
 from harness.sim.rng import RunRandom
 from harness.sim.wamv_thrusters import LAG_PHYSICS_HZ, lag_experiment, lag_periods_us
 from onboard.core.angles import wrap_pi
+from onboard.core.units import s_to_us
 
 DESCRIPTION = "Boat HIL lag: outboards on ptys with injected latency; lag estimate, heading error vs lag, link cut"
 
@@ -51,12 +52,18 @@ DEFAULTS = {
 SETTING_RANGES = {
     "latencies_s": non_empty_list(within(0.0, 0.5)),
     "duration_s": POSITIVE, "settle_s": within(0.0, 1e6), "lag_duration_s": POSITIVE, "cut_at_s": POSITIVE,
-    "cut_window_s": POSITIVE, "plan": ("a list of [duration_s > 0, heading_deg, speed_mps]", lambda v: isinstance(
-        v, list) and len(v) > 0 and all(isinstance(l, list) and len(l) == 3 and l[0] > 0 for l in v)),
+    "cut_window_s": POSITIVE,
+    # as the boat app takes it (boards.wamv.app): three numbers per leg, each leg at least 1 us once rounded
+    "plan": ("a non-empty list of [duration_s >= 1e-06, heading_deg, speed_mps] numbers", lambda v: isinstance(
+        v, list) and len(v) > 0 and all(isinstance(l, list) and len(l) == 3 and all(ANY_NUMBER[1](x) for x in l)
+                                        and round(l[0] * 1e6) >= 1 for l in v)),
     "control_rate_hz": int_at_least(1), "controller_timeout_ms": int_at_least(1),
-    # the heading error is counted after settle_s: none left would be an rms of 0.0 over no sample
-    ("settle_s", "duration_s"): ("in order (settle_s < duration_s: the heading error is counted after settle_s)",
-                                 lambda settle, duration: settle < duration),
+    # the heading error is counted from settle_s on, one sample per control period: none left would be an rms
+    # of 0.0 over no sample (a perfect track)
+    ("settle_s", "duration_s", "control_rate_hz"): (
+        "at least one control period apart (duration_s - settle_s >= 1 / control_rate_hz: the heading error is "
+        "counted from settle_s on, once per control period)",
+        lambda settle, duration, rate_hz: duration - settle >= 1.0 / rate_hz - 1e-9),
 }
 REDUCED = {"latencies_s": [0.0, 0.3], "duration_s": 12.0, "lag_duration_s": 8.0, "cut_at_s": 3.0,
            "plan": [[6.0, 0.0, 1.5], [6.0, 60.0, 1.5]]}
@@ -105,7 +112,7 @@ def closed_loop(ctx, latency_s, config, log, record, offset_us):
             if t % 100000 == 0:
                 world.log_truth(t, heading_ref_rad=app.helm.reference[0])
         world.recorder(config["control_rate_hz"], tick)
-        world.run(int(config["duration_s"] * 1e6), 1000000)
+        world.run(s_to_us(config["duration_s"]), 1000000)
         err = [math.degrees(wrap_pi(r - y)) for t, r, y in zip(rec["t_s"], rec["ref"], rec["yaw"])
                if t >= config["settle_s"]]
         return float(np.sqrt(np.mean(np.square(err)))) if err else 0.0, rec
@@ -118,7 +125,7 @@ def link_cut(ctx, config):
     world, app = _world(ctx, 999, 0.0, config, None)
     try:
         world.start(app)
-        cut_us = int(config["cut_at_s"] * 1e6)
+        cut_us = s_to_us(config["cut_at_s"])          # where world.at_s puts the cut
         seen = {}
 
         def watch(t):
@@ -126,7 +133,7 @@ def link_cut(ctx, config):
                 seen["zero"] = t
         world.at_s(config["cut_at_s"], lambda t: world.cut_outboard("left", t))
         world.recorder(100, watch)
-        world.run(cut_us + int(config["cut_window_s"] * 1e6), 100000)
+        world.run(cut_us + s_to_us(config["cut_window_s"]), 100000)
         zero = seen.get("zero")
         return (None if zero is None else (zero - cut_us) * 1e-6), sorted(app.failsafe.reasons)
     finally:
@@ -150,7 +157,7 @@ def run(config, ctx):
                       "lag_error_s": None if est is None else abs(est - lat),
                       "within_period": est is not None and abs(est - lat) <= period_s + 1e-9,
                       "heading_error_rms_deg": rms_deg})
-        offset_us += int(config["duration_s"] * 1e6) + 1000000
+        offset_us += s_to_us(config["duration_s"]) + 1000000
         progress.update_to(k + 1)
     progress.close()
     cut_s, reasons = link_cut(ctx, config)

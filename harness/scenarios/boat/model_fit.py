@@ -49,7 +49,9 @@ DEFAULTS = {
     "smooth_median_limit_m": 1.0,     # median 5 s endpoint error on smooth held-back windows (rich case)
 }
 SETTING_RANGES = {
-    "cases": non_empty_list(one_of(*CASES), "a non-empty list of %s" % ", ".join(CASES)),
+    # distinct: the results are keyed by case (a repeat fitted the case again and overwrote the first fit)
+    "cases": non_empty_list(one_of(*CASES), "a non-empty list of distinct values of %s" % ", ".join(CASES),
+                            distinct=True),
     "paper.duration_s": within(20.0, 36000.0), "paper.gnss_sigma_m": POSITIVE,   # >= 4 windows of 5 s
     "rich.duration_s": within(20.0, 36000.0), "rich.gnss_sigma_m": POSITIVE,
     "rich.wamv": ("a table of harness.sim.wamv settings", lambda v: isinstance(v, dict)),

@@ -141,8 +141,11 @@ def _table(v):
 SETTING_RANGES = {
     "seeds": int_at_least(1), "course.file": or_null(TEXT), "course.tasks": int_at_least(0),
     "arbiter": one_of("damn", "potential_field"),
-    "lidars": non_empty_list(one_of(*LIDARS), "a non-empty list of %s" % ", ".join(LIDARS)),
-    "layouts": non_empty_list(one_of("wide", "compact"), "a non-empty list of wide, compact"),
+    # distinct: the variants are keyed by lidar and layout (a repeat ran the same seeds again, counted twice)
+    "lidars": non_empty_list(one_of(*LIDARS), "a non-empty list of distinct values of %s" % ", ".join(LIDARS),
+                             distinct=True),
+    "layouts": non_empty_list(one_of("wide", "compact"), "a non-empty list of distinct values of wide, compact",
+                              distinct=True),
     "hydrophone_layouts.wide": LAYOUT, "hydrophone_layouts.compact": LAYOUT,
     "lidar.azimuth_res_deg": within(0.01, 45.0), "lidar.rate_hz": one_of(1, 2, 5, 10, 20),
     "lidar.max_range_m": within(1.0, 1000.0), "lidar.range_sigma_m": within(0.0, 10.0),

@@ -63,7 +63,8 @@ from onboard.estimators.eskf_pose import (MIN_ACCEL_BIAS_SIGMA_MPS2, MIN_ACCEL_N
                                           MIN_GYRO_NOISE_RAD_PER_SQRT_S, MIN_POS_SIGMA_M, MIN_VEL_SIGMA_MPS,
                                           EskfPoseEstimator)
 from onboard.impl import IMPLEMENTATIONS
-from onboard.runtime.ground_robot import GroundRobotRuntime, runtime_config
+from onboard.runtime.ground_robot import DEFAULTS as RUNTIME_DEFAULTS, GroundRobotRuntime, runtime_config
+from onboard.runtime.scheduler import GROUP_RATES
 
 # ag2u section IV-B: aiding error of the three scenarios, per axis (eq. 13's Delta p_err / Delta Psi_err;
 # the 1-sigma with aiding_error=white), and whether the IMU errors of eq. 10 apply.
@@ -188,6 +189,16 @@ SETTING_RANGES = {
     **mounted(DEFAULTS, ("world", WORLD_RANGES), ("expert", EXPERT_RANGES), ("observation", OBS_RANGES),
               ("vehicle", VEHICLE_RANGES), ("imu", IMU_RANGES), ("follower", FOLLOWER_RANGES),
               ("vesc", DRIVE_SETTING_RANGES), ("vesc.sim", SIM_VESC_RANGES))}
+
+
+# the runtime's scheduler runs the IMU, aiding and control groups (control at the runtime's default rate) and,
+# with motors = vesc, the Pi app's VESC telemetry group: checked here, not when the episode builds the runtime
+_CONTROL_RATE_HZ = RUNTIME_DEFAULTS["control_rate_hz"]
+SETTING_RANGES[("imu.rate_hz", "aiding_rate_hz", "motors", "vesc.telemetry_rate_hz")] = (
+    "rates one scheduler can run with the runtime's control rate (%d Hz) and, with motors vesc, the VESC "
+    "telemetry rate: each divides the fastest, whose period is a whole number of microseconds" % _CONTROL_RATE_HZ,
+    lambda imu_hz, aiding_hz, motors, telemetry_hz: GROUP_RATES[1](
+        imu_hz, aiding_hz, _CONTROL_RATE_HZ, *((telemetry_hz,) if motors == "vesc" else ())))
 
 
 def invalid_setting(config):

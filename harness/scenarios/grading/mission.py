@@ -15,6 +15,7 @@ from harness.config import ConfigError, one_of
 from harness.scenarios.grading.agents import AGENT_BACKENDS, ModelError, load_decider
 from harness.scenarios.grading.episode import DEFAULTS as EPISODE_DEFAULTS, SETTING_RANGES as EPISODE_RANGES
 from harness.scenarios.grading.episode import ExpertDecider, GradingEpisode, related_setting_problem
+from onboard.core.units import s_to_us
 from onboard.runtime.mcap_log import code_version
 
 DESCRIPTION = "dozer grades sand piles (ag2u) under a pose-noise scenario; expert or trained agent decides"
@@ -64,7 +65,7 @@ def run(config, ctx):
     metrics["agent_backend"] = "expert" if policy is None else policy.backend
     metrics["success"] = metrics["finished"]
     for i, leg in enumerate(episode.legs):
-        ctx.log("/grading/leg", int(leg["end_time_s"] * 1e6), dict(leg, index=i))
+        ctx.log("/grading/leg", s_to_us(leg["end_time_s"]), dict(leg, index=i))
     if ctx.report is not None:
         _plots(ctx.report, episode)
         ctx.report.write_json("legs.json", episode.legs)

@@ -29,6 +29,8 @@ import numpy as np
 from harness.config import BOOLEAN, NON_NEGATIVE, POSITIVE, checked, int_at_least, one_of, range_problem
 from harness.sim.swarm_arena import relative_pose_body, sample_separated
 from harness.scenarios.swarm.worlds import WORLDS, CflibWorld, DirectWorld
+from onboard.comms.uwb.config import RING_MAX_IDS
+from onboard.comms.uwb.frames import MAX_NODE_ID
 from onboard.core.samples import RangeSample
 from onboard.estimators import particle_filter as pf_mod
 from onboard.estimators.particle_filter_numpy import NumpyDraws
@@ -128,6 +130,9 @@ GOAL_MODES = ("fixed", "random")
 RANDOM_HALF_FRACTION = 0.8          # random starts and goals: drawn in the arena's middle 80 % on each axis
 RANDOM_START_SEPARATION_M = 0.5     # random starts: at least this far apart
 UWB_MODES = ("token_ring", "broadcast")
+# the cflib link's drones are UWB nodes 0..N-1: the token ring's membership is a RING_MAX_IDS-bit map, the
+# broadcast frames carry ids 0..MAX_NODE_ID (onboard.comms.uwb.config.check_node_id)
+MAX_UWB_NODES = {"token_ring": RING_MAX_IDS, "broadcast": MAX_NODE_ID + 1}
 # value ranges of the flight settings (onboard.core.settings rules; check_config); the agent's own
 # settings are checked by onboard.swarm.agent.checked_config
 SETTING_RANGES = dict(
@@ -170,6 +175,10 @@ def check_config(config):
             if n > most_points_apart(side_m, sep_m):
                 raise ValueError("%s: %d %s cannot be %g m apart in the %g m square they are drawn from "
                                  "(arena_m %g m)" % (key, n, what, sep_m, side_m, c["arena_m"]))
+    if c["link"] == "cflib" and c["drones"] > MAX_UWB_NODES[c["uwb_mode"]]:
+        raise ValueError("drones: the cflib link ranges the drones on UWB nodes 0..N-1, at most %d in mode %s "
+                         "(onboard.comms.uwb), got %d drones" % (MAX_UWB_NODES[c["uwb_mode"]], c["uwb_mode"],
+                                                                c["drones"]))
     agent_checked_config(agent_config(c))      # the agent's settings go by the same names (mode: agent_mode)
     return c
 

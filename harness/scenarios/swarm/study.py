@@ -84,8 +84,9 @@ DEFAULTS = {
 # settings, the agent's under their episode names, the particle filters'); check_config adds what relates
 # settings (the flights as flown, each replayed estimator configuration)
 SETTING_RANGES = dict(
-    {"drone_counts": ("a list of integers >= 1", lambda v: isinstance(v, list) and all(
-        isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in v)),
+    # distinct: the results are keyed by drone count (a repeat flew the same flights again, counted twice)
+    {"drone_counts": ("a list of integers >= 1, each at most once", lambda v: isinstance(v, list) and all(
+        isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in v) and len(set(v)) == len(v)),
      "episodes": int_at_least(1), "min_separation_ok_m": NON_NEGATIVE, "record_member": int_at_least(-1),
      "workers": int_at_least(1), "engine": one_of(*ENGINES),
      "large_swarm.drones": int_at_least(0), "large_swarm.episodes": int_at_least(1),
@@ -120,8 +121,12 @@ def check_config(config, goals="fixed"):
         try:
             ep.check_config(cfg)
         except ValueError as exc:
-            raise ConfigError("setting config.episode.%s%s" % (exc, " (the large swarm's flights)"
-                                                                if where == "large_swarm" else ""))
+            text = str(exc)
+            if text.startswith("drones:"):      # the flights' drone count is the study's, not an episode setting
+                raise ConfigError("setting config.%s%s" % ("large_swarm.drones" if where == "large_swarm"
+                                                           else "drone_counts", text[len("drones"):]))
+            raise ConfigError("setting config.episode.%s%s" % (text, " (the large swarm's flights)"
+                                                                 if where == "large_swarm" else ""))
     first_drones = config["drone_counts"][0] if config["drone_counts"] else ls["drones"]
     if config["record_member"] >= first_drones:
         raise ConfigError("setting config.record_member: the first flight has %d drones (0..%d), got %d"
