@@ -211,12 +211,15 @@ def _run_command(args):
         print("terminated", file=sys.stderr)
         return EXIT_TERMINATED
     except (ConfigError, scenarios.UnknownScenario) as exc:
+        close_all()                   # a bar of a run cut short by the error: the line starts clean
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_BAD_INPUT
     except scenarios.ContractError as exc:
+        close_all()
         print("error (in the scenario, not your input): %s" % exc, file=sys.stderr)
         return EXIT_BAD_INPUT
     except DeployError as exc:
+        close_all()
         print("error: %s" % exc, file=sys.stderr)
         return EXIT_DEPLOY
     except KeyboardInterrupt:
