@@ -195,8 +195,10 @@ class TruthBladeForce:
     @staticmethod
     def _beta(alpha, rho, theta):
         """(beta*, rho): the failure angle minimising N_gamma per strip, and the rake, clipped where needed so
-        that an angle is admissible (eta = delta + rho + phi + beta below its limit)."""
+        that an angle is admissible (eta = delta + rho + phi + beta below its limit, with beta above
+        beta_min and above beta_min - alpha - phi: ``onboard.soil.fee.beta_bounds``)."""
         lim = FEE_LIMITS
         phi, delta = theta[1], theta[4]
-        rho_ok = np.minimum(rho, lim["eta_max_rad"] - delta - phi - 2.0 * lim["beta_min_rad"])
+        extra = np.maximum(-alpha - phi, 0.0)        # how far the lower bound lies above beta_min
+        rho_ok = np.minimum(rho, lim["eta_max_rad"] - delta - phi - 2.0 * lim["beta_min_rad"] - extra)
         return fee_numpy.beta_star(alpha, rho_ok, phi, delta, lim["beta_min_rad"], lim["eta_max_rad"])[0], rho_ok

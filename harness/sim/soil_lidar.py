@@ -110,7 +110,8 @@ def raycast_heightfield(height_m, cell_m, origin_neu, dirs_neu, t_min=0.0, t_max
     """Ranges [m] along unit rays ``dirs_neu`` (R, 3; north, east, up) from ``origin_neu`` (3,) to their
     first intersection with the bilinear surface of ``height_m`` (cell (i, j) centred at north
     (i + 0.5) cell_m, east (j + 0.5) cell_m, heights up), searched over ranges [t_min, t_max] and over the
-    cell centres' extent; +inf where a ray hits nothing (module docstring: exact per patch)."""
+    cell centres' extent; +inf where a ray hits nothing (module docstring: exact per patch). A ray that
+    enters the extent (or starts, at ``t_min``) below the surface hits there."""
     h = np.asarray(height_m, dtype=float)
     n_n, n_e = h.shape
     d = np.atleast_2d(np.asarray(dirs_neu, dtype=float))
@@ -122,11 +123,10 @@ def raycast_heightfield(height_m, cell_m, origin_neu, dirs_neu, t_min=0.0, t_max
     du, dv, dz = d[:, 0] / g, d[:, 1] / g, d[:, 2]
     lo = np.full(r, float(t_min))
     hi = np.full(r, float(t_max))
-    # a ray below the lowest surface has hit; one above the highest and rising never will
+    # a ray above the highest surface and rising never hits
     h_lo, h_hi = float(h.min()), float(h.max())
     down = dz < 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        hi = np.where(down, np.minimum(hi, (h_lo - z0) / np.where(down, dz, -1.0)), hi)
         hi = np.where(~down & (z0 > h_hi), -np.inf, hi)
         # the slab of the cell centres' extent, u in [0, n_n - 1], v in [0, n_e - 1]
         for p0, dp, top in ((u0, du, n_n - 1.0), (v0, dv, n_e - 1.0)):
@@ -139,6 +139,10 @@ def raycast_heightfield(height_m, cell_m, origin_neu, dirs_neu, t_min=0.0, t_max
             leave = np.where(moving, leave, np.where(inside, np.inf, -np.inf))
             lo = np.maximum(lo, enter)
             hi = np.minimum(hi, leave)
+        # a ray below the lowest surface has hit by then: the search ends there, but not before the ray is
+        # over the terrain (one that enters the extent below every surface hits where it enters)
+        t_below = np.where(down, (h_lo - z0) / np.where(down, dz, -1.0), np.inf)
+        hi = np.where(hi > lo, np.minimum(hi, np.maximum(t_below, lo + 1e-9 * (1.0 + np.abs(lo)))), hi)
     out = np.full(r, np.inf)
     live = hi > lo
     if not np.any(live):

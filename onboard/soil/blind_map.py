@@ -137,19 +137,30 @@ SETTING_RANGES = {
 }
 
 
+MAX_POSITION_M = 1e7                    # |north|, |east|, |down| of a blade pose (10,000 km)
+
+
 class BlindMapError(ValueError):
-    """A blade pose is malformed (non-finite, or time going backwards)."""
+    """A blade pose is malformed (not numbers, non-finite, beyond MAX_POSITION_M, or time going
+    backwards)."""
 
 
 class BladePose:
-    """Pose of the blade at ``time_us``: the centre of its cutting edge in NED [m] and the blade frame's
-    (roll, pitch, yaw) [rad] (module docstring)."""
+    """Pose of the blade at ``time_us`` (an integer number of microseconds): the centre of its cutting edge in
+    NED [m] (each coordinate within +-MAX_POSITION_M) and the blade frame's (roll, pitch, yaw) [rad] (module
+    docstring); anything else raises BlindMapError."""
 
     def __init__(self, time_us, north_m, east_m, down_m, roll_rad=0.0, pitch_rad=0.0, yaw_rad=0.0):
         values = (north_m, east_m, down_m, roll_rad, pitch_rad, yaw_rad)
         for v in values:
-            if not isinstance(v, (int, float)) or not (v - v == 0):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v - v == 0):
                 raise BlindMapError("blade pose values must be finite numbers, got %r" % (values,))
+        for v in (north_m, east_m, down_m):
+            if not -MAX_POSITION_M <= v <= MAX_POSITION_M:
+                raise BlindMapError("blade pose position must be within %g m of the origin, got %r"
+                                    % (MAX_POSITION_M, values[:3]))
+        if isinstance(time_us, bool) or not isinstance(time_us, (int, float)) or not (time_us - time_us == 0):
+            raise BlindMapError("blade pose time_us must be a finite number of microseconds, got %r" % (time_us,))
         self.time_us = int(time_us)
         self.north_m = float(north_m)
         self.east_m = float(east_m)
@@ -393,7 +404,9 @@ class SweepRecord:
     square), the rake ``rhos_rad`` (the pose's blade attitude with the sweep's alpha) and ``surcharge_m3`` /
     ``surcharge_n`` (Q = gamma_l V^Q, InterpolateFEEParams). Bookkeeping [m^3]:
     ``cut_m3`` (= ``bank_cut_m3`` + ``loose_cut_m3``), ``deposited_m3`` (= loose cut + swell * bank cut,
-    less ``lost_m3`` carried off the map), ``gathered_m3`` (loose volume the blade newly gathered into its
+    less the cut soil that found no deposit cell: none off the swept footprint within ``deposit_search_m``
+    on the map), ``lost_m3`` (that soil, plus end spill whose windrow cell lies off the map: what left the
+    map), ``gathered_m3`` (loose volume the blade newly gathered into its
     pile), ``spilled_m3`` (pile volume spilled at the ends, off the carried pile) and ``pile_left`` (True
     when the blade rose above its pile and left it). ``wedge_cells``: [(flat index, x_m)] of the surface cells ahead
     of the edge with their distance along t_hat (Alg. 4's P, X^t). ``valid`` is True when the sweep cut
@@ -840,12 +853,23 @@ def slip_height(step_m, run_m, cohesion_pa, friction_rad, unit_weight_npm3, dt_s
 
 def erosion_window(grid, centre_ne_m, roi_m):
     """The cells (i0, i1, j0, j1), first and last row and column, of the square of half size ``roi_m`` [m]
-    around ``centre_ne_m`` (NE [m]) clipped to the grid; None when the square misses the grid."""
+    around ``centre_ne_m`` (NE [m]) clipped to the grid (an infinite ``roi_m``: the whole grid); None when
+    the square misses the grid, the centre is not finite or ``roi_m`` is not > 0."""
     g = grid.cell_m
-    ij = grid.index_of(centre_ne_m[0], centre_ne_m[1])
+    cn, ce = centre_ne_m[0], centre_ne_m[1]
+    if not (cn - cn == 0 and ce - ce == 0 and roi_m > 0.0):
+        return None
+    span = grid.n_north + grid.n_east + 2          # cells: a half size beyond this covers the grid
+    if roi_m / g > span:
+        return 0, grid.n_north - 1, 0, grid.n_east - 1
+    ij = grid.index_of(cn, ce)
     if ij is None:
-        ci = int(math.floor((centre_ne_m[0] - grid.origin_n_m) / g))
-        cj = int(math.floor((centre_ne_m[1] - grid.origin_e_m) / g))
+        u = (cn - grid.origin_n_m) / g
+        v = (ce - grid.origin_e_m) / g
+        if not (-2 * span <= u <= 2 * span and -2 * span <= v <= 2 * span):
+            return None
+        ci = int(math.floor(u))
+        cj = int(math.floor(v))
     else:
         ci, cj = ij
     half = int(math.ceil(roi_m / g))

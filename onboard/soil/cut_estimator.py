@@ -300,7 +300,9 @@ class CutEstimator:
             cut = d > 0.0
             d2 = np.where(cut, np.maximum(d2 + 2.0 * depth_m * d + depth_m * depth_m, 0.0), d2)
             d = np.where(cut, np.maximum(d + depth_m, 0.0), d)
-        rho = np.minimum(rho, lim["eta_max_rad"] - theta[4] - theta[1] - 2.0 * lim["beta_min_rad"])
+        # an admissible failure angle above beta_min and beta_min - alpha - phi (fee.beta_bounds)
+        extra = np.maximum(-alpha - theta[1], 0.0)
+        rho = np.minimum(rho, lim["eta_max_rad"] - theta[4] - theta[1] - 2.0 * lim["beta_min_rad"] - extra)
         phi = np.full(alpha.shape, theta[1])
         delta = np.full(alpha.shape, theta[4])
         if self.config["beta"] == "eq11":

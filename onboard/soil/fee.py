@@ -55,6 +55,7 @@ FX = 0
 FZ = 1
 
 HALF_PI = 0.5 * math.pi
+ETA_ULP_RAD = 4.5e-16     # about one unit in the last place of eta near its clipping limit (2 .. pi)
 
 DEFAULTS = {
     "beta": "min_n_gamma",        # "min_n_gamma": beta* = argmin N_gamma (notes A4); "eq11": beta0 (eq. 11)
@@ -128,14 +129,26 @@ def wedge_length(depth_m, alpha_rad, beta_rad):
 
 
 def beta_bounds(alpha_rad, rho_rad, phi_rad, delta_rad, beta_min_rad=0.0175, eta_max_rad=3.124):
-    """(lo, hi, which) of the admissible failure angle [rad]: beta >= beta_min, eta = delta + rho + phi +
-    beta <= eta_max and alpha + beta <= pi/2 - beta_min (the failure plane meets the surface ahead).
-    ``which`` names the bound that sets hi: "eta" or "alpha". hi < lo when no angle is admissible."""
+    """(lo, hi, which) of the admissible failure angle [rad]: beta >= beta_min, alpha + phi + beta >=
+    beta_min (the wedge's weight resists the cut, sin(alpha + phi + beta) > 0: on a surface falling faster
+    than phi, N_gamma drops to 0 where alpha + phi + beta reaches 0, so its minimiser would be that pole),
+    eta = delta + rho + phi + beta <= eta_max and alpha + beta <= pi/2 - beta_min (the failure plane meets
+    the surface ahead). ``which`` names the bound that sets hi: "eta" or "alpha". hi < lo when no angle is
+    admissible. hi is admissible as :func:`domain_problem` sums eta (delta + rho + phi + hi <= eta_max in
+    floating point)."""
+    lo = beta_min_rad - alpha_rad - phi_rad
+    if not lo > beta_min_rad:
+        lo = beta_min_rad
     hi_eta = eta_max_rad - delta_rad - rho_rad - phi_rad
+    s = delta_rad + rho_rad + phi_rad
+    for _ in range(8):
+        if not s + hi_eta > eta_max_rad:
+            break
+        hi_eta -= ETA_ULP_RAD
     hi_alpha = HALF_PI - beta_min_rad - alpha_rad
     if hi_eta <= hi_alpha:
-        return beta_min_rad, hi_eta, "eta"
-    return beta_min_rad, hi_alpha, "alpha"
+        return lo, hi_eta, "eta"
+    return lo, hi_alpha, "alpha"
 
 
 def dlog_n_gamma_dbeta(alpha_rad, rho_rad, beta_rad, phi_rad, delta_rad):
@@ -170,11 +183,12 @@ def beta_star(alpha_rad, rho_rad, phi_rad, delta_rad, beta_min_rad=0.0175, eta_m
     """(beta*, at_bound) [rad]: the failure angle that minimises N_gamma over the admissible interval of
     :func:`beta_bounds` (notes A4; the paper's d N_gamma / d beta = 0 regulariser of eq. 10), by Newton's
     method on d ln N_gamma / d beta kept inside a shrinking bracket, seeded with eq. 11. ``at_bound`` is
-    True when N_gamma still falls at the upper bound (beta* is that bound). Raises FeeDomainError when no
-    angle is admissible."""
+    True when beta* is a bound of that interval (N_gamma still falls at the upper one, or already rises at
+    the lower one). Raises FeeDomainError when no angle is admissible."""
     lo, hi, _which = beta_bounds(alpha_rad, rho_rad, phi_rad, delta_rad, beta_min_rad, eta_max_rad)
     if not hi > lo:
-        raise FeeDomainError("no admissible failure angle: eta or alpha + beta leave no room above beta_min")
+        raise FeeDomainError("no admissible failure angle: eta or alpha + beta leave no room above beta_min "
+                             "and -(alpha + phi) + beta_min")
     if dlog_n_gamma_dbeta(alpha_rad, rho_rad, hi, phi_rad, delta_rad) <= 0.0:
         return hi, True
     if dlog_n_gamma_dbeta(alpha_rad, rho_rad, lo, phi_rad, delta_rad) >= 0.0:
@@ -298,6 +312,8 @@ def beta_sensitivity(theta_u, theta_k, beta_mode="min_n_gamma", beta_rad=None, l
     if at_bound:
         lo, hi, which = beta_bounds(alpha, rho, phi, delta, lim["beta_min_rad"], lim["eta_max_rad"])
         if beta == lo:
+            if lo > lim["beta_min_rad"]:             # on alpha + phi + beta = beta_min
+                return beta, [-1.0, 0.0, 0.0, -1.0]
             return beta, [0.0, 0.0, 0.0, 0.0]
         if which == "eta":
             return beta, [-1.0, -1.0, -1.0, 0.0]
@@ -444,6 +460,13 @@ def inflate_variances(variances, j, rows, cols, var_ambiguity, atol=1500.0, rtol
     return [variances[k] if variances[k] >= extra[k] else extra[k] for k in range(cols)]
 
 
+def _all_finite(theta_u, theta_k):
+    for v in list(theta_u) + list(theta_k):
+        if not (v - v == 0):
+            return False
+    return True
+
+
 class Fee:
     """The FEE with its settings (:data:`DEFAULTS`, :data:`SETTING_RANGES`): the failure-angle rule, the
     validity domain's clipping limits and the eq. 9 pseudo-inverse tolerances."""
@@ -461,6 +484,8 @@ class Fee:
 
     def problem(self, theta_u, theta_k):
         """None when the FEE is valid here, else the first violated condition (:func:`domain_problem`)."""
+        if not _all_finite(theta_u, theta_k):
+            return "parameters must be finite"
         try:
             beta = self.beta(theta_u, theta_k)
         except (FeeDomainError, ValueError, ZeroDivisionError) as exc:
@@ -470,6 +495,8 @@ class Fee:
     def force(self, theta_u, theta_k):
         """(f_n, fx_n, fz_n, beta_rad) of soil paper eqs. 1, 2, 4; raises FeeDomainError outside the
         validity domain."""
+        if not _all_finite(theta_u, theta_k):
+            raise FeeDomainError("FEE not valid: parameters must be finite")
         try:
             beta = self.beta(theta_u, theta_k)
         except ZeroDivisionError:

@@ -7,8 +7,8 @@ where one call evaluates a whole cut; the pure module is the reference the tests
 """
 import numpy as np
 
-from onboard.soil.fee import (ALPHA, CA, DEFAULTS, DEPTH, DELTA, GAMMA, HALF_PI, PHI, RHO, SURCHARGE, WIDTH, C,
-                              FeeDomainError)
+from onboard.soil.fee import (ALPHA, CA, DEFAULTS, DEPTH, DELTA, ETA_ULP_RAD, GAMMA, HALF_PI, PHI, RHO, SURCHARGE,
+                              WIDTH, C, FeeDomainError)
 
 
 def _cot(x):
@@ -84,8 +84,15 @@ def beta_star(alpha_rad, rho_rad, phi_rad, delta_rad, beta_min_rad=DEFAULTS["bet
     seeded with eq. 11. Raises FeeDomainError when some element has no admissible angle."""
     alpha, rho, phi, delta = np.broadcast_arrays(*(np.asarray(x, dtype=float)
                                                    for x in (alpha_rad, rho_rad, phi_rad, delta_rad)))
-    lo = np.full(alpha.shape, float(beta_min_rad))
-    hi = np.minimum(eta_max_rad - delta - rho - phi, HALF_PI - beta_min_rad - alpha)
+    lo = np.maximum(float(beta_min_rad), beta_min_rad - alpha - phi)    # alpha + phi + beta >= beta_min
+    hi_eta = eta_max_rad - delta - rho - phi
+    total = delta + rho + phi
+    for _ in range(8):                  # delta + rho + phi + hi <= eta_max as valid_mask sums it
+        over = total + hi_eta > eta_max_rad
+        if not np.any(over):
+            break
+        hi_eta = np.where(over, hi_eta - ETA_ULP_RAD, hi_eta)
+    hi = np.minimum(hi_eta, HALF_PI - beta_min_rad - alpha)
     if not np.all(hi > lo):
         raise FeeDomainError("no admissible failure angle for some element")
     g_hi = dlog_n_gamma_dbeta(alpha, rho, hi, phi, delta)

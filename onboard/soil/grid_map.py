@@ -14,7 +14,7 @@ NED's down is its negative), variances are in the layer's unit squared.
 import math
 from array import array
 
-from onboard.core.settings import ConfigError, NON_NEGATIVE, POSITIVE, checked, pair, vector, ANY_NUMBER
+from onboard.core.settings import ConfigError, NON_NEGATIVE, POSITIVE, checked, is_number, pair, ANY_NUMBER
 
 ELEVATION = "elevation_m"
 ELEVATION_VAR = "elevation_var_m2"
@@ -50,22 +50,26 @@ DEFAULTS = {
         "delta_rad": [0.3054, 0.0476],
     },
 }
+# a soil prior: [mean, variance], the variance > 0 (Alg. 4 fuses only into cells of a positive variance)
+PRIOR = ("a list [mean, variance] of two numbers, the variance > 0",
+         lambda v: isinstance(v, (list, tuple)) and len(v) == 2 and is_number(v[0]) and is_number(v[1]) and v[1] > 0)
 SETTING_RANGES = {
     "size_m": pair(POSITIVE),
     "cell_m": POSITIVE,
     "origin_ne_m": pair(ANY_NUMBER),
     "elevation_m": ANY_NUMBER,
     "elevation_var_m2": NON_NEGATIVE,
-    "soil_prior.c_pa": vector(2, ANY_NUMBER),
-    "soil_prior.phi_rad": vector(2, ANY_NUMBER),
-    "soil_prior.gamma_npm3": vector(2, ANY_NUMBER),
-    "soil_prior.ca_pa": vector(2, ANY_NUMBER),
-    "soil_prior.delta_rad": vector(2, ANY_NUMBER),
+    "soil_prior.c_pa": PRIOR,
+    "soil_prior.phi_rad": PRIOR,
+    "soil_prior.gamma_npm3": PRIOR,
+    "soil_prior.ca_pa": PRIOR,
+    "soil_prior.delta_rad": PRIOR,
 }
 
 
 class GridMapError(ValueError):
-    """An unknown layer, a cell outside the map or a malformed polygon."""
+    """An unknown layer, a cell outside the map, or a malformed polygon, line or ray (too few vertices,
+    non-finite coordinates, a zero direction)."""
 
 
 def _filled(n, value):
@@ -74,6 +78,36 @@ def _filled(n, value):
         for k in range(n):
             out[k] = value
     return out
+
+
+def _cell_along(x_m, origin_m, cell_m, n):
+    """Index k in 0..n-1 of the cell with origin + k * cell <= x < origin + (k + 1) * cell, or None."""
+    u = (x_m - origin_m) / cell_m
+    if not -1.0 <= u <= n + 1.0:          # also NaN
+        return None
+    k = int(math.floor(u))
+    if origin_m + (k + 1) * cell_m <= x_m:
+        k += 1
+    elif origin_m + k * cell_m > x_m:
+        k -= 1
+    if 0 <= k < n:
+        return k
+    return None
+
+
+def _cell_or_clamp(x_m, u, origin_m, cell_m, n):
+    """:func:`_cell_along` of ``x_m``, or floor(u) (u = (x - origin) / cell) clamped to 0..n-1 off the map."""
+    k = _cell_along(x_m, origin_m, cell_m, n)
+    if k is None:
+        k = min(max(int(math.floor(u)), 0), n - 1)
+    return k
+
+
+def _finite_point(p):
+    for v in (p[0], p[1]):
+        if not v - v == 0:
+            return False
+    return True
 
 
 class GridMap:
@@ -136,13 +170,15 @@ class GridMap:
         return self.origin_n_m + (i + 0.5) * self.cell_m, self.origin_e_m + (j + 0.5) * self.cell_m
 
     def index_of(self, north_m, east_m):
-        """(i, j) of the cell holding the point, or None outside the map (a point on a shared edge belongs
-        to the cell north/east of it)."""
-        i = int(math.floor((north_m - self.origin_n_m) / self.cell_m))
-        j = int(math.floor((east_m - self.origin_e_m) / self.cell_m))
-        if self.inside(i, j):
-            return i, j
-        return None
+        """(i, j) of the cell holding the point, or None outside the map or for a non-finite point. Cell i
+        spans north from origin_n + i * cell_m (included) to origin_n + (i + 1) * cell_m (excluded), these
+        edges computed as written, likewise east: a point on a shared edge belongs to the cell north/east of
+        it, whatever the division rounds to."""
+        i = _cell_along(north_m, self.origin_n_m, self.cell_m, self.n_north)
+        j = _cell_along(east_m, self.origin_e_m, self.cell_m, self.n_east)
+        if i is None or j is None:
+            return None
+        return i, j
 
     def get(self, name, i, j):
         if not self.inside(i, j):
@@ -203,23 +239,32 @@ class GridMap:
     def line_cells(self, start_ne_m, end_ne_m):
         """Cells (i, j) the segment from ``start_ne_m`` to ``end_ne_m`` passes through, in order from the
         start, clipped to the map (the DDA grid traversal of Amanatides and Woo; soil paper Algs. 2-3)."""
+        if not (_finite_point(start_ne_m) and _finite_point(end_ne_m)):
+            raise GridMapError("line end points must be finite numbers, got %r and %r" % (start_ne_m, end_ne_m))
         n0, e0 = start_ne_m[0], start_ne_m[1]
         n1, e1 = end_ne_m[0], end_ne_m[1]
+        if n0 == n1 and e0 == e1:
+            # a point: the cell holding it (index_of), none on the map's north or east border
+            ij = self.index_of(n0, e0)
+            return [] if ij is None else [ij]
         clipped = self._clip(n0, e0, n1, e1)
         if clipped is None:
             return []
         t0, t1 = clipped
         dn, de = n1 - n0, e1 - e0
         g = self.cell_m
-        # start and end points in cell units
-        un = (n0 + t0 * dn - self.origin_n_m) / g
-        ue = (e0 + t0 * de - self.origin_e_m) / g
-        vn = (n0 + t1 * dn - self.origin_n_m) / g
-        ve = (e0 + t1 * de - self.origin_e_m) / g
-        i = min(max(int(math.floor(un)), 0), self.n_north - 1)
-        j = min(max(int(math.floor(ue)), 0), self.n_east - 1)
-        i_end = min(max(int(math.floor(vn)), 0), self.n_north - 1)
-        j_end = min(max(int(math.floor(ve)), 0), self.n_east - 1)
+        # start and end points in cell units; their cells as index_of finds them (clamped onto the map
+        # where the clipped segment ends on its north or east border)
+        pn0, pe0 = (n0, e0) if t0 == 0.0 else (n0 + t0 * dn, e0 + t0 * de)
+        pn1, pe1 = (n1, e1) if t1 == 1.0 else (n0 + t1 * dn, e0 + t1 * de)
+        un = (pn0 - self.origin_n_m) / g
+        ue = (pe0 - self.origin_e_m) / g
+        vn = (pn1 - self.origin_n_m) / g
+        ve = (pe1 - self.origin_e_m) / g
+        i = _cell_or_clamp(pn0, un, self.origin_n_m, g, self.n_north)
+        j = _cell_or_clamp(pe0, ue, self.origin_e_m, g, self.n_east)
+        i_end = _cell_or_clamp(pn1, vn, self.origin_n_m, g, self.n_north)
+        j_end = _cell_or_clamp(pe1, ve, self.origin_e_m, g, self.n_east)
         sn, se = vn - un, ve - ue
         step_i = 1 if sn > 0 else -1
         step_j = 1 if se > 0 else -1
@@ -237,7 +282,9 @@ class GridMap:
         out = [(i, j)]
         limit = abs(i_end - i) + abs(j_end - j)
         for _ in range(limit):
-            if t_max_i < t_max_j:
+            # the next grid line crossed; a row (column) already at the end cell's is never left, so that a
+            # tie at a corner (or rounding there) cannot step beside the end cell
+            if j == j_end or (i != i_end and t_max_i < t_max_j):
                 i += step_i
                 t_max_i += t_delta_i
             else:
@@ -251,8 +298,11 @@ class GridMap:
     def ray_cells(self, start_ne_m, direction_ne, length_m):
         """Cells along the ray from ``start_ne_m`` in the horizontal ``direction_ne`` (normalised here) over
         ``length_m`` (:meth:`line_cells`)."""
+        if not (_finite_point(direction_ne) and length_m - length_m == 0):
+            raise GridMapError("ray direction and length must be finite numbers, got %r and %r"
+                               % (direction_ne, length_m))
         norm = math.sqrt(direction_ne[0] * direction_ne[0] + direction_ne[1] * direction_ne[1])
-        if norm == 0.0:
+        if not norm > 0.0:
             raise GridMapError("ray direction must not be zero")
         return self.line_cells(start_ne_m, (start_ne_m[0] + direction_ne[0] / norm * length_m,
                                             start_ne_m[1] + direction_ne[1] / norm * length_m))
@@ -264,6 +314,9 @@ class GridMap:
         n = len(vertices_ne_m)
         if n < 3:
             raise GridMapError("a polygon needs at least 3 vertices, got %d" % n)
+        for v in vertices_ne_m:
+            if not _finite_point(v):
+                raise GridMapError("polygon vertices must be finite numbers, got %r" % (v,))
         ns = [v[0] for v in vertices_ne_m]
         es = [v[1] for v in vertices_ne_m]
         g = self.cell_m

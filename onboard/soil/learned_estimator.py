@@ -305,6 +305,9 @@ def failure_angle(theta, alpha, rho, beta_res_rad=None):
     phi = np.full(alpha.shape, float(theta[1]))
     delta = np.full(alpha.shape, float(theta[4]))
     if beta_res_rad is None:
+        # an admissible failure angle also above beta_min - alpha - phi (fee.beta_bounds)
+        rho = np.minimum(rho, lim["eta_max_rad"] - theta[4] - theta[1] - 2.0 * lim["beta_min_rad"]
+                         - np.maximum(-alpha - theta[1], 0.0))
         return fee_numpy.beta_star(alpha, rho, phi, delta, lim["beta_min_rad"], lim["eta_max_rad"])[0], rho
     hi = np.minimum(lim["eta_max_rad"] - delta - rho - phi, 0.5 * math.pi - lim["beta_min_rad"] - alpha)
     beta = np.maximum(np.minimum(fee_numpy.beta_eq11(phi) + beta_res_rad, hi - 1e-4), lim["beta_min_rad"])

@@ -20,9 +20,10 @@ beta* of the estimated phi and delta (notes A4). A cell reached from several pos
 x / x_max (notes A11). The update commutes (two estimates fused in either order give the same layers, up
 to rounding) and never raises a variance. There is no process noise (the paper has none).
 
-Counters: ``updated`` (cells fused), ``rejected`` (cells refused: outside the map, a non-finite or negative
-distance, a cell whose layer variance is not finite and positive, or every cell of an estimate whose mean
-is not finite or whose variance is not finite and positive), ``fusions`` (estimates fused), ``refused``
+Counters: ``updated`` (cells fused), ``rejected`` (cells refused: a flat index that is not an int inside the
+map, a distance that is not a finite number >= 0 (a bool is not a number), a cell whose layer variance is not
+finite and positive, or every cell of an estimate whose mean is not a finite number or whose variance is not
+a finite number > 0), ``fusions`` (estimates fused), ``refused``
 (estimates refused whole). A refused cell or estimate leaves the layers as they were.
 
 **FEE index (section 3.2, decisions A15, A17).** F^idx = f_FEE(Theta^idx), the magnitude of eq. 1 with a
@@ -59,7 +60,8 @@ _INF = float("inf")
 
 
 def _finite(v):
-    return isinstance(v, (int, float)) and (v - v == 0)
+    """A finite int or float, not a bool."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and (v - v == 0)
 
 
 def wedge_ahead(grid, edge_ne_m, t_hat_ne, width_m, length_m):
@@ -180,8 +182,8 @@ class SoilLayers:
         updates = grid.layer(UPDATES)
         done = []
         for cell, x, x_max in entries:
-            if not (isinstance(cell, int) and 0 <= cell < grid.size and _finite(x) and x >= 0.0
-                    and _finite(x_max) and x_max > 0.0):
+            if not (isinstance(cell, int) and not isinstance(cell, bool) and 0 <= cell < grid.size
+                    and _finite(x) and x >= 0.0 and _finite(x_max) and x_max > 0.0):
                 self.rejected += 1
                 continue
             if x >= (x_max if x_max > x_min else x_min):
@@ -207,6 +209,8 @@ class SoilLayers:
                 s = vars_[k][cell]
                 mean = (r * means[k][cell] + s * theta[k]) / (s + r)     # line 16
                 v = r * s / (s + r)                                      # line 17
+                if v > s:
+                    v = s                # rounding (r >> s): the product never raises the variance
                 # r so large that the products overflow (or so small they underflow to 0): the limit is
                 # no change (or one the layer cannot hold); the property keeps its values
                 if mean - mean == 0 and v - v == 0 and v > 0.0:

@@ -16,12 +16,14 @@ from onboard.runtime.mcap_log import GRID, NUMERIC_TYPES  # noqa: F401 - GRID: t
 from onboard.soil.grid_map import FEE_INDEX, SOIL_KEYS, UPDATES, soil_mean, soil_var
 
 FLOAT32 = NUMERIC_TYPES.index("FLOAT32")      # foxglove.NumericType
+FLOAT32_MAX = 3.4028234663852886e38          # the largest finite float32
 DEFAULT_LAYERS = [FEE_INDEX, UPDATES] + [soil_mean(k) for k in SOIL_KEYS] + [soil_var("phi_rad")]
 
 
 def grid_message(grid, time_us, layers=None):
     """A ``foxglove.Grid`` dict of the ``layers`` (names; default :data:`DEFAULT_LAYERS`) of ``grid`` at
-    ``time_us`` (module docstring); a non-finite value is written as 0."""
+    ``time_us`` (module docstring); a non-finite value is written as 0, a finite one beyond float32's range
+    as the largest float32 of its sign."""
     names = list(DEFAULT_LAYERS if layers is None else layers)
     stores = [grid.layer(name) for name in names]
     stride = 4 * len(names)
@@ -31,7 +33,13 @@ def grid_message(grid, time_us, layers=None):
         vals = []
         for s in stores:
             v = s[k]
-            vals.append(v if v - v == 0 else 0.0)
+            if not v - v == 0:
+                v = 0.0
+            elif v > FLOAT32_MAX:
+                v = FLOAT32_MAX
+            elif v < -FLOAT32_MAX:
+                v = -FLOAT32_MAX
+            vals.append(v)
         buf += pack(*vals)
     t = int(time_us)
     return {"timestamp": {"sec": t // 1000000, "nsec": (t % 1000000) * 1000}, "frame_id": "world",
