@@ -58,13 +58,20 @@ def _models_dir(config):
 
 
 def check_settings(config):
+    check_all(config, "datagen.crop_cells")
+
+
+def check_all(config, crop_setting):
+    """The checks of :func:`check_settings`; ``crop_setting`` names ``datagen.crop_cells`` in the message when it
+    cannot hold the terrain net's window (None: that check left to the caller, as alexi-sim does)."""
     root = _models_dir(config)
     for name in ev.KIN_NETS + ("terrain",):
         if not os.path.isfile(os.path.join(root, name, "card.json")):
             raise ConfigError("models.dir %s has no network %s (card.json): run `make train-alexi`" % (root, name))
     # every network of the run readable (card, model.tflite / float_layers.npz; cheap), each card's output
     # calibration checked even where the run uses the bare networks
-    load_nets(dict(config, models=dict(config["models"], calibrated=True)))
+    _, terrain_net = load_nets(dict(config, models=dict(config["models"], calibrated=True)))
+    window = _window_cells(terrain_net)      # data.dir's crops: checked in run, once the sessions are read
     d = config["data"]["dir"]
     if d is not None:
         for t in _data_labels(config):
@@ -75,9 +82,25 @@ def check_settings(config):
                 sess.inspect_npz(path)
             except sess.SessionError as exc:
                 raise ConfigError(str(exc)) from None
-    if config["terrain_b"]["file"] is not None or d is None:
+    generated = config["terrain_b"]["file"] is not None or d is None
+    if crop_setting is not None and generated and 0 < config["datagen"]["crop_cells"] < window:
+        raise ConfigError("%s (%d) must be 0 (no terrain score) or hold the terrain net's %d-cell window"
+                          % (crop_setting, config["datagen"]["crop_cells"], window))
+    if generated:
         sdg.check_settings({"config": config["config"], "terrain_b": config["terrain_b"],
                             "crop": {"cells": config["datagen"]["crop_cells"]}})
+
+
+def _window_cells(terrain_net):
+    """The terrain net's dh window (cells), from its card; ConfigError naming the card when unreadable."""
+    try:
+        window = terrain_net.card["alexi"]["window_cells"]
+        if isinstance(window, bool) or int(window) != window or window < 1:
+            raise ValueError("not a whole number >= 1: %r" % (window,))
+        return int(window)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError("%s: malformed card: alexi.window_cells unreadable (%s)"
+                          % (os.path.join(terrain_net.model_dir, "card.json"), exc)) from None
 
 
 def _data_labels(config):
@@ -118,12 +141,18 @@ def _generate(config, ctx, label):
     return arrays, {"terrain": label, "source": "generated"}
 
 
-def _read_session(path):
-    """``(arrays, meta)`` of a session file; ConfigError (one line naming the file and the problem) when bad."""
+def _read_session(path, window):
+    """``(arrays, meta)`` of a session file; ConfigError (one line naming the file and the problem) when bad,
+    or when its terrain crops cannot hold the terrain net's ``window`` (cells)."""
     try:
-        return sess.load_npz(path)
+        arrays, meta = sess.load_npz(path)
     except sess.SessionError as exc:
         raise ConfigError(str(exc)) from None
+    crop = arrays.get("crop_dh_m")
+    if crop is not None and crop.ndim == 3 and crop.shape[-1] < window:
+        raise ConfigError("%s: its terrain crops are %d cells, smaller than the terrain net's %d-cell window "
+                          "(sandbox-datagen crop.cells >= %d)" % (path, crop.shape[-1], window, window))
+    return arrays, meta
 
 
 def _session(config, ctx, label, loaded):
@@ -174,7 +203,9 @@ def run(config, ctx):
     nets, terrain_net = load_nets(config)
     d = config["data"]["dir"]
     # every given session read (and checked) before any work, so a bad sandbox_B.npz costs nothing
-    loaded = {t: _read_session(os.path.join(d, "sandbox_%s.npz" % t)) for t in _data_labels(config)} if d else {}
+    window = _window_cells(terrain_net)
+    loaded = ({t: _read_session(os.path.join(d, "sandbox_%s.npz" % t), window) for t in _data_labels(config)}
+              if d else {})
     results, preds, sources = {}, {}, {}
     for label in ("A", "B"):
         session, src = _session(config, ctx, label, loaded)

@@ -59,9 +59,10 @@ SETTING_RANGES = {
 
 
 def check_settings(config):
-    from harness.scenarios.leveling.alexi_eval import check_settings as eval_check
+    from harness.scenarios.leveling.alexi_eval import check_all as eval_check
     eval_check({"models": config["models"], "data": {"dir": None}, "config": config["config"],
-                "terrain_b": {"file": None, "wavelength_m": 0.3}, "datagen": {"crop_cells": config["crop_cells"]}})
+                "terrain_b": {"file": None, "wavelength_m": 0.3}, "datagen": {"crop_cells": config["crop_cells"]}},
+               None)
     import json
     import os
     from harness.scenarios.leveling.alexi_eval import _models_dir

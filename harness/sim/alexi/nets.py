@@ -36,6 +36,12 @@ class ModelError(ValueError):
     one line naming the file and the problem."""
 
 
+class NetInputError(ValueError):
+    """Inputs a network cannot take: not [n, n_in], NaN or inf, or finite values that overflow once normalised
+    and scaled (as :meth:`onboard.policy.policy_base.Policy.quantize_input` refuses them); one line naming the
+    network."""
+
+
 ACTIVATIONS = ("TANH", "NONE")
 # and what loading a model (its card's fields, LiteRT, the flatbuffer reader) raises besides
 _READ_ERRORS = NPZ_READ_ERRORS + (IndexError, TypeError, AttributeError, struct.error)
@@ -187,10 +193,23 @@ class Net:
             self.layers = load_float_layers(model_dir, self.n_in, self.n_out)
 
     def quantise(self, x_norm):
-        """Normalised inputs [n, k] -> int8 (round half away from zero, clamped), as ``Policy.quantize_input``."""
-        v = np.asarray(x_norm, dtype=np.float64) / self.in_scale
+        """Normalised inputs [n, k] -> int8 (round half away from zero, clamped to [-128, 127]), as
+        ``Policy.quantize_input``; :class:`NetInputError` for a value that is NaN or inf once scaled."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = np.asarray(x_norm, dtype=np.float64) / self.in_scale
+        self._check_finite(v, "once normalised and scaled by %g (overflows)" % self.in_scale)
         q = np.sign(v) * np.floor(np.abs(v) + 0.5) + self.in_zp
         return np.clip(q, -128, 127).astype(np.int8)
+
+    def _check_finite(self, x, what):
+        if not np.all(np.isfinite(x)):
+            bad = np.argwhere(~np.isfinite(x))[0]
+            raise NetInputError("%s: input [row %d, column %d] is %r %s"
+                                % (self.model_dir, bad[0], bad[-1], float(x[tuple(bad)]), what))
+
+    def _check_shape(self, x):
+        if x.ndim != 2 or x.shape[1] != self.n_in:
+            raise NetInputError("%s: inputs must be [n, %d], got shape %s" % (self.model_dir, self.n_in, x.shape))
 
     def calibrate(self, y_norm):
         """The card's output calibration y_cal = a * y + b applied to normalised outputs [n, n_out] (identity
@@ -203,12 +222,16 @@ class Net:
 
     def predict_normalised(self, x_norm, calibrated=False):
         """Network output [n, n_out] (normalised space) for normalised inputs [n, n_in]; with ``calibrated``
-        the card's output calibration is applied."""
+        the card's output calibration is applied. :class:`NetInputError` for inputs not [n, n_in] or holding
+        NaN or inf (the int8 kind also for values that overflow once scaled); finite values beyond the int8
+        range saturate."""
         y = self._forward(x_norm)
         return self.calibrate(y) if calibrated else y
 
     def _forward(self, x_norm):
         x_norm = np.atleast_2d(np.asarray(x_norm, dtype=np.float64))
+        self._check_shape(x_norm)
+        self._check_finite(x_norm, "(normalised inputs must be finite)")
         if self.kind == "float":
             h = x_norm
             for w, b, act in self.layers:
@@ -229,8 +252,15 @@ class Net:
 
     def predict(self, x, calibrated=True):
         """SI inputs [n, n_in] -> SI outputs [n, n_out], the card's output calibration applied (if any) unless
-        ``calibrated`` is False."""
-        return self.denormalise(self.predict_normalised(self.normalise(np.atleast_2d(x)), calibrated))
+        ``calibrated`` is False. :class:`NetInputError` for inputs not [n, n_in], holding NaN or inf, or
+        overflowing once normalised."""
+        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+        self._check_shape(x)
+        self._check_finite(x, "(inputs must be finite)")
+        with np.errstate(over="ignore"):
+            x_norm = self.normalise(x)
+        self._check_finite(x_norm, "once normalised (overflows)")
+        return self.denormalise(self.predict_normalised(x_norm, calibrated))
 
     def predict_one(self, x):
         """One SI input vector -> SI output vector (list-free fast path for the simulator loop)."""

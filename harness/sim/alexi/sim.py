@@ -39,6 +39,15 @@ class AlexiSim:
 
     def __init__(self, heights_m, cell_m, north_m, east_m, yaw_rad, vehicle, kin, terrain=None, frame_dt_us=10000):
         self.h = np.array(heights_m, dtype=np.float64)
+        if self.h.ndim != 2 or min(self.h.shape) < 2 or not np.all(np.isfinite(self.h)):
+            raise ValueError("heights_m must be a 2-D grid of finite heights (m), at least 2 x 2, got shape %s%s"
+                             % (self.h.shape, "" if np.all(np.isfinite(self.h)) else " holding NaN or inf"))
+        if not all(math.isfinite(float(v)) for v in (cell_m, north_m, east_m, yaw_rad)) or float(cell_m) <= 0.0:
+            raise ValueError("cell_m must be > 0 and the start pose finite, got cell %r m, north %r m, east %r m, "
+                             "yaw %r rad" % (cell_m, north_m, east_m, yaw_rad))
+        if int(frame_dt_us) <= 0 or float(vehicle["motor_tau_s"]) <= 0.0:
+            raise ValueError("frame_dt_us and motor_tau_s must be > 0, got %r us, %r s"
+                             % (frame_dt_us, vehicle["motor_tau_s"]))
         self.rows, self.cols = self.h.shape
         self.cell_m = float(cell_m)
         self.size_n_m, self.size_e_m = self.rows * self.cell_m, self.cols * self.cell_m
@@ -60,6 +69,10 @@ class AlexiSim:
         self.terrain = terrain
         if terrain is not None:
             self.window = int(terrain.card["alexi"]["window_cells"])
+            if self.window > min(self.rows, self.cols):
+                # a window wrapping onto itself covers cells twice, and the index += keeps only one of their dh
+                raise ValueError("the terrain net's %d-cell window is larger than the %d x %d heightmap"
+                                 % (self.window, self.rows, self.cols))
             self.prev_dh = np.zeros((self.window, self.window))
             self.prev_centre = None
         self.now_us = 0

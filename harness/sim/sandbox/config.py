@@ -131,6 +131,24 @@ def _value(path, section, key, raw, kind):
     return v
 
 
+def _parse_error(exc, lines):
+    """What a configparser error says, with the line number of the user's file (``lines``: the parser reads one
+    line ``[__top__]`` put before it, so its own numbers are one too high) and no internal section name."""
+    def where(section):
+        return "at the top level" if section == TOP else "in [%s]" % section
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return "line %d: key %r appears twice %s" % (exc.lineno - 1, exc.option, where(exc.section))
+    if isinstance(exc, configparser.DuplicateSectionError):
+        if exc.section == TOP:
+            return "line %d: section [%s] is reserved" % (exc.lineno - 1, TOP)
+        return "line %d: section [%s] appears twice" % (exc.lineno - 1, exc.section)
+    if isinstance(exc, configparser.ParsingError) and exc.errors:
+        lineno = exc.errors[0][0] - 1
+        line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+        return "line %d: cannot read %r (a [section] header or key = value is needed)" % (lineno, line)
+    return str(exc).splitlines()[0]
+
+
 def read_ini(path):
     """``{section: {key: value}}`` of an experiment INI, every key known and of its kind (module docstring)."""
     if not isinstance(path, str) or not path:
@@ -138,7 +156,8 @@ def read_ini(path):
     if not os.path.isfile(path):
         raise ConfigError("sandbox experiment file %s not found" % path)
     try:
-        with open(path, encoding="utf-8") as fh:
+        # utf-8-sig: a byte-order mark (as Windows editors write) is not part of the first line's key or section
+        with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError("sandbox experiment file %s: unreadable (%s)" % (path, exc))
@@ -147,7 +166,8 @@ def read_ini(path):
     try:
         parser.read_string("[%s]\n%s" % (TOP, text), source=path)
     except configparser.Error as exc:
-        raise ConfigError("sandbox experiment file %s: not a valid INI (%s)" % (path, str(exc).splitlines()[0]))
+        raise ConfigError("sandbox experiment file %s: not a valid INI (%s)"
+                          % (path, _parse_error(exc, text.splitlines())))
     out = {}
     for section in parser.sections():
         if section not in SCHEMA:

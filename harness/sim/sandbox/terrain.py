@@ -35,6 +35,7 @@ Generated terrains (:func:`tileable_heights`) are seeded, band-limited noise syn
 hence seamless; a user's heightmap comes through :mod:`harness.sim.sandbox.config`.
 """
 import math
+import numbers
 
 import numpy as np
 
@@ -81,6 +82,12 @@ class TileTerrain(SandWorld):
         if heights.ndim != 2 or min(heights.shape) < MIN_CELLS:
             raise ValueError("a Sandbox terrain needs a 2-D grid of at least %d cells per side, got shape %s"
                              % (MIN_CELLS, heights.shape))
+        if not np.all(np.isfinite(heights)):
+            raise ValueError("a Sandbox terrain's heights must be finite (NaN or inf in %d cells)"
+                             % int(np.count_nonzero(~np.isfinite(heights))))
+        cell = float(cell_m) if isinstance(cell_m, numbers.Real) and not isinstance(cell_m, bool) else math.nan
+        if not (math.isfinite(cell) and cell > 0.0):
+            raise ValueError("cell_m must be a finite number > 0 (m), got %r" % (cell_m,))
         rows, cols = heights.shape
         super().__init__({"size_m": [rows * cell_m, cols * cell_m], "cell_m": cell_m, "ground_level_m": 0.0,
                           "spoil_band_m": cell_m, "piles_min": 0, "piles_max": 0, "repose_deg": repose_deg,

@@ -20,7 +20,8 @@ displacement j = |slip velocity| * the time the soil under the point has been un
 track's leading end, at the track speed, at least ``MIN_SHEAR_SPEED_MPS``) (Wong ch. 2; Wong and Chiang's
 skid-steering model). Plus grade resistance (gravity along the slope, -m g sin(pitch) forward, +m g sin(roll)
 to the right), Bekker compaction resistance per track and the tracks' internal resistance
-(``track_resistance_coeff`` x the weight), both against each track's motion over the ground. Integrated by
+(``track_resistance_coeff`` x the weight), both against each track's motion over the ground (explicit, and at
+most the force that reverses that motion within the substep: :func:`resistance_limit_n`). Integrated by
 linearised implicit Euler (the shear law is stiff at small slip): that keeps the stiff shear damped at the
 substeps used (1 ms: a 0.01 s frame of 10 substeps), but it is NOT stable at any substep length: the
 linearisation, the contact's Newton solve (which starts from the last substep's plane) and the footprints
@@ -64,6 +65,18 @@ MAX_DTAN = 0.05
 # the longest substep (frame_dt / substeps) the integration is sane at (module docstring: 50 ms already has Newton
 # failures, 1 s moves the robot tens of metres in a frame); the project's INIs use 1 ms
 MAX_SUBSTEP_US = 20000
+
+
+def resistance_limit_n(ground_mps, response_per_kg, dt_s):
+    """The largest resistance (N) a track moving over the ground at ``ground_mps`` may take in a substep of
+    ``dt_s`` (s), where a force F on that track changes its ground speed by F dt ``response_per_kg`` (1/kg: the
+    step's implicit system, e^T (M - dt D)^-1 e with e = (1, 0, -lateral)): the force that, with the other
+    track's equal push, turns that motion into its opposite within the substep, no faster. The resistance
+    rc tanh(v / 0.01 m/s) is explicit in the step; beyond this limit the step would make the motion it opposes
+    grow (the edge of stability of an explicit damping step), substep after substep without bound, as a stiff
+    soil's Bekker compaction term b (k_c/b + k_phi) z^(n+1)/(n+1) (1e5 N at a millimetre of sinkage) did.
+    At the example INI's sand, vehicle and 1 ms substeps the resistance stays below the limit."""
+    return abs(ground_mps) / (dt_s * response_per_kg)
 
 
 class TrackedRobot:
@@ -242,9 +255,11 @@ class TrackedRobot:
         return moved
 
     # ------------------------------------------------------------ horizontal: traction dynamics
-    def _traction(self):
+    def _traction(self, dt_s=None):
         """Generalised forces (Fx, Fy forward/right in N, Mz about down in N m) of the soil and gravity,
-        and their Jacobian with respect to (u, v, r) (for the implicit step)."""
+        and their Jacobian with respect to (u, v, r) (for the implicit step). With ``dt_s`` (s, the substep)
+        each track's resistance (compaction and internal) is at most what reverses that track's motion over the
+        ground within the substep, both tracks pushing together (:func:`resistance_limit_n`)."""
         a, l = self.a, self.l
         belt = np.where(self.left, self.left_mps, self.right_mps)
         vx = self.u_mps - self.r_radps * l
@@ -288,9 +303,22 @@ class TrackedRobot:
             ground = float(vx[side].mean())
             lat = float(l[side][0])
             force = -rc * math.tanh(ground / 0.01)
+            if dt_s is not None:
+                force = self._limited(force, ground, lat, D, dt_s)
             Q[0] += force
             Q[2] += -lat * force
         return Q, D
+
+    def _limited(self, force, ground, lat, D, dt_s):
+        """``force`` (N, a track's resistance at ``lat`` m right of the centre, its ground speed ``ground``
+        m/s) held to :func:`resistance_limit_n` through the implicit system M - dt D of the substep."""
+        free = 1.0 / self.mass_kg + lat * lat / self.inertia_kgm2
+        if abs(force) <= resistance_limit_n(ground, free, dt_s):
+            return force                  # the free body's response bounds the step's (D damps): within
+        e = np.array([1.0, 0.0, -lat])
+        system = np.diag([self.mass_kg, self.mass_kg, self.inertia_kgm2]) - dt_s * D
+        cap = resistance_limit_n(ground, float(e @ np.linalg.solve(system, e)), dt_s)
+        return math.copysign(cap, force) if abs(force) > cap else force
 
     def step(self, dt_s):
         """One substep: motors, contact equilibrium, traction dynamics, pose (unwrapped), footprints pressed.
@@ -299,7 +327,7 @@ class TrackedRobot:
         self.left_mps += k * (self.cmd_left_radps * self.radius_m - self.left_mps)
         self.right_mps += k * (self.cmd_right_radps * self.radius_m - self.right_mps)
         self.balance()
-        Q, D = self._traction()
+        Q, D = self._traction(dt_s)
         M = np.diag([self.mass_kg, self.mass_kg, self.inertia_kgm2])
         dq = np.linalg.solve(M - dt_s * D, dt_s * Q)
         self.u_mps += float(dq[0])

@@ -35,6 +35,9 @@ class SandboxWorld:
         if frame_dt_us > MAX_SUBSTEP_US * substeps:
             raise ValueError("frame_dt_us / substeps (%r / %r) must be at most %d us: the robot's integration is not "
                              "stable at longer substeps (tracked_robot)" % (frame_dt_us, substeps, MAX_SUBSTEP_US))
+        if not all(math.isfinite(float(v)) for v in (north_m, east_m, yaw_rad)):
+            raise ValueError("the start pose must be finite, got north %r m, east %r m, yaw %r rad"
+                             % (north_m, east_m, yaw_rad))
         self.terrain = terrain
         size_n, size_e = terrain.size_ne_m
         self.robot = TrackedRobot(terrain, wrap_into_tile(north_m, size_n), wrap_into_tile(east_m, size_e), yaw_rad,
