@@ -50,7 +50,7 @@ import math
 
 from onboard.comms import nmea
 from onboard.control.heading_speed import HeadingSpeedController
-from onboard.core.settings import ConfigError, closest
+from onboard.core.settings import ConfigError, closest, is_number
 from onboard.estimators.base import EstimatorInputError
 from onboard.estimators.boat_ekf import EAST, NORTH, SURGE, YAW, YAW_RATE, BoatEkf
 from onboard.runtime.node import Node
@@ -169,12 +169,9 @@ def _checked_plan(plan):
     """[(duration_us, heading_rad, speed_mps), ...] of the ``plan`` setting ([[duration_s, heading_deg,
     speed_mps], ...]); ValueError (one line) unless it is a non-empty list of three finite numbers per leg with
     each duration at least 1 us once rounded to whole microseconds."""
-    def number(v):
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
     try:
         legs = list(plan)
-        ok = len(legs) > 0 and all(len(leg) == 3 and all(number(v) for v in leg) for leg in legs)
+        ok = len(legs) > 0 and all(len(leg) == 3 and all(is_number(v) for v in leg) for leg in legs)
     except TypeError:
         ok = False
     out = [(int(round(leg[0] * 1e6)), math.radians(leg[1]), leg[2]) for leg in legs] if ok else []

@@ -22,7 +22,7 @@ or a ``now_us`` before the previous step's (time going backwards), is counted in
 with a stop, the state kept; a ``now_us`` that is not a whole number of microseconds raises
 :class:`onboard.core.samples.SampleError` (a ValueError), the state kept.
 """
-from onboard.core.samples import SampleError, TwistCmd
+from onboard.core.samples import TwistCmd, _int
 from onboard.core.settings import (ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, is_number, one_of, pair,
                                    within)
 
@@ -94,13 +94,7 @@ class HillSensing:
 
     def step(self, pitch_rad, now_us, rand):
         """The twist intended for this control step (``now_us``: int, us)."""
-        try:
-            t_us = int(now_us)
-        except (TypeError, ValueError, OverflowError):
-            t_us = None
-        if t_us is None or t_us != now_us or isinstance(now_us, bool):
-            raise SampleError("HillSensing.step: now_us must be a whole number of us, got %r" % (now_us,))
-        now_us = t_us
+        now_us = _int("HillSensing.step: now_us (us)", now_us)
         if not is_number(pitch_rad) or (self._last_us is not None and now_us < self._last_us):
             self.bad_inputs += 1
             return TwistCmd(now_us, 0.0, 0.0)

@@ -12,6 +12,20 @@ from harness.sim import micropython as mpy
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+# script lines (after ``import board``): ``b``, a copy of the board module's constants with the command link
+# unsigned, for scripts that drive ``mp_app`` with bare link lines
+UNSIGNED_BOARD = """
+class Board:
+    pass
+
+
+b = Board()
+for k in dir(board):
+    if k.isupper():
+        setattr(b, k, getattr(board, k))
+b.LINK_SIGNING = "off"
+"""
+
 def _read(rel):
     with open(os.path.join(REPO, rel)) as fh:
         return fh.read()

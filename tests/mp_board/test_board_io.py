@@ -12,7 +12,7 @@ off while the IMU is silent, and the robot drives again once it answers.
 import pytest
 
 from onboard.runtime import ground_robot
-from tests.mp_board.board_script import run_board_script
+from tests.mp_board.board_script import UNSIGNED_BOARD, run_board_script
 
 FAIL_FROM_US = 1000000
 FAIL_UNTIL_US = 2000000
@@ -27,17 +27,7 @@ import board
 import machine
 import mp_app
 from onboard.core.samples import PoseSample
-
-
-class Board:
-    pass
-
-
-b = Board()
-for k in dir(board):
-    if k.isupper():
-        setattr(b, k, getattr(board, k))
-b.LINK_SIGNING = "off"
+%(unsigned_board)s
 
 
 class Imu:
@@ -88,7 +78,8 @@ out["io"] = io.report()
 out["x_lines"] = [r.decode() for r in replies if r[:2] == b"X,"]
 out["failsafe_engagements"] = runtime.node.failsafe.engage_count
 print("BOARDIO " + json.dumps(out))
-""" % {"end": END_US, "tick": TICK_US, "fail_from": FAIL_FROM_US, "fail_until": FAIL_UNTIL_US}
+""" % {"end": END_US, "tick": TICK_US, "fail_from": FAIL_FROM_US, "fail_until": FAIL_UNTIL_US,
+       "unsigned_board": UNSIGNED_BOARD}
 
 BOARD_FILES = {"board.py": "boards/pico_rp2040/board.py", "mp_app.py": "boards/mp_common/mp_app.py",
                "mp_drivers.py": "boards/mp_common/mp_drivers.py",

@@ -4,7 +4,7 @@ unchanged in real MicroPython 1.27 and in CPython. A signed tick line starts wit
 it must be counted all the same, and lines that are no tick (an IMU sample, a refused line) must not be."""
 import pytest
 
-from tests.mp_board.board_script import run_board_script
+from tests.mp_board.board_script import UNSIGNED_BOARD, run_board_script
 
 SCRIPT = """
 import json
@@ -19,17 +19,7 @@ from onboard.runtime.link_runtime import LinkRuntime
 if not hasattr(time, "ticks_us"):          # CPython: the MicroPython tick functions lockstep() times with
     time.ticks_us = lambda: int(time.monotonic() * 1000000)
     time.ticks_diff = lambda a, b: a - b
-
-
-class Board:
-    pass
-
-
-b = Board()
-for k in dir(board):
-    if k.isupper():
-        setattr(b, k, getattr(board, k))
-b.LINK_SIGNING = "off"
+""" + UNSIGNED_BOARD + """
 
 
 class Lines:

@@ -9,9 +9,8 @@ import pytest
 
 from harness.conformance import main_conformance
 from harness.replay import EXIT_BAD_LOG, EXIT_DIVERGED, main_replay
-from onboard.core.samples import ImuSample, PoseSample
-from onboard.runtime.ground_robot import GroundRobotRuntime
 from onboard.runtime.mcap_log import McapLog
+from tests.scenario.test_replay import _edited_recording
 
 pytestmark = pytest.mark.scenario
 TICKS = 30
@@ -19,30 +18,9 @@ MCAP_MAGIC_BYTES = 8
 DATA_END_OPCODE = 0x0F
 
 
-class _Motors:
-    def command(self, cmd):
-        pass
-
-    def stop(self, now_us):
-        pass
-
-
 def _recording(path, edit=lambda topic, msg: msg):
-    """A short ground-robot recording (TICKS ticks of 10 ms) with each record passed through ``edit``."""
-    log = McapLog(str(path))
-
-    def sink(topic, time_us, msg):
-        log.log(topic, time_us, edit(topic, msg))
-
-    app = GroundRobotRuntime([(2.0, 0.0)], _Motors())
-    app.record(sink)
-    for t in range(0, TICKS * 10000, 10000):
-        app.on_imu(ImuSample(t + 10000, 10000, (0.0, 0.0, -0.0980665), (0.0, 0.0, 0.0)))
-        if t % 100000 == 0:
-            app.on_pose(PoseSample(t, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
-        app.step(t)
-    log.close()
-    return path
+    """A short ground-robot recording (TICKS ticks of 10 ms, test_replay's) with each record passed through ``edit``."""
+    return _edited_recording(path, edit)
 
 
 def _strict_json(text):

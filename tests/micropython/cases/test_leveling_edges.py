@@ -4,14 +4,7 @@ return; run under CPython (pytest) and inside MicroPython."""
 from onboard.leveling import grid as G
 from onboard.leveling import memetic as M
 from onboard.leveling.hill_sensing import SPIN, WANDER, HillSensing
-
-
-def _raises(exc, fn, *args):
-    try:
-        fn(*args)
-    except exc:
-        return
-    raise AssertionError("%s not raised" % exc.__name__)
+from test_leveling import _raises
 
 
 def test_hill_sensing_time_going_backwards_is_a_counted_stop():

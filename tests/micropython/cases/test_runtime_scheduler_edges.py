@@ -1,17 +1,6 @@
 """Rate groups on a Node (pure; CPython and MicroPython): a long stall, equal deadlines."""
 from onboard.runtime.node import Node
-
-
-class SteppingClock:
-    def __init__(self):
-        self.t_us = 0
-
-    def now_us(self):
-        return self.t_us
-
-    def sleep_until_us(self, deadline_us):
-        if deadline_us > self.t_us:
-            self.t_us = deadline_us
+from test_runtime_scheduler import SteppingClock
 
 
 def test_a_long_stall_skips_the_ticks_it_covers_and_keeps_the_grid():
