@@ -111,6 +111,21 @@ def run_until_stopped(app, clock, stop, duration_s=None, chunk_us=CHUNK_US):
         app.run(clock, now + chunk_us if end_us is None else min(now + chunk_us, end_us))
 
 
+def run_all(steps):
+    """Call each of ``steps`` (callables taking no argument) in order, the later ones also when an earlier one
+    raises (a service's shutdown: motors released, log closed, ports closed, whichever of them fails); then
+    raise the first exception, if any."""
+    first = None
+    for step in steps:
+        try:
+            step()
+        except BaseException as exc:     # noqa: B036 - re-raised below once every step has run
+            if first is None:
+                first = exc
+    if first is not None:
+        raise first
+
+
 UNIT_TEMPLATE = """[Unit]
 Description=Onboard runtime: {description}
 After=network-online.target

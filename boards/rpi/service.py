@@ -21,8 +21,8 @@ MPU-6050 in: ``python -m harness.sim.rpi_bench run --config ...`` (boards never 
 import os
 import sys
 
-from boards.linux_service import (ServiceStartError, StopSignals, open_log, run_until_stopped, service_main,
-                                  unit_text)
+from boards.linux_service import (ServiceStartError, StopSignals, open_log, run_all, run_until_stopped,
+                                  service_main, unit_text)
 from boards.linux_service import load_config as _load_config
 from boards.rpi import board as C
 from boards.rpi.imu_mpu6050 import RATE_HZ_RULE as IMU_RATE_HZ
@@ -301,10 +301,7 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, i2c_buses=N
             run_until_stopped(app, clock, stop, duration_s)
             reason = stop.reason
     finally:
-        app.shutdown(clock.now_us(), reason=reason)
-        mcap.close()
-        for close in closers:
-            close()
+        run_all([lambda: app.shutdown(clock.now_us(), reason=reason), mcap.close] + list(closers))
     print("onboard-rpi: stopped (%s); motors released; log closed: %s (%d messages)"
           % (reason, log_file, mcap.messages), file=out, flush=True)
     return stop.exit_status()

@@ -39,8 +39,8 @@ import math
 import os
 import sys
 
-from boards.linux_service import (ServiceStartError, StopSignals, open_log, run_until_stopped, service_main,
-                                  unit_text)
+from boards.linux_service import (ServiceStartError, StopSignals, open_log, run_all, run_until_stopped,
+                                  service_main, unit_text)
 from boards.linux_service import load_config as _load_config
 from boards.wamv import board as B
 from boards.wamv.app import DEFAULTS as APP_DEFAULTS
@@ -209,15 +209,19 @@ def run_service(cfg, log_file=None, duration_s=None, out=sys.stdout, port_paths=
             reason = stop.reason
     finally:
         now = clock.now_us()
-        for link in outboards.links.values():   # a link that is down (or never came up) gets one more try
-            if not link.up:
-                link.connect(now)
-        released = outboards.stop(now)          # SetCurrent 0 to both VESCs
-        mcap.log("/shutdown", now, {"time_us": now, "reason": reason, "outboards_released": released,
-                                    "report": json.dumps(app.report(), default=str)})
-        mcap.close()
-        for close in closers:
-            close()
+
+        def release():
+            nonlocal released
+            for link in outboards.links.values():   # a link that is down (or never came up) gets one more try
+                if not link.up:
+                    link.connect(now)
+            released = outboards.stop(now)          # SetCurrent 0 to both VESCs
+
+        def log_shutdown():
+            mcap.log("/shutdown", now, {"time_us": now, "reason": reason, "outboards_released": released,
+                                        "report": json.dumps(app.report(), default=str)})
+
+        run_all([release, log_shutdown, mcap.close] + list(closers))
     print("onboard-wamv: stopped (%s); outboards %s; log closed: %s (%d messages)"
           % (reason, "released" if released else "NOT reached (link down)", log_file, mcap.messages),
           file=out, flush=True)

@@ -138,19 +138,24 @@ class SandWorld:
         iterations = self.cfg["erosion_iterations"] if iterations is None else iterations
         h = self.height_m
         max_step = self._tan_repose * self.cell_m
+        # scratch arrays written in place: per pass the same operations in the same order as
+        # flux = 0; flux[k] += move[k]; flux[k + 1] -= move[k] along each axis; h += flux (bit for bit)
+        flux = np.empty_like(h)
+        rows, cols = h.shape
+        everything = slice(None)
+        moves = [(np.empty((rows - 1, cols), h.dtype), (slice(1, None), everything), (slice(None, -1), everything)),
+                 (np.empty((rows, cols - 1), h.dtype), (everything, slice(1, None)), (everything, slice(None, -1)))]
+        clipped = [np.empty_like(move) for move, _, _ in moves]
         for _ in range(iterations):
-            flux = np.zeros_like(h)
-            for axis in (0, 1):
-                diff = np.diff(h, axis=axis)            # h[k+1] - h[k]
+            flux.fill(0.0)
+            for (move, upper, lower), clip in zip(moves, clipped):
+                np.subtract(h[upper], h[lower], out=move)                 # h[k+1] - h[k]
                 # the part beyond +-max_step: diff - sign(diff) max_step there, exactly 0 within
-                excess = diff - np.minimum(np.maximum(diff, -max_step), max_step)
-                move = 0.25 * excess                    # a quarter: stable with four neighbours
-                if axis == 0:
-                    flux[:-1, :] += move
-                    flux[1:, :] -= move
-                else:
-                    flux[:, :-1] += move
-                    flux[:, 1:] -= move
+                np.minimum(np.maximum(move, -max_step, out=clip), max_step, out=clip)
+                np.subtract(move, clip, out=move)
+                np.multiply(0.25, move, out=move)                         # a quarter: stable with four neighbours
+                flux[lower] += move
+                flux[upper] -= move
             h += flux
         self.cell_updates += iterations * h.size
 
@@ -159,6 +164,12 @@ class Blade:
     """A straight dozer blade of ``width_m`` carrying at most ``capacity_m3`` of sand."""
 
     def __init__(self, width_m=0.40, capacity_m3=0.003, side_spill_fraction=0.25):
+        for name, value, low in (("width_m", width_m, 0.0), ("capacity_m3", capacity_m3, 0.0)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value < math.inf:
+                raise ValueError("Blade %s must be a positive finite number, got %r" % (name, value))
+        if isinstance(side_spill_fraction, bool) or not isinstance(side_spill_fraction, (int, float)) \
+                or not 0.0 <= side_spill_fraction <= 1.0:
+            raise ValueError("Blade side_spill_fraction must be in [0, 1], got %r" % (side_spill_fraction,))
         self.width_m = width_m
         self.capacity_m3 = capacity_m3
         self.side_spill_fraction = side_spill_fraction

@@ -6,9 +6,10 @@ Foxglove opens these files directly (message encoding ``json``, schema encoding
 ``jsonschema``). Log time is the simulated (or board) time in nanoseconds.
 
 Messages go out in zstd-compressed chunks of ``CHUNK_BYTES`` (uncompressed), each with its CRC:
-a log cut short by a crash or power loss keeps every whole chunk before the cut (at most the last
-``CHUNK_BYTES`` of messages are lost, plus the ``batch_records`` messages :meth:`McapLog.log` may
-hold; ``harness replay`` replays such a prefix).
+a log cut short by a crash keeps every whole chunk before the cut (at most the last ``CHUNK_BYTES`` of
+messages are lost, plus the ``batch_records`` messages :meth:`McapLog.log` may hold; ``harness replay``
+replays such a prefix). Each finished chunk is handed to the OS as one write; the log never calls fsync,
+so after a power loss what survives is what the OS had put on the storage by then.
 
 Recording cost: :meth:`McapLog.log` only holds the message; every ``batch_records`` messages are
 encoded together (:func:`encode_message`: a fields getter per sample class and the C JSON encoder,

@@ -39,6 +39,34 @@ def test_erosion_relaxes_steep_slopes():
     assert slope / world.cell_m < math.tan(math.radians(34.0)) * 1.3
 
 
+def test_erosion_pass_is_the_quarter_flux_rule_bit_for_bit():
+    """One pass moves a quarter of each 4-neighbour difference beyond the repose step (h[k+1] - h[k] minus its
+    clip to +-tan(repose) cell), flux summed axis 0 then axis 1, as the grading results were recorded with."""
+    world = SandWorld(rng=np.random.default_rng(4))
+    world.height_m += np.random.default_rng(5).normal(0.0, 0.01, world.height_m.shape)
+    h = world.height_m.copy()
+    max_step = math.tan(math.radians(world.cfg["repose_deg"])) * world.cell_m
+    for _ in range(3):
+        flux = np.zeros_like(h)
+        for axis in (0, 1):
+            diff = np.diff(h, axis=axis)
+            move = 0.25 * (diff - np.clip(diff, -max_step, max_step))
+            lower = (slice(None, -1), slice(None)) if axis == 0 else (slice(None), slice(None, -1))
+            upper = (slice(1, None), slice(None)) if axis == 0 else (slice(None), slice(1, None))
+            flux[lower] += move
+            flux[upper] -= move
+        h += flux
+    world.erode(iterations=3)
+    assert world.height_m.tobytes() == h.tobytes()
+
+
+@pytest.mark.parametrize("kwargs", [{"capacity_m3": 0.0}, {"capacity_m3": float("nan")}, {"width_m": -0.4},
+                                    {"width_m": True}, {"side_spill_fraction": 1.5}, {"capacity_m3": "0.003"}])
+def test_blade_refuses_settings_that_break_its_fill_fraction(kwargs):
+    with pytest.raises(ValueError, match="Blade"):
+        Blade(**kwargs)
+
+
 def test_blade_cuts_to_target_and_spills_when_full():
     world = SandWorld({"piles_min": 0, "piles_max": 0})
     world.add_pile(1.0, 1.0, 0.005, 0.2)

@@ -168,8 +168,20 @@ def test_boat_pinger_results_do_not_depend_on_the_workers():
     assert out[0] == out[1]
 
 
+@pytest.mark.scenario
+def test_boat_pinger_acceptance_counts_the_trials_from_success_min_range_m():
+    """Pingers at 5-20 m are judged when the acceptance's range starts below them (the default 30 m would
+    count none and leave the ratio empty)."""
+    small = {"trials": 4, "pings": [1, 3], "outlier_pings": 4, "range_m": [5.0, 20.0], "success_min_range_m": 5.0,
+             "placement": {"trials": 2, "lengths_m": [1.0, 2.0], "widths_m": [1.0]}}
+    module, config = prepare("boat-pinger", small)
+    metrics = module.run(config, RunContext(7))
+    assert metrics["ratio_3_to_1"] is not None and metrics["ratio_3_to_1"] > 0.0
+
+
 @pytest.mark.parametrize("override, text", [({"pings": [3, 10]}, "must include 1 and 3"),
-                                            ({"placement": {"lengths_m": [5.5]}}, "beyond the deck")])
+                                            ({"placement": {"lengths_m": [5.5]}}, "beyond the deck"),
+                                            ({"range_m": [5.0, 20.0]}, "ends below success_min_range_m")])
 def test_boat_pinger_refuses_settings_that_do_not_fit_together(override, text):
     with pytest.raises(ConfigError, match=text):
         prepare("boat-pinger", override)

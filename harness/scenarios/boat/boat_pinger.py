@@ -22,7 +22,7 @@ Every trial and every (layout, trial) is a job of the sweep runner (``harness.pa
 ``workers`` local processes; results do not depend on it).
 
 ``success``: median error with 3 pings <= ``max_ratio`` x the single-ping median error (the acceptance,
-ranges >= 30 m) and the median error of the outlier case <= ``max_outlier_error_m``.
+ranges >= ``success_min_range_m``, 30 m) and the median error of the outlier case <= ``max_outlier_error_m``.
 Log: ``/pinger/trial`` (each trial's range and errors), ``/pinger/layout`` (each layout's objective).
 Plots: ``pinger_contours`` (figs. 7-8: the contours of one ping and of three, the RANSAC estimate, its
 1-sigma ellipse), ``pinger_errors`` (error against range, 1 vs 3 pings) and ``pinger_layouts`` (the sweep).
@@ -59,6 +59,7 @@ DEFAULTS = {
     "ransac": {"iterations": 200, "inlier_sigmas": 3.0, "max_range_m": 500.0},
     "max_ratio": 0.25,
     "max_outlier_error_m": 1.0,
+    "success_min_range_m": 30.0,         # the 1 vs 3 pings acceptance counts the trials at this range or more
     "placement": {
         "trials": 60,
         "pings": 3,
@@ -98,6 +99,7 @@ SETTING_RANGES = {
     "ransac.max_range_m": POSITIVE,
     "max_ratio": POSITIVE,
     "max_outlier_error_m": POSITIVE,
+    "success_min_range_m": within(0.0, 400.0),
     "placement.trials": int_at_least(0),
     "placement.pings": int_at_least(1),
     "placement.deck_length_m": POSITIVE,
@@ -117,6 +119,9 @@ def check_settings(config):
     if 1 not in config["pings"] or 3 not in config["pings"]:
         raise ConfigError("boat-pinger: pings (%s) must include 1 and 3 (the acceptance compares them)"
                           % config["pings"])
+    if config["range_m"][1] < config["success_min_range_m"]:
+        raise ConfigError("boat-pinger: range_m (%s) ends below success_min_range_m (%s): no trial would count "
+                          "for the acceptance" % (config["range_m"], config["success_min_range_m"]))
     # every trial locates from one ping: the layout must give a fix from one ping (>= 3 distinct hydrophones,
     # not all on one line), else the first trial's locator raises mid-run: the locator's own check decides
     try:
@@ -271,7 +276,7 @@ def run(config, ctx):
                                  "outlier_error_m": t["outlier_error_m"], "outlier_pings": t["outlier_pings"]})
     ranges = np.array([t["range_m"] for t in trials])
     errors = {str(n): np.array([t["errors_m"][str(n)] for t in trials]) for n in config["pings"]}
-    far = ranges >= 30.0
+    far = ranges >= config["success_min_range_m"]
     med = {n: float(np.median(e[far])) if far.any() else None for n, e in errors.items()}
     ratio = med["3"] / med["1"] if far.any() and med["1"] > 0 else None
     by_range = []
