@@ -376,8 +376,9 @@ def _difference(logged, replayed):
             return math.inf, True
         if isinstance(y, float) and not math.isfinite(y):
             y = None                        # the log writes NaN / inf as null
-        if x == y:
-            continue
+        if x == y and not (isinstance(x, float) and isinstance(y, float) and x == 0.0
+                           and math.copysign(1.0, x) != math.copysign(1.0, y)):
+            continue                        # equal, and -0.0 against 0.0 counts as a difference (other bits)
         differs = True
         if isinstance(x, (int, float)) and isinstance(y, (int, float)):
             worst = max(worst, abs(x - y))
