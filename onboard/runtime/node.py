@@ -58,7 +58,7 @@ class NodeConfigError(ValueError):
 
 
 class Node:
-    """latching_failsafe: a tripped failsafe stays engaged until ``failsafe.reset()``.
+    """latching_failsafe: a tripped failsafe stays engaged until ``failsafe.reset()`` once its reasons cleared.
     start_us: time the watched inputs count from before their first sample.
     log: optional ``log(topic, time_us, msg)``."""
 

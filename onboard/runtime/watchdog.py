@@ -58,8 +58,13 @@ class Failsafe:
         self.reasons.discard(reason)
 
     def reset(self):
-        """Operator reset of a latched failsafe (reasons still present keep it engaged)."""
+        """Operator reset of a latched failsafe: releases it when no reason remains and returns True; while a
+        reason is present (an input still stale) the latch stays set, so the failsafe does not release by
+        itself once that reason clears, and returns False."""
+        if self.reasons:
+            return False
         self._latched = False
+        return True
 
 
 class _Input:

@@ -71,10 +71,25 @@ def test_latching_failsafe_holds_until_reset():
         _feed(rt, t)
         rt.step(t)
     assert rt.failsafe.engaged
-    rt.failsafe.reset()
+    assert rt.failsafe.reset()
     _feed(rt, 410000)
     rt.step(410000)
     assert not rt.failsafe.engaged
+
+
+def test_a_reset_while_the_input_is_still_stale_does_not_release_it_later():
+    """The operator's reset counts only once nothing keeps the failsafe engaged: pressed while the IMU is
+    still silent, the failsafe stays engaged when the IMU comes back, until the next reset."""
+    motors = RecordingMotors()
+    rt = GroundRobotRuntime([(2.0, 0.0)], motors, {"latching_failsafe": True})
+    rt.step(0)
+    rt.step(100000)                                   # IMU stale
+    assert rt.failsafe.engaged and not rt.failsafe.reset()
+    for t in range(110000, 400001, 10000):
+        _feed(rt, t)
+        rt.step(t)
+    assert rt.failsafe.engaged
+    assert rt.failsafe.reset() and not rt.failsafe.engaged
 
 
 def test_hold_stands_still_until_the_next_mission():
