@@ -556,7 +556,7 @@ class CutEstimation:
         else:
             dt = 1.0 / SAMPLE_RATE_HZ
             fx = fx_from_drive(self.machine, [s.drive_torque_nm for s in samples], [s.speed_mps for s in samples],
-                               [s.pitch_rad for s in samples], dt)
+                               [s.pitch_rad for s in samples], dt, time_us=[s.time_us for s in samples])
             fz = fz_from_pressure(self.machine, [s.lift_pressure_pa for s in samples], [s.lift_m for s in samples],
                                   fx)
             forces = {s.time_us: (float(a), float(b)) for s, a, b in zip(samples, fx, fz)}

@@ -40,9 +40,12 @@ def fz_from_pressure(machine, pressure_pa, lift_m, fx_n):
     return (moment - np.asarray(fx_n, dtype=float) * h) / lever - b["mass_kg"] * GRAVITY_MPS2
 
 
-def speed_slope_mps2(speed_mps, dt_s, half_window=6):
+def speed_slope_mps2(speed_mps, dt_s, half_window=6, time_us=None):
     """Acceleration [m/s^2] at each sample: the least-squares slope of the speed over the samples within
-    +-``half_window`` of it (fewer at the ends; 0 with a single sample), samples ``dt_s`` apart."""
+    +-``half_window`` of it (fewer at the ends; 0 with a single sample), samples ``dt_s`` apart. With
+    ``time_us`` (the samples' stamps, us, in time order) a gap (a stamp more than 1 us off ``dt_s`` from the
+    one before it: dropped samples, or a repeated stamp) puts each sample at its own time in the fit; evenly
+    stamped samples give the same numbers as without."""
     v = np.asarray(speed_mps, dtype=float)
     n = v.size
     if n < 2:
@@ -51,6 +54,12 @@ def speed_slope_mps2(speed_mps, dt_s, half_window=6):
     lo = np.maximum(idx - half_window, 0)
     hi = np.minimum(idx + half_window + 1, n)
     k = np.arange(n, dtype=float)
+    if time_us is not None:
+        t = np.asarray(time_us, dtype=np.int64)
+        if t.shape != v.shape:
+            raise ValueError("speed_slope_mps2: time_us must be %d stamps, one per speed, got %d" % (n, t.size))
+        if np.any(np.abs(np.diff(t) - dt_s * 1e6) > 1.0):
+            k = (t - t[0]) / (dt_s * 1e6)        # the samples' positions in periods of dt_s
     c1 = np.concatenate(([0.0], np.cumsum(v)))
     ck = np.concatenate(([0.0], np.cumsum(k)))
     ckk = np.concatenate(([0.0], np.cumsum(k * k)))
@@ -63,14 +72,15 @@ def speed_slope_mps2(speed_mps, dt_s, half_window=6):
     return slope / dt_s
 
 
-def fx_from_drive(machine, torque_nm, speed_mps, pitch_rad, dt_s, half_window=6):
+def fx_from_drive(machine, torque_nm, speed_mps, pitch_rad, dt_s, half_window=6, time_us=None):
     """The horizontal soil force [N] from the sprocket torque [N m] of both tracks (the dynamics-model route
     of the paper's section 4; it measures F_x only): F_x = tau / r - c_rr m g cos(pitch) - m g sin(pitch)
     - m a, the acceleration a from :func:`speed_slope_mps2` of the measured speed (arrays in time order,
-    spacing ``dt_s``). The rolling resistance ignores F_z's share of the normal load."""
+    spacing ``dt_s``; ``time_us``, the stamps, places the samples around a gap). The rolling resistance ignores
+    F_z's share of the normal load."""
     tau = np.asarray(torque_nm, dtype=float)
     pitch = np.asarray(pitch_rad, dtype=float)
     m = machine["mass_kg"]
-    acc = speed_slope_mps2(speed_mps, dt_s, half_window)
+    acc = speed_slope_mps2(speed_mps, dt_s, half_window, time_us)
     return (tau / machine["sprocket_radius_m"] - machine["rolling_resistance"] * m * GRAVITY_MPS2 * np.cos(pitch)
             - m * GRAVITY_MPS2 * np.sin(pitch) - m * acc)
