@@ -17,13 +17,22 @@ PRIORITY_SENSOR = 10
 PRIORITY_DEFAULT = 20
 
 
-class SimClockError(RuntimeError):
-    pass
+class SimClockError(RuntimeError, ValueError):
+    """A time or period the clock cannot take: in the past, not positive, NaN or infinite (a ValueError, as
+    all bad input; a RuntimeError for the callers that catch it as one)."""
+
+
+def _time_us(time_us, what="time"):
+    """``time_us`` as an integer number of microseconds; SimClockError for NaN or an infinity."""
+    try:
+        return int(time_us)
+    except (ValueError, OverflowError):
+        raise SimClockError("%s %r us is not a finite number of microseconds" % (what, time_us)) from None
 
 
 class SimClock:
     def __init__(self, start_us=0):
-        self._now_us = int(start_us)
+        self._now_us = _time_us(start_us, "start")
         self._queue = []
         self._seq = 0
         self.events_fired = 0
@@ -33,7 +42,10 @@ class SimClock:
 
     def call_at(self, time_us, fn, priority=PRIORITY_DEFAULT):
         """Run ``fn(now_us)`` once at ``time_us`` (not before now)."""
-        time_us = int(time_us)
+        try:
+            time_us = int(time_us)
+        except (ValueError, OverflowError):
+            time_us = _time_us(time_us)     # raises its SimClockError
         if time_us < self._now_us:
             raise SimClockError("cannot schedule at %d us, already at %d us" % (time_us, self._now_us))
         heapq.heappush(self._queue, (time_us, priority, self._seq, fn))
@@ -44,7 +56,7 @@ class SimClock:
         a key for :meth:`call_reserved`. Lets a caller whose deadline keeps moving (a radio's timer
         re-armed on every frame) keep one event in the queue instead of one per move, while the event
         that finally fires still fires exactly where call_at would have put it."""
-        time_us = int(time_us)
+        time_us = _time_us(time_us)
         if time_us < self._now_us:
             raise SimClockError("cannot schedule at %d us, already at %d us" % (time_us, self._now_us))
         key = (time_us, priority, self._seq)
@@ -59,10 +71,10 @@ class SimClock:
 
     def call_every(self, period_us, fn, start_us=None, priority=PRIORITY_DEFAULT):
         """Run ``fn(now_us)`` every ``period_us`` from ``start_us`` (default: now)."""
-        period_us = int(period_us)
+        period_us = _time_us(period_us, "period")
         if period_us <= 0:
             raise SimClockError("period must be positive, got %d us" % period_us)
-        first = self._now_us if start_us is None else int(start_us)
+        first = self._now_us if start_us is None else _time_us(start_us)
 
         def periodic(now_us):
             fn(now_us)
@@ -79,7 +91,10 @@ class SimClock:
 
     def advance_to(self, time_us):
         """Fire every event due at or before ``time_us``, then set the time to ``time_us``."""
-        time_us = int(time_us)
+        try:
+            time_us = int(time_us)
+        except (ValueError, OverflowError):
+            time_us = _time_us(time_us)     # raises its SimClockError
         if time_us < self._now_us:
             raise SimClockError("time cannot go back from %d to %d us" % (self._now_us, time_us))
         q = self._queue
@@ -91,7 +106,7 @@ class SimClock:
         self._now_us = time_us
 
     def advance(self, dt_us):
-        self.advance_to(self._now_us + int(dt_us))
+        self.advance_to(self._now_us + _time_us(dt_us, "step"))
 
     def sleep_until_us(self, deadline_us):
         """Board-clock interface: simulated time jumps to the deadline (never backwards),

@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from harness.sim.sensors.sim_sensor import SimSensor
+from onboard.core.units import hz_to_period_us
 from onboard.vessel.buoy_perception import LidarFrame
 
 DEFAULTS = {
@@ -53,13 +54,15 @@ class LidarConfigError(ValueError):
 def check_config(cfg):
     """``cfg`` merged over :data:`DEFAULTS`, checked (raises :class:`LidarConfigError`, one line)."""
     out = dict(DEFAULTS)
+    if cfg is not None and not isinstance(cfg, dict):
+        raise LidarConfigError("lidar: settings must be a table, got %r" % (cfg,))
     for k, v in (cfg or {}).items():
         if k not in DEFAULTS:
             raise LidarConfigError("lidar.%s: unknown setting (known: %s)" % (k, ", ".join(DEFAULTS)))
         out[k] = v
     if out["beams"] not in ("vlp16", "planar"):
         raise LidarConfigError("lidar.beams: must be 'vlp16' or 'planar', got %r" % (out["beams"],))
-    for k, lo, hi in (("azimuth_res_deg", 0.01, 45.0), ("rate_hz", 0.1, 100.0), ("max_range_m", 1.0, 1000.0),
+    for k, lo, hi in (("azimuth_res_deg", 0.01, 45.0), ("rate_hz", 1.0, 100.0), ("max_range_m", 1.0, 1000.0),
                       ("min_range_m", 0.0, 100.0), ("range_sigma_m", 0.0, 10.0), ("mount_height_m", 0.05, 20.0),
                       ("mount_forward_m", -20.0, 20.0), ("mount_right_m", -20.0, 20.0),
                       ("shore_height_m", 0.0, 100.0), ("planar_elevation_deg", -30.0, 30.0)):
@@ -67,6 +70,11 @@ def check_config(cfg):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (lo <= v <= hi):
             raise LidarConfigError("lidar.%s: must be a number in [%g, %g], got %r" % (k, lo, hi, v))
         out[k] = float(v)
+    try:
+        hz_to_period_us(out["rate_hz"])     # the sensor ticks on the microsecond clock (LidarSensor)
+    except ValueError:
+        raise LidarConfigError("lidar.rate_hz: must be a whole number of Hz whose period is a whole number of "
+                               "microseconds (e.g. 5, 10, 20), got %r" % (out["rate_hz"],)) from None
     if out["min_range_m"] >= out["max_range_m"]:
         raise LidarConfigError("lidar.min_range_m: must be below max_range_m")
     return out

@@ -233,7 +233,9 @@ class SoilTerrain:
         return self._bilinear(self.height_m - self.loose_m, north_m, east_m)
 
     def cell_index(self, north_m, east_m):
-        """(i, j) of the cell holding the point, or None outside the grid."""
+        """(i, j) of the cell holding the point, or None outside the grid or for a non-finite point."""
+        if not (north_m - north_m == 0 and east_m - east_m == 0):     # NaN or an infinity
+            return None
         i = int(math.floor(north_m / self.cell_m))
         j = int(math.floor(east_m / self.cell_m))
         if 0 <= i < self.n_north and 0 <= j < self.n_east:

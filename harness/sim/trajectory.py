@@ -30,6 +30,7 @@ samples, what a physical gyro integrates (it differs from the Euler-angle form o
 eq. 4a at second order).
 """
 import math
+import numbers
 
 import numpy as np
 
@@ -184,12 +185,21 @@ class Trajectory:
         return dvel, dang
 
 
+def _is_sequence(v):
+    """A list, tuple or array (not a string or a table)."""
+    return hasattr(v, "__len__") and hasattr(v, "__getitem__") and not isinstance(v, (str, bytes, dict))
+
+
 def _leg_rows(legs):
+    if not _is_sequence(legs):
+        raise TrajectoryError("legs must be a list of [north_m, east_m, down_m, roll_deg, pitch_deg, yaw_deg, "
+                              "duration_s] rows, got %r" % (legs,))
     rows = []
     for i, leg in enumerate(legs):
-        if len(leg) != 7:
+        if not _is_sequence(leg) or len(leg) != 7 \
+                or any(isinstance(v, bool) or not isinstance(v, numbers.Real) for v in leg):
             raise TrajectoryError("leg %d must be [north_m, east_m, down_m, roll_deg, pitch_deg, yaw_deg, "
-                                  "duration_s], got %r" % (i, leg))
+                                  "duration_s] numbers, got %r" % (i, leg))
         row = [float(v) for v in leg]
         if not all(math.isfinite(v) for v in row):
             raise TrajectoryError("leg %d has non-finite values" % i)
@@ -211,6 +221,9 @@ def leg_samples(legs, rate_hz):
     for i in range(1, len(rows)):
         dur_us = s_to_us(rows[i][6])
         n = dur_us // dt_us
+        if n == 0:
+            raise TrajectoryError("leg %d duration %r s is shorter than the %d us sample period"
+                                  % (i, rows[i][6], dt_us))
         if n * dt_us != dur_us:
             raise TrajectoryError("leg %d duration %r s is not a multiple of the %d us sample period"
                                   % (i, rows[i][6], dt_us))

@@ -46,6 +46,7 @@ import zlib
 from harness.sim.ptys import PtyPair
 from onboard.comms.vesc import codec
 from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, int_at_least, int_within
+from onboard.core.units import s_to_us
 
 # ---------------------------------------------------------------- command ids the codec does not name
 # (vedderb/bldc datatypes.h COMM_PACKET_ID)
@@ -73,6 +74,7 @@ NOT_HONOURED = (1, 2, 3, 11, 13, COMM_GET_MCCONF, 15, 16, COMM_GET_APPCONF, 18, 
                 27, 28, COMM_REBOOT, 31, 32, 33, COMM_GET_IMU_DATA, 90, COMM_GET_CUSTOM_CONFIG_XML, 93, 94, 95,
                 117, 118, 119)
 
+HISTORY_MAX = 100000                     # SimVesc.history keeps at least the latest this many commands
 HW_TYPE_VESC = 0                         # datatypes.h HW_TYPE: a motor controller (not a BMS or custom module)
 UUID_BYTES = 12                          # the STM32's 96-bit unique id
 
@@ -138,7 +140,8 @@ class SimVesc:
         self.amp_hours = 0.0
         self.watt_hours = 0.0
         self.commands = {}
-        self.history = []               # (time_us, command id, value) of every command received
+        self.history = []               # (time_us, command id, value) of the commands received: the latest
+        self.history_max = HISTORY_MAX  # history_max at least (older ones are let go, in batches)
         self._sum_i = 0.0
         self._sum_iin = 0.0
         self._n_avg = 0
@@ -150,7 +153,7 @@ class SimVesc:
     def inject_fault(self, code, now_us, duration_s=None):
         """Raise fault ``code`` (mc_fault_code); held for ``duration_s`` or until cleared."""
         self.fault_code = int(code)
-        self._fault_until_us = None if duration_s is None else now_us + int(duration_s * 1e6)
+        self._fault_until_us = None if duration_s is None else now_us + s_to_us(duration_s)
         self._release()
 
     def clear_fault(self):
@@ -170,7 +173,10 @@ class SimVesc:
             self.commands["malformed"] = self.commands.get("malformed", 0) + 1
             return None
         self.commands[cmd] = self.commands.get(cmd, 0) + 1
-        self.history.append((now_us, cmd, value))
+        history = self.history
+        history.append((now_us, cmd, value))
+        if len(history) >= 2 * self.history_max:
+            del history[:-self.history_max]     # bounded: a simulator serving for hours keeps the latest ones
         self.now_us = max(self.now_us, now_us)
         if cmd == codec.COMM_FW_VERSION:
             return encode_fw_version(self.cfg["fw_major"], self.cfg["fw_minor"], self.cfg["hw_name"], self.uuid)
@@ -257,7 +263,10 @@ class SimVesc:
 
     # ------------------------------------------------------------ physics
     def step(self, dt_s, now_us):
-        """Advance the motor by ``dt_s`` seconds (called from the physics event)."""
+        """Advance the motor by ``dt_s`` seconds (called from the physics event); ValueError for a negative,
+        NaN or infinite ``dt_s``, the state unchanged."""
+        if not 0.0 <= dt_s < math.inf:
+            raise ValueError("SimVesc.step: dt_s must be a finite number of seconds >= 0, got %r" % (dt_s,))
         cfg = self.cfg
         self.now_us = max(self.now_us, now_us)
         if self._fault_until_us is not None and now_us >= self._fault_until_us:
@@ -404,6 +413,8 @@ class SimVescPort:
                 try:
                     can_id, payload = codec.unwrap_forward_can(payload)
                 except codec.VescDecodeError:
+                    # no inner command: nothing reaches the bus; counted as the local VESC's malformed request
+                    self.local.commands["malformed"] = self.local.commands.get("malformed", 0) + 1
                     continue
                 target = self.can_bus.get(can_id)
                 if target is None:

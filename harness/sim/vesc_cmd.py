@@ -109,7 +109,7 @@ def parse_fault(text, ids):
     if not (start_s >= 0.0 and start_s < 1e7) or (duration_s is not None and not (0.0 < duration_s < 1e7)):
         raise VescCliError("--fault %r: START_S must be >= 0 and DURATION_S > 0 (seconds)" % (text,))
     name = FAULT_ALIASES.get(spec.lower(), spec.upper())
-    if name.isdigit():
+    if name.isdecimal():                # int() takes these ("²" is a digit that int() refuses)
         code = int(name)
     elif name in codec.FAULT_NAMES:
         code = codec.FAULT_NAMES.index(name)

@@ -72,7 +72,10 @@ class SimWorld:
     def run(self, until_us, step_us, done=None, each_step=None):
         """Run the app, and the world with it, in steps of ``step_us`` (us) up to ``until_us`` or until
         ``done()`` is true after a step; ``each_step(t_us)`` after every step. Returns whether ``done()``
-        became true. The app's ticks run up to (excluding) each step's end."""
+        became true. The app's ticks run up to (excluding) each step's end. ValueError for a ``step_us`` that
+        is not a positive number of microseconds (a step of 0 would never reach ``until_us``)."""
+        if isinstance(step_us, bool) or not step_us > 0:
+            raise ValueError("run: step_us must be a positive number of microseconds, got %r" % (step_us,))
         clock = self.clock
         t = clock.now_us()
         finished = done is not None and done()

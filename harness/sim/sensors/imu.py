@@ -41,9 +41,15 @@ class PlanarImu:
         return (v.yaw_rad, v.vel_ned_mps())
 
     def sample(self, now_us):
-        """ImuSample for the interval since the previous call (None on the first call)."""
-        truth = self._truth()
+        """ImuSample for the interval since the previous call (None on the first call). ``now_us`` (us) must
+        be later than the previous call's (ValueError otherwise; the sensor's state and noise stream stay as
+        they were). The yaw change is taken in (-pi, pi], so a vehicle that wraps its yaw reads the short
+        way round."""
         last = self._last
+        if last is not None and not now_us > last[0]:
+            raise ValueError("PlanarImu: sample at %r us is not after the previous sample at %d us"
+                             % (now_us, last[0]))
+        truth = self._truth()
         self._last = (now_us, truth)
         if last is None:
             return None
@@ -52,6 +58,10 @@ class PlanarImu:
         dt_us = now_us - t0
         dt = dt_us * 1e-6
         dyaw = yaw1 - yaw0
+        if dyaw > math.pi:
+            dyaw -= 2.0 * math.pi
+        elif dyaw <= -math.pi:
+            dyaw += 2.0 * math.pi
         mid = yaw0 + 0.5 * dyaw
         c, s = math.cos(mid), math.sin(mid)
         dv_n = vel1[0] - vel0[0]

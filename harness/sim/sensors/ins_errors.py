@@ -52,7 +52,7 @@ SETTING_RANGES = dict({key: vector(3, NON_NEGATIVE) for key in ("ic_pos_m", "ic_
 def noise_setting(name, overrides=None):
     """A copy of one of NOISE_SETTINGS (noise_less, sensor_fusion, extreme), with ``overrides`` (its keys)
     merged in and checked (:func:`onboard.core.settings.checked`)."""
-    if name not in NOISE_SETTINGS:
+    if not isinstance(name, str) or name not in NOISE_SETTINGS:
         near = closest(name, NOISE_SETTINGS) if isinstance(name, str) else None
         raise ConfigError("unknown noise setting %r (%s)" % (name, "did you mean %r?" % near if near else
                                                              "known: %s" % ", ".join(sorted(NOISE_SETTINGS))))
@@ -76,7 +76,10 @@ class ImuErrors:
                    imu_cfg["accel_rw_mps_per_sqrt_s"], math.radians(imu_cfg["gyro_rw_dps_per_sqrt_s"]))
 
     def apply(self, dvel_body_mps, dang_body_rad, dt_s, rng):
-        """Erroneous increments (eq. 10) for arrays (N, 3) of clean ones; returns new arrays."""
+        """Erroneous increments (eq. 10) for arrays (N, 3) of clean ones over ``dt_s`` (s, finite, >= 0:
+        ValueError otherwise); returns new arrays."""
+        if not 0.0 <= dt_s < math.inf:
+            raise ValueError("ImuErrors.apply: dt_s must be a finite number of seconds >= 0, got %r" % (dt_s,))
         dvel = np.asarray(dvel_body_mps, dtype=float)
         dang = np.asarray(dang_body_rad, dtype=float)
         sq = math.sqrt(dt_s)

@@ -25,6 +25,7 @@ import math
 from onboard.core.rotations import d2e, dcm_mul, e2d
 from onboard.core.samples import PoseSample
 from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, RATE_HZ, checked, one_of, vector
+from onboard.core.units import s_to_us
 
 DEFAULTS = {
     "rate_hz": 10,
@@ -52,11 +53,13 @@ class AidingPoseSensor:
         self.samples = 0
 
     def in_dropout(self, now_us):
+        """Whether ``now_us`` (us) lies in the dropout window [dropout_start_s, dropout_start_s +
+        dropout_duration_s), its ends rounded to whole microseconds."""
         start = self.cfg["dropout_start_s"]
         if start < 0:
             return False
-        t = now_us * 1e-6
-        return start <= t < start + self.cfg["dropout_duration_s"]
+        start_us = s_to_us(start)
+        return start_us <= now_us < start_us + s_to_us(self.cfg["dropout_duration_s"])
 
     def sample(self, now_us):
         """A noisy PoseSample, or None inside a dropout window."""

@@ -24,7 +24,7 @@ import math
 from onboard.core.angles import wrap_pi
 from onboard.core.samples import ImuSample
 from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, within
-from onboard.core.units import G_MPS2
+from onboard.core.units import G_MPS2, s_to_us
 from onboard.vessel.samples import HeadingSample, PositionSample, YawRateSample
 
 GNSS_DEFAULTS = {
@@ -67,8 +67,8 @@ class _Periodic:
         """True when a sample is due at ``now_us`` (every period from t = 0; missed ones are skipped)."""
         if now_us < self.next_us:
             return False
-        while self.next_us <= now_us:
-            self.next_us += self.period_us
+        # the first period boundary after now_us, in one step however many periods were missed
+        self.next_us += (int((now_us - self.next_us) // self.period_us) + 1) * self.period_us
         return True
 
     def poll(self, now_us):
@@ -97,7 +97,7 @@ class Gnss(_Periodic):
             self.dropped += 1
             return None
         if c["dropout_prob"] > 0.0 and rng.uniform() < c["dropout_prob"]:
-            self.dropout_until_us = now_us + int(c["dropout_s"] * 1e6)
+            self.dropout_until_us = now_us + s_to_us(c["dropout_s"])
             self.dropped += 1
             return None
         noise = rng.standard_normal(2) * c["sigma_m"]
@@ -127,9 +127,13 @@ class BoatImu(_Periodic):
         self._last = None
 
     def sample(self, now_us):
+        """ImuSample for the interval since the previous sample (None for the first). ``now_us`` (us) must be
+        later than the previous sample's (ValueError otherwise; the state and noise stream stay as they were)."""
         v = self.vessel
-        truth = (now_us, v.yaw_rad, v.vel_ned_mps())
         last = self._last
+        if last is not None and not now_us > last[0]:
+            raise ValueError("boat imu: sample at %r us is not after the previous sample at %d us" % (now_us, last[0]))
+        truth = (now_us, v.yaw_rad, v.vel_ned_mps())
         self._last = truth
         if last is None:
             return None

@@ -7,6 +7,7 @@ that slip when turning); the pose is integrated exactly along the arc per step.
 Frames: NED plane, yaw from north towards east.
 """
 import math
+import numbers
 
 from onboard.control.diffdrive import body_twist
 from onboard.core.settings import ANY_NUMBER, POSITIVE, UNIT_OPEN, checked, pair
@@ -23,6 +24,16 @@ DEFAULTS = {
 SETTING_RANGES = {"wheelbase_m": POSITIVE, "wheel_radius_m": POSITIVE, "motor_time_constant_s": POSITIVE,
                   "max_wheel_radps": POSITIVE, "turn_efficiency": UNIT_OPEN, "start_ne_m": pair(ANY_NUMBER),
                   "start_yaw_deg": ANY_NUMBER}
+
+
+def _finite_number(v):
+    """A finite real number (int, float, numpy scalar) within the floats, not a bool."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:               # an int beyond the floats
+        return False
 
 
 class DiffDriveRobot:
@@ -42,9 +53,10 @@ class DiffDriveRobot:
         self.distance_m = 0.0
 
     def command(self, left_radps, right_radps):
-        """Wheel speed commands (rad/s), clamped to +-``max_wheel_radps``. A pair holding NaN or inf is
-        refused (the commands held stay; counted in ``rejected_commands``); returns whether it was taken."""
-        if not (math.isfinite(left_radps) and math.isfinite(right_radps)):
+        """Wheel speed commands (rad/s), clamped to +-``max_wheel_radps``. A pair holding NaN, inf, a bool or
+        a non-number is refused (the commands held stay; counted in ``rejected_commands``); returns whether it
+        was taken."""
+        if not (_finite_number(left_radps) and _finite_number(right_radps)):
             self.rejected_commands += 1
             return False
         lim = self.cfg["max_wheel_radps"]
@@ -53,7 +65,10 @@ class DiffDriveRobot:
         return True
 
     def step(self, dt_s):
-        """Advance the physics by dt_s seconds."""
+        """Advance the physics by dt_s seconds (0: nothing moves); ValueError for a negative, NaN or infinite
+        dt_s, the state unchanged."""
+        if not 0.0 <= dt_s < math.inf:
+            raise ValueError("DiffDriveRobot.step: dt_s must be a finite number of seconds >= 0, got %r" % (dt_s,))
         a = 1.0 - math.exp(-dt_s / self.cfg["motor_time_constant_s"])
         self.left_radps += a * (self.left_cmd_radps - self.left_radps)
         self.right_radps += a * (self.right_cmd_radps - self.right_radps)

@@ -24,6 +24,7 @@ linearly with airborne time (a stand-in for pm.vbat, not a battery model).
 Time is passed in: ``step(dt_s)``; the model reads no clock.
 """
 import math
+import numbers
 
 from onboard.core.settings import ANY_NUMBER, NON_NEGATIVE, POSITIVE, checked, pair
 
@@ -59,13 +60,20 @@ V_MOTORS_OFF = "motors_off"
 
 
 def _finite(*values):
-    """True when every value is an int or a finite float (called every physics step: kept cheap)."""
+    """True when every value is a finite real number (int, float or a numpy scalar) within the floats, not a
+    bool."""
     for v in values:
         if isinstance(v, float):
             if not math.isfinite(v):
                 return False
-        elif not isinstance(v, int):
+        elif isinstance(v, bool) or not isinstance(v, numbers.Real):
             return False
+        else:
+            try:
+                if not math.isfinite(v):
+                    return False
+            except OverflowError:           # an int beyond the floats
+                return False
     return True
 
 
@@ -176,9 +184,12 @@ class Drone2D:
         return self._lag
 
     def step(self, dt_s):
-        """Advance dt_s seconds (exact first-order responses, then limits)."""
-        if not (dt_s > 0):
+        """Advance dt_s seconds (exact first-order responses, then limits); 0 does nothing. ValueError for a
+        negative, NaN or infinite dt_s, the state unchanged."""
+        if dt_s == 0:
             return
+        if not 0.0 < dt_s < math.inf:
+            raise ValueError("Drone2D.step: dt_s must be a finite number of seconds >= 0, got %r" % (dt_s,))
         cfg = self.cfg
         lag_vel, lag_yaw, lag_height = self._lag_factors(dt_s)
         self._step_vertical(dt_s, lag_height)
