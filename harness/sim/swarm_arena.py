@@ -91,7 +91,8 @@ def relative_pose_body(pos_own, yaw_own, pos_obj, yaw_obj=None):
 
 
 def sample_separated(rng, n_envs, n_points, half_m, min_sep_m, tries=200):
-    """Points uniform in [-half, half]^2 with pairwise separation >= min_sep (rejection per env)."""
+    """Points uniform in [-half, half]^2 with pairwise separation >= min_sep (rejection per env); ValueError naming
+    that square's side (2 half_m, m) when ``tries`` draws per point do not place them."""
     out = np.zeros((n_envs, n_points, 2))
     for e in range(n_envs):
         pts = []
@@ -102,7 +103,7 @@ def sample_separated(rng, n_envs, n_points, half_m, min_sep_m, tries=200):
                 if len(pts) == n_points:
                     break
         if len(pts) < n_points:
-            raise ValueError("cannot place %d points %.2f m apart in a %.1f m arena" % (n_points, min_sep_m, 2 * half_m))
+            raise ValueError("cannot place %d points %.2f m apart in a %.2f m square" % (n_points, min_sep_m, 2 * half_m))
         out[e] = pts
     return out
 
@@ -219,15 +220,20 @@ class SwarmBatch:
         """
         c = self.cfg
         a = np.asarray(actions)
-        if a.shape != (self.B, self.M) or a.min() < 0 or a.max() >= N_ACTIONS:
+        if (a.shape != (self.B, self.M) or not np.issubdtype(a.dtype, np.integer) or a.min() < 0
+                or a.max() >= N_ACTIONS):
             raise ValueError("actions must be ints 0..8 of shape %r" % ((self.B, self.M),))
         self.cmd_body = setpoints_after(self.cmd_body, a, self.dt_s, c["accel_mps2"], c["max_speed_mps"])
         return self.step_setpoints(self.cmd_body)
 
     def step_setpoints(self, cmd_body):
-        """Track body-frame velocity setpoints [B, M, 2] for one policy period; returns the eq. 4 reward."""
+        """Track body-frame velocity setpoints [B, M, 2] (m/s) for one policy period; returns the eq. 4 reward.
+        Setpoints of another size or not finite raise ValueError and change nothing."""
         c = self.cfg
-        self.cmd_body = np.asarray(cmd_body, dtype=float).reshape(self.B, self.M, 2)
+        cmd = np.asarray(cmd_body, dtype=float)
+        if cmd.size != self.B * self.M * 2 or not np.all(np.isfinite(cmd)):
+            raise ValueError("setpoints must be %d x %d x 2 finite numbers (m/s), got %r" % (self.B, self.M, cmd_body))
+        self.cmd_body = cmd.reshape(self.B, self.M, 2)
         dt = c["physics_dt_s"]
         half = c["arena_m"] / 2.0 + c["wall_margin_m"]
         lag = 1.0 - math.exp(-dt / c["vel_time_constant_s"])

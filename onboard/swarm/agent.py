@@ -166,7 +166,7 @@ class Track:
         self.last_net_us = None        # the estimator's dt is the time since its previous input
         self.net_steps = 0             # estimator inputs so far (its history length)
         self.rejected = 0
-        self.time_faults = 0           # ... of them stamped before the track's last input (rejected too)
+        self.time_faults = 0           # ... of them without a finite time or stamped before the last input
         self.negative_ranges = 0
         self.range_lp_m = None         # low-passed range (range_smoothing_s), m
         self.recent_ranges = []        # (time_us, range_m) of the last brake_window_s (range-rate brake)
@@ -220,7 +220,8 @@ class SwarmAgent:
         self.last_action = act_mod.SLOW_DOWN
         self.last_us = None
         self.steps = 0
-        self.time_faults = 0            # policy steps refused: their time was before the last one's
+        self.time_faults = 0            # policy steps refused: their time was not finite or before the last one's
+        self.rejected_steps = 0         # policy steps refused: the own velocity was not two finite numbers
         self.guard_overrides = 0
         self.guard_holds = 0            # policy steps the guard hovered (guard_residual_m)
         self.brakes = 0                 # policy steps the range-rate brake hovered (brake_ttc_s)
@@ -264,9 +265,13 @@ class SwarmAgent:
         it reads each step as a period of motion (replayed flights: 0.31 m / 28 deg vs 0.30 m / 13 deg
         fed once per period). Callers with several ranges in a period mark the last one."""
         t = self._track(obj_id)
-        if range_m is not None and not (isinstance(range_m, (int, float)) and range_m == range_m
-                                        and range_m != _INF and range_m != -_INF):
+        if range_m is not None and not (isinstance(range_m, (int, float)) and not isinstance(range_m, bool)
+                                        and range_m == range_m and range_m != _INF and range_m != -_INF):
             t.rejected += 1
+            return t.est
+        if not act_mod.finite_number(now_us):
+            t.rejected += 1                  # no time to step to (None, text, NaN): nothing is applied
+            t.time_faults += 1
             return t.est
         latest_us = t.last_us
         for us in (t.last_range_us, t.last_net_us):
@@ -278,6 +283,9 @@ class SwarmAgent:
             t.rejected += 1
             t.time_faults += 1
             return t.est
+        # what a refused update must leave as it was (the filter leaves its particles untouched itself)
+        saved = dict(t.__dict__)
+        saved_ranges = list(t.recent_ranges)
         if range_m is not None and range_m < 0.0:
             t.negative_ranges += 1
             range_m = 0.0
@@ -285,9 +293,6 @@ class SwarmAgent:
         net_dt_s = 0.0 if t.last_net_us is None else (now_us - t.last_net_us) * 1e-6
         mode = self.cfg["mode"]
         net_due = False
-        # what a refused update must leave as it was (the filter leaves its particles untouched itself)
-        saved = dict(t.__dict__)
-        saved_ranges = list(t.recent_ranges)
         try:
             if range_m is not None:
                 x = (net_dt_s, range_m, v_own_body_mps[0], v_own_body_mps[1], v_obj_body_mps[0], v_obj_body_mps[1])
@@ -398,7 +403,7 @@ class SwarmAgent:
         oldest_us = now_us - int(self.cfg["brake_window_s"] * 1e6)
         for obj_id, t in self.tracks.items():
             pts = t.recent_ranges
-            if obj_id == GOAL_ID or len(pts) < self.cfg["brake_min_samples"]:
+            if obj_id == GOAL_ID or not pts or len(pts) < self.cfg["brake_min_samples"]:
                 continue
             if pts[-1][0] < oldest_us:
                 # no range within the window (a neighbour gone silent): its old fit, extrapolated, only
@@ -434,12 +439,21 @@ class SwarmAgent:
     def decide(self, now_us, v_own_body_mps):
         """DQN action from the current estimates; returns the new body-frame velocity setpoint (m/s).
 
-        A time before the last step's is a fault (counted in ``time_faults``): the setpoint is held and
-        nothing changes (integrated over dt < 0, slowing down sped the drone up). A neighbour whose last
-        range is older than ``range_max_age_s`` is left out of the DQN's input and the guard (counted in
-        ``stale_neighbours`` / ``stale_neighbour_steps``)."""
-        if self.last_us is not None and now_us < self.last_us:
+        A time that is not a finite number, or one before the last step's, is a fault (counted in
+        ``time_faults``): the setpoint is held and nothing changes (integrated over dt < 0, slowing down
+        sped the drone up). An own velocity that is not two finite numbers (m/s) is refused the same way
+        (counted in ``rejected_steps``). A neighbour whose last range is older than ``range_max_age_s`` is
+        left out of the DQN's input and the guard (counted in ``stale_neighbours`` /
+        ``stale_neighbour_steps``)."""
+        if not act_mod.finite_number(now_us) or (self.last_us is not None and now_us < self.last_us):
             self.time_faults += 1
+            return self.setpoint_body_mps
+        try:
+            v_ok = act_mod.finite_number(v_own_body_mps[0]) and act_mod.finite_number(v_own_body_mps[1])
+        except (TypeError, IndexError, KeyError):
+            v_ok = False
+        if not v_ok:
+            self.rejected_steps += 1
             return self.setpoint_body_mps
         dt_s = 0.1 if self.last_us is None else (now_us - self.last_us) * 1e-6
         goal = self.tracks.get(GOAL_ID)
@@ -496,14 +510,17 @@ class SwarmAgent:
                         if d_c > 0.0:
                             px, py = cx, cy
             d_p = math.sqrt(px * px + py * py)
-            if near is not None and d_g < self.cfg["guard_distance_m"] and d_p > 0.0:
+            if near is not None and d_g < self.cfg["guard_distance_m"]:
                 # safety layer: back off at guard_speed straight away from the neighbour's estimated
                 # (or predicted closest) position (a setpoint, not a 1 m/s^2 action: it must brake within
-                # a few periods) - or hover while that estimate disagrees with the ranges
+                # a few periods) - or hover while that estimate disagrees with the ranges, or when it is
+                # on the drone itself (0 m: no direction to back off in)
                 self.guard_overrides += 1
                 if self._guard_hold(now_us, near):
                     self.guard_holds += 1
                     return self._command(now_us, GUARD_HOLD, (0.0, 0.0))
+                if d_p <= 0.0:
+                    return self._command(now_us, GUARD, (0.0, 0.0))
                 k = -self.cfg["guard_speed_mps"] / d_p
                 return self._command(now_us, GUARD, (k * px, k * py))
         self._hold_since_us = None

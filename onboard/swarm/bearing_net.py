@@ -90,6 +90,14 @@ class BearingNet:
             raise ValueError("bearing net weights have the wrong shapes")
         if w["w_ih"].shape[1] != N_IN or w["w_out"].shape != (2 * N_BINS, self.hidden):
             raise ValueError("bearing net weights have the wrong shapes")
+        # the rest must match too: numpy would broadcast some of them (a one-element in_scale or bias) or fail only
+        # at the first step, where the agent counts the error as bad input of every range and never estimates
+        expected = {"w_hh": (rows, self.hidden), "b_ih": (rows,), "b_hh": (rows,), "b_out": (2 * N_BINS,),
+                    "in_scale": (N_IN,)}
+        for k in sorted(expected):
+            if w[k].shape != expected[k]:
+                raise ValueError("bearing net weights have the wrong shapes: %s is %r, not %r"
+                                 % (k, w[k].shape, expected[k]))
         self.w = w
         # x @ W^T layouts, split per gate
         self._wi = w["w_ih"].T.copy()

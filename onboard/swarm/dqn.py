@@ -32,10 +32,25 @@ def _check(obs):
 
 
 class DqnFloat:
+    """The float runner of ``weights`` ({name: array}): ``w0 [7, H0]``, ``b0 [H0]``, ``w1 [H0, H1]``,
+    ``b1 [H1]``, ``w2 [H1, A]``, ``b2 [A]``. A missing array raises KeyError; arrays whose shapes do
+    not chain so (a matrix of another rank, a layer that does not take the previous one's outputs)
+    raise ValueError naming the array, when built rather than at the first ``act``."""
+
     def __init__(self, weights):
         self.w = [np.asarray(weights[k], dtype=np.float64) for k in ("w0", "b0", "w1", "b1", "w2", "b2")]
+        if self.w[0].ndim != 2:
+            raise ValueError("DQN weights have the wrong shape: w0 must be a [%d, H] matrix, got %r"
+                             % (N_INPUTS, self.w[0].shape))
         if self.w[0].shape[0] != N_INPUTS:
             raise ValueError("DQN weights expect %d inputs" % self.w[0].shape[0])
+        width = N_INPUTS
+        for layer in range(3):
+            w, b = self.w[2 * layer], self.w[2 * layer + 1]
+            if w.ndim != 2 or w.shape[0] != width or b.shape != (w.shape[1],):
+                raise ValueError("DQN weights have the wrong shape: w%d %r and b%d %r do not take %d inputs"
+                                 % (layer, w.shape, layer, b.shape, width))
+            width = w.shape[1]
 
     @classmethod
     def load(cls, path):

@@ -410,9 +410,12 @@ class SwarmMember:
         cfg = checked(DEFAULTS, SETTING_RANGES, config, "SwarmMember")
         rate = cfg["step_rate_hz"]
         peers = list(peers)
-        for p in peers:
-            if not isinstance(p, int):
+        for n, p in enumerate(peers):
+            if not isinstance(p, int) or isinstance(p, bool):
                 raise ConfigError("SwarmMember peer ids must be whole numbers, got %r" % (p,))
+            if p in peers[:n]:
+                # listed twice, its ranges would be fed to the agent twice each period
+                raise ConfigError("SwarmMember peer id %r is listed twice" % (p,))
         self.cfg = cfg
         if node is None:
             node = Node(name, latching_failsafe=cfg["latching_failsafe"], start_us=start_us, log=log)

@@ -169,6 +169,16 @@ def merged_radio(overrides=None):
     return checked(RADIO_DEFAULTS, RADIO_SETTING_RANGES, overrides, "radio")
 
 
+def _finite_number(v):
+    """Whether ``v`` is a finite number (an int, a float or a NumPy scalar; not a bool or text)."""
+    if isinstance(v, (bool, str, bytes)):
+        return False
+    try:
+        return math.isfinite(v)
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
 class SimRadio:
     """The radio object a node's driver gets: ``transmit(frame_bytes, dx_ticks)``."""
 
@@ -297,6 +307,7 @@ class UwbNetwork:
         n = self.nodes[node_id]
         n.alive = False
         n.armed = False
+        n.deadline_local = None      # no timer: the first deadline after a power_on is armed whatever its value
         n.driver = None
         n.proto = None
         n.pending = None
@@ -310,8 +321,13 @@ class UwbNetwork:
 
     # -- world state -------------------------------------------------------------
     def set_state(self, node_id, pos_m, vel_mps=(0.0, 0.0)):
-        """Set a node's position (m) and reported velocity (m/s) when no state_fn is used."""
-        self._states[node_id] = (tuple(pos_m), tuple(vel_mps))
+        """Set a node's position (m, 2 or 3 finite numbers) and reported velocity (m/s; handed to its
+        protocol node as it is, which counts a non-finite one) when no state_fn is used. A position that is
+        not 2 or 3 finite numbers raises ValueError and leaves the state as it was."""
+        pos = tuple(pos_m)
+        if len(pos) not in (2, 3) or not all(_finite_number(c) for c in pos):
+            raise ValueError("node %r position must be 2 or 3 finite numbers (m), got %r" % (node_id, pos_m))
+        self._states[node_id] = (pos, tuple(vel_mps))
 
     def _refresh(self, now_us):
         if self.state_fn is not None and self._state_time_us != now_us:
