@@ -15,16 +15,22 @@ from harness.report.run_report import write_whole
 def read_npz(path, what, build=dict):
     """``build({name: array})`` of the .npz at ``path`` (default: that dict); ConfigError (one line naming
     ``what`` and the file) when it is missing, empty, no .npz or damaged, or ``build`` refuses its arrays (a
-    missing array: KeyError, wrong shapes: ValueError)."""
+    missing array: KeyError, wrong shapes: ValueError; an array with too few dimensions or of the wrong type:
+    IndexError, TypeError)."""
     reason = not_npz_reason(path)
     try:
         if reason:
             raise ValueError(reason)
         with np.load(path) as f:
             arrays = {k: f[k] for k in f.files}
+    except NPZ_READ_ERRORS as exc:
+        raise ConfigError("%s %s: %s" % (what, path, read_error_reason(exc)))
+    try:
         return build(arrays)
     except NPZ_READ_ERRORS as exc:
         raise ConfigError("%s %s: %s" % (what, path, read_error_reason(exc)))
+    except (IndexError, TypeError) as exc:
+        raise ConfigError("%s %s: an array has the wrong shape or type (%s)" % (what, path, exc))
 
 
 def save_weights(out_dir, weights, card, tool):

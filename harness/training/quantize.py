@@ -35,12 +35,18 @@ def f32(x):
 
 def activation_qparams(lo, hi):
     """(scale, zero point) of an asymmetric int8 tensor covering [lo, hi] and 0; scale 1 for a range
-    under 1e-8 wide (a tensor that is 0). ValueError when lo or hi is NaN or infinite."""
+    under 1e-8 wide (a tensor that is 0). ValueError when lo or hi is NaN or infinite, lo > hi, or the
+    range is too wide for a float32 scale."""
     if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
         raise ValueError("activation range [%r, %r] is not finite (NaN or inf in the calibration data or "
                          "the weights)" % (float(lo), float(hi)))
+    if float(lo) > float(hi):
+        raise ValueError("activation range [%r, %r] has lo > hi" % (float(lo), float(hi)))
     lo = min(float(lo), 0.0)
     hi = max(float(hi), 0.0)
+    if (hi - lo) / 255.0 > float(np.finfo(np.float32).max):
+        raise ValueError("activation range [%r, %r] is too wide for an int8 tensor (its scale overflows "
+                         "float32)" % (lo, hi))
     scale = f32((hi - lo) / 255.0) if hi - lo >= 1e-8 else f32(1.0)
     zp = int(np.clip(np.round(INT8_MIN - lo / scale), INT8_MIN, INT8_MAX))
     return scale, zp
@@ -49,8 +55,10 @@ def activation_qparams(lo, hi):
 def quantize_weights(w, per_channel=True, min_scales=None):
     """Symmetric int8 weights [out, in] -> (int8 array, float32 scales [out] or [1]). ``min_scales`` [out]:
     the least scale of each output channel (per tensor: their largest), see :func:`bias_min_weight_scales`.
-    ValueError when a weight is NaN or infinite."""
+    ValueError when a weight is NaN or infinite or ``w`` is not a 2-D array with at least one row and column."""
     w = np.asarray(w, dtype=np.float64)
+    if w.ndim != 2 or 0 in w.shape:
+        raise ValueError("weights must be a [out, in] array with out, in >= 1, got shape %s" % (w.shape,))
     if not np.all(np.isfinite(w)):
         raise ValueError("weights hold %d non-finite values (NaN or inf)" % int(np.sum(~np.isfinite(w))))
     if per_channel:
@@ -104,9 +112,14 @@ def build_mlp_int8(layers, calib_x, per_channel=True, float_io=False, descriptio
     and NONE are fused into FULLY_CONNECTED; TANH becomes a separate TANH operator with
     TFLite's fixed output quantization (1/128, 0).
     Returns (tflite bytes, quantization info dict). ValueError when a weight, a bias or a calibration
-    value is NaN or infinite (the model would be silently wrong).
+    value is NaN or infinite (the model would be silently wrong), when ``calib_x`` is not a non-empty
+    [n, in] array or ``layers`` is empty.
     """
     calib_x = np.asarray(calib_x, dtype=np.float64)
+    if calib_x.ndim != 2 or calib_x.shape[0] == 0:
+        raise ValueError("calibration inputs must be a non-empty [n, in] array, got shape %s" % (calib_x.shape,))
+    if len(layers) == 0:
+        raise ValueError("the MLP has no layers")
     b = TfliteBuilder(description)
     lo, hi = input_range if input_range is not None else (calib_x.min(), calib_x.max())
     in_scale, in_zp = activation_qparams(lo, hi)
@@ -157,7 +170,7 @@ def build_mlp_int8(layers, calib_x, per_channel=True, float_io=False, descriptio
         h = _act(pre, act)
     graph_out = cur
     if float_io:
-        graph_out = b.add_tensor("output_float", [1, layers[-1][0].shape[0]], "float32")
+        graph_out = b.add_tensor("output_float", [1, n_out], "float32")
         b.add_op("DEQUANTIZE", [cur], [graph_out])
     last_q = b.tensors[cur]["quant"]
     info["output"] = {"scale": float(last_q["scale"][0]), "zero_point": int(last_q["zero_point"][0])}

@@ -42,7 +42,7 @@ def fit_affine(y, p):
         raise ValueError("calibration data hold non-finite values (NaN or inf)")
     dp = p - p.mean()
     var_p = float(np.sum(dp * dp))
-    if var_p <= 0.0:
+    if var_p <= 0.0 or not np.any(p != p[0]):          # equal values leave dp ~1e-17, not 0, off their float mean
         raise ValueError("the net's prediction is constant over the session: no calibration can be fitted")
     a = float(np.sum(dp * (y - y.mean()))) / var_p
     if not a > 0.0:

@@ -44,12 +44,18 @@ def kept(arrays, recipe):
 
 
 def fit_ranges(sessions, recipe, target):
-    """Min-max ranges (inputs lo, hi; target lo, hi) over the kept frames of the training sessions."""
+    """Min-max ranges (inputs lo, hi; target lo, hi) over the kept frames of the training sessions; ValueError
+    when no session is given or the cull keeps no frame of them."""
     xs, ys = [], []
     for arrays, _ in sessions:
         k = kept(arrays, recipe)
         xs.append(raw_columns(arrays, INPUTS)[k])
         ys.append(np.asarray(arrays[TARGETS[target][0]], dtype=np.float64)[k, None])
+    if sum(len(x) for x in xs) == 0:
+        raise ValueError("no training frame to fit the min-max ranges on: the %r cull%s keeps none of the %d "
+                         "frame(s) of %d session(s)" % (recipe["cull"], " with teleports dropped" if
+                                                       recipe["drop_teleports"] else "",
+                                                       sum(len(a["dyaw_rad"]) for a, _ in sessions), len(sessions)))
     x_lo, x_hi = pp.minmax_fit(np.concatenate(xs))
     y_lo, y_hi = pp.minmax_fit(np.concatenate(ys))
     return {"inputs": [x_lo.tolist(), x_hi.tolist()], "target": [float(y_lo[0]), float(y_hi[0])]}
@@ -107,6 +113,6 @@ def terrain(sessions, window, x_ranges, recipe=pp.V2_RECIPE):
         prev = previous_dh(dh, arrays["crop_centre_cell"].astype(np.int64))
         k = kept(arrays, recipe)
         kins.append(pp.minmax_apply(raw_columns(arrays, INPUTS)[k], x_lo, x_hi))
-        prevs.append(prev[k].reshape(int(k.sum()), -1))
-        dhs.append(dh[k].reshape(int(k.sum()), -1))
+        prevs.append(prev[k].reshape(int(k.sum()), window * window))
+        dhs.append(dh[k].reshape(int(k.sum()), window * window))
     return np.concatenate(kins), np.concatenate(prevs), np.concatenate(dhs)

@@ -32,18 +32,22 @@ RAW_RECIPE = {"cull": "none", "drop_teleports": True, "normalise": True, "smooth
 
 
 def check_recipe(recipe):
-    """Raise ConfigError (one line) for an unknown or out-of-range step setting."""
+    """Raise ConfigError (one line) for an unknown or out-of-range step setting (a recipe that is no dict, a
+    window or alpha that is no number or is a bool included)."""
     keys = set(V2_RECIPE)
+    if not isinstance(recipe, dict):
+        raise ConfigError("preprocessing recipe must be a table of the keys %s, got %r" % (sorted(keys), recipe))
     if set(recipe) != keys:
         raise ConfigError("preprocessing recipe needs exactly the keys %s, got %s" % (sorted(keys), sorted(recipe)))
     if recipe["cull"] not in CULLS:
         raise ConfigError("preprocessing cull must be one of %s, got %r" % (CULLS, recipe["cull"]))
     if recipe["smoothing"] not in SMOOTHINGS:
         raise ConfigError("preprocessing smoothing must be one of %s, got %r" % (SMOOTHINGS, recipe["smoothing"]))
-    if not (isinstance(recipe["window"], int) and recipe["window"] >= 1):
+    if not (isinstance(recipe["window"], int) and not isinstance(recipe["window"], bool) and recipe["window"] >= 1):
         raise ConfigError("preprocessing window must be a whole number >= 1, got %r" % (recipe["window"],))
-    if not (0.0 < float(recipe["alpha"]) <= 1.0):
-        raise ConfigError("preprocessing alpha must be in (0, 1], got %r" % (recipe["alpha"],))
+    if not (isinstance(recipe["alpha"], (int, float)) and not isinstance(recipe["alpha"], bool)
+            and 0.0 < float(recipe["alpha"]) <= 1.0):
+        raise ConfigError("preprocessing alpha must be a number in (0, 1], got %r" % (recipe["alpha"],))
     for k in ("drop_teleports", "normalise", "quantise"):
         if not isinstance(recipe[k], bool):
             raise ConfigError("preprocessing %s must be true or false, got %r" % (k, recipe[k]))

@@ -53,6 +53,7 @@ OUT = os.path.join("models", "alexi")
 MINIMA = {"v1_epochs": 1, "v2_epochs": 1, "terrain_epochs": 1, "batch": 2, "terrain_width": 1, "terrain_layers": 0,
           "threads": 1, "seed": 0, "max_frames": 0}
 RATES = ("v2_lr", "terrain_lr")
+SEED_MAX = 2 ** 64 - 1      # torch's largest seed
 # V2 model-selection scores on the validation sessions (--select)
 SELECT = {"prep_r2": "R^2 Pearson on the preprocessed (recipe: smoothed, quantised) targets, as the thesis scores",
           "raw_cod": "coefficient of determination on the raw per-frame targets (alexi-eval's raw mode): sees a "
@@ -67,7 +68,11 @@ def _torch(seed, threads):
 
 
 def fit_v1(x, y, seed, epochs, threads=1):
-    """(net, history) of a V1 net by full-batch Rprop; the epoch with the lowest validation MSE is kept."""
+    """(net, history) of a V1 net by full-batch Rprop; the epoch with the lowest validation MSE is kept.
+    ValueError with fewer than 2 samples (one is held out for the validation, the rest train)."""
+    if len(y) < 2:
+        raise ValueError("the V1 net needs at least 2 training samples (one held out for validation), got %d"
+                         % len(y))
     torch = _torch(seed, threads)
     from harness.training.alexi.models import V1Net
     rng = np.random.default_rng(seed)
@@ -95,7 +100,10 @@ def fit_v1(x, y, seed, epochs, threads=1):
 
 
 def _minibatch_fit(net, opt, x, y, seed, epochs, batch, loss_fn, torch, after_epoch=None):
-    """Mini-batch training; ``after_epoch(epoch)`` (1-based, net in eval mode) is called after every epoch."""
+    """Mini-batch training; ``after_epoch(epoch)`` (1-based, net in eval mode) is called after every epoch.
+    ValueError with fewer than 2 samples (the batch norm needs two a batch: nothing would train)."""
+    if len(x) < 2:
+        raise ValueError("training needs at least 2 samples (the batch norm needs two a batch), got %d" % len(x))
     gen = torch.Generator().manual_seed(seed)
     xt, yt = torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)
     losses = []
@@ -222,6 +230,10 @@ def train_kinematic(name, train_sessions, test_sessions, args, seed, data_info, 
     sessions = train_sessions[:1] if version == "v1" else train_sessions
     ranges = ds.fit_ranges(sessions, recipe, target)
     x, y = ds.kinematic(sessions, recipe, target, ranges)
+    xt, yt = ds.kinematic(test_sessions, recipe, target, ranges)        # scored after the export
+    if len(yt) == 0:
+        raise ValueError("%s: the %r cull keeps no frame of the test sessions: no test metrics"
+                         % (name, recipe["cull"]))
     augment = None
     if version == "v2" and args.tilt_shuffle > 0.0:
         x = tilt_shuffled(x, args.tilt_shuffle, seed)
@@ -238,6 +250,9 @@ def train_kinematic(name, train_sessions, test_sessions, args, seed, data_info, 
         from harness.training.alexi.evaluate import raw_kinematic
         val = ds.kinematic(val_sessions, recipe, target, ranges) if val_sessions else None
         val_raw = raw_kinematic(val_sessions, target, ranges) if val_sessions else None
+        if val is not None and (len(val[1]) < 2 or len(val_raw[1]) < 2):
+            raise ValueError("%s: the validation sessions keep %d frame(s) after the %r cull: no model selection "
+                             "on them" % (name, min(len(val[1]), len(val_raw[1])), recipe["cull"]))
         net, hist = fit_v2(x, y, seed, args.v2_epochs, args.v2_lr, args.batch, args.threads, val, args.val_every,
                            val_raw, args.select)
         algo = {"optimizer": "SGD", "lr": args.v2_lr, "momentum": 0.0, "epochs": args.v2_epochs, "batch": args.batch,
@@ -273,7 +288,6 @@ def train_kinematic(name, train_sessions, test_sessions, args, seed, data_info, 
                        final_train_mse=hist["train_mse"][-1]),
                   input_range=(-1.25, 1.25))
     # int8 vs float on the test session (preprocessed targets as the thesis)
-    xt, yt = ds.kinematic(test_sessions, recipe, target, ranges)
     p_float = _layers_forward(layers, xt)[:, 0]
     p_int8 = Net(out_dir, "int8", "litert").predict_normalised(xt)[:, 0]
     card_metrics = {"test_float": mt.scores(yt, p_float), "test_int8": mt.scores(yt, p_int8),
@@ -308,6 +322,9 @@ def train_terrain(train_sessions, test_sessions, args, seed, data_info, kin_rang
     from harness.sim.alexi.nets import INT8_R2_TOLERANCE, Net
     w = args.window
     kin, prev, dh = ds.terrain(train_sessions, w, kin_ranges)
+    kt, pt, dt = ds.terrain(test_sessions, w, kin_ranges)                # scored after the export
+    if len(dt) == 0:
+        raise ValueError("terrain: the v2 cull keeps no frame of the test sessions: no test metrics")
     scale = terrain_scale(dh)
     x = np.concatenate([kin, prev / scale], axis=1)
     y = dh / scale
@@ -338,7 +355,6 @@ def train_terrain(train_sessions, test_sessions, args, seed, data_info, kin_rang
                    "seed": seed, "framework": "torch", "data": data_info, "train_samples": int(len(y)),
                    "final_train_mse": hist["train_mse"][-1]},
                   input_range=(-lim, lim))
-    kt, pt, dt = ds.terrain(test_sessions, w, kin_ranges)
     xt = np.concatenate([kt, pt / scale], axis=1)
     p_float = _layers_forward(layers, xt) * scale
     p_int8 = Net(out_dir, "int8", "litert").predict_normalised(xt) * scale
@@ -370,6 +386,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     nets = [n for n in args.nets.split(",") if n]
     bad = [n for n in nets if n not in NETS]
+    if not nets:
+        print("alexi train: --nets names no net (choose from %s)" % ", ".join(NETS), file=sys.stderr)
+        return 2
     if bad:
         print("alexi train: unknown nets %s (choose from %s)" % (", ".join(bad), ", ".join(NETS)), file=sys.stderr)
         return 2
@@ -384,6 +403,13 @@ def main(argv=None):
             print("alexi train: --%s must be >= %d, got %d" % (key.replace("_", "-"), least, getattr(args, key)),
                   file=sys.stderr)
             return 2
+    if args.seed * 100 + len(NETS) - 1 > SEED_MAX:
+        print("alexi train: --seed must be <= %d (net k is seeded seed * 100 + k, at most %d), got %d"
+              % ((SEED_MAX - len(NETS) + 1) // 100, SEED_MAX, args.seed), file=sys.stderr)
+        return 2
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        print("alexi train: --out %s is not a folder" % args.out, file=sys.stderr)
+        return 2
     for key in RATES:
         if not (math.isfinite(getattr(args, key)) and getattr(args, key) > 0.0):
             print("alexi train: --%s must be a finite number > 0, got %r" % (key.replace("_", "-"), getattr(args, key)),
@@ -420,12 +446,18 @@ def main(argv=None):
     except ValueError as exc:
         print("alexi train: %s" % exc, file=sys.stderr)
         return 2
+    except OSError as exc:
+        print("alexi train: cannot write under %s: %s" % (args.out, exc), file=sys.stderr)
+        return 2
     return 0
 
 
 def truncate(arrays, n):
-    """The first ``n`` frames of a session (whole-terrain arrays kept)."""
-    return {k: (v[:n] if v.ndim >= 1 and v.shape[0] == arrays["time_us"].shape[0] else v) for k, v in arrays.items()}
+    """The first ``n`` frames of a session (the whole-terrain grids kept whole, whatever their row count)."""
+    from harness.sim.sandbox.session import GRID_ARRAYS
+    frames = arrays["time_us"].shape[0]
+    return {k: (v[:n] if k not in GRID_ARRAYS and v.ndim >= 1 and v.shape[0] == frames else v)
+            for k, v in arrays.items()}
 
 
 if __name__ == "__main__":

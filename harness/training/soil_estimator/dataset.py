@@ -30,8 +30,9 @@ import os
 
 import numpy as np
 
-from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, read_error_reason
+from harness.data_files import NPZ_READ_ERRORS, not_npz_reason, npz_bytes, read_error_reason
 from harness.parallel import ordered_map
+from harness.report.run_report import write_whole
 from harness.scenarios.soil import soil_episode as ep
 from harness.scenarios.soil import soil_sweep
 from harness.sim.rng import RunRandom
@@ -145,16 +146,20 @@ def digest(data, keys=None):
 
 
 def save(path, data):
+    """Write the dataset arrays (:data:`KEYS` and the :data:`OPTIONAL_KEYS` ``data`` holds) as a compressed
+    ``.npz`` at ``path`` (the name as given), whole (``write_whole``): an interrupted save leaves the earlier
+    file or none, never a truncated cache that the next run would try to load."""
+    blob = npz_bytes({k: data[k] for k in KEYS + OPTIONAL_KEYS if k in data}, compressed=True)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    np.savez_compressed(path, **{k: data[k] for k in KEYS + OPTIONAL_KEYS if k in data})
+    write_whole(path, blob)
 
 
 def check_windows(data):
     """ValueError (one line) unless the dataset arrays ``data`` holds (of :data:`KEYS` and
     :data:`OPTIONAL_KEYS`; ``x_raw`` and ``geometry`` at least) are numeric and finite, agree in
-    their number of windows B and have the layout of the module docstring: ``geometry`` (B, P, 6), ``x_raw``
-    (B, 16 P + 2), ``force_n`` and ``controller`` (B, P, 2), ``truth`` (B, 5), the others (B,), ``soil``
-    indices into ``SOILS``."""
+    their number of windows B >= 1 and have the layout of the module docstring: ``geometry`` (B, P, 6) with
+    P >= 1, ``x_raw`` (B, 16 P + 2), ``force_n`` and ``controller`` (B, P, 2), ``truth`` (B, 5), the others
+    (B,), ``soil`` indices into ``SOILS``, ``samples`` counts >= 1."""
     arrays = {k: np.asarray(data[k]) for k in KEYS + OPTIONAL_KEYS if k in data}
     for key, a in arrays.items():
         if a.dtype.kind not in "biuf":
@@ -170,7 +175,12 @@ def check_windows(data):
     if geometry.ndim != 3 or geometry.shape[2] != len(le.GEOMETRY_CHANNELS):
         raise ValueError("dataset array geometry must be (B, P, %d), got shape %s"
                          % (len(le.GEOMETRY_CHANNELS), geometry.shape))
+    if b == 0:
+        raise ValueError("dataset holds no windows")
     p = geometry.shape[1]
+    if p == 0:
+        raise ValueError("dataset array geometry must have at least one horizon point, got shape %s"
+                         % (geometry.shape,))
     if x.ndim != 2 or x.shape[1] != len(le.CHANNELS) * p + len(le.GLOBALS):
         raise ValueError("dataset array x_raw must be (B, %d) for %d horizon points, got shape %s"
                          % (len(le.CHANNELS) * p + len(le.GLOBALS), p, x.shape))
@@ -180,6 +190,10 @@ def check_windows(data):
     for key in ("soil", "relative_density_pct", "episode", "cut", "whole_cut", "samples"):
         if key in arrays and arrays[key].ndim != 1:
             raise ValueError("dataset array %s must be (B,), got shape %s" % (key, arrays[key].shape))
+    samples = arrays.get("samples")
+    if samples is not None and not np.all(samples >= 1):
+        raise ValueError("dataset array samples must hold window sample counts >= 1, got %d below 1"
+                         % int(np.sum(~(samples >= 1))))
     soil = arrays.get("soil")
     if soil is not None and b and not (soil.dtype.kind in "iu" and soil.min() >= 0 and soil.max() < len(SOILS)):
         raise ValueError("dataset array soil must hold soil indices 0..%d" % (len(SOILS) - 1))

@@ -32,7 +32,10 @@ BINS_PCT = ((0.0, 20.0), (20.0, 40.0), (40.0, 60.0), (60.0, 80.0), (80.0, 101.0)
 
 
 def window_error_pct(force_n, fx, fz, valid, offset=(0.0, 0.0)):
-    """(mean |F - F_hat - offset| over the valid horizon points, mean |F| there) of one window [N]."""
+    """(mean |F - F_hat - offset| over the valid horizon points, mean |F| there) of one window [N]; (NaN, NaN)
+    when no horizon point is valid (no force error: left out of every mean, as the training's metrics do)."""
+    if not np.any(valid):
+        return float("nan"), float("nan")
     f = force_n
     err = np.concatenate([np.abs(f[valid, 0] - fx[valid] - offset[0]), np.abs(f[valid, 1] - fz[valid] - offset[1])])
     mag = np.concatenate([np.abs(f[valid, 0]), np.abs(f[valid, 1])])
@@ -79,6 +82,9 @@ def component_rows(data, sel, estimator):
             np.mean([o["residual_force_n"][i] for o in outs], axis=0),
             np.mean([o["beta_res_rad"][i] for o in outs], axis=0))
         f = data["force_n"][j][valid]
+        if not np.any(valid):                 # no force error in this window: NaN, left out of the means
+            rows.append((float("nan"),) * 5)
+            continue
         rows.append((np.abs(f[:, 0]).mean(), np.abs(f[:, 1]).mean(), np.abs(f[:, 0] - fx[valid]).mean(),
                      np.abs(f[:, 1] - fz[valid]).mean(), (fz[valid] - f[:, 1]).mean()))
     return np.array(rows), theta
@@ -86,16 +92,31 @@ def component_rows(data, sel, estimator):
 
 def truth_errors(data, sel):
     """Per selected window: (error, magnitude) of the truth through the FEE, and the error with the best
-    constant residual force (the per-component median residual)."""
+    constant residual force (the per-component median residual); NaN for a window without a valid horizon
+    point."""
     rows = []
     for j in sel:
         fx, fz, valid = le.fee_window_force(data["truth"][j], data["geometry"][j])
+        if not np.any(valid):
+            rows.append((float("nan"),) * 3)
+            continue
         f = data["force_n"][j]
         off = (float(np.median(f[valid, 0] - fx[valid])), float(np.median(f[valid, 1] - fz[valid])))
         e0, mag = window_error_pct(f, fx, fz, valid)
         e1, _m = window_error_pct(f, fx, fz, valid, off)
         rows.append((e0, mag, e1))
     return np.array(rows)
+
+
+def mean_pct(rows, m, col=0, mag_col=1):
+    """Mean of ``rows[:, col] / rows[:, mag_col]`` in % over the windows of mask ``m`` that have a force error
+    (finite), or None when none has."""
+    m = m & np.isfinite(rows[:, col]) & np.isfinite(rows[:, mag_col])
+    return float(100.0 * np.mean(rows[m, col] / rows[m, mag_col])) if np.any(m) else None
+
+
+def _pct_text(v, fmt="%7.1f %%", none="%7s  " % "-"):
+    return none if v is None else fmt % v
 
 
 def speed_lag_rank(data):
@@ -124,6 +145,16 @@ def main(argv=None):
     except (OSError, ValueError) as exc:
         print("soil diagnose: %s" % str(exc).splitlines()[0], file=sys.stderr)
         return 2
+    for m, est in ests:
+        if est.inputs == "controller" and "controller" not in data:
+            print("soil diagnose: dataset %s has no controller array, which the controller model %s reads (collect "
+                  "it again, or leave that model out with --model)" % (args.dataset, os.path.normpath(m)),
+                  file=sys.stderr)
+            return 2
+        if est.horizon != data["geometry"].shape[1]:
+            print("soil diagnose: model %s has horizon %d, dataset %s %d" % (
+                os.path.normpath(m), est.horizon, args.dataset, data["geometry"].shape[1]), file=sys.stderr)
+            return 2
     sel = np.flatnonzero(data["whole_cut"])
     _train, val = split(data, args.split)
     truth = truth_errors(data, sel)
@@ -138,12 +169,10 @@ def main(argv=None):
             if not np.any(m):
                 continue
             mv = m & val[sel]
-            line = "%-8s %3.0f-%3.0f %%  %4d  %7.1f %%  %7.1f %%" % (
-                soil, lo, min(hi, 100.0), int(m.sum()), 100.0 * np.mean(truth[m, 0] / truth[m, 1]),
-                100.0 * np.mean(truth[m, 2] / truth[m, 1]))
+            line = "%-8s %3.0f-%3.0f %%  %4d  %s  %s" % (
+                soil, lo, min(hi, 100.0), int(m.sum()), _pct_text(mean_pct(truth, m)), _pct_text(mean_pct(truth, m, 2)))
             for e in errs:
-                held = "%.1f %%" % (100.0 * np.mean(e[mv, 0] / e[mv, 1])) if np.any(mv) else "-"
-                line += "  %7.1f %% / %s" % (100.0 * np.mean(e[m, 0] / e[m, 1]), held)
+                line += "  %s / %s" % (_pct_text(mean_pct(e, m)), _pct_text(mean_pct(e, mv), "%.1f %%", "-"))
             print(line)
     print("Held-out windows (--split %s), force error by component [N] and the properties (truth -> estimate):"
           % args.split)
@@ -157,7 +186,8 @@ def main(argv=None):
                 continue
             tr = data["truth"][held][m].mean(axis=0)
             for (mdir, est), (rows, theta) in zip(ests, comps):
-                r = rows[m].mean(axis=0)
+                mf = m & np.isfinite(rows[:, 0])
+                r = rows[mf].mean(axis=0) if np.any(mf) else np.full(5, np.nan)
                 th = theta[m].mean(axis=0)
                 print("%-8s %3.0f-%3.0f %%  %4d windows  %-20s |F_x| %6.0f |F_z| %5.0f  error F_x %4.0f F_z %4.0f "
                       "(F_z bias %+5.0f)  c %5.0f -> %5.0f Pa  phi %.3f -> %.3f  delta %.3f -> %.3f rad"

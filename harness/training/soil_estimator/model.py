@@ -31,6 +31,7 @@ from onboard.soil import learned_estimator as le
 from onboard.soil.fee import DEFAULTS as FEE_LIMITS
 from onboard.soil.fee import N_U
 
+SAFE_RHO_RAD = 0.5      # the rake a point outside the FEE's domain is evaluated at (masked out; any valid value)
 LOSS_DEFAULTS = {"lambda_f": 1.0, "lambda_nll": 0.05, "lambda_beta": 0.1, "lambda_res": 0.01, "lambda_fr": 0.1,
                  "w_xz": [1.0, 0.5], "force_scale_n": 10000.0, "noise_rel": 0.02, "noise_abs_n": 200.0,
                  "eq9_atol": 2.0, "eq9_rtol": 1e-4, "correlated_samples": 6.0,
@@ -126,7 +127,12 @@ def export_layers(net):
 def predict_force(theta, geometry, beta_res, depth_res, surcharge_rel, residual_force):
     """(fx, fz, beta, valid, parts) over the horizon: F^FEE + F^r with the corrected geometry; ``theta``
     (B, 5), ``geometry`` (B, P, 6: alpha, rho, d, rms d, w, Q), residuals (B, P), (B,), (B,), (B, 2).
-    beta = beta0(phi) + beta_res kept inside the admissible interval."""
+    beta = beta0(phi) + beta_res kept inside the admissible interval. A point is valid where the FEE is
+    (``onboard.soil.fee_numpy.valid_mask``, the inference's rule: finite geometry, |alpha| <= alpha_abs_max,
+    rho_min <= rho <= rho_max, d, w, Q >= 0, an admissible beta, sin(alpha + phi + beta) > 0) and the force is
+    finite; at a point whose geometry is outside the domain the FEE is evaluated at stand-in values (alpha 0,
+    rho ``SAFE_RHO_RAD``, d = w = Q = 0), so that no infinity there (cot(0) at rho = 0) turns the masked-out
+    point's zero gradient into NaN (0 * inf) in every weight of the network."""
     lim = FEE_LIMITS
     alpha, rho, d, drms, w, q = (geometry[..., i] for i in range(6))
     cut = d > 0.0
@@ -136,13 +142,22 @@ def predict_force(theta, geometry, beta_res, depth_res, surcharge_rel, residual_
     q_hat = q * (1.0 + surcharge_rel[:, None])
     c, phi, gamma, ca, delta = (theta[:, k:k + 1] for k in range(N_U))
     rho = torch.minimum(rho, lim["eta_max_rad"] - delta - phi - 2.0 * lim["beta_min_rad"])
+    geo_ok = (torch.isfinite(alpha) & torch.isfinite(rho) & torch.isfinite(d_hat) & torch.isfinite(w)
+              & torch.isfinite(q_hat) & torch.isfinite(d2) & (alpha.abs() <= lim["alpha_abs_max_rad"])
+              & (rho >= lim["rho_min_rad"]) & (rho <= lim["rho_max_rad"]) & (d_hat >= 0.0) & (w >= 0.0)
+              & (q_hat >= 0.0))
+    zero = torch.zeros_like(d_hat)
+    alpha = torch.where(geo_ok, alpha, zero)
+    rho = torch.where(geo_ok, rho, torch.full_like(d_hat, SAFE_RHO_RAD))
+    d_hat, w, q_hat, d2 = (torch.where(geo_ok, v, zero) for v in (d_hat, w, q_hat, d2))
     beta = beta_eq11(phi) + beta_res
     hi = torch.minimum(lim["eta_max_rad"] - delta - rho - phi, 0.5 * math.pi - lim["beta_min_rad"] - alpha)
     beta = torch.clamp(torch.minimum(beta, hi - 1e-4), min=lim["beta_min_rad"])
     _f, fx, fz = force_from_beta((c, phi, gamma, ca, delta), (alpha, rho, d_hat, w, q_hat), beta, d2)
     fx = fx + residual_force[:, 0:1]
     fz = fz + residual_force[:, 1:2]
-    valid = (hi > lim["beta_min_rad"] + 1e-4) & torch.isfinite(fx) & torch.isfinite(fz)
+    valid = (geo_ok & (hi > lim["beta_min_rad"] + 1e-4) & (torch.sin(alpha + phi + beta) > 0.0)
+             & torch.isfinite(fx) & torch.isfinite(fz))
     return fx, fz, beta, valid, (alpha, rho, d_hat, w, q_hat, d2)
 
 

@@ -161,6 +161,10 @@ def main(argv=None):
     if args.folds < 2 or args.epochs < 1 or not (0.0 < args.id_max_pct <= 100.0):
         print("soil separability: --folds must be >= 2, --epochs >= 1, --id-max-pct in (0, 100]", file=sys.stderr)
         return 2
+    if not 0 <= args.seed <= 2 ** 64 - args.folds:      # fold f is seeded seed + f (numpy: >= 0; torch: < 2^64)
+        print("soil separability: --seed must be in 0..%d, got %d" % (2 ** 64 - args.folds, args.seed),
+              file=sys.stderr)
+        return 2
     from harness.training.soil_estimator import dataset as ds
     try:
         data = ds.load(args.dataset)
