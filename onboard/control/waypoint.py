@@ -5,11 +5,12 @@ A way-point is ``(north_m, east_m)`` or ``(north_m, east_m, direction)`` with
 direction +1 (drive forward, default) or -1 (reverse to it, e.g. a dozer backing
 up to the start of its next grading leg).
 Speed falls with the heading error (cos law, zero beyond 90 deg: turn in place) and
-near the final way-point; yaw rate comes from a PID on the wrapped heading error.
+near a way-point where the robot stops (the final one, a repeat of it, or one where the
+direction reverses); yaw rate comes from a PID on the wrapped heading error.
 """
 import math
 
-from onboard.control.pid import Pid
+from onboard.control.pid import Pid, PidInputError, is_finite_number
 from onboard.core.angles import wrap_pi
 from onboard.core.samples import TwistCmd
 from onboard.core.settings import NON_NEGATIVE, POSITIVE, checked, is_number
@@ -48,14 +49,19 @@ class WaypointFollower:
         self.index = 0
         self.reached_us = []
         self._pid = Pid(cfg["heading_kp"], cfg["heading_ki"], cfg["heading_kd"],
-                        output_limit=cfg["max_yaw_rate_radps"])
+                        output_limit=cfg["max_yaw_rate_radps"], angle_error=True)
 
     @property
     def done(self):
         return self.index >= len(self.waypoints_ne_m)
 
     def update(self, north_m, east_m, yaw_rad, now_us):
-        """TwistCmd toward the active way-point from the (estimated) pose."""
+        """TwistCmd toward the active way-point from the (estimated) pose. A pose or ``now_us`` that is not a
+        finite number raises :class:`onboard.control.pid.PidInputError` (a ValueError) before any way-point is
+        marked reached, the follower unchanged."""
+        for name, v in (("north_m", north_m), ("east_m", east_m), ("yaw_rad", yaw_rad), ("now_us", now_us)):
+            if not is_finite_number(v) or isinstance(v, bool):
+                raise PidInputError("way-point follower: %s must be a finite number, got %r" % (name, v))
         while True:                    # every way-point already within the radius is reached at this step
             if self.done:
                 return TwistCmd(now_us, 0.0, 0.0)
@@ -75,6 +81,16 @@ class WaypointFollower:
         yaw_rate = self._pid.update(heading_err, now_us)
         align = math.cos(heading_err)
         speed = direction * self.cfg["cruise_speed_mps"] * (align if align > 0.0 else 0.0)
-        if self.index == len(self.waypoints_ne_m) - 1 or self.directions[self.index + 1] != direction:
+        if self._stops_here(direction):
             speed *= min(1.0, dist / self.cfg["slow_radius_m"])
         return TwistCmd(now_us, speed, yaw_rate)
+
+    def _stops_here(self, direction):
+        """True when the robot stops at the active way-point: it is the last, or the next way-point that is not
+        a repeat of it (the same position and direction) reverses the direction or does not exist."""
+        wps = self.waypoints_ne_m
+        target = wps[self.index]
+        nxt = self.index + 1
+        while nxt < len(wps) and wps[nxt] == target and self.directions[nxt] == direction:
+            nxt += 1
+        return nxt == len(wps) or self.directions[nxt] != direction

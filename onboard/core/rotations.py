@@ -112,12 +112,15 @@ def dcm_orthonormalize(R):
     """Nearest rotation by one Gram-Schmidt pass on the rows (keeps drift bounded).
 
     RotationError when the first row is zero (or its squares underflow) or the second row is zero or
-    parallel to the first: no rotation is near such a matrix."""
+    parallel to the first, or either holds a NaN or infinity (or its squares overflow): no rotation is near
+    such a matrix."""
     r0 = [R[0], R[1], R[2]]
     r1 = [R[3], R[4], R[5]]
     n0 = math.sqrt(r0[0] * r0[0] + r0[1] * r0[1] + r0[2] * r0[2])
     if n0 == 0.0:
         raise RotationError("cannot orthonormalise the matrix %r: its first row is zero" % (list(R),))
+    if not n0 - n0 == 0.0 or not (r1[0] - r1[0]) + (r1[1] - r1[1]) + (r1[2] - r1[2]) == 0.0:
+        raise RotationError("cannot orthonormalise the matrix %r: its first two rows are not finite" % (list(R),))
     r0 = [r0[0] / n0, r0[1] / n0, r0[2] / n0]
     d = r0[0] * r1[0] + r0[1] * r1[1] + r0[2] * r1[2]
     r1 = [r1[0] - d * r0[0], r1[1] - d * r0[1], r1[2] - d * r0[2]]
@@ -219,8 +222,14 @@ def quat_rotate(q, v):
 
 
 def quat_from_rotvec(rotvec_rad):
-    """Quaternion of a rotation vector (axis * angle, radians)."""
-    angle = math.sqrt(rotvec_rad[0] ** 2 + rotvec_rad[1] ** 2 + rotvec_rad[2] ** 2)
+    """Quaternion of a rotation vector (axis * angle, radians); RotationError for a NaN or infinite one (or one
+    whose angle overflows)."""
+    try:
+        angle = math.sqrt(rotvec_rad[0] ** 2 + rotvec_rad[1] ** 2 + rotvec_rad[2] ** 2)
+    except OverflowError:           # CPython's float ** raises where the square overflows
+        angle = float("inf")
+    if not angle - angle == 0.0:
+        raise RotationError("rotation vector %r is not finite (or its angle overflows)" % (tuple(rotvec_rad),))
     if angle < 1e-12:
         # second-order series keeps small rotations exact to rounding
         return quat_normalize((1.0, 0.5 * rotvec_rad[0], 0.5 * rotvec_rad[1],

@@ -12,14 +12,36 @@ class SampleError(ValueError):
     """A sample was built with a field of the wrong shape or a non-finite value."""
 
 
+_INF = float("inf")
+# what float() takes but no number field does: text ("1.5", or "123" read as the vector 1, 2, 3), bytes, booleans
+_NOT_NUMBERS = (str, bytes, bool)
+
+
+def _big(value):
+    """+-inf for an int too large for a float (CPython's float() raises OverflowError; MicroPython's gives inf)."""
+    return _INF if value > 0 else -_INF
+
+
 def _vec(name, value, length):
+    """A tuple of ``length`` floats, or SampleError naming the field (not an ordered sequence, text, a wrong
+    length, an entry that is not a number or is a boolean); an int too large for a float becomes +-inf (as on
+    MicroPython)."""
+    if isinstance(value, _NOT_NUMBERS) or isinstance(value, (dict, set)):
+        raise SampleError("%s must be a sequence of %d numbers, got %r" % (name, length, value))
+    out = []
     try:
-        out = tuple(float(v) for v in value)
+        for v in value:
+            if isinstance(v, _NOT_NUMBERS):
+                raise ValueError
+            try:
+                out.append(float(v))
+            except OverflowError:
+                out.append(_big(v))
     except (TypeError, ValueError):
         raise SampleError("%s must be a sequence of %d numbers" % (name, length))
     if len(out) != length:
         raise SampleError("%s must have %d entries, got %d" % (name, length, len(out)))
-    return out
+    return tuple(out)
 
 
 def _int(name, value):
@@ -36,11 +58,16 @@ def _int(name, value):
 
 
 def _num(name, value):
-    """A float field, or SampleError naming it."""
+    """A float field, or SampleError naming it (None, text, a boolean); an int too large for a float becomes
+    +-inf (as on MicroPython)."""
+    if isinstance(value, _NOT_NUMBERS):
+        raise SampleError("%s must be a number, got %r" % (name, value))
     try:
         return float(value)
     except (TypeError, ValueError):
         raise SampleError("%s must be a number, got %r" % (name, value))
+    except OverflowError:
+        return _big(value)
 
 
 def nan_for_null(values):
@@ -140,14 +167,14 @@ class GnssSample(_Sample):
 
 
 class RangeSample(_Sample):
-    """UWB range to a peer (m) with the peer's velocity as it reported it (its own frame, m/s)."""
+    """UWB range to a peer (m) with the peer's velocity ``(vx, vy)`` as it reported it (its own frame, m/s)."""
     FIELDS = ("time_us", "peer_id", "range_m", "peer_vel_mps", "range_std_m")
 
     def __init__(self, time_us, peer_id, range_m, peer_vel_mps=(0.0, 0.0), range_std_m=0.0):
         self.time_us = _int("time_us", time_us)
         self.peer_id = _int("peer_id", peer_id)
         self.range_m = _num("range_m", range_m)
-        self.peer_vel_mps = tuple(map(float, peer_vel_mps))     # no generator: one per range, hot
+        self.peer_vel_mps = _vec("peer_vel_mps", peer_vel_mps, 2)
         self.range_std_m = _num("range_std_m", range_std_m)
 
 
@@ -254,7 +281,13 @@ class MissionCmd(_Sample):
         self.time_us = _int("time_us", time_us)
         self.hold = bool(hold)
         out = []
-        for w in waypoints_ne_m:
+        if isinstance(waypoints_ne_m, (str, bytes, dict)):
+            raise SampleError("waypoints_ne_m must be a sequence of way-points, got %r" % (waypoints_ne_m,))
+        try:
+            given = tuple(waypoints_ne_m)
+        except TypeError:
+            raise SampleError("waypoints_ne_m must be a sequence of way-points, got %r" % (waypoints_ne_m,))
+        for w in given:
             try:
                 n = len(w)
             except TypeError:

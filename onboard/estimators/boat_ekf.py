@@ -26,11 +26,13 @@ velocities and yaw rate 0; P from the init sigmas, speeds with ``reset_speed_sig
 (``initialized`` False, counted in ``timeouts``): the next heading and position start it again.
 
 Initialisation: ``initialize(time_us, x, sigmas)``, or the first aiding pose, or the first position
-fix together with a heading (whichever comes second starts it; velocities 0).
+fix together with a heading at most ``max_gap_s`` apart (whichever comes second starts it; velocities 0; of two
+further apart the older is dropped).
 
 Bad input (NaN/inf, non-positive variances of what is fused (an aiding pose's unused down, roll and
 pitch variances need only be >= 0), a sample older than the filter's time, a thrust sample not later
-than it, a sample whose propagation with the held thrusts would end in a non-finite state) raises
+than it, a sample whose propagation with the held thrusts would end in a non-finite state, an IMU sample
+whose yaw rate dang_z / dt is not finite, an initial state given an int too large for a float) raises
 :class:`EstimatorInputError`, counts ``rejected`` and leaves the state, covariance, held thrusts and every
 other counter as they were. Follows ``onboard.estimators.base``.
 """
@@ -195,7 +197,7 @@ class BoatEkf:
         try:
             sig = self.init_sigmas() if sigmas is None else [float(v) for v in sigmas]
             vals = [float(v) for v in x]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             self._refuse("initial state and sigmas need %d finite numbers each" % N_STATE)
         if len(vals) != N_STATE or len(sig) != N_STATE or not la.is_finite(vals + sig):
             self.rejected += 1
@@ -338,6 +340,7 @@ class BoatEkf:
             self._refuse("%s at %d us is not later than the filter (%d us)" % (type(sample).__name__,
                                                                              sample.time_us, self.time_us))
         is_imu = isinstance(sample, ImuSample)
+        rate = self._imu_rate(sample) if is_imu else None
         held = self.thrust_n
         if not is_imu:
             self.thrust_n = [sample.thrust_left_n, sample.thrust_right_n]
@@ -353,7 +356,6 @@ class BoatEkf:
             raise
         self.predicts += 1
         if is_imu:
-            rate = sample.dang_body_rad[2] / (sample.dt_us * 1e-6)
             self._fuse(sample.time_us, YAW_RATE_SLOTS, (rate,), (self.cfg["yaw_rate_sigma_radps"] ** 2,),
                        self.cfg["gate_chi2_yaw_rate"])
         return True
@@ -475,6 +477,14 @@ class BoatEkf:
         self.updates += 1
         return True
 
+    def _imu_rate(self, imu):
+        """The yaw rate dang_z / dt (rad/s) of an ImuSample; a finite increment over a short interval whose
+        rate overflows (1e303 rad in 1 us) is refused (:class:`EstimatorInputError`, counted), nothing changed."""
+        rate = imu.dang_body_rad[2] / (imu.dt_us * 1e-6)
+        if not rate - rate == 0.0:
+            self._refuse("ImuSample at %d us has a yaw rate that is not finite" % imu.time_us)
+        return rate
+
     def _advance(self, time_us):
         """Propagate to a measurement's time; False when the gap stopped the filter."""
         if self._stale(time_us):
@@ -525,7 +535,7 @@ class BoatEkf:
         """Fuse an ``onboard.core.samples.ImuSample``'s yaw rate (dang_z / dt) as :meth:`update_yaw_rate`
         with the default yaw_rate_sigma_radps (the planar vessel ignores the accelerometer)."""
         self._check(imu, None)
-        rate = imu.dang_body_rad[2] / (imu.dt_us * 1e-6)
+        rate = self._imu_rate(imu)
         if not self.initialized or not self._advance(imu.time_us):
             self.skipped += 1
             return False
@@ -568,8 +578,16 @@ class BoatEkf:
         return False
 
     def _try_start(self):
+        """Start from the pending position fix and heading; False (counted in ``skipped``) while one is missing
+        or the two are more than max_gap_s apart (the older one is dropped: a heading from minutes before the
+        fix is not the boat's heading at the fix)."""
         pos = self._pending_position
         head = self._pending_heading
+        if pos is not None and head is not None and abs(pos[0] - head[0]) > self.max_gap_us:
+            if pos[0] < head[0]:
+                self._pending_position = pos = None
+            else:
+                self._pending_heading = head = None
         if pos is None or head is None:
             self.skipped += 1
             return False

@@ -348,11 +348,23 @@ class Eskf:
     # ------------------------------------------------------------ set-up
     def initialize(self, time_us, pos_ned_m, vel_ned_mps, euler_rad,
                    accel_bias_mps2=(0.0, 0.0, 0.0), gyro_bias_radps=(0.0, 0.0, 0.0)):
-        """Start the INS at the given initial conditions; P from the init_*_sigma settings."""
+        """Start the INS at the given initial conditions; P from the init_*_sigma settings. EskfInputError, with
+        the filter unchanged, unless each vector is 3 finite numbers and ``time_us`` a whole number of us within a
+        signed 64-bit integer."""
         vals = [pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps]
         for v in vals:
-            if len(v) != 3 or not is_finite((float(v[0]), float(v[1]), float(v[2]))):
+            try:
+                ok = len(v) == 3 and is_finite((float(v[0]), float(v[1]), float(v[2])))
+            except (TypeError, ValueError, OverflowError):
+                ok = False
+            if not ok:
                 raise EskfInputError("initial conditions must be 3 finite numbers each, got %r" % (v,))
+        try:
+            whole = int(time_us) == time_us and not isinstance(time_us, bool)
+        except (TypeError, ValueError, OverflowError):
+            whole = False
+        if not whole:
+            raise EskfInputError("initial time_us must be a whole number of us, got %r" % (time_us,))
         check_int64(int(time_us), "initial time_us")
         self._reset_nominal(pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps)
         c = self.cfg
@@ -718,13 +730,21 @@ class Eskf:
 
     def set_state(self, state):
         """Restore a dict from get_state() (any implementation's). Every value is converted and checked before
-        any is set (times and counters within a signed 64-bit integer, as the Cython build holds them):
+        any is set (times and counters within a signed 64-bit integer, as the Cython build holds them; the
+        3-vectors of 3 and the attitude of 9 finite numbers, P of 225 finite numbers):
         EskfInputError or the conversion's error with the filter unchanged."""
         if len(state["P"]) != N_STATE * N_STATE or len(state["D_ned_to_body"]) != 9:
             raise EskfInputError("state has the wrong size")
         nominal = [[float(v) for v in state[key]] for key in (
             "pos_ned_m", "vel_ned_mps", "D_ned_to_body", "accel_bias_mps2", "gyro_bias_radps")]
+        for key, values in zip(("pos_ned_m", "vel_ned_mps", "D_ned_to_body", "accel_bias_mps2", "gyro_bias_radps"),
+                               nominal):
+            if len(values) != (9 if key == "D_ned_to_body" else 3) or not is_finite(values):
+                raise EskfInputError("state %s must be %d finite numbers, got %r"
+                                     % (key, 9 if key == "D_ned_to_body" else 3, values))
         P = [float(v) for v in state["P"]]
+        if not is_finite(P):
+            raise EskfInputError("state P has non-finite values")
         ints = {"time_us": int(state["time_us"])}
         for key in ("predicts", "updates", "gated", "rejected", "skipped"):
             ints[key] = int(state[key])

@@ -40,7 +40,8 @@ class EskfPoseEstimator:
     refused the sample (EskfInputError) or its innovation covariance was not
     positive definite (EskfNumericError); the filter is unchanged either way.
     Zero aiding variances are floored (the noise-less scenario's poses carry zero
-    covariance, which the ESKF refuses); negative or NaN ones are refused.
+    covariance, which the ESKF refuses); negative or NaN ones are refused. A pose whose position or
+    attitude covariance is None is fused with the ESKF's pose_pos_sigma_m / pose_att_sigma_rad for it.
     """
 
     def __init__(self, config=None, impl=None, consider_sigma=None):
@@ -84,8 +85,11 @@ class EskfPoseEstimator:
                 if not var >= 0.0:
                     self.eskf.rejected += 1
                     raise EstimatorInputError("pose sample at %d us has a negative or NaN variance" % pose.time_us)
-            pos_var = [max(v, self._min_pos_var_m2) for v in (pose.cov_pos_m2 or [self._min_pos_var_m2] * 3)]
-            att_var = [max(v, self._min_att_var_rad2) for v in (pose.cov_att_rad2 or [self._min_att_var_rad2] * 3)]
+            # a half given without covariance (None) stays None: the ESKF uses its pose_*_sigma defaults for it
+            pos_var = (None if pose.cov_pos_m2 is None
+                       else [max(v, self._min_pos_var_m2) for v in pose.cov_pos_m2])
+            att_var = (None if pose.cov_att_rad2 is None
+                       else [max(v, self._min_att_var_rad2) for v in pose.cov_att_rad2])
             pose = PoseSample(pose.time_us, pose.pos_ned_m, pose.euler_rad, cov_pos_m2=pos_var,
                               cov_att_rad2=att_var)
         try:

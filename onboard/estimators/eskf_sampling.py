@@ -79,7 +79,9 @@ def psd_factor(cov, n):
     """Lower-triangular L with L L^T = cov for a symmetric positive *semi*-definite n x n matrix.
 
     Pivots below 1e-12 of the largest diagonal are treated as zero (that direction
-    has no spread); a clearly negative pivot raises SamplingError.
+    has no spread); a clearly negative pivot, or a clearly nonzero covariance with such a
+    zero-spread direction (|t| above sqrt((pivot + 1e-9 scale) scale): no PSD matrix has it),
+    raises SamplingError.
     """
     scale = 0.0
     for i in range(n):
@@ -94,6 +96,14 @@ def psd_factor(cov, n):
         if s < -1e-9 * (scale + 1e-300):
             raise SamplingError("cov is not positive semi-definite")
         if s <= tol:
+            # a zero-spread direction: PSD needs |cov_ij - sum_k L_ik L_jk| <= sqrt(s * cov_ii) for every i > j
+            lim2 = (max(s, 0.0) + 1e-9 * scale) * scale
+            for i in range(j + 1, n):
+                t = cov[i * n + j]
+                for k in range(j):
+                    t -= low[i * n + k] * low[j * n + k]
+                if t * t > lim2:
+                    raise SamplingError("cov is not positive semi-definite")
             continue
         d = math.sqrt(s)
         low[j * n + j] = d

@@ -126,6 +126,13 @@ DEFAULTS = {
 REFRESH_MODES = ("fixed", "adaptive", "spread")
 
 
+# The largest range (m) and speed (m/s) the filter takes: no UWB or goal range, nor a drone, comes near them,
+# and far beyond them (a range of about 1e150 m, a speed integrated to such a distance) the squared range
+# residuals overflow, every log-weight is -inf and the weights, the estimate and the resampled set turn NaN.
+MAX_RANGE_M = 1e9
+MAX_SPEED_MPS = 1e6
+
+
 class PfInputError(EstimatorInputError):
     """Malformed or non-finite input to the particle filter; its state was not changed.
 
@@ -555,7 +562,15 @@ class ParticleFilter:
 
     def _cycle(self, now_us, vxo, vyo, vxp, vyp, range_m, draws, learned):
         """The cycle of :meth:`step` on checked input: now_us an int not before time_us, the velocities
-        finite floats, range_m None or a finite number >= 0, learned None or two finite floats."""
+        finite floats, range_m None or a finite number >= 0, learned None or two finite floats. A range above
+        MAX_RANGE_M or a speed above MAX_SPEED_MPS (the compiled step hands them here unchecked) raises
+        PfInputError, counted, before anything changes."""
+        if (range_m is not None and range_m > MAX_RANGE_M) or not (
+                -MAX_SPEED_MPS <= vxo <= MAX_SPEED_MPS and -MAX_SPEED_MPS <= vyo <= MAX_SPEED_MPS
+                and -MAX_SPEED_MPS <= vxp <= MAX_SPEED_MPS and -MAX_SPEED_MPS <= vyp <= MAX_SPEED_MPS):
+            self.rejected += 1
+            raise PfInputError("range %r m above %g m or a velocity (%r, %r), (%r, %r) m/s above %g m/s"
+                               % (range_m, MAX_RANGE_M, vxo, vyo, vxp, vyp, MAX_SPEED_MPS))
         c = self.cfg
         dt_s = (now_us - self.time_us) * 1e-6
         ref_s = c["noise_reference_dt_s"]
@@ -644,10 +659,13 @@ class ParticleFilter:
 
     # ---------------------------------------------------------- input checks
     def _check_time(self, now_us):
-        """now_us as an int within base.TIME_US_MIN/MAX (the compiled filter's C time), else PfInputError."""
+        """now_us as an int within base.TIME_US_MIN/MAX (the compiled filter's C time), else PfInputError (also
+        for a time with a fraction, which int() would truncate, and a boolean)."""
         try:
             t = int(now_us)
         except (TypeError, ValueError, OverflowError):
+            t = None
+        if t is None or t != now_us or isinstance(now_us, bool):
             self.rejected += 1
             raise PfInputError("time must be an integer number of us, got %r" % (now_us,))
         if t < TIME_US_MIN or t > TIME_US_MAX:
@@ -665,6 +683,9 @@ class ParticleFilter:
         if not (_finite(vx) and _finite(vy)):
             self.rejected += 1
             raise PfInputError("%s velocity not finite: %r" % (who, v))
+        if not (-MAX_SPEED_MPS <= vx <= MAX_SPEED_MPS and -MAX_SPEED_MPS <= vy <= MAX_SPEED_MPS):
+            self.rejected += 1
+            raise PfInputError("%s velocity %r above %g m/s" % (who, v, MAX_SPEED_MPS))
         return vx, vy
 
     def _check_range(self, range_m, allow_none):
@@ -673,9 +694,10 @@ class ParticleFilter:
                 return
             self.rejected += 1
             raise PfInputError("a range is needed to initialise the particle filter")
-        if not isinstance(range_m, (int, float)) or not _finite(_as_float(range_m)) or range_m < 0.0:
+        if (not isinstance(range_m, (int, float)) or not _finite(_as_float(range_m)) or range_m < 0.0
+                or range_m > MAX_RANGE_M):
             self.rejected += 1
-            raise PfInputError("range must be a finite number >= 0 m, got %r" % (range_m,))
+            raise PfInputError("range must be a finite number in [0, %g] m, got %r" % (MAX_RANGE_M, range_m))
 
     def _check_learned(self, learned):
         try:

@@ -124,11 +124,16 @@ class NumpyDraws:
     def set_state(self, state):
         """Continue from ``state`` (as :meth:`get_state` gave it): the next draws repeat the ones drawn
         after it was taken. A state of another bit generator (e.g. ``Philox``) swaps in a generator of
-        that kind."""
+        that kind. ValueError for anything that is not such a state, with the draws as they were."""
         kind = state.get("bit_generator") if isinstance(state, dict) else None
-        if kind != type(self.gen.bit_generator).__name__:
+        gen = self.gen
+        if kind != type(gen.bit_generator).__name__:
             bit_generator = getattr(np.random, str(kind), None)
             if not (isinstance(bit_generator, type) and issubclass(bit_generator, np.random.BitGenerator)):
                 raise ValueError("not the state of a NumPy bit generator: %r" % (kind,))
-            self.gen = np.random.Generator(bit_generator())
-        self.gen.bit_generator.state = state
+            gen = np.random.Generator(bit_generator())
+        try:
+            gen.bit_generator.state = state
+        except (TypeError, KeyError, ValueError, OverflowError) as exc:
+            raise ValueError("not a valid %s state: %s" % (kind, exc))
+        self.gen = gen

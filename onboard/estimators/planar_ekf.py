@@ -10,7 +10,8 @@ constant-bias error model of ag2u eq. 10 as two bias states. Updates take the ai
 pose's north, east and yaw (ag2u eq. 5b restricted to the plane), with the yaw
 residual wrapped to [-pi, pi). Joseph-form covariance update; Mahalanobis gating
 of outliers (counted); non-finite or malformed input (a negative pose variance, an
-IMU sample not later than the previous IMU sample) raises
+IMU sample not later than the previous IMU sample, one whose propagation ends in a
+non-finite state or covariance) raises
 :class:`EstimatorInputError` and leaves the state untouched. A pose update the filter cannot
 compute (its covariance P non-finite, e.g. after an overflow, the innovation covariance S singular,
 or a non-finite result) raises :class:`PlanarEkfNumericError` (a subclass of it), counted in
@@ -150,8 +151,16 @@ class PlanarEkf:
         P = la.mat_mul(FP, la.transpose(F, N_STATE, N_STATE), N_STATE, N_STATE, N_STATE)
         for i in range(N_STATE):
             P[i * N_STATE + i] += q[i]
+        P = la.symmetrize(P, N_STATE)
+        total = sum(new_x) + sum(P)          # NaN or infinite when any entry is (or the sum overflows)
+        if not total - total == 0.0:
+            # finite increments whose propagation overflows (e.g. 1e300 m/s): refused, or the covariance
+            # would stay infinite and refuse every later pose
+            self.rejected += 1
+            raise EstimatorInputError("IMU sample at %d us propagates to a non-finite state or covariance"
+                                      % imu.time_us)
         self.x = new_x
-        self.P = la.symmetrize(P, N_STATE)
+        self.P = P
         self.time_us = imu.time_us
         self.last_imu_us = imu.time_us
         self.predicts += 1

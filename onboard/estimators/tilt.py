@@ -17,7 +17,8 @@ specific force, body FRD) and ``dang_body_rad`` (integrated angular rate, body F
 The first sample initialises both angles from the accelerometer alone. The thesis's robot reads its tilt
 from an IMU (Cook thesis 7.1.1, Alg. 6 "get_pitch()"); the estimator itself is not from the thesis.
 A sample that is not an ImuSample with finite fields and a positive ``dt_us`` (a field missing, of the
-wrong type or too short included) is counted in ``rejected`` and leaves the state unchanged.
+wrong type or too short included), or whose angle increments integrate to a non-finite roll or pitch, is
+counted in ``rejected`` and leaves the state unchanged.
 """
 import math
 
@@ -70,9 +71,9 @@ class TiltEstimator:
             self.rejected += 1
             return False
         roll_acc, pitch_acc = tilt_from_specific_force(fx, fy, fz)
-        self.predicts += 1
-        self.time_us = time_us
         if not self.initialized:
+            self.predicts += 1
+            self.time_us = time_us
             self.roll_rad, self.pitch_rad = roll_acc, pitch_acc
             self.initialized = True
             return True
@@ -82,10 +83,16 @@ class TiltEstimator:
         if abs(cp) < 1e-6:
             cp = 1e-6 if cp >= 0 else -1e-6
         roll += da[0] + (da[1] * sr + da[2] * cr) * math.sin(pitch) / cp
+        pitch += da[1] * cr - da[2] * sr
+        if not (roll - roll == 0 and pitch - pitch == 0):
+            # finite increments whose integration overflows (an absurd rate): refused like a non-finite sample
+            self.rejected += 1
+            return False
         if roll >= math.pi or roll < -math.pi:       # keep roll in [-pi, pi) (a roll-over, a fast spin)
             roll = math.fmod(roll + math.pi, 2.0 * math.pi)
             roll = (roll + 2.0 * math.pi if roll < 0.0 else roll) - math.pi
-        pitch += da[1] * cr - da[2] * sr
+        self.predicts += 1
+        self.time_us = time_us
         norm = math.sqrt(fx * fx + fy * fy + fz * fz)
         if abs(norm - G_MPS2) <= self.gate:
             k = dt / (self.tau_s + dt)
