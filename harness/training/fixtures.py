@@ -2,10 +2,10 @@
 
 ``op_coverage_model()``: float32 [1, 16] -> QUANTIZE -> RESHAPE [1, 4, 4, 1] -> CONV_2D
 (2 channels, 3x3, SAME, dilation 1, RELU6, per-channel) -> CONV_2D (3 channels, 2x2, VALID,
-stride 2, RELU) -> RESHAPE [1, 3] ... see the code; then FULLY_CONNECTED per-tensor
-(RELU_N1_TO_1) -> TANH -> FULLY_CONNECTED per-channel (NONE) -> LOGISTIC -> DEQUANTIZE
--> float32 [1, 4]. Its bytes are embedded in ``tests/micropython/cases/test_policy_int8.py``
-(a test checks they still match this builder).
+stride 2, RELU; [1, 2, 2, 3]) -> CONV_2D (2 channels, 3x3, SAME, dilation 2, NONE; [1, 2, 2, 2])
+-> RESHAPE [1, 8] -> FULLY_CONNECTED per-tensor (RELU_N1_TO_1) -> TANH -> FULLY_CONNECTED
+per-channel (NONE) -> LOGISTIC -> DEQUANTIZE -> float32 [1, 4]. Its bytes are embedded in
+``tests/micropython/cases/test_policy_int8.py`` (a test checks they still match this builder).
 
 ``chain_model(activations)``: int8 7 -> 12 -> 5 FULLY_CONNECTED chain with the given fused
 activations and optional TANH/LOGISTIC after the first layer (for the C kernel tests).

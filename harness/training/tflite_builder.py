@@ -35,9 +35,33 @@ DTYPES = {"int8": (_TensorType.INT8, np.int8), "int32": (_TensorType.INT32, np.i
 ACTIVATIONS = {"NONE": _Activation.NONE, "RELU": _Activation.RELU, "RELU6": _Activation.RELU6,
                "RELU_N1_TO_1": _Activation.RELU_N1_TO_1, "TANH": _Activation.TANH}
 PADDINGS = {"SAME": _Padding.SAME, "VALID": _Padding.VALID}
+# The builtin options :meth:`TfliteBuilder.add_op` serialises, per operator (any other is refused: it
+# would be left out of the file).
+OP_OPTIONS = {"FULLY_CONNECTED": ("activation", "keep_num_dims"),
+              "CONV_2D": ("padding", "stride_w", "stride_h", "activation", "dilation_w", "dilation_h"),
+              "ADD": ("activation",), "MUL": ("activation",), "SOFTMAX": ("beta",), "RESHAPE": ("new_shape",)}
 # Operator versions as TensorFlow's converter writes them for int8 (per-channel FC needs >= 4).
 OP_VERSIONS = {"FULLY_CONNECTED": 5, "CONV_2D": 3, "QUANTIZE": 2, "DEQUANTIZE": 2, "TANH": 2,
                "LOGISTIC": 2, "RESHAPE": 1, "ADD": 2, "MUL": 2, "SOFTMAX": 2, "RELU": 2, "RELU6": 2}
+
+
+def _check_integers(name, dtype, data):
+    """ValueError unless every value of ``data`` is a whole number within ``dtype``'s range."""
+    values = np.asarray(data)
+    if values.size == 0:
+        return
+    if values.dtype.kind not in "iuf":
+        raise ValueError("tensor %r: %s data must be numbers, got %s" % (name, dtype, values.dtype))
+    info = np.iinfo(DTYPES[dtype][1])
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values) | (values != np.round(values))
+        if bad.any():
+            raise ValueError("tensor %r: %s data must be whole numbers, got %r"
+                             % (name, dtype, values[bad].flat[0].item()))
+    lo, hi = values.min().item(), values.max().item()
+    if lo < info.min or hi > info.max:
+        raise ValueError("tensor %r: %s data must lie in [%d, %d], got %r .. %r"
+                         % (name, dtype, info.min, info.max, lo, hi))
 
 
 class TfliteBuilder(object):
@@ -52,11 +76,20 @@ class TfliteBuilder(object):
 
     def add_tensor(self, name, shape, dtype, data=None, scale=None, zero_point=None,
                    quantized_dimension=0):
-        """Add a tensor; ``scale``/``zero_point`` are a number or a per-channel list. Returns its index."""
+        """Add a tensor; ``scale``/``zero_point`` are a number or a per-channel list. Returns its index.
+        ValueError when ``data`` of an integer ``dtype`` holds a value that is not a whole number within
+        that type's range (it would be stored wrapped or truncated)."""
         if dtype not in DTYPES:
             raise ValueError("unknown dtype %r" % dtype)
+        if not isinstance(name, str):
+            raise ValueError("a tensor name must be a str, got %r" % (name,))
+        if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
+            raise ValueError("tensor %r: the shape must be whole numbers >= 0, got %r" % (name, list(shape)))
         if data is not None:
-            data = np.ascontiguousarray(np.asarray(data, dtype=DTYPES[dtype][1]).reshape(shape))
+            np_type = DTYPES[dtype][1]
+            if np.issubdtype(np_type, np.integer):
+                _check_integers(name, dtype, data)
+            data = np.ascontiguousarray(np.asarray(data, dtype=np_type).reshape(shape))
         quant = None
         if scale is not None:
             scales = np.atleast_1d(np.asarray(scale, dtype=np.float32))
@@ -69,9 +102,27 @@ class TfliteBuilder(object):
         return len(self.tensors) - 1
 
     def add_op(self, op, inputs, outputs, **options):
-        """Add a builtin operator by name (``FULLY_CONNECTED``, ``CONV_2D``, ...)."""
+        """Add a builtin operator by name (``FULLY_CONNECTED``, ``CONV_2D``, ...) with the options of
+        :data:`OP_OPTIONS`; ValueError for an unknown operator, option, activation or padding."""
         if not hasattr(_BuiltinOperator, op):
             raise ValueError("unknown builtin operator %r" % op)
+        for role, indices in (("input", inputs), ("output", outputs)):
+            for i in indices:
+                if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not -1 <= i < len(self.tensors):
+                    raise ValueError("%s: %s %r is not a tensor index (0..%d, or -1 for an omitted input)"
+                                     % (op, role, i, len(self.tensors) - 1))
+                if role == "output" and i < 0:
+                    raise ValueError("%s: an output cannot be omitted (-1)" % op)
+        allowed = OP_OPTIONS.get(op, ())
+        unknown = sorted(k for k in options if k not in allowed)
+        if unknown:
+            raise ValueError("%s takes the options %s, not %s" % (op, ", ".join(allowed) or "none",
+                                                                   ", ".join(unknown)))
+        if options.get("activation", "NONE") not in ACTIVATIONS:
+            raise ValueError("%s: unknown activation %r (one of %s)" % (op, options["activation"],
+                                                                       ", ".join(ACTIVATIONS)))
+        if options.get("padding", "VALID") not in PADDINGS:
+            raise ValueError("%s: unknown padding %r (one of %s)" % (op, options["padding"], ", ".join(PADDINGS)))
         self.ops.append({"op": op, "inputs": list(inputs), "outputs": list(outputs),
                          "options": options})
 
@@ -121,7 +172,11 @@ class TfliteBuilder(object):
         return 0, None
 
     def finish(self, inputs, outputs):
-        """Serialise with ``inputs``/``outputs`` (tensor indices) as the subgraph's I/O; returns bytes."""
+        """Serialise with ``inputs``/``outputs`` (tensor indices) as the subgraph's I/O; returns bytes.
+        ValueError when one of them is not a tensor index."""
+        for i in list(inputs) + list(outputs):
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < len(self.tensors):
+                raise ValueError("graph input/output %r is not a tensor index (0..%d)" % (i, len(self.tensors) - 1))
         b = flatbuffers.Builder(1024)
         m_buffer = _schema("Buffer")
         m_tensor = _schema("Tensor")

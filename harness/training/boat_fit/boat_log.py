@@ -10,8 +10,8 @@ no sample.
 
 MCAP: the topics of ``onboard.vessel.log_topics`` (the boat app's recording). Rows are the thrust samples'
 times: row j at the time of thrust sample j takes the thrusts of sample j + 1 (held over the interval
-ending there); each GNSS fix, heading and yaw rate goes to the row nearest its ``time_us`` (within half a
-row interval; farther ones are dropped and counted).
+ending there; a thrust sample without a time is dropped and counted); each GNSS fix, heading and yaw rate
+goes to the row nearest its ``time_us`` (within half a row interval; farther ones are dropped and counted).
 """
 import csv
 import io
@@ -51,8 +51,8 @@ def read_log(path):
 
 # ---------------------------------------------------------------------------------------------- CSV
 class _CheckedRows:
-    """A csv.reader whose parse errors (a stray carriage return in a field, a NUL) are one-line ConfigErrors
-    naming the line."""
+    """A csv.reader whose parse errors (a field over the csv module's size limit) are one-line ConfigErrors
+    naming the line they were found on."""
 
     def __init__(self, reader, name):
         self.reader = reader
@@ -69,7 +69,8 @@ class _CheckedRows:
         try:
             return next(self.reader)
         except csv.Error as exc:
-            raise ConfigError("%s: line %d: not a CSV row (%s)" % (self.name, self.reader.line_num + 1,
+            # line_num counts the lines read so far, the one that failed included
+            raise ConfigError("%s: line %d: not a CSV row (%s)" % (self.name, self.reader.line_num,
                                                                    str(exc).split(" - ")[0]))
 
 
@@ -81,7 +82,8 @@ def read_csv_bytes(data, name="log"):
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError("%s: not a UTF-8 text CSV (byte %d)" % (name, exc.start))
-    rows = _CheckedRows(csv.reader(io.StringIO(text)), name)
+    # newline="": the csv module splits the rows itself (LF, CRLF or CR line ends alike)
+    rows = _CheckedRows(csv.reader(io.StringIO(text, newline="")), name)
     header = None
     for header in rows:
         if any(cell.strip() for cell in header):
@@ -181,6 +183,14 @@ def read_mcap_bytes(data, name="log"):
     t_us = np.array([_num(_field(m, "time_us", log_topics.THRUST_TOPIC, name), name) for m in thrust])
     t_l = np.array([_num(_field(m, "thrust_left_n", log_topics.THRUST_TOPIC, name), name) for m in thrust])
     t_r = np.array([_num(_field(m, "thrust_right_n", log_topics.THRUST_TOPIC, name), name) for m in thrust])
+    notes = [note] if note else []
+    timed = np.isfinite(t_us)             # a sample without a time has no interval to be held over
+    if not timed.all():
+        notes.append("%d %s message(s) without a time dropped" % (int((~timed).sum()), log_topics.THRUST_TOPIC))
+        t_us, t_l, t_r = t_us[timed], t_l[timed], t_r[timed]
+        if len(t_us) < 3:
+            raise ConfigError("%s: %d message(s) with a time on %s; the fit needs the thrusts of every step (see "
+                              "onboard/vessel/log_topics.py)" % (name, len(t_us), log_topics.THRUST_TOPIC))
     order = np.argsort(t_us, kind="stable")
     t_us, t_l, t_r = t_us[order], t_l[order], t_r[order]
     rows_us = t_us[:-1]
@@ -189,7 +199,6 @@ def read_mcap_bytes(data, name="log"):
     for c in GNSS_COLUMNS + ("yaw_rad", "yaw_rate_radps"):
         log[c] = np.full(n, np.nan)
     half = 0.5 * float(np.median(np.diff(rows_us))) if n > 1 else 0.0
-    notes = [note] if note else []
 
     def place(topic, getter, columns):
         dropped = 0
@@ -226,12 +235,16 @@ def read_mcap_bytes(data, name="log"):
 
 
 def _num(v, name):
-    """A JSON number (null: NaN, as ``McapLog`` writes non-finite numbers)."""
+    """A JSON number (null: NaN, as ``McapLog`` writes non-finite numbers; an integer beyond the float range:
+    infinite, as a JSON float beyond it reads)."""
     if v is None:
         return math.nan
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ConfigError("%s: not a number in the recording: %r" % (name, v))
-    return float(v)
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
 
 
 # ---------------------------------------------------------------------------------------------- checks

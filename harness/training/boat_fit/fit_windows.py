@@ -4,8 +4,10 @@ A window starts at a GNSS fix (its seed fix: the one fix kept) and spans ``windo
 s .. s + L - 1 with L = round(window_s / dt). Its targets are the fixes at rows s + 1 .. s + L - 1 (at
 4 Hz, 19 withheld fixes of 20: the paper's 95 %). The next window starts at the first fix at or after
 row s + L, so windows do not overlap. A window with no withheld fix, or that would run past the end
-of the log, is dropped. :func:`time_split` holds back the last windows in time as a test set (the
-paper has none).
+of the log, is dropped; so is one that would step over a gap in the log (a row interval longer than
+``GAP_INTERVALS`` median intervals: a pause in the recording, over which the thrusts are unknown), and the
+next window starts at the first fix after the gap. :func:`time_split` holds back the last windows in time
+as a test set (the paper has none).
 
 Arrays (W windows, L rows): ``start`` (W,) row of the seed fix, ``thrust_n`` (W, L, 2) thrusts applied
 over each row's interval, ``dt_s`` (W, L) the interval lengths, ``target_ne_m`` (W, L, 2) withheld fixes
@@ -17,6 +19,7 @@ import numpy as np
 
 from onboard.core.settings import ConfigError
 
+GAP_INTERVALS = 10        # a row interval this many times the median one is a gap in the log
 LOG_COLUMNS = ("time_s", "thrust_left_n", "thrust_right_n", "gnss_north_m", "gnss_east_m", "yaw_rad",
                "yaw_rate_radps")
 
@@ -36,12 +39,17 @@ def make_windows(log, window_s=5.0):
                           % (median_dt, "longer than" if median_dt > window_s else "too far apart for", window_s))
     has_fix = np.isfinite(log["gnss_north_m"]) & np.isfinite(log["gnss_east_m"])
     fix_rows = np.flatnonzero(has_fix)
+    gap_rows = np.flatnonzero(dt[:-1] > GAP_INTERVALS * median_dt)       # t[k + 1] - t[k] is a gap
     starts = []
     i = 0
     while i < len(fix_rows):
         s = int(fix_rows[i])
         if s + rows > n:
             break
+        g = int(np.searchsorted(gap_rows, s))
+        if g < len(gap_rows) and gap_rows[g] < s + rows - 1:             # the rollout would step over it
+            i = int(np.searchsorted(fix_rows, gap_rows[g] + 1))
+            continue
         if has_fix[s + 1:s + rows].any():
             starts.append(s)
         i = int(np.searchsorted(fix_rows, s + rows))
@@ -76,7 +84,10 @@ def select(windows, which):
 
 
 def time_split(windows, test_fraction=0.2):
-    """(train, test): the last ``test_fraction`` of the windows in time held back as the test set."""
+    """(train, test): the last ``test_fraction`` of the windows in time held back as the test set (rounded to
+    whole windows); ValueError unless 0 <= ``test_fraction`` <= 1."""
+    if not 0.0 <= test_fraction <= 1.0:          # also NaN
+        raise ValueError("test_fraction must lie in [0, 1], got %r" % (test_fraction,))
     w = len(windows["start"])
     n_test = int(round(test_fraction * w))
     order = np.argsort(windows["t0_s"], kind="stable")

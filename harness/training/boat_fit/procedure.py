@@ -406,6 +406,10 @@ def fit_log(log, overrides=None, progress=None):
         if not len(tr_idx):
             raise ConfigError("no training window starts where the EKF has settled (%g s after it starts; no heading "
                               "near the fixes, or a log too short?)" % cfg["settle_s"])
+        if not train["mask"].any():        # nothing to fit to: every withheld fix was gated as an outlier
+            raise ConfigError("the EKF's gate refused all %d withheld GNSS fixes of the %d training windows as "
+                              "outliers; nothing is left to fit (GNSS jumps, or gnss_sigma_m %g m too small?)"
+                              % (int(windows["mask"][tr_idx].sum()), len(tr_idx), cfg["ekf"]["gnss_sigma_m"]))
         say("fit round %d/%d (%s, %d windows)" % (k + 1, cfg["rounds"], cfg["method"], len(tr_idx)))
         t0, c0 = time.perf_counter(), time.process_time()
         res = _fit(cfg, c, seeds[tr_idx], train, split)

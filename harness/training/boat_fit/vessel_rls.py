@@ -168,7 +168,15 @@ def rls_fit(log, c0=None, states=None, forgetting=0.999, stride=1, p0_rel=1.0, e
     "diverged_at_s": first time (s from the log start) the constants left the physical range or None,
     "reason", "unphysical_fraction" (of the updates), "params": the last constants, "last_physical":
     the last physical ones, "t_s" (record times), "history" (records, 9) constants, "p_trace" (records,
-    3) trace of P per regression, "updates", "ekf_counters" (online only)}."""
+    3) trace of P per regression, "updates", "ekf_counters" (online only)}. ValueError unless ``stride`` is a
+    whole number >= 1, 0 < ``forgetting`` <= 1, ``p0_rel`` > 0 and ``record_s`` > 0."""
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
+        raise ValueError("rls_fit: stride must be a whole number of rows >= 1, got %r" % (stride,))
+    for label, value in (("forgetting", forgetting), ("p0_rel", p0_rel), ("record_s", record_s)):
+        if not (isinstance(value, (int, float, np.floating)) and math.isfinite(value) and value > 0):
+            raise ValueError("rls_fit: %s must be a number > 0, got %r" % (label, value))
+    if forgetting > 1:
+        raise ValueError("rls_fit: forgetting must lie in (0, 1], got %r" % (forgetting,))
     c0 = list(vm.params_from() if c0 is None else c0)
     tr = _Tracker(log, c0, forgetting, stride, p0_rel, record_s, warmup_s)
     counters = None

@@ -144,8 +144,12 @@ def collect_parallel(n_episodes, seed, noise="sensor_fusion", workers=1, policy=
 
 
 def merge(*datasets):
-    """One dataset from several ``collect`` results (same world grid)."""
-    out = {k: np.concatenate([d[k] for d in datasets if len(d["true_pose"])]) for k in RECORD_KEYS}
+    """One dataset from several ``collect`` results (same world grid); the empty ones add nothing, and when
+    all are empty the result is the first one's empty arrays, as ``collect`` gives for no decision."""
+    if not datasets:
+        raise ValueError("merge needs at least one dataset")
+    full = [d for d in datasets if len(d["true_pose"])] or datasets[:1]
+    out = {k: np.concatenate([d[k] for d in full]) for k in RECORD_KEYS}
     out["cell_m"] = datasets[0]["cell_m"]
     out["policy_decisions"] = np.int64(sum(int(d.get("policy_decisions", 0)) for d in datasets))
     return out

@@ -335,7 +335,7 @@ def main(argv=None):
     p.add_argument("--out", default=None, help="default: <model-dir>/<agent>/int8")
     p.add_argument("--calib-episodes", type=positive_int, default=12)
     p.add_argument("--eval-episodes", type=positive_int, default=6)
-    p.add_argument("--seed", type=int, default=11)
+    p.add_argument("--seed", type=non_negative_int, default=11)
     p.add_argument("--k-samples", type=positive_int, default=8, help="eq. 1 pose samples per decision (agent2)")
     p.add_argument("--pure-crops", type=non_negative_int, default=2, help="held-out crops also run on the pure kernel")
     p.add_argument("--logit-margin", type=positive_float, default=6.0,

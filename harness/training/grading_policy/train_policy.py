@@ -40,6 +40,7 @@ import time
 import numpy as np
 
 from harness.config import ConfigError, non_negative_float, non_negative_int, positive_int
+from onboard.core.settings import argument
 from harness.data_files import npz_bytes, read_error_reason
 from harness.training.grading_policy import dataset
 from harness.training.npz_files import read_npz
@@ -81,6 +82,21 @@ LABEL_FRAME_TEXT = {
                  "reach the expert's way-point)",
     "estimate": "the expert's world way-points in each crop's frame",
 }
+
+
+AGENTS = ("agent1", "agent2")
+# --layers: the body's convolutions come in residual blocks of two (fcn.forward_numpy, export_int8.layer_plan)
+even_layers = argument(("an even integer >= 2 (residual blocks of two convolutions)",
+                        lambda v: v >= 2 and v % 2 == 0), int)
+
+
+def agent_list(text):
+    """``--agents``: a comma list of agent1 / agent2 (each at most once) -> the text itself."""
+    names = text.split(",")
+    if not names or any(name not in AGENTS for name in names) or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError("expected %s or both, separated by a comma, got %r"
+                                         % (" or ".join(AGENTS), text))
+    return text
 
 
 def dagger_noise_cycle(text):
@@ -349,9 +365,10 @@ def main(argv=None):
                          "agent2's eq. 1 Sigma then carries it) or white (fresh per sample); default: the "
                          "episodes' default, %(default)s")
     ap.add_argument("--val-episodes", type=positive_int, default=15, help="held-out expert episodes for the card's accuracy")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=non_negative_int, default=1)
     ap.add_argument("--channels", type=positive_int, default=FCN_DEFAULTS["channels"])
-    ap.add_argument("--layers", type=positive_int, default=FCN_DEFAULTS["layers"])
+    ap.add_argument("--layers", type=even_layers, default=FCN_DEFAULTS["layers"],
+                    help="3x3 convolutions of the body, an even number (default %(default)s)")
     ap.add_argument("--k-samples", type=positive_int, default=8, help="eq. 1 poses per decision for agent2")
     ap.add_argument("--batch", type=positive_int, default=128)
     ap.add_argument("--label-sigma-cells", type=non_negative_float, default=0.0,
@@ -371,7 +388,8 @@ def main(argv=None):
                          "training crops (default: 1 locally, every CPU of a Ray cluster; the data do not depend on it)")
     ap.add_argument("--device", default="cpu", help="torch device to train on (cpu, cuda, cuda:1, ...); the "
                     "data and the starting weights do not depend on it, the trained weights do (float rounding)")
-    ap.add_argument("--agents", default="agent1,agent2")
+    ap.add_argument("--agents", type=agent_list, default="agent1,agent2",
+                    help="agents to train: agent1, agent2 or both (default %(default)s)")
     ap.add_argument("--out", default=MODEL_DIR)
     ap.add_argument("--init", default=None, help="start from <init>/<agent>/weights.npz (with --epochs 0: the "
                     "behaviour-cloning stage of an earlier run with the same seed and dataset; resumes at DAgger)")
@@ -388,6 +406,12 @@ def main(argv=None):
     except ImportError:
         print("error: training needs PyTorch: .venv/bin/pip install -r requirements-train.txt", file=sys.stderr)
         return 2
+    try:                                   # a device torch cannot train on fails here, not after the data
+        device = torch.device(args.device)
+    except (RuntimeError, ValueError) as exc:
+        ap.error("--device %s: %s" % (args.device, str(exc).splitlines()[0] if str(exc) else "not a torch device"))
+    if device.type == "cuda" and not torch.cuda.is_available():
+        ap.error("--device %s: this torch has no CUDA device" % args.device)
     torch.set_num_threads(args.threads)
     if args.device.startswith("cuda"):
         torch.backends.cudnn.deterministic = True     # the same weights on the same GPU and software

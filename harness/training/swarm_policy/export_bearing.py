@@ -28,7 +28,7 @@ import numpy as np
 
 from harness.training.npz_files import read_npz
 from harness.training.swarm_policy import bearing_data as bd
-from harness.training.swarm_policy.export_dqn import export_main
+from harness.training.swarm_policy.export_dqn import export_main, finite
 from harness.training.swarm_policy.train_bearing import NOISE
 from harness.training.quantize import (activation_qparams, bias_min_weight_scales, quantize_weights,
                                        write_model_dir)
@@ -235,11 +235,11 @@ def export(model_dir=BEARING_DIR, seed=1, dqn_dir=DQN_DIR):
     from onboard.policy.policy import make_policy
     from onboard.swarm.dqn import DqnFloat
 
-    net = read_npz(os.path.join(model_dir, "weights.npz"), "bearing estimator weights", BearingNet)
+    net = read_npz(os.path.join(model_dir, "weights.npz"), "bearing estimator weights", finite(BearingNet))
     H = net.hidden
     gru = net.cell == "gru"
-    q_fn = (read_npz(os.path.join(dqn_dir, "weights.npz"), "DQN weights (the GRU's data flights)", DqnFloat)
-            .q_values_batch if gru else None)
+    q_fn = (read_npz(os.path.join(dqn_dir, "weights.npz"), "DQN weights (the GRU's data flights)",
+                     finite(DqnFloat)).q_values_batch if gru else None)
     calib_xs, _, _, _ = _sequences(seed, q_fn=q_fn)
     tfl, info = build_gru(net, calib_xs) if gru else build(net, calib_xs)
     x_features = [{"name": n, "unit": u, "meaning": m} for n, u, m in INPUT_NAMES]

@@ -46,6 +46,18 @@ ACTIONS = [{"name": "accel_%03ddeg" % (45 * k), "accel_body_mps2": [round(ux, 6)
            for k, (ux, uy) in enumerate(DIRECTIONS_BODY)] + [{"name": "slow_down", "accel_body_mps2": None}]
 
 
+def finite(build):
+    """``build`` for ``read_npz`` that first refuses a weights file with a NaN or infinite number (ValueError
+    naming the array: a diverged training's weights, which no export can quantise)."""
+    def checked(arrays):
+        for name, value in sorted(arrays.items()):
+            value = np.asarray(value)
+            if value.dtype.kind in "fc" and not np.all(np.isfinite(value)):
+                raise ValueError("%s holds NaN or infinite numbers" % name)
+        return build(arrays)
+    return checked
+
+
 def record_inputs(policy, seed, steps=150, est_noise_m=0.2):
     """DQN inputs [N, 7] seen while the float policy flies 2, 3 and 4 drones (2 m and 4 m arenas)."""
     rng = np.random.default_rng(seed)
@@ -62,7 +74,7 @@ def record_inputs(policy, seed, steps=150, est_noise_m=0.2):
 def export(dqn_dir=DQN_DIR, seed=1):
     """Write ``dqn_dir/{model.tflite, card.json}`` from its weights.npz; returns the card. ConfigError (one line)
     when the weights cannot be read."""
-    f = read_npz(os.path.join(dqn_dir, "weights.npz"), "DQN weights", DqnFloat)
+    f = read_npz(os.path.join(dqn_dir, "weights.npz"), "DQN weights", finite(DqnFloat))
     w0, b0, w1, b1, w2, b2 = f.w
     calib = record_inputs(f, seed, steps=80)
     test = record_inputs(f, seed + 1, steps=60)

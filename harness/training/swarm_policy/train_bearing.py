@@ -174,8 +174,10 @@ def main(argv=None):
         p.error("--k must be < --seq-len and < %d (the validation sequences' steps), got %d" % (VAL_STEPS, a.k))
     if a.data_policy:                             # read by train(): a missing or damaged file is one line first
         from onboard.swarm.dqn import DqnFloat
+
+        from harness.training.swarm_policy.export_dqn import finite
         try:
-            read_npz(os.path.join(a.data_policy, "weights.npz"), "--data-policy DQN weights", DqnFloat)
+            read_npz(os.path.join(a.data_policy, "weights.npz"), "--data-policy DQN weights", finite(DqnFloat))
         except ConfigError as exc:
             print("train_bearing: %s" % exc, file=sys.stderr)
             return 2
