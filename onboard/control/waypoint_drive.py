@@ -4,7 +4,8 @@ Rate group ``control`` (control_rate_hz): the way-point follower runs on the est
 ``nav_state()`` (the *estimated* pose), its twist becomes wheel speeds (thesis 5.1.2,
 :func:`onboard.control.diffdrive.wheel_speeds`) and ``motors.command(WheelCmd)``. While the
 node's failsafe is engaged, before the estimator is initialised, while holding, or once the
-mission is complete, ``motors.stop(now_us)`` is called instead (motors off).
+mission is complete, ``motors.stop(now_us)`` is called instead (motors off); so it is on a tick whose estimate the follower
+refuses (a non-finite pose: counted in ``control_faults``).
 
 ``motors`` is any object with ``command(wheel_cmd)`` and ``stop(now_us)`` (a VESC driver,
 the AVR link, PWM pins, a simulated base). Logs ``/estimate``, ``/cmd/twist``,
@@ -12,6 +13,7 @@ the AVR link, PWM pins, a simulated base). Logs ``/estimate``, ``/cmd/twist``,
 stop as zeros) while the node records.
 """
 from onboard.control.diffdrive import wheel_speeds
+from onboard.control.pid import PidInputError
 from onboard.control.waypoint import WaypointFollower
 from onboard.core.samples import WheelCmd
 
@@ -27,6 +29,7 @@ class WaypointDrive:
         self.max_wheel_radps = max_wheel_radps
         self.follower = WaypointFollower(waypoints_ne_m, follower_config)
         self.stop_commands = 0
+        self.control_faults = 0         # control ticks whose estimate the follower refused (motors stopped)
         self.last_cmd = None
         self.mission_complete_us = None
         self.holding = False
@@ -54,7 +57,12 @@ class WaypointDrive:
             self._stop(now_us)
             return
         nav = self.estimator.nav_state()
-        twist = self.follower.update(nav.pos_ned_m[0], nav.pos_ned_m[1], nav.euler_rad[2], now_us)
+        try:
+            twist = self.follower.update(nav.pos_ned_m[0], nav.pos_ned_m[1], nav.euler_rad[2], now_us)
+        except PidInputError:
+            self.control_faults += 1
+            self._stop(now_us)
+            return
         if self.follower.done:
             if self.mission_complete_us is None:
                 self.mission_complete_us = now_us
@@ -81,4 +89,5 @@ class WaypointDrive:
             self._node.log("/cmd/wheels", now_us, self.last_cmd)
 
     def report(self):
-        return {"waypoints_reached": self.follower.index, "stop_commands": self.stop_commands}
+        return {"waypoints_reached": self.follower.index, "stop_commands": self.stop_commands,
+                "control_faults": self.control_faults}
