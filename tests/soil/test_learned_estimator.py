@@ -5,6 +5,7 @@ kinematic one with the force at the horizon points, and the controller model's t
 acceleration and the track loop's command, built alike in training and onboard; the three committed models
 (force-informed, kinematic, controller) give finite estimates with positive variances; bad inputs are
 refused."""
+import copy
 import json
 import math
 
@@ -100,6 +101,15 @@ def episode():
     """One short dataset episode (clay at 40 %, a 3 m lane) with its cuts and commands captured."""
     cfg = ds.episode_config("clay", 40.0, SMALL_EPISODE)
     return ds.run_capture(cfg, 11)
+
+
+def test_a_cut_without_operator_commands_gives_no_window_and_the_collection_goes_on(episode):
+    """A cut whose inputs cannot be built (no operator command before it: CutEstimateError) gives no window,
+    as onboard, instead of stopping a collection of hundreds of episodes."""
+    e, cap = episode
+    bare = copy.copy(cap)
+    bare.commands = {}
+    assert ds.window_rows(e, bare, horizon=8, window_samples=[60]) == []
 
 
 def test_dataset_windows_hold_the_documented_arrays(episode):

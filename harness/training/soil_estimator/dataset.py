@@ -65,15 +65,21 @@ def run_capture(episode_cfg, seed):
 
 
 def window_rows(episode, cap, horizon, window_samples, min_samples=60):
-    """Training windows of an episode's cuts (module docstring) as dicts of the per-window arrays."""
+    """Training windows of an episode's cuts (module docstring) as dicts of the per-window arrays; a cut whose
+    inputs cannot be built (``CutEstimateError``: no operator command before it, too few machine samples) gives
+    none, as the learned estimator skips it onboard, and the collection goes on."""
+    from onboard.soil.cut_estimator import CutEstimateError
     rows = []
     for ci, cut in enumerate(cap.cuts):
-        window, kin, act = cut_inputs(cap.app_config, cut, cap.commands)
-        n = len(window)
-        if n < min_samples:
+        try:
+            window, kin, act = cut_inputs(cap.app_config, cut, cap.commands)
+            if len(window) < min_samples:
+                continue
+            ctl = cut_controller(cut, cap.commands, window)
+        except CutEstimateError:
             continue
+        n = len(window)
         geom = le.geometry_array(window)
-        ctl = cut_controller(cut, cap.commands, window)
         spans = [(0, n, True)]
         for length in window_samples:
             if length >= n:
