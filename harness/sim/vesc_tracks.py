@@ -50,7 +50,7 @@ class SimVescTracks:
         self.tracking = None
         try:
             self._build(sim_config, topology, erpm_per_radps, max_wheel_radps, stop_brake_current_a, log)
-        except Exception:
+        except BaseException:               # Ctrl-C during the set-up too: the ptys opened so far are closed
             self.close()
             raise
 
@@ -65,9 +65,11 @@ class SimVescTracks:
         motors = [{"name": "left", "link": "left", "controller_id": self.left.controller_id,
                    "direction": self.directions["left"]}]
         if topology == "two_uarts":
-            self.port_of = {"left": SimVescPort(self.left, link_path=os.path.join(self.tmpdir, "vesc-left")),
-                            "right": SimVescPort(self.right, link_path=os.path.join(self.tmpdir, "vesc-right"))}
-            self.ports = [self.port_of["left"], self.port_of["right"]]
+            self.port_of = {}
+            for name, sim in (("left", self.left), ("right", self.right)):
+                # listed as each opens: a failure opening the second still closes the first (close())
+                self.port_of[name] = SimVescPort(sim, link_path=os.path.join(self.tmpdir, "vesc-" + name))
+                self.ports.append(self.port_of[name])
             motors.append({"name": "right", "link": "right", "controller_id": self.right.controller_id,
                            "direction": self.directions["right"]})
         else:
