@@ -16,16 +16,19 @@ from onboard.core.settings import (ANY_NUMBER, BOOLEAN, NON_NEGATIVE, POSITIVE, 
 
 
 def load_file(path):
-    """Read a .toml or .json scenario file into a dict."""
+    """Read a .toml or .json scenario file (UTF-8, with or without a byte-order mark, whatever the locale's
+    encoding) into a dict."""
+    if os.path.isdir(path):
+        raise ConfigError("scenario file %s is a directory, not a file" % path)
     if not os.path.isfile(path):
         raise ConfigError("scenario file not found: %s" % path)
     try:
         if path.endswith(".toml"):
             with open(path, "rb") as fh:
-                return tomllib.load(fh)
+                return tomllib.loads(_utf8_text(fh.read()))
         if path.endswith(".json"):
-            with open(path) as fh:
-                data = json.load(fh, object_pairs_hook=object_without_repeats)
+            with open(path, "rb") as fh:
+                data = json.loads(_utf8_text(fh.read()), object_pairs_hook=object_without_repeats)
             if not isinstance(data, dict):
                 raise ConfigError("%s: top level must be an object" % path)
             return data
@@ -41,6 +44,12 @@ def load_file(path):
     except OSError as exc:
         raise ConfigError("cannot read %s: %s" % (path, exc.strerror or exc))
     raise ConfigError("%s: scenario files must end in .toml or .json" % path)
+
+
+def _utf8_text(data):
+    """The text of a settings file's bytes: UTF-8 (UnicodeDecodeError, a ValueError, for other bytes), a leading
+    byte-order mark (which Windows editors write) dropped."""
+    return data.decode("utf-8-sig")
 
 
 def merge(defaults, overrides, where="config", rules=None):

@@ -8,9 +8,11 @@ import zipfile
 import zlib
 
 # what reading a user's .npz (np.load and its arrays) raises for a bad file: catch these, say why in one line
-# (tokenize.TokenError: numpy tokenizes an array header, and an unclosed bracket in one raises it)
+# (tokenize.TokenError: numpy tokenizes an array header, and an unclosed bracket in one raises it; MemoryError
+# and OverflowError: a header of a few bytes can claim an array of petabytes, or of more elements than an
+# index holds)
 NPZ_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error, RuntimeError,
-                   tokenize.TokenError)
+                   tokenize.TokenError, MemoryError, OverflowError)
 
 
 def read_error_reason(exc):

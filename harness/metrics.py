@@ -25,9 +25,12 @@ def path_error_m(p, polyline):
 
 def rms(values):
     """Root mean square of a sequence of numbers (0.0 when empty); a NumPy array is reduced by NumPy
-    (its pairwise sum), a list in order."""
+    (its pairwise sum; an array of integers or booleans in float64, whose squares do not wrap around), a list
+    in order."""
     if hasattr(values, "dtype"):
         import numpy as np
+        if values.dtype.kind in "biu":
+            values = values.astype(np.float64)
         return float(np.sqrt(np.mean(values * values))) if values.size else 0.0
     return math.sqrt(sum(v * v for v in values) / len(values)) if values else 0.0
 
@@ -40,7 +43,12 @@ def rms_of_squares(squares):
 def tracking_errors(rec, start_ne_m, waypoints_ne_m):
     """(path error m, estimate position error m, estimate yaw error deg) per recorded sample.
 
-    rec: dict with lists "truth" and "est" of (north, east), "yaw_true" and "yaw_est" (rad)."""
+    rec: dict with lists "truth" and "est" of (north, east), "yaw_true" and "yaw_est" (rad), one entry per
+    sample each; ValueError when they hold different numbers of samples (no sample is paired with another's)."""
+    counts = {key: len(rec[key]) for key in ("truth", "est", "yaw_true", "yaw_est")}
+    if len(set(counts.values())) > 1:
+        raise ValueError("tracking_errors: the recorded series differ in length: %s"
+                         % ", ".join("%s %d" % kv for kv in counts.items()))
     polyline = [tuple(start_ne_m)] + [tuple(w[:2]) for w in waypoints_ne_m]
     path_err = [path_error_m(p, polyline) for p in rec["truth"]]
     est_err = [math.hypot(a[0] - b[0], a[1] - b[1]) for a, b in zip(rec["truth"], rec["est"])]

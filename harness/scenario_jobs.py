@@ -17,9 +17,23 @@ def run_scenario(name, overrides, seed, reduced=False):
 
 
 def scenario_job(name, overrides=None, seed=1, reduced=False):
-    """The job running scenario ``name`` with settings ``overrides`` (a nested dict) for ``seed``."""
+    """The job running scenario ``name`` with settings ``overrides`` (a nested dict) for ``seed`` (a whole number
+    >= 0, as :class:`harness.sim.rng.RunRandom` takes it; ValueError for a bool, a fraction, NaN or a negative
+    number, which would otherwise be cut to another seed's job)."""
+    seed = _whole_seed(seed)
     overrides = overrides or {}
-    info = {"scenario": name, "settings": overrides, "seed": int(seed)}
+    info = {"scenario": name, "settings": overrides, "seed": seed}
     if reduced:
         info["reduced"] = True
-    return Job(run_scenario, (name, overrides, int(seed), bool(reduced)), info=info)
+    return Job(run_scenario, (name, overrides, seed, bool(reduced)), info=info)
+
+
+def _whole_seed(seed):
+    """``seed`` as an int when it is a whole number >= 0 (an int, a NumPy integer, a float with no fraction)."""
+    if not isinstance(seed, bool):
+        try:
+            if seed >= 0 and seed == int(seed):
+                return int(seed)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    raise ValueError("scenario_job: the seed must be a whole number >= 0, got %r" % (seed,))

@@ -75,19 +75,26 @@ def seed_list(text):
 
 def split_values(text):
     """``0.1,0.2`` -> [0.1, 0.2]; commas inside brackets, braces or quotes do not split (``[1,2],[3]`` is two
-    values); each value is JSON, else a string (``NaN`` and ``Infinity`` too: not JSON, the sweep's files could
+    values; a quote opens where a value starts, or a JSON string inside brackets, and ends at its unescaped
+    match: ``it's,b`` is two values, ``"a\\"b",c`` two; a stray ``]`` does not stop later commas from splitting);
+    each value is JSON, else a string (``NaN`` and ``Infinity`` too: not JSON, the sweep's files could
     not hold them, and the cell is reported as failed). ConfigError for a JSON object with a key given twice
     (refused, as in a settings file), a number of more than 4300 digits or lists nested thousands deep."""
-    parts, depth, quote, current = [], 0, None, ""
+    parts, depth, quote, current, escaped = [], 0, None, "", False
     for ch in text:
         if quote:
-            quote = None if ch == quote else quote
-        elif ch in "\"'":
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch == '"' and (depth > 0 or not current.strip()) or ch == "'" and depth == 0 and not current.strip():
             quote = ch
         elif ch in "[{":
             depth += 1
         elif ch in "]}":
-            depth -= 1
+            depth = max(0, depth - 1)
         elif ch == "," and depth == 0:
             parts.append(current)
             current = ""

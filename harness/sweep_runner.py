@@ -373,11 +373,14 @@ def start_local_ray(num_cpus, **kwargs):
 
 
 def _check_reachable(address, timeout_s=10.0):
-    """EngineError (one line) unless something listens at ``HOST:PORT`` (Ray itself retries for minutes)."""
+    """EngineError (one line) unless something listens at ``HOST:PORT`` (Ray itself retries for minutes); a PORT
+    that is no integer in 1..65535 is refused as no address."""
     import socket
     host, _, port = address.split("://")[-1].rpartition(":")
     try:
         port = int(port)
+        if not 1 <= port <= 65535:
+            raise ValueError(port)
     except ValueError:
         raise EngineError("--address expects HOST:PORT (the head node's GCS port, 6379 by default), got %r"
                           % address)
@@ -479,10 +482,11 @@ class ResultStore:
 
     def save(self, job, value, wall_s):
         """Store a finished job's result; returns the value as a resumed sweep reads it back (JSON's
-        lists for tuples), so a resumed and an uninterrupted sweep give identical results."""
+        lists for tuples), so a resumed and an uninterrupted sweep give identical results. A result with a NaN
+        or an infinity (no JSON number) is pickled, so every ``.json`` record is standard JSON."""
         record = {"key": job.key, "info": job.info, "result": value, "wall_s": round(wall_s, 6)}
         try:
-            text = json.dumps(record)
+            text = json.dumps(record, allow_nan=False)
             value = json.loads(text)["result"]
             name, data = job.key + ".json", text + "\n"
         except (TypeError, ValueError):

@@ -59,6 +59,14 @@ def number_summary(values):
             "ci95": [_finite_or_none(low), _finite_or_none(high)], "min": min(values), "max": max(values)}
 
 
+def _finite_float(x):
+    """Whether the number ``x`` is a finite float (an int beyond the floats' range is not)."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 def _finite_or_none(x):
     return x if math.isfinite(x) else None
 
@@ -87,12 +95,13 @@ def metric_leaves(metrics, prefix=""):
 
 def summarise(results):
     """{metric: summary} over a cell's per-seed metrics tables (:func:`number_summary`,
-    :func:`fraction_summary`), metrics in the order they first appear; non-finite numbers are left out."""
+    :func:`fraction_summary`), metrics in the order they first appear; non-finite numbers (and integers beyond
+    the floats' range, which are no finite float) are left out."""
     values = {}
     for metrics in results:
         for path, value in metric_leaves(metrics):
             values.setdefault(path, [])
-            if value is not None and (isinstance(value, bool) or math.isfinite(value)):
+            if value is not None and (isinstance(value, bool) or _finite_float(value)):
                 values[path].append(value)
     out = {}
     for path, vals in values.items():
@@ -136,15 +145,15 @@ def _fmt(value):
 
 
 def write_table(out_dir, table):
-    """table.json, table.csv and table.md in ``out_dir``, each written whole; returns their names."""
+    """table.json, table.csv and table.md in ``out_dir``, each written whole; returns their names. In table.csv a
+    setting that is no number or text is JSON (``true``, ``null``, ``[1, 2]``)."""
     write_whole(os.path.join(out_dir, "table.json"), json.dumps(table, indent=2, allow_nan=False) + "\n")
     axes = list(table["axes"])
     rows = io.StringIO(newline="")
     w = csv.writer(rows)
     w.writerow(axes + ["metric", "kind", "n", "mean", "ci95_low", "ci95_high", "sd", "min", "max"])
     for cell in table["cells"]:
-        head = [json.dumps(cell["settings"].get(a)) if not isinstance(cell["settings"].get(a), (int, float, str))
-                else cell["settings"].get(a) for a in axes]
+        head = [_csv_setting(cell["settings"].get(a)) for a in axes]
         for name, s in cell["metrics"].items():
             w.writerow(head + [name, s["kind"], s["n"]] + ["" if v is None else repr(v) for v in (
                 s["mean"], s["ci95"][0], s["ci95"][1], s["sd"], s["min"], s["max"])])
@@ -158,7 +167,7 @@ def write_table(out_dir, table):
                                                         len(seeds), _seed_text(seeds)), "",
              "Mean over the seeds [95 %% interval: %s; none with one seed]; n: the seeds with the metric."
              % INTERVAL, "",
-             "| metric | " + " | ".join(c["label"] for c in cells) + " |",
+             "| metric | " + " | ".join(_md_cell(c["label"]) for c in cells) + " |",
              "|---|" + "---|" * len(cells)]
     for name in names:
         row = []
@@ -170,7 +179,7 @@ def write_table(out_dir, table):
                 row.append("%s (n %d)" % (_fmt(s["mean"]), s["n"]))
             else:
                 row.append("%s [%s, %s] (n %d)" % (_fmt(s["mean"]), _fmt(s["ci95"][0]), _fmt(s["ci95"][1]), s["n"]))
-        lines.append("| %s | %s |" % (name, " | ".join(row)))
+        lines.append("| %s | %s |" % (_md_cell(name), " | ".join(row)))
     lines.append("| jobs failed | %s |" % " | ".join("%d of %d" % (c["failed"], c["jobs"]) for c in cells))
     if table["failures"]:
         lines += ["", "## Failed jobs", ""]
@@ -178,6 +187,20 @@ def write_table(out_dir, table):
                   for f in table["failures"]]
     write_whole(os.path.join(out_dir, "table.md"), "\n".join(lines) + "\n")
     return ["table.json", "table.csv", "table.md"]
+
+
+def _csv_setting(value):
+    """A cell's setting in table.csv: a number or a text as it is, anything else (true/false, null, a list, a
+    table) as JSON, as the cell's label writes it."""
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        return value
+    return json.dumps(value)
+
+
+def _md_cell(text):
+    """``text`` as one cell of a Markdown table: a ``|`` in it (a text setting, a metric's name) escaped, so it
+    does not split the cell."""
+    return text.replace("|", "\\|")
 
 
 def _seed_text(seeds):

@@ -46,8 +46,17 @@ def _style(artist):
     return (type(artist).__name__, tuple(colors))
 
 
+def _twins(ax):
+    """The other axes drawn on the same panel as ``ax`` (``ax.twinx()``, ``ax.twiny()`` and ``ax`` itself)."""
+    group = getattr(ax, "_twinned_axes", None)
+    if group is None:
+        return []
+    return [other for other in group.get_siblings(ax) if other is not ax]
+
+
 def problems(fig):
-    """What a reader of ``fig`` would have to guess: a panel without a title, without a y label, without an
+    """What a reader of ``fig`` would have to guess: a panel without a title (unless a twin drawn on the same
+    panel, ``ax.twinx()``, has one: a second title would be drawn over the first), without a y label, without an
     x label (unless a panel it shares its x axis with has one), or a mark (line, scatter, band, error bar)
     that no legend explains, or a colour bar without a label. A mark drawn like a legend entry (colour, line
     style and marker; a marker alone by its shape) is explained by it; a panel with a single mark is explained
@@ -67,7 +76,7 @@ def problems(fig):
             if not (ax.get_ylabel() or ax.get_xlabel()):
                 out.append("a colour bar without a label")
             continue
-        if not ax.get_title():
+        if not ax.get_title() and not any(twin.get_title() for twin in _twins(ax)):
             out.append("%s has no title" % name)
         if not ax.get_ylabel():
             out.append("%s has no y label" % name)

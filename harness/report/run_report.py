@@ -1,13 +1,17 @@
 """The report folder of one run: metrics.json, plots (PNG), log.mcap, run.json.
 
-``metrics.json`` holds only outcome metrics (identical seeds give identical files);
+``metrics.json`` holds only outcome metrics (identical seeds give identical files; a NaN, an infinity or a value
+JSON cannot hold is refused with ValueError or TypeError before anything is written);
 ``run.json`` holds the run's identity (scenario, seed, config, Python version) and its wall-clock figures
-(``wall_time_s`` of the whole run, ``timing``: what the scenario reported with ``ctx.timing``).
+(``wall_time_s`` of the whole run, ``timing``: what the scenario reported with ``ctx.timing``; a timing figure
+that is no finite number is written as null, a NumPy scalar as its number, any other value JSON cannot hold as
+its text, so run.json is written also then).
 JSON files are written whole (a temporary file renamed). A run in a folder that holds an earlier run's report
 first removes that run's outcome files (``metrics.json``, ``run.json`` and the plots its run.json lists), so
 nothing of the earlier run passes for this one's.
 """
 import json
+import math
 import os
 import platform
 import time
@@ -86,7 +90,8 @@ class RunReport:
 
     def save_figure(self, fig, name):
         """Save a matplotlib figure as ``<name>.png`` in the report folder, written whole (:func:`write_whole`:
-        a run cut short while it saves leaves no half PNG)."""
+        a run cut short while it saves leaves no half PNG); a name saved again replaces its PNG and is listed once
+        in run.json's ``plots``."""
         import io
 
         import matplotlib.pyplot as plt
@@ -97,7 +102,8 @@ class RunReport:
         finally:
             plt.close(fig)
         write_whole(path, buf.getvalue())
-        self.plots.append(os.path.basename(path))
+        if os.path.basename(path) not in self.plots:
+            self.plots.append(os.path.basename(path))
         return path
 
     def write_json(self, name, data):
@@ -107,7 +113,7 @@ class RunReport:
 
     def add_timing(self, **figures):
         """Wall-clock figures of the run (s, ratios): they vary from machine to machine, so they go to
-        run.json, never to metrics.json."""
+        run.json, never to metrics.json (a NaN or an infinity as null: :func:`_json_figures`)."""
         self.timing.update(figures)
 
     def abandon(self, ended):
@@ -125,15 +131,62 @@ class RunReport:
             self._write_run(ended)
 
     def finish(self, metrics):
-        """Close the log and write metrics.json and run.json; returns the metrics path."""
+        """Close the log and write metrics.json and run.json; returns the metrics path. Metrics JSON cannot
+        hold (NaN, infinity: ValueError; other types, keys of mixed types: TypeError) raise before run.json or
+        metrics.json is written, so no run.json says "finished" without its metrics."""
         self.mcap.close()
+        text = json.dumps(metrics, indent=2, sort_keys=True, allow_nan=False) + "\n"
         self._write_run("finished")
-        return self.write_json("metrics.json", metrics)
+        path = self.path("metrics.json")
+        write_whole(path, text)
+        return path
 
     def _write_run(self, ended):
         self.write_json("run.json", {
             "scenario": self.scenario, "seed": self.seed, "config": self.config, "ended": ended,
             "plots": self.plots, "mcap": "log.mcap", "mcap_messages": self.mcap.messages,
-            "wall_time_s": round(time.perf_counter() - self._t0, 3), "timing": self.timing,
+            "wall_time_s": round(time.perf_counter() - self._t0, 3), "timing": _json_figures(self.timing),
             "python": platform.python_version(),
         })
+
+
+def _json_figures(value):
+    """``value`` (wall-clock figures: numbers in nested tables and lists) as JSON holds it: a float that is no
+    finite number becomes None, a NumPy scalar its Python number, a tuple a list, a table's keys text, and any
+    other value JSON cannot hold its ``str``."""
+    def one(item):
+        if item is None or isinstance(item, (bool, str)):
+            return item, None
+        if isinstance(item, (int, float)):
+            return (item if math.isfinite(item) else None) if isinstance(item, float) else int(item), None
+        if hasattr(item, "item") and hasattr(item, "dtype") and getattr(item, "shape", None) == ():
+            return one(item.item())                     # a NumPy scalar
+        if isinstance(item, dict):
+            return {}, [(_json_key(k), v) for k, v in item.items()]
+        if isinstance(item, (list, tuple)):
+            return [], list(enumerate(item))
+        return str(item), None
+
+    root, children = one(value)
+    todo = [(root, children)] if children is not None else []
+    while todo:
+        node, items = todo.pop()
+        for key, item in items:
+            converted, below = one(item)
+            if isinstance(node, list):
+                node.append(converted)
+            else:
+                node[key] = converted
+            if below is not None:
+                todo.append((converted, below))
+    return root
+
+
+def _json_key(key):
+    """A table key as ``json.dumps`` writes it (text as it is, true/false/null, numbers as JSON), any other
+    key as its ``str``."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, (bool, int, float)) or key is None:
+        return json.dumps(key)
+    return str(key)
