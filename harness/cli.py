@@ -13,6 +13,7 @@ from harness.progress import close_all
 from onboard.cli import EXIT_BAD_INPUT, OneLineParser
 from onboard.deploy.build import DeployError
 EXIT_DEPLOY = 4
+EXIT_SYSTEM = 1                 # the system refused (a disk full, a file that cannot be written): one line
 EXIT_BROKEN_PIPE = 141          # stdout's reader went away (128 + SIGPIPE), as a shell reports it
 
 # Modules adding their own subcommands: each defines add_parser(subparsers), whose
@@ -157,7 +158,8 @@ def build_parser():
                                    "--reduced, the scenario file, --config and --set, all checked before it starts.\n"
                                    "Exit 0 on mission success, 3 on mission failure, 2 on bad input, 4 when\n"
                                    "deploying to a real board fails (mp-board's port: no board there, not\n"
-                                   "responding, wrong MicroPython, copy failed).")
+                                   "responding, wrong MicroPython, copy failed), 1 when the system refuses\n"
+                                   "(a disk full, a file that cannot be written).")
     p.add_argument("scenario", help="scenario name (see `list`) or a .toml/.json scenario file")
     p.add_argument("--seed", type=non_negative_int, default=1,
                    help="run seed, an integer >= 0; identical seeds give identical metrics.json (default: 1)")
@@ -226,3 +228,9 @@ def _run_command(args):
         close_all()
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        raise                         # stdout's reader went away: main() exits quietly
+    except OSError as exc:
+        close_all()
+        print("error: %s" % exc, file=sys.stderr)
+        return EXIT_SYSTEM
