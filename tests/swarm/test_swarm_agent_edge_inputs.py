@@ -8,6 +8,7 @@ import numpy as np
 from onboard.estimators.particle_filter_numpy import NumpyDraws
 from onboard.swarm import actions as A
 from onboard.swarm.agent import GOAL_ID, GUARD, SwarmAgent
+from tests.swarm.test_agent_late_and_silent_inputs import _NoNet
 
 
 class _Checked:
@@ -22,16 +23,6 @@ class _Checked:
             raise ValueError("policy input must be finite, got %r" % (obs,))
         self.calls += 1
         return self.action
-
-
-class _NoNet:
-    """The pure filter never steps the estimator; it only needs a state."""
-
-    def new_state(self):
-        return np.zeros(1)
-
-    def step_probs(self, h, x):
-        raise AssertionError("mode pf steps no estimator")
 
 
 def _agent(action=A.SLOW_DOWN, **cfg):
