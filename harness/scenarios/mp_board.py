@@ -328,13 +328,17 @@ def check_settings(config):
 
 
 def _check_pull_log_path(path):
-    """ConfigError unless ``path`` (the pulled log's OUT.mcap) and the raw copy beside it (OUT.bin,
+    """ConfigError unless ``path`` is an OUT.mcap path (the pulled log) and it and the raw copy beside it (OUT.bin,
     ``onboard.deploy.pull_log.raw_log_path``) can be written: checked before the deploy and the lockstep run,
     which the log is pulled after."""
     folder = os.path.dirname(os.path.abspath(path))
     raw = raw_log_path(path)
     if os.path.isdir(path):
         raise ConfigError("setting config.pull_log: %s is a folder, not an .mcap file path" % path)
+    if os.path.splitext(path)[1] != ".mcap":
+        # the raw copy is OUT.bin beside OUT.mcap: another extension (OUT.bin itself) would put both in one file
+        raise ConfigError("setting config.pull_log: %s is not an .mcap file path (the board's raw log goes beside "
+                          "it to %s)" % (path, raw))
     if os.path.isdir(raw):
         raise ConfigError("setting config.pull_log: %s: the board's raw log goes beside it to %s, which is a folder"
                           % (path, raw))
@@ -424,7 +428,15 @@ def pull_and_replay(config, port, info):
     pulled = pull_log(config["board"], port, config["pull_log"], timeout_s=config["deploy_timeout_s"],
                       log=lambda m: None)
     events, damage = read_recording(config["pull_log"])
-    rep = replay_events(events)
+    return replay_log_metrics(board_log, pulled, replay_events(events), damage)
+
+
+def replay_log_metrics(board_log, pulled, rep, damage):
+    """The log_* metrics of a pulled ring log: ``board_log`` the board's ``LOG`` counters (records, bytes,
+    wraps, error), ``pulled`` what :func:`onboard.deploy.pull_log.pull_log` returned, ``rep`` the replay's
+    report (:func:`harness.replay.replay_events`), ``damage`` where the file stopped being readable (None).
+    ``log_replay_max_abs_diff`` is null where it is infinite (outputs that differ in shape or in something
+    that is no number; metrics.json holds finite JSON only)."""
     topics = rep["topics"].values()
     records = board_log.get("records", 0)
     return {"log_records": records, "log_bytes": board_log.get("bytes", 0),
@@ -432,6 +444,6 @@ def pull_and_replay(config, port, info):
             "log_wraps": board_log.get("wraps"), "log_error": board_log.get("error"),
             "log_dropped": pulled["dropped"], "log_torn": pulled["torn"], "log_summary": pulled["summary"],
             "log_replay_ticks": rep["ticks"], "log_replay_inputs": rep["inputs"],
-            "log_replay_max_abs_diff": max([t["max_abs_diff"] for t in topics] or [0.0]),
+            "log_replay_max_abs_diff": _finite_or_none(max([t["max_abs_diff"] for t in topics] or [0.0])),
             "log_replay_counts_match": all(t["logged"] == t["replayed"] for t in topics),
             "log_replay_damage": damage}

@@ -193,6 +193,11 @@ PAPER_ERROR_MEAN_M = 0.0085569         # pocket III-A: range error N(0.0085569 m
 PAPER_ERROR_STD_M = math.sqrt(0.061295)
 
 
+def _or_nan(value):
+    """A figure to plot: ``value``, or NaN (no point) for None."""
+    return math.nan if value is None else value
+
+
 def _plots(report, config, results):
     fig, ax = figure(1, 2, title="uwb-ranging: token ring vs broadcast, N nodes in a %g m x %g m area"
                      % (config["area_m"], config["area_m"]), size_in=(11.5, 4.4))
@@ -200,8 +205,9 @@ def _plots(report, config, results):
     for k, mode in enumerate(config["modes"]):
         ax[0].plot(ns, [results[mode][str(n)]["per_pair_hz"] for n in ns], "o-", color="C%d" % k, label=mode)
         dodge = 0.12 * (k - (len(config["modes"]) - 1) / 2.0)        # side by side, not on top of each other
-        ax[1].errorbar([n + dodge for n in ns], [results[mode][str(n)]["error_mean_m"] or 0.0 for n in ns],
-                       yerr=[results[mode][str(n)]["error_std_m"] or 0.0 for n in ns], fmt="o-", capsize=3,
+        # a case without range samples (or with one: no std) has no point (or no bar), not an error of 0 m
+        ax[1].errorbar([n + dodge for n in ns], [_or_nan(results[mode][str(n)]["error_mean_m"]) for n in ns],
+                       yerr=[_or_nan(results[mode][str(n)]["error_std_m"]) for n in ns], fmt="o-", capsize=3,
                        color="C%d" % k, label="%s: mean +- std" % mode)
     ax[0].axhline(20.0, color="k", ls="--", lw=0.8, label="20 Hz target")
     ax[0].set_yscale("log")

@@ -71,7 +71,8 @@ class GradingExpert:
         return _box_sum(excess, half_r, half_c)
 
     def decide(self, world, target_level_m, dozer_ne_m, blade_edge_ahead_m=0.2):
-        """(green_ne_m, red_ne_m) or None when nothing is left worth pushing.
+        """(green_ne_m, red_ne_m) or None when nothing is left worth pushing (no window's excess volume reaches
+        ``min_target_m3``, or none is above target + tolerance at all).
 
         ``lanes`` "window": the push goes through the worthwhile target (at least ``lane_share`` of the
         best score) laterally closest to the dozer, so a leg pushes straight ahead. "split": the lane of
@@ -79,7 +80,8 @@ class GradingExpert:
         """
         score = self.targets(world, target_level_m)
         best_score = float(score.max())
-        if best_score < self.cfg["min_target_m3"]:
+        # nothing above target + tolerance anywhere is graded, also with min_target_m3 = 0
+        if best_score <= 0.0 or best_score < self.cfg["min_target_m3"]:
             return None
         if self.cfg["lanes"] == "split":
             lane = self.plan_lane(world, target_level_m, dozer_ne_m[1])
@@ -106,9 +108,10 @@ class GradingExpert:
         return int(round(0.5 * self.blade_width_m / world.cell_m))
 
     def _lane_cols(self, world, centre):
-        """Column slice of the blade-wide lane centred on column ``centre`` (clipped to the world)."""
+        """Column slice of the blade-wide lane centred on column ``centre`` (clipped to the world; empty for a
+        lane wholly west or east of it, e.g. a dozer standing off the world's west edge)."""
         half = self._half_blade_cells(world)
-        return slice(max(0, centre - half), min(world.cols, centre + half + 1))
+        return slice(max(0, centre - half), max(0, min(world.cols, centre + half + 1)))
 
     def plan_lane(self, world, target_level_m, dozer_east_m, blocked_cols=None):
         """(centre column, south-most row still to grade) of the next push lane, or None ("split" rule).
@@ -164,7 +167,9 @@ class GradingExpert:
         volume_m3 = float(seg_m3.sum())
         pushes = max(1, int(math.ceil(volume_m3 / self.capacity_m3)))
         if pushes == 1:
-            window_m3 = np.convolve(cut_m3, np.ones(2 * half + 1), "same")
+            # the blade-wide window sum centred on each column ("same" would misalign it when the blade is
+            # wider than the world: its output then has the kernel's length)
+            window_m3 = np.convolve(cut_m3, np.ones(2 * half + 1), "full")[half:half + world.cols]
             centre = c0 + int(np.argmax(window_m3[c0:c1 + 1]))
         else:
             from_west = c0 + c1 < world.cols - 1      # from the outer side (the same lane whoever asks)

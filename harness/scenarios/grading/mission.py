@@ -76,10 +76,13 @@ def _plots(report, episode):
     from harness.report.plots import figure, label
     w = episode.world
     extent = (0.0, w.cols * w.cell_m, 0.0, w.rows * w.cell_m)
-    vmax_cm = max(float(episode.initial_height_m.max()), 1e-3) * 100.0
-    fig, axes = figure(1, 2, title="grading: sand height before and after the episode", size_in=(12, 5.4))
+    # heights above the target level (the ground, world.ground_level_m, which need not be 0)
+    level_m = episode.target_level_m
+    vmax_cm = max(float(episode.initial_height_m.max()) - level_m, 1e-3) * 100.0
+    fig, axes = figure(1, 2, title="grading: sand height above the target level before and after the episode",
+                       size_in=(12, 5.4))
     for ax, h, when in ((axes[0], episode.initial_height_m, "before"), (axes[1], w.height_m, "after")):
-        im = ax.imshow(h * 100.0, origin="lower", extent=extent, cmap="YlOrBr", vmin=0.0, vmax=vmax_cm)
+        im = ax.imshow((h - level_m) * 100.0, origin="lower", extent=extent, cmap="YlOrBr", vmin=0.0, vmax=vmax_cm)
         ax.axhline(w.work_north_max_m, color="k", ls=":", lw=1, label="spoil band (north of the line)")
     axes[1].plot([p[1] for p in episode.path_true], [p[0] for p in episode.path_true], "C0", lw=1.5,
                  label="dozer (truth)")
@@ -93,7 +96,7 @@ def _plots(report, episode):
                      ms=6, ls="none", label="back to (red)")
     label(axes[0], "before", "east (m)", "north (m)")
     label(axes[1], "after %d legs" % len(legs), "east (m)", "north (m)")
-    fig.colorbar(im, ax=axes, shrink=0.8, label="sand height (cm)")
+    fig.colorbar(im, ax=axes, shrink=0.8, label="sand height above the target level (cm)")
     report.save_figure(fig, "heightmap")
 
     fig, ax = figure(size_in=(7, 3.8))

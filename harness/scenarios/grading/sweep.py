@@ -161,6 +161,16 @@ def _markdown(out_dir, table1_ci, table2, rollouts):
 
 
 def _plot_fig5(out_dir, fig5):
+    import matplotlib.pyplot as plt
+
+    fig = fig5_figure(fig5)
+    fig.savefig(os.path.join(out_dir, "fig5.png"), dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def fig5_figure(fig5):
+    """The figure of fig5.png: episode time, uncleared volume and successful decisions (95 % rollout intervals)
+    against the heading noise, one line per agent, each panel titled and labelled with its unit."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -178,13 +188,14 @@ def _plot_fig5(out_dir, fig5):
     axes[0].set_ylabel("episode time [s]")
     axes[1].set_ylabel("uncleared volume [litre]")
     axes[2].set_ylabel("successful decisions [%] (95 % over rollouts)")
-    for a in axes:
+    for a, title in zip(axes, ("mean episode time", "mean uncleared volume at the end",
+                               "successful decisions (blade > 50 % full)")):
+        a.set_title(title)
         a.set_xlabel("heading noise sigma [deg]")
         a.grid(True, alpha=0.3)
         a.legend()
     fig.suptitle("fig. 5 (ag2u): performance vs attitude noise")
-    fig.savefig(os.path.join(out_dir, "fig5.png"), dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    return fig
 
 
 def add_parser(sub):
@@ -208,9 +219,13 @@ def add_parser(sub):
 
 def _cmd(args):
     try:
+        overrides = parse_set(args.set)
+        episode_config(overrides)                   # bad settings and models refused before the report folder
+        for agent in AGENTS:
+            load_decider(agent, args.agent_backend, args.model_dir or MODEL_DIR)
         report_folder(args.out)                     # before the hours of rollouts, not after
         table1, table2, _ = sweep(args.out, args.rollouts, args.seed, show_progress=not args.quiet,
-                                  episode_overrides=parse_set(args.set), agent_backend=args.agent_backend,
+                                  episode_overrides=overrides, agent_backend=args.agent_backend,
                                   workers=args.workers, model_dir=args.model_dir, engine=args.engine,
                                   address=args.address)
     except (ModelError, ConfigError) as exc:

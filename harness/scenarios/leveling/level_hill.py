@@ -17,10 +17,13 @@ erodes at ``terrain_rate_hz``. The run lasts ``duration_s`` of simulated time.
 
 Metrics: rms height (std of the heights) and max gradient (largest 4-neighbour slope, m/m) at the start,
 the end and sampled every ``record.every_s``; ``rms_reduction`` (1 - final / initial rms) and
-``time_to_goal_s`` (first sample where the rms fell by ``goal.rms_reduction``; null if never);
+``time_to_goal_s`` (first sample, the start's at 0 s included, where the rms fell by ``goal.rms_reduction``:
+0.0 for a goal of 0 or a terrain already level, rms 0; null if never); ``rms_reduction`` is 0.0 for a terrain
+already level;
 ``volume_error_m3`` (sand volume now - at the start); the tilt estimate's error against the true pitch (rms
 and max over every control step, deg); the behaviour's counters. ``success``: the rms fell by
-``goal.rms_reduction`` within ``duration_s`` and the volume is conserved (|error| <= 1e-9 of the volume).
+``goal.rms_reduction`` within ``duration_s`` and the volume is conserved (|error| <= 1e-9 of the volume, or of
+the heights' absolute volume where that is larger: a level terrain at 0 m has none above the bed).
 Plots: ``roughness`` (rms height and max gradient vs time), ``terrain`` (heights before and after, with the
 robots' paths), ``pitch`` (estimated vs true pitch of robot 0). Log: ``/hill/terrain`` every record, and
 ``/hill/robots`` (pose, true and estimated pitch, mode) every record; robot ``record.app_robot``'s app
@@ -101,6 +104,9 @@ def check_settings(config):
     if config["record"]["app_robot"] >= config["robots"]:
         raise ConfigError("record.app_robot: the run has %d robots (0..%d; -1 records none), got %d"
                           % (config["robots"], config["robots"] - 1, config["record"]["app_robot"]))
+    if int(round(config["duration_s"] * imu_hz)) < 1:
+        raise ConfigError("duration_s (%g) is shorter than one step of app.imu_rate_hz (%g Hz): nothing would run"
+                          % (config["duration_s"], imu_hz))
     if config["record"]["every_s"] > config["duration_s"]:
         raise ConfigError("record.every_s (%g) is longer than duration_s (%g)"
                           % (config["record"]["every_s"], config["duration_s"]))
@@ -151,7 +157,8 @@ def run(config, ctx):
     err_sq, err_n, err_max = 0.0, 0, 0.0
     displaced = 0.0
     goal = config["goal"]["rms_reduction"]
-    time_to_goal = None
+    # the start is the trace's first sample: a goal of 0 or a terrain already level (rms 0) is met there
+    time_to_goal = 0.0 if r0["rms_m"] <= (1.0 - goal) * r0["rms_m"] else None
     wall0 = time.perf_counter()
     bar = ctx.progress(config["duration_s"], "level-hill")
     _log(ctx, 0, world, r0, fleet)
@@ -198,10 +205,13 @@ def run(config, ctx):
     ctx.timing(loop_wall_s=wall, sim_seconds_per_wall_second=config["duration_s"] / wall if wall > 0 else None)
     r1 = roughness(world.height_m, cell)
     volume_error = world.volume_m3() - volume0
+    # the sand above and below the bed, the scale of the float rounding in volume_error (a terrain file that is
+    # level at 0 has no volume above the bed, and ruts dug below it)
+    gross_m3 = float(np.abs(world.height_m).sum()) * cell * cell
     reduction = 1.0 - r1["rms_m"] / r0["rms_m"] if r0["rms_m"] > 0 else 0.0
     reports = [app.report() for app in apps]
     metrics = {
-        "success": bool(time_to_goal is not None and abs(volume_error) <= 1e-9 * max(volume0, 1e-12)),
+        "success": bool(time_to_goal is not None and abs(volume_error) <= 1e-9 * max(volume0, gross_m3, 1e-12)),
         "robots": len(robots), "variant": config["app"]["behaviour"]["variant"],
         "duration_s": config["duration_s"],
         "terrain_source": config["terrain"]["file"] or "mounds",

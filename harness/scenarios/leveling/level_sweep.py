@@ -138,19 +138,29 @@ def _cell_summary(runs):
             "agent_actions": number_summary([r["agent_actions"] for r in runs])}
 
 
+def _check_cells(cells):
+    """ConfigError (one line) for the first cell of ``cells`` ([(label, config)]) that is bad or never levels."""
+    for _, cfg in cells:
+        checked(GRID_DEFAULTS, CELL_RANGES, cfg, "level-sweep")
+
+
 def _run_cells(runner, cells, runs):
     """cells: [(label, config)] -> {label: [run results, seeds 0..runs-1]} (one ordered map)."""
-    for _, cfg in cells:          # a bad or never-levelling cell fails here (one line), before any cell runs
-        checked(GRID_DEFAULTS, CELL_RANGES, cfg, "level-sweep")
+    _check_cells(cells)           # a bad or never-levelling cell fails here (one line), before any cell runs
     args = [(cfg, seed) for _, cfg in cells for seed in range(runs)]
     results = list(runner.map(run_job, args))
     return {label: results[i * runs:(i + 1) * runs] for i, (label, _) in enumerate(cells)}
 
 
+def _param_cells(base, path, values):
+    """[(value, config)] of a parameter study: ``base`` with the setting ``path`` at each of ``values``."""
+    return [(v, overlay(base, nested({path: v}))) for v in values]
+
+
 def param_sweep(runner, base, path, values, runs):
     """Cycles to level against the setting ``path`` (figs. 4.2/4.3): {path, values, rows, argmin,
     end_ratios (mean at the first / last value over the smallest mean; None when that is 0), u_shaped}."""
-    cells = [(v, overlay(base, nested({path: v}))) for v in values]
+    cells = _param_cells(base, path, values)
     found = _run_cells(runner, cells, runs)
     rows = [dict(value=v, **_cell_summary(found[v])) for v in values]
     means = [r["cycles"]["mean"] for r in rows]
@@ -167,9 +177,8 @@ def _significant(test, sign):
     return test["p"] is not None and test["t"] * sign > 0 and test["p"] < 0.05
 
 
-def memetic_study(runner, base, terrains, runs):
-    """Probabilistic (rho = 0.3) vs MA1 vs MA2 on each terrain kind (figs. 4.4/4.5) with Welch tests of
-    units moved and cycles (each memetic variant against the probabilistic agent)."""
+def _memetic_cells(base, terrains):
+    """[((terrain kind, algorithm), config)] of the memetic study (the probabilistic agent at constant rho 0.3)."""
     cells = []
     for kind in terrains:
         for alg in ALGORITHMS:
@@ -177,7 +186,13 @@ def memetic_study(runner, base, terrains, runs):
             if alg == "probabilistic":
                 cfg = overlay(cfg, {"probabilistic": {"rho_mode": "const", "rho": 0.3}})
             cells.append(((kind, alg), cfg))
-    found = _run_cells(runner, cells, runs)
+    return cells
+
+
+def memetic_study(runner, base, terrains, runs):
+    """Probabilistic (rho = 0.3) vs MA1 vs MA2 on each terrain kind (figs. 4.4/4.5) with Welch tests of
+    units moved and cycles (each memetic variant against the probabilistic agent)."""
+    found = _run_cells(runner, _memetic_cells(base, terrains), runs)
     table = {kind: {alg: _cell_summary(found[(kind, alg)]) for alg in ALGORITHMS} for kind in terrains}
     tests = {}
     for alg in ALGORITHMS[1:]:
@@ -290,6 +305,12 @@ def _plot_param(out_dir, s, name, xlabel):
 
 
 def _plot_memetic(out_dir, m):
+    _save(memetic_figure(m), out_dir, "memetic")
+
+
+def memetic_figure(m):
+    """The figure of memetic.png (figs. 4.4, 4.5): units moved and cycles to level per terrain and algorithm,
+    bars of the means with their 95 % intervals, from :func:`memetic_study`'s results ``m``."""
     from harness.report.plots import figure, label
     fig, ax = figure(1, 2, title="memetic vs probabilistic (%d runs per terrain)" % m["runs"])
     width = 0.27
@@ -299,12 +320,14 @@ def _plot_memetic(out_dir, m):
             cells = [m["table"][kind][alg][metric] for kind in m["terrains"]]
             means = [c["mean"] for c in cells]
             err = _err(cells)
-            a.bar(xs, means, width, yerr=err, capsize=3, color="C%d" % j, label=alg)
+            a.bar(xs, means, width, color="C%d" % j, label=alg)
+            a.errorbar(xs, means, yerr=err, fmt="none", ecolor="k", capsize=3,
+                       label="95 % interval of the mean" if j == 0 else "_nolegend_")
     for a, title, ylabel in ((ax[0], "units moved (fig. 4.4)", "units moved to another cell"),
                              (ax[1], "cycles to level (fig. 4.5)", "cycles")):
         a.set_xticks(range(len(m["terrains"])), m["terrains"])
         label(a, title, "terrain", ylabel)
-    _save(fig, out_dir, "memetic")
+    return fig
 
 
 def _save(fig, out_dir, name):
@@ -313,23 +336,36 @@ def _save(fig, out_dir, name):
     plt.close(fig)
 
 
+def check_sweep(base, studies=STUDIES, rho_values=RHO_VALUES, k_values=K_VALUES, terrains=KINDS):
+    """The grid settings ``base`` merged and checked (one ConfigError line for a bad --set), and every cell of
+    every study checked before any runs (a cell of the last study that can never level must not cost the
+    earlier studies' runs); returns the merged settings."""
+    cfg = checked(GRID_DEFAULTS, GRID_RANGES, base, "level-sweep")
+    _check_cells((_param_cells(overlay(base, {"probabilistic": {"rho_mode": "const"}}), "probabilistic.rho",
+                               rho_values) if "rho" in studies else [])
+                 + (_param_cells(overlay(base, {"probabilistic": {"rho_mode": "k"}}), "probabilistic.k", k_values)
+                    if "k" in studies else [])
+                 + (_memetic_cells(base, terrains) if "memetic" in studies else []))
+    return cfg
+
+
 def level_sweep(out_dir, studies=STUDIES, runs=30, base=None, rho_values=RHO_VALUES, k_values=K_VALUES,
                 terrains=KINDS, runner=None):
     """Run ``studies`` and write the report folder; returns the results (``level_sweep.json``)."""
     from harness.sweep_runner import Runner
     base = overlay(base or {}, {})
-    cfg = checked(GRID_DEFAULTS, GRID_RANGES, base, "level-sweep")       # one line for a bad --set
+    cfg = check_sweep(base, studies, rho_values, k_values, terrains)
+    rho_base = overlay(base, {"probabilistic": {"rho_mode": "const"}})
+    k_base = overlay(base, {"probabilistic": {"rho_mode": "k"}})
     own = runner is None
     runner = runner or Runner()
     out = {"setup": {"rows": cfg["terrain"]["rows"], "cols": cfg["terrain"]["cols"], "agents": cfg["agents"],
                      "runs": runs, "max_cycles": cfg["max_cycles"], "level": cfg["level"], "base": base}}
     try:
         if "rho" in studies:
-            out["rho"] = param_sweep(runner, overlay(base, {"probabilistic": {"rho_mode": "const"}}),
-                                     "probabilistic.rho", rho_values, runs)
+            out["rho"] = param_sweep(runner, rho_base, "probabilistic.rho", rho_values, runs)
         if "k" in studies:
-            out["k"] = param_sweep(runner, overlay(base, {"probabilistic": {"rho_mode": "k"}}),
-                                   "probabilistic.k", k_values, runs)
+            out["k"] = param_sweep(runner, k_base, "probabilistic.k", k_values, runs)
         if "memetic" in studies:
             out["memetic"] = memetic_study(runner, base, terrains, runs)
     finally:
@@ -388,6 +424,7 @@ def _cmd(args):
     runs = args.runs or (QUICK_RUNS if args.quick else 30)
     rho = _values(args.rho, float) if args.rho else (QUICK_RHO if args.quick else RHO_VALUES)
     k = _values(args.k, float) if args.k else (QUICK_K if args.quick else K_VALUES)
+    check_sweep(base, studies, rho, k, terrains)     # bad settings refused before the report folder is made
     report_folder(args.out)                          # before the runs, not after
     with runner_from_args(args) as runner:
         out = level_sweep(args.out, studies, runs, base, rho, k, terrains, runner)
