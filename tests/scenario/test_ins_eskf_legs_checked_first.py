@@ -11,7 +11,7 @@ START = [0, 0, 0, 0, 0, 0, 0]
 @pytest.mark.parametrize("leg,needle", [
     ([1, 0, 0, 0, 0, 0, 0], "leg 1 needs a positive duration_s"),
     ([1, 0, 0, 0, 0, 0, -1], "leg 1 needs a positive duration_s"),
-    ([1, 0, 0, 0, 0, 0, 0.001], "not a multiple of the 10000 us sample period"),
+    ([1, 0, 0, 0, 0, 0, 0.001], "shorter than the 10000 us sample period"),
     ([1, 0, 0, 0, 0, 0, 1e6], "more than 1000000"),       # 1e8 samples: would be sampled whole
 ])
 def test_bad_legs_are_a_config_error(leg, needle):

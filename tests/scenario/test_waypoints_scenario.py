@@ -44,9 +44,9 @@ def test_default_mission_succeeds_and_writes_report(tmp_path):
 
 
 def test_identical_seeds_identical_metrics(tmp_path):
-    a = _cli("run", "waypoints", "--seed", "3", "--out", str(tmp_path / "a"), "--quiet")
-    b = _cli("run", "waypoints", "--seed", "3", "--out", str(tmp_path / "b"), "--quiet")
-    c = _cli("run", "waypoints", "--seed", "4", "--out", str(tmp_path / "c"), "--quiet")
+    a = _cli("run", "waypoints", "--reduced", "--seed", "3", "--out", str(tmp_path / "a"), "--quiet")
+    b = _cli("run", "waypoints", "--reduced", "--seed", "3", "--out", str(tmp_path / "b"), "--quiet")
+    c = _cli("run", "waypoints", "--reduced", "--seed", "4", "--out", str(tmp_path / "c"), "--quiet")
     assert a.returncode == b.returncode == c.returncode == 0
     ma = (tmp_path / "a" / "metrics.json").read_text()
     assert ma == (tmp_path / "b" / "metrics.json").read_text()
