@@ -9,29 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from onboard import impl as impl_switch
 from onboard.estimators import particle_filter as pf
 from onboard.estimators.particle_filter_numpy import NumpyDraws
 
-IMPLS = impl_switch.available(pf.KERNEL_MODULES)
-LEARNED = (0.3, 0.1)
-
-
-def _snapshot(f, draws):
-    fields = {k: getattr(f, k) for k in ("initialized", "time_us", "steps", "rejected", "outliers", "predict_only",
-                                          "resamples", "reinitializations", "lost_restarts", "residual_lp_m")}
-    for name in ("xs", "ys", "yaws", "lws", "est"):
-        fields[name] = [float(v) for v in getattr(f, name)]
-    fields["draws"] = draws.gen.bit_generator.state["state"]["state"]
-    return repr(fields)
-
-
-def _filter(impl):
-    f = pf.make_filter({"n_particles": 8}, kernels=pf.kernels_for(impl))
-    draws = NumpyDraws(np.random.default_rng(5))
-    f.initialize(1000, 3.0, draws, learned=LEARNED)
-    f.step(2000, (0.1, 0.0), (0.2, 0.1), 3.1, draws, LEARNED)
-    return f, draws
+from tests.unit.test_pf_edge_inputs import IMPLS, LEARNED, _filter, _snapshot
 
 
 BAD_STEPS = [
