@@ -1,5 +1,5 @@
 """Reduced Table I sweep in CI with the committed agents (ag2u) on the reported sweep's noise-less and
-sensor-fusion cells (25 rollouts each, seed 1; the reported sweep has 50: harness/scenarios/grading/README.md):
+sensor-fusion cells (20 rollouts each, seed 1; the reported sweep has 50: harness/scenarios/grading/README.md):
 seeded, deterministic quality floors, and the ordering of Table I (agent2 ahead of agent1 by >= 20 pp under
 sensor-fusion noise); per-metre accuracy on fresh expert decisions. It fails if a change degrades the agents or
 the loop."""
@@ -14,10 +14,10 @@ from harness.scenarios.grading.sweep import run_cell_job, episode_config, run_ce
 from harness.parallel import ordered_map
 from harness.training.grading_policy.train_policy import AGENT_OBSERVATION, AGENT_WALL_HEIGHT_M, accuracy
 
-# the module's cells take ~2.3 min when run alone on a 2-core machine and several times that on a busy one: the
+# the module's cells take ~2 min when run alone on a 2-core machine and several times that on a busy one: the
 # hang guard gets a margin that no machine speed reaches (pytest-timeout is never a speed check)
 pytestmark = [pytest.mark.scenario, pytest.mark.slow, pytest.mark.timeout(3600)]
-ROLLOUTS = 25
+ROLLOUTS = 20
 # the compiled ES-EKF: the pure path's bits (tests/unit/test_eskf_kernels.py), in 0.6 of the CPU time
 FAST_ESKF = {"estimator_impl": "cython"}
 
@@ -25,33 +25,34 @@ FAST_ESKF = {"estimator_impl": "cython"}
 @pytest.fixture(scope="module")
 def ci_cells():
     """The noise-less and sensor-fusion cells of the reported Table I sweep for the committed agents, the first
-    25 of its 50 rollouts each (seed 1; rollout r is world seed 1000 + r), in two processes, ~2.3 min alone: 1/9 of
-    the sweep's episodes. Keyed by (noise, agent)."""
+    20 of its 50 rollouts each (seed 1; rollout r is world seed 1000 + r), in two processes, ~2 min alone. Keyed
+    by (noise, agent)."""
     keys = [(noise, agent) for noise in ("sensor_fusion", "noise_less") for agent in ("agent1", "agent2")]
     jobs = [((agent, noise, ROLLOUTS, 1, -1.0), episode_config(FAST_ESKF), MODEL_DIR, "numpy") for noise, agent in keys]
     return dict(zip(keys, ordered_map(run_cell_job, jobs, 2)))
 
 
 def test_committed_agents_decide_well_without_noise(ci_cells):
-    """Seeded regression floor on both agents without noise (seed 1, 25 rollouts, decisions that fill half a
-    blade in the work area: agent1 0.852 of 108, agent2 0.902 of 102; with 50 rollouts 0.901 of 222 and 0.920 of
-    213; the full sweep is the >= 0.9 check, the paper has 0.96 / 0.98)."""
+    """Seeded regression floor on both agents without noise (seed 1, 20 rollouts, decisions that fill half a
+    blade in the work area: agent1 0.851 of 87, agent2 0.902 of 82; 25 rollouts: 0.852 of 108 and 0.902 of 102;
+    50 rollouts: 0.901 of 222 and 0.920 of 213; the full sweep is the >= 0.9 check, the paper has 0.96 / 0.98)."""
     for agent in ("agent1", "agent2"):
         assert ci_cells[("noise_less", agent)]["decisions"] > 0
         assert ci_cells[("noise_less", agent)]["success_fraction"] >= 0.8, agent
 
 
 def test_committed_agent2_decides_well_under_sensor_fusion_noise(ci_cells):
-    """Seeded regression floor on agent2 under the episodes' default held aiding error (seed 1, 25 rollouts:
-    0.835 of 109; 50 rollouts: 0.872 of 218; the paper's agent2: 0.90)."""
+    """Seeded regression floor on agent2 under the episodes' default held aiding error (seed 1, 20 rollouts:
+    0.811 of 90; 25 rollouts: 0.835 of 109; 50 rollouts: 0.872 of 218; the paper's agent2: 0.90)."""
     assert ci_cells[("sensor_fusion", "agent1")]["decisions"] > 0
     assert ci_cells[("sensor_fusion", "agent2")]["success_fraction"] >= 0.8
 
 
 def test_agent2_makes_better_decisions_than_agent1_under_sensor_fusion_noise(ci_cells):
     """ag2u Table I's ordering on the CI cells, by the margin issue 9 asks (>= 20 pp; the paper: 90 vs 50 %).
-    Seed 1, 25 rollouts: agent2 0.835 of 109 decisions, agent1 (trained on the noise-free trajectory) 0.289 of
-    301 (50 rollouts: 0.872 of 218 vs 0.331 of 602; held-out seed 2: 0.874 vs 0.291). See
+    Seed 1, 20 rollouts: agent2 0.811 of 90 decisions, agent1 (trained on the noise-free trajectory) 0.275 of 258
+    (25 rollouts: 0.835 of 109 against 0.289 of 301; 50 rollouts: 0.872 of 218 vs 0.331 of 602; held-out seed 2:
+    0.874 vs 0.291). See
     harness/scenarios/grading/README.md."""
     gap = (ci_cells[("sensor_fusion", "agent2")]["success_fraction"]
            - ci_cells[("sensor_fusion", "agent1")]["success_fraction"])
